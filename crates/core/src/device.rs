@@ -1,0 +1,465 @@
+//! The two faces of a device.
+//!
+//! * **Timing** ([`Timing`]): how long the device takes to service an I/O given its own
+//!   state (head position, rotational phase, cache contents, FTL, …). Device models
+//!   implement it.
+//! * **Power** ([`DeviceRuntime`]): the queue in front of the device, its power state machine
+//!   (a request that finds the device asleep waits for the wake-up transition; a power
+//!   command waits for outstanding I/O), and the energy [`Ledger`].
+//!
+//! The runtime is sans-I/O like functions are: it is told the time and returns
+//! [`DevEvent`]s; the simulated executor schedules them in virtual time, the live executor
+//! (with device emulation) in wall-clock time.
+
+use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
+use crate::ledger::{Ledger, LedgerRow};
+use crate::power::{PowerSpec, PowerStateId};
+use crate::time::Nanos;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Where a service went, phase by phase (phases map to power states: seek → the spec's
+/// `seek` state, the rest → `active`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Service {
+    pub seek_ns: Nanos,
+    pub rotate_ns: Nanos,
+    pub transfer_ns: Nanos,
+    /// Controller, bus and command overheads.
+    pub overhead_ns: Nanos,
+    /// Energy charged per operation on top of the active state's power (e.g. NAND program
+    /// energy); 0 for models that account everything through state power.
+    pub energy_j: f64,
+    /// Failed service (e.g. out-of-range address): the I/O completes with this status.
+    pub status: Status,
+}
+
+impl Service {
+    pub fn total(&self) -> Nanos {
+        self.seek_ns + self.rotate_ns + self.transfer_ns + self.overhead_ns
+    }
+}
+
+/// The timing face of a device model.
+pub trait Timing: Send {
+    /// Capacity in bytes.
+    fn capacity(&self) -> u64;
+
+    /// Service `io`, starting at `start` with the device ready, and advance the model's
+    /// internal state (head position, caches, FTL, …). Called in service order.
+    fn service(&mut self, start: Nanos, io: &Io) -> Service;
+
+    /// I/Os the device services at once (1 for a disk arm; channels × ways for an SSD).
+    fn max_concurrent(&self) -> u32 {
+        1
+    }
+
+    /// Does the device pick the next I/O itself (SSTF, SPTF)? If not, FCFS within priority.
+    fn schedules(&self) -> bool {
+        false
+    }
+
+    /// Index into `queue` (the I/Os of the highest waiting priority, in arrival order) of
+    /// the one to service next.
+    fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
+        let _ = (now, queue);
+        0
+    }
+
+    /// The device has left (`ready = false`) or re-entered (`true`) a ready power state:
+    /// spin-down loses rotational phase, may flush or drop caches, etc.
+    fn on_power(&mut self, now: Nanos, ready: bool) {
+        let _ = (now, ready);
+    }
+}
+
+/// What a function may know about a device when it is attached.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub id: DeviceId,
+    pub name: String,
+    pub capacity: u64,
+    pub power: Arc<PowerSpec>,
+}
+
+/// What the runtime asks its executor to do or to know.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DevEvent {
+    /// Call [`DeviceRuntime::service_end`] with `token` at `at`.
+    ServiceEnd { at: Nanos, token: u32 },
+    /// Call [`DeviceRuntime::transition_end`] at `at`.
+    TransitionEnd { at: Nanos },
+    /// The power mode changed at `at` (ledger slot: a state index, or
+    /// `states + transition` at the start of a transition). Busy sub-states (seek, active)
+    /// are not reported.
+    Mode { at: Nanos, slot: usize },
+    /// An I/O is done.
+    Completed(Completion),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Stable(PowerStateId),
+    Transition { tr: usize },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    Io {
+        io: Io,
+        enqueued: Nanos,
+        /// Cumulative not-ready time when enqueued (power wait = difference at start).
+        notready_at_enq: Nanos,
+    },
+    Power(PowerStateId),
+}
+
+impl Pending {
+    fn priority(&self) -> i8 {
+        match self {
+            Pending::Io { io, .. } => io.priority,
+            Pending::Power(_) => 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct InService {
+    io: Io,
+    breakdown: Breakdown,
+    status: Status,
+}
+
+/// Counters a device keeps besides its ledger.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceCounters {
+    pub ios: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub busy_ns: Nanos,
+    /// Power commands with no transition from the state the device was in.
+    pub power_commands_ignored: u64,
+    pub errors: u64,
+}
+
+pub struct DeviceRuntime {
+    pub info: DeviceInfo,
+    timing: Box<dyn Timing>,
+    mode: Mode,
+    ledger: Ledger,
+    queue: VecDeque<Pending>,
+    slots: Vec<Option<InService>>,
+    free_slots: Vec<u32>,
+    busy: u32,
+    max_concurrent: u32,
+    schedules: bool,
+    notready_cum: Nanos,
+    notready_since: Option<Nanos>,
+    scratch: Vec<Io>,
+    counters: DeviceCounters,
+    busy_since: Nanos,
+}
+
+impl DeviceRuntime {
+    /// A device at rest in `initial` (default: the spec's idle state) at time `start`.
+    pub fn new(
+        info: DeviceInfo,
+        timing: Box<dyn Timing>,
+        initial: Option<PowerStateId>,
+        start: Nanos,
+    ) -> DeviceRuntime {
+        let spec = info.power.clone();
+        let initial = initial.unwrap_or(spec.idle);
+        let ready = spec.states[initial as usize].ready;
+        let max_concurrent = timing.max_concurrent().max(1);
+        let schedules = timing.schedules();
+        DeviceRuntime {
+            info,
+            timing,
+            mode: Mode::Stable(initial),
+            ledger: Ledger::new(&spec, initial as usize, start),
+            queue: VecDeque::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            busy: 0,
+            max_concurrent,
+            schedules,
+            notready_cum: 0,
+            notready_since: if ready { None } else { Some(start) },
+            scratch: Vec::new(),
+            counters: DeviceCounters::default(),
+            busy_since: start,
+        }
+    }
+
+    pub fn spec(&self) -> &PowerSpec {
+        &self.info.power
+    }
+
+    /// The stable power state, or `None` during a transition.
+    pub fn state(&self) -> Option<PowerStateId> {
+        match self.mode {
+            Mode::Stable(s) => Some(s),
+            Mode::Transition { .. } => None,
+        }
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.queue.len() + self.busy as usize
+    }
+
+    pub fn counters(&self) -> DeviceCounters {
+        self.counters
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn ledger_rows(&self, now: Nanos) -> Vec<LedgerRow> {
+        self.ledger.rows(&self.info.power, now)
+    }
+
+    pub fn energy_j(&self, now: Nanos) -> f64 {
+        self.ledger.energy_at(&self.info.power, now)
+    }
+
+    pub fn timing(&self) -> &dyn Timing {
+        self.timing.as_ref()
+    }
+
+    pub fn timing_mut(&mut self) -> &mut dyn Timing {
+        self.timing.as_mut()
+    }
+
+    /// Queue an I/O.
+    pub fn submit(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
+        let p = Pending::Io {
+            io,
+            enqueued: now,
+            notready_at_enq: self.notready_at(now),
+        };
+        self.enqueue(p);
+        self.try_start(now, ev);
+    }
+
+    /// Queue a power command.
+    pub fn set_power(&mut self, now: Nanos, state: PowerStateId, ev: &mut Vec<DevEvent>) {
+        if state as usize >= self.info.power.states.len() {
+            self.counters.power_commands_ignored += 1;
+            return;
+        }
+        self.enqueue(Pending::Power(state));
+        self.try_start(now, ev);
+    }
+
+    /// A service scheduled by [`DevEvent::ServiceEnd`] has finished.
+    pub fn service_end(&mut self, now: Nanos, token: u32, ev: &mut Vec<DevEvent>) {
+        let Some(s) = self.slots.get_mut(token as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free_slots.push(token);
+        self.busy -= 1;
+        if self.busy == 0 {
+            self.counters.busy_ns += now - self.busy_since;
+            self.ledger.enter(self.info.power.idle as usize, now);
+        }
+        ev.push(DevEvent::Completed(Completion {
+            io: s.io,
+            status: s.status,
+            finished: now,
+            breakdown: s.breakdown,
+        }));
+        self.try_start(now, ev);
+    }
+
+    /// A transition scheduled by [`DevEvent::TransitionEnd`] has finished.
+    pub fn transition_end(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
+        let Mode::Transition { tr } = self.mode else {
+            return;
+        };
+        let to = self.info.power.transitions[tr].to;
+        self.mode = Mode::Stable(to);
+        self.ledger.enter(to as usize, now);
+        if self.info.power.states[to as usize].ready {
+            if let Some(s) = self.notready_since.take() {
+                self.notready_cum += now - s;
+            }
+            self.timing.on_power(now, true);
+        }
+        ev.push(DevEvent::Mode {
+            at: now,
+            slot: to as usize,
+        });
+        self.try_start(now, ev);
+    }
+
+    fn notready_at(&self, now: Nanos) -> Nanos {
+        self.notready_cum + self.notready_since.map_or(0, |s| now - s)
+    }
+
+    fn enqueue(&mut self, p: Pending) {
+        let prio = p.priority();
+        let mut i = self.queue.len();
+        while i > 0 && self.queue[i - 1].priority() < prio {
+            i -= 1;
+        }
+        self.queue.insert(i, p);
+    }
+
+    fn begin_transition(&mut self, now: Nanos, tr: usize, ev: &mut Vec<DevEvent>) {
+        let spec = self.info.power.clone();
+        let t = &spec.transitions[tr];
+        if spec.states[t.from as usize].ready {
+            self.notready_since = Some(now);
+            self.timing.on_power(now, false);
+        }
+        let slot = spec.states.len() + tr;
+        self.ledger.enter(slot, now);
+        if t.spin_up {
+            self.ledger.count_spin_up();
+        }
+        self.mode = Mode::Transition { tr };
+        ev.push(DevEvent::Mode { at: now, slot });
+        ev.push(DevEvent::TransitionEnd {
+            at: now + t.latency,
+        });
+    }
+
+    fn try_start(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
+        loop {
+            let Mode::Stable(cur) = self.mode else {
+                return;
+            };
+            let Some(head) = self.queue.front() else {
+                return;
+            };
+            match *head {
+                Pending::Power(target) => {
+                    if self.busy > 0 {
+                        return;
+                    }
+                    self.queue.pop_front();
+                    if target == cur {
+                        continue;
+                    }
+                    match self.info.power.transition(cur, target) {
+                        Some(tr) => {
+                            self.begin_transition(now, tr, ev);
+                            return;
+                        }
+                        None => {
+                            self.counters.power_commands_ignored += 1;
+                            continue;
+                        }
+                    }
+                }
+                Pending::Io { .. } => {
+                    let spec = &self.info.power;
+                    if !spec.states[cur as usize].ready {
+                        let tr = spec
+                            .transition(cur, spec.idle)
+                            .expect("validated: every non-ready state wakes to idle");
+                        self.begin_transition(now, tr, ev);
+                        return;
+                    }
+                    if self.busy >= self.max_concurrent {
+                        return;
+                    }
+                    let idx = if self.schedules { self.pick(now) } else { 0 };
+                    let Some(Pending::Io {
+                        io,
+                        enqueued,
+                        notready_at_enq,
+                    }) = self.queue.remove(idx)
+                    else {
+                        unreachable!("pick returns an I/O index");
+                    };
+                    self.start(now, io, enqueued, notready_at_enq, ev);
+                }
+            }
+        }
+    }
+
+    fn pick(&mut self, now: Nanos) -> usize {
+        self.scratch.clear();
+        let prio = self.queue[0].priority();
+        for p in &self.queue {
+            match p {
+                Pending::Io { io, .. } if io.priority == prio => self.scratch.push(*io),
+                _ => break,
+            }
+        }
+        if self.scratch.len() <= 1 {
+            return 0;
+        }
+        self.timing.pick(now, &self.scratch).min(self.scratch.len() - 1)
+    }
+
+    fn start(
+        &mut self,
+        now: Nanos,
+        io: Io,
+        enqueued: Nanos,
+        notready_at_enq: Nanos,
+        ev: &mut Vec<DevEvent>,
+    ) {
+        let svc = if io.end() > self.timing.capacity() && io.op.moves_data() {
+            Service {
+                status: Status::Invalid,
+                ..Service::default()
+            }
+        } else {
+            self.timing.service(now, &io)
+        };
+        let power_wait_ns = self.notready_at(now) - notready_at_enq;
+        let waited = now - enqueued;
+        let breakdown = Breakdown {
+            queue_ns: waited - power_wait_ns.min(waited),
+            power_wait_ns: power_wait_ns.min(waited),
+            service_ns: svc.total(),
+        };
+        let spec = &self.info.power;
+        if self.busy == 0 {
+            self.busy_since = now;
+            match spec.seek {
+                Some(seek) if self.max_concurrent == 1 && svc.seek_ns > 0 => {
+                    self.ledger.enter(seek as usize, now);
+                    self.ledger.enter(spec.active as usize, now + svc.seek_ns);
+                }
+                _ => self.ledger.enter(spec.active as usize, now),
+            }
+        }
+        self.busy += 1;
+        self.ledger.add_op_energy(svc.energy_j);
+        self.counters.ios += 1;
+        if svc.status != Status::Ok {
+            self.counters.errors += 1;
+        } else {
+            match io.op {
+                crate::io::Op::Read => self.counters.bytes_read += io.len as u64,
+                crate::io::Op::Write => self.counters.bytes_written += io.len as u64,
+                _ => {}
+            }
+        }
+        let entry = InService {
+            io,
+            breakdown,
+            status: svc.status,
+        };
+        let token = match self.free_slots.pop() {
+            Some(t) => {
+                self.slots[t as usize] = Some(entry);
+                t
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        ev.push(DevEvent::ServiceEnd {
+            at: now + svc.total(),
+            token,
+        });
+    }
+}

@@ -1,0 +1,135 @@
+//! The sans-I/O intelligence-function interface.
+//!
+//! A function never performs I/O, sleeps or reads a clock. It is handed events — a request
+//! from above, a completion from below, a timer it set, a device's new power state — each
+//! with the current time, and answers with [`Action`]s. The simulated executor feeds it
+//! virtual time; the live executor feeds it the wall clock and real completions. The same
+//! object runs under both.
+
+use crate::device::DeviceInfo;
+use crate::io::{Completion, DeviceId, Io};
+use crate::power::PowerStateId;
+use crate::time::Nanos;
+
+/// A timer name, chosen by the function; unique within that function.
+pub type TimerId = u64;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Send an I/O to the layer below (or, from the bottom layer, to device `io.dev`).
+    Submit(Io),
+    /// Complete an I/O this layer received from above. `io` must be the I/O as received.
+    Reply(Completion),
+    /// Ask a device to move to a power state. The command queues behind the device's
+    /// outstanding I/O, like an ATA STANDBY IMMEDIATE; the next I/O wakes the device.
+    SetPower { device: DeviceId, state: PowerStateId },
+    /// (Re-)arm a timer: one pending deadline per id, a later call replaces it.
+    SetTimer { timer: TimerId, at: Nanos },
+    CancelTimer { timer: TimerId },
+}
+
+/// The buffer a function writes its actions into (reused across events: no allocation on
+/// the hot path).
+#[derive(Default, Debug)]
+pub struct Actions {
+    list: Vec<Action>,
+}
+
+impl Actions {
+    pub fn new() -> Actions {
+        Actions::default()
+    }
+    pub fn submit(&mut self, io: Io) {
+        self.list.push(Action::Submit(io));
+    }
+    pub fn reply(&mut self, done: Completion) {
+        self.list.push(Action::Reply(done));
+    }
+    pub fn set_power(&mut self, device: DeviceId, state: PowerStateId) {
+        self.list.push(Action::SetPower { device, state });
+    }
+    pub fn set_timer(&mut self, timer: TimerId, at: Nanos) {
+        self.list.push(Action::SetTimer { timer, at });
+    }
+    pub fn cancel_timer(&mut self, timer: TimerId) {
+        self.list.push(Action::CancelTimer { timer });
+    }
+    pub fn push(&mut self, a: Action) {
+        self.list.push(a);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    pub fn as_slice(&self) -> &[Action] {
+        &self.list
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Action> {
+        self.list.drain(..)
+    }
+    pub fn clear(&mut self) {
+        self.list.clear()
+    }
+}
+
+/// An intelligence function: one layer of a stack.
+pub trait Function: Send {
+    /// Short name for reports.
+    fn name(&self) -> &str;
+
+    /// Called once before the first event with the run's physical devices. A function
+    /// checks here that it can work with them (e.g. the device it manages has a sleep
+    /// state) and resolves state names to ids.
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        let _ = devices;
+        Ok(())
+    }
+
+    /// A request from the layer above (or the host).
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions);
+
+    /// An I/O this layer submitted has finished.
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions);
+
+    /// A timer this layer set has expired.
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        let _ = (now, timer, out);
+    }
+
+    /// A device has entered a power state (stable state or the start of a transition;
+    /// busy sub-states such as seek are not reported). Every layer hears of every device.
+    fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
+        let _ = (now, device, state);
+    }
+
+    /// Function-specific counters for the run summary (e.g. cache hits, gear shifts).
+    fn counters(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+}
+
+impl<F: Function + ?Sized> Function for Box<F> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        (**self).attach(devices)
+    }
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        (**self).on_request(now, io, out)
+    }
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        (**self).on_completion(now, done, out)
+    }
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        (**self).on_timer(now, timer, out)
+    }
+    fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
+        (**self).on_power(now, device, state)
+    }
+    fn counters(&self) -> Vec<(String, f64)> {
+        (**self).counters()
+    }
+}

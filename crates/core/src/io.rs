@@ -1,0 +1,226 @@
+//! What travels through a stack: trace requests, in-flight I/Os and completions.
+
+use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// Index of a physical device in a run (position in the run's device list).
+pub type DeviceId = u16;
+
+/// Identifies an I/O on one edge of the stack (host → layer 0, layer k → layer k+1,
+/// bottom layer → devices). The layer that *issues* an I/O keeps its ids unique among its
+/// own outstanding I/Os; a pass-through layer may reuse the id it received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct IoId(pub u64);
+
+impl IoId {
+    /// Bit reserved for I/Os a function originates itself (prefetch, reconfiguration, …), so
+    /// they never collide with ids it forwards from above.
+    pub const OWN: u64 = 1 << 63;
+
+    pub fn own(n: u64) -> IoId {
+        IoId(n | Self::OWN)
+    }
+
+    pub fn is_own(self) -> bool {
+        self.0 & Self::OWN != 0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[repr(u8)]
+pub enum Op {
+    Read = 0,
+    Write = 1,
+    Flush = 2,
+    Discard = 3,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Discard => "discard",
+        }
+    }
+
+    pub fn from_code(c: u8) -> Option<Op> {
+        Some(match c {
+            0 => Op::Read,
+            1 => Op::Write,
+            2 => Op::Flush,
+            3 => Op::Discard,
+            _ => return None,
+        })
+    }
+
+    /// Does this operation move data to or from the media?
+    pub fn moves_data(self) -> bool {
+        matches!(self, Op::Read | Op::Write)
+    }
+}
+
+/// Where the bytes of an I/O live. The simulator ignores it; the live executor uses it to
+/// assemble host replies from sub-I/Os and to carry data a function moves between devices
+/// (a read into a scratch buffer followed by a write out of it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Buf {
+    /// No data (flush, discard, or the simulator).
+    #[default]
+    None,
+    /// `offset` bytes into the buffer of host request `id`.
+    Host { id: u64, offset: u32 },
+    /// `offset` bytes into a scratch buffer owned by the issuing function, named by `id`.
+    Scratch { id: u64, offset: u32 },
+}
+
+/// A request as a trace records it, normalized to nanoseconds and bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    pub arrival: Nanos,
+    pub op: Op,
+    pub offset: u64,
+    pub len: u32,
+    /// Device, volume or LUN index within the trace.
+    pub dev: u16,
+    /// Stream / process id (0 when the trace has none).
+    pub stream: u32,
+    pub file: Option<u64>,
+    pub call_site: Option<u64>,
+    /// Response time measured when the trace was recorded (MSR, DiskSim validate), if any.
+    pub measured: Option<Nanos>,
+}
+
+impl Request {
+    pub fn new(arrival: Nanos, op: Op, offset: u64, len: u32) -> Request {
+        Request {
+            arrival,
+            op,
+            offset,
+            len,
+            dev: 0,
+            stream: 0,
+            file: None,
+            call_site: None,
+            measured: None,
+        }
+    }
+
+    /// The I/O the host issues for this request.
+    pub fn io(&self, id: u64) -> Io {
+        Io {
+            id: IoId(id),
+            op: self.op,
+            fua: false,
+            priority: 0,
+            dev: self.dev,
+            stream: self.stream,
+            offset: self.offset,
+            len: self.len,
+            file: self.file,
+            call_site: self.call_site,
+            buf: Buf::Host { id, offset: 0 },
+        }
+    }
+}
+
+/// An I/O in flight on one edge of the stack.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Io {
+    pub id: IoId,
+    pub op: Op,
+    /// Force unit access: the write must be durable when it completes.
+    pub fua: bool,
+    /// Higher is served first at a device queue (IOLab's dispatcher priorities); the guest's
+    /// I/O has priority 0.
+    pub priority: i8,
+    /// Target: at the host edge the trace's device/volume; below the bottom layer, the
+    /// physical [`DeviceId`]. Layers remap it as they route.
+    pub dev: u16,
+    pub stream: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub file: Option<u64>,
+    pub call_site: Option<u64>,
+    pub buf: Buf,
+}
+
+impl Io {
+    /// A bare I/O a function originates itself.
+    pub fn own(n: u64, op: Op, dev: DeviceId, offset: u64, len: u32) -> Io {
+        Io {
+            id: IoId::own(n),
+            op,
+            fua: false,
+            priority: 0,
+            dev,
+            stream: 0,
+            offset,
+            len,
+            file: None,
+            call_site: None,
+            buf: Buf::Scratch { id: n, offset: 0 },
+        }
+    }
+
+    pub fn end(&self) -> u64 {
+        self.offset + self.len as u64
+    }
+}
+
+/// Outcome of an I/O. Errors use the NBD/errno vocabulary so the live executor can pass
+/// them to the guest unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Status {
+    #[default]
+    Ok,
+    /// EIO
+    IoError,
+    /// EINVAL: out of range, misaligned.
+    Invalid,
+    /// ENOSPC
+    NoSpace,
+    /// ENOTSUP
+    NotSupported,
+}
+
+/// Where a completed I/O's latency went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// Waiting behind other I/O (device queue, or inside layers).
+    pub queue_ns: Nanos,
+    /// Waiting for the device to reach a power state that can serve I/O (spin-up, …).
+    pub power_wait_ns: Nanos,
+    /// The device servicing the I/O.
+    pub service_ns: Nanos,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> Nanos {
+        self.queue_ns + self.power_wait_ns + self.service_ns
+    }
+}
+
+/// A finished I/O, delivered to the layer that issued it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Completion {
+    /// The I/O as its issuer submitted it.
+    pub io: Io,
+    pub status: Status,
+    /// Completion time.
+    pub finished: Nanos,
+    pub breakdown: Breakdown,
+}
+
+impl Completion {
+    pub fn ok(io: Io, finished: Nanos, breakdown: Breakdown) -> Completion {
+        Completion {
+            io,
+            status: Status::Ok,
+            finished,
+            breakdown,
+        }
+    }
+}

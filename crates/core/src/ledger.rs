@@ -1,0 +1,120 @@
+//! The energy ledger: residency, entries and energy per power state (and per transition) of
+//! one device. Time is integrated exactly in integer nanoseconds, so residency over all
+//! slots sums to the ledger's span by construction; energy is derived at the end.
+
+use crate::power::PowerSpec;
+use crate::time::{ns_to_secs, Nanos};
+
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    /// Current slot: a state index, or `states + transition index` during a transition.
+    cur: usize,
+    since: Nanos,
+    start: Nanos,
+    residency: Vec<Nanos>,
+    entries: Vec<u64>,
+    /// Energy charged per operation on top of state power (e.g. NAND program energy).
+    op_energy_j: f64,
+    spin_ups: u64,
+}
+
+/// One row of a closed ledger.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LedgerRow {
+    pub slot: String,
+    pub is_transition: bool,
+    pub watts: f64,
+    pub residency_ns: Nanos,
+    pub entries: u64,
+    pub energy_j: f64,
+}
+
+impl Ledger {
+    pub fn new(spec: &PowerSpec, initial: usize, start: Nanos) -> Ledger {
+        let slots = spec.states.len() + spec.transitions.len();
+        let mut entries = vec![0; slots];
+        entries[initial] += 1;
+        Ledger {
+            cur: initial,
+            since: start,
+            start,
+            residency: vec![0; slots],
+            entries,
+            op_energy_j: 0.0,
+            spin_ups: 0,
+        }
+    }
+
+    /// Move to `slot` at time `at` (must not precede the previous change).
+    #[inline]
+    pub fn enter(&mut self, slot: usize, at: Nanos) {
+        debug_assert!(at >= self.since, "ledger time went backwards");
+        self.residency[self.cur] += at - self.since;
+        self.since = at;
+        self.cur = slot;
+        self.entries[slot] += 1;
+    }
+
+    pub fn current(&self) -> usize {
+        self.cur
+    }
+
+    pub fn add_op_energy(&mut self, j: f64) {
+        self.op_energy_j += j;
+    }
+
+    pub fn count_spin_up(&mut self) {
+        self.spin_ups += 1;
+    }
+
+    pub fn spin_ups(&self) -> u64 {
+        self.spin_ups
+    }
+
+    pub fn op_energy_j(&self) -> f64 {
+        self.op_energy_j
+    }
+
+    /// Residency per slot as of `now` (the current slot is charged up to `now`).
+    pub fn residency_at(&self, now: Nanos) -> Vec<Nanos> {
+        let mut r = self.residency.clone();
+        r[self.cur] += now.saturating_sub(self.since);
+        r
+    }
+
+    /// Total energy as of `now`.
+    pub fn energy_at(&self, spec: &PowerSpec, now: Nanos) -> f64 {
+        self.rows(spec, now).iter().map(|r| r.energy_j).sum::<f64>() + self.op_energy_j
+    }
+
+    /// The ledger as of `now`, one row per state then per transition.
+    pub fn rows(&self, spec: &PowerSpec, now: Nanos) -> Vec<LedgerRow> {
+        let res = self.residency_at(now);
+        let names = spec.slot_names();
+        let watts = spec.slot_watts();
+        let ns = spec.states.len();
+        (0..res.len())
+            .map(|i| {
+                let is_transition = i >= ns;
+                // A zero-latency transition has no residency: charge its energy per entry.
+                let energy_j = if is_transition && spec.transitions[i - ns].latency == 0 {
+                    spec.transitions[i - ns].energy_j * self.entries[i] as f64
+                } else {
+                    watts[i] * ns_to_secs(res[i])
+                };
+                LedgerRow {
+                    slot: names[i].clone(),
+                    is_transition,
+                    watts: watts[i],
+                    residency_ns: res[i],
+                    entries: self.entries[i],
+                    energy_j,
+                }
+            })
+            .collect()
+    }
+
+    pub fn start(&self) -> Nanos {
+        self.start
+    }
+}

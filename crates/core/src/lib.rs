@@ -1,0 +1,30 @@
+//! The contract every other wattio crate builds on.
+//!
+//! * [`io`] — what travels: trace [`Request`]s, in-flight [`Io`]s and their [`Completion`]s.
+//! * [`function`] — the sans-I/O [`Function`] interface: events in, [`Action`]s out.
+//! * [`stack`] — composes functions from the host down to the devices; both executors
+//!   (simulated and live) drive a [`Stack`] and carry out the [`Effect`]s it returns.
+//! * [`power`] / [`ledger`] — device power state machines and the energy ledger.
+//! * [`device`] — the two faces of a device: [`Timing`] (service time) and the
+//!   [`DeviceRuntime`] that queues I/O, runs the power state machine and keeps the ledger.
+//! * [`trace`] — the streaming trace source interface.
+//! * [`stats`] — bounded-memory latency statistics.
+
+pub mod device;
+pub mod function;
+pub mod io;
+pub mod ledger;
+pub mod power;
+pub mod stack;
+pub mod stats;
+pub mod time;
+pub mod trace;
+
+pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
+pub use function::{Action, Actions, Function, TimerId};
+pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
+pub use ledger::{Ledger, LedgerRow};
+pub use power::{PowerSpec, PowerState, PowerStateId, Transition};
+pub use stack::{Effect, Stack};
+pub use time::Nanos;
+pub use trace::{TraceError, TraceSource};
