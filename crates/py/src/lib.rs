@@ -1,1 +1,19 @@
-//! placeholder
+//! `wattio._core`: the Rust core as seen from Python. One submodule per area, each
+//! registered here; the Python package (`python/wattio`) wraps them in its API and CLI.
+
+use pyo3::prelude::*;
+
+mod disk;
+mod live;
+mod run;
+mod trace;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    run::register(m)?;
+    trace::register(m)?;
+    disk::register(m)?;
+    live::register(m)?;
+    Ok(())
+}

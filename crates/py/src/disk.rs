@@ -1,0 +1,8 @@
+//! Bindings for the disk area.
+
+use pyo3::prelude::*;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let _ = m;
+    Ok(())
+}
