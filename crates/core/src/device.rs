@@ -393,7 +393,9 @@ impl DeviceRuntime {
         if self.scratch.len() <= 1 {
             return 0;
         }
-        self.timing.pick(now, &self.scratch).min(self.scratch.len() - 1)
+        self.timing
+            .pick(now, &self.scratch)
+            .min(self.scratch.len() - 1)
     }
 
     fn start(

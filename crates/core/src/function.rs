@@ -22,10 +22,18 @@ pub enum Action {
     Reply(Completion),
     /// Ask a device to move to a power state. The command queues behind the device's
     /// outstanding I/O, like an ATA STANDBY IMMEDIATE; the next I/O wakes the device.
-    SetPower { device: DeviceId, state: PowerStateId },
+    SetPower {
+        device: DeviceId,
+        state: PowerStateId,
+    },
     /// (Re-)arm a timer: one pending deadline per id, a later call replaces it.
-    SetTimer { timer: TimerId, at: Nanos },
-    CancelTimer { timer: TimerId },
+    SetTimer {
+        timer: TimerId,
+        at: Nanos,
+    },
+    CancelTimer {
+        timer: TimerId,
+    },
 }
 
 /// The buffer a function writes its actions into (reused across events: no allocation on

@@ -136,7 +136,10 @@ impl PowerSpec {
                 ));
             }
             if def.states[..i].iter().any(|o| o.name == s.name) {
-                return Err(format!("power.state[{i}].name: duplicate state `{}`", s.name));
+                return Err(format!(
+                    "power.state[{i}].name: duplicate state `{}`",
+                    s.name
+                ));
             }
             states.push(PowerState {
                 name: s.name.clone(),
@@ -204,8 +207,12 @@ impl PowerSpec {
                 .name
                 .clone()
                 .unwrap_or_else(|| format!("{}->{}", t.from, t.to));
-            if states.iter().any(|s| s.name == name) || transitions.iter().any(|o: &Transition| o.name == name) {
-                return Err(format!("power.transition[{i}].name: `{name}` is already used"));
+            if states.iter().any(|s| s.name == name)
+                || transitions.iter().any(|o: &Transition| o.name == name)
+            {
+                return Err(format!(
+                    "power.transition[{i}].name: `{name}` is already used"
+                ));
             }
             transitions.push(Transition {
                 name,
@@ -327,7 +334,8 @@ impl PowerSpec {
         if p_idle <= p_sleep {
             return None;
         }
-        let t = (down.energy_j + up.energy_j - p_sleep * ns_to_secs(round_trip)) / (p_idle - p_sleep);
+        let t =
+            (down.energy_j + up.energy_j - p_sleep * ns_to_secs(round_trip)) / (p_idle - p_sleep);
         Some(secs_to_ns(t).max(round_trip))
     }
 }
@@ -399,7 +407,10 @@ mod tests {
         let mut def = laptop();
         def.transitions[1].to = "idel".into();
         let e = PowerSpec::from_def(&def).unwrap_err();
-        assert!(e.starts_with("power.transition[1].to: unknown state `idel`"), "{e}");
+        assert!(
+            e.starts_with("power.transition[1].to: unknown state `idel`"),
+            "{e}"
+        );
         let mut def = laptop();
         def.transitions.pop();
         let e = PowerSpec::from_def(&def).unwrap_err();

@@ -59,7 +59,8 @@ impl Stack {
     pub fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
         for l in &mut self.layers {
             let name = l.name().to_string();
-            l.attach(devices).map_err(|e| format!("function `{name}`: {e}"))?;
+            l.attach(devices)
+                .map_err(|e| format!("function `{name}`: {e}"))?;
         }
         Ok(())
     }

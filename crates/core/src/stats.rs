@@ -168,7 +168,10 @@ mod tests {
         for q in [0.5, 0.9, 0.99] {
             let exact = vals[(q * vals.len() as f64).ceil() as usize - 1] as f64;
             let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 1.0 / 128.0, "q={q} {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 1.0 / 128.0,
+                "q={q} {got} vs {exact}"
+            );
         }
     }
 

@@ -1,1 +1,22 @@
-//! placeholder
+//! Device models — the timing face of each device — and the catalogue of real devices.
+//!
+//! A catalogue entry (`catalogue/NAME.toml`) has a `[timing]` table whose `model` key picks
+//! the model below, and a `[power]` table (a [`wattio_core::power::PowerDef`]). Every number
+//! carries its source.
+//!
+//! | `model`          | module         | what it models |
+//! |------------------|----------------|----------------|
+//! | `hdd-parametric` | [`hdd`]        | average seek, rotation, media rate: the classic analytical disk |
+//! | `hdd-mechanical` | [`mechanical`] | DiskSim-grade disk: zones, skews, seek table, cache, queue |
+//! | `flash`          | [`flash`]      | a simple flash device: per-page latencies and bandwidth |
+//! | `ssd`            | [`ssd`]        | channels, ways, dies, page-mapped FTL with GC |
+
+pub mod catalogue;
+pub mod disksim;
+pub mod flash;
+pub mod hdd;
+pub mod mechanical;
+mod params;
+pub mod ssd;
+
+pub use catalogue::{Catalogue, DeviceSpec};

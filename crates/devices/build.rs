@@ -1,0 +1,33 @@
+//! Embeds every `catalogue/*.toml` of the repository into the crate, so runs never need a
+//! data directory at run time.
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../catalogue");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let mut out = String::from("pub(crate) static EMBEDDED: &[(&str, &str)] = &[\n");
+    for p in &names {
+        println!("cargo:rerun-if-changed={}", p.display());
+        let stem = p.file_stem().unwrap().to_string_lossy();
+        let abs = p.canonicalize().unwrap();
+        writeln!(
+            out,
+            "    ({stem:?}, include_str!({:?})),",
+            abs.display().to_string()
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("catalogue.rs");
+    std::fs::write(dest, out).unwrap();
+}

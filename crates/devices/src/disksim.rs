@@ -1,0 +1,2 @@
+//! DiskSim parameter-file import (`.parv`, `.diskspecs`, `.model`, `.seek`). Being built on
+//! the `devices` branch.

@@ -1,0 +1,228 @@
+//! The parametric disk (`model = "hdd-parametric"`): the analytical model of the spin-down
+//! literature and of FS2's evaluation (§5): T = overhead + seek + rotation + transfer.
+//!
+//! * Seek: zero for a request that starts where the previous one ended (sequential);
+//!   otherwise, if `track_to_track_ms` and `full_stroke_ms` are given, the √-distance curve
+//!   `a + b·√x` (x = seek distance / capacity) through the full stroke at x = 1 and the
+//!   average seek at x = 1/3 (the mean distance between two uniform random positions),
+//!   never below track-to-track; else the average seek for any move.
+//! * Rotation: half a revolution for a non-sequential request (the expected latency; this
+//!   model does not track rotational phase — the `hdd-mechanical` model does).
+//! * Transfer: `len` at the media rate, interpolated linearly from the outer-zone rate at
+//!   offset 0 to the inner-zone rate at the end (zoned recording), or one rate if only
+//!   `media_rate_mbps` is given.
+//!
+//! Timing parameters (`[timing]`): `capacity_bytes`, `rpm`, `avg_seek_ms`,
+//! optional `track_to_track_ms`, `full_stroke_ms`, `media_rate_mbps` or
+//! `media_rate_outer_mbps` + `media_rate_inner_mbps`, optional `overhead_ms`.
+
+use crate::params::{check_keys, opt_f64, positive};
+use wattio_core::device::{Service, Timing};
+use wattio_core::io::Io;
+use wattio_core::time::{secs_to_ns, Nanos};
+
+#[derive(Clone, Debug)]
+pub struct ParametricHdd {
+    capacity: u64,
+    half_rotation: Nanos,
+    avg_seek: Nanos,
+    /// √-curve parameters (seconds) and floor, when the curve is given.
+    curve: Option<(f64, f64, Nanos)>,
+    /// Bytes per second at offset 0 and at the end.
+    rate_outer: f64,
+    rate_inner: f64,
+    overhead: Nanos,
+    head: u64,
+}
+
+const KEYS: &[&str] = &[
+    "capacity_bytes",
+    "rpm",
+    "avg_seek_ms",
+    "track_to_track_ms",
+    "full_stroke_ms",
+    "media_rate_mbps",
+    "media_rate_outer_mbps",
+    "media_rate_inner_mbps",
+    "overhead_ms",
+];
+
+impl ParametricHdd {
+    pub fn from_toml(t: &toml::Table) -> Result<ParametricHdd, String> {
+        check_keys(t, KEYS)?;
+        let capacity = positive(t, "capacity_bytes")? as u64;
+        let rpm = positive(t, "rpm")?;
+        let avg_seek = positive(t, "avg_seek_ms")? / 1e3;
+        let t2t = opt_f64(t, "track_to_track_ms")?.map(|v| v / 1e3);
+        let full = opt_f64(t, "full_stroke_ms")?.map(|v| v / 1e3);
+        let curve = match (t2t, full) {
+            (Some(t2t), Some(full)) => {
+                if !(t2t <= avg_seek && avg_seek <= full) {
+                    return Err(format!(
+                        "timing: expected track_to_track_ms ≤ avg_seek_ms ≤ full_stroke_ms, got {} / {} / {}",
+                        t2t * 1e3, avg_seek * 1e3, full * 1e3
+                    ));
+                }
+                let b = (full - avg_seek) / (1.0 - (1.0f64 / 3.0).sqrt());
+                Some((full - b, b, secs_to_ns(t2t)))
+            }
+            (None, None) => None,
+            _ => {
+                return Err(
+                    "timing: give both track_to_track_ms and full_stroke_ms, or neither".into(),
+                )
+            }
+        };
+        let (outer, inner) = match (
+            opt_f64(t, "media_rate_mbps")?,
+            opt_f64(t, "media_rate_outer_mbps")?,
+            opt_f64(t, "media_rate_inner_mbps")?,
+        ) {
+            (Some(r), None, None) => (r, r),
+            (None, Some(o), Some(i)) => (o, i),
+            _ => return Err(
+                "timing: give media_rate_mbps, or media_rate_outer_mbps and media_rate_inner_mbps"
+                    .into(),
+            ),
+        };
+        if outer <= 0.0 || inner <= 0.0 {
+            return Err("timing.media_rate_*: expected a rate > 0".into());
+        }
+        Ok(ParametricHdd {
+            capacity,
+            half_rotation: secs_to_ns(30.0 / rpm),
+            avg_seek: secs_to_ns(avg_seek),
+            curve,
+            rate_outer: outer * 1e6,
+            rate_inner: inner * 1e6,
+            overhead: secs_to_ns(opt_f64(t, "overhead_ms")?.unwrap_or(0.0) / 1e3),
+            head: 0,
+        })
+    }
+
+    /// Seek time for a move of `distance` bytes.
+    pub fn seek_time(&self, distance: u64) -> Nanos {
+        if distance == 0 {
+            return 0;
+        }
+        match self.curve {
+            None => self.avg_seek,
+            Some((a, b, floor)) => {
+                let x = (distance as f64 / self.capacity as f64).min(1.0);
+                secs_to_ns(a + b * x.sqrt()).max(floor)
+            }
+        }
+    }
+
+    /// Transfer time of `len` bytes at `offset`.
+    pub fn transfer_time(&self, offset: u64, len: u32) -> Nanos {
+        let x = (offset as f64 / self.capacity as f64).min(1.0);
+        let rate = self.rate_outer + (self.rate_inner - self.rate_outer) * x;
+        secs_to_ns(len as f64 / rate)
+    }
+
+    pub fn half_rotation(&self) -> Nanos {
+        self.half_rotation
+    }
+}
+
+impl Timing for ParametricHdd {
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn service(&mut self, _start: Nanos, io: &Io) -> Service {
+        if !io.op.moves_data() {
+            // Flush and discard cost one command overhead; this model keeps no write cache.
+            return Service {
+                overhead_ns: self.overhead,
+                ..Service::default()
+            };
+        }
+        let sequential = io.offset == self.head;
+        let distance = io.offset.abs_diff(self.head);
+        let svc = Service {
+            seek_ns: self.seek_time(distance),
+            rotate_ns: if sequential { 0 } else { self.half_rotation },
+            transfer_ns: self.transfer_time(io.offset, io.len),
+            overhead_ns: self.overhead,
+            ..Service::default()
+        };
+        self.head = io.end();
+        svc
+    }
+
+    fn on_power(&mut self, _now: Nanos, ready: bool) {
+        // Heads park on spin-down: the next access is never sequential.
+        if !ready {
+            self.head = u64::MAX;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattio_core::io::{Op, Request};
+
+    fn disk(extra: &str) -> ParametricHdd {
+        let t: toml::Table = toml::from_str(&format!(
+            "model = \"hdd-parametric\"\ncapacity_bytes = 1_000_000_000\nrpm = 6000\navg_seek_ms = 10.0\nmedia_rate_mbps = 50\n{extra}"
+        ))
+        .unwrap();
+        ParametricHdd::from_toml(&t).unwrap()
+    }
+
+    #[test]
+    fn random_then_sequential_by_hand() {
+        let mut d = disk("overhead_ms = 0.5");
+        let io = Request::new(0, Op::Read, 500_000_000, 50_000).io(0);
+        let s = d.service(0, &io);
+        // 6000 rpm → 10 ms per revolution → 5 ms; 50 kB at 50 MB/s = 1 ms.
+        assert_eq!(s.seek_ns, 10_000_000);
+        assert_eq!(s.rotate_ns, 5_000_000);
+        assert_eq!(s.transfer_ns, 1_000_000);
+        assert_eq!(s.total(), 16_500_000);
+        let next = Request::new(0, Op::Write, 500_050_000, 50_000).io(1);
+        let s = d.service(0, &next);
+        assert_eq!((s.seek_ns, s.rotate_ns, s.total()), (0, 0, 1_500_000));
+    }
+
+    #[test]
+    fn sqrt_curve_hits_its_anchor_points() {
+        let d = disk("track_to_track_ms = 1.0\nfull_stroke_ms = 20.0");
+        assert_eq!(d.seek_time(1_000_000_000), 20_000_000);
+        let third = d.seek_time(333_333_333);
+        assert!((third as i64 - 10_000_000).abs() < 2_000, "{third}");
+        assert_eq!(d.seek_time(1), 1_000_000); // floor: track-to-track
+    }
+
+    #[test]
+    fn zoned_rate_interpolates() {
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_outer_mbps = 60\nmedia_rate_inner_mbps = 30",
+        )
+        .unwrap();
+        let d = ParametricHdd::from_toml(&t).unwrap();
+        assert_eq!(d.transfer_time(0, 60_000), 1_000_000);
+        assert_eq!(d.transfer_time(1000, 30_000), 1_000_000);
+        assert_eq!(d.transfer_time(500, 45_000), 1_000_000);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = -1\nmedia_rate_mbps = 1",
+        )
+        .unwrap();
+        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        assert!(e.starts_with("timing.avg_seek_ms"), "{e}");
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 1\nmedia_rate_mbps = 1\nseek = 3",
+        )
+        .unwrap();
+        assert!(ParametricHdd::from_toml(&t)
+            .unwrap_err()
+            .starts_with("timing.seek: unknown key"));
+    }
+}

@@ -1,0 +1,39 @@
+//! Reading model parameters from a `[timing]` table, with errors that name the key.
+
+pub(crate) fn f64_key(t: &toml::Table, key: &str) -> Result<f64, String> {
+    opt_f64(t, key)?.ok_or_else(|| format!("timing.{key}: missing (expected a number)"))
+}
+
+pub(crate) fn opt_f64(t: &toml::Table, key: &str) -> Result<Option<f64>, String> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::Float(f)) if f.is_finite() && *f >= 0.0 => Ok(Some(*f)),
+        Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as f64)),
+        Some(v) => Err(format!(
+            "timing.{key}: expected a finite number ≥ 0, got {v}"
+        )),
+    }
+}
+
+pub(crate) fn positive(t: &toml::Table, key: &str) -> Result<f64, String> {
+    let v = f64_key(t, key)?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("timing.{key}: expected a number > 0, got {v}"))
+    }
+}
+
+/// Keys a model accepts besides its own: `model`, and `sources` (key → where the value
+/// comes from).
+pub(crate) fn check_keys(t: &toml::Table, allowed: &[&str]) -> Result<(), String> {
+    for k in t.keys() {
+        if k != "model" && k != "sources" && !allowed.contains(&k.as_str()) {
+            return Err(format!(
+                "timing.{k}: unknown key (expected one of: {})",
+                allowed.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
