@@ -136,17 +136,17 @@ impl Function for Oracle {
                 .unwrap_or(0);
             let lookahead = (self.open)()?;
             self.devs.push(Dev {
-                    device,
-                    sleep,
-                    idle: spec.idle,
-                    break_even,
-                    wake_latency: wake,
-                    outstanding: 0,
-                    seen: 0,
-                    lookahead: Some(lookahead),
-                    ahead: 0,
-                    next: None,
-                    sleeping: false,
+                device,
+                sleep,
+                idle: spec.idle,
+                break_even,
+                wake_latency: wake,
+                outstanding: 0,
+                seen: 0,
+                lookahead: Some(lookahead),
+                ahead: 0,
+                next: None,
+                sleeping: false,
             });
         }
         Ok(())

@@ -42,7 +42,11 @@ fn share_one_update_by_hand() {
     assert_eq!(p.timeout(), Some(750_000_000)); // (0.5 + 1.0) / 2
     p.observe(750_000_000, None, false);
     // Computed by hand (see docs/functions.md): weights 0.07351, 0.92649.
-    assert!((p.predicted() - 0.963_244_505_777_478_8).abs() < 1e-12, "{}", p.predicted());
+    assert!(
+        (p.predicted() - 0.963_244_505_777_478_8).abs() < 1e-12,
+        "{}",
+        p.predicted()
+    );
 }
 
 #[test]
