@@ -257,6 +257,13 @@ fn paraid_eq2_savings_from_the_map3367_entry() {
     assert_eq!(pct(savings(5.0, 3.0, idle)), 22.2);
     assert_eq!(pct(savings(5.0, 3.0, active)), 27.9);
     assert_eq!(p.rated_start_stop, Some(20_000));
+    // Break-even by hand: (6.5 + 330 − 2.9 × (1 + 15)) / (6.5 − 2.9) = 290.1 / 3.6 = 80.583 s.
+    close(
+        break_even_s(&p, "standby"),
+        290.1 / 3.6,
+        1e-6,
+        "MAP3367 break-even (s)",
+    );
     // Spin-up draws the midpoint of the measured 20–24 W.
     let up = &p.transitions[p
         .transition(p.state_id("standby").unwrap_or(0), p.idle)
