@@ -438,3 +438,26 @@ fn constellation_zoned_rate_spans_the_datasheet_range() {
     assert_eq!(d.transfer_time(d.capacity(), 83_000), 1_000_000);
     assert_eq!(d.capacity(), 7_814_037_168 * 512);
 }
+
+#[test]
+fn names_are_kebab_case_and_documented() {
+    let docs_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/catalogue.md");
+    let docs = std::fs::read_to_string(docs_path).unwrap_or_else(|e| panic!("{docs_path}: {e}"));
+    for name in catalogue().names() {
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !name.starts_with('-')
+                && !name.ends_with('-'),
+            "catalogue name `{name}` is not kebab-case"
+        );
+    }
+    for name in OWNED {
+        assert!(
+            docs.contains(&format!("| `{name}` |")),
+            "docs/catalogue.md has no table row for {name}"
+        );
+    }
+}
