@@ -66,6 +66,11 @@ pub trait Timing: Send {
         0
     }
 
+    /// Model-specific counters for the run summary (write amplification, cache hits, …).
+    fn counters(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+
     /// The device has left (`ready = false`) or re-entered (`true`) a ready power state:
     /// spin-down loses rotational phase, may flush or drop caches, etc.
     fn on_power(&mut self, now: Nanos, ready: bool) {

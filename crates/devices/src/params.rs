@@ -28,13 +28,13 @@ pub(crate) fn positive(t: &toml::Table, key: &str) -> Result<f64, String> {
     }
 }
 
-/// A count of bytes or similar: a whole number ≥ 1.
+/// A count of bytes or similar: a whole number ≥ 1 (no ceiling: capacities exceed 1e12).
 pub(crate) fn count(t: &toml::Table, key: &str) -> Result<u64, String> {
-    let v = f64_key(t, key)?;
-    if v >= 1.0 && v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(format!("timing.{key}: expected a whole number ≥ 1, got {v}"))
+    match t.get(key) {
+        None => Err(format!("timing.{key}: missing (expected a whole number ≥ 1)")),
+        Some(toml::Value::Integer(i)) if *i >= 1 => Ok(*i as u64),
+        Some(toml::Value::Float(f)) if *f >= 1.0 && f.fract() == 0.0 && *f <= 9.0e15 => Ok(*f as u64),
+        Some(v) => Err(format!("timing.{key}: expected a whole number ≥ 1, got {v}")),
     }
 }
 

@@ -22,6 +22,8 @@ pub struct DeviceSummary {
     pub busy_s: f64,
     pub utilization: f64,
     pub power_commands_ignored: u64,
+    /// The timing model's own counters (e.g. an SSD's write amplification).
+    pub model_counters: BTreeMap<String, f64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -81,6 +83,7 @@ impl Summary {
                     busy_s: ns_to_secs(c.busy_ns),
                     utilization: if end > 0 { c.busy_ns as f64 / end as f64 } else { 0.0 },
                     power_commands_ignored: c.power_commands_ignored,
+                    model_counters: d.timing().counters().into_iter().collect(),
                 },
             );
         }

@@ -1,0 +1,44 @@
+# Two commands for a fresh machine:
+#   make demo   — install wattio and run the embedded default (`wattio demo`)
+#   make test   — install everything the tests need and run every test
+# Both create a virtualenv in .venv and build the Rust core in release mode into it.
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.wattio-installed
+SOURCES := $(shell find crates python catalogue -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) -not -path '*/fuzz/*' 2>/dev/null) Cargo.toml pyproject.toml
+
+.PHONY: demo test install rust-test lint py-test bench clean
+
+demo: install
+	$(VENV)/bin/wattio demo
+
+install: $(STAMP)
+
+$(STAMP): $(SOURCES)
+	@command -v cargo >/dev/null || { echo "wattio needs a Rust toolchain (cargo): https://rustup.rs"; exit 1; }
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip 'maturin>=1.7,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test -q
+	touch $(STAMP)
+
+test: install
+	bash scripts/install-apt.sh
+	$(MAKE) lint rust-test py-test
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
+	$(VENV)/bin/ruff check python tests examples bench
+
+rust-test:
+	cargo test --workspace --exclude wattio-py -q
+
+py-test:
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) target wattio-out
