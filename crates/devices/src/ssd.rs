@@ -44,7 +44,7 @@
 //! Timing parameters: `capacity_bytes`, `channels`, `ways`, `dies_per_way`,
 //! `planes_per_die`, `blocks_per_plane`, `pages_per_block`, `page_bytes`, `read_page_us`,
 //! `program_page_us`, `erase_block_us`, `channel_mbps`, optional `host_mbps`,
-//! `overhead_us`, `write_buffer_bytes`, `gc_free_blocks` (default 2), `queue_depth`
+//! `overhead_us`, `write_overhead_us` (default `overhead_us`), `write_buffer_bytes`, `gc_free_blocks` (default 2), `queue_depth`
 //! (default: number of PUs), `nand_volts`, `read_ma`, `program_ma`, `erase_ma`,
 //! `transfer_ma`, `controller_watts` (energy keys default to 0).
 
@@ -69,6 +69,7 @@ const KEYS: &[&str] = &[
     "channel_mbps",
     "host_mbps",
     "overhead_us",
+    "write_overhead_us",
     "write_buffer_bytes",
     "gc_free_blocks",
     "queue_depth",
@@ -104,7 +105,10 @@ pub struct SsdParams {
     pub channel_bps: f64,
     /// Bytes per second of the host link (None: not a bottleneck).
     pub host_bps: Option<f64>,
+    /// Controller overhead per command (reads, flushes, discards).
     pub overhead: Nanos,
+    /// Controller overhead per write command (default: `overhead`).
+    pub write_overhead: Nanos,
     pub write_buffer_bytes: u64,
     pub gc_free_blocks: u32,
     pub queue_depth: u32,
@@ -162,6 +166,12 @@ impl SsdParams {
                 Some(v) => return Err(format!("timing.host_mbps: expected a number > 0, got {v}")),
             },
             overhead: secs_to_ns(opt("overhead_us")?.unwrap_or(0.0) / 1e6),
+            write_overhead: secs_to_ns(
+                opt("write_overhead_us")?
+                    .or(opt("overhead_us")?)
+                    .unwrap_or(0.0)
+                    / 1e6,
+            ),
             write_buffer_bytes: opt_int(
                 "write_buffer_bytes",
                 opt("write_buffer_bytes")?,
@@ -426,10 +436,8 @@ impl Ssd {
     /// Next free page of plane `q`'s open block, opening a new block if needed.
     fn frontier(&mut self, q: usize) -> Option<u32> {
         let ppb = self.p.pages_per_block;
-        if self.open_block[q] == NIL || self.open_wp[q] >= ppb {
-            if !self.open_new_block(q) {
-                return None;
-            }
+        if (self.open_block[q] == NIL || self.open_wp[q] >= ppb) && !self.open_new_block(q) {
+            return None;
         }
         let b = self.open_block[q];
         let ppn = b * ppb + self.open_wp[q];
@@ -680,7 +688,11 @@ impl Timing for Ssd {
     }
 
     fn service(&mut self, start: Nanos, io: &Io) -> Service {
-        let overhead = self.p.overhead;
+        let overhead = if io.op == Op::Write {
+            self.p.write_overhead
+        } else {
+            self.p.overhead
+        };
         let t0 = start + overhead;
         let mut energy = self.p.controller_watts * overhead as f64 / 1e9;
         let in_range = io.end() <= self.p.capacity_bytes;
@@ -742,7 +754,8 @@ pub fn apst_table(spec: &PowerSpec, max_latency: Nanos) -> Vec<ApstStep> {
     usable.reverse();
     let timeout = |total: Nanos| {
         let us = total.div_ceil(NS_PER_US);
-        (us + 19) / 20 * NS_PER_MS
+        // The kernel's (µs + 19) / 20.
+        us.div_ceil(20) * NS_PER_MS
     };
     let mut steps = Vec::new();
     let mut from = spec.idle;
