@@ -87,6 +87,39 @@ const NOT_CANDIDATE: u16 = 0x8000;
 const MAX_PAGES_PER_BLOCK: u64 = 0x4000;
 const NIL: u32 = u32::MAX;
 
+/// Division by a constant, a shift when it is a power of two: the FTL divides on every
+/// page, and geometries are almost always powers of two.
+#[derive(Clone, Copy, Debug)]
+struct Divisor {
+    d: u64,
+    shift: Option<u32>,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        Divisor {
+            d,
+            shift: d.is_power_of_two().then(|| d.trailing_zeros()),
+        }
+    }
+
+    #[inline]
+    fn div(self, x: u64) -> u64 {
+        match self.shift {
+            Some(s) => x >> s,
+            None => x / self.d,
+        }
+    }
+
+    #[inline]
+    fn rem(self, x: u64) -> u64 {
+        match self.shift {
+            Some(_) => x & (self.d - 1),
+            None => x % self.d,
+        }
+    }
+}
+
 /// Geometry and timing read from a `[timing]` table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SsdParams {
@@ -274,6 +307,11 @@ impl SsdCounters {
 pub struct Ssd {
     p: SsdParams,
     logical_pages: u64,
+    pus: usize,
+    by_page: Divisor,
+    by_ppb: Divisor,
+    by_bpp: Divisor,
+    by_channels: Divisor,
     // Derived timing.
     ns_per_byte_channel: f64,
     ns_per_byte_host: f64,
@@ -326,6 +364,11 @@ impl Ssd {
         let buffer_pages = (p.write_buffer_bytes / p.page_bytes as u64) as usize;
         let mut ssd = Ssd {
             logical_pages,
+            pus,
+            by_page: Divisor::new(p.page_bytes as u64),
+            by_ppb: Divisor::new(p.pages_per_block as u64),
+            by_bpp: Divisor::new(p.blocks_per_plane as u64),
+            by_channels: Divisor::new(p.channels as u64),
             ns_per_byte_channel: channel_ns,
             ns_per_byte_host: p.host_bps.map_or(0.0, |b| 1e9 / b),
             page_xfer: (p.page_bytes as f64 * channel_ns).round() as Nanos,
@@ -388,19 +431,47 @@ impl Ssd {
         self.reg_free.iter_mut().for_each(|t| *t = 0);
     }
 
+    /// Age the drive with `page_writes` uniform random single-page writes through the FTL
+    /// (garbage collection included, no timing), then reset the timelines and counters: a
+    /// drive in write-amplification steady state, ready at t = 0.
+    pub fn precondition_random(&mut self, page_writes: u64, seed: u64) {
+        let mut x = seed;
+        let n = self.logical_pages;
+        for _ in 0..page_writes {
+            // SplitMix64: reproducible without a dependency.
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let lpn = (z ^ (z >> 31)) % n;
+            let q = self.next_pu();
+            let _ = self.place(lpn as u32, q, &mut 0.0, 0);
+        }
+        self.counters = SsdCounters::default();
+        self.array_free.iter_mut().for_each(|t| *t = 0);
+        self.reg_free.iter_mut().for_each(|t| *t = 0);
+        self.channel_free.iter_mut().for_each(|t| *t = 0);
+        self.buffer.iter_mut().for_each(|t| *t = 0);
+        self.host_free = 0;
+        self.destaged_at = 0;
+    }
+
     /// Plane (PU) index → channel: PUs are numbered channel first.
     fn channel_of(&self, q: usize) -> usize {
-        q % self.p.channels as usize
+        self.by_channels.rem(q as u64) as usize
     }
 
     fn next_pu(&mut self) -> usize {
-        let q = (self.cursor % self.p.pus()) as usize;
-        self.cursor = self.cursor.wrapping_add(1);
+        let q = self.cursor as usize;
+        self.cursor += 1;
+        if self.cursor as usize == self.pus {
+            self.cursor = 0;
+        }
         q
     }
 
     fn block_plane(&self, b: u32) -> usize {
-        (b / self.p.blocks_per_plane) as usize
+        self.by_bpp.div(b as u64) as usize
     }
 
     fn pop_free(&mut self, q: usize) -> Option<u32> {
@@ -450,14 +521,14 @@ impl Ssd {
         if old != 0 {
             let ppn = old - 1;
             self.p2l[ppn as usize] = 0;
-            self.valid[(ppn / self.p.pages_per_block) as usize] -= 1;
+            self.valid[self.by_ppb.div(ppn as u64) as usize] -= 1;
         }
     }
 
     fn map(&mut self, lpn: u32, ppn: u32) {
         self.l2p[lpn as usize] = ppn + 1;
         self.p2l[ppn as usize] = lpn + 1;
-        self.valid[(ppn / self.p.pages_per_block) as usize] += 1;
+        self.valid[self.by_ppb.div(ppn as u64) as usize] += 1;
     }
 
     /// Greedy victim of plane `q`: the full block with the fewest valid pages, if reclaiming
@@ -521,7 +592,7 @@ impl Ssd {
     /// Map `lpn` to a new page, preferring plane `q`; runs GC as needed. Returns the plane
     /// used, or None if no plane has room.
     fn place(&mut self, lpn: u32, q: usize, energy: &mut f64, now: Nanos) -> Option<usize> {
-        let pus = self.p.pus() as usize;
+        let pus = self.pus;
         for k in 0..pus {
             let q = (q + k) % pus;
             if let Some(ppn) = self.frontier(q) {
@@ -587,14 +658,14 @@ impl Ssd {
         let mut off = io.offset;
         let end = io.end();
         while off < end {
-            let lpn = off / page;
-            let chunk = (page - off % page).min(end - off);
+            let lpn = self.by_page.div(off);
+            let chunk = (page - self.by_page.rem(off)).min(end - off);
             off += chunk;
             let tag = self.l2p.get(lpn as usize).copied().unwrap_or(0);
             // Never-written data comes back as zeros from the controller, without NAND.
             let mut ready = t0;
             if tag != 0 {
-                let q = self.block_plane((tag - 1) / self.p.pages_per_block);
+                let q = self.block_plane(self.by_ppb.div((tag - 1) as u64) as u32);
                 let rs = t0.max(self.array_free[q]);
                 let re = rs + self.p.read_page;
                 self.array_free[q] = re;
@@ -622,8 +693,8 @@ impl Ssd {
         let mut off = io.offset;
         let end = io.end();
         while off < end {
-            let lpn = off / page;
-            let chunk = (page - off % page).min(end - off);
+            let lpn = self.by_page.div(off);
+            let chunk = (page - self.by_page.rem(off)).min(end - off);
             off += chunk;
             // Data must be in controller DRAM (a buffer slot) before it goes to NAND.
             let mut admit = t0;
