@@ -6,10 +6,13 @@
 //! Every plane is a *parallel unit* (PU) with two timelines: `array_free` (when its cell array
 //! finishes the last read, program or erase) and `reg_free` (when its cache register can
 //! take new program data — the start of the last array operation, as NAND cache programming
-//! allows). Every channel has one timeline and the host link another. An I/O is cut into
-//! flash pages; each page books the resources it needs at the earliest time they are all
-//! free, in the order I/Os are started (FCFS per resource). The I/O's response time is the
-//! time its last page is done, so concurrent I/Os contend for channels, planes and the link.
+//! allows). Every channel and the host link keep their busy intervals, so a transfer whose
+//! data is ready only late (behind a long garbage collection) leaves the gaps before it to
+//! other I/Os. An I/O is cut into flash pages; each page books the resources it needs at the
+//! earliest time they are free — array operations in the order I/Os are started (FCFS per
+//! plane, no program/erase suspension), transfers in the earliest gap. The I/O's response
+//! time is the time its last page is done, so concurrent I/Os contend for channels, planes
+//! and the link.
 //!
 //! * read page: array `[max(t, array_free), +tR]`, then channel `bytes / channel rate`, then
 //!   host link `bytes / host rate`.
@@ -25,8 +28,8 @@
 //! ## Write buffer
 //! Writes land in DRAM (`write_buffer_bytes`) and are destaged to NAND at once in the
 //! background; the host sees the write complete when its data is in DRAM. A page needs a
-//! buffer slot: slots are reused in FIFO order, each freed when its page's program ends, so
-//! a full buffer throttles the host to NAND speed. FLUSH completes when every page accepted
+//! buffer slot, freed when its page's program ends; when all are taken, the page waits for
+//! the first to free, so a full buffer throttles the host to NAND speed. FLUSH completes when every page accepted
 //! before it is programmed; a FUA write completes when its own pages are programmed. With
 //! no buffer, writes are write-through.
 //!
@@ -49,6 +52,8 @@
 //! `transfer_ma`, `controller_watts` (energy keys default to 0).
 
 use crate::params::{check_keys, f64_key, opt_f64, positive};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op, Status};
 use wattio_core::power::{PowerSpec, PowerStateId};
@@ -117,6 +122,63 @@ impl Divisor {
             Some(_) => x & (self.d - 1),
             None => x % self.d,
         }
+    }
+}
+
+/// A shared transfer resource (channel, host link): busy intervals in the future, so a
+/// transfer booked late (data ready only after a long array operation) does not block
+/// earlier transfers of other I/Os — they fill the gaps before it.
+#[derive(Clone, Debug, Default)]
+struct Timeline {
+    busy: VecDeque<(Nanos, Nanos)>,
+}
+
+impl Timeline {
+    /// Book `x` ns at the earliest gap at or after `s`; `now` (never decreasing) drops the
+    /// intervals that are over. Returns the end of the booking.
+    fn book(&mut self, now: Nanos, s: Nanos, x: Nanos) -> Nanos {
+        while let Some(&(_, e)) = self.busy.front() {
+            if e > now {
+                break;
+            }
+            self.busy.pop_front();
+        }
+        if x == 0 {
+            return s;
+        }
+        let mut i = self.busy.partition_point(|&(_, e)| e <= s);
+        let mut t = s;
+        while let Some(&(a, b)) = self.busy.get(i) {
+            if t + x <= a {
+                break;
+            }
+            t = t.max(b);
+            i += 1;
+        }
+        let end = t + x;
+        let left = i > 0 && self.busy.get(i - 1).is_some_and(|&(_, b)| b == t);
+        let right = self.busy.get(i).is_some_and(|&(a, _)| a == end);
+        match (left, right) {
+            (true, true) => {
+                if let Some((_, b)) = self.busy.remove(i) {
+                    if let Some(l) = self.busy.get_mut(i - 1) {
+                        l.1 = b;
+                    }
+                }
+            }
+            (true, false) => {
+                if let Some(l) = self.busy.get_mut(i - 1) {
+                    l.1 = end;
+                }
+            }
+            (false, true) => {
+                if let Some(r) = self.busy.get_mut(i) {
+                    r.0 = t;
+                }
+            }
+            (false, false) => self.busy.insert(i, (t, end)),
+        }
+        end
     }
 }
 
@@ -333,11 +395,13 @@ pub struct Ssd {
     // Timelines.
     array_free: Vec<Nanos>,
     reg_free: Vec<Nanos>,
-    channel_free: Vec<Nanos>,
-    host_free: Nanos,
-    // Write buffer: slot i is free at `buffer[i]`.
-    buffer: Vec<Nanos>,
-    buffer_head: usize,
+    channels: Vec<Timeline>,
+    host: Timeline,
+    /// Start of the service being computed (bookings before it are over).
+    now: Nanos,
+    /// Write buffer: when each occupied slot's page is programmed (min-heap).
+    buffer: BinaryHeap<Reverse<Nanos>>,
+    buffer_pages: usize,
     /// When the last destage already scheduled ends (what a FLUSH waits for).
     destaged_at: Nanos,
     counters: SsdCounters,
@@ -388,10 +452,17 @@ impl Ssd {
             cursor: 0,
             array_free: vec![0; pus],
             reg_free: vec![0; pus],
-            channel_free: vec![0; p.channels as usize],
-            host_free: 0,
-            buffer: vec![0; buffer_pages],
-            buffer_head: 0,
+            channels: (0..p.channels)
+                .map(|_| Timeline {
+                    busy: VecDeque::with_capacity(64),
+                })
+                .collect(),
+            host: Timeline {
+                busy: VecDeque::with_capacity(64),
+            },
+            now: 0,
+            buffer: BinaryHeap::with_capacity(buffer_pages),
+            buffer_pages,
             destaged_at: 0,
             counters: SsdCounters::default(),
             p,
@@ -450,9 +521,10 @@ impl Ssd {
         self.counters = SsdCounters::default();
         self.array_free.iter_mut().for_each(|t| *t = 0);
         self.reg_free.iter_mut().for_each(|t| *t = 0);
-        self.channel_free.iter_mut().for_each(|t| *t = 0);
-        self.buffer.iter_mut().for_each(|t| *t = 0);
-        self.host_free = 0;
+        self.channels.iter_mut().for_each(|t| t.busy.clear());
+        self.host.busy.clear();
+        self.buffer.clear();
+        self.now = 0;
         self.destaged_at = 0;
     }
 
@@ -631,18 +703,14 @@ impl Ssd {
         if self.p.host_bps.is_none() {
             return t;
         }
-        let s = t.max(self.host_free);
-        let e = s + self.host_ns(bytes);
-        self.host_free = e;
-        e
+        let x = self.host_ns(bytes);
+        self.host.book(self.now, t, x)
     }
 
     /// Book the program of one page already placed in plane `q`, data available at `t`.
     fn program(&mut self, q: usize, t: Nanos, energy: &mut f64) -> Nanos {
         let c = self.channel_of(q);
-        let xs = t.max(self.channel_free[c]).max(self.reg_free[q]);
-        let xe = xs + self.page_xfer;
-        self.channel_free[c] = xe;
+        let xe = self.channels[c].book(self.now, t.max(self.reg_free[q]), self.page_xfer);
         let ps = xe.max(self.array_free[q]);
         let pe = ps + self.p.program_page;
         self.reg_free[q] = ps;
@@ -671,10 +739,8 @@ impl Ssd {
                 self.array_free[q] = re;
                 self.reg_free[q] = self.reg_free[q].max(re);
                 let c = self.channel_of(q);
-                let xs = re.max(self.channel_free[c]);
                 let x = self.channel_ns(chunk);
-                self.channel_free[c] = xs + x;
-                ready = xs + x;
+                ready = self.channels[c].book(self.now, re, x);
                 *energy += self.e_read + self.w_transfer * x as f64 / 1e9;
                 self.counters.nand_pages_read += 1;
             }
@@ -685,7 +751,7 @@ impl Ssd {
 
     fn write(&mut self, t0: Nanos, io: &Io, energy: &mut f64) -> (Nanos, Status) {
         let page = self.p.page_bytes as u64;
-        let buffered = !self.buffer.is_empty();
+        let buffered = self.buffer_pages > 0;
         let mut host_done = t0;
         let mut nand_done = t0;
         let mut stalled = false;
@@ -699,10 +765,15 @@ impl Ssd {
             // Data must be in controller DRAM (a buffer slot) before it goes to NAND.
             let mut admit = t0;
             if buffered {
-                let slot = self.buffer[self.buffer_head];
-                if slot > admit {
-                    admit = slot;
-                    stalled = true;
+                while self.buffer.peek().is_some_and(|&Reverse(e)| e <= t0) {
+                    self.buffer.pop();
+                }
+                if self.buffer.len() >= self.buffer_pages {
+                    // Full: wait for the first slot whose page gets programmed.
+                    if let Some(Reverse(e)) = self.buffer.pop() {
+                        admit = e.max(t0);
+                        stalled = true;
+                    }
                 }
             }
             let in_dram = self.host_xfer(admit, chunk);
@@ -717,8 +788,7 @@ impl Ssd {
             let pe = self.program(q, in_dram, energy);
             nand_done = nand_done.max(pe);
             if buffered {
-                self.buffer[self.buffer_head] = pe;
-                self.buffer_head = (self.buffer_head + 1) % self.buffer.len();
+                self.buffer.push(Reverse(pe));
             }
         }
         if stalled {
@@ -764,6 +834,7 @@ impl Timing for Ssd {
         } else {
             self.p.overhead
         };
+        self.now = self.now.max(start);
         let t0 = start + overhead;
         let mut energy = self.p.controller_watts * overhead as f64 / 1e9;
         let in_range = io.end() <= self.p.capacity_bytes;
