@@ -312,3 +312,19 @@ fn max_concurrent_is_the_queue_depth() {
     let s = Ssd::new(params("channel_mbps = 100\nqueue_depth = 32"));
     assert_eq!(s.max_concurrent(), 32);
 }
+
+#[test]
+fn a_transfer_held_up_by_its_plane_does_not_block_the_channel() {
+    let p = params("channel_mbps = 100\nprogram_page_us = 1000");
+    let mut s = Ssd::new(p);
+    s.precondition_sequential();
+    // 24,415 pages filled round-robin over 4 PUs: the next page goes to PU 3, then PU 0.
+    // LPN 101 → PU 0 (channel 0): transfer [10, 50.96] µs, program [50.96, 1050.96] µs.
+    s.service(0, &io(Op::Write, 100 * 4096, 8192));
+    // LPN 4 lives on PU 0: its read waits for the program, then uses channel 0 at 1100.96.
+    let late = s.service(0, &io(Op::Read, 4 * 4096, 4096)).total();
+    assert_eq!(late, 1_050_960 + 50_000 + 40_960);
+    // LPN 2 on PU 2 shares channel 0 but transfers in the gap before that booking.
+    let early = s.service(0, &io(Op::Read, 2 * 4096, 4096)).total();
+    assert_eq!(early, 10_000 + 50_000 + 40_960);
+}
