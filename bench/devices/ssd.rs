@@ -3,7 +3,7 @@
 //! ageing so garbage collection is in steady state. Prints requests/s of the timing model alone and through the
 //! core device runtime, next to MQSim's ~100,000 requests/s.
 //!
-//! Run: cargo bench -p wattio-devices --bench ssd
+//! Run: cargo bench -p wattio-devices --bench ssd [-- filled|aged|runtime]
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -129,18 +129,31 @@ fn main() {
     let mut rng = SplitMix(42);
     let ios: Vec<Io> = (0..N).map(|i| request(&mut rng, i, cap)).collect();
 
+    // Phases to run: `filled`, `aged`, `runtime` (default: all). `cargo bench` adds `--bench`.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let want = |p: &str| only.is_empty() || only.iter().any(|a| a == p);
+
     // 1. The timing model alone on a full (sequentially filled) drive.
-    let mut s = drive(spec, false);
-    run_model(&format!("ssd model, filled {DEVICE}"), &mut s, &ios);
-    drop(s);
+    if want("filled") {
+        let mut s = drive(spec, false);
+        run_model(&format!("ssd model, filled {DEVICE}"), &mut s, &ios);
+    }
     // 2. The same on a drive aged by random writes: GC in steady state (worst case).
-    let mut s = drive(spec, true);
-    run_model(
-        &format!("ssd model, aged {DEVICE} (GC steady state)"),
-        &mut s,
-        &ios,
-    );
-    drop(s);
+    if want("aged") {
+        let mut s = drive(spec, true);
+        run_model(
+            &format!("ssd model, aged {DEVICE} (GC steady state)"),
+            &mut s,
+            &ios,
+        );
+    }
+    if !want("runtime") {
+        println!("peak RSS {:.0} MiB", max_rss_mib());
+        return;
+    }
 
     // 3. Through the core device runtime (queue, power state machine, ledger).
     let power = Arc::new(spec.power_spec().expect("power spec"));

@@ -29,15 +29,16 @@
 //! Writes land in DRAM (`write_buffer_bytes`) and are destaged to NAND at once in the
 //! background; the host sees the write complete when its data is in DRAM. A page needs a
 //! buffer slot, freed when its page's program ends; when all are taken, the page waits for
-//! the first to free, so a full buffer throttles the host to NAND speed. FLUSH completes when every page accepted
-//! before it is programmed; a FUA write completes when its own pages are programmed. With
-//! no buffer, writes are write-through.
+//! the first to free, so a full buffer throttles the host to NAND speed. FLUSH completes
+//! when every page accepted before it is programmed; a FUA write completes when its own
+//! pages are programmed. With no buffer, writes are write-through.
 //!
 //! ## FTL
-//! Page-mapped: `l2p[lpn] = ppn + 1` and `p2l[ppn] = lpn + 1` (0 = unmapped/invalid), both
-//! `u32`, so memory is 4 B × (logical + physical pages). Host pages are striped round-robin
-//! over the PUs, channel first. Over-provisioning is the physical geometry minus the user
-//! capacity.
+//! Page-mapped: `l2p[lpn] = ppn + 1` (0 = unmapped) and `p2l[ppn] = lpn`, both `u32`, plus
+//! a valid bit per physical page: 4 B × (logical + physical pages) + 1 bit × physical pages
+//! (≈ 490 MiB for a 1 TB drive with 16 KiB pages). Host pages are striped round-robin over
+//! the PUs, channel first. Over-provisioning is the physical geometry minus the user
+//! capacity. Sub-page writes program a whole page (no read-modify-write read is charged).
 //!
 //! ## Energy
 //! `Service.energy_j` = Σ V·I·t over the NAND operations the I/O caused (read, program,
@@ -384,7 +385,10 @@ pub struct Ssd {
     w_transfer: f64,
     // FTL.
     l2p: Vec<u32>,
+    /// Reverse map, meaningful only where `valid_bits` is set (so invalidating a page does
+    /// not touch this large array: one cache miss less per overwrite).
     p2l: Vec<u32>,
+    valid_bits: Vec<u64>,
     valid: Vec<u16>,
     next_free: Vec<u32>,
     free_head: Vec<u32>,
@@ -443,6 +447,7 @@ impl Ssd {
             // Zeroed allocations: the OS commits these pages only when the FTL touches them.
             l2p: vec![0; logical_pages as usize],
             p2l: vec![0; phys],
+            valid_bits: vec![0; phys.div_ceil(64)],
             valid: vec![NOT_CANDIDATE; blocks],
             next_free,
             free_head: (0..pus as u32).map(|q| q * bpp).collect(),
@@ -588,18 +593,23 @@ impl Ssd {
         Some(ppn)
     }
 
+    fn is_valid(&self, ppn: u32) -> bool {
+        self.valid_bits[(ppn >> 6) as usize] & (1 << (ppn & 63)) != 0
+    }
+
     fn invalidate(&mut self, lpn: u32) {
         let old = self.l2p[lpn as usize];
         if old != 0 {
             let ppn = old - 1;
-            self.p2l[ppn as usize] = 0;
+            self.valid_bits[(ppn >> 6) as usize] &= !(1 << (ppn & 63));
             self.valid[self.by_ppb.div(ppn as u64) as usize] -= 1;
         }
     }
 
     fn map(&mut self, lpn: u32, ppn: u32) {
         self.l2p[lpn as usize] = ppn + 1;
-        self.p2l[ppn as usize] = lpn + 1;
+        self.p2l[ppn as usize] = lpn;
+        self.valid_bits[(ppn >> 6) as usize] |= 1 << (ppn & 63);
         self.valid[self.by_ppb.div(ppn as u64) as usize] += 1;
     }
 
@@ -622,8 +632,7 @@ impl Ssd {
             let Some(victim) = self.victim(q) else { break };
             let first = victim * ppb;
             for ppn in first..first + ppb {
-                let tag = self.p2l[ppn as usize];
-                if tag == 0 {
+                if !self.is_valid(ppn) {
                     continue;
                 }
                 let Some(dst) = self.frontier(q) else {
@@ -632,7 +641,7 @@ impl Ssd {
                     self.note_busy(q, now, busy);
                     return;
                 };
-                let lpn = tag - 1;
+                let lpn = self.p2l[ppn as usize];
                 self.invalidate(lpn);
                 self.map(lpn, dst);
                 busy += self.p.read_page + self.p.program_page;
