@@ -183,6 +183,29 @@ impl Timeline {
     }
 }
 
+/// Ask the kernel to back a large table with transparent huge pages (an advice: failure,
+/// or a kernel without THP, only costs speed).
+fn advise_huge_pages<T>(v: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(v);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let aligned = start.next_multiple_of(4096);
+        let len = (start + bytes - aligned) / 4096 * 4096;
+        // SAFETY: the range lies inside `v`'s allocation, which stays alive and in place for
+        // the call; MADV_HUGEPAGE changes no contents, only how the pages are backed.
+        unsafe {
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// Geometry and timing read from a `[timing]` table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SsdParams {
@@ -472,6 +495,9 @@ impl Ssd {
             counters: SsdCounters::default(),
             p,
         };
+        advise_huge_pages(&mut ssd.l2p);
+        advise_huge_pages(&mut ssd.p2l);
+        advise_huge_pages(&mut ssd.valid_bits);
         for q in 0..pus {
             ssd.open_new_block(q);
         }
