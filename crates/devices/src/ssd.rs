@@ -668,7 +668,10 @@ impl Ssd {
                     return;
                 };
                 let lpn = self.p2l[ppn as usize];
-                self.invalidate(lpn);
+                // The old location is known: clear it without loading l2p (a cache miss);
+                // `map` only stores to l2p, which does not stall.
+                self.valid_bits[(ppn >> 6) as usize] &= !(1 << (ppn & 63));
+                self.valid[victim as usize] -= 1;
                 self.map(lpn, dst);
                 busy += self.p.read_page + self.p.program_page;
                 *energy += self.e_read + self.e_program;
