@@ -91,6 +91,9 @@ const KEYS: &[&str] = &[
 /// greedy scan takes the minimum count, and flagged blocks can never be that minimum.
 const NOT_CANDIDATE: u16 = 0x8000;
 const MAX_PAGES_PER_BLOCK: u64 = 0x4000;
+/// Longest accepted latency parameter (1 s) and slowest accepted link (1 kB/s).
+const MAX_US: f64 = 1e6;
+const MIN_MBPS: f64 = 1e-3;
 const NIL: u32 = u32::MAX;
 
 /// Division by a constant, a shift when it is a power of two: the FTL divides on every
@@ -258,8 +261,27 @@ impl SsdParams {
     pub fn from_toml(t: &toml::Table) -> Result<SsdParams, String> {
         check_keys(t, KEYS)?;
         let u32max = u32::MAX as u64;
-        let mbps = |k: &str| -> Result<f64, String> { Ok(positive(t, k)? * 1e6) };
-        let us = |k: &str| -> Result<Nanos, String> { Ok(secs_to_ns(f64_key(t, k)? / 1e6)) };
+        // Bounds keep every simulated time far from u64 overflow: NAND operations take µs
+        // to ms, links move at least kB/s.
+        let mbps = |k: &str| -> Result<f64, String> {
+            let v = positive(t, k)?;
+            if v < MIN_MBPS {
+                return Err(format!(
+                    "timing.{k}: expected at least {MIN_MBPS} MB/s, got {v}"
+                ));
+            }
+            Ok(v * 1e6)
+        };
+        let us_of = |k: &str, v: f64| -> Result<Nanos, String> {
+            if v > MAX_US {
+                return Err(format!("timing.{k}: expected at most {MAX_US} µs, got {v}"));
+            }
+            Ok(secs_to_ns(v / 1e6))
+        };
+        let us = |k: &str| -> Result<Nanos, String> { us_of(k, f64_key(t, k)?) };
+        let opt_us = |k: &str| -> Result<Option<Nanos>, String> {
+            opt_f64(t, k)?.map(|v| us_of(k, v)).transpose()
+        };
         let opt = |k: &str| opt_f64(t, k);
         let channels = int_key(t, "channels", 1, 4096)? as u32;
         let ways = int_key(t, "ways", 1, 4096)? as u32;
@@ -281,16 +303,13 @@ impl SsdParams {
             channel_bps: mbps("channel_mbps")?,
             host_bps: match opt("host_mbps")? {
                 None => None,
-                Some(v) if v > 0.0 => Some(v * 1e6),
-                Some(v) => return Err(format!("timing.host_mbps: expected a number > 0, got {v}")),
+                Some(_) => Some(mbps("host_mbps")?),
             },
-            overhead: secs_to_ns(opt("overhead_us")?.unwrap_or(0.0) / 1e6),
-            write_overhead: secs_to_ns(
-                opt("write_overhead_us")?
-                    .or(opt("overhead_us")?)
-                    .unwrap_or(0.0)
-                    / 1e6,
-            ),
+            overhead: opt_us("overhead_us")?.unwrap_or(0),
+            write_overhead: match opt_us("write_overhead_us")? {
+                Some(v) => v,
+                None => opt_us("overhead_us")?.unwrap_or(0),
+            },
             write_buffer_bytes: opt_int(
                 "write_buffer_bytes",
                 opt("write_buffer_bytes")?,
@@ -315,14 +334,17 @@ impl SsdParams {
 
     /// Parallel units (planes).
     pub fn pus(&self) -> u64 {
-        self.channels as u64
-            * self.ways as u64
-            * self.dies_per_way as u64
-            * self.planes_per_die as u64
+        [self.ways, self.dies_per_way, self.planes_per_die]
+            .iter()
+            .fold(self.channels as u64, |a, &b| a.saturating_mul(b as u64))
     }
 
+    /// Saturates rather than overflows: [`SsdParams::from_toml`] rejects anything that does
+    /// not fit the u32 mapping anyway.
     pub fn physical_pages(&self) -> u64 {
-        self.pus() * self.blocks_per_plane as u64 * self.pages_per_block as u64
+        self.pus()
+            .saturating_mul(self.blocks_per_plane as u64)
+            .saturating_mul(self.pages_per_block as u64)
     }
 
     pub fn logical_pages(&self) -> u64 {
@@ -346,9 +368,12 @@ impl SsdParams {
         }
         // Every plane keeps `gc_free_blocks` free and one block open, and GC needs at least
         // one block's worth of invalid pages somewhere, or it could never make progress.
-        let reserve = self.pus() * (self.gc_free_blocks as u64 + 2) * self.pages_per_block as u64;
+        let reserve = self
+            .pus()
+            .saturating_mul(self.gc_free_blocks as u64 + 2)
+            .saturating_mul(self.pages_per_block as u64);
         let logical = self.logical_pages();
-        if logical + reserve > phys {
+        if logical.saturating_add(reserve) > phys {
             return Err(format!(
                 "timing.capacity_bytes: {} B ({logical} pages of {} B) leaves too little spare: the geometry has {phys} physical pages and the FTL needs {reserve} spare (gc_free_blocks + 2 blocks per plane)",
                 self.capacity_bytes, self.page_bytes
@@ -853,6 +878,115 @@ impl Ssd {
     }
 }
 
+impl Ssd {
+    /// Check the FTL's internal consistency: every mapped logical page points at a valid
+    /// physical page that maps back to it, and per-block valid counts match the valid bits.
+    /// O(physical pages); for tests and fuzzing.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut mapped = 0u64;
+        for (lpn, &tag) in self.l2p.iter().enumerate() {
+            if tag == 0 {
+                continue;
+            }
+            mapped += 1;
+            let ppn = tag - 1;
+            if !self.is_valid(ppn) || self.p2l.get(ppn as usize) != Some(&(lpn as u32)) {
+                return Err(format!("lpn {lpn} → ppn {ppn} does not map back"));
+            }
+        }
+        let ppb = self.p.pages_per_block as usize;
+        let mut valid_pages = 0u64;
+        for (b, &v) in self.valid.iter().enumerate() {
+            let bits = (b * ppb..(b + 1) * ppb)
+                .filter(|&ppn| self.is_valid(ppn as u32))
+                .count();
+            if bits != (v & !NOT_CANDIDATE) as usize {
+                return Err(format!("block {b}: valid count {v:#x}, {bits} valid pages"));
+            }
+            valid_pages += bits as u64;
+        }
+        if valid_pages != mapped {
+            return Err(format!("{mapped} mapped pages, {valid_pages} valid"));
+        }
+        let free: u64 = self.free_count.iter().map(|&c| c as u64).sum();
+        let mut listed = 0u64;
+        for &head in &self.free_head {
+            let mut b = head;
+            while b != NIL {
+                listed += 1;
+                if listed > self.valid.len() as u64 {
+                    return Err("free list has a cycle".into());
+                }
+                b = self.next_free[b as usize];
+            }
+        }
+        if listed != free {
+            return Err(format!("free counts say {free}, free lists hold {listed}"));
+        }
+        Ok(())
+    }
+}
+
+/// Fuzz entry (`fuzz/fuzz_targets/ssd_timing.rs` and the corpus test): `data` is a
+/// `[timing]` table as TOML text. Bad input must give an error, never a panic; a spec that
+/// builds is driven through a workload derived from the input's bytes and the FTL is
+/// checked for consistency afterwards.
+#[doc(hidden)]
+pub fn fuzz_timing_toml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+        return;
+    };
+    let Ok(p) = SsdParams::from_toml(&t) else {
+        return;
+    };
+    // Keep the harness's memory small; large drives are legitimate, just not here.
+    if p.physical_pages() > 1 << 18 || p.write_buffer_bytes > 1 << 26 || p.pus() > 4096 {
+        return;
+    }
+    let mut s = Ssd::new(p);
+    let cap = s.capacity();
+    let page = s.p.page_bytes as u64;
+    let mut x = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut now: Nanos = 0;
+    let ops = 64 + (s.logical_pages * 3).min(4000);
+    for i in 0..ops {
+        let r = next();
+        let op = match r % 16 {
+            0 => Op::Flush,
+            1 => Op::Discard,
+            2..=8 => Op::Write,
+            _ => Op::Read,
+        };
+        // Mostly in range, sometimes straddling or past the end, sometimes absurd.
+        let offset = match (r >> 8) % 32 {
+            0 => u64::MAX - (r >> 16) % 4096,
+            1 => cap.saturating_sub((r >> 16) % (2 * page)),
+            _ => (r >> 16) % cap.max(1),
+        };
+        let len = ((r >> 40) % (4 * page)) as u32;
+        let mut io = Io::own(i, op, 0, offset, len);
+        io.fua = r & (1 << 63) != 0;
+        let svc = s.service(now, &io);
+        assert!(svc.total() < 1 << 62, "runaway time {svc:?}");
+        assert!(svc.energy_j.is_finite() && svc.energy_j >= 0.0);
+        now += (r >> 50) % 200_000;
+    }
+    if let Err(e) = s.check_invariants() {
+        panic!("FTL inconsistent: {e}");
+    }
+}
+
 pub fn timing_from_toml(t: &toml::Table) -> Result<Box<dyn Timing>, String> {
     Ok(Box::new(Ssd::from_toml(t)?))
 }
@@ -875,7 +1009,10 @@ impl Timing for Ssd {
         self.now = self.now.max(start);
         let t0 = start + overhead;
         let mut energy = self.p.controller_watts * overhead as f64 / 1e9;
-        let in_range = io.end() <= self.p.capacity_bytes;
+        let in_range = io
+            .offset
+            .checked_add(io.len as u64)
+            .is_some_and(|end| end <= self.p.capacity_bytes);
         let (done, status) = match io.op {
             Op::Read | Op::Write | Op::Discard if !in_range => (t0, Status::Invalid),
             Op::Read => (self.read(t0, io, &mut energy), Status::Ok),
