@@ -1156,6 +1156,7 @@ mod tests {
         assert_eq!(mapped, 1);
         let valid: u32 = s.valid.iter().map(|v| (v & !NOT_CANDIDATE) as u32).sum();
         assert_eq!(valid, 1);
+        s.check_invariants().unwrap();
         let c = s.counters();
         assert_eq!(c.host_pages_written, 2000);
         assert!(c.gc_runs > 0);

@@ -274,6 +274,7 @@ fn measured_waf(blocks: u32, logical: u64) -> (f64, f64) {
     write(&mut s, 4 * logical);
     s.reset_counters();
     write(&mut s, 4 * logical);
+    s.check_invariants().unwrap();
     let c = s.counters();
     assert_eq!(c.host_pages_written, 4 * logical);
     assert_eq!(
