@@ -18,7 +18,7 @@ use wattio_devices::Catalogue;
 const MQSIM_REQ_PER_S: f64 = 100_000.0;
 const TARGET_REQ_PER_S: f64 = 1_000_000.0;
 const N: u64 = 1_000_000;
-const DEVICE: &str = "samsung-980pro-1tb";
+const DEVICE: &str = "samsung-980-pro-1tb-ssd";
 /// Inter-arrival time: 10,000 requests/s offered, which the aged drive can sustain.
 const GAP: Nanos = 100_000;
 

@@ -242,18 +242,30 @@ pub struct SsdParams {
     pub controller_watts: f64,
 }
 
+/// A whole-number key in `min..=max`. Read here rather than through `params::f64_key`,
+/// whose ceiling (1e12, meant for times and rates) is below the byte count of a 1 TB drive.
 fn int_key(t: &toml::Table, key: &str, min: u64, max: u64) -> Result<u64, String> {
-    let v = f64_key(t, key)?;
-    opt_int(key, Some(v), min, max).map(|o| o.unwrap_or(min))
+    opt_int(t, key, min, max)?
+        .ok_or_else(|| format!("timing.{key}: missing (expected a whole number)"))
 }
 
-fn opt_int(key: &str, v: Option<f64>, min: u64, max: u64) -> Result<Option<u64>, String> {
-    match v {
-        None => Ok(None),
-        Some(v) if v.fract() == 0.0 && v >= min as f64 && v <= max as f64 => Ok(Some(v as u64)),
-        Some(v) => Err(format!(
+fn opt_int(t: &toml::Table, key: &str, min: u64, max: u64) -> Result<Option<u64>, String> {
+    let v = match t.get(key) {
+        None => return Ok(None),
+        Some(toml::Value::Integer(i)) => *i as f64,
+        Some(toml::Value::Float(f)) => *f,
+        Some(v) => {
+            return Err(format!(
+                "timing.{key}: expected a whole number in {min}..={max}, got {v}"
+            ))
+        }
+    };
+    if v.is_finite() && v.fract() == 0.0 && v >= min as f64 && v <= max as f64 {
+        Ok(Some(v as u64))
+    } else {
+        Err(format!(
             "timing.{key}: expected a whole number in {min}..={max}, got {v}"
-        )),
+        ))
     }
 }
 
@@ -310,17 +322,9 @@ impl SsdParams {
                 Some(v) => v,
                 None => opt_us("overhead_us")?.unwrap_or(0),
             },
-            write_buffer_bytes: opt_int(
-                "write_buffer_bytes",
-                opt("write_buffer_bytes")?,
-                0,
-                1 << 40,
-            )?
-            .unwrap_or(0),
-            gc_free_blocks: opt_int("gc_free_blocks", opt("gc_free_blocks")?, 1, u32max)?
-                .unwrap_or(2) as u32,
-            queue_depth: opt_int("queue_depth", opt("queue_depth")?, 1, 1 << 20)?
-                .unwrap_or(pus.min(1 << 20)) as u32,
+            write_buffer_bytes: opt_int(t, "write_buffer_bytes", 0, 1 << 40)?.unwrap_or(0),
+            gc_free_blocks: opt_int(t, "gc_free_blocks", 1, u32max)?.unwrap_or(2) as u32,
+            queue_depth: opt_int(t, "queue_depth", 1, 1 << 20)?.unwrap_or(pus.min(1 << 20)) as u32,
             nand_volts: opt("nand_volts")?.unwrap_or(0.0),
             read_ma: opt("read_ma")?.unwrap_or(0.0),
             program_ma: opt("program_ma")?.unwrap_or(0.0),

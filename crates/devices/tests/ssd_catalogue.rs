@@ -41,7 +41,7 @@ fn every_ssd_entry_builds_with_its_power_spec() {
 
 #[test]
 fn a_one_terabyte_ftl_fits_in_u32_arrays() {
-    let s = ssd("samsung-980pro-1tb");
+    let s = ssd("samsung-980-pro-1tb-ssd");
     let p = s.params();
     assert_eq!(p.physical_pages(), 1 << 26); // 1 TiB of 16 KiB pages
     assert_eq!(p.logical_pages(), 61_047_662); // ⌈1,000,204,886,016 / 16384⌉ = ⌈61,047,661.5⌉
@@ -58,14 +58,14 @@ fn qd1_latencies_reproduce_the_datasheets() {
     // 980 PRO: QD1 4 KiB write 60,000 IOPS (16.67 µs), read 22,000 IOPS (45.5 µs); the
     // model's read is tR + transfers = 48.5 µs (the datasheet figure is below tR + transfer,
     // likely reads served from the SLC cache, which is not modelled).
-    let mut s = ssd("samsung-980pro-1tb");
+    let mut s = ssd("samsung-980-pro-1tb-ssd");
     let w = s.service(0, &io(Op::Write, 0, 4096)).total() as f64;
     assert!(within(w, 1e9 / 60_000.0, 0.01), "write {w} ns");
     let r = s.service(NS_PER_MS * 1000, &io(Op::Read, 0, 4096)).total() as f64;
     assert!(within(r, 45_000.0 + 2_926.0 + 585.0, 0.001), "read {r} ns");
     assert!(within(r, 1e9 / 22_000.0, 0.07), "read {r} ns vs datasheet");
     // 870 EVO: QD1 read 13,000 IOPS, write 36,000 IOPS.
-    let mut s = ssd("samsung-870evo-1tb");
+    let mut s = ssd("samsung-870-evo-1tb");
     let w = s.service(0, &io(Op::Write, 0, 4096)).total() as f64;
     assert!(within(w, 1e9 / 36_000.0, 0.01), "write {w} ns");
     let r = s.service(NS_PER_MS * 1000, &io(Op::Read, 0, 4096)).total() as f64;
@@ -86,7 +86,7 @@ fn seq_mbps(s: &mut Ssd, op: Op, t0: Nanos, n: u64) -> f64 {
 fn sequential_rates_match_the_bounds_and_the_datasheets() {
     // 980 PRO: write bound = 16 dies × 4 planes × 16 KiB / 450 µs = 2,330 MB/s (native TLC;
     // 2,000 MB/s measured after the SLC cache [NBC]); read bound = host link 7,000 MB/s.
-    let mut s = ssd("samsung-980pro-1tb");
+    let mut s = ssd("samsung-980-pro-1tb-ssd");
     let w = seq_mbps(&mut s, Op::Write, 0, 4000);
     let die_bound = 64.0 * 16384.0 / 450e-6 / 1e6;
     assert!(within(w, die_bound, 0.02), "write {w} MB/s vs {die_bound}");
@@ -94,7 +94,7 @@ fn sequential_rates_match_the_bounds_and_the_datasheets() {
     let r = seq_mbps(&mut s, Op::Read, 10_000_000_000, 4000);
     assert!(within(r, 7000.0, 0.02), "read {r} MB/s");
     // 870 EVO: SATA-bound both ways: 560 MB/s (datasheet read 560, write 530).
-    let mut s = ssd("samsung-870evo-1tb");
+    let mut s = ssd("samsung-870-evo-1tb");
     let w = seq_mbps(&mut s, Op::Write, 0, 2000);
     assert!(within(w, 530.0, 0.06), "write {w} MB/s");
     let r = seq_mbps(&mut s, Op::Read, 10_000_000_000, 2000);
@@ -104,7 +104,11 @@ fn sequential_rates_match_the_bounds_and_the_datasheets() {
 #[test]
 fn apst_table_follows_the_linux_rule() {
     let cat = Catalogue::embedded().unwrap();
-    let spec = cat.get("samsung-980pro-1tb").unwrap().power_spec().unwrap();
+    let spec = cat
+        .get("samsung-980-pro-1tb-ssd")
+        .unwrap()
+        .power_spec()
+        .unwrap();
     let ps3 = spec.state_id("ps3").unwrap();
     let ps4 = spec.state_id("ps4").unwrap();
     let t = apst_table(&spec, 100 * NS_PER_MS);
@@ -156,7 +160,7 @@ fn run(dev: &mut DeviceRuntime, ev: &mut Vec<DevEvent>, done: &mut Vec<Completio
 #[test]
 fn apst_states_enter_and_wake_through_the_power_spec() {
     let cat = Catalogue::embedded().unwrap();
-    let entry = cat.get("samsung-980pro-1tb").unwrap();
+    let entry = cat.get("samsung-980-pro-1tb-ssd").unwrap();
     let spec = Arc::new(entry.power_spec().unwrap());
     let ps3 = spec.state_id("ps3").unwrap();
     let ps4 = spec.state_id("ps4").unwrap();
