@@ -32,7 +32,7 @@ lint:
 	$(VENV)/bin/ruff check python tests examples bench
 
 rust-test:
-	cargo test --workspace --exclude wattio-py -q
+	cargo test --release --workspace --exclude wattio-py -q
 
 py-test:
 	$(VENV)/bin/pytest -q

@@ -125,7 +125,12 @@ def run(
     if progress is None:
         progress = sys.stderr.isatty()
     if progress:
-        bar = Progress(label=cfg.get("run", {}).get("name", ""))
+        run_sec = cfg.get("run", {})
+        horizon = run_sec.get("until_s") or cfg.get("workload", {}).get("duration_s")
+        bar = Progress(
+            label=run_sec.get("name", ""),
+            total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
+        )
     out_dir = Path(out) if out is not None else None
     try:
         text_summary = _core.run_config(

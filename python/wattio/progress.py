@@ -7,8 +7,10 @@ import time
 
 
 class Progress:
-    def __init__(self, total: int | None = None, label: str = "", stream=None, min_interval=0.2):
+    def __init__(self, total: int | None = None, label: str = "", stream=None, min_interval=0.2,
+                 total_sim_ns: int | None = None):
         self.total = total
+        self.total_sim_ns = total_sim_ns
         self.label = label
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
@@ -24,9 +26,13 @@ class Progress:
         elapsed = max(now - self.start, 1e-9)
         rate = done / elapsed
         parts = [self.label, f"{done:,} req", f"{rate / 1e6:.2f} M req/s", f"sim {sim_ns / 1e9:,.0f} s"]
+        frac = None
         if self.total:
             frac = min(done / self.total, 1.0)
-            eta = (self.total - done) / rate if rate > 0 else 0.0
+        elif self.total_sim_ns:
+            frac = min(sim_ns / self.total_sim_ns, 1.0)
+        if frac is not None:
+            eta = elapsed * (1 - frac) / frac if frac > 0 else 0.0
             bar = "#" * int(frac * 20)
             parts.insert(1, f"[{bar:<20}] {frac * 100:5.1f}%")
             parts.append(f"ETA {eta:5.1f} s")

@@ -1000,6 +1000,24 @@ impl Timing for Ssd {
         self.p.capacity_bytes
     }
 
+    fn counters(&self) -> Vec<(String, f64)> {
+        let c = &self.counters;
+        let mut v = vec![
+            ("host_pages_written".into(), c.host_pages_written as f64),
+            ("nand_pages_written".into(), c.nand_pages_written as f64),
+            ("nand_pages_read".into(), c.nand_pages_read as f64),
+            ("gc_runs".into(), c.gc_runs as f64),
+            ("gc_pages_moved".into(), c.gc_pages_moved as f64),
+            ("erases".into(), c.erases as f64),
+            ("buffer_stalls".into(), c.buffer_stalls as f64),
+        ];
+        // Undefined before the first host write: left out rather than NaN in JSON.
+        if c.host_pages_written > 0 {
+            v.push(("write_amplification".into(), c.waf()));
+        }
+        v
+    }
+
     fn max_concurrent(&self) -> u32 {
         self.p.queue_depth
     }

@@ -8,6 +8,7 @@
 
 pub mod assemble;
 pub mod config;
+pub mod fuzz;
 pub mod sim;
 pub mod summary;
 pub mod tables;

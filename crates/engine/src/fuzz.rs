@@ -1,0 +1,46 @@
+//! Entry points shared by the cargo-fuzz targets (`crates/engine/fuzz`) and the tests that
+//! replay their corpus.
+
+use crate::{run, RunConfig, RunOptions};
+use std::sync::Arc;
+use wattio_core::io::{Op, Request};
+use wattio_core::trace::{TraceSource, VecSource};
+
+/// Parse a config; if it is valid, assemble it and simulate a short fixed trace through it
+/// (or its own workload, capped). Must never panic.
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(mut cfg) = RunConfig::from_toml("fuzz", text) else {
+        return;
+    };
+    let Ok(cat) = wattio_devices::Catalogue::embedded() else {
+        return;
+    };
+    // Keep runs short whatever the config asks for.
+    if let Some(w) = cfg.workload.as_mut() {
+        w.max_requests = Some(w.max_requests.unwrap_or(200).min(200));
+        w.duration_s = w.duration_s.min(3600.0);
+    }
+    cfg.run.until_s = Some(cfg.run.until_s.unwrap_or(3600.0).min(3600.0));
+    let opener: crate::Opener = match crate::workload_opener(&cfg) {
+        Some(o) => o,
+        None => {
+            let reqs: Vec<Request> = (0..50u64)
+                .map(|i| Request::new(i * 700_000_000, if i % 3 == 0 { Op::Write } else { Op::Read }, i * 1_048_576, 4096))
+                .collect();
+            Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
+        }
+    };
+    let _ = run(
+        &cfg,
+        &cat,
+        &opener,
+        &mut |_, _| Err("no python here".to_string()),
+        RunOptions {
+            out_dir: None,
+            progress: None,
+        },
+    );
+}
