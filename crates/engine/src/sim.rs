@@ -161,6 +161,8 @@ impl Simulator {
         let mut next = source.next_request().map_err(|e| e.to_string())?;
         let mut issued: u64 = 0;
         let cap = until.unwrap_or(Nanos::MAX);
+        // With an explicit end, timers and transitions run up to it after the last request.
+        let min_end = min_end.max(until.unwrap_or(0));
         loop {
             let heap_at = self.heap.peek().map(|e| e.at);
             let take_arrival = match (&next, heap_at) {
