@@ -422,8 +422,21 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
             "High (read) water mark = {hw} with Set watermark by reqsize = 0"
         ));
     }
+    // The bus between controller and disk: DiskSim moves a block at the slower of the
+    // disk's own bulk transfer time and the bus's per-block time.
+    let bulk = opt_num(disk, "Bulk sector transfer time")?;
+    let (mut bus_r, mut bus_w) = (bulk, bulk);
+    for b in doc.blocks.iter().filter(|b| b.kind == "disksim_bus") {
+        bus_r = bus_r.max(opt_num(b, "Read block transfer time")?);
+        bus_w = bus_w.max(opt_num(b, "Write block transfer time")?);
+        let arb = opt_num(b, "Arbitration time")?;
+        if arb != 0.0 {
+            unsupported.push(format!("bus {}: Arbitration time = {arb}", b.name));
+        }
+    }
     let controller = ControllerDef {
-        bus_ms_per_sector: opt_num(disk, "Bulk sector transfer time")?,
+        bus_ms_per_sector: bus_r,
+        bus_write_ms_per_sector: Some(bus_w),
         per_request_ms: opt_num(disk, "Per-request overhead time")?,
         read_hit_after_read_ms: opt_num(disk, "Read hit over. after read")?,
         read_hit_after_write_ms: opt_num(disk, "Read hit over. after write")?,

@@ -64,6 +64,9 @@ pub struct ControllerDef {
     /// Bus time per 512-byte sector (DiskSim's `Bulk sector transfer time`).
     #[serde(default)]
     pub bus_ms_per_sector: f64,
+    /// Bus time per sector for writes, if it differs.
+    #[serde(default)]
+    pub bus_write_ms_per_sector: Option<f64>,
     #[serde(default)]
     pub per_request_ms: f64,
     #[serde(default)]
@@ -458,33 +461,63 @@ impl MechanicalDisk {
             .map(|(i, _)| i)
     }
 
-    /// Read-ahead limit after a read of `lbn..end`.
+    /// First and one-past-last LBN of the track holding `lbn`.
+    fn track_bounds(&self, lbn: u64) -> Option<(u64, u64)> {
+        let p = self.layout.ltop(lbn)?;
+        let same = |q: Option<Pbn>| q.is_some_and(|q| q.cyl == p.cyl && q.head == p.head);
+        let mut lo = lbn;
+        while lo > 0 && same(self.layout.ltop(lo - 1)) {
+            lo -= 1;
+        }
+        let mut hi = lbn + 1;
+        while same(self.layout.ltop(hi)) {
+            hi += 1;
+        }
+        Some((lo, hi))
+    }
+
+    /// Read-ahead limit after a read of `lbn..end` into a segment starting at `seg_start`
+    /// (DiskSim's `disk_buffer_get_max_readahead`).
     fn read_ahead_limit(&self, lbn: u64, end: u64, seg_start: u64) -> u64 {
         let c = &self.def.cache;
         let ra = c.max_read_ahead as u64;
-        let by_ra = if c.read_ahead_over_requested {
-            end + ra
-        } else {
-            (lbn + ra).max(end)
-        };
+        let seg = c.segment_blocks as u64;
         let lim = match c.continuous_read {
             0 => end,
+            // The "DEC" scheme: to the end of the track holding the next block, one track
+            // further if the segment began on an earlier track.
+            4 => match self.track_bounds(end) {
+                Some((lo, hi)) if seg_start < lo => hi + (hi - lo),
+                Some((_, hi)) => hi,
+                None => end,
+            },
             1 | 2 => {
                 // To the end of the track (1) or cylinder (2) holding the last block.
                 let Some(p) = self.layout.ltop(end.saturating_sub(1)) else {
                     return end;
                 };
+                let cap = if ra > 0 { end + ra } else { end + seg };
                 let mut l = end;
                 while let Some(q) = self.layout.ltop(l) {
                     let same = q.cyl == p.cyl && (c.continuous_read == 2 || q.head == p.head);
-                    if !same || l >= by_ra {
+                    if !same || l >= cap {
                         break;
                     }
                     l += 1;
                 }
                 l
             }
-            _ => by_ra.min(seg_start + c.segment_blocks as u64).max(end),
+            _ => {
+                // The segment holds at most `segment_blocks` from where the read began.
+                if ra > 0 {
+                    (end + ra).min(seg_start + seg).max(end)
+                } else if !c.read_ahead_over_requested {
+                    // The request's data stays in the segment: it bounds the read-ahead.
+                    (lbn + seg).max(end)
+                } else {
+                    end + seg
+                }
+            }
         };
         lim.min(self.layout.blocks())
     }
@@ -626,6 +659,7 @@ impl MechanicalDisk {
             return (end, pos, lat, ovh);
         }
         // Write.
+        let bt = self.def.controller.bus_write_ms_per_sector.unwrap_or(bt);
         self.stop_prefetch(t);
         let hit = self
             .segs
