@@ -319,10 +319,18 @@ impl MechanicalDisk {
             let Some(p) = self.layout.ltop(l) else {
                 break;
             };
-            // Blocks that follow on this track.
-            let mut n = 1u64;
+            // Blocks that follow on this track. Fast path: the run to the track end (or the
+            // request end) holds no slip when its last block lands exactly where a
+            // contiguous run would put it.
+            let bpt_u = self.layout.blocks_per_track(p.cyl) as u64;
+            let span = (end - l).min(bpt_u - p.sector as u64);
+            let contiguous = span <= 1
+                || self.layout.ltop(l + span - 1).is_some_and(|q| {
+                    q.cyl == p.cyl && q.head == p.head && q.sector as u64 == p.sector as u64 + span - 1
+                });
+            let mut n = if contiguous { span.max(1) } else { 1u64 };
             let mut last = p;
-            while l + n < end {
+            while !contiguous && l + n < end {
                 match self.layout.ltop(l + n) {
                     Some(q) if q.cyl == p.cyl && q.head == p.head && q.sector > last.sector => {
                         last = q;
@@ -347,6 +355,11 @@ impl MechanicalDisk {
                 // Slipped sectors inside the run still pass under the head.
                 let q = if i == 0 {
                     p
+                } else if contiguous {
+                    Pbn {
+                        sector: p.sector + i as u32,
+                        ..p
+                    }
                 } else {
                     self.layout.ltop(l + i).unwrap_or(p)
                 };
