@@ -26,7 +26,7 @@ fn main() {
             m.iter().sum::<f64>()/m.len() as f64/1000.0, q(&m,0.05), q(&m,0.1), q(&m,0.25), q(&m,0.5), q(&m,0.75), q(&m,0.9));
     }
     if std::env::var("DUMP").is_ok() {
-        for (l, x) in lines.iter().zip(&sim).take(60) {
+        for (l, x) in lines.iter().zip(&sim).take(if std::env::var("DUMP").as_deref() == Ok("all") { usize::MAX } else { 60 }) {
             println!("{:?} {} {} sim {:.3} meas {:.3}", l.op, l.blkno, l.bcount, x / 1000.0, l.service_us / 1000.0);
         }
     }

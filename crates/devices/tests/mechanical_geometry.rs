@@ -51,6 +51,7 @@ fn def() -> MechanicalDef {
             segment_blocks: 100,
             separate_write_segment: false,
             read_water: 0.0,
+            write_water: 0.0,
             continuous_read: 0,
             max_read_ahead: 0,
             read_ahead_over_requested: true,

@@ -118,6 +118,7 @@ const USED_DISK: &[&str] = &[
     "allow read hits on write data",
     "use separate write segment",
     "high (read) water mark",
+    "low (write) water mark",
     "set watermark by reqsize",
     "enable caching in buffer",
     "buffer continuous read",
@@ -404,6 +405,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         }
     }
     let hw = opt_num(disk, "High (read) water mark")?;
+    let lw = opt_num(disk, "Low (write) water mark")?;
     let by_req = opt_num(disk, "Set watermark by reqsize")? != 0.0;
     let cache = CacheDef {
         enabled: opt_num(disk, "Enable caching in buffer")? != 0.0,
@@ -411,6 +413,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         segment_blocks: uint(disk, "Segment size (in blks)")?,
         separate_write_segment: opt_num(disk, "Use separate write segment")? != 0.0,
         read_water: if by_req { hw } else { 0.0 },
+        write_water: if by_req { lw } else { 0.0 },
         continuous_read: num(disk, "Buffer continuous read")?.unwrap_or(0.0) as u32,
         max_read_ahead: num(disk, "Maximum read-ahead (blks)")?.unwrap_or(0.0) as u32,
         read_ahead_over_requested: opt_num(disk, "Read-ahead over requested")? != 0.0,

@@ -107,6 +107,10 @@ pub struct CacheDef {
     /// Reconnect for a read once this fraction of the request is buffered (≥ 1 block).
     #[serde(default)]
     pub read_water: f64,
+    /// A write-through write starts on the media once this fraction of its data (≥ 1
+    /// block) has crossed the bus.
+    #[serde(default)]
+    pub write_water: f64,
     /// 0 none, 1 to the end of the track, 2 to the end of the cylinder, 3 (and 4) to the
     /// end of the segment.
     #[serde(default)]
@@ -310,6 +314,22 @@ impl MechanicalDisk {
         write: bool,
         on_block: OnBlock<'_>,
     ) -> (f64, f64, f64, Pbn) {
+        self.media_after(t, from, lbn, count, write, t, on_block)
+    }
+
+    /// [`Self::media`] where the first sector may not be transferred before `data_ready`
+    /// (a write whose data is still crossing the bus): the arm seeks meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    fn media_after(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        write: bool,
+        data_ready: f64,
+        on_block: OnBlock<'_>,
+    ) -> (f64, f64, f64, Pbn) {
         let mut now = t;
         let mut arm = from;
         let mut first = None;
@@ -340,7 +360,8 @@ impl MechanicalDisk {
                 }
             }
             let pos = self.seek_ms(arm, p, write);
-            let lat = self.latency_ms(now + pos, p);
+            let ready = (now + pos).max(data_ready);
+            let lat = ready - now - pos + self.latency_ms(ready, p);
             if first.is_none() {
                 first = Some((pos, lat));
             }
@@ -687,10 +708,25 @@ impl MechanicalDisk {
                 1 => self.dirty_until <= t,
                 _ => true,
             };
+        // The media cannot start writing before the data is in the buffer.
+        let water = ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count);
         let mstart = cmd_done
             .max(self.mech_free)
             .max(t + self.def.controller.min_seek_delay_ms);
-        let (pos, lat, mend, arm) = self.media(mstart, self.arm, lbn, count, true, &mut |_, _| true);
+        let data_ready = if fast {
+            mstart
+        } else {
+            cmd_done + water as f64 * bt
+        };
+        let (pos, lat, mend, arm) = self.media_after(
+            mstart,
+            self.arm,
+            lbn,
+            count,
+            true,
+            data_ready,
+            &mut |_, _| true,
+        );
         self.arm = arm;
         self.mech_free = mend;
         // Written data stays cached for later reads.
