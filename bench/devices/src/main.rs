@@ -41,7 +41,10 @@ fn main() {
         .get(1)
         .cloned()
         .unwrap_or_else(|| "../shared/disksim-valid/cheetah4LP.parv".into());
-    let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let imp = match import_parv(std::path::Path::new(&parv)) {
         Ok(i) => i,
         Err(e) => {
@@ -59,7 +62,11 @@ fn main() {
     for i in 0..n {
         let sectors = 8 * (1 + rng.next() % 16) as u32; // 4–64 KiB
         let lbn = rng.next() % (cap_sectors - sectors as u64);
-        let op = if rng.next() % 3 == 0 { Op::Write } else { Op::Read };
+        let op = if rng.next() % 3 == 0 {
+            Op::Write
+        } else {
+            Op::Read
+        };
         let io = Io {
             id: IoId(i),
             op,

@@ -22,8 +22,13 @@ fn corpus_runs_clean() {
 #[test]
 fn small_disk_seed_converts() {
     let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
-    let doc = libparam::parse(&text, "small_disk.parv", Path::new("."), &mut libparam::NoLoader)
-        .unwrap();
+    let doc = libparam::parse(
+        &text,
+        "small_disk.parv",
+        Path::new("."),
+        &mut libparam::NoLoader,
+    )
+    .unwrap();
     let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
     assert_eq!(imp.name, "D");
     assert_eq!(imp.timing.surfaces, 2);
@@ -40,5 +45,27 @@ fn bad_scheme_is_an_error_naming_the_key() {
     let text = std::fs::read_to_string(corpus().join("bad_scheme.parv")).unwrap();
     let doc = libparam::parse(&text, "bad.parv", Path::new("."), &mut libparam::NoLoader).unwrap();
     let e = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap_err();
-    assert!(e.starts_with("bad.parv:1:") && e.contains("`Mechanical Model`"), "{e}");
+    assert!(
+        e.starts_with("bad.parv:1:") && e.contains("`Mechanical Model`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn import_round_trips_through_catalogue_toml() {
+    let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
+    let doc = libparam::parse(
+        &text,
+        "small_disk.parv",
+        Path::new("."),
+        &mut libparam::NoLoader,
+    )
+    .unwrap();
+    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let out = imp.to_toml("small_disk.parv").unwrap();
+    let back: toml::Table = toml::from_str(&out).unwrap();
+    assert_eq!(back["kind"].as_str(), Some("hdd"));
+    let timing = back["timing"].as_table().unwrap();
+    let d = wattio_devices::mechanical::MechanicalDisk::from_toml(timing).unwrap();
+    assert_eq!(d.layout().blocks(), 1980);
 }

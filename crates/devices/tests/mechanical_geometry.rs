@@ -84,24 +84,48 @@ const MS: u64 = 1_000_000;
 #[test]
 fn rotational_latency_in_absolute_time() {
     let d = MechanicalDisk::new(def()).unwrap();
-    let p0 = Pbn { cyl: 0, head: 0, sector: 0 };
+    let p0 = Pbn {
+        cyl: 0,
+        head: 0,
+        sector: 0,
+    };
     // Sector 0 of track 0 sits at angle 0: at t = 2.5 ms the platter is at 0.25.
     assert!((d.latency_ms(2.5, p0) - 7.5).abs() < 1e-9);
     assert!(d.latency_ms(10.0, p0).abs() < 1e-9);
     // Head 1 is one track skew (10 sectors = 1 ms) later.
-    let p1 = Pbn { cyl: 0, head: 1, sector: 0 };
+    let p1 = Pbn {
+        cyl: 0,
+        head: 1,
+        sector: 0,
+    };
     assert!((d.latency_ms(0.0, p1) - 1.0).abs() < 1e-9);
     // Cylinder 1 head 0: one track switch + one cylinder skew = 30 sectors = 3 ms.
-    let p2 = Pbn { cyl: 1, head: 0, sector: 5 };
+    let p2 = Pbn {
+        cyl: 1,
+        head: 0,
+        sector: 5,
+    };
     assert!((d.latency_ms(0.0, p2) - 3.5).abs() < 1e-9);
 }
 
 #[test]
 fn seek_with_head_switch_and_write_settle() {
     let d = MechanicalDisk::new(def()).unwrap();
-    let a = Pbn { cyl: 0, head: 0, sector: 0 };
-    let same_cyl_other_head = Pbn { cyl: 0, head: 1, sector: 0 };
-    let five = Pbn { cyl: 5, head: 0, sector: 0 };
+    let a = Pbn {
+        cyl: 0,
+        head: 0,
+        sector: 0,
+    };
+    let same_cyl_other_head = Pbn {
+        cyl: 0,
+        head: 1,
+        sector: 0,
+    };
+    let five = Pbn {
+        cyl: 5,
+        head: 0,
+        sector: 0,
+    };
     assert_eq!(d.seek_ms(a, a, false), 0.0);
     assert!((d.seek_ms(a, same_cyl_other_head, false) - 0.3).abs() < 1e-12);
     // 5 cylinders: 1 + (5 − 1)·(2 − 1)/8 = 1.5 ms; a write adds 0.2 ms of settling.
@@ -157,6 +181,8 @@ fn timing_table_round_trips_through_toml() {
     // Unknown keys are refused by name.
     let mut bad = table.clone();
     bad.insert("rpms".into(), toml::Value::Float(1.0));
-    let e = wattio_devices::mechanical::timing_from_toml(&bad).err().unwrap();
+    let e = wattio_devices::mechanical::timing_from_toml(&bad)
+        .err()
+        .unwrap();
     assert!(e.contains("rpms"), "{e}");
 }

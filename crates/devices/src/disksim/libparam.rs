@@ -84,7 +84,10 @@ pub struct NoLoader;
 
 impl Loader for NoLoader {
     fn load(&mut self, path: &Path) -> Result<String, String> {
-        Err(format!("{}: includes are not available here", path.display()))
+        Err(format!(
+            "{}: includes are not available here",
+            path.display()
+        ))
     }
 }
 
@@ -427,7 +430,10 @@ mod tests {
             panic!("slips")
         };
         assert_eq!(slips.len(), 2);
-        assert_eq!(doc.instances, vec![(vec!["disk0".to_string()], "D".to_string())]);
+        assert_eq!(
+            doc.instances,
+            vec![(vec!["disk0".to_string()], "D".to_string())]
+        );
     }
 
     #[test]
@@ -435,11 +441,24 @@ mod tests {
         let e = parse("a B {\n  Key 3\n}", "x.parv", Path::new("."), &mut NoLoader).unwrap_err();
         assert!(e.starts_with("x.parv:"), "{e}");
         assert!(e.contains("`Key 3`: expected `=`"), "{e}");
-        let e = parse("a B {\n K = [ 1, 2\n", "y.parv", Path::new("."), &mut NoLoader)
-            .unwrap_err();
+        let e = parse(
+            "a B {\n K = [ 1, 2\n",
+            "y.parv",
+            Path::new("."),
+            &mut NoLoader,
+        )
+        .unwrap_err();
         assert!(e.contains("y.parv:2") && e.contains("unterminated"), "{e}");
-        let e = parse("source other.diskspecs\n", "z.parv", Path::new("."), &mut NoLoader)
-            .unwrap_err();
-        assert!(e.contains("z.parv:1") && e.contains("other.diskspecs"), "{e}");
+        let e = parse(
+            "source other.diskspecs\n",
+            "z.parv",
+            Path::new("."),
+            &mut NoLoader,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("z.parv:1") && e.contains("other.diskspecs"),
+            "{e}"
+        );
     }
 }

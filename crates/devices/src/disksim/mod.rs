@@ -44,19 +44,16 @@ fn num(b: &Block, key: &str) -> Result<Option<f64>, String> {
 }
 
 fn req(b: &Block, key: &str) -> Result<f64, String> {
-    num(b, key)?.ok_or_else(|| {
-        format!(
-            "{}: block `{} {}`: missing `{key}`",
-            b.pos, b.kind, b.name
-        )
-    })
+    num(b, key)?.ok_or_else(|| format!("{}: block `{} {}`: missing `{key}`", b.pos, b.kind, b.name))
 }
 
 fn uint(b: &Block, key: &str) -> Result<u32, String> {
     let v = req(b, key)?;
     if v < 0.0 || v.fract() != 0.0 || v > u32::MAX as f64 {
         let p = b.get(key).map(|v| v.pos().to_string()).unwrap_or_default();
-        return Err(format!("{p}: `{key}`: expected a whole number ≥ 0, got {v}"));
+        return Err(format!(
+            "{p}: `{key}`: expected a whole number ≥ 0, got {v}"
+        ));
     }
     Ok(v as u32)
 }
@@ -136,6 +133,7 @@ const USED_DISK: &[&str] = &[
     "read completion overhead",
     "write completion overhead",
     "minimum seek delay",
+    "hold bus entire write xfer",
     // Behaviour the model has built in (DiskSim's values for every validated drive).
     "calc sector by sector",
     "read directly to buffer",
@@ -175,7 +173,9 @@ pub fn parse_seek(text: &str, file: &str) -> Result<Vec<(u32, f64)>, String> {
     let mut lines = text.lines().enumerate();
     let n = loop {
         let Some((i, l)) = lines.next() else {
-            return Err(format!("{file}: missing `Seek distances measured: N` header"));
+            return Err(format!(
+                "{file}: missing `Seek distances measured: N` header"
+            ));
         };
         let l = l.trim();
         if l.is_empty() {
@@ -188,7 +188,11 @@ pub fn parse_seek(text: &str, file: &str) -> Result<Vec<(u32, f64)>, String> {
             ));
         };
         break rest.trim().parse::<usize>().map_err(|_| {
-            format!("{file}:{}: expected a row count, got `{}`", i + 1, rest.trim())
+            format!(
+                "{file}:{}: expected a row count, got `{}`",
+                i + 1,
+                rest.trim()
+            )
         })?;
     };
     let mut rows = Vec::with_capacity(n.min(1 << 16));
@@ -300,7 +304,11 @@ fn layout_def(lb: &Block, unsupported: &mut Vec<String>) -> Result<LayoutDef, St
 /// Convert the instantiated `disksim_disk` of a parsed `.parv`. `dir` resolves the seek
 /// file named by the mechanics block.
 pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Import, String> {
-    let disks: Vec<&Block> = doc.blocks.iter().filter(|b| b.kind == "disksim_disk").collect();
+    let disks: Vec<&Block> = doc
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "disksim_disk")
+        .collect();
     let disk = match disks.as_slice() {
         [] => return Err("no `disksim_disk` block found".into()),
         [one] => *one,
@@ -452,6 +460,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         read_completion_ms: opt_num(disk, "Read completion overhead")?,
         write_completion_ms: opt_num(disk, "Write completion overhead")?,
         min_seek_delay_ms: opt_num(disk, "Minimum seek delay")?,
+        hold_bus_write: opt_num(disk, "Hold bus entire write xfer")? != 0.0,
     };
     let def = MechanicalDef {
         model: "hdd-mechanical".into(),
@@ -491,11 +500,48 @@ pub fn fuzz_entry(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(doc) = libparam::parse(text, "fuzz.parv", Path::new("."), &mut libparam::NoLoader)
-    {
+    if let Ok(doc) = libparam::parse(text, "fuzz.parv", Path::new("."), &mut libparam::NoLoader) {
         let _ = convert(&doc, Path::new("."), &mut libparam::NoLoader);
     }
     let _ = parse_seek(text, "fuzz.seek");
+}
+
+impl Import {
+    /// The catalogue form: a TOML document with `kind`, `description`, `references` and
+    /// the `[timing]` table; the unsupported parameters are listed as comments. The
+    /// `[power]` table is not in DiskSim's files: the caller adds it from a datasheet.
+    pub fn to_toml(&self, source: &str) -> Result<String, String> {
+        let mut timing = self.timing.clone();
+        timing.sources.insert(
+            "all".into(),
+            toml::Value::String(format!("converted from DiskSim 4.0 parameters: {source}")),
+        );
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            kind: &'a str,
+            description: String,
+            references: Vec<String>,
+            timing: &'a MechanicalDef,
+        }
+        let doc = Doc {
+            kind: "hdd",
+            description: format!("{} (DiskSim validated model)", self.name),
+            references: vec![
+                "DiskSim 4.0 validated disk parameters (CMU PDL), valid/ directory".into(),
+            ],
+            timing: &timing,
+        };
+        let body = toml::to_string(&doc).map_err(|e| format!("serializing {}: {e}", self.name))?;
+        let mut out = String::new();
+        if !self.unsupported.is_empty() {
+            out.push_str("# DiskSim parameters the hdd-mechanical model does not implement:\n");
+            for u in &self.unsupported {
+                out.push_str(&format!("#   {u}\n"));
+            }
+        }
+        out.push_str(&body);
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -504,8 +550,11 @@ mod tests {
 
     #[test]
     fn seek_file_rows_and_errors() {
-        let rows = parse_seek("Seek distances measured: 2\n1,\t0.5\n10, 2.0, 0.1\n", "a.seek")
-            .unwrap();
+        let rows = parse_seek(
+            "Seek distances measured: 2\n1,\t0.5\n10, 2.0, 0.1\n",
+            "a.seek",
+        )
+        .unwrap();
         assert_eq!(rows, vec![(1, 0.5), (10, 2.0)]);
         let e = parse_seek("Seek distances measured: 2\n1, x\n", "a.seek").unwrap_err();
         assert!(e.starts_with("a.seek:2:"), "{e}");

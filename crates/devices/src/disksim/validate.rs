@@ -38,7 +38,9 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceLine>, String> {
         let f: Vec<&str> = l.split_whitespace().collect();
         let at = |what: &str| format!("{file}:{}: {what} (line `{l}`)", i + 1);
         if f.len() != 6 {
-            return Err(at("expected 6 fields: R|W Hit|Miss blkno bcount service_us delay_us"));
+            return Err(at(
+                "expected 6 fields: R|W Hit|Miss blkno bcount service_us delay_us",
+            ));
         }
         let op = match f[0] {
             "R" | "r" => Op::Read,

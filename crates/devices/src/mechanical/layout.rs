@@ -121,7 +121,10 @@ impl Layout {
         for (i, z) in def.zones.iter().enumerate() {
             let key = format!("timing.layout.zones[{i}]");
             // DiskSim accepts zones reaching past the declared cylinder count (hp_c2490a).
-            if z.blocks_per_track == 0 || z.last_cyl < z.first_cyl || z.last_cyl > cylinders.saturating_mul(2) {
+            if z.blocks_per_track == 0
+                || z.last_cyl < z.first_cyl
+                || z.last_cyl > cylinders.saturating_mul(2)
+            {
                 return Err(format!(
                     "{key}: expected blocks_per_track ≥ 1 and first_cyl ≤ last_cyl (cylinders: {cylinders})"
                 ));
@@ -130,7 +133,10 @@ impl Layout {
                 return Err(format!("{key}: zones must be in increasing cylinder order"));
             }
             prev_last = Some(z.last_cyl);
-            if !(z.track_skew.is_finite() && z.cyl_skew.is_finite() && z.first_block_offset.is_finite()) {
+            if !(z.track_skew.is_finite()
+                && z.cyl_skew.is_finite()
+                && z.first_block_offset.is_finite())
+            {
                 return Err(format!("{key}: skews must be finite numbers"));
             }
             let cyls = (z.last_cyl - z.first_cyl + 1) as u64;
@@ -155,7 +161,9 @@ impl Layout {
             };
             let blocks = raw
                 .checked_sub(lose + z.empty_front as u64)
-                .ok_or_else(|| format!("{key}: spares and empty space exceed the zone's sectors"))?;
+                .ok_or_else(|| {
+                    format!("{key}: spares and empty space exceed the zone's sectors")
+                })?;
             bands.push(Band {
                 z: z.clone(),
                 first_lbn,
@@ -184,7 +192,9 @@ impl Layout {
     }
 
     fn band_of_lbn(&self, lbn: u64) -> Option<&Band> {
-        let i = self.bands.partition_point(|b| b.first_lbn + b.blocks <= lbn);
+        let i = self
+            .bands
+            .partition_point(|b| b.first_lbn + b.blocks <= lbn);
         self.bands.get(i)
     }
 
@@ -341,8 +351,10 @@ impl Layout {
                     cyl += l / lbns;
                     l %= lbns;
                 }
-                if matches!(self.sparing, SECTPERCYL_ATFRONT | SECTPERCYL_ATFRONT_SLIPTOEND)
-                    && !remapped
+                if matches!(
+                    self.sparing,
+                    SECTPERCYL_ATFRONT | SECTPERCYL_ATFRONT_SLIPTOEND
+                ) && !remapped
                 {
                     l += spares;
                     cyl += l / per_cyl;

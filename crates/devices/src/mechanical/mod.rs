@@ -89,6 +89,10 @@ pub struct ControllerDef {
     pub read_completion_ms: f64,
     #[serde(default)]
     pub write_completion_ms: f64,
+    /// The disk holds the bus for a write's whole data phase: a write-through write starts
+    /// on the media only once all of its data is buffered.
+    #[serde(default)]
+    pub hold_bus_write: bool,
     /// The mechanism may not start moving earlier than this after a command arrives.
     #[serde(default)]
     pub min_seek_delay_ms: f64,
@@ -191,12 +195,18 @@ impl MechanicalDisk {
             ));
         }
         if !(def.rpm.is_finite() && def.rpm > 0.0) {
-            return Err(format!("timing.rpm: expected a number > 0, got {}", def.rpm));
+            return Err(format!(
+                "timing.rpm: expected a number > 0, got {}",
+                def.rpm
+            ));
         }
         for (k, v) in [
             ("head_switch_ms", def.head_switch_ms),
             ("write_settle_ms", def.write_settle_ms),
-            ("controller.bus_ms_per_sector", def.controller.bus_ms_per_sector),
+            (
+                "controller.bus_ms_per_sector",
+                def.controller.bus_ms_per_sector,
+            ),
             ("cache.read_water", def.cache.read_water),
         ] {
             if !v.is_finite() {
@@ -346,7 +356,9 @@ impl MechanicalDisk {
             let span = (end - l).min(bpt_u - p.sector as u64);
             let contiguous = span <= 1
                 || self.layout.ltop(l + span - 1).is_some_and(|q| {
-                    q.cyl == p.cyl && q.head == p.head && q.sector as u64 == p.sector as u64 + span - 1
+                    q.cyl == p.cyl
+                        && q.head == p.head
+                        && q.sector as u64 == p.sector as u64 + span - 1
                 });
             let mut n = if contiguous { span.max(1) } else { 1u64 };
             let mut last = p;
@@ -499,6 +511,20 @@ impl MechanicalDisk {
     fn track_bounds(&self, lbn: u64) -> Option<(u64, u64)> {
         let p = self.layout.ltop(lbn)?;
         let same = |q: Option<Pbn>| q.is_some_and(|q| q.cyl == p.cyl && q.head == p.head);
+        // Fast path: no slip on the track, so its blocks sit at sectors 0..bpt.
+        let bpt = self.layout.blocks_per_track(p.cyl) as u64;
+        if let Some(lo) = lbn.checked_sub(p.sector as u64) {
+            let hi = lo + bpt;
+            let first = self.layout.ltop(lo);
+            let last = self.layout.ltop(hi - 1);
+            if first.is_some_and(|q| same(Some(q)) && q.sector == 0)
+                && last.is_some_and(|q| same(Some(q)) && q.sector as u64 == bpt - 1)
+                && !same(self.layout.ltop(hi))
+                && (lo == 0 || !same(self.layout.ltop(lo - 1)))
+            {
+                return Some((lo, hi));
+            }
+        }
         let mut lo = lbn;
         while lo > 0 && same(self.layout.ltop(lo - 1)) {
             lo -= 1;
@@ -573,7 +599,7 @@ impl MechanicalDisk {
                 }
                 let mut end = s.end;
                 let live = pf.filter(|p| p.seg == i);
-                if let Some(p) = live {
+                if let Some(p) = live.filter(|p| s.start <= lbn && lbn < p.limit) {
                     // Blocks read by now count; the rest arrive as the prefetch goes on.
                     let mut got = p.next;
                     self.prefetch_times(&p, p.limit.min(lbn + 1), &mut |l, done| {
@@ -582,11 +608,6 @@ impl MechanicalDisk {
                         }
                     });
                     end = end.max(got);
-                }
-                if s.start <= lbn && lbn < end && s.end > s.start.min(end) {
-                    hit_seg = Some(i);
-                    streaming = live.is_some();
-                    break;
                 }
                 if s.start <= lbn && lbn < end {
                     hit_seg = Some(i);
@@ -599,7 +620,11 @@ impl MechanicalDisk {
                 let ovh = self.overhead(true, true);
                 let cmd_done = t + ovh;
                 let mut bus = cmd_done;
-                let covered = if streaming { seg.end } else { seg.end.min(end_lbn) };
+                let covered = if streaming {
+                    seg.end
+                } else {
+                    seg.end.min(end_lbn)
+                };
                 // Blocks already buffered.
                 let cached_to = covered.min(end_lbn).max(lbn);
                 bus += (cached_to - lbn) as f64 * bt;
@@ -709,7 +734,11 @@ impl MechanicalDisk {
                 _ => true,
             };
         // The media cannot start writing before the data is in the buffer.
-        let water = ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count);
+        let water = if self.def.controller.hold_bus_write {
+            count
+        } else {
+            ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count)
+        };
         let mstart = cmd_done
             .max(self.mech_free)
             .max(t + self.def.controller.min_seek_delay_ms);

@@ -44,9 +44,7 @@ impl Seek {
                     }
                 }
                 if table.iter().any(|r| !r.1.is_finite() || r.0 == 0) {
-                    return Err(
-                        "timing.seek.table: expected distances ≥ 1 and finite times".into(),
-                    );
+                    return Err("timing.seek.table: expected distances ≥ 1 and finite times".into());
                 }
             }
             SeekDef::Hpl { hpl, .. } | SeekDef::Hplplus10 { hpl, .. } => {
@@ -93,8 +91,7 @@ impl Seek {
                     hpl_eq(hpl, d)
                 }
             }
-            SeekDef::Hplplus10 { hpl, first_ten_ms } => match first_ten_ms.get(dist as usize - 1)
-            {
+            SeekDef::Hplplus10 { hpl, first_ten_ms } => match first_ten_ms.get(dist as usize - 1) {
                 Some(t) => *t,
                 None => hpl_eq(hpl, d),
             },
