@@ -145,32 +145,38 @@ impl Layout {
             let spares = z.spares as u64;
             let mut slips = z.slips.clone();
             slips.sort_unstable();
-            let raw = cyls * bpt * s;
+            let too_big = || format!("{key}: zone too large");
+            let raw = cyls
+                .checked_mul(bpt)
+                .and_then(|x| x.checked_mul(s))
+                .ok_or_else(too_big)?;
+            let nslips = slips.len() as u64;
+            // Operands are ≤ 2^32 each, so two-factor products cannot overflow a u64.
             let lose = match def.sparing {
-                NO_SPARING => 0,
-                TRACK_SPARING => spares * bpt,
-                SECTPERTRACK_SPARING => spares * cyls * s,
-                SECTATEND_SPARING => slips.len() as u64,
-                SECTSPERZONE_SPARING => spares,
-                SECTSPERZONE_SLIPTOEND => spares + slips.len() as u64,
-                SECTPERCYL_SPARING | SECTPERCYL_ATFRONT => spares * cyls,
+                NO_SPARING => Some(0),
+                TRACK_SPARING => Some(spares * bpt),
+                SECTPERTRACK_SPARING => (spares * cyls).checked_mul(s),
+                SECTATEND_SPARING => Some(nslips),
+                SECTSPERZONE_SPARING => Some(spares),
+                SECTSPERZONE_SLIPTOEND => Some(spares + nslips),
+                SECTPERCYL_SPARING | SECTPERCYL_ATFRONT => Some(spares * cyls),
                 SECTPERCYL_SLIPTOEND | SECTPERCYL_ATFRONT_SLIPTOEND => {
-                    spares * cyls + slips.len() as u64
+                    (spares * cyls).checked_add(nslips)
                 }
-                _ => spares * (cyls / def.range_size as u64),
-            };
-            let blocks = raw
-                .checked_sub(lose + z.empty_front as u64)
-                .ok_or_else(|| {
-                    format!("{key}: spares and empty space exceed the zone's sectors")
-                })?;
+                _ => Some(spares * (cyls / def.range_size as u64)),
+            }
+            .and_then(|l| l.checked_add(z.empty_front as u64))
+            .ok_or_else(too_big)?;
+            let blocks = raw.checked_sub(lose).ok_or_else(|| {
+                format!("{key}: spares and empty space exceed the zone's sectors")
+            })?;
             bands.push(Band {
                 z: z.clone(),
                 first_lbn,
                 blocks,
                 slips,
             });
-            first_lbn += blocks;
+            first_lbn = first_lbn.checked_add(blocks).ok_or_else(too_big)?;
         }
         Ok(Layout {
             surfaces,
@@ -284,11 +290,11 @@ impl Layout {
             }
             SECTPERRANGE_SPARING => {
                 let per_cyl = bpt * s;
-                let per_range = per_cyl * self.range_size;
+                let per_range = per_cyl.saturating_mul(self.range_size);
                 let lbns = per_range.checked_sub(spares).filter(|&p| p > 0)?;
                 let range = l / lbns;
                 l %= lbns;
-                let first = range * per_range;
+                let first = range.saturating_mul(per_range);
                 let mut slips = 0;
                 for &sl in &b.slips {
                     if sl >= first && sl - first <= l + slips {
@@ -302,8 +308,13 @@ impl Layout {
                         break;
                     }
                 }
-                let cyl = range * self.range_size + l / per_cyl;
-                (cyl * s + (l % per_cyl) / bpt, l % bpt)
+                let cyl = range
+                    .saturating_mul(self.range_size)
+                    .saturating_add(l / per_cyl);
+                (
+                    cyl.saturating_mul(s).saturating_add((l % per_cyl) / bpt),
+                    l % bpt,
+                )
             }
             SECTSPERZONE_SPARING | SECTSPERZONE_SLIPTOEND => {
                 let mut slips = 0;
