@@ -324,7 +324,19 @@ impl MechanicalDisk {
         write: bool,
         on_block: OnBlock<'_>,
     ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, t, on_block)
+        self.media_after(t, from, lbn, count, write, t, Some(on_block))
+    }
+
+    /// [`Self::media`] without per-block reports: whole track runs at once.
+    fn media_quiet(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        write: bool,
+    ) -> (f64, f64, f64, Pbn) {
+        self.media_after(t, from, lbn, count, write, t, None)
     }
 
     /// [`Self::media`] where the first sector may not be transferred before `data_ready`
@@ -338,7 +350,7 @@ impl MechanicalDisk {
         count: u64,
         write: bool,
         data_ready: f64,
-        on_block: OnBlock<'_>,
+        mut on_block: Option<OnBlock<'_>>,
     ) -> (f64, f64, f64, Pbn) {
         let mut now = t;
         let mut arm = from;
@@ -384,6 +396,16 @@ impl MechanicalDisk {
             let mut k = 0u64;
             let mut prev_sector = p.sector;
             let mut done = start;
+            if contiguous && on_block.is_none() {
+                now = start + n as f64 * sect;
+                arm = Pbn {
+                    cyl: p.cyl,
+                    head: p.head,
+                    sector: p.sector + n as u32 - 1,
+                };
+                l += n;
+                continue;
+            }
             for i in 0..n {
                 // Slipped sectors inside the run still pass under the head.
                 let q = if i == 0 {
@@ -400,7 +422,7 @@ impl MechanicalDisk {
                 prev_sector = q.sector;
                 done += gap as f64 * sect;
                 k = i + 1;
-                if !on_block(l + i, done) {
+                if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
                     stop = true;
                     break;
                 }
@@ -427,6 +449,16 @@ impl MechanicalDisk {
             return;
         };
         if pf.next >= pf.limit {
+            return;
+        }
+        // Common case: the read-ahead finished long before the next command.
+        let (_, _, end, arm) = self.media_quiet(pf.t0, pf.from, pf.next, pf.limit - pf.next, false);
+        if end <= t {
+            if let Some(s) = self.segs.get_mut(pf.seg) {
+                s.end = s.end.max(pf.limit);
+            }
+            self.arm = arm;
+            self.mech_free = self.mech_free.max(end);
             return;
         }
         let mut got = pf.next;
@@ -747,15 +779,8 @@ impl MechanicalDisk {
         } else {
             cmd_done + water as f64 * bt
         };
-        let (pos, lat, mend, arm) = self.media_after(
-            mstart,
-            self.arm,
-            lbn,
-            count,
-            true,
-            data_ready,
-            &mut |_, _| true,
-        );
+        let (pos, lat, mend, arm) =
+            self.media_after(mstart, self.arm, lbn, count, true, data_ready, None);
         self.arm = arm;
         self.mech_free = mend;
         // Written data stays cached for later reads.
