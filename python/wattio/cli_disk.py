@@ -32,8 +32,12 @@ def cmd_validate(args) -> int:
         return 0
     print(f"drive:    {report['drive']} ({report['requests']} requests)")
     print(f"demerit:  {report['demerit_ms']:.3f} ms")
-    print(f"mean:     {report['mean_sim_ms']:.3f} ms simulated, {report['mean_measured_ms']:.3f} ms measured")
-    print(f"p90:      {report['p90_sim_ms']:.3f} ms simulated, {report['p90_measured_ms']:.3f} ms measured")
+    print(
+        f"mean:     {report['mean_sim_ms']:.3f} ms simulated, {report['mean_measured_ms']:.3f} ms measured"
+    )
+    print(
+        f"p90:      {report['p90_sim_ms']:.3f} ms simulated, {report['p90_measured_ms']:.3f} ms measured"
+    )
     for u in report["unsupported"]:
         print(f"unsupported: {u}")
     return 0
