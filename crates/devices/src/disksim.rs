@@ -1,2 +1,0 @@
-//! DiskSim parameter-file import (`.parv`, `.diskspecs`, `.model`, `.seek`). Being built on
-//! the `devices` branch.

@@ -1,0 +1,564 @@
+//! DiskSim parameter import: `.parv` (with its `source`d `.diskspecs`), the layout
+//! `.model` and the `.seek` table become an `hdd-mechanical` `[timing]` table.
+//!
+//! Every parameter of the disk, its mechanics and its layout is either carried into the
+//! table, known to have no effect on a single disk's timing (statistics switches), or
+//! reported by name in [`Import::unsupported`] when its value would matter to DiskSim.
+
+pub mod libparam;
+pub mod validate;
+
+use crate::mechanical::layout::{LayoutDef, Zone};
+use crate::mechanical::seek::SeekDef;
+use crate::mechanical::{CacheDef, ControllerDef, MechanicalDef};
+use libparam::{Block, Document, Loader, Pos, Value};
+use std::path::Path;
+
+/// The result of importing one drive.
+#[derive(Clone, Debug)]
+pub struct Import {
+    /// The disk block's name (e.g. `SEAGATE_ST34501N_validate`).
+    pub name: String,
+    pub timing: MechanicalDef,
+    /// `key = value (file:line)` for every parameter the model does not implement and
+    /// whose value is not neutral.
+    pub unsupported: Vec<String>,
+}
+
+fn scalar<'a>(b: &'a Block, key: &str) -> Result<Option<(&'a str, &'a Pos)>, String> {
+    match b.get(key) {
+        None => Ok(None),
+        Some(Value::Scalar(s, p)) => Ok(Some((s.as_str(), p))),
+        Some(v) => Err(format!("{}: `{key}`: expected a single value", v.pos())),
+    }
+}
+
+fn num(b: &Block, key: &str) -> Result<Option<f64>, String> {
+    match scalar(b, key)? {
+        None => Ok(None),
+        Some((s, p)) => match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Some(v)),
+            _ => Err(format!("{p}: `{key}`: expected a number, got `{s}`")),
+        },
+    }
+}
+
+fn req(b: &Block, key: &str) -> Result<f64, String> {
+    num(b, key)?.ok_or_else(|| format!("{}: block `{} {}`: missing `{key}`", b.pos, b.kind, b.name))
+}
+
+fn uint(b: &Block, key: &str) -> Result<u32, String> {
+    let v = req(b, key)?;
+    if v < 0.0 || v.fract() != 0.0 || v > u32::MAX as f64 {
+        let p = b.get(key).map(|v| v.pos().to_string()).unwrap_or_default();
+        return Err(format!(
+            "{p}: `{key}`: expected a whole number ≥ 0, got {v}"
+        ));
+    }
+    Ok(v as u32)
+}
+
+fn opt_num(b: &Block, key: &str) -> Result<f64, String> {
+    Ok(num(b, key)?.unwrap_or(0.0))
+}
+
+fn num_list(b: &Block, key: &str) -> Result<Vec<f64>, String> {
+    match b.get(key) {
+        None => Ok(vec![]),
+        Some(Value::List(items, _)) => items
+            .iter()
+            .map(|v| match v {
+                Value::Scalar(s, p) => s
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| format!("{p}: `{key}`: expected numbers, got `{s}`")),
+                other => Err(format!("{}: `{key}`: expected numbers", other.pos())),
+            })
+            .collect(),
+        Some(v) => Err(format!("{}: `{key}`: expected a list", v.pos())),
+    }
+}
+
+fn block<'a>(b: &'a Block, key: &str) -> Result<&'a Block, String> {
+    match b.get(key) {
+        Some(Value::Block(x)) => Ok(x),
+        Some(v) => Err(format!("{}: `{key}`: expected a block", v.pos())),
+        None => Err(format!(
+            "{}: block `{} {}`: missing `{key}`",
+            b.pos, b.kind, b.name
+        )),
+    }
+}
+
+/// Parameters with no effect on one disk's timing in a closed-loop replay.
+const INERT: &[&str] = &[
+    "print stats",
+    "avg sectors per cylinder",
+    "max queue length",
+    "time scale for overheads",
+    "scheduler",
+    "number of buffer segments",
+    "maximum number of write segments",
+    "segment size (in blks)",
+    "full strobe seek time",
+    "average seek time",
+    "percent error in rpms",
+    "access time type",
+];
+
+/// Keys the importer reads: a non-neutral value of any other key is reported.
+const USED_DISK: &[&str] = &[
+    "model",
+    "bulk sector transfer time",
+    "per-request overhead time",
+    "allow read hits on write data",
+    "use separate write segment",
+    "high (read) water mark",
+    "low (write) water mark",
+    "set watermark by reqsize",
+    "enable caching in buffer",
+    "buffer continuous read",
+    "maximum read-ahead (blks)",
+    "read-ahead over requested",
+    "fast write level",
+    "read hit over. after read",
+    "read hit over. after write",
+    "read miss over. after read",
+    "read miss over. after write",
+    "write hit over. after read",
+    "write hit over. after write",
+    "write miss over. after read",
+    "write miss over. after write",
+    "read completion overhead",
+    "write completion overhead",
+    "minimum seek delay",
+    "hold bus entire write xfer",
+    // Behaviour the model has built in (DiskSim's values for every validated drive).
+    "calc sector by sector",
+    "read directly to buffer",
+    "immed transfer partial hit",
+    "combine seq writes",
+    "write hit stop prefetch",
+];
+
+/// Values that mean "off" for the keys the model does not implement.
+fn neutral(key: &str, v: &str) -> bool {
+    let zero = v.parse::<f64>().is_ok_and(|x| x == 0.0);
+    match key {
+        // DiskSim's default for these is on; on is what the model does.
+        "hold bus entire read xfer" | "hold bus entire write xfer" => zero,
+        _ => zero,
+    }
+}
+
+fn report_unused(b: &Block, used: &[&str], out: &mut Vec<String>) {
+    for (k, v) in &b.params {
+        let kl = k.to_ascii_lowercase();
+        if used.contains(&kl.as_str()) || INERT.contains(&kl.as_str()) {
+            continue;
+        }
+        if let Value::Scalar(s, p) = v {
+            if !neutral(&kl, s) {
+                out.push(format!("{k} = {s} ({p})"));
+            }
+        } else if !matches!(v, Value::List(items, _) if items.is_empty()) {
+            out.push(format!("{k} = … ({})", v.pos()));
+        }
+    }
+}
+
+/// Parse a `.seek` file: `Seek distances measured: N`, then `distance, time_ms[, sd]`.
+pub fn parse_seek(text: &str, file: &str) -> Result<Vec<(u32, f64)>, String> {
+    let mut lines = text.lines().enumerate();
+    let n = loop {
+        let Some((i, l)) = lines.next() else {
+            return Err(format!(
+                "{file}: missing `Seek distances measured: N` header"
+            ));
+        };
+        let l = l.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let Some(rest) = l.strip_prefix("Seek distances measured:") else {
+            return Err(format!(
+                "{file}:{}: expected `Seek distances measured: N`, got `{l}`",
+                i + 1
+            ));
+        };
+        break rest.trim().parse::<usize>().map_err(|_| {
+            format!(
+                "{file}:{}: expected a row count, got `{}`",
+                i + 1,
+                rest.trim()
+            )
+        })?;
+    };
+    let mut rows = Vec::with_capacity(n.min(1 << 16));
+    for (i, l) in lines {
+        let l = l.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let mut f = l.split(',').map(str::trim);
+        let d = f.next().and_then(|s| s.parse::<u32>().ok());
+        let t = f.next().and_then(|s| s.parse::<f64>().ok());
+        match (d, t) {
+            (Some(d), Some(t)) if t.is_finite() => rows.push((d, t)),
+            _ => {
+                return Err(format!(
+                    "{file}:{}: expected `distance, time_ms`, got `{l}`",
+                    i + 1
+                ))
+            }
+        }
+    }
+    if rows.len() != n {
+        return Err(format!(
+            "{file}: header says {n} seek distances, found {}",
+            rows.len()
+        ));
+    }
+    Ok(rows)
+}
+
+fn layout_def(lb: &Block, unsupported: &mut Vec<String>) -> Result<LayoutDef, String> {
+    let mut zones = Vec::new();
+    match lb.get("Zones") {
+        Some(Value::List(items, _)) => {
+            for it in items {
+                let Value::Block(z) = it else {
+                    return Err(format!("{}: `Zones`: expected zone blocks", it.pos()));
+                };
+                let ints = |key: &str| -> Result<Vec<u64>, String> {
+                    num_list(z, key)?
+                        .into_iter()
+                        .map(|x| {
+                            if x >= 0.0 && x.fract() == 0.0 {
+                                Ok(x as u64)
+                            } else {
+                                Err(format!("{}: `{key}`: expected whole numbers ≥ 0", z.pos))
+                            }
+                        })
+                        .collect()
+                };
+                let defects = ints("defects")?;
+                if defects.len() % 2 != 0 {
+                    return Err(format!(
+                        "{}: `defects`: expected (defect, spare) pairs, got {} numbers",
+                        z.pos,
+                        defects.len()
+                    ));
+                }
+                zones.push(Zone {
+                    first_cyl: uint(z, "First cylinder number")?,
+                    last_cyl: uint(z, "Last cylinder number")?,
+                    blocks_per_track: uint(z, "Blocks per track")?,
+                    first_block_offset: opt_num(z, "Offset of first block")?,
+                    empty_front: num(z, "Empty space at zone front")?.unwrap_or(0.0) as u32,
+                    track_skew: opt_num(z, "Skew for track switch")?,
+                    cyl_skew: opt_num(z, "Skew for cylinder switch")?,
+                    spares: num(z, "Number of spares")?.unwrap_or(0.0) as u32,
+                    slips: ints("slips")?,
+                    defects: defects.chunks(2).map(|c| [c[0], c[1]]).collect(),
+                });
+                report_unused(
+                    z,
+                    &[
+                        "first cylinder number",
+                        "last cylinder number",
+                        "blocks per track",
+                        "offset of first block",
+                        "empty space at zone front",
+                        "skew for track switch",
+                        "skew for cylinder switch",
+                        "number of spares",
+                        "slips",
+                        "defects",
+                    ],
+                    unsupported,
+                );
+            }
+        }
+        _ => return Err(format!("{}: layout: missing `Zones` list", lb.pos)),
+    }
+    report_unused(
+        lb,
+        &[
+            "lbn-to-pbn mapping scheme",
+            "sparing scheme used",
+            "rangesize for sparing",
+            "zones",
+        ],
+        unsupported,
+    );
+    Ok(LayoutDef {
+        mapping: num(lb, "LBN-to-PBN mapping scheme")?.unwrap_or(0.0) as u32,
+        sparing: uint(lb, "Sparing scheme used")?,
+        range_size: num(lb, "Rangesize for sparing")?.unwrap_or(1.0).max(1.0) as u32,
+        zones,
+    })
+}
+
+/// Convert the instantiated `disksim_disk` of a parsed `.parv`. `dir` resolves the seek
+/// file named by the mechanics block.
+pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Import, String> {
+    let disks: Vec<&Block> = doc
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "disksim_disk")
+        .collect();
+    let disk = match disks.as_slice() {
+        [] => return Err("no `disksim_disk` block found".into()),
+        [one] => *one,
+        many => {
+            // The one that is instantiated.
+            let names: Vec<&str> = doc.instances.iter().map(|(_, t)| t.as_str()).collect();
+            many.iter()
+                .find(|b| names.contains(&b.name.as_str()))
+                .copied()
+                .ok_or("several `disksim_disk` blocks and none instantiated")?
+        }
+    };
+    let mut unsupported = Vec::new();
+    report_unused(disk, USED_DISK, &mut unsupported);
+    let dm = block(disk, "Model")?;
+    let lb = block(dm, "Layout Model")?;
+    let mb = block(dm, "Mechanical Model")?;
+    let layout = layout_def(lb, &mut unsupported)?;
+    let seek_type = scalar(mb, "Seek type")?.map(|s| s.0).unwrap_or("");
+    let hpl = || -> Result<[f64; 6], String> {
+        let v = num_list(mb, "HPL seek equation values")?;
+        v.try_into().map_err(|v: Vec<f64>| {
+            format!(
+                "{}: `HPL seek equation values`: expected 6 numbers, got {}",
+                mb.pos,
+                v.len()
+            )
+        })
+    };
+    let seek = match seek_type {
+        "extracted" => {
+            let (file, p) = scalar(mb, "Full seek curve")?
+                .ok_or_else(|| format!("{}: missing `Full seek curve`", mb.pos))?;
+            let path = dir.join(file);
+            let text = loader.load(&path).map_err(|e| format!("{p}: {e}"))?;
+            SeekDef::Extracted {
+                table: parse_seek(&text, &path.display().to_string())?,
+            }
+        }
+        "hpl" => SeekDef::Hpl {
+            hpl: hpl()?,
+            single_cylinder_ms: opt_num(mb, "Single cylinder seek time")?,
+        },
+        "hplplus10" => {
+            let ten = num_list(mb, "First ten seek times")?;
+            SeekDef::Hplplus10 {
+                hpl: hpl()?,
+                first_ten_ms: ten.try_into().map_err(|v: Vec<f64>| {
+                    format!(
+                        "{}: `First ten seek times`: expected 10 numbers, got {}",
+                        mb.pos,
+                        v.len()
+                    )
+                })?,
+            }
+        }
+        other => {
+            return Err(format!(
+                "{}: `Seek type = {other}`: unsupported (expected extracted, hpl or hplplus10)",
+                mb.pos
+            ))
+        }
+    };
+    if let Some((a, p)) = scalar(mb, "Access time type")? {
+        if a != "trackSwitchPlusRotation" {
+            unsupported.push(format!("Access time type = {a} ({p})"));
+        }
+    }
+    let mut mech_used = vec![
+        "seek type",
+        "full seek curve",
+        "single cylinder seek time",
+        "add. write settling delay",
+        "head switch time",
+        "rotation speed (in rpms)",
+    ];
+    if seek_type != "extracted" {
+        mech_used.extend(["hpl seek equation values", "first ten seek times"]);
+    } else {
+        // DiskSim ignores the HPL values for an extracted curve.
+        mech_used.extend(["hpl seek equation values", "first ten seek times"]);
+    }
+    report_unused(mb, &mech_used, &mut unsupported);
+    report_unused(
+        dm,
+        &[
+            "number of data surfaces",
+            "number of cylinders",
+            "block count",
+            "layout model",
+            "mechanical model",
+        ],
+        &mut unsupported,
+    );
+    if let Some(Value::Block(s)) = disk.get("Scheduler") {
+        let pol = num(s, "Scheduling policy")?.unwrap_or(1.0);
+        if pol != 1.0 {
+            unsupported.push(format!(
+                "Scheduler.Scheduling policy = {pol} ({}): the device queue holds one request in validation; wattio picks with timing.scheduler",
+                s.pos
+            ));
+        }
+    }
+    let hw = opt_num(disk, "High (read) water mark")?;
+    let lw = opt_num(disk, "Low (write) water mark")?;
+    let by_req = opt_num(disk, "Set watermark by reqsize")? != 0.0;
+    let cache = CacheDef {
+        enabled: opt_num(disk, "Enable caching in buffer")? != 0.0,
+        segments: uint(disk, "Number of buffer segments")?,
+        segment_blocks: uint(disk, "Segment size (in blks)")?,
+        separate_write_segment: opt_num(disk, "Use separate write segment")? != 0.0,
+        read_water: if by_req { hw } else { 0.0 },
+        write_water: if by_req { lw } else { 0.0 },
+        continuous_read: num(disk, "Buffer continuous read")?.unwrap_or(0.0) as u32,
+        max_read_ahead: num(disk, "Maximum read-ahead (blks)")?.unwrap_or(0.0) as u32,
+        read_ahead_over_requested: opt_num(disk, "Read-ahead over requested")? != 0.0,
+        fast_write_level: num(disk, "Fast write level")?.unwrap_or(0.0) as u32,
+        read_hits_on_write_data: opt_num(disk, "Allow read hits on write data")? != 0.0,
+    };
+    if !by_req && hw != 0.0 {
+        unsupported.push(format!(
+            "High (read) water mark = {hw} with Set watermark by reqsize = 0"
+        ));
+    }
+    // The bus between controller and disk: DiskSim moves a block at the slower of the
+    // disk's own bulk transfer time and the bus's per-block time.
+    let bulk = opt_num(disk, "Bulk sector transfer time")?;
+    let (mut bus_r, mut bus_w) = (bulk, bulk);
+    for b in doc.blocks.iter().filter(|b| b.kind == "disksim_bus") {
+        bus_r = bus_r.max(opt_num(b, "Read block transfer time")?);
+        bus_w = bus_w.max(opt_num(b, "Write block transfer time")?);
+        let arb = opt_num(b, "Arbitration time")?;
+        if arb != 0.0 {
+            unsupported.push(format!("bus {}: Arbitration time = {arb}", b.name));
+        }
+    }
+    let controller = ControllerDef {
+        bus_ms_per_sector: bus_r,
+        bus_write_ms_per_sector: Some(bus_w),
+        per_request_ms: opt_num(disk, "Per-request overhead time")?,
+        read_hit_after_read_ms: opt_num(disk, "Read hit over. after read")?,
+        read_hit_after_write_ms: opt_num(disk, "Read hit over. after write")?,
+        read_miss_after_read_ms: opt_num(disk, "Read miss over. after read")?,
+        read_miss_after_write_ms: opt_num(disk, "Read miss over. after write")?,
+        write_hit_after_read_ms: opt_num(disk, "Write hit over. after read")?,
+        write_hit_after_write_ms: opt_num(disk, "Write hit over. after write")?,
+        write_miss_after_read_ms: opt_num(disk, "Write miss over. after read")?,
+        write_miss_after_write_ms: opt_num(disk, "Write miss over. after write")?,
+        read_completion_ms: opt_num(disk, "Read completion overhead")?,
+        write_completion_ms: opt_num(disk, "Write completion overhead")?,
+        min_seek_delay_ms: opt_num(disk, "Minimum seek delay")?,
+        hold_bus_write: opt_num(disk, "Hold bus entire write xfer")? != 0.0,
+    };
+    let def = MechanicalDef {
+        model: "hdd-mechanical".into(),
+        surfaces: uint(dm, "Number of data surfaces")?,
+        cylinders: uint(dm, "Number of cylinders")?,
+        rpm: req(mb, "Rotation speed (in rpms)")?,
+        head_switch_ms: opt_num(mb, "Head switch time")?,
+        write_settle_ms: opt_num(mb, "Add. write settling delay")?,
+        seek,
+        layout,
+        controller,
+        cache,
+        scheduler: "fcfs".into(),
+        sources: toml::Table::new(),
+    };
+    // Validate by building it once: errors surface at import, not at first use.
+    crate::mechanical::MechanicalDisk::new(def.clone())
+        .map_err(|e| format!("{}: {e}", disk.pos))?;
+    Ok(Import {
+        name: disk.name.clone(),
+        timing: def,
+        unsupported,
+    })
+}
+
+/// Import a `.parv` file from disk.
+pub fn import_parv(path: &Path) -> Result<Import, String> {
+    let mut loader = libparam::FsLoader;
+    let text = loader.load(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let doc = libparam::parse(&text, &path.display().to_string(), dir, &mut loader)?;
+    convert(&doc, dir, &mut loader)
+}
+
+/// The fuzz entry point: parse and convert from memory, never panicking.
+pub fn fuzz_entry(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(doc) = libparam::parse(text, "fuzz.parv", Path::new("."), &mut libparam::NoLoader) {
+        let _ = convert(&doc, Path::new("."), &mut libparam::NoLoader);
+    }
+    let _ = parse_seek(text, "fuzz.seek");
+}
+
+impl Import {
+    /// The catalogue form: a TOML document with `kind`, `description`, `references` and
+    /// the `[timing]` table; the unsupported parameters are listed as comments. The
+    /// `[power]` table is not in DiskSim's files: the caller adds it from a datasheet.
+    pub fn to_toml(&self, source: &str) -> Result<String, String> {
+        let mut timing = self.timing.clone();
+        timing.sources.insert(
+            "all".into(),
+            toml::Value::String(format!("converted from DiskSim 4.0 parameters: {source}")),
+        );
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            kind: &'a str,
+            description: String,
+            references: Vec<String>,
+            timing: &'a MechanicalDef,
+        }
+        let doc = Doc {
+            kind: "hdd",
+            description: format!("{} (DiskSim validated model)", self.name),
+            references: vec![
+                "DiskSim 4.0 validated disk parameters (CMU PDL), valid/ directory".into(),
+            ],
+            timing: &timing,
+        };
+        let body = toml::to_string(&doc).map_err(|e| format!("serializing {}: {e}", self.name))?;
+        let mut out = String::new();
+        if !self.unsupported.is_empty() {
+            out.push_str("# DiskSim parameters the hdd-mechanical model does not implement:\n");
+            for u in &self.unsupported {
+                out.push_str(&format!("#   {u}\n"));
+            }
+        }
+        out.push_str(&body);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seek_file_rows_and_errors() {
+        let rows = parse_seek(
+            "Seek distances measured: 2\n1,\t0.5\n10, 2.0, 0.1\n",
+            "a.seek",
+        )
+        .unwrap();
+        assert_eq!(rows, vec![(1, 0.5), (10, 2.0)]);
+        let e = parse_seek("Seek distances measured: 2\n1, x\n", "a.seek").unwrap_err();
+        assert!(e.starts_with("a.seek:2:"), "{e}");
+        let e = parse_seek("Seek distances measured: 3\n1, 1\n", "a.seek").unwrap_err();
+        assert!(e.contains("header says 3"), "{e}");
+    }
+}

@@ -1,0 +1,911 @@
+//! The DiskSim-grade mechanical disk (`model = "hdd-mechanical"`).
+//!
+//! What it models, following DiskSim 4.0's disk (`disksim_diskctlr.c`, `diskmodel/`):
+//! * the zoned layout with skews, slips, spares and remapped defects ([`layout`]);
+//! * seeks from an extracted table or the HPL curve ([`seek`]); a move that changes head
+//!   costs at least the head-switch time, writes add the write-settle delta;
+//! * rotation tracked in absolute time (the platter is at angle 0 at t = 0), so the
+//!   rotational latency of a request depends on when it reaches its track;
+//! * media access track by track: seek or head switch, wait for the first sector, transfer;
+//! * the controller: command overheads that depend on hit/miss and on the previous
+//!   command's direction, per-sector bus transfer overlapped with the media (the disk
+//!   reconnects once the request's water mark is buffered), completion overheads;
+//! * the on-board cache: segments (LRU), read-ahead after a read miss that continues in
+//!   the background until the next command arrives (or the segment's limit), read hits and
+//!   partial hits on data being prefetched, write-back (`fast_write_level` 2: every write;
+//!   1: while no other dirty data is pending), destaging in the background;
+//! * the queue: FCFS, or SSTF / SPTF through [`Timing::pick`].
+//!
+//! All times inside are f64 milliseconds of absolute simulated time.
+
+pub mod layout;
+pub mod seek;
+
+use layout::{Layout, LayoutDef, Pbn};
+use seek::{Seek, SeekDef};
+use serde::{Deserialize, Serialize};
+use wattio_core::device::{Service, Timing};
+use wattio_core::io::{Io, Op};
+use wattio_core::time::Nanos;
+
+pub const SECTOR: u64 = 512;
+
+/// The `[timing]` table of an `hdd-mechanical` catalogue entry.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MechanicalDef {
+    pub model: String,
+    pub surfaces: u32,
+    pub cylinders: u32,
+    pub rpm: f64,
+    pub head_switch_ms: f64,
+    /// Added to every non-zero write positioning (may be negative, as DiskSim allows).
+    #[serde(default)]
+    pub write_settle_ms: f64,
+    pub seek: SeekDef,
+    pub layout: LayoutDef,
+    pub controller: ControllerDef,
+    pub cache: CacheDef,
+    /// fcfs, sstf or sptf.
+    #[serde(default = "fcfs")]
+    pub scheduler: String,
+    /// Key → where the value comes from.
+    #[serde(default)]
+    pub sources: toml::Table,
+}
+
+fn fcfs() -> String {
+    "fcfs".into()
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerDef {
+    /// Bus time per 512-byte sector (DiskSim's `Bulk sector transfer time`).
+    #[serde(default)]
+    pub bus_ms_per_sector: f64,
+    /// Bus time per sector for writes, if it differs.
+    #[serde(default)]
+    pub bus_write_ms_per_sector: Option<f64>,
+    #[serde(default)]
+    pub per_request_ms: f64,
+    #[serde(default)]
+    pub read_hit_after_read_ms: f64,
+    #[serde(default)]
+    pub read_hit_after_write_ms: f64,
+    #[serde(default)]
+    pub read_miss_after_read_ms: f64,
+    #[serde(default)]
+    pub read_miss_after_write_ms: f64,
+    #[serde(default)]
+    pub write_hit_after_read_ms: f64,
+    #[serde(default)]
+    pub write_hit_after_write_ms: f64,
+    #[serde(default)]
+    pub write_miss_after_read_ms: f64,
+    #[serde(default)]
+    pub write_miss_after_write_ms: f64,
+    #[serde(default)]
+    pub read_completion_ms: f64,
+    #[serde(default)]
+    pub write_completion_ms: f64,
+    /// The disk holds the bus for a write's whole data phase: a write-through write starts
+    /// on the media only once all of its data is buffered.
+    #[serde(default)]
+    pub hold_bus_write: bool,
+    /// The mechanism may not start moving earlier than this after a command arrives.
+    #[serde(default)]
+    pub min_seek_delay_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheDef {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub segments: u32,
+    pub segment_blocks: u32,
+    /// Reserve the last segment for write data.
+    #[serde(default)]
+    pub separate_write_segment: bool,
+    /// Reconnect for a read once this fraction of the request is buffered (≥ 1 block).
+    #[serde(default)]
+    pub read_water: f64,
+    /// A write-through write starts on the media once this fraction of its data (≥ 1
+    /// block) has crossed the bus.
+    #[serde(default)]
+    pub write_water: f64,
+    /// 0 none, 1 to the end of the track, 2 to the end of the cylinder, 3 (and 4) to the
+    /// end of the segment.
+    #[serde(default)]
+    pub continuous_read: u32,
+    #[serde(default)]
+    pub max_read_ahead: u32,
+    /// Read-ahead counts from the end of the request (else from its start).
+    #[serde(default = "yes")]
+    pub read_ahead_over_requested: bool,
+    /// 0 write-through, 1 write-back while no other dirty data waits, 2 write-back.
+    #[serde(default)]
+    pub fast_write_level: u32,
+    #[serde(default = "yes")]
+    pub read_hits_on_write_data: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A cached range of blocks.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    start: u64,
+    end: u64,
+    lru: u64,
+    write: bool,
+}
+
+/// Background read-ahead into segment `seg`: blocks `next..limit`, streaming from the
+/// media starting at `t0` with the arm at `from`.
+#[derive(Clone, Copy, Debug)]
+struct Prefetch {
+    seg: usize,
+    next: u64,
+    limit: u64,
+    t0: f64,
+    from: Pbn,
+}
+
+/// The mechanical disk.
+#[derive(Clone, Debug)]
+pub struct MechanicalDisk {
+    def: MechanicalDef,
+    layout: Layout,
+    seek: Seek,
+    period: f64,
+    capacity: u64,
+    sched: Sched,
+    // state
+    arm: Pbn,
+    /// When the mechanism finishes what it is doing (destage, prefetch cut-off).
+    mech_free: f64,
+    /// Dirty data is being destaged until this time.
+    dirty_until: f64,
+    last_was_read: bool,
+    segs: Vec<Seg>,
+    prefetch: Option<Prefetch>,
+    tick: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sched {
+    Fcfs,
+    Sstf,
+    Sptf,
+}
+
+/// One block's media completion time, as `media` reports it.
+type OnBlock<'a> = &'a mut dyn FnMut(u64, f64) -> bool;
+
+impl MechanicalDisk {
+    pub fn new(def: MechanicalDef) -> Result<MechanicalDisk, String> {
+        if def.model != "hdd-mechanical" {
+            return Err(format!(
+                "timing.model: expected `hdd-mechanical`, got `{}`",
+                def.model
+            ));
+        }
+        if !(def.rpm.is_finite() && def.rpm > 0.0) {
+            return Err(format!(
+                "timing.rpm: expected a number > 0, got {}",
+                def.rpm
+            ));
+        }
+        for (k, v) in [
+            ("head_switch_ms", def.head_switch_ms),
+            ("write_settle_ms", def.write_settle_ms),
+            (
+                "controller.bus_ms_per_sector",
+                def.controller.bus_ms_per_sector,
+            ),
+            ("cache.read_water", def.cache.read_water),
+        ] {
+            if !v.is_finite() {
+                return Err(format!("timing.{k}: expected a finite number, got {v}"));
+            }
+        }
+        if def.surfaces == 0 || def.cylinders == 0 {
+            return Err("timing.surfaces, timing.cylinders: expected ≥ 1".into());
+        }
+        if def.cache.enabled && (def.cache.segments == 0 || def.cache.segment_blocks == 0) {
+            return Err("timing.cache: expected segments ≥ 1 and segment_blocks ≥ 1".into());
+        }
+        let sched = match def.scheduler.as_str() {
+            "fcfs" => Sched::Fcfs,
+            "sstf" => Sched::Sstf,
+            "sptf" => Sched::Sptf,
+            s => {
+                return Err(format!(
+                    "timing.scheduler: unknown `{s}` (expected fcfs, sstf or sptf)"
+                ))
+            }
+        };
+        let layout = Layout::new(&def.layout, def.surfaces, def.cylinders)?;
+        let seek = Seek::new(def.seek.clone())?;
+        let nseg = if def.cache.enabled {
+            def.cache.segments as usize
+        } else {
+            0
+        };
+        let mut segs = vec![Seg::default(); nseg];
+        if def.cache.separate_write_segment {
+            if let Some(s) = segs.last_mut() {
+                s.write = true;
+            }
+        }
+        Ok(MechanicalDisk {
+            period: 60_000.0 / def.rpm,
+            capacity: layout.blocks() * SECTOR,
+            layout,
+            seek,
+            sched,
+            arm: Pbn {
+                cyl: 0,
+                head: 0,
+                sector: 0,
+            },
+            mech_free: 0.0,
+            dirty_until: 0.0,
+            last_was_read: true,
+            segs,
+            prefetch: None,
+            tick: 0,
+            def,
+        })
+    }
+
+    pub fn from_toml(t: &toml::Table) -> Result<MechanicalDisk, String> {
+        let def: MechanicalDef = toml::Value::Table(t.clone())
+            .try_into()
+            .map_err(|e| format!("timing: {e}"))?;
+        MechanicalDisk::new(def)
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn seek_curve(&self) -> &Seek {
+        &self.seek
+    }
+
+    /// Revolution time in ms.
+    pub fn period_ms(&self) -> f64 {
+        self.period
+    }
+
+    /// Positioning time (ms) from `from` to `to`: the seek curve, at least a head switch
+    /// if the head changes, plus write settling for a write that moves at all.
+    pub fn seek_ms(&self, from: Pbn, to: Pbn, write: bool) -> f64 {
+        let dist = from.cyl.abs_diff(to.cyl);
+        let mut t = self.seek.time_ms(dist);
+        if from.head != to.head && self.def.head_switch_ms > t {
+            t = self.def.head_switch_ms;
+        }
+        if t != 0.0 && write {
+            t = (t + self.def.write_settle_ms).max(0.0);
+        }
+        t
+    }
+
+    /// Time (ms) from absolute time `t` until sector `p` passes under the head.
+    pub fn latency_ms(&self, t: f64, p: Pbn) -> f64 {
+        let theta = (t / self.period).rem_euclid(1.0);
+        let a = self.layout.angle(p);
+        let d = (a - theta).rem_euclid(1.0);
+        // Treat a position within a float's rounding of the sector start as on it.
+        if d > 1.0 - 1e-9 {
+            0.0
+        } else {
+            d * self.period
+        }
+    }
+
+    /// Media access of `count` blocks from `lbn`, starting at `t` with the arm at `from`:
+    /// per track, position (seek or head switch) then wait for the first sector, then
+    /// transfer. `on_block(lbn, done)` is called for each block in order; returning false
+    /// stops the access after that block. Returns (first positioning ms, first latency ms,
+    /// end time, final arm position).
+    fn media(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        write: bool,
+        on_block: OnBlock<'_>,
+    ) -> (f64, f64, f64, Pbn) {
+        self.media_after(t, from, lbn, count, write, t, Some(on_block))
+    }
+
+    /// [`Self::media`] without per-block reports: whole track runs at once.
+    fn media_quiet(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        write: bool,
+    ) -> (f64, f64, f64, Pbn) {
+        self.media_after(t, from, lbn, count, write, t, None)
+    }
+
+    /// [`Self::media`] where the first sector may not be transferred before `data_ready`
+    /// (a write whose data is still crossing the bus): the arm seeks meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    fn media_after(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        write: bool,
+        data_ready: f64,
+        mut on_block: Option<OnBlock<'_>>,
+    ) -> (f64, f64, f64, Pbn) {
+        let mut now = t;
+        let mut arm = from;
+        let mut first = None;
+        let mut l = lbn;
+        let end = lbn + count;
+        while l < end {
+            let Some(p) = self.layout.ltop(l) else {
+                break;
+            };
+            // Blocks that follow on this track. Fast path: the run to the track end (or the
+            // request end) holds no slip when its last block lands exactly where a
+            // contiguous run would put it.
+            let bpt_u = self.layout.blocks_per_track(p.cyl) as u64;
+            let span = (end - l).min(bpt_u - p.sector as u64);
+            let contiguous = span <= 1
+                || self.layout.ltop(l + span - 1).is_some_and(|q| {
+                    q.cyl == p.cyl
+                        && q.head == p.head
+                        && q.sector as u64 == p.sector as u64 + span - 1
+                });
+            let mut n = if contiguous { span.max(1) } else { 1u64 };
+            let mut last = p;
+            while !contiguous && l + n < end {
+                match self.layout.ltop(l + n) {
+                    Some(q) if q.cyl == p.cyl && q.head == p.head && q.sector > last.sector => {
+                        last = q;
+                        n += 1;
+                    }
+                    _ => break,
+                }
+            }
+            let pos = self.seek_ms(arm, p, write);
+            let ready = (now + pos).max(data_ready);
+            let lat = ready - now - pos + self.latency_ms(ready, p);
+            if first.is_none() {
+                first = Some((pos, lat));
+            }
+            let bpt = self.layout.blocks_per_track(p.cyl) as f64;
+            let sect = self.period / bpt;
+            let start = now + pos + lat;
+            let mut stop = false;
+            let mut k = 0u64;
+            let mut prev_sector = p.sector;
+            let mut done = start;
+            if contiguous && on_block.is_none() {
+                now = start + n as f64 * sect;
+                arm = Pbn {
+                    cyl: p.cyl,
+                    head: p.head,
+                    sector: p.sector + n as u32 - 1,
+                };
+                l += n;
+                continue;
+            }
+            for i in 0..n {
+                // Slipped sectors inside the run still pass under the head.
+                let q = if i == 0 {
+                    p
+                } else if contiguous {
+                    Pbn {
+                        sector: p.sector + i as u32,
+                        ..p
+                    }
+                } else {
+                    self.layout.ltop(l + i).unwrap_or(p)
+                };
+                let gap = if i == 0 { 1 } else { q.sector - prev_sector };
+                prev_sector = q.sector;
+                done += gap as f64 * sect;
+                k = i + 1;
+                if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
+                    stop = true;
+                    break;
+                }
+            }
+            now = done;
+            arm = Pbn {
+                cyl: p.cyl,
+                head: p.head,
+                sector: prev_sector,
+            };
+            l += k;
+            if stop {
+                break;
+            }
+        }
+        let (pos, lat) = first.unwrap_or((0.0, 0.0));
+        (pos, lat, now, arm)
+    }
+
+    /// Settle the background prefetch at time `t`: blocks read by then join the cache,
+    /// the mechanism is free once the sector in progress is done.
+    fn stop_prefetch(&mut self, t: f64) {
+        let Some(pf) = self.prefetch.take() else {
+            return;
+        };
+        if pf.next >= pf.limit {
+            return;
+        }
+        // Common case: the read-ahead finished long before the next command.
+        let (_, _, end, arm) = self.media_quiet(pf.t0, pf.from, pf.next, pf.limit - pf.next, false);
+        if end <= t {
+            if let Some(s) = self.segs.get_mut(pf.seg) {
+                s.end = s.end.max(pf.limit);
+            }
+            self.arm = arm;
+            self.mech_free = self.mech_free.max(end);
+            return;
+        }
+        let mut got = pf.next;
+        let mut last_done = pf.t0;
+        let (_, _, _, arm) = self.media(
+            pf.t0,
+            pf.from,
+            pf.next,
+            pf.limit - pf.next,
+            false,
+            &mut |l, done| {
+                last_done = done;
+                if done <= t {
+                    got = l + 1;
+                    true
+                } else {
+                    false
+                }
+            },
+        );
+        if let Some(s) = self.segs.get_mut(pf.seg) {
+            s.end = s.end.max(got);
+        }
+        self.arm = arm;
+        self.mech_free = self.mech_free.max(last_done.min(t.max(pf.t0)));
+        if got >= pf.limit {
+            self.mech_free = self.mech_free.max(last_done);
+        }
+    }
+
+    /// Block availability for a read served (partly) from segment `seg` with the
+    /// prefetch possibly still streaming: returns, per block, the time it is in the buffer.
+    fn prefetch_times(&self, pf: &Prefetch, upto: u64, f: &mut dyn FnMut(u64, f64)) {
+        let _ = self.media(
+            pf.t0,
+            pf.from,
+            pf.next,
+            upto.saturating_sub(pf.next),
+            false,
+            &mut |l, done| {
+                f(l, done);
+                true
+            },
+        );
+    }
+
+    fn overhead(&self, read: bool, hit: bool) -> f64 {
+        let c = &self.def.controller;
+        let after_read = self.last_was_read;
+        c.per_request_ms
+            + match (read, hit, after_read) {
+                (true, true, true) => c.read_hit_after_read_ms,
+                (true, true, false) => c.read_hit_after_write_ms,
+                (true, false, true) => c.read_miss_after_read_ms,
+                (true, false, false) => c.read_miss_after_write_ms,
+                (false, true, true) => c.write_hit_after_read_ms,
+                (false, true, false) => c.write_hit_after_write_ms,
+                (false, false, true) => c.write_miss_after_read_ms,
+                (false, false, false) => c.write_miss_after_write_ms,
+            }
+    }
+
+    fn touch(&mut self, i: usize) {
+        self.tick += 1;
+        if let Some(s) = self.segs.get_mut(i) {
+            s.lru = self.tick;
+        }
+    }
+
+    /// The least recently used segment of the right kind.
+    fn victim(&self, write: bool) -> Option<usize> {
+        let want_write = write && self.def.cache.separate_write_segment;
+        self.segs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.write == want_write || !self.def.cache.separate_write_segment)
+            .min_by_key(|(_, s)| s.lru)
+            .map(|(i, _)| i)
+    }
+
+    /// First and one-past-last LBN of the track holding `lbn`.
+    fn track_bounds(&self, lbn: u64) -> Option<(u64, u64)> {
+        let p = self.layout.ltop(lbn)?;
+        let same = |q: Option<Pbn>| q.is_some_and(|q| q.cyl == p.cyl && q.head == p.head);
+        // Fast path: no slip on the track, so its blocks sit at sectors 0..bpt.
+        let bpt = self.layout.blocks_per_track(p.cyl) as u64;
+        if let Some(lo) = lbn.checked_sub(p.sector as u64) {
+            let hi = lo + bpt;
+            let first = self.layout.ltop(lo);
+            let last = self.layout.ltop(hi - 1);
+            if first.is_some_and(|q| same(Some(q)) && q.sector == 0)
+                && last.is_some_and(|q| same(Some(q)) && q.sector as u64 == bpt - 1)
+                && !same(self.layout.ltop(hi))
+                && (lo == 0 || !same(self.layout.ltop(lo - 1)))
+            {
+                return Some((lo, hi));
+            }
+        }
+        let mut lo = lbn;
+        while lo > 0 && same(self.layout.ltop(lo - 1)) {
+            lo -= 1;
+        }
+        let mut hi = lbn + 1;
+        while same(self.layout.ltop(hi)) {
+            hi += 1;
+        }
+        Some((lo, hi))
+    }
+
+    /// Read-ahead limit after a read of `lbn..end` into a segment starting at `seg_start`
+    /// (DiskSim's `disk_buffer_get_max_readahead`).
+    fn read_ahead_limit(&self, lbn: u64, end: u64, seg_start: u64) -> u64 {
+        let c = &self.def.cache;
+        let ra = c.max_read_ahead as u64;
+        let seg = c.segment_blocks as u64;
+        let lim = match c.continuous_read {
+            0 => end,
+            // The "DEC" scheme: to the end of the track holding the next block, one track
+            // further if the segment began on an earlier track.
+            4 => match self.track_bounds(end) {
+                Some((lo, hi)) if seg_start < lo => hi + (hi - lo),
+                Some((_, hi)) => hi,
+                None => end,
+            },
+            1 | 2 => {
+                // To the end of the track (1) or cylinder (2) holding the last block.
+                let Some(p) = self.layout.ltop(end.saturating_sub(1)) else {
+                    return end;
+                };
+                let cap = if ra > 0 { end + ra } else { end + seg };
+                let mut l = end;
+                while let Some(q) = self.layout.ltop(l) {
+                    let same = q.cyl == p.cyl && (c.continuous_read == 2 || q.head == p.head);
+                    if !same || l >= cap {
+                        break;
+                    }
+                    l += 1;
+                }
+                l
+            }
+            _ => {
+                // The segment holds at most `segment_blocks` from where the read began.
+                if ra > 0 {
+                    (end + ra).min(seg_start + seg).max(end)
+                } else if !c.read_ahead_over_requested {
+                    // The request's data stays in the segment: it bounds the read-ahead.
+                    (lbn + seg).max(end)
+                } else {
+                    end + seg
+                }
+            }
+        };
+        lim.min(self.layout.blocks())
+    }
+
+    /// Service one request arriving at `t` (ms), returning (end, first seek, first
+    /// latency, overhead) in ms.
+    fn access(&mut self, t: f64, op: Op, lbn: u64, count: u64) -> (f64, f64, f64, f64) {
+        let read = op == Op::Read;
+        let bt = self.def.controller.bus_ms_per_sector;
+        let end_lbn = lbn + count;
+        if read {
+            // Cached already, or on its way in from a running prefetch?
+            let pf = self.prefetch;
+            let mut hit_seg = None;
+            let mut streaming = false;
+            for (i, s) in self.segs.iter().enumerate() {
+                if s.write && !self.def.cache.read_hits_on_write_data {
+                    continue;
+                }
+                let mut end = s.end;
+                let live = pf.filter(|p| p.seg == i);
+                if let Some(p) = live.filter(|p| s.start <= lbn && lbn < p.limit) {
+                    // Blocks read by now count; the rest arrive as the prefetch goes on.
+                    let mut got = p.next;
+                    self.prefetch_times(&p, p.limit.min(lbn + 1), &mut |l, done| {
+                        if done <= t {
+                            got = got.max(l + 1);
+                        }
+                    });
+                    end = end.max(got);
+                }
+                if s.start <= lbn && lbn < end {
+                    hit_seg = Some(i);
+                    streaming = live.is_some();
+                    break;
+                }
+            }
+            if let Some(i) = hit_seg {
+                let seg = self.segs.get(i).copied().unwrap_or_default();
+                let ovh = self.overhead(true, true);
+                let cmd_done = t + ovh;
+                let mut bus = cmd_done;
+                let covered = if streaming {
+                    seg.end
+                } else {
+                    seg.end.min(end_lbn)
+                };
+                // Blocks already buffered.
+                let cached_to = covered.min(end_lbn).max(lbn);
+                bus += (cached_to - lbn) as f64 * bt;
+                if end_lbn > cached_to {
+                    // The rest streams in (prefetch continuing, limit extended if needed).
+                    let mut p = match pf.filter(|p| streaming && p.seg == i) {
+                        Some(p) => p,
+                        None => {
+                            // Whole-segment hit not covering the tail: read the tail.
+                            self.stop_prefetch(t);
+                            Prefetch {
+                                seg: i,
+                                next: cached_to,
+                                limit: end_lbn,
+                                t0: cmd_done.max(self.mech_free),
+                                from: self.arm,
+                            }
+                        }
+                    };
+                    p.limit = p.limit.max(self.read_ahead_limit(lbn, end_lbn, seg.start));
+                    let mut last = bus;
+                    self.prefetch_times(&p, end_lbn, &mut |l, done| {
+                        if l >= cached_to {
+                            last = last.max(done) + bt;
+                        }
+                    });
+                    bus = last;
+                    self.prefetch = Some(p);
+                    if let Some(s) = self.segs.get_mut(i) {
+                        s.end = s.end.max(end_lbn);
+                    }
+                }
+                self.touch(i);
+                self.last_was_read = true;
+                let end = bus + self.def.controller.read_completion_ms;
+                return (end, 0.0, 0.0, ovh);
+            }
+            // Miss.
+            self.stop_prefetch(t);
+            let ovh = self.overhead(true, false);
+            let cmd_done = t + ovh;
+            let mstart = cmd_done
+                .max(self.mech_free)
+                .max(t + self.def.controller.min_seek_delay_ms);
+            let water = ((count as f64 * self.def.cache.read_water).floor() as u64).max(1);
+            let mut bus = cmd_done;
+            let mut k = 0u64;
+            let mut started = false;
+            let mut pending: Vec<f64> = Vec::new();
+            let (pos, lat, mend, arm) =
+                self.media(mstart, self.arm, lbn, count, false, &mut |_, done| {
+                    k += 1;
+                    if !started {
+                        pending.push(done);
+                        if k >= water.min(count) {
+                            started = true;
+                            bus = bus.max(done);
+                            for d in pending.drain(..) {
+                                bus = bus.max(d) + bt;
+                            }
+                        }
+                    } else {
+                        bus = bus.max(done) + bt;
+                    }
+                    true
+                });
+            for d in pending.drain(..) {
+                bus = bus.max(d) + bt;
+            }
+            self.arm = arm;
+            self.mech_free = mend;
+            if let Some(i) = self.victim(false) {
+                if let Some(s) = self.segs.get_mut(i) {
+                    s.start = lbn;
+                    s.end = end_lbn;
+                }
+                self.touch(i);
+                let limit = self.read_ahead_limit(lbn, end_lbn, lbn);
+                if limit > end_lbn {
+                    self.prefetch = Some(Prefetch {
+                        seg: i,
+                        next: end_lbn,
+                        limit,
+                        t0: mend,
+                        from: arm,
+                    });
+                }
+            }
+            self.last_was_read = true;
+            let end = bus + self.def.controller.read_completion_ms;
+            return (end, pos, lat, ovh);
+        }
+        // Write.
+        let bt = self.def.controller.bus_write_ms_per_sector.unwrap_or(bt);
+        self.stop_prefetch(t);
+        let hit = self
+            .segs
+            .iter()
+            .any(|s| s.end > s.start && s.start <= lbn && lbn <= s.end);
+        let ovh = self.overhead(false, hit);
+        let cmd_done = t + ovh;
+        let bus_end = cmd_done + count as f64 * bt;
+        let fast = self.def.cache.enabled
+            && match self.def.cache.fast_write_level {
+                0 => false,
+                1 => self.dirty_until <= t,
+                _ => true,
+            };
+        // The media cannot start writing before the data is in the buffer.
+        let water = if self.def.controller.hold_bus_write {
+            count
+        } else {
+            ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count)
+        };
+        let mstart = cmd_done
+            .max(self.mech_free)
+            .max(t + self.def.controller.min_seek_delay_ms);
+        let data_ready = if fast {
+            mstart
+        } else {
+            cmd_done + water as f64 * bt
+        };
+        let (pos, lat, mend, arm) =
+            self.media_after(mstart, self.arm, lbn, count, true, data_ready, None);
+        self.arm = arm;
+        self.mech_free = mend;
+        // Written data stays cached for later reads.
+        for s in self.segs.iter_mut() {
+            // Overlapping stale copies are dropped.
+            if s.start < end_lbn && lbn < s.end {
+                s.end = s.start;
+            }
+        }
+        if let Some(i) = self.victim(true) {
+            if let Some(s) = self.segs.get_mut(i) {
+                s.start = lbn;
+                s.end = end_lbn;
+            }
+            self.touch(i);
+        }
+        self.last_was_read = false;
+        let wc = self.def.controller.write_completion_ms;
+        if fast {
+            self.dirty_until = mend;
+            (bus_end + wc, 0.0, 0.0, ovh)
+        } else {
+            (mend.max(bus_end) + wc, pos, lat, ovh)
+        }
+    }
+
+    /// Estimated positioning time (ms) to reach `lbn` from the current arm at `t`.
+    fn position_estimate(&self, t: f64, lbn: u64, write: bool) -> f64 {
+        let Some(p) = self.layout.ltop(lbn) else {
+            return f64::INFINITY;
+        };
+        let s = self.seek_ms(self.arm, p, write);
+        s + self.latency_ms(t + s, p)
+    }
+}
+
+fn ns_to_ms(ns: Nanos) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn ms_to_ns(ms: f64) -> Nanos {
+    if ms.is_finite() && ms > 0.0 {
+        (ms * 1e6).round() as Nanos
+    } else {
+        0
+    }
+}
+
+impl Timing for MechanicalDisk {
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn service(&mut self, start: Nanos, io: &Io) -> Service {
+        let lbn = io.offset / SECTOR;
+        let end = (io.offset + io.len as u64).div_ceil(SECTOR);
+        let count = end.saturating_sub(lbn).max(1);
+        let t = ns_to_ms(start);
+        match io.op {
+            Op::Read | Op::Write => {
+                let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count);
+                let total = ms_to_ns(fin - t);
+                let seek_ns = ms_to_ns(seek).min(total);
+                let rotate_ns = ms_to_ns(lat).min(total - seek_ns);
+                let overhead_ns = ms_to_ns(ovh).min(total - seek_ns - rotate_ns);
+                Service {
+                    seek_ns,
+                    rotate_ns,
+                    overhead_ns,
+                    transfer_ns: total - seek_ns - rotate_ns - overhead_ns,
+                    ..Service::default()
+                }
+            }
+            Op::Flush => {
+                // Wait for dirty data to reach the media.
+                self.stop_prefetch(t);
+                let wait = (self.dirty_until - t).max(0.0);
+                Service {
+                    overhead_ns: ms_to_ns(wait),
+                    ..Service::default()
+                }
+            }
+            Op::Discard => Service::default(),
+        }
+    }
+
+    fn schedules(&self) -> bool {
+        self.sched != Sched::Fcfs
+    }
+
+    fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
+        let t = ns_to_ms(now).max(self.mech_free);
+        let mut best = (f64::INFINITY, 0usize);
+        for (i, io) in queue.iter().enumerate() {
+            let lbn = io.offset / SECTOR;
+            let cost = match self.sched {
+                Sched::Sstf => self
+                    .layout
+                    .ltop(lbn)
+                    .map_or(f64::INFINITY, |p| p.cyl.abs_diff(self.arm.cyl) as f64),
+                _ => self.position_estimate(t, lbn, io.op == Op::Write),
+            };
+            if cost < best.0 {
+                best = (cost, i);
+            }
+        }
+        best.1
+    }
+
+    fn on_power(&mut self, now: Nanos, ready: bool) {
+        let t = ns_to_ms(now);
+        if !ready {
+            // Spinning down ends any read-ahead; the arm parks at cylinder 0.
+            self.stop_prefetch(t);
+            self.arm = Pbn {
+                cyl: 0,
+                head: 0,
+                sector: 0,
+            };
+        }
+        self.mech_free = self.mech_free.min(t);
+        self.dirty_until = self.dirty_until.min(t);
+    }
+}
+
+pub fn timing_from_toml(t: &toml::Table) -> Result<Box<dyn Timing>, String> {
+    Ok(Box::new(MechanicalDisk::from_toml(t)?))
+}

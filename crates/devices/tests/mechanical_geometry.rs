@@ -1,0 +1,188 @@
+//! Hand-computed timing cases for the mechanical model: rotational latency in absolute
+//! time, seek interpolation through the model, bus overlap, write-back and read-ahead hits.
+
+use wattio_core::device::Timing;
+use wattio_core::io::{Buf, Io, IoId, Op};
+use wattio_devices::mechanical::layout::{LayoutDef, Pbn, Zone};
+use wattio_devices::mechanical::seek::SeekDef;
+use wattio_devices::mechanical::{CacheDef, ControllerDef, MechanicalDef, MechanicalDisk};
+
+/// 6000 rpm (10 ms per revolution), 2 surfaces, 100 sectors per track (0.1 ms each),
+/// 10 cylinders, seek 1 ms for one cylinder rising to 2 ms at 9.
+fn def() -> MechanicalDef {
+    MechanicalDef {
+        model: "hdd-mechanical".into(),
+        surfaces: 2,
+        cylinders: 10,
+        rpm: 6000.0,
+        head_switch_ms: 0.3,
+        write_settle_ms: 0.2,
+        seek: SeekDef::Extracted {
+            table: vec![(1, 1.0), (9, 2.0)],
+        },
+        layout: LayoutDef {
+            mapping: 0,
+            sparing: 0,
+            range_size: 1,
+            zones: vec![Zone {
+                first_cyl: 0,
+                last_cyl: 9,
+                blocks_per_track: 100,
+                first_block_offset: 0.0,
+                empty_front: 0,
+                track_skew: 10.0,
+                cyl_skew: 20.0,
+                spares: 0,
+                slips: vec![],
+                defects: vec![],
+            }],
+        },
+        controller: ControllerDef {
+            bus_ms_per_sector: 0.0,
+            read_miss_after_read_ms: 0.5,
+            read_hit_after_read_ms: 0.1,
+            write_miss_after_read_ms: 0.4,
+            write_miss_after_write_ms: 0.4,
+            ..ControllerDef::default()
+        },
+        cache: CacheDef {
+            enabled: true,
+            segments: 2,
+            segment_blocks: 100,
+            separate_write_segment: false,
+            read_water: 0.0,
+            write_water: 0.0,
+            continuous_read: 0,
+            max_read_ahead: 0,
+            read_ahead_over_requested: true,
+            fast_write_level: 0,
+            read_hits_on_write_data: true,
+        },
+        scheduler: "fcfs".into(),
+        sources: toml::Table::new(),
+    }
+}
+
+fn io(op: Op, lbn: u64, n: u32) -> Io {
+    Io {
+        id: IoId(0),
+        op,
+        fua: false,
+        priority: 0,
+        dev: 0,
+        stream: 0,
+        offset: lbn * 512,
+        len: n * 512,
+        file: None,
+        call_site: None,
+        buf: Buf::None,
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+#[test]
+fn rotational_latency_in_absolute_time() {
+    let d = MechanicalDisk::new(def()).unwrap();
+    let p0 = Pbn {
+        cyl: 0,
+        head: 0,
+        sector: 0,
+    };
+    // Sector 0 of track 0 sits at angle 0: at t = 2.5 ms the platter is at 0.25.
+    assert!((d.latency_ms(2.5, p0) - 7.5).abs() < 1e-9);
+    assert!(d.latency_ms(10.0, p0).abs() < 1e-9);
+    // Head 1 is one track skew (10 sectors = 1 ms) later.
+    let p1 = Pbn {
+        cyl: 0,
+        head: 1,
+        sector: 0,
+    };
+    assert!((d.latency_ms(0.0, p1) - 1.0).abs() < 1e-9);
+    // Cylinder 1 head 0: one track switch + one cylinder skew = 30 sectors = 3 ms.
+    let p2 = Pbn {
+        cyl: 1,
+        head: 0,
+        sector: 5,
+    };
+    assert!((d.latency_ms(0.0, p2) - 3.5).abs() < 1e-9);
+}
+
+#[test]
+fn seek_with_head_switch_and_write_settle() {
+    let d = MechanicalDisk::new(def()).unwrap();
+    let a = Pbn {
+        cyl: 0,
+        head: 0,
+        sector: 0,
+    };
+    let same_cyl_other_head = Pbn {
+        cyl: 0,
+        head: 1,
+        sector: 0,
+    };
+    let five = Pbn {
+        cyl: 5,
+        head: 0,
+        sector: 0,
+    };
+    assert_eq!(d.seek_ms(a, a, false), 0.0);
+    assert!((d.seek_ms(a, same_cyl_other_head, false) - 0.3).abs() < 1e-12);
+    // 5 cylinders: 1 + (5 − 1)·(2 − 1)/8 = 1.5 ms; a write adds 0.2 ms of settling.
+    assert!((d.seek_ms(a, five, false) - 1.5).abs() < 1e-12);
+    assert!((d.seek_ms(a, five, true) - 1.7).abs() < 1e-12);
+}
+
+#[test]
+fn read_miss_then_cached_hit() {
+    let mut d = MechanicalDisk::new(def()).unwrap();
+    // Miss at t = 0: 0.5 ms overhead, no seek, sector 0 passes under the head at 10 ms,
+    // one sector (0.1 ms): done at 10.1 ms.
+    let s = d.service(0, &io(Op::Read, 0, 1));
+    assert_eq!(s.total(), 10_100_000);
+    assert_eq!(s.rotate_ns, 9_500_000);
+    assert_eq!(s.overhead_ns, 500_000);
+    // The same block again at 20 ms: a hit, 0.1 ms of overhead, no media.
+    let s = d.service(20 * MS, &io(Op::Read, 0, 1));
+    assert_eq!(s.total(), 100_000);
+}
+
+#[test]
+fn multi_track_read_pays_head_switch_and_skew() {
+    let mut d = MechanicalDisk::new(def()).unwrap();
+    // Blocks 95–104: 5 sectors at the end of track (0,0), then (0,1) sectors 0–4.
+    // Overhead 0.5 ms; sector 95 at angle 0.95 → reached at 9.5 ms; read to 10.0 ms;
+    // head switch 0.3 ms → 10.3 ms (angle 0.03); track (0,1) starts at angle 0.10 (skew):
+    // wait 0.7 ms → 11.0 ms; 5 sectors → 11.5 ms.
+    let s = d.service(0, &io(Op::Read, 95, 10));
+    assert_eq!(s.total(), 11_500_000);
+}
+
+#[test]
+fn write_through_waits_for_media() {
+    let mut d = MechanicalDisk::new(def()).unwrap();
+    // Write of block 200 (cylinder 1, head 0, sector 0) at t = 0: overhead 0.4 ms, seek of
+    // one cylinder 1.0 + settle 0.2 → 1.6 ms (angle 0.16); the sector sits at angle 0.30
+    // (one track skew + one cylinder skew): wait 1.4 ms, write 0.1 ms → 3.1 ms.
+    let s = d.service(0, &io(Op::Write, 200, 1));
+    assert_eq!(s.total(), 3_100_000);
+    assert_eq!(s.seek_ns, 1_200_000);
+}
+
+#[test]
+fn timing_table_round_trips_through_toml() {
+    let text = toml::to_string(&def()).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let mut a = wattio_devices::mechanical::timing_from_toml(&table).unwrap();
+    let mut b = MechanicalDisk::new(def()).unwrap();
+    let r = io(Op::Read, 95, 10);
+    assert_eq!(a.service(0, &r), b.service(0, &r));
+    assert_eq!(a.capacity(), 2 * 10 * 100 * 512);
+    // Unknown keys are refused by name.
+    let mut bad = table.clone();
+    bad.insert("rpms".into(), toml::Value::Float(1.0));
+    let e = wattio_devices::mechanical::timing_from_toml(&bad)
+        .err()
+        .unwrap();
+    assert!(e.contains("rpms"), "{e}");
+}
