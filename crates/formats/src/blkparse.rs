@@ -24,7 +24,9 @@ impl Blkparse {
     /// `action`: one of the blkparse action letters (Q, G, I, D, C, …).
     pub fn new(action: char) -> Result<Self, String> {
         if !action.is_ascii_alphabetic() {
-            return Err(format!("`{action}` is not a blkparse action letter (Q, D, C, …)"));
+            return Err(format!(
+                "`{action}` is not a blkparse action letter (Q, D, C, …)"
+            ));
         }
         Ok(Blkparse {
             action: action as u8,
@@ -63,7 +65,8 @@ impl LineFormat for Blkparse {
         let t = f.req("a time SECS.NSECS")?;
         let time = parse_decimal(t, 1_000_000_000).ok_or_else(|| f.bad(t, "a time SECS.NSECS"))?;
         let pid = f.u64("a process id")?;
-        let stream = u32::try_from(pid).map_err(|_| f.err("pid does not fit 32 bits", "a process id"))?;
+        let stream =
+            u32::try_from(pid).map_err(|_| f.err("pid does not fit 32 bits", "a process id"))?;
         let act = f.req("an action letter (Q, D, C, …)")?;
         if act.len() != 1 || !act[0].is_ascii_alphabetic() {
             return Err(f.bad(act, "an action letter (Q, D, C, …)"));
@@ -140,4 +143,3 @@ impl LineFormat for Blkparse {
         display_major_minor(k)
     }
 }
-

@@ -11,7 +11,9 @@
 use crate::error::{FormatError, Location};
 use crate::writer::TraceWriter;
 use arrow_array::builder::{UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder};
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_array::{
+    Array, ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ArrowWriter;
@@ -82,11 +84,15 @@ impl ColumnarWriter {
             .set_max_row_group_size(ROW_GROUP_ROWS)
             .set_compression(Compression::SNAPPY)
             .set_column_dictionary_enabled(ColumnPath::from("arrival_ns"), false)
-            .set_column_encoding(ColumnPath::from("arrival_ns"), Encoding::DELTA_BINARY_PACKED)
+            .set_column_encoding(
+                ColumnPath::from("arrival_ns"),
+                Encoding::DELTA_BINARY_PACKED,
+            )
             .set_key_value_metadata(Some(kv))
             .build();
         let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
-        let writer = ArrowWriter::try_new(f, schema(), Some(props)).map_err(|e| pq_err(&file, e))?;
+        let writer =
+            ArrowWriter::try_new(f, schema(), Some(props)).map_err(|e| pq_err(&file, e))?;
         let cap = BATCH_ROWS;
         Ok(ColumnarWriter {
             file,
@@ -215,8 +221,12 @@ fn column<T: Array + Clone + 'static>(
         .and_then(|c| c.as_any().downcast_ref::<T>())
         .cloned()
         .ok_or_else(|| {
-            FormatError::new(file, Location::Row(row), format!("column `{name}` missing or of the wrong type"))
-                .with_expected("the wattio columnar schema (see docs/formats.md)")
+            FormatError::new(
+                file,
+                Location::Row(row),
+                format!("column `{name}` missing or of the wrong type"),
+            )
+            .with_expected("the wattio columnar schema (see docs/formats.md)")
         })
 }
 
@@ -241,12 +251,18 @@ impl ColumnarReader {
         match provenance.iter().find(|(k, _)| k == VERSION_KEY) {
             Some((_, v)) if v == VERSION => {}
             Some((_, v)) => {
-                return Err(FormatError::file(&file, format!("columnar trace version `{v}` is not supported"))
-                    .with_expected(format!("{VERSION_KEY} = \"{VERSION}\"")))
+                return Err(FormatError::file(
+                    &file,
+                    format!("columnar trace version `{v}` is not supported"),
+                )
+                .with_expected(format!("{VERSION_KEY} = \"{VERSION}\"")))
             }
             None => {
-                return Err(FormatError::file(&file, format!("Parquet file without `{VERSION_KEY}` metadata"))
-                    .with_expected("a wattio columnar trace (written by `wattio trace convert`)"))
+                return Err(FormatError::file(
+                    &file,
+                    format!("Parquet file without `{VERSION_KEY}` metadata"),
+                )
+                .with_expected("a wattio columnar trace (written by `wattio trace convert`)"))
             }
         }
         let want = schema();
@@ -261,8 +277,11 @@ impl ColumnarReader {
                     .with_expected(format!("type {}", fld.data_type())))
                 }
                 Err(_) => {
-                    return Err(FormatError::file(&file, format!("column `{}` is missing", fld.name()))
-                        .with_expected("the wattio columnar schema"))
+                    return Err(FormatError::file(
+                        &file,
+                        format!("column `{}` is missing", fld.name()),
+                    )
+                    .with_expected("the wattio columnar schema"))
                 }
             }
         }
@@ -291,7 +310,11 @@ impl ColumnarReader {
     fn load(&mut self) -> Result<bool, FormatError> {
         match self.reader.next() {
             None => Ok(false),
-            Some(Err(e)) => Err(FormatError::new(&self.file, Location::Row(self.row), format!("Parquet: {e}"))),
+            Some(Err(e)) => Err(FormatError::new(
+                &self.file,
+                Location::Row(self.row),
+                format!("Parquet: {e}"),
+            )),
             Some(Ok(b)) => {
                 let f = &self.file;
                 let r = self.row;
@@ -309,11 +332,24 @@ impl ColumnarReader {
                 };
                 for a in [&batch.arrival, &batch.offset] {
                     if a.null_count() > 0 {
-                        return Err(FormatError::new(f, Location::Row(r), "null in a non-nullable column"));
+                        return Err(FormatError::new(
+                            f,
+                            Location::Row(r),
+                            "null in a non-nullable column",
+                        ));
                     }
                 }
-                if batch.op.null_count() + batch.len.null_count() + batch.dev.null_count() + batch.stream.null_count() > 0 {
-                    return Err(FormatError::new(f, Location::Row(r), "null in a non-nullable column"));
+                if batch.op.null_count()
+                    + batch.len.null_count()
+                    + batch.dev.null_count()
+                    + batch.stream.null_count()
+                    > 0
+                {
+                    return Err(FormatError::new(
+                        f,
+                        Location::Row(r),
+                        "null in a non-nullable column",
+                    ));
                 }
                 self.batch = Some(batch);
                 self.idx = 0;
@@ -333,14 +369,21 @@ impl ColumnarReader {
                     let arrival = b.arrival.values()[i];
                     let code = b.op.values()[i];
                     let Some(op) = Op::from_code(code) else {
-                        return Err(FormatError::new(&self.file, Location::Row(row), format!("op code {code}"))
-                            .with_expected("0 (read), 1 (write), 2 (flush) or 3 (discard)"));
+                        return Err(FormatError::new(
+                            &self.file,
+                            Location::Row(row),
+                            format!("op code {code}"),
+                        )
+                        .with_expected("0 (read), 1 (write), 2 (flush) or 3 (discard)"));
                     };
                     if arrival < self.last_arrival {
                         return Err(FormatError::new(
                             &self.file,
                             Location::Row(row),
-                            format!("arrival {arrival} ns is before the previous row's {} ns", self.last_arrival),
+                            format!(
+                                "arrival {arrival} ns is before the previous row's {} ns",
+                                self.last_arrival
+                            ),
                         )
                         .with_expected("rows in non-decreasing arrival order"));
                     }
@@ -389,7 +432,10 @@ impl TraceSource for ColumnarReader {
     }
 
     fn assumptions(&self) -> Vec<String> {
-        let mut v = vec![format!("format: columnar (wattio trace v{VERSION}, {} rows)", self.total)];
+        let mut v = vec![format!(
+            "format: columnar (wattio trace v{VERSION}, {} rows)",
+            self.total
+        )];
         for (k, val) in &self.provenance {
             if k != VERSION_KEY && k != "ARROW:schema" {
                 v.push(format!("provenance: {k} = {val}"));

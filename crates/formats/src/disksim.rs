@@ -60,7 +60,8 @@ impl LineFormat for DisksimAscii {
     }
     fn assumptions(&self) -> Vec<String> {
         vec![
-            "disksim: time is ms; blkno and bcount are 512-byte blocks; flags bit 0 set = read".into(),
+            "disksim: time is ms; blkno and bcount are 512-byte blocks; flags bit 0 set = read"
+                .into(),
             "disksim: a device is devno".into(),
         ]
     }
@@ -194,14 +195,20 @@ impl TraceWriter for DisksimAsciiWriter {
             Op::Write => 0,
             other => {
                 return Err(self.refuse(
-                    format!("DiskSim ascii traces carry only reads and writes, not {}", other.as_str()),
+                    format!(
+                        "DiskSim ascii traces carry only reads and writes, not {}",
+                        other.as_str()
+                    ),
                     "reads and writes (slice or filter the trace first)",
                 ))
             }
         };
-        if r.offset % 512 != 0 || r.len % 512 != 0 {
+        if !r.offset.is_multiple_of(512) || !r.len.is_multiple_of(512) {
             return Err(self.refuse(
-                format!("offset {} / length {} is not a whole number of 512-byte blocks", r.offset, r.len),
+                format!(
+                    "offset {} / length {} is not a whole number of 512-byte blocks",
+                    r.offset, r.len
+                ),
                 "512-byte aligned requests",
             ));
         }
@@ -223,7 +230,9 @@ impl TraceWriter for DisksimAsciiWriter {
     }
 
     fn finish(mut self: Box<Self>) -> Result<u64, FormatError> {
-        self.out.flush().map_err(|e| FormatError::io(&self.file, &e))?;
+        self.out
+            .flush()
+            .map_err(|e| FormatError::io(&self.file, &e))?;
         Ok(self.rows)
     }
 }

@@ -90,19 +90,31 @@ impl LineFormat for Fio {
         let op = match act {
             b"add" | b"open" | b"close" => {
                 if a.is_some() {
-                    return Err(FieldError::new(act_col, "file action with an offset", "`filename add|open|close`"));
+                    return Err(FieldError::new(
+                        act_col,
+                        "file action with an offset",
+                        "`filename add|open|close`",
+                    ));
                 }
                 return Ok(Parsed::Skip);
             }
             b"wait" => {
                 if version == 3 {
-                    return Err(FieldError::new(act_col, "`wait` in a version 3 iolog", "a timestamped action (v3 has no wait)"));
+                    return Err(FieldError::new(
+                        act_col,
+                        "`wait` in a version 3 iolog",
+                        "a timestamped action (v3 has no wait)",
+                    ));
                 }
-                let us = a.ok_or_else(|| FieldError::new(line.len(), "wait without a time", "`filename wait USEC`"))?;
+                let us = a.ok_or_else(|| {
+                    FieldError::new(line.len(), "wait without a time", "`filename wait USEC`")
+                })?;
                 self.clock = us
                     .checked_mul(1_000)
                     .and_then(|d| self.clock.checked_add(d))
-                    .ok_or_else(|| FieldError::new(act_col, "time overflows", "waits summing below 584 years"))?;
+                    .ok_or_else(|| {
+                        FieldError::new(act_col, "time overflows", "waits summing below 584 years")
+                    })?;
                 return Ok(Parsed::Skip);
             }
             b"read" => Op::Read,
@@ -204,8 +216,12 @@ impl TraceWriter for FioWriter {
         let d = r.dev as usize;
         let name = self.name(r.dev);
         if name.is_empty() || name.contains([' ', '\t', '\n']) {
-            return Err(FormatError::new(&self.file, Location::Row(self.rows), format!("file name `{name}` cannot appear in an iolog"))
-                .with_expected("a file name without spaces"));
+            return Err(FormatError::new(
+                &self.file,
+                Location::Row(self.rows),
+                format!("file name `{name}` cannot appear in an iolog"),
+            )
+            .with_expected("a file name without spaces"));
         }
         self.line.clear();
         if self.opened.len() <= d {
@@ -237,7 +253,9 @@ impl TraceWriter for FioWriter {
                 let _ = writeln!(self.out, "{} {name} close", self.last_us);
             }
         }
-        self.out.flush().map_err(|e| FormatError::io(&self.file, &e))?;
+        self.out
+            .flush()
+            .map_err(|e| FormatError::io(&self.file, &e))?;
         Ok(self.rows)
     }
 }

@@ -54,8 +54,9 @@ impl LineFormat for Fiu {
         }
         let num = |i: usize, what: &str| -> Result<u64, FieldError> {
             let (t, c) = toks[i];
-            crate::lines::parse_u64(t)
-                .ok_or_else(|| FieldError::new(c, format!("bad field `{}`", crate::lines::show(t)), what))
+            crate::lines::parse_u64(t).ok_or_else(|| {
+                FieldError::new(c, format!("bad field `{}`", crate::lines::show(t)), what)
+            })
         };
         let time = num(0, "a timestamp in ns")?;
         let pid = num(1, "a process id")?;
@@ -78,7 +79,11 @@ impl LineFormat for Fiu {
         let major = num(tail - 2, "a device major number")?;
         let minor = num(tail - 1, "a device minor number")?;
         if major > u32::MAX as u64 || minor > u32::MAX as u64 {
-            return Err(FieldError::new(toks[tail - 2].1, "device number too large", "major minor < 2^32"));
+            return Err(FieldError::new(
+                toks[tail - 2].1,
+                "device number too large",
+                "major minor < 2^32",
+            ));
         }
         let offset = sectors(lba, toks[tail - 5].1)?;
         let len = sectors(size, toks[tail - 4].1)?;
@@ -94,7 +99,8 @@ impl LineFormat for Fiu {
     }
     fn assumptions(&self) -> Vec<String> {
         vec![
-            "fiu: ts is nanoseconds; lba and size are 512-byte blocks; pid is kept as the stream".into(),
+            "fiu: ts is nanoseconds; lba and size are 512-byte blocks; pid is kept as the stream"
+                .into(),
             "fiu: a device is `major,minor`".into(),
         ]
     }
@@ -112,8 +118,14 @@ pub fn parse_major_minor(sel: &str) -> Result<OwnedKey, String> {
         .trim()
         .split_once([',', ':', ' '])
         .ok_or("expected MAJOR,MINOR, e.g. 8,16")?;
-    let a: u32 = a.trim().parse().map_err(|_| format!("`{a}` is not a major number"))?;
-    let b: u32 = b.trim().parse().map_err(|_| format!("`{b}` is not a minor number"))?;
+    let a: u32 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{a}` is not a major number"))?;
+    let b: u32 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{b}` is not a minor number"))?;
     Ok(OwnedKey::Num((a as u64) << 32 | b as u64))
 }
 

@@ -117,7 +117,10 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
         .split(|&b| b == b' ' || b == b'\t')
         .filter(|t| !t.is_empty())
         .collect();
-    if t.len() == 6 && matches!(t[0], b"R" | b"W") && matches!(t[1], b"Hit" | b"Miss" | b"Doub" | b"Trip") {
+    if t.len() == 6
+        && matches!(t[0], b"R" | b"W")
+        && matches!(t[1], b"Hit" | b"Miss" | b"Doub" | b"Trip")
+    {
         return Some("disksim-validate");
     }
     if t.len() >= 7 && t[0].contains(&b',') && t[5].len() == 1 && t[5][0].is_ascii_alphabetic() {
@@ -144,8 +147,10 @@ pub fn open_trace(
         Some(f) => match canonical_format(f) {
             Some(c) => (c, None),
             None => {
-                return Err(FormatError::file(&name, format!("unknown trace format `{f}`"))
-                    .with_expected(format!("one of {}", READ_FORMATS.join(", "))))
+                return Err(
+                    FormatError::file(&name, format!("unknown trace format `{f}`"))
+                        .with_expected(format!("one of {}", READ_FORMATS.join(", "))),
+                )
             }
         },
         None => {
@@ -173,7 +178,10 @@ pub fn open_trace(
                     Some(f) => (f, Some(format!("detected format {f} from the first line"))),
                     None => {
                         return Err(FormatError::file(&name, "cannot detect the trace format")
-                            .with_expected(format!("--format with one of {}", READ_FORMATS.join(", "))))
+                            .with_expected(format!(
+                                "--format with one of {}",
+                                READ_FORMATS.join(", ")
+                            )))
                     }
                 }
             }
@@ -182,39 +190,88 @@ pub fn open_trace(
     let src: Box<dyn TraceSource> = match fmt {
         "columnar" => {
             if opts.device.is_some() {
-                return Err(FormatError::file(&name, "device selection is not supported on columnar traces")
-                    .with_expected("`wattio trace slice --dev N` to select a device of a columnar trace"));
+                return Err(FormatError::file(
+                    &name,
+                    "device selection is not supported on columnar traces",
+                )
+                .with_expected(
+                    "`wattio trace slice --dev N` to select a device of a columnar trace",
+                ));
             }
             Box::new(Noted::new(ColumnarReader::open(path)?, how))
         }
-        "msr" => text_source(path, msr::Msr, opts, how)?,
-        "fiu" => text_source(path, fiu::Fiu, opts, how)?,
-        "blkparse" => {
-            let a = opts.blkparse_action.unwrap_or('D');
-            let b = blkparse::Blkparse::new(a).map_err(|m| FormatError::file(&name, m))?;
-            text_source(path, b, opts, how)?
+        text => {
+            let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
+            text_reader(f, name, text, opts, how)?
         }
-        "spc" => text_source(path, spc::Spc, opts, how)?,
-        "alibaba" => text_source(path, alibaba::Alibaba, opts, how)?,
-        "tencent" => text_source(path, tencent::Tencent, opts, how)?,
-        "disksim" => text_source(path, disksim::DisksimAscii, opts, how)?,
-        "disksim-validate" => text_source(path, disksim::DisksimValidate::default(), opts, how)?,
-        _ => text_source(path, fio::Fio::default(), opts, how)?,
     };
     Ok(src)
 }
 
-fn text_source<F: text::LineFormat + 'static>(
-    path: &Path,
-    fmt: F,
+/// A text trace in `format` (a canonical name other than `columnar`) read from any byte
+/// stream: what [`open_trace`] uses for files, and what tests and fuzz targets call.
+pub fn text_reader<R: Read + Send + 'static>(
+    r: R,
+    name: String,
+    format: &str,
     opts: &ReadOptions,
     how: Option<String>,
 ) -> Result<Box<dyn TraceSource>, FormatError> {
-    let mut s = TextSource::open(path, fmt, opts)?;
-    if let Some(h) = how {
-        s.note(h);
+    fn boxed<F: text::LineFormat + 'static, R: Read + Send + 'static>(
+        r: R,
+        name: String,
+        fmt: F,
+        opts: &ReadOptions,
+        how: Option<String>,
+    ) -> Result<Box<dyn TraceSource>, FormatError> {
+        let mut s = TextSource::from_reader(r, name, fmt, opts)?;
+        if let Some(h) = how {
+            s.note(h);
+        }
+        Ok(Box::new(s))
     }
-    Ok(Box::new(s))
+    match canonical_format(format) {
+        Some("msr") => boxed(r, name, msr::Msr, opts, how),
+        Some("fiu") => boxed(r, name, fiu::Fiu, opts, how),
+        Some("blkparse") => {
+            let a = opts.blkparse_action.unwrap_or('D');
+            let b = blkparse::Blkparse::new(a).map_err(|m| FormatError::file(&name, m))?;
+            boxed(r, name, b, opts, how)
+        }
+        Some("spc") => boxed(r, name, spc::Spc, opts, how),
+        Some("alibaba") => boxed(r, name, alibaba::Alibaba, opts, how),
+        Some("tencent") => boxed(r, name, tencent::Tencent, opts, how),
+        Some("disksim") => boxed(r, name, disksim::DisksimAscii, opts, how),
+        Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
+        Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),
+        _ => Err(
+            FormatError::file(&name, format!("`{format}` is not a text trace format"))
+                .with_expected(format!("one of {}", READ_FORMATS[1..].join(", "))),
+        ),
+    }
+}
+
+/// Reads a whole text trace held in memory (tests, fuzzing, the Python bindings).
+pub fn read_all(
+    data: &[u8],
+    format: &str,
+    opts: &ReadOptions,
+) -> Result<(Vec<Request>, Vec<String>), FormatError> {
+    let mut src = text_reader(
+        std::io::Cursor::new(data.to_vec()),
+        "<input>".into(),
+        format,
+        opts,
+        None,
+    )?;
+    let mut v = Vec::new();
+    while let Some(r) = src
+        .next_request()
+        .map_err(|e| FormatError::file(e.location.clone(), e.message.clone()))?
+    {
+        v.push(r);
+    }
+    Ok((v, src.assumptions()))
 }
 
 /// A source with extra lines in front of its assumptions.

@@ -94,7 +94,9 @@ impl<R: Read> LineReader<R> {
             }
             scan_from = self.end;
             if self.end == self.buf.len() {
-                let n = (self.buf.len() * 2).min(MAX_LINE + 1).max(self.buf.len() + 1);
+                let n = (self.buf.len() * 2)
+                    .min(MAX_LINE + 1)
+                    .max(self.buf.len() + 1);
                 self.buf.resize(n, 0);
             }
             let n = loop {
@@ -192,8 +194,7 @@ impl<'a> Fields<'a> {
                 }
                 let s = self.pos;
                 self.col = s;
-                while self.pos < self.line.len() && !matches!(self.line[self.pos], b' ' | b'\t')
-                {
+                while self.pos < self.line.len() && !matches!(self.line[self.pos], b' ' | b'\t') {
                     self.pos += 1;
                 }
                 let f = &self.line[s..self.pos];
@@ -348,7 +349,10 @@ mod tests {
 
     #[test]
     fn decimal_is_exact_and_rounds_half_up() {
-        assert_eq!(parse_decimal(b"1.427376394", 1_000_000_000), Some(1_427_376_394));
+        assert_eq!(
+            parse_decimal(b"1.427376394", 1_000_000_000),
+            Some(1_427_376_394)
+        );
         assert_eq!(parse_decimal(b"13.191135", 1_000_000), Some(13_191_135));
         assert_eq!(parse_decimal(b"663.00000", 1_000), Some(663_000));
         assert_eq!(parse_decimal(b"0.0000005", 1_000_000), Some(1));

@@ -33,9 +33,12 @@ impl LineFormat for Msr {
         }
         let mut f = Fields::csv(line);
         let ticks = f.u64("a Windows filetime timestamp (100 ns ticks)")?;
-        let time = ticks
-            .checked_mul(TICK_NS)
-            .ok_or_else(|| f.err("timestamp overflows 64-bit ns", "a filetime before year 7446"))?;
+        let time = ticks.checked_mul(TICK_NS).ok_or_else(|| {
+            f.err(
+                "timestamp overflows 64-bit ns",
+                "a filetime before year 7446",
+            )
+        })?;
         let host = f.req("a host name")?;
         let host_col = f.col;
         if host.is_empty() {
@@ -83,7 +86,9 @@ impl LineFormat for Msr {
         let (h, d) = s
             .rsplit_once([',', '_'])
             .ok_or("expected HOST_DISK or HOST,DISK, e.g. hm_1")?;
-        let d: u64 = d.parse().map_err(|_| format!("`{d}` is not a disk number"))?;
+        let d: u64 = d
+            .parse()
+            .map_err(|_| format!("`{d}` is not a disk number"))?;
         Ok(OwnedKey::Bytes(format!("{h},{d}").into_bytes()))
     }
     fn display_key(&self, k: &OwnedKey) -> String {

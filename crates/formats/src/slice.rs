@@ -29,7 +29,10 @@ impl Default for SliceOptions {
 impl SliceOptions {
     pub fn validate(&self) -> Result<(), String> {
         if !(self.speedup.is_finite() && self.speedup > 0.0) {
-            return Err(format!("speed-up factor {} must be a positive number", self.speedup));
+            return Err(format!(
+                "speed-up factor {} must be a positive number",
+                self.speedup
+            ));
         }
         if let (Some(s), Some(e)) = (self.start, self.end) {
             if e < s {

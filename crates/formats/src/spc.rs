@@ -53,7 +53,8 @@ impl LineFormat for Spc {
     }
     fn assumptions(&self) -> Vec<String> {
         vec![
-            "spc: LBA is 512-byte blocks, Size is bytes, Timestamp is seconds from the trace start".into(),
+            "spc: LBA is 512-byte blocks, Size is bytes, Timestamp is seconds from the trace start"
+                .into(),
             "spc: a device is an ASU; fields after Timestamp are ignored".into(),
         ]
     }

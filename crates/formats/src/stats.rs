@@ -142,7 +142,11 @@ impl Dist {
         Dist {
             count: h.n,
             min_ns: if h.n == 0 { 0 } else { h.min },
-            mean_ns: if h.n == 0 { 0.0 } else { h.sum as f64 / h.n as f64 },
+            mean_ns: if h.n == 0 {
+                0.0
+            } else {
+                h.sum as f64 / h.n as f64
+            },
             p50_ns: h.quantile(0.5),
             p90_ns: h.quantile(0.9),
             p99_ns: h.quantile(0.99),
@@ -398,7 +402,11 @@ impl StatsBuilder {
                     d.writes += 1;
                     d.bytes_written += len;
                 }
-                let bin = if len == 0 { 0 } else { (64 - len.leading_zeros()) as usize };
+                let bin = if len == 0 {
+                    0
+                } else {
+                    (64 - len.leading_zeros()) as usize
+                };
                 self.sizes[bin.min(33)] += 1;
                 self.size_sum += len as u128;
                 if d.last_end == Some(r.offset) {
@@ -436,8 +444,16 @@ impl StatsBuilder {
             .enumerate()
             .filter(|(_, &c)| c > 0)
             .map(|(i, &c)| match i {
-                0 => Bin { lo: 0, hi: Some(1), count: c },
-                33 => Bin { lo: 1 << 32, hi: None, count: c },
+                0 => Bin {
+                    lo: 0,
+                    hi: Some(1),
+                    count: c,
+                },
+                33 => Bin {
+                    lo: 1 << 32,
+                    hi: None,
+                    count: c,
+                },
                 i => Bin {
                     lo: 1 << (i - 1),
                     hi: Some(1 << i),
@@ -475,7 +491,11 @@ impl StatsBuilder {
             bytes_written: self.bytes_written,
             duration_ns: self.last - self.first.unwrap_or(self.last),
             size_histogram,
-            mean_size_bytes: if data == 0 { 0.0 } else { self.size_sum as f64 / data as f64 },
+            mean_size_bytes: if data == 0 {
+                0.0
+            } else {
+                self.size_sum as f64 / data as f64
+            },
             inter_arrival: Dist::from_hist(&self.inter),
             idle_gaps: Dist::from_hist(&self.idle),
             idle_over: self.idle_over.report(),
@@ -533,7 +553,11 @@ impl TraceStats {
             "footprint           {} pages of 4 KiB = {} bytes{}",
             self.footprint_pages,
             self.footprint_bytes,
-            if self.footprint_exact { "" } else { " (estimate)" }
+            if self.footprint_exact {
+                ""
+            } else {
+                " (estimate)"
+            }
         );
         let _ = writeln!(s, "sequential fraction {:.4}", self.sequential_fraction);
         let _ = writeln!(s, "request sizes:");
@@ -541,9 +565,12 @@ impl TraceStats {
             let hi = b.hi.map(|h| h.to_string()).unwrap_or_else(|| "∞".into());
             let _ = writeln!(s, "  [{}, {}) B: {}", b.lo, hi, b.count);
         }
-        for (name, d) in [("inter-arrival", &self.inter_arrival), ("idle gaps", &self.idle_gaps)]
-            .into_iter()
-            .chain(self.measured.as_ref().map(|m| ("measured response", m)))
+        for (name, d) in [
+            ("inter-arrival", &self.inter_arrival),
+            ("idle gaps", &self.idle_gaps),
+        ]
+        .into_iter()
+        .chain(self.measured.as_ref().map(|m| ("measured response", m)))
         {
             let _ = writeln!(
                 s,
@@ -599,7 +626,19 @@ mod tests {
 
     #[test]
     fn log_hist_buckets_cover_values_and_bounds_invert_index() {
-        for v in [0u64, 1, 31, 32, 33, 63, 64, 100, 1000, 123_456_789, u64::MAX / 3] {
+        for v in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            100,
+            1000,
+            123_456_789,
+            u64::MAX / 3,
+        ] {
             let i = LogHist::index(v);
             let (lo, hi) = LogHist::bounds(i);
             assert!(lo <= v && v < hi, "{v} not in [{lo}, {hi}) (bucket {i})");

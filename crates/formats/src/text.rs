@@ -318,7 +318,9 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
                 self.bad_line(e)?;
                 continue;
             }
-            let origin = *self.origin.get_or_insert(if self.rebase { time } else { 0 });
+            let origin = *self
+                .origin
+                .get_or_insert(if self.rebase { time } else { 0 });
             if time < origin || time - origin < self.last_arrival {
                 let e = self.error_at(
                     1,
@@ -377,7 +379,8 @@ impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
             )),
             None => {
                 if !self.devs.order.is_empty() {
-                    let shown: Vec<String> = self.devs
+                    let shown: Vec<String> = self
+                        .devs
                         .order
                         .iter()
                         .take(32)

@@ -22,35 +22,38 @@ pub trait TraceWriter {
 /// `.wattio` → columnar; `.iolog`, `.fio` → fio v3; `.disksim`, `.ascii` → DiskSim ascii).
 pub fn writer_format(path: &Path, format: Option<&str>) -> Result<&'static str, FormatError> {
     let name = path.display().to_string();
-    let f = match format {
-        Some(f) => f.to_ascii_lowercase(),
-        None => {
-            let ext = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            match ext.as_str() {
-                "parquet" | "wattio" | "columnar" => "columnar".into(),
-                "iolog" | "fio" => "fio".into(),
-                "disksim" | "ascii" => "disksim".into(),
-                _ => {
-                    return Err(FormatError::file(
+    let f =
+        match format {
+            Some(f) => f.to_ascii_lowercase(),
+            None => {
+                let ext = path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                match ext.as_str() {
+                    "parquet" | "wattio" | "columnar" => "columnar".into(),
+                    "iolog" | "fio" => "fio".into(),
+                    "disksim" | "ascii" => "disksim".into(),
+                    _ => return Err(FormatError::file(
                         name,
                         format!("cannot tell the output format from the extension `.{ext}`"),
                     )
-                    .with_expected("--to columnar|disksim|fio, or an extension .parquet, .disksim or .iolog"))
+                    .with_expected(
+                        "--to columnar|disksim|fio, or an extension .parquet, .disksim or .iolog",
+                    )),
                 }
             }
-        }
-    };
+        };
     Ok(match f.as_str() {
         "columnar" | "parquet" | "wattio" => "columnar",
         "disksim" | "disksim-ascii" | "ascii" => "disksim",
         "fio" | "fio-v3" | "fio3" | "iolog" => "fio",
         other => {
-            return Err(FormatError::file(name, format!("cannot write format `{other}`"))
-                .with_expected(format!("one of {}", WRITE_FORMATS.join(", "))))
+            return Err(
+                FormatError::file(name, format!("cannot write format `{other}`"))
+                    .with_expected(format!("one of {}", WRITE_FORMATS.join(", "))),
+            )
         }
     })
 }
