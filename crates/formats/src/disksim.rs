@@ -212,6 +212,13 @@ impl TraceWriter for DisksimAsciiWriter {
                 "512-byte aligned requests",
             ));
         }
+        // DiskSim scans blkno and bcount with `%d`.
+        if r.offset / 512 > i32::MAX as u64 {
+            return Err(self.refuse(
+                format!("block {} is beyond what DiskSim's 32-bit `%d` block numbers hold", r.offset / 512),
+                "offsets below 1 TiB",
+            ));
+        }
         self.line.clear();
         format_decimal(&mut self.line, r.arrival, 1_000_000, 6);
         let _ = writeln!(

@@ -346,3 +346,38 @@ pub fn convert(
         assumptions,
     })
 }
+
+/// The entry point of the fuzz targets and of the test that replays their seed corpus: reads
+/// `data` as `format` strictly and leniently and checks what a reader promises — no panic,
+/// arrivals in order, no request past the end of the 64-bit byte space, errors that name a
+/// place. Panics (the fuzzer's signal) when a promise is broken.
+pub fn fuzz_read(format: &str, data: &[u8]) {
+    for lenient in [false, true] {
+        for action in [None, Some('Q')] {
+            let opts = ReadOptions {
+                lenient,
+                blkparse_action: action,
+                ..Default::default()
+            };
+            match read_all(data, format, &opts) {
+                Ok((reqs, assumptions)) => {
+                    assert!(!assumptions.is_empty(), "a reader always reports its assumptions");
+                    let mut last = 0;
+                    for r in &reqs {
+                        assert!(r.arrival >= last, "arrivals out of order");
+                        last = r.arrival;
+                        assert!(r.offset.checked_add(r.len as u64).is_some(), "request past 2^64");
+                    }
+                    if lenient {
+                        assert!(assumptions.iter().any(|a| a.starts_with("lenient: skipped")));
+                    }
+                }
+                Err(e) => {
+                    assert!(!lenient || !e.message.is_empty());
+                    assert!(e.to_string().starts_with("<input>"), "error without a location: {e}");
+                }
+            }
+        }
+    }
+    let _ = sniff(data);
+}
