@@ -10,6 +10,7 @@
 
 pub mod alibaba;
 pub mod blkparse;
+#[cfg(feature = "columnar")]
 pub mod columnar;
 pub mod disksim;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod tencent;
 pub mod text;
 pub mod writer;
 
+#[cfg(feature = "columnar")]
 pub use columnar::{ColumnarReader, ColumnarWriter};
 pub use error::{FormatError, Location};
 pub use slice::{Slice, SliceOptions};
@@ -62,6 +64,8 @@ pub struct ReadOptions {
     /// Formats with an epoch clock (MSR, FIU, Alibaba, Tencent) are rebased so the first
     /// record arrives at 0 unless this is set.
     pub keep_absolute_time: bool,
+    /// Initial read buffer of text readers (default 1 MiB; small inputs can use less).
+    pub buffer_size: Option<usize>,
 }
 
 /// Resolves a user-given format name to the canonical one.
@@ -188,6 +192,7 @@ pub fn open_trace(
         }
     };
     let src: Box<dyn TraceSource> = match fmt {
+        #[cfg(feature = "columnar")]
         "columnar" => {
             if opts.device.is_some() {
                 return Err(FormatError::file(
@@ -199,6 +204,10 @@ pub fn open_trace(
                 ));
             }
             Box::new(Noted::new(ColumnarReader::open(path)?, how))
+        }
+        #[cfg(not(feature = "columnar"))]
+        "columnar" => {
+            return Err(FormatError::file(&name, "built without the columnar feature"))
         }
         text => {
             let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
@@ -275,17 +284,20 @@ pub fn read_all(
 }
 
 /// A source with extra lines in front of its assumptions.
+#[cfg(feature = "columnar")]
 struct Noted<S> {
     inner: S,
     note: Option<String>,
 }
 
+#[cfg(feature = "columnar")]
 impl<S> Noted<S> {
     fn new(inner: S, note: Option<String>) -> Self {
         Noted { inner, note }
     }
 }
 
+#[cfg(feature = "columnar")]
 impl<S: TraceSource> TraceSource for Noted<S> {
     fn next_request(&mut self) -> Result<Option<Request>, wattio_core::TraceError> {
         self.inner.next_request()

@@ -52,9 +52,14 @@ pub enum LineError {
 
 impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
+        Self::with_capacity(inner, BUF_SIZE)
+    }
+
+    /// A reader whose buffer starts at `cap` bytes (it grows for longer lines).
+    pub fn with_capacity(inner: R, cap: usize) -> Self {
         LineReader {
             inner,
-            buf: vec![0; BUF_SIZE],
+            buf: vec![0; cap.clamp(1, BUF_SIZE)],
             start: 0,
             end: 0,
             eof: false,
@@ -82,9 +87,10 @@ impl<R: Read> LineReader<R> {
                 }
                 return Ok(None);
             }
-            // Move the partial line to the front, then fill.
+            // Move the partial line to the front, then fill; grow only for a line longer
+            // than the buffer.
             let pending = self.end - self.start;
-            if pending >= MAX_LINE {
+            if pending > MAX_LINE {
                 return Err(LineError::TooLong);
             }
             if self.start > 0 {
@@ -94,9 +100,10 @@ impl<R: Read> LineReader<R> {
             }
             scan_from = self.end;
             if self.end == self.buf.len() {
-                let n = (self.buf.len() * 2)
-                    .min(MAX_LINE + 1)
-                    .max(self.buf.len() + 1);
+                let n = (self.buf.len() * 2).clamp(1, MAX_LINE + 1);
+                if n <= self.buf.len() {
+                    return Err(LineError::TooLong);
+                }
                 self.buf.resize(n, 0);
             }
             let n = loop {
@@ -404,10 +411,22 @@ mod tests {
                 Ok(n)
             }
         }
-        let mut r = LineReader::new(Slow(b"hello world\nx\n"));
+        let mut r = LineReader::with_capacity(Slow(b"hello world\nx\n"), 4);
         assert_eq!(r.next_line().unwrap(), Some(&b"hello world"[..]));
         assert_eq!(r.next_line().unwrap(), Some(&b"x"[..]));
         assert_eq!(r.next_line().unwrap(), None);
+    }
+
+    #[test]
+    fn line_reader_refuses_lines_over_the_limit() {
+        let mut data = vec![b'x'; MAX_LINE + 10];
+        data.push(b'\n');
+        let mut r = LineReader::with_capacity(&data[..], 1024);
+        assert!(matches!(r.next_line(), Err(LineError::TooLong)));
+        let mut ok = vec![b'y'; MAX_LINE];
+        ok.push(b'\n');
+        let mut r = LineReader::with_capacity(&ok[..], 1024);
+        assert_eq!(r.next_line().unwrap().map(|l| l.len()), Some(MAX_LINE));
     }
 
     #[test]

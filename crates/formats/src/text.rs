@@ -36,13 +36,6 @@ impl DevKey<'_> {
             _ => false,
         }
     }
-
-    fn to_owned_key(self) -> OwnedKey {
-        match self {
-            DevKey::Num(n) => OwnedKey::Num(n),
-            DevKey::Bytes(b) => OwnedKey::Bytes(b.to_vec()),
-        }
-    }
 }
 
 /// One record as a format parsed it: time already in ns of the format's own clock.
@@ -96,34 +89,65 @@ pub trait LineFormat: Send {
 }
 
 /// Stable device numbering in order of first appearance. A one-entry cache in front of the
-/// map keeps the common case (long runs of one device) free of hashing and allocation.
+/// maps keeps the common case (long runs of one device) free of hashing, and lookups never
+/// allocate: only a device seen for the first time costs an allocation.
 #[derive(Default)]
 struct DevMap {
-    last_key: Option<OwnedKey>,
+    has_last: bool,
+    last_is_bytes: bool,
+    last_num: u64,
+    last_bytes: Vec<u8>,
     last_id: u16,
-    ids: HashMap<OwnedKey, u16>,
+    nums: HashMap<u64, u16>,
+    bytes: HashMap<Vec<u8>, u16>,
     order: Vec<OwnedKey>,
 }
 
 impl DevMap {
+    fn next_id(&mut self, k: OwnedKey) -> Result<u16, String> {
+        let id = u16::try_from(self.order.len())
+            .map_err(|_| "more than 65536 devices in one trace".to_string())?;
+        self.order.push(k);
+        Ok(id)
+    }
+
     fn id(&mut self, key: DevKey<'_>) -> Result<u16, String> {
-        if let Some(k) = &self.last_key {
-            if key.matches(k) {
-                return Ok(self.last_id);
+        let id = match key {
+            DevKey::Num(n) => {
+                if self.has_last && !self.last_is_bytes && self.last_num == n {
+                    return Ok(self.last_id);
+                }
+                let id = match self.nums.get(&n) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id(OwnedKey::Num(n))?;
+                        self.nums.insert(n, id);
+                        id
+                    }
+                };
+                self.last_is_bytes = false;
+                self.last_num = n;
+                id
             }
-        }
-        let owned = key.to_owned_key();
-        let id = match self.ids.get(&owned) {
-            Some(&id) => id,
-            None => {
-                let id = u16::try_from(self.order.len())
-                    .map_err(|_| "more than 65536 devices in one trace".to_string())?;
-                self.ids.insert(owned.clone(), id);
-                self.order.push(owned.clone());
+            DevKey::Bytes(b) => {
+                if self.has_last && self.last_is_bytes && self.last_bytes == b {
+                    return Ok(self.last_id);
+                }
+                let id = match self.bytes.get(b) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id(OwnedKey::Bytes(b.to_vec()))?;
+                        self.bytes.insert(b.to_vec(), id);
+                        id
+                    }
+                };
+                self.last_is_bytes = true;
+                self.last_bytes.clear();
+                self.last_bytes.extend_from_slice(b);
                 id
             }
         };
-        self.last_key = Some(owned);
+        self.has_last = true;
         self.last_id = id;
         Ok(id)
     }
@@ -173,7 +197,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
         let rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
         Ok(TextSource {
             fmt,
-            lines: LineReader::new(r),
+            lines: LineReader::with_capacity(r, opts.buffer_size.unwrap_or(1 << 20)),
             file,
             lenient: opts.lenient,
             select,

@@ -1,5 +1,6 @@
 //! Trace writers behind one interface, chosen by name or by the output file's extension.
 
+#[cfg(feature = "columnar")]
 use crate::columnar::ColumnarWriter;
 use crate::disksim::DisksimAsciiWriter;
 use crate::error::FormatError;
@@ -64,7 +65,13 @@ pub fn create_writer(
     provenance: &[(String, String)],
 ) -> Result<Box<dyn TraceWriter>, FormatError> {
     Ok(match writer_format(path, format)? {
+        #[cfg(feature = "columnar")]
         "columnar" => Box::new(ColumnarWriter::create(path, provenance)?),
+        #[cfg(not(feature = "columnar"))]
+        "columnar" => {
+            let _ = provenance;
+            return Err(FormatError::file(path.display().to_string(), "built without the columnar feature"));
+        }
         "disksim" => Box::new(DisksimAsciiWriter::create(path)?),
         _ => Box::new(FioWriter::create(path, Vec::new())?),
     })

@@ -20,6 +20,7 @@ fn opts(lenient: bool, device: Option<String>, action: Option<String>) -> PyResu
         device,
         blkparse_action,
         keep_absolute_time: false,
+        buffer_size: None,
     })
 }
 
