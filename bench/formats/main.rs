@@ -28,6 +28,16 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time this process has run, in seconds (/proc/self/schedstat): on a shared machine the
+/// single-core speed is bytes / CPU time, whatever the wall clock says.
+fn cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .map(|ns| ns / 1e9)
+        .unwrap_or(0.0)
+}
+
 /// An MSR-Cambridge-like CSV of about `mb` MB: realistic field widths, several volumes,
 /// increasing filetime stamps.
 fn generate_msr(path: &Path, mb: u64) -> u64 {
@@ -73,6 +83,7 @@ fn drain(src: &mut dyn TraceSource) -> (u64, u64) {
 /// Child mode: one measurement, printed as `kind rows seconds peak_kib`.
 fn child(kind: &str, path: &Path) {
     let t0 = Instant::now();
+    let c0 = cpu_secs();
     let (n, chk) = match kind {
         "msr" => {
             let mut s = open_trace(path, Some("msr"), &ReadOptions::default()).expect("open");
@@ -99,14 +110,16 @@ fn child(kind: &str, path: &Path) {
         }
         _ => panic!("unknown kind {kind}"),
     };
-    let dt = t0.elapsed().as_secs_f64();
-    println!("{kind} {n} {dt} {} {chk}", peak_rss_kib());
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - c0;
+    println!("{kind} {n} {cpu} {} {chk} {wall}", peak_rss_kib());
 }
 
-fn measure(kind: &str, path: &Path) -> (u64, f64, u64) {
+/// (rows, CPU seconds, peak RSS KiB, wall seconds) of the fastest of three runs.
+fn measure(kind: &str, path: &Path) -> (u64, f64, u64, f64) {
     let exe = std::env::current_exe().expect("current exe");
     // Best of three runs: the machine is shared.
-    let mut best: Option<(u64, f64, u64)> = None;
+    let mut best: Option<(u64, f64, u64, f64)> = None;
     for _ in 0..3 {
         let out = Command::new(&exe)
             .arg("--child")
@@ -116,15 +129,20 @@ fn measure(kind: &str, path: &Path) -> (u64, f64, u64) {
             .expect("run child");
         let s = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = s.split_whitespace().collect();
-        if f.len() < 4 {
+        if f.len() < 6 {
             panic!("child failed: {s} {}", String::from_utf8_lossy(&out.stderr));
         }
-        let r = (f[1].parse().unwrap_or(0), f[2].parse().unwrap_or(f64::MAX), f[3].parse().unwrap_or(0));
+        let r = (
+            f[1].parse().unwrap_or(0),
+            f[2].parse().unwrap_or(f64::MAX),
+            f[3].parse().unwrap_or(0),
+            f[5].parse().unwrap_or(f64::MAX),
+        );
         if best.is_none_or(|b| r.1 < b.1) {
             best = Some(r);
         }
     }
-    best.unwrap_or((0, f64::MAX, 0))
+    best.unwrap_or((0, f64::MAX, 0, f64::MAX))
 }
 
 fn main() {
@@ -140,19 +158,21 @@ fn main() {
     };
     let dir: PathBuf = std::env::temp_dir().join(format!("wattio-formats-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
-    println!("MSR CSV parse (target {MSR_TARGET_MBS} MB/s) and columnar read (target {COLUMNAR_TARGET_MRPS} M req/s), best of 3, one core");
+    println!("MSR CSV parse (target {MSR_TARGET_MBS} MB/s) and columnar read (target {COLUMNAR_TARGET_MRPS} M req/s), best of 3,");
+    println!("one thread; rates per CPU-second (wall-clock rate in parentheses: the machine may be shared)");
     println!(
-        "{:>8} {:>10} | {:>9} {:>9} {:>7} {:>9} | {:>9} {:>7} | {:>9} {:>9} {:>7} {:>9}",
-        "size MB", "requests", "msr MB/s", "vs target", "vs scan", "peak MiB", "scan MB/s", "", "col M/s", "vs target", "", "peak MiB"
+        "{:>8} {:>10} | {:>9} {:>9} {:>9} {:>9} | {:>9} | {:>9} {:>9} {:>9} {:>9}",
+        "size MB", "requests", "msr MB/s", "(wall)", "vs target", "peak MiB", "scan MB/s", "col M/s", "(wall)", "vs target", "peak MiB"
     );
     for mb in sizes {
         let csv = dir.join(format!("msr_{mb}.csv"));
         let rows = generate_msr(&csv, mb);
         let len = std::fs::metadata(&csv).map(|m| m.len()).unwrap_or(0) as f64;
-        let (n, dt, rss) = measure("msr", &csv);
+        let (n, dt, rss, wall) = measure("msr", &csv);
         assert_eq!(n, rows, "parsed every generated row");
-        let (_, sdt, _) = measure("scan", &csv);
+        let (_, sdt, _, _) = measure("scan", &csv);
         let mbs = len / 1e6 / dt;
+        let mbs_wall = len / 1e6 / wall;
         let smbs = len / 1e6 / sdt;
         // Columnar copy of the same trace.
         let pq = dir.join(format!("msr_{mb}.parquet"));
@@ -165,22 +185,22 @@ fn main() {
             w.finish().expect("finish parquet");
         }
         let _ = std::fs::remove_file(&csv);
-        let (cn, cdt, crss) = measure("columnar", &pq);
+        let (cn, cdt, crss, cwall) = measure("columnar", &pq);
         assert_eq!(cn, rows);
         let mrps = cn as f64 / 1e6 / cdt;
+        let mrps_wall = cn as f64 / 1e6 / cwall;
         println!(
-            "{:>8} {:>10} | {:>9.0} {:>8.2}x {:>6.2}x {:>9.1} | {:>9.0} {:>7} | {:>9.1} {:>8.2}x {:>7} {:>9.1}",
+            "{:>8} {:>10} | {:>9.0} {:>9} {:>8.2}x {:>9.1} | {:>9.0} | {:>9.1} {:>9} {:>8.2}x {:>9.1}",
             mb,
             rows,
             mbs,
+            format!("({mbs_wall:.0})"),
             mbs / MSR_TARGET_MBS,
-            mbs / smbs,
             rss as f64 / 1024.0,
             smbs,
-            "",
             mrps,
+            format!("({mrps_wall:.1})"),
             mrps / COLUMNAR_TARGET_MRPS,
-            "",
             crss as f64 / 1024.0
         );
         let _ = std::fs::remove_file(&pq);
