@@ -33,7 +33,11 @@ fn peak_rss_kib() -> u64 {
 fn cpu_secs() -> f64 {
     std::fs::read_to_string("/proc/self/schedstat")
         .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
         .map(|ns| ns / 1e9)
         .unwrap_or(0.0)
 }
@@ -156,13 +160,24 @@ fn main() {
     } else {
         vec![100, 400, 1000]
     };
-    let dir: PathBuf = std::env::temp_dir().join(format!("wattio-formats-bench-{}", std::process::id()));
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("wattio-formats-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!("MSR CSV parse (target {MSR_TARGET_MBS} MB/s) and columnar read (target {COLUMNAR_TARGET_MRPS} M req/s), best of 3,");
     println!("one thread; rates per CPU-second (wall-clock rate in parentheses: the machine may be shared)");
     println!(
         "{:>8} {:>10} | {:>9} {:>9} {:>9} {:>9} | {:>9} | {:>9} {:>9} {:>9} {:>9}",
-        "size MB", "requests", "msr MB/s", "(wall)", "vs target", "peak MiB", "scan MB/s", "col M/s", "(wall)", "vs target", "peak MiB"
+        "size MB",
+        "requests",
+        "msr MB/s",
+        "(wall)",
+        "vs target",
+        "peak MiB",
+        "scan MB/s",
+        "col M/s",
+        "(wall)",
+        "vs target",
+        "peak MiB"
     );
     for mb in sizes {
         let csv = dir.join(format!("msr_{mb}.csv"));

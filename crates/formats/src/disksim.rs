@@ -215,7 +215,10 @@ impl TraceWriter for DisksimAsciiWriter {
         // DiskSim scans blkno and bcount with `%d`.
         if r.offset / 512 > i32::MAX as u64 {
             return Err(self.refuse(
-                format!("block {} is beyond what DiskSim's 32-bit `%d` block numbers hold", r.offset / 512),
+                format!(
+                    "block {} is beyond what DiskSim's 32-bit `%d` block numbers hold",
+                    r.offset / 512
+                ),
                 "offsets below 1 TiB",
             ));
         }

@@ -207,7 +207,10 @@ pub fn open_trace(
         }
         #[cfg(not(feature = "columnar"))]
         "columnar" => {
-            return Err(FormatError::file(&name, "built without the columnar feature"))
+            return Err(FormatError::file(
+                &name,
+                "built without the columnar feature",
+            ))
         }
         text => {
             let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
@@ -373,20 +376,31 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
             };
             match read_all(data, format, &opts) {
                 Ok((reqs, assumptions)) => {
-                    assert!(!assumptions.is_empty(), "a reader always reports its assumptions");
+                    assert!(
+                        !assumptions.is_empty(),
+                        "a reader always reports its assumptions"
+                    );
                     let mut last = 0;
                     for r in &reqs {
                         assert!(r.arrival >= last, "arrivals out of order");
                         last = r.arrival;
-                        assert!(r.offset.checked_add(r.len as u64).is_some(), "request past 2^64");
+                        assert!(
+                            r.offset.checked_add(r.len as u64).is_some(),
+                            "request past 2^64"
+                        );
                     }
                     if lenient {
-                        assert!(assumptions.iter().any(|a| a.starts_with("lenient: skipped")));
+                        assert!(assumptions
+                            .iter()
+                            .any(|a| a.starts_with("lenient: skipped")));
                     }
                 }
                 Err(e) => {
                     assert!(!lenient || !e.message.is_empty());
-                    assert!(e.to_string().starts_with("<input>"), "error without a location: {e}");
+                    assert!(
+                        e.to_string().starts_with("<input>"),
+                        "error without a location: {e}"
+                    );
                 }
             }
         }

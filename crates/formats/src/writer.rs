@@ -70,7 +70,10 @@ pub fn create_writer(
         #[cfg(not(feature = "columnar"))]
         "columnar" => {
             let _ = provenance;
-            return Err(FormatError::file(path.display().to_string(), "built without the columnar feature"));
+            return Err(FormatError::file(
+                path.display().to_string(),
+                "built without the columnar feature",
+            ));
         }
         "disksim" => Box::new(DisksimAsciiWriter::create(path)?),
         _ => Box::new(FioWriter::create(path, Vec::new())?),
