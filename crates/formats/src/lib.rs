@@ -1,1 +1,409 @@
-//! placeholder
+//! Real traces in, clean data out.
+//!
+//! * Readers for the block-trace formats users bring — MSR Cambridge ([`msr`]), FIU
+//!   ([`fiu`]), blkparse text ([`blkparse`]), SPC/UMass ([`spc`]), Alibaba ([`alibaba`]),
+//!   Tencent CBS ([`tencent`]), DiskSim ascii and validate ([`disksim`]), fio iolog v2/v3
+//!   ([`fio`]) — each normalizing to [`Request`]s in ns and bytes and reporting what it
+//!   assumed. [`open_trace`] picks one by name or by sniffing.
+//! * wattio's columnar trace file ([`columnar`]) and writers for DiskSim ascii and fio v3.
+//! * [`stats`] (idle gaps, footprint, …), [`slice`] and [`convert`].
+
+pub mod alibaba;
+pub mod blkparse;
+#[cfg(feature = "columnar")]
+pub mod columnar;
+pub mod disksim;
+pub mod error;
+pub mod fio;
+pub mod fiu;
+pub mod lines;
+pub mod msr;
+pub mod slice;
+pub mod spc;
+pub mod stats;
+pub mod tencent;
+pub mod text;
+pub mod writer;
+
+#[cfg(feature = "columnar")]
+pub use columnar::{ColumnarReader, ColumnarWriter};
+pub use error::{FormatError, Location};
+pub use slice::{Slice, SliceOptions};
+pub use stats::{trace_stats, TraceStats};
+pub use writer::{create_writer, TraceWriter};
+
+use std::io::Read;
+use std::path::Path;
+use text::TextSource;
+use wattio_core::{Request, TraceSource};
+
+/// Every format [`open_trace`] reads, by canonical name.
+pub const READ_FORMATS: &[&str] = &[
+    "columnar",
+    "msr",
+    "fiu",
+    "blkparse",
+    "spc",
+    "alibaba",
+    "tencent",
+    "disksim",
+    "disksim-validate",
+    "fio",
+];
+
+/// How to read a trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    /// Skip bad lines (counted, the first few quoted in the assumptions) instead of failing.
+    pub lenient: bool,
+    /// Keep only this device/volume/LUN (`hm_1`, `8,16`, an ASU, a volume id, a file name),
+    /// renumbered as dev 0. `None` keeps all, numbered in order of first appearance.
+    pub device: Option<String>,
+    /// blkparse: the action to keep (`Q`, `D` or `C`; default `D`).
+    pub blkparse_action: Option<char>,
+    /// Formats with an epoch clock (MSR, FIU, Alibaba, Tencent) are rebased so the first
+    /// record arrives at 0 unless this is set.
+    pub keep_absolute_time: bool,
+    /// Initial read buffer of text readers (default 1 MiB; small inputs can use less).
+    pub buffer_size: Option<usize>,
+}
+
+/// Resolves a user-given format name to the canonical one.
+pub fn canonical_format(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "columnar" | "parquet" | "wattio" => "columnar",
+        "msr" | "msr-cambridge" => "msr",
+        "fiu" => "fiu",
+        "blkparse" | "blktrace" => "blkparse",
+        "spc" | "umass" => "spc",
+        "alibaba" => "alibaba",
+        "tencent" | "cbs" | "tencent-cbs" => "tencent",
+        "disksim" | "disksim-ascii" | "ascii" => "disksim",
+        "disksim-validate" | "validate" => "disksim-validate",
+        "fio" | "fio-v2" | "fio-v3" | "fio2" | "fio3" | "iolog" => "fio",
+        _ => return None,
+    })
+}
+
+/// Guesses the format of a text trace from its first non-empty line.
+pub fn sniff(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"PAR1") {
+        return Some("columnar");
+    }
+    let line = head
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .find(|l| !lines::trim(l).is_empty())?;
+    let line = lines::trim(line);
+    if line.starts_with(b"fio version") {
+        return Some("fio");
+    }
+    let is_num = |t: &[u8]| lines::parse_u64(t).is_some();
+    let is_dec = |t: &[u8]| lines::parse_decimal(t, 1).is_some();
+    if line.contains(&b',') && !line.contains(&b' ') && !line.contains(&b'\t') {
+        let f: Vec<&[u8]> = line.split(|&b| b == b',').collect();
+        let rw = |t: &[u8]| matches!(t, b"R" | b"W" | b"r" | b"w");
+        if f.len() == 7 && (f[3] == b"Read" || f[3] == b"Write") && is_num(f[0]) {
+            return Some("msr");
+        }
+        if f.len() == 5 && rw(f[1]) && is_num(f[0]) {
+            return Some("alibaba");
+        }
+        if f.len() >= 5 && rw(f[3]) && is_num(f[0]) && is_dec(f[4]) {
+            return Some("spc");
+        }
+        if f.len() == 5 && (f[3] == b"0" || f[3] == b"1") && f.iter().all(|t| is_dec(t)) {
+            return Some("tencent");
+        }
+        return None;
+    }
+    let t: Vec<&[u8]> = line
+        .split(|&b| b == b' ' || b == b'\t')
+        .filter(|t| !t.is_empty())
+        .collect();
+    if t.len() == 6
+        && matches!(t[0], b"R" | b"W")
+        && matches!(t[1], b"Hit" | b"Miss" | b"Doub" | b"Trip")
+    {
+        return Some("disksim-validate");
+    }
+    if t.len() >= 7 && t[0].contains(&b',') && t[5].len() == 1 && t[5][0].is_ascii_alphabetic() {
+        return Some("blkparse");
+    }
+    if t.len() == 5 && is_dec(t[0]) && t[1..4].iter().all(|x| is_num(x)) {
+        return Some("disksim");
+    }
+    if t.len() >= 8 && is_num(t[0]) && is_num(t[1]) {
+        return Some("fiu");
+    }
+    None
+}
+
+/// Opens a trace in `format` (a name from [`READ_FORMATS`]; `None` = detect by extension
+/// and sniffing, reported in `assumptions()`).
+pub fn open_trace(
+    path: &Path,
+    format: Option<&str>,
+    opts: &ReadOptions,
+) -> Result<Box<dyn TraceSource>, FormatError> {
+    let name = path.display().to_string();
+    let (fmt, how) = match format {
+        Some(f) => match canonical_format(f) {
+            Some(c) => (c, None),
+            None => {
+                return Err(
+                    FormatError::file(&name, format!("unknown trace format `{f}`"))
+                        .with_expected(format!("one of {}", READ_FORMATS.join(", "))),
+                )
+            }
+        },
+        None => {
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let mut head = vec![0u8; 64 * 1024];
+            let mut f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
+            let mut n = 0;
+            while n < head.len() {
+                match f.read(&mut head[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(FormatError::io(&name, &e)),
+                }
+            }
+            head.truncate(n);
+            if matches!(ext.as_str(), "parquet" | "wattio") || head.starts_with(b"PAR1") {
+                ("columnar", Some("detected columnar (Parquet)".to_string()))
+            } else {
+                match sniff(&head) {
+                    Some(f) => (f, Some(format!("detected format {f} from the first line"))),
+                    None => {
+                        return Err(FormatError::file(&name, "cannot detect the trace format")
+                            .with_expected(format!(
+                                "--format with one of {}",
+                                READ_FORMATS.join(", ")
+                            )))
+                    }
+                }
+            }
+        }
+    };
+    let src: Box<dyn TraceSource> = match fmt {
+        #[cfg(feature = "columnar")]
+        "columnar" => {
+            if opts.device.is_some() {
+                return Err(FormatError::file(
+                    &name,
+                    "device selection is not supported on columnar traces",
+                )
+                .with_expected(
+                    "`wattio trace slice --dev N` to select a device of a columnar trace",
+                ));
+            }
+            Box::new(Noted::new(ColumnarReader::open(path)?, how))
+        }
+        #[cfg(not(feature = "columnar"))]
+        "columnar" => {
+            return Err(FormatError::file(
+                &name,
+                "built without the columnar feature",
+            ))
+        }
+        text => {
+            let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
+            text_reader(f, name, text, opts, how)?
+        }
+    };
+    Ok(src)
+}
+
+/// A text trace in `format` (a canonical name other than `columnar`) read from any byte
+/// stream: what [`open_trace`] uses for files, and what tests and fuzz targets call.
+pub fn text_reader<R: Read + Send + 'static>(
+    r: R,
+    name: String,
+    format: &str,
+    opts: &ReadOptions,
+    how: Option<String>,
+) -> Result<Box<dyn TraceSource>, FormatError> {
+    fn boxed<F: text::LineFormat + 'static, R: Read + Send + 'static>(
+        r: R,
+        name: String,
+        fmt: F,
+        opts: &ReadOptions,
+        how: Option<String>,
+    ) -> Result<Box<dyn TraceSource>, FormatError> {
+        let mut s = TextSource::from_reader(r, name, fmt, opts)?;
+        if let Some(h) = how {
+            s.note(h);
+        }
+        Ok(Box::new(s))
+    }
+    match canonical_format(format) {
+        Some("msr") => boxed(r, name, msr::Msr, opts, how),
+        Some("fiu") => boxed(r, name, fiu::Fiu, opts, how),
+        Some("blkparse") => {
+            let a = opts.blkparse_action.unwrap_or('D');
+            let b = blkparse::Blkparse::new(a).map_err(|m| FormatError::file(&name, m))?;
+            boxed(r, name, b, opts, how)
+        }
+        Some("spc") => boxed(r, name, spc::Spc, opts, how),
+        Some("alibaba") => boxed(r, name, alibaba::Alibaba, opts, how),
+        Some("tencent") => boxed(r, name, tencent::Tencent, opts, how),
+        Some("disksim") => boxed(r, name, disksim::DisksimAscii, opts, how),
+        Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
+        Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),
+        _ => Err(
+            FormatError::file(&name, format!("`{format}` is not a text trace format"))
+                .with_expected(format!("one of {}", READ_FORMATS[1..].join(", "))),
+        ),
+    }
+}
+
+/// Reads a whole text trace held in memory (tests, fuzzing, the Python bindings).
+pub fn read_all(
+    data: &[u8],
+    format: &str,
+    opts: &ReadOptions,
+) -> Result<(Vec<Request>, Vec<String>), FormatError> {
+    let mut src = text_reader(
+        std::io::Cursor::new(data.to_vec()),
+        "<input>".into(),
+        format,
+        opts,
+        None,
+    )?;
+    let mut v = Vec::new();
+    while let Some(r) = src
+        .next_request()
+        .map_err(|e| FormatError::file(e.location.clone(), e.message.clone()))?
+    {
+        v.push(r);
+    }
+    Ok((v, src.assumptions()))
+}
+
+/// A source with extra lines in front of its assumptions.
+#[cfg(feature = "columnar")]
+struct Noted<S> {
+    inner: S,
+    note: Option<String>,
+}
+
+#[cfg(feature = "columnar")]
+impl<S> Noted<S> {
+    fn new(inner: S, note: Option<String>) -> Self {
+        Noted { inner, note }
+    }
+}
+
+#[cfg(feature = "columnar")]
+impl<S: TraceSource> TraceSource for Noted<S> {
+    fn next_request(&mut self) -> Result<Option<Request>, wattio_core::TraceError> {
+        self.inner.next_request()
+    }
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+    fn assumptions(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.note.iter().cloned().collect();
+        v.extend(self.inner.assumptions());
+        v
+    }
+}
+
+/// What [`convert`] did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConvertReport {
+    pub requests: u64,
+    pub output_format: String,
+    pub assumptions: Vec<String>,
+}
+
+/// Copies every request of `src` into `out`, recording the source's assumptions as
+/// provenance where the output format has room.
+pub fn copy_trace(
+    src: &mut dyn TraceSource,
+    mut out: Box<dyn TraceWriter>,
+    source_name: &str,
+) -> Result<(u64, Vec<String>), FormatError> {
+    while let Some(r) = src
+        .next_request()
+        .map_err(|e| FormatError::file(e.location.clone(), e.message.clone()))?
+    {
+        out.write(&r)?;
+    }
+    let assumptions = src.assumptions();
+    out.annotate("wattio.source", source_name);
+    out.annotate("wattio.assumptions", &assumptions.join("\n"));
+    let n = out.finish()?;
+    Ok((n, assumptions))
+}
+
+/// `wattio trace convert IN OUT`.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    from: Option<&str>,
+    to: Option<&str>,
+    opts: &ReadOptions,
+) -> Result<ConvertReport, FormatError> {
+    let out_fmt = writer::writer_format(output, to)?;
+    let mut src = open_trace(input, from, opts)?;
+    let out = create_writer(output, Some(out_fmt), &[])?;
+    let (requests, assumptions) = copy_trace(src.as_mut(), out, &input.display().to_string())?;
+    Ok(ConvertReport {
+        requests,
+        output_format: out_fmt.to_string(),
+        assumptions,
+    })
+}
+
+/// The entry point of the fuzz targets and of the test that replays their seed corpus: reads
+/// `data` as `format` strictly and leniently and checks what a reader promises — no panic,
+/// arrivals in order, no request past the end of the 64-bit byte space, errors that name a
+/// place. Panics (the fuzzer's signal) when a promise is broken.
+pub fn fuzz_read(format: &str, data: &[u8]) {
+    for lenient in [false, true] {
+        for action in [None, Some('Q')] {
+            let opts = ReadOptions {
+                lenient,
+                blkparse_action: action,
+                ..Default::default()
+            };
+            match read_all(data, format, &opts) {
+                Ok((reqs, assumptions)) => {
+                    assert!(
+                        !assumptions.is_empty(),
+                        "a reader always reports its assumptions"
+                    );
+                    let mut last = 0;
+                    for r in &reqs {
+                        assert!(r.arrival >= last, "arrivals out of order");
+                        last = r.arrival;
+                        assert!(
+                            r.offset.checked_add(r.len as u64).is_some(),
+                            "request past 2^64"
+                        );
+                    }
+                    if lenient {
+                        assert!(assumptions
+                            .iter()
+                            .any(|a| a.starts_with("lenient: skipped")));
+                    }
+                }
+                Err(e) => {
+                    assert!(!lenient || !e.message.is_empty());
+                    assert!(
+                        e.to_string().starts_with("<input>"),
+                        "error without a location: {e}"
+                    );
+                }
+            }
+        }
+    }
+    let _ = sniff(data);
+}

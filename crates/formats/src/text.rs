@@ -1,0 +1,450 @@
+//! The machinery every text reader shares: lenient/strict handling of bad lines, device
+//! selection and stable device numbering, time-origin rebasing and the arrival-order check.
+//! A format only has to turn one line into a [`Raw`] record.
+
+use crate::error::{FormatError, Location};
+use crate::lines::{FieldError, LineError, LineReader};
+use crate::ReadOptions;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use wattio_core::{Nanos, Op, Request, TraceError, TraceSource};
+
+/// How many bad lines lenient mode quotes in its report.
+pub const QUOTED_ERRORS: usize = 5;
+
+/// A device/volume/LUN key as it appears in the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DevKey<'a> {
+    Num(u64),
+    Bytes(&'a [u8]),
+}
+
+/// An owned device key (selection, the mapping table).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OwnedKey {
+    Num(u64),
+    Bytes(Vec<u8>),
+}
+
+impl DevKey<'_> {
+    fn matches(&self, k: &OwnedKey) -> bool {
+        match (self, k) {
+            (DevKey::Num(a), OwnedKey::Num(b)) => a == b,
+            (DevKey::Bytes(a), OwnedKey::Bytes(b)) => *a == b.as_slice(),
+            _ => false,
+        }
+    }
+}
+
+/// One record as a format parsed it: time already in ns of the format's own clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Raw<'a> {
+    pub time: Nanos,
+    pub op: Op,
+    pub offset: u64,
+    pub len: u64,
+    pub dev: DevKey<'a>,
+    pub stream: u32,
+    pub measured: Option<Nanos>,
+}
+
+/// What a parsed line turned out to be.
+pub enum Parsed<'a> {
+    Record(Raw<'a>),
+    /// Header, comment, blank line, a blkparse event of another action, …: not a request.
+    Skip,
+    /// A request the format can carry but the request model cannot (blkparse `N`
+    /// without flush, …): counted and reported, never silently dropped.
+    Unsupported(&'static str),
+    /// The data part of the input is over (blkparse's summary section).
+    End,
+}
+
+/// A text trace format.
+pub trait LineFormat: Send {
+    /// Short name (`msr`, `blkparse`, …).
+    fn name(&self) -> &'static str;
+    /// The form of one record line, quoted in errors.
+    fn line_form(&self) -> &'static str;
+    fn parse<'a>(&mut self, line: &'a [u8]) -> Result<Parsed<'a>, FieldError>;
+    /// Does the clock count from an absolute epoch (so the reader rebases it to the first
+    /// record), or from the start of the trace?
+    fn absolute_clock(&self) -> bool;
+    /// Unit conversions and rules this format applies, for [`TraceSource::assumptions`].
+    fn assumptions(&self) -> Vec<String>;
+    /// Turns a user's device selection (`hm_1`, `8,16`, `419`) into this format's key.
+    fn parse_selection(&self, sel: &str) -> Result<OwnedKey, String>;
+    fn display_key(&self, k: &OwnedKey) -> String {
+        match k {
+            OwnedKey::Num(n) => n.to_string(),
+            OwnedKey::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        }
+    }
+    /// Called once at the end of input, to complain about e.g. a missing header.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Stable device numbering in order of first appearance. A one-entry cache in front of the
+/// maps keeps the common case (long runs of one device) free of hashing, and lookups never
+/// allocate: only a device seen for the first time costs an allocation.
+#[derive(Default)]
+struct DevMap {
+    has_last: bool,
+    last_is_bytes: bool,
+    last_num: u64,
+    last_bytes: Vec<u8>,
+    last_id: u16,
+    nums: HashMap<u64, u16>,
+    bytes: HashMap<Vec<u8>, u16>,
+    order: Vec<OwnedKey>,
+}
+
+impl DevMap {
+    fn next_id(&mut self, k: OwnedKey) -> Result<u16, String> {
+        let id = u16::try_from(self.order.len())
+            .map_err(|_| "more than 65536 devices in one trace".to_string())?;
+        self.order.push(k);
+        Ok(id)
+    }
+
+    fn id(&mut self, key: DevKey<'_>) -> Result<u16, String> {
+        let id = match key {
+            DevKey::Num(n) => {
+                if self.has_last && !self.last_is_bytes && self.last_num == n {
+                    return Ok(self.last_id);
+                }
+                let id = match self.nums.get(&n) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id(OwnedKey::Num(n))?;
+                        self.nums.insert(n, id);
+                        id
+                    }
+                };
+                self.last_is_bytes = false;
+                self.last_num = n;
+                id
+            }
+            DevKey::Bytes(b) => {
+                if self.has_last && self.last_is_bytes && self.last_bytes == b {
+                    return Ok(self.last_id);
+                }
+                let id = match self.bytes.get(b) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id(OwnedKey::Bytes(b.to_vec()))?;
+                        self.bytes.insert(b.to_vec(), id);
+                        id
+                    }
+                };
+                self.last_is_bytes = true;
+                self.last_bytes.clear();
+                self.last_bytes.extend_from_slice(b);
+                id
+            }
+        };
+        self.has_last = true;
+        self.last_id = id;
+        Ok(id)
+    }
+}
+
+/// A [`TraceSource`] over a text trace in format `F`.
+pub struct TextSource<F: LineFormat, R: Read = File> {
+    fmt: F,
+    lines: LineReader<R>,
+    file: String,
+    lenient: bool,
+    select: Option<OwnedKey>,
+    rebase: bool,
+    origin: Option<Nanos>,
+    last_arrival: Nanos,
+    devs: DevMap,
+    records: u64,
+    other_devices: u64,
+    unsupported: HashMap<&'static str, u64>,
+    bad_lines: u64,
+    quoted: Vec<String>,
+    done: bool,
+    extra: Vec<String>,
+}
+
+impl<F: LineFormat> TextSource<F, File> {
+    pub fn open(path: &Path, fmt: F, opts: &ReadOptions) -> Result<Self, FormatError> {
+        let name = path.display().to_string();
+        let f = File::open(path).map_err(|e| FormatError::io(&name, &e))?;
+        Self::from_reader(f, name, fmt, opts)
+    }
+}
+
+impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
+    pub fn from_reader(
+        r: R,
+        file: String,
+        fmt: F,
+        opts: &ReadOptions,
+    ) -> Result<Self, FormatError> {
+        let select = match &opts.device {
+            Some(s) => Some(fmt.parse_selection(s).map_err(|m| {
+                FormatError::file(&file, format!("bad device selection `{s}`: {m}"))
+            })?),
+            None => None,
+        };
+        let rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
+        Ok(TextSource {
+            fmt,
+            lines: LineReader::with_capacity(r, opts.buffer_size.unwrap_or(1 << 20)),
+            file,
+            lenient: opts.lenient,
+            select,
+            rebase,
+            origin: None,
+            last_arrival: 0,
+            devs: DevMap::default(),
+            records: 0,
+            other_devices: 0,
+            unsupported: HashMap::new(),
+            bad_lines: 0,
+            quoted: Vec::new(),
+            done: false,
+            extra: Vec::new(),
+        })
+    }
+
+    /// Adds a line to the assumptions report (e.g. how the format was detected).
+    pub fn note(&mut self, s: String) {
+        self.extra.push(s);
+    }
+
+    fn error_at(&self, column: u64, message: String, expected: String) -> FormatError {
+        FormatError::new(
+            &self.file,
+            Location::Line {
+                line: self.lines.line_no,
+                column,
+            },
+            message,
+        )
+        .with_expected(expected)
+    }
+
+    /// Strict: the error. Lenient: count it, quote the first few, carry on.
+    fn bad_line(&mut self, e: FormatError) -> Result<(), FormatError> {
+        if !self.lenient {
+            return Err(e);
+        }
+        self.bad_lines += 1;
+        if self.quoted.len() < QUOTED_ERRORS {
+            self.quoted.push(e.to_string());
+        }
+        Ok(())
+    }
+
+    fn read_next(&mut self) -> Result<Option<Request>, FormatError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let line = match self.lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    self.done = true;
+                    if let Err(m) = self.fmt.finish() {
+                        return Err(FormatError::file(&self.file, m));
+                    }
+                    return Ok(None);
+                }
+                Err(LineError::Io(e)) => {
+                    self.done = true;
+                    return Err(FormatError::io(&self.file, &e));
+                }
+                Err(LineError::TooLong) => {
+                    self.done = true;
+                    return Err(FormatError::new(
+                        &self.file,
+                        Location::Line {
+                            line: self.lines.line_no + 1,
+                            column: 1,
+                        },
+                        format!(
+                            "line longer than {} bytes (is this a text trace?)",
+                            crate::lines::MAX_LINE
+                        ),
+                    )
+                    .with_expected(self.fmt.line_form()));
+                }
+            };
+            // Parse into a value that borrows `line`, then copy the key out before we touch
+            // `self` again.
+            let parsed = self.fmt.parse(line);
+            let raw = match parsed {
+                Ok(Parsed::Record(r)) => r,
+                Ok(Parsed::Skip) => continue,
+                Ok(Parsed::End) => {
+                    self.done = true;
+                    continue;
+                }
+                Ok(Parsed::Unsupported(what)) => {
+                    *self.unsupported.entry(what).or_insert(0) += 1;
+                    continue;
+                }
+                Err(fe) => {
+                    let e = self.error_at(fe.column, fe.message, fe.expected);
+                    self.bad_line(e)?;
+                    continue;
+                }
+            };
+            let (time, op, offset, raw_len, stream, measured) = (
+                raw.time,
+                raw.op,
+                raw.offset,
+                raw.len,
+                raw.stream,
+                raw.measured,
+            );
+            let selected = match &self.select {
+                Some(sel) => Ok(raw.dev.matches(sel).then_some(0)),
+                None => self.devs.id(raw.dev).map(Some),
+            };
+            let selected = match selected {
+                Ok(s) => s,
+                Err(m) => {
+                    let e = self.error_at(1, m, "at most 65536 devices".into());
+                    return Err(e);
+                }
+            };
+            let Some(dev) = selected else {
+                self.other_devices += 1;
+                continue;
+            };
+            let len = match u32::try_from(raw_len) {
+                Ok(l) => l,
+                Err(_) => {
+                    let e = self.error_at(
+                        1,
+                        format!("request length {raw_len} bytes does not fit in 32 bits"),
+                        "a request of less than 4 GiB".into(),
+                    );
+                    self.bad_line(e)?;
+                    continue;
+                }
+            };
+            if offset.checked_add(raw_len).is_none() {
+                let e = self.error_at(
+                    1,
+                    format!("offset {offset} + length {raw_len} overflows"),
+                    "a request inside a 64-bit byte address space".into(),
+                );
+                self.bad_line(e)?;
+                continue;
+            }
+            let origin = *self
+                .origin
+                .get_or_insert(if self.rebase { time } else { 0 });
+            if time < origin || time - origin < self.last_arrival {
+                let e = self.error_at(
+                    1,
+                    format!(
+                        "arrival goes backwards: {} ns after the origin, previous request at {} ns",
+                        time as i128 - origin as i128,
+                        self.last_arrival
+                    ),
+                    "records in non-decreasing time order".into(),
+                );
+                self.bad_line(e)?;
+                continue;
+            }
+            let arrival = time - origin;
+            self.last_arrival = arrival;
+            self.records += 1;
+            return Ok(Some(Request {
+                arrival,
+                op,
+                offset,
+                len,
+                dev,
+                stream,
+                file: None,
+                call_site: None,
+                measured,
+            }));
+        }
+    }
+}
+
+impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
+    fn next_request(&mut self) -> Result<Option<Request>, TraceError> {
+        self.read_next().map_err(TraceError::from)
+    }
+
+    fn assumptions(&self) -> Vec<String> {
+        let mut v = self.extra.clone();
+        v.push(format!("format: {}", self.fmt.name()));
+        v.extend(self.fmt.assumptions());
+        if self.rebase {
+            match self.origin {
+                Some(o) => v.push(format!(
+                    "time origin: the first record's timestamp ({o} ns on the trace's clock) is t = 0"
+                )),
+                None => v.push("time origin: the first record's timestamp is t = 0".into()),
+            }
+        } else if self.fmt.absolute_clock() {
+            v.push("time origin: kept the trace's absolute clock".into());
+        }
+        match &self.select {
+            Some(k) => v.push(format!(
+                "device: selected {} only (as dev 0); {} records of other devices skipped",
+                self.fmt.display_key(k),
+                self.other_devices
+            )),
+            None => {
+                if !self.devs.order.is_empty() {
+                    let shown: Vec<String> = self
+                        .devs
+                        .order
+                        .iter()
+                        .take(32)
+                        .enumerate()
+                        .map(|(i, k)| format!("{i}={}", self.fmt.display_key(k)))
+                        .collect();
+                    let more = if self.devs.order.len() > 32 {
+                        format!(" … ({} in all)", self.devs.order.len())
+                    } else {
+                        String::new()
+                    };
+                    v.push(format!(
+                        "devices: numbered in order of first appearance: {}{more}",
+                        shown.join(", ")
+                    ));
+                }
+            }
+        }
+        let mut unsup: Vec<_> = self.unsupported.iter().collect();
+        unsup.sort();
+        for (what, n) in unsup {
+            v.push(format!("skipped {n} records: {what}"));
+        }
+        if self.lenient {
+            v.push(format!("lenient: skipped {} bad lines", self.bad_lines));
+            for q in &self.quoted {
+                v.push(format!("  bad line: {q}"));
+            }
+        }
+        v
+    }
+}
+
+/// 512-byte sectors to bytes, refusing overflow.
+pub fn sectors(n: u64, col: usize) -> Result<u64, FieldError> {
+    n.checked_mul(512).ok_or_else(|| {
+        FieldError::new(
+            col,
+            format!("{n} sectors overflow a 64-bit byte offset"),
+            "a sector count below 2^55",
+        )
+    })
+}

@@ -1,0 +1,543 @@
+//! Every reader on hand-written samples: every field of every record, the unit conversions,
+//! device numbering and selection, and one malformed input per error class.
+
+use wattio_core::{Op, Request};
+use wattio_formats::{read_all, ReadOptions};
+
+fn req(
+    arrival: u64,
+    op: Op,
+    offset: u64,
+    len: u32,
+    dev: u16,
+    stream: u32,
+    measured: Option<u64>,
+) -> Request {
+    Request {
+        arrival,
+        op,
+        offset,
+        len,
+        dev,
+        stream,
+        file: None,
+        call_site: None,
+        measured,
+    }
+}
+
+fn read(fmt: &str, text: &str) -> Vec<Request> {
+    read_opts(fmt, text, &ReadOptions::default()).0
+}
+
+fn read_opts(fmt: &str, text: &str, o: &ReadOptions) -> (Vec<Request>, Vec<String>) {
+    match read_all(text.as_bytes(), fmt, o) {
+        Ok(x) => x,
+        Err(e) => panic!("{fmt}: unexpected error {e}"),
+    }
+}
+
+fn err(fmt: &str, text: &str) -> String {
+    match read_all(text.as_bytes(), fmt, &ReadOptions::default()) {
+        Ok((v, _)) => panic!("{fmt}: expected an error, read {} requests", v.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn sel(d: &str) -> ReadOptions {
+    ReadOptions {
+        device: Some(d.into()),
+        ..Default::default()
+    }
+}
+
+const MSR: &str = "128166372003061629,hm,1,Read,3154227200,4096,40160
+128166372003061629,hm,1,Write,4096,512,1000
+128166372016382155,src2,0,Write,0,65536,20
+";
+
+#[test]
+fn msr_every_field_filetime_to_ns_and_volumes() {
+    let (v, a) = read_opts("msr", MSR, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Read, 3_154_227_200, 4096, 0, 0, Some(4_016_000)),
+            req(0, Op::Write, 4096, 512, 0, 0, Some(100_000)),
+            // (128166372016382155 - 128166372003061629) ticks × 100 ns
+            req(1_332_052_600, Op::Write, 0, 65536, 1, 0, Some(2_000)),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("0=hm_1, 1=src2_0"), "{all}");
+    assert!(all.contains("12816637200306162900 ns"), "{all}");
+}
+
+#[test]
+fn msr_select_volume_renumbers_to_dev0_and_rebases_on_it() {
+    for s in ["src2_0", "src2,0"] {
+        let (v, a) = read_opts("msr", MSR, &sel(s));
+        assert_eq!(v, vec![req(0, Op::Write, 0, 65536, 0, 0, Some(2_000))]);
+        assert!(a
+            .join("\n")
+            .contains("selected src2_0 only (as dev 0); 2 records of other devices skipped"));
+    }
+}
+
+#[test]
+fn fiu_every_field_blocks_to_bytes_and_spaces_in_process_names() {
+    let t = "89966533427010 4890 syslogd 904265560 8 W 6 0 531e779b2d0cb8d2ae8fcbb8a8c2c8d4
+89966533500000 4890 kworker 1 2 100 16 R 8 16 0123456789abcdef0123456789abcdef
+89966533600000 7 cat 10 1 R 6 0
+";
+    assert_eq!(
+        read("fiu", t),
+        vec![
+            req(0, Op::Write, 904_265_560 * 512, 4096, 0, 4890, None),
+            req(72_990, Op::Read, 51_200, 8192, 1, 4890, None),
+            req(172_990, Op::Read, 5120, 512, 0, 7, None),
+        ]
+    );
+    let (v, _) = read_opts("fiu", t, &sel("8,16"));
+    assert_eq!(v, vec![req(0, Op::Read, 51_200, 8192, 0, 4890, None)]);
+}
+
+const BLKPARSE: &str = "  8,16   1        1     0.000000000  5529  Q  WS 274432 + 8 [fio]
+  8,16   1        2     0.000001000  5529  G  WS 274432 + 8 [fio]
+  8,16   1        3     0.000010500  5529  D  WS 274432 + 8 [fio]
+  8,16   0        4     0.000200000     0  C  WS 274432 + 8 [0]
+  8,16   1        5     0.001000000  5530  D   R 1000 + 16 [dd]
+  8,16   1        6     0.002000000  5531  D FWS [kworker/1:1H]
+  8,0    0        1     0.003000000   100  D   D 2048 + 2048 [fstrim]
+  8,16   1        7     0.004000000  5529  m   N cfq5529 insert_request
+  8,16   1        8     0.005000000  5532  D   N 0 + 0 [scsi]
+CPU0 (8,16):
+ Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB
+";
+
+#[test]
+fn blkparse_default_action_d_every_field() {
+    let (v, a) = read_opts("blkparse", BLKPARSE, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(10_500, Op::Write, 274_432 * 512, 4096, 0, 5529, None),
+            req(1_000_000, Op::Read, 512_000, 8192, 0, 5530, None),
+            req(2_000_000, Op::Flush, 0, 0, 0, 5531, None),
+            req(3_000_000, Op::Discard, 1_048_576, 1_048_576, 1, 100, None),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("kept action D only"), "{all}");
+    assert!(
+        all.contains("skipped 1 records: blkparse requests with no data"),
+        "{all}"
+    );
+    assert!(all.contains("0=8,16, 1=8,0"), "{all}");
+}
+
+#[test]
+fn blkparse_queue_and_complete_actions() {
+    let q = ReadOptions {
+        blkparse_action: Some('Q'),
+        ..Default::default()
+    };
+    assert_eq!(
+        read_opts("blkparse", BLKPARSE, &q).0,
+        vec![req(0, Op::Write, 274_432 * 512, 4096, 0, 5529, None)]
+    );
+    let c = ReadOptions {
+        blkparse_action: Some('C'),
+        ..Default::default()
+    };
+    assert_eq!(
+        read_opts("blkparse", BLKPARSE, &c).0,
+        vec![req(200_000, Op::Write, 274_432 * 512, 4096, 0, 0, None)]
+    );
+}
+
+#[test]
+fn spc_every_field_lba_blocks_size_bytes_seconds() {
+    let t = "0,20941264,8192,W,0.551706
+1,3436288,15872,r,0.554041,extra
+0,20939840,8192,w,0.554397
+";
+    assert_eq!(
+        read("spc", t),
+        vec![
+            req(551_706_000, Op::Write, 20_941_264 * 512, 8192, 0, 0, None),
+            req(554_041_000, Op::Read, 3_436_288 * 512, 15872, 1, 0, None),
+            req(554_397_000, Op::Write, 20_939_840 * 512, 8192, 0, 0, None),
+        ]
+    );
+    let (v, _) = read_opts("spc", t, &sel("1"));
+    assert_eq!(
+        v,
+        vec![req(
+            554_041_000,
+            Op::Read,
+            3_436_288 * 512,
+            15872,
+            0,
+            0,
+            None
+        )]
+    );
+}
+
+#[test]
+fn alibaba_every_field_microseconds_and_bytes() {
+    let t = "419,W,8331476992,4096,1577808000000047
+419,R,8331481088,16384,1577808000000100
+27,W,0,512,1577808000001047
+";
+    assert_eq!(
+        read("alibaba", t),
+        vec![
+            req(0, Op::Write, 8_331_476_992, 4096, 0, 0, None),
+            req(53_000, Op::Read, 8_331_481_088, 16384, 0, 0, None),
+            req(1_000_000, Op::Write, 0, 512, 1, 0, None),
+        ]
+    );
+    let keep = ReadOptions {
+        keep_absolute_time: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        read_opts("alibaba", t, &keep).0[0].arrival,
+        1_577_808_000_000_047_000
+    );
+}
+
+#[test]
+fn tencent_every_field_seconds_and_sectors() {
+    let t = "1538323200,12345,8,1,1063
+1538323200,0,16,0,1063
+1538323201,100,1,0,7
+";
+    assert_eq!(
+        read("tencent", t),
+        vec![
+            req(0, Op::Write, 12_345 * 512, 4096, 0, 0, None),
+            req(0, Op::Read, 0, 8192, 0, 0, None),
+            req(1_000_000_000, Op::Read, 51_200, 512, 1, 0, None),
+        ]
+    );
+}
+
+#[test]
+fn disksim_ascii_every_field_ms_blocks_hex_flags() {
+    let t = "13.191135\t30\t0\t5\t1
+17.829285\t20\t576560\t6\t0
+24.314779\t17\t0\t24\t0x1
+";
+    assert_eq!(
+        read("disksim", t),
+        vec![
+            req(13_191_135, Op::Read, 0, 2560, 0, 0, None),
+            req(17_829_285, Op::Write, 576_560 * 512, 3072, 1, 0, None),
+            req(24_314_779, Op::Read, 0, 12288, 2, 0, None),
+        ]
+    );
+}
+
+#[test]
+fn disksim_validate_closed_loop_arrivals_and_measured_service() {
+    let t = "W Hit    4583176   4    663.00000  45422.00000
+R Miss   3962268  12   6657.50000  64047.00000
+R Doub   3962296  16   1825.00000  36016.00000
+";
+    assert_eq!(
+        read("disksim-validate", t),
+        vec![
+            req(0, Op::Write, 4_583_176 * 512, 2048, 0, 0, Some(663_000)),
+            // 663 µs service + 45422 µs think time
+            req(
+                46_085_000,
+                Op::Read,
+                3_962_268 * 512,
+                6144,
+                0,
+                0,
+                Some(6_657_500)
+            ),
+            req(
+                46_085_000 + 6_657_500 + 64_047_000,
+                Op::Read,
+                3_962_296 * 512,
+                8192,
+                0,
+                0,
+                Some(1_825_000)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn fio_v2_waits_accumulate_and_actions_map() {
+    let t = "fio version 2 iolog
+/dev/sdb add
+/dev/sdb open
+/dev/sdb write 0 4096
+/dev/sdb wait 1500 0
+/dev/sdb read 8192 512
+/dev/sdc add
+/dev/sdc open
+/dev/sdc trim 1048576 65536
+/dev/sdb sync 0 0
+/dev/sdb close
+";
+    let (v, a) = read_opts("fio", t, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Write, 0, 4096, 0, 0, None),
+            req(1_500_000, Op::Read, 8192, 512, 0, 0, None),
+            req(1_500_000, Op::Discard, 1_048_576, 65536, 1, 0, None),
+            req(1_500_000, Op::Flush, 0, 0, 0, 0, None),
+        ]
+    );
+    assert!(a.join("\n").contains("0=/dev/sdb, 1=/dev/sdc"));
+}
+
+#[test]
+fn fio_v3_timestamps_are_microseconds() {
+    let t = "fio version 3 iolog
+0 /dev/sdb add
+0 /dev/sdb open
+10 /dev/sdb write 0 4096
+250 /dev/sdb read 4096 8192
+300 /dev/sdb datasync
+400 /dev/sdb close
+";
+    assert_eq!(
+        read("fio", t),
+        vec![
+            req(10_000, Op::Write, 0, 4096, 0, 0, None),
+            req(250_000, Op::Read, 4096, 8192, 0, 0, None),
+            req(300_000, Op::Flush, 0, 0, 0, 0, None),
+        ]
+    );
+}
+
+/// One malformed input per error class and format: the message names line and column and
+/// the expected form.
+#[test]
+fn malformed_inputs_name_line_column_and_expected_form() {
+    let cases: &[(&str, &str, &str)] = &[
+        // bad number
+        (
+            "msr",
+            "12a,hm,1,Read,0,4096,1\n",
+            "<input>:1:1: bad field `12a` (expected a Windows filetime",
+        ),
+        // bad enumerated token
+        (
+            "msr",
+            "128166372003061629,hm,1,Rd,0,4096,1\n",
+            "<input>:1:25: bad field `Rd` (expected Read or Write)",
+        ),
+        // missing field
+        (
+            "msr",
+            "128166372003061629,hm,1,Read,0,4096\n",
+            "<input>:1:36: line ends early (expected a response time",
+        ),
+        // extra field
+        (
+            "msr",
+            "128166372003061629,hm,1,Read,0,4096,1,9\n",
+            "<input>:1:39: bad field `9` (expected end of line",
+        ),
+        // time going backwards
+        (
+            "msr",
+            "128166372003061629,hm,1,Read,0,4096,1\n128166372003061628,hm,1,Read,0,4096,1\n",
+            "<input>:2:1: arrival goes backwards",
+        ),
+        // length beyond the request model
+        (
+            "alibaba",
+            "1,R,0,8589934592,5\n",
+            "<input>:1:1: request length 8589934592 bytes does not fit in 32 bits",
+        ),
+        // sector overflow
+        (
+            "tencent",
+            "1,36028797018963968,1,0,1\n",
+            "<input>:1:3: 36028797018963968 sectors overflow",
+        ),
+        (
+            "fiu",
+            "1 2 p 3 4 X 6 0\n",
+            "<input>:1:11: bad field `X` (expected R or W)",
+        ),
+        ("fiu", "1 2 p 3 4 R\n", "<input>:1:12: line has 6 fields"),
+        (
+            "blkparse",
+            "8;16 1 1 0.1 5 D W 0 + 8\n",
+            "<input>:1:1: bad field `8;16` (expected a device MAJ,MIN",
+        ),
+        (
+            "blkparse",
+            "8,16 1 1 0.1x 5 D W 0 + 8\n",
+            "<input>:1:10: bad field `0.1x` (expected a time SECS.NSECS)",
+        ),
+        (
+            "blkparse",
+            "8,16 1 1 0.1 5 D W 0 - 8\n",
+            "<input>:1:22: bad field `-` (expected `+ NSECTORS`",
+        ),
+        (
+            "spc",
+            "0,1,512,x,0.5\n",
+            "<input>:1:9: bad field `x` (expected r or w)",
+        ),
+        (
+            "spc",
+            "0,1,512,r,-0.5\n",
+            "<input>:1:11: bad field `-0.5` (expected a timestamp in seconds)",
+        ),
+        (
+            "alibaba",
+            "1,R,0,512\n",
+            "<input>:1:10: line ends early (expected a timestamp in microseconds)",
+        ),
+        (
+            "tencent",
+            "1,0,1,2,1\n",
+            "<input>:1:7: bad field `2` (expected IOType 0 (read) or 1 (write))",
+        ),
+        (
+            "disksim",
+            "1.0 0 0 8 zz\n",
+            "<input>:1:11: bad field `zz` (expected flags in hex",
+        ),
+        (
+            "disksim",
+            "1.0 0 0 8 1 7\n",
+            "<input>:1:13: bad field `7` (expected end of line",
+        ),
+        (
+            "disksim-validate",
+            "W Hot 1 1 1.0 1.0\n",
+            "<input>:1:3: bad field `Hot` (expected Hit, Miss, Doub or Trip)",
+        ),
+        (
+            "disksim-validate",
+            "W Hit 1 1 1.0\n",
+            "<input>:1:14: line ends early (expected a think time in µs)",
+        ),
+        (
+            "fio",
+            "/dev/sdb read 0 4096\n",
+            "<input>:1:1: not a fio iolog header",
+        ),
+        (
+            "fio",
+            "fio version 2 iolog\n/dev/sdb rd 0 1\n",
+            "<input>:2:10: unknown action `rd`",
+        ),
+        (
+            "fio",
+            "fio version 3 iolog\n5 /dev/sdb wait 10 0\n",
+            "<input>:2:12: `wait` in a version 3 iolog",
+        ),
+        (
+            "fio",
+            "fio version 3 iolog\n5 /dev/sdb read 10\n",
+            "<input>:2:19: I/O action without offset and length",
+        ),
+        (
+            "fio",
+            "",
+            "<input>: empty file: no `fio version 2|3 iolog` header",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (fmt, text, want) in cases {
+        let e = err(fmt, text);
+        if !e.starts_with(want) {
+            wrong.push(format!("{fmt}: got\n  {e}\nwanted prefix\n  {want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn lenient_skips_counts_and_quotes_bad_lines() {
+    let t = "0,1,512,r,0.5\n0,1,512,x,0.6\nnot a line\n0,2,512,w,0.7\n0,2,512,w,0.1\n";
+    let o = ReadOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let (v, a) = read_opts("spc", t, &o);
+    assert_eq!(
+        v,
+        vec![
+            req(500_000_000, Op::Read, 512, 512, 0, 0, None),
+            req(700_000_000, Op::Write, 1024, 512, 0, 0, None),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("lenient: skipped 3 bad lines"), "{all}");
+    assert!(
+        all.contains("bad line: <input>:2:9: bad field `x`"),
+        "{all}"
+    );
+    assert!(
+        all.contains("bad line: <input>:3:1: bad field `not a line`"),
+        "{all}"
+    );
+    assert!(
+        all.contains("bad line: <input>:5:1: arrival goes backwards"),
+        "{all}"
+    );
+}
+
+#[test]
+fn crlf_line_endings_and_blank_lines_are_accepted() {
+    let v = read("alibaba", "1,R,0,512,10\r\n\r\n1,W,512,512,11\r\n");
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Read, 0, 512, 0, 0, None),
+            req(1_000, Op::Write, 512, 512, 0, 0, None)
+        ]
+    );
+}
+
+#[test]
+fn bad_device_selection_is_refused() {
+    let e = read_all(MSR.as_bytes(), "msr", &sel("hm"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad device selection `hm`"), "{e}");
+}
+
+#[test]
+fn sniffing_recognizes_every_text_format() {
+    use wattio_formats::sniff;
+    let cases: &[(&str, &str)] = &[
+        (MSR, "msr"),
+        (
+            "89966533427010 4890 syslogd 904265560 8 W 6 0 531e779b2d0cb8d2ae8fcbb8a8c2c8d4\n",
+            "fiu",
+        ),
+        (BLKPARSE, "blkparse"),
+        ("0,20941264,8192,W,0.551706\n", "spc"),
+        ("419,W,8331476992,4096,1577808000000047\n", "alibaba"),
+        ("1538323200,12345,8,1,1063\n", "tencent"),
+        ("13.191135\t30\t0\t5\t1\n", "disksim"),
+        (
+            "W Hit    4583176   4    663.00000  45422.00000\n",
+            "disksim-validate",
+        ),
+        ("fio version 3 iolog\n", "fio"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(sniff(text.as_bytes()), Some(*want), "{text}");
+    }
+    assert_eq!(sniff(b"hello world\n"), None);
+}

@@ -1,0 +1,120 @@
+"""wattio.trace and `wattio trace …` on hand-written traces: values, not just shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from wattio import trace
+from wattio.cli import main
+
+MSR = (
+    "128166372003061629,hm,1,Read,3154227200,4096,40160\n"
+    "128166372003061629,hm,1,Write,4096,512,1000\n"
+    "128166372016382155,src2,0,Write,0,65536,20\n"
+)
+
+
+@pytest.fixture
+def msr(tmp_path: Path) -> Path:
+    p = tmp_path / "hm_1.csv"
+    p.write_text(MSR)
+    return p
+
+
+def test_read_msr_into_dataframe_with_ns_and_bytes(msr: Path) -> None:
+    df = trace.read(msr)
+    assert list(df.columns) == trace.COLUMNS
+    assert df["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
+    assert df["op"].tolist() == [0, 1, 1]
+    assert df["offset"].tolist() == [3_154_227_200, 4096, 0]
+    assert df["len"].tolist() == [4096, 512, 65536]
+    assert df["dev"].tolist() == [0, 0, 1]
+    assert df["measured_ns"].tolist() == [4_016_000, 100_000, 2_000]
+    assert df["file"].isna().all()
+    assert any("detected format msr" in a for a in df.attrs["assumptions"])
+
+
+def test_read_selects_one_volume(msr: Path) -> None:
+    df = trace.read(msr, "msr", device="src2_0")
+    assert df["arrival_ns"].tolist() == [0]
+    assert df["dev"].tolist() == [0]
+
+
+def test_stats_dict(msr: Path) -> None:
+    s = trace.stats(msr)
+    assert s["requests"] == 3
+    assert s["read_fraction"] == pytest.approx(1 / 3)
+    assert s["bytes_written"] == 512 + 65536
+    assert s["footprint_exact"] is True
+    # hm_1: pages 770075 and 1; src2_0: 16 pages from 0.
+    assert s["footprint_pages"] == 18
+    assert [d["requests"] for d in s["devices"]] == [2, 1]
+
+
+def test_cli_stats_json_and_text(msr: Path, capsys) -> None:
+    assert main(["trace", "stats", str(msr), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"] == 3
+    assert out["read_fraction"] == pytest.approx(1 / 3)
+    assert main(["trace", "stats", str(msr)]) == 0
+    text = capsys.readouterr().out
+    assert "requests            3" in text
+    assert "idle time in gaps longer than t" in text
+
+
+def test_cli_convert_to_disksim_and_fio_round_trip(msr: Path, tmp_path: Path, capsys) -> None:
+    ds = tmp_path / "t.disksim"
+    assert main(["trace", "convert", str(msr), str(ds)]) == 0
+    assert ds.read_text().splitlines() == [
+        "0.000000 0 6160600 8 1",
+        "0.000000 0 8 1 0",
+        "1332.052600 1 0 128 0",
+    ]
+    back = trace.read(ds, "disksim")
+    assert back["offset"].tolist() == [3_154_227_200, 4096, 0]
+    assert back["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
+    io = tmp_path / "t.iolog"
+    assert main(["trace", "convert", str(msr), str(io), "--to", "fio"]) == 0
+    lines = io.read_text().splitlines()
+    assert lines[0] == "fio version 3 iolog"
+    assert "1332052 /dev/wattio1 write 0 65536" in lines
+
+
+def test_cli_slice_window_and_speedup(msr: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.parquet"
+    assert main(["trace", "slice", str(msr), str(out), "--start", "0", "--end", "2",
+                 "--speedup", "4"]) == 0
+    df = trace.read(out)
+    assert df["arrival_ns"].tolist() == [0, 0, 333_013_150]
+
+
+def test_cli_reports_file_line_column_and_lenient(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(MSR + "128166372016382155,src2,0,Wrote,0,65536,20\n")
+    assert main(["trace", "stats", str(bad), "--format", "msr"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:4:27: bad field `Wrote` (expected Read or Write)" in err
+    assert main(["trace", "stats", str(bad), "--format", "msr", "--lenient", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["requests"] == 3
+    assert "lenient: skipped 1 bad lines" in s["assumptions"]
+
+
+def _shared() -> Path:
+    env = os.environ.get("WATTIO_SHARED")
+    root = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+    return root / "disksim-valid"
+
+
+def test_disksim_validation_trace_stats() -> None:
+    p = _shared() / "atlas10k.trace"
+    if not p.exists():
+        pytest.skip(f"DiskSim validation data not found at {p}")
+    s = trace.stats(p)
+    assert s["requests"] == 10_000
+    assert s["measured"]["count"] == 10_000
+    assert any("disksim-validate" in a for a in s["assumptions"])
