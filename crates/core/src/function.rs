@@ -95,6 +95,11 @@ pub trait Function: Send {
         Ok(())
     }
 
+    /// The run (or live session) starts: arm periodic timers, start idle clocks.
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        let _ = (now, out);
+    }
+
     /// A request from the layer above (or the host).
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions);
 
@@ -124,6 +129,9 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
         (**self).attach(devices)
+    }
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        (**self).on_start(now, out)
     }
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         (**self).on_request(now, io, out)

@@ -77,6 +77,16 @@ impl Stack {
         &self.layers
     }
 
+    /// The run starts: every layer's `on_start`, top down.
+    pub fn start(&mut self, now: Nanos, fx: &mut Vec<Effect>) {
+        for layer in 0..self.layers.len() {
+            self.acts.clear();
+            self.layers[layer].on_start(now, &mut self.acts);
+            self.route(layer, now, fx);
+            self.run(now, fx);
+        }
+    }
+
     /// A request from the host.
     pub fn request(&mut self, now: Nanos, io: Io, fx: &mut Vec<Effect>) {
         if self.layers.is_empty() {
