@@ -286,6 +286,11 @@ impl Client {
 }
 
 impl Sender {
+    /// The cookie the next [`Sender::send`] will use.
+    pub fn next_cookie(&self) -> u64 {
+        self.next
+    }
+
     /// Send a request; returns its cookie.
     pub fn send(
         &mut self,

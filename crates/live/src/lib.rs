@@ -12,8 +12,11 @@ pub mod backend;
 pub mod capture;
 pub mod client;
 pub mod proto;
+pub mod replay;
+pub mod report;
 pub mod server;
 pub mod session;
+pub mod setup;
 
 pub use backend::{Backend, ComponentSpec};
 pub use server::{ListenAddr, Server};

@@ -293,6 +293,15 @@ impl Session {
                 .spawn(move || s.timer_thread())
                 .map_err(|e| format!("cannot start timer thread: {e}"))?,
         );
+        // Functions may arm timers (or power commands) before the first request.
+        let mut out = Outbox::default();
+        {
+            let mut g = lock(&shared.core);
+            let mut fx = Vec::new();
+            g.stack.start(0, &mut fx);
+            g.apply(&shared, 0, &mut fx, &mut out);
+        }
+        shared.dispatch(out, false);
         Ok(Session { shared, threads })
     }
 
