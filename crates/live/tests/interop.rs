@@ -150,6 +150,7 @@ fn fio_nbd_engine_randwrite_with_crc32c_verify() {
         "--verify=crc32c",
         "--do_verify=1",
         "--verify_fatal=1",
+        "--verify_state_save=0",
         "--output-format=terse",
         "--terse-version=3",
     ]));
