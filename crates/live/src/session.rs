@@ -755,6 +755,21 @@ impl Core {
         self.timer_seq += 1;
         let seq = self.timer_seq;
         self.timers.push(Reverse((at, seq, kind)));
+        // Re-armed and cancelled timers leave stale heap entries (lazy deletion); a function
+        // that re-arms on every request would grow the heap without bound, so rebuild it
+        // once stale entries dominate.
+        if self.timers.len() > 1024 && self.timers.len() > 4 * (self.layer_timers.len() + 64) {
+            let live = &self.layer_timers;
+            let v: Vec<_> = std::mem::take(&mut self.timers)
+                .into_vec()
+                .into_iter()
+                .filter(|Reverse((_, s, k))| match k {
+                    TimerKind::Layer(l, t) => live.get(&(*l, *t)) == Some(s) || *s == seq,
+                    _ => true,
+                })
+                .collect();
+            self.timers = BinaryHeap::from(v);
+        }
         if at < self.timer_sleep_until {
             self.timer_sleep_until = at;
             shared.timer_cv.notify_one();

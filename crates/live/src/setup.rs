@@ -23,6 +23,9 @@ pub struct ServeSpec {
     pub read_only: bool,
     /// Emulate every component device with this model: a catalogue name or a TOML file.
     pub model: Option<PathBuf>,
+    /// With a model: enforce its latency and account its power (true), or only describe
+    /// the device to the functions (false: measures a stack's own overhead).
+    pub emulate: bool,
     /// Put a fixed-timeout spin-down layer in the stack (seconds of idleness).
     pub spindown_s: Option<f64>,
     pub capture: Option<PathBuf>,
@@ -80,8 +83,13 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
             power,
         };
         let runtime = match &model {
-            Some(m) => Some(DeviceRuntime::new(info.clone(), m.build_timing()?, None, 0)),
-            None => None,
+            Some(m) if spec.emulate => Some(DeviceRuntime::new(
+                info.clone(),
+                m.build_timing()?,
+                None,
+                0,
+            )),
+            _ => None,
         };
         let mut e = ExportInfo::new(c.name.clone(), backend.size());
         e.read_only = spec.read_only;

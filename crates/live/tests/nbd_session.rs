@@ -290,6 +290,7 @@ fn emulated_disk_that_spun_down_makes_the_guest_wait_for_spin_up() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/fast-spinup-laptop-disk.toml"),
     );
+    s.emulate = true;
     s.spindown_s = Some(0.05);
     let srv = serve(&s, &sock);
     let mut c = Client::connect(&uri(&sock, "a.img")).unwrap();

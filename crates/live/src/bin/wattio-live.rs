@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen 127.0.0.1:PORT)
-//!     [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml] [--spindown SECONDS]
+//!     [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]
 //!     [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]
 //! wattio-live replay TRACE --nbd URI [--speed X]
 //! ```
@@ -23,7 +23,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
+        "usage:\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
     );
     std::process::exit(2)
 }
@@ -63,7 +63,11 @@ fn serve(args: &[String]) -> Result<(), String> {
             "--listen" => listen = Some(ListenAddr::parse_tcp(value(args, &mut i, a)?)?),
             "--direct" => spec.direct = true,
             "--read-only" => spec.read_only = true,
-            "--model" => spec.model = Some(PathBuf::from(value(args, &mut i, a)?)),
+            "--model" => {
+                spec.model = Some(PathBuf::from(value(args, &mut i, a)?));
+                spec.emulate = true;
+            }
+            "--no-emulate" => spec.emulate = false,
             "--spindown" => {
                 let v = value(args, &mut i, a)?;
                 spec.spindown_s = Some(
