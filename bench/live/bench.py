@@ -73,6 +73,7 @@ def main() -> int:
     ap.add_argument("--binary", default=os.path.join(REPO, "target/release/wattio-live"))
     ap.add_argument("--runtime", type=float, default=10.0)
     ap.add_argument("--size-mib", type=int, default=512)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per job and server (median kept)")
     ap.add_argument("--dir", default=None, help="where to put the image (default: a temp dir)")
     args = ap.parse_args()
     for tool in ("fio", "nbdkit", "qemu-nbd"):
@@ -89,26 +90,45 @@ def main() -> int:
         chunk = os.urandom(1 << 20)
         for _ in range(args.size_mib):
             f.write(chunk)
+        f.flush()
+        # Write-back of the fresh image must not run during the first measurement.
+        os.fsync(f.fileno())
     results: dict[str, dict] = {}
+    sock = os.path.join(tmp, "s.sock")
+    cmds = servers(args.binary, image, sock)
     try:
-        for name, cmd in servers(args.binary, image, os.path.join(tmp, "s.sock")).items():
-            sock = os.path.join(tmp, "s.sock")
-            if os.path.exists(sock):
-                os.unlink(sock)
-            jobs = JOBS if name != "wattio+spindown" else [("randread", 1), ("randwrite", 1)]
-            proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-            try:
-                wait_socket(sock, proc)
-                for rw, qd in jobs:
-                    results.setdefault(f"{rw} QD{qd}", {})[name] = fio(sock, rw, qd, args.runtime, size)
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+        # Job-major order: every server runs each job back to back, so background noise on
+        # a shared machine hits them alike rather than whichever server ran first.
+        for rw, qd in JOBS:
+            for rep in range(args.repeat):
+                for name, cmd in cmds.items():
+                    if name == "wattio+spindown" and qd != 1:
+                        continue
+                    if os.path.exists(sock):
+                        os.unlink(sock)
+                    proc = subprocess.Popen(
+                        cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+                    )
+                    try:
+                        wait_socket(sock, proc)
+                        r = fio(sock, rw, qd, args.runtime, size)
+                        results.setdefault(f"{rw} QD{qd}", {}).setdefault(name, []).append(r)
+                    finally:
+                        proc.terminate()
+                        proc.wait(timeout=30)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+    # The median run of each (job, server) by IOPS: one noisy neighbour does not decide it.
+    for job in results.values():
+        for name, runs in job.items():
+            runs.sort(key=lambda r: r["iops"])
+            job[name] = runs[len(runs) // 2]
     names = ["wattio", "nbdkit-file", "qemu-nbd"]
-    print(f"\n4 KiB random I/O, fio nbd engine, {args.runtime:.0f} s per job, {args.size_mib} MiB image")
+    print(
+        f"\n4 KiB random I/O, fio nbd engine, {args.runtime:.0f} s per job, {args.size_mib} MiB "
+        f"image, median of {args.repeat} interleaved runs"
+    )
     print(f"{'job':<15}" + "".join(f"{n + ' IOPS':>18}" for n in names) + f"{'wattio/best':>13}")
     for job, r in results.items():
         row = f"{job:<15}" + "".join(f"{r[n]['iops']:>18.0f}" for n in names)

@@ -586,10 +586,10 @@ impl Shared {
             let n = jobs.len();
             q.extend(jobs);
             drop(q);
-            if n == 1 {
+            // One wake-up per job: waking every worker for a single job only makes them
+            // fight over it (2-core machines feel this most).
+            for _ in 0..n {
                 self.queue_cv.notify_one();
-            } else {
-                self.queue_cv.notify_all();
             }
         }
         if let Some(j) = mine {
@@ -665,8 +665,11 @@ impl Shared {
             self.send_replies(replies);
             let next = jobs.pop();
             if !jobs.is_empty() {
+                let n = jobs.len();
                 lock(&self.queue).extend(jobs);
-                self.queue_cv.notify_all();
+                for _ in 0..n {
+                    self.queue_cv.notify_one();
+                }
             }
             match next {
                 Some(j) => job = j,

@@ -83,12 +83,9 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
             power,
         };
         let runtime = match &model {
-            Some(m) if spec.emulate => Some(DeviceRuntime::new(
-                info.clone(),
-                m.build_timing()?,
-                None,
-                0,
-            )),
+            Some(m) if spec.emulate => {
+                Some(DeviceRuntime::new(info.clone(), m.build_timing()?, None, 0))
+            }
             _ => None,
         };
         let mut e = ExportInfo::new(c.name.clone(), backend.size());

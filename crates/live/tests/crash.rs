@@ -74,7 +74,10 @@ fn round(seed: u64) {
             "seed {seed}: block {b} was acknowledged durable but is not on disk"
         );
     }
-    eprintln!("seed {seed}: killed after {delay:?}, {} durable blocks verified", durable.len());
+    eprintln!(
+        "seed {seed}: killed after {delay:?}, {} durable blocks verified",
+        durable.len()
+    );
 }
 
 #[test]

@@ -49,13 +49,25 @@ fn qemu_img_convert_and_compare_round_trip() {
     let mut s = pattern(42, 8 << 20);
     s[(2 << 20)..(4 << 20)].fill(0);
     std::fs::write(&src, &s).unwrap();
-    run(Command::new("qemu-img").args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&src).arg(&u));
-    let out = run(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&u));
+    run(Command::new("qemu-img")
+        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+        .arg(&src)
+        .arg(&u));
+    let out = run(Command::new("qemu-img")
+        .args(["compare", "-f", "raw", "-F", "raw"])
+        .arg(&src)
+        .arg(&u));
     assert!(out.contains("Images are identical"), "{out}");
     // And back out again through NBD into a new file.
     let back = d.path("back.qcow2");
-    run(Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "qcow2"]).arg(&u).arg(&back));
-    let out = run(Command::new("qemu-img").args(["compare", "-F", "raw"]).arg(&back).arg(&src));
+    run(Command::new("qemu-img")
+        .args(["convert", "-f", "raw", "-O", "qcow2"])
+        .arg(&u)
+        .arg(&back));
+    let out = run(Command::new("qemu-img")
+        .args(["compare", "-F", "raw"])
+        .arg(&back)
+        .arg(&src));
     assert!(out.contains("Images are identical"), "{out}");
     srv.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(std::fs::read(&img).unwrap(), s);
@@ -68,17 +80,29 @@ fn qemu_io_write_read_pattern_discard_zero_flush() {
     }
     let d = TempDir::new("qio");
     let (srv, img, u) = one(&d, 4 << 20, 1);
-    let out = run(Command::new("qemu-io").args(["-f", "raw"]).args([
-        "-c", "write -P 0xab 1M 64k",
-        "-c", "write -f -P 0xcd 2M 4k",
-        "-c", "flush",
-        "-c", "read -P 0xab 1M 64k",
-        "-c", "read -P 0xcd 2M 4k",
-        "-c", "write -z -u 3M 64k",
-        "-c", "write -z 3M 4k",
-        "-c", "read -P 0 3M 64k",
-        "-c", "discard 3M 64k",
-    ]).arg(&u));
+    let out = run(Command::new("qemu-io")
+        .args(["-f", "raw"])
+        .args([
+            "-c",
+            "write -P 0xab 1M 64k",
+            "-c",
+            "write -f -P 0xcd 2M 4k",
+            "-c",
+            "flush",
+            "-c",
+            "read -P 0xab 1M 64k",
+            "-c",
+            "read -P 0xcd 2M 4k",
+            "-c",
+            "write -z -u 3M 64k",
+            "-c",
+            "write -z 3M 4k",
+            "-c",
+            "read -P 0 3M 64k",
+            "-c",
+            "discard 3M 64k",
+        ])
+        .arg(&u));
     assert!(!out.contains("Pattern verification failed"), "{out}");
     assert_eq!(out.matches("read ").count(), 3, "{out}");
     srv.shutdown(Duration::from_secs(10)).unwrap();
@@ -123,11 +147,17 @@ fn nbdcopy_both_ways_with_multiple_connections() {
     let d = TempDir::new("copy");
     let (srv, img, u) = one(&d, 16 << 20, 3);
     let out = d.path("out.raw");
-    run(Command::new("nbdcopy").args(["--connections=4", "--requests=16"]).arg(&u).arg(&out));
+    run(Command::new("nbdcopy")
+        .args(["--connections=4", "--requests=16"])
+        .arg(&u)
+        .arg(&out));
     assert_eq!(std::fs::read(&out).unwrap(), pattern(3, 16 << 20));
     let src = d.path("src.raw");
     std::fs::write(&src, pattern(33, 16 << 20)).unwrap();
-    run(Command::new("nbdcopy").args(["--connections=4", "--flush"]).arg(&src).arg(&u));
+    run(Command::new("nbdcopy")
+        .args(["--connections=4", "--flush"])
+        .arg(&src)
+        .arg(&u));
     srv.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(std::fs::read(&img).unwrap(), pattern(33, 16 << 20));
 }
@@ -155,7 +185,10 @@ fn fio_nbd_engine_randwrite_with_crc32c_verify() {
         "--terse-version=3",
     ]));
     // Terse v3: field 5 is the error code of the job.
-    let line = out.lines().find(|l| l.starts_with("3;")).unwrap_or_else(|| panic!("{out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .unwrap_or_else(|| panic!("{out}"));
     let f: Vec<&str> = line.split(';').collect();
     assert_eq!(f[4], "0", "fio error: {out}");
     let summary = srv.shutdown(Duration::from_secs(10)).unwrap();
