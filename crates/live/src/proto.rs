@@ -742,7 +742,7 @@ fn validate(e: &ExportInfo, structured: bool, h: &Header) -> Result<Valid, (u32,
         ));
     }
     let min = e.min_block.max(1) as u64;
-    if h.offset % min != 0 || h.len as u64 % min != 0 {
+    if !h.offset.is_multiple_of(min) || !(h.len as u64).is_multiple_of(min) {
         return Err((
             EINVAL,
             format!(

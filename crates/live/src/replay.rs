@@ -138,7 +138,7 @@ pub fn replay(
     uri: &str,
     opts: &ReplayOptions,
 ) -> Result<ReplayReport, String> {
-    if !(opts.speed > 0.0) {
+    if opts.speed.is_nan() || opts.speed <= 0.0 {
         return Err(format!("--speed {}: must be positive", opts.speed));
     }
     let client = Client::connect(uri)?;

@@ -243,8 +243,7 @@ impl Server {
             Ok(s) => s,
             Err(_) => return Err("session still referenced by a connection".into()),
         };
-        let r = session.finish(if drained { drain } else { Duration::ZERO });
-        r
+        session.finish(if drained { drain } else { Duration::ZERO })
     }
 }
 
