@@ -44,13 +44,24 @@ def wait_socket(path: str, proc: subprocess.Popen, timeout: float = 10.0) -> Non
 
 def fio(sock: str, rw: str, qd: int, runtime: float, size: int) -> dict:
     cmd = [
-        "fio", "--name=b", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}",
-        f"--rw={rw}", "--bs=4k", f"--iodepth={qd}", f"--size={size}",
-        "--time_based", f"--runtime={runtime}", "--ramp_time=1", "--norandommap",
-        "--randrepeat=1", "--output-format=json", "--verify_state_save=0",
+        "fio",
+        "--name=b",
+        "--ioengine=nbd",
+        f"--uri=nbd+unix:///?socket={sock}",
+        f"--rw={rw}",
+        "--bs=4k",
+        f"--iodepth={qd}",
+        f"--size={size}",
+        "--time_based",
+        f"--runtime={runtime}",
+        "--ramp_time=1",
+        "--norandommap",
+        "--randrepeat=1",
+        "--output-format=json",
+        "--verify_state_save=0",
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    job = json.loads(out[out.index("{"):])["jobs"][0]
+    job = json.loads(out[out.index("{") :])["jobs"][0]
     side = job["read"] if rw == "randread" else job["write"]
     pct = side["clat_ns"].get("percentile", {})
     return {"iops": side["iops"], "p50_us": pct.get("50.000000", 0) / 1e3}
@@ -62,8 +73,19 @@ def servers(binary: str, image: str, sock: str) -> dict:
         "nbdkit-file": ["nbdkit", "-f", "-U", sock, "file", f"file={image}"],
         "qemu-nbd": ["qemu-nbd", "-f", "raw", "-t", "-e", "8", "-k", sock, image],
         "wattio+spindown": [
-            binary, "serve", "--status", "0", "--image", image, "--socket", sock,
-            "--model", FIXTURE, "--no-emulate", "--spindown", "3600",
+            binary,
+            "serve",
+            "--status",
+            "0",
+            "--image",
+            image,
+            "--socket",
+            sock,
+            "--model",
+            FIXTURE,
+            "--no-emulate",
+            "--spindown",
+            "3600",
         ],
     }
 
@@ -88,8 +110,7 @@ def main() -> int:
     size = args.size_mib << 20
     with open(image, "wb") as f:
         chunk = os.urandom(1 << 20)
-        for _ in range(args.size_mib):
-            f.write(chunk)
+        f.writelines(chunk for _ in range(args.size_mib))
         f.flush()
         # Write-back of the fresh image must not run during the first measurement.
         os.fsync(f.fileno())
@@ -142,8 +163,10 @@ def main() -> int:
     for job in ("randread QD1", "randwrite QD1"):
         r = results[job]
         d = r["wattio+spindown"]["p50_us"] - r["wattio"]["p50_us"]
-        print(f"  {job:<15} pass-through {r['wattio']['p50_us']:.1f} us, "
-              f"spin-down {r['wattio+spindown']['p50_us']:.1f} us, added {d:+.1f} us")
+        print(
+            f"  {job:<15} pass-through {r['wattio']['p50_us']:.1f} us, "
+            f"spin-down {r['wattio+spindown']['p50_us']:.1f} us, added {d:+.1f} us"
+        )
     return 0
 
 

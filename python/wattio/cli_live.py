@@ -70,7 +70,9 @@ def add_commands(sub) -> None:
     p.add_argument("--socket", help="Unix socket path to listen on")
     p.add_argument("--listen", help="HOST:PORT to listen on (use 127.0.0.1)")
     p.add_argument("--model", help="emulate the devices with this catalogue entry or TOML file")
-    p.add_argument("--no-emulate", action="store_true", help="with --model: describe only, no timing")
+    p.add_argument(
+        "--no-emulate", action="store_true", help="with --model: describe only, no timing"
+    )
     p.add_argument("--spindown", type=float, help="fixed-timeout spin-down layer (seconds)")
     p.add_argument("--capture", help="record every guest request to this trace file")
     p.add_argument("--out", help="directory for summary.json and ledger.csv")
@@ -85,6 +87,8 @@ def add_commands(sub) -> None:
         help="replay a trace against an NBD server with its original timing",
     )
     r.add_argument("trace", help="trace file (a `wattio serve --capture` file)")
-    r.add_argument("--nbd", required=True, help="nbd+unix:///EXPORT?socket=PATH or nbd://HOST:PORT/EXPORT")
+    r.add_argument(
+        "--nbd", required=True, help="nbd+unix:///EXPORT?socket=PATH or nbd://HOST:PORT/EXPORT"
+    )
     r.add_argument("--speed", type=float, default=1.0, help="time scale (2 = twice as fast)")
     r.set_defaults(func=_replay)
