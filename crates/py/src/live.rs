@@ -41,7 +41,11 @@ fn serve(
     let addr = match (socket, listen) {
         (Some(s), None) => ListenAddr::Unix(s),
         (None, Some(l)) => ListenAddr::parse_tcp(&l).map_err(user)?,
-        _ => return Err(user("give exactly one of socket=PATH or listen=HOST:PORT".into())),
+        _ => {
+            return Err(user(
+                "give exactly one of socket=PATH or listen=HOST:PORT".into(),
+            ))
+        }
     };
     let spec = ServeSpec {
         images,
@@ -55,8 +59,11 @@ fn serve(
         workers,
     };
     let session = setup::build(&spec).map_err(user)?;
-    let server = Server::start(session, &addr).map_err(|e| PyOSError::new_err(e))?;
-    eprintln!("wattio serve: listening on {} (Ctrl-C to stop)", server.addr());
+    let server = Server::start(session, &addr).map_err(PyOSError::new_err)?;
+    eprintln!(
+        "wattio serve: listening on {} (Ctrl-C to stop)",
+        server.addr()
+    );
     let t0 = Instant::now();
     let mut last = Instant::now();
     loop {
@@ -80,9 +87,9 @@ fn serve(
     }
     let summary = py
         .allow_threads(|| server.shutdown(Duration::from_secs(30)))
-        .map_err(|e| PyOSError::new_err(e))?;
+        .map_err(PyOSError::new_err)?;
     if let Some(dir) = &out {
-        wattio_live::report::write_outputs(&summary, dir).map_err(|e| PyOSError::new_err(e))?;
+        wattio_live::report::write_outputs(&summary, dir).map_err(PyOSError::new_err)?;
     }
     let text = wattio_live::report::summary_json(&summary).to_string();
     let json = py.import("json")?;
