@@ -2,5 +2,9 @@
 measured side by side. See README.md."""
 
 from wattio import _core
+from wattio.api import Run, load, run
+from wattio.function import Function
 
 __version__ = _core.__version__
+
+__all__ = ["Function", "Run", "load", "run", "__version__"]

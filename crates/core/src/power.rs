@@ -129,9 +129,9 @@ impl PowerSpec {
         }
         let mut states = Vec::with_capacity(n);
         for (i, s) in def.states.iter().enumerate() {
-            if !(s.watts.is_finite() && s.watts >= 0.0) {
+            if !(s.watts.is_finite() && (0.0..=1e6).contains(&s.watts)) {
                 return Err(format!(
-                    "power.state[{i}].watts: expected a finite number ≥ 0, got {}",
+                    "power.state[{i}].watts: expected a number in [0, 1e6], got {}",
                     s.watts
                 ));
             }
@@ -183,15 +183,16 @@ impl PowerSpec {
                     t.from
                 ));
             }
-            if !(t.latency_s.is_finite() && t.latency_s >= 0.0) {
+            // Bounded so nanosecond sums cannot overflow (1e6 s is eleven days).
+            if !(t.latency_s.is_finite() && (0.0..=1e6).contains(&t.latency_s)) {
                 return Err(format!(
-                    "power.transition[{i}].latency_s: expected a finite number ≥ 0, got {}",
+                    "power.transition[{i}].latency_s: expected a number in [0, 1e6], got {}",
                     t.latency_s
                 ));
             }
-            if !(t.energy_j.is_finite() && t.energy_j >= 0.0) {
+            if !(t.energy_j.is_finite() && (0.0..=1e9).contains(&t.energy_j)) {
                 return Err(format!(
-                    "power.transition[{i}].energy_j: expected a finite number ≥ 0, got {}",
+                    "power.transition[{i}].energy_j: expected a number in [0, 1e9], got {}",
                     t.energy_j
                 ));
             }

@@ -8,7 +8,7 @@
 //! Timing parameters: `capacity_bytes`, `page_bytes`, `read_page_us`, `program_page_us`,
 //! `read_mbps`, `write_mbps`, optional `overhead_us`.
 
-use crate::params::{check_keys, f64_key, opt_f64, positive};
+use crate::params::{check_keys, count, f64_key, opt_f64, positive};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op};
 use wattio_core::time::{secs_to_ns, Nanos};
@@ -38,8 +38,8 @@ impl Flash {
     pub fn from_toml(t: &toml::Table) -> Result<Flash, String> {
         check_keys(t, KEYS)?;
         Ok(Flash {
-            capacity: positive(t, "capacity_bytes")? as u64,
-            page: positive(t, "page_bytes")? as u64,
+            capacity: count(t, "capacity_bytes")?,
+            page: count(t, "page_bytes")?,
             read_page: secs_to_ns(f64_key(t, "read_page_us")? / 1e6),
             program_page: secs_to_ns(f64_key(t, "program_page_us")? / 1e6),
             read_bps: positive(t, "read_mbps")? * 1e6,

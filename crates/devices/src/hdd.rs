@@ -16,7 +16,7 @@
 //! optional `track_to_track_ms`, `full_stroke_ms`, `media_rate_mbps` or
 //! `media_rate_outer_mbps` + `media_rate_inner_mbps`, optional `overhead_ms`.
 
-use crate::params::{check_keys, opt_f64, positive};
+use crate::params::{check_keys, count, opt_f64, positive};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::Io;
 use wattio_core::time::{secs_to_ns, Nanos};
@@ -50,7 +50,7 @@ const KEYS: &[&str] = &[
 impl ParametricHdd {
     pub fn from_toml(t: &toml::Table) -> Result<ParametricHdd, String> {
         check_keys(t, KEYS)?;
-        let capacity = positive(t, "capacity_bytes")? as u64;
+        let capacity = count(t, "capacity_bytes")?;
         let rpm = positive(t, "rpm")?;
         let avg_seek = positive(t, "avg_seek_ms")? / 1e3;
         let t2t = opt_f64(t, "track_to_track_ms")?.map(|v| v / 1e3);
@@ -78,6 +78,9 @@ impl ParametricHdd {
             opt_f64(t, "media_rate_outer_mbps")?,
             opt_f64(t, "media_rate_inner_mbps")?,
         ) {
+            (Some(r), None, None) if r < 1e-6 => {
+                return Err(format!("timing.media_rate_mbps: expected a rate > 0, got {r}"))
+            }
             (Some(r), None, None) => (r, r),
             (None, Some(o), Some(i)) => (o, i),
             _ => return Err(
@@ -85,8 +88,10 @@ impl ParametricHdd {
                     .into(),
             ),
         };
-        if outer <= 0.0 || inner <= 0.0 {
-            return Err("timing.media_rate_*: expected a rate > 0".into());
+        for (k, v) in [("media_rate_outer_mbps", outer), ("media_rate_inner_mbps", inner)] {
+            if v < 1e-6 {
+                return Err(format!("timing.{k}: expected a rate > 0, got {v}"));
+            }
         }
         Ok(ParametricHdd {
             capacity,

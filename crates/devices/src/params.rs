@@ -1,5 +1,9 @@
 //! Reading model parameters from a `[timing]` table, with errors that name the key.
 
+/// Largest time or rate accepted: beyond it no real device lives, and nanosecond arithmetic
+/// on it would overflow.
+pub(crate) const MAX_VALUE: f64 = 1e12;
+
 pub(crate) fn f64_key(t: &toml::Table, key: &str) -> Result<f64, String> {
     opt_f64(t, key)?.ok_or_else(|| format!("timing.{key}: missing (expected a number)"))
 }
@@ -7,20 +11,30 @@ pub(crate) fn f64_key(t: &toml::Table, key: &str) -> Result<f64, String> {
 pub(crate) fn opt_f64(t: &toml::Table, key: &str) -> Result<Option<f64>, String> {
     match t.get(key) {
         None => Ok(None),
-        Some(toml::Value::Float(f)) if f.is_finite() && *f >= 0.0 => Ok(Some(*f)),
-        Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as f64)),
+        Some(toml::Value::Float(f)) if f.is_finite() && (0.0..=MAX_VALUE).contains(f) => Ok(Some(*f)),
+        Some(toml::Value::Integer(i)) if *i >= 0 && (*i as f64) <= MAX_VALUE => Ok(Some(*i as f64)),
         Some(v) => Err(format!(
-            "timing.{key}: expected a finite number ≥ 0, got {v}"
+            "timing.{key}: expected a number in [0, {MAX_VALUE:e}], got {v}"
         )),
     }
 }
 
 pub(crate) fn positive(t: &toml::Table, key: &str) -> Result<f64, String> {
     let v = f64_key(t, key)?;
-    if v > 0.0 {
+    if v >= 1e-9 {
         Ok(v)
     } else {
         Err(format!("timing.{key}: expected a number > 0, got {v}"))
+    }
+}
+
+/// A count of bytes or similar: a whole number ≥ 1.
+pub(crate) fn count(t: &toml::Table, key: &str) -> Result<u64, String> {
+    let v = f64_key(t, key)?;
+    if v >= 1.0 && v.fract() == 0.0 {
+        Ok(v as u64)
+    } else {
+        Err(format!("timing.{key}: expected a whole number ≥ 1, got {v}"))
     }
 }
 

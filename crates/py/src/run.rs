@@ -1,8 +1,525 @@
-//! Bindings for the run area.
+//! Running configs from Python, and intelligence functions written in Python.
+//!
+//! A Python function is any object with the methods of `wattio.Function`; [`PyFunction`]
+//! adapts it to the Rust [`Function`] trait, so it runs in the same stacks, under the same
+//! executors, as the built-in functions.
 
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use wattio_core::device::DeviceInfo;
+use wattio_core::function::{Action, Actions, Function, TimerId};
+use wattio_core::io::{Breakdown, Completion, Io, IoId, Op, Status};
+use wattio_core::power::PowerStateId;
+use wattio_core::time::Nanos;
+use wattio_engine::config::FunctionConfig;
+use wattio_engine::{Opener, RunConfig, RunOptions};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let _ = m;
+    m.add_class::<PyIo>()?;
+    m.add_class::<PyCompletion>()?;
+    m.add_class::<PyActions>()?;
+    m.add_class::<PyDevice>()?;
+    m.add_function(wrap_pyfunction!(run_config, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue, m)?)?;
     Ok(())
+}
+
+fn op_name(op: Op) -> &'static str {
+    op.as_str()
+}
+
+fn parse_op(s: &str) -> PyResult<Op> {
+    Ok(match s {
+        "read" => Op::Read,
+        "write" => Op::Write,
+        "flush" => Op::Flush,
+        "discard" => Op::Discard,
+        _ => return Err(PyValueError::new_err(format!("op: expected read, write, flush or discard, got {s:?}"))),
+    })
+}
+
+/// An I/O in flight (immutable; `replace` makes a modified copy).
+#[pyclass(name = "Io", module = "wattio._core", frozen)]
+#[derive(Clone)]
+pub struct PyIo {
+    pub inner: Io,
+}
+
+#[pymethods]
+impl PyIo {
+    #[new]
+    #[pyo3(signature = (id, op, offset, length, dev=0, stream=0, priority=0, fua=false, own=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(id: u64, op: &str, offset: u64, length: u32, dev: u16, stream: u32, priority: i8, fua: bool, own: bool) -> PyResult<Self> {
+        let mut io = Io::own(id, parse_op(op)?, dev, offset, length);
+        if !own {
+            io.id = IoId(id);
+        }
+        io.stream = stream;
+        io.priority = priority;
+        io.fua = fua;
+        Ok(PyIo { inner: io })
+    }
+    #[getter]
+    fn id(&self) -> u64 {
+        self.inner.id.0
+    }
+    #[getter]
+    fn op(&self) -> &'static str {
+        op_name(self.inner.op)
+    }
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.inner.offset
+    }
+    #[getter]
+    fn length(&self) -> u32 {
+        self.inner.len
+    }
+    #[getter]
+    fn dev(&self) -> u16 {
+        self.inner.dev
+    }
+    #[getter]
+    fn stream(&self) -> u32 {
+        self.inner.stream
+    }
+    #[getter]
+    fn priority(&self) -> i8 {
+        self.inner.priority
+    }
+    #[getter]
+    fn fua(&self) -> bool {
+        self.inner.fua
+    }
+    #[getter]
+    fn file(&self) -> Option<u64> {
+        self.inner.file
+    }
+    #[getter]
+    fn call_site(&self) -> Option<u64> {
+        self.inner.call_site
+    }
+    /// A copy with some fields changed: `io.replace(dev=1, offset=4096)`.
+    #[pyo3(signature = (*, dev=None, offset=None, length=None, priority=None, op=None))]
+    fn replace(&self, dev: Option<u16>, offset: Option<u64>, length: Option<u32>, priority: Option<i8>, op: Option<&str>) -> PyResult<PyIo> {
+        let mut io = self.inner;
+        if let Some(d) = dev {
+            io.dev = d;
+        }
+        if let Some(o) = offset {
+            io.offset = o;
+        }
+        if let Some(l) = length {
+            io.len = l;
+        }
+        if let Some(p) = priority {
+            io.priority = p;
+        }
+        if let Some(o) = op {
+            io.op = parse_op(o)?;
+        }
+        Ok(PyIo { inner: io })
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Io(id={}, op={}, offset={}, length={}, dev={})",
+            self.inner.id.0,
+            op_name(self.inner.op),
+            self.inner.offset,
+            self.inner.len,
+            self.inner.dev
+        )
+    }
+}
+
+/// A finished I/O.
+#[pyclass(name = "Completion", module = "wattio._core", frozen)]
+#[derive(Clone)]
+pub struct PyCompletion {
+    pub inner: Completion,
+}
+
+#[pymethods]
+impl PyCompletion {
+    #[getter]
+    fn io(&self) -> PyIo {
+        PyIo { inner: self.inner.io }
+    }
+    #[getter]
+    fn ok(&self) -> bool {
+        self.inner.status == Status::Ok
+    }
+    #[getter]
+    fn status(&self) -> &'static str {
+        match self.inner.status {
+            Status::Ok => "ok",
+            Status::IoError => "io-error",
+            Status::Invalid => "invalid",
+            Status::NoSpace => "no-space",
+            Status::NotSupported => "not-supported",
+        }
+    }
+    #[getter]
+    fn finished(&self) -> Nanos {
+        self.inner.finished
+    }
+    #[getter]
+    fn queue_ns(&self) -> Nanos {
+        self.inner.breakdown.queue_ns
+    }
+    #[getter]
+    fn power_wait_ns(&self) -> Nanos {
+        self.inner.breakdown.power_wait_ns
+    }
+    #[getter]
+    fn service_ns(&self) -> Nanos {
+        self.inner.breakdown.service_ns
+    }
+    /// The completion of `io` (an I/O this layer received) with this one's timing: what a
+    /// layer replies upward once the work it forwarded is done.
+    fn for_io(&self, io: &PyIo) -> PyCompletion {
+        PyCompletion {
+            inner: Completion { io: io.inner, ..self.inner },
+        }
+    }
+}
+
+/// Where a Python function puts its actions.
+#[pyclass(name = "Actions", module = "wattio._core")]
+#[derive(Default)]
+pub struct PyActions {
+    list: Vec<Action>,
+}
+
+#[pymethods]
+impl PyActions {
+    /// Send `io` to the layer below (or to device `io.dev` from the bottom layer).
+    fn submit(&mut self, io: &PyIo) {
+        self.list.push(Action::Submit(io.inner));
+    }
+    /// Complete an I/O received from above.
+    fn reply(&mut self, done: &PyCompletion) {
+        self.list.push(Action::Reply(done.inner));
+    }
+    /// Reply to `io` with no device work (e.g. a cache hit in memory).
+    fn reply_now(&mut self, io: &PyIo) {
+        self.list.push(Action::Reply(Completion {
+            io: io.inner,
+            status: Status::Ok,
+            finished: 0,
+            breakdown: Breakdown::default(),
+        }));
+    }
+    fn set_power(&mut self, device: u16, state: PowerStateId) {
+        self.list.push(Action::SetPower { device, state });
+    }
+    fn set_timer(&mut self, timer: TimerId, at: Nanos) {
+        self.list.push(Action::SetTimer { timer, at });
+    }
+    fn cancel_timer(&mut self, timer: TimerId) {
+        self.list.push(Action::CancelTimer { timer });
+    }
+}
+
+/// A device as a function sees it at attach.
+#[pyclass(name = "Device", module = "wattio._core", frozen)]
+pub struct PyDevice {
+    info: DeviceInfo,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[getter]
+    fn id(&self) -> u16 {
+        self.info.id
+    }
+    #[getter]
+    fn name(&self) -> String {
+        self.info.name.clone()
+    }
+    #[getter]
+    fn capacity(&self) -> u64 {
+        self.info.capacity
+    }
+    /// Power state names, indexed by state id.
+    #[getter]
+    fn states(&self) -> Vec<String> {
+        self.info.power.states.iter().map(|s| s.name.clone()).collect()
+    }
+    #[getter]
+    fn idle_state(&self) -> PowerStateId {
+        self.info.power.idle
+    }
+    fn state_id(&self, name: &str) -> PyResult<PowerStateId> {
+        self.info
+            .power
+            .state_id(name)
+            .ok_or_else(|| PyKeyError::new_err(format!("device `{}` has no power state `{name}`", self.info.name)))
+    }
+    /// The deepest sleep state's id, or None.
+    #[getter]
+    fn deepest_sleep(&self) -> Option<PowerStateId> {
+        self.info.power.deepest_sleep()
+    }
+    /// Break-even time (ns) of sleeping in `state` (default: the deepest sleep state).
+    #[pyo3(signature = (state=None))]
+    fn break_even_ns(&self, state: Option<PowerStateId>) -> Option<Nanos> {
+        let s = state.or(self.info.power.deepest_sleep())?;
+        self.info.power.break_even(s)
+    }
+    /// Latency (ns) of the transition from `from_state` to `to_state`, if there is one.
+    fn transition_ns(&self, from_state: PowerStateId, to_state: PowerStateId) -> Option<Nanos> {
+        let t = self.info.power.transition(from_state, to_state)?;
+        Some(self.info.power.transitions[t].latency)
+    }
+}
+
+/// Adapts a Python object to [`Function`]. The first exception it raises stops its further
+/// calls and is re-raised when the run returns.
+struct PyFunction {
+    obj: Py<PyAny>,
+    name: String,
+    acts: Py<PyActions>,
+    error: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl PyFunction {
+    fn call(&self, method: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>, out: &mut Actions) {
+        Python::with_gil(|py| {
+            if self.error.lock().map(|e| e.is_some()).unwrap_or(true) {
+                return;
+            }
+            let r = (|| -> PyResult<()> {
+                let obj = self.obj.bind(py);
+                if !obj.hasattr(method)? {
+                    return Ok(());
+                }
+                let args = args(py)?;
+                obj.call_method1(method, args)?;
+                let mut acts = self.acts.bind(py).borrow_mut();
+                for a in acts.list.drain(..) {
+                    out.push(a);
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                self.acts.bind(py).borrow_mut().list.clear();
+                if let Ok(mut slot) = self.error.lock() {
+                    slot.get_or_insert(e);
+                }
+            }
+        })
+    }
+}
+
+impl Function for PyFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        Python::with_gil(|py| {
+            let list = PyList::empty(py);
+            for d in devices {
+                list.append(Py::new(py, PyDevice { info: d.clone() }).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+            }
+            let obj = self.obj.bind(py);
+            if obj.hasattr("attach").unwrap_or(false) {
+                obj.call_method1("attach", (list,)).map_err(|e| {
+                    let msg = e.to_string();
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    msg
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        let a = self.acts.clone_ref_gil();
+        self.call("on_start", |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()]), out)
+    }
+
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        let a = self.acts.clone_ref_gil();
+        self.call(
+            "on_request",
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [now.into_pyobject(py)?.into_any(), Bound::new(py, PyIo { inner: io })?.into_any(), a.into_pyobject(py)?.into_any()],
+                )
+            },
+            out,
+        )
+    }
+
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        let a = self.acts.clone_ref_gil();
+        self.call(
+            "on_completion",
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [now.into_pyobject(py)?.into_any(), Bound::new(py, PyCompletion { inner: done })?.into_any(), a.into_pyobject(py)?.into_any()],
+                )
+            },
+            out,
+        )
+    }
+
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        let a = self.acts.clone_ref_gil();
+        self.call(
+            "on_timer",
+            |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), timer.into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()]),
+            out,
+        )
+    }
+
+    fn on_power(&mut self, now: Nanos, device: u16, state: PowerStateId) {
+        let mut sink = Actions::new();
+        self.call(
+            "on_power",
+            |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), device.into_pyobject(py)?.into_any(), state.into_pyobject(py)?.into_any()]),
+            &mut sink,
+        )
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        Python::with_gil(|py| {
+            let obj = self.obj.bind(py);
+            let Ok(c) = obj.call_method0("counters") else {
+                return Vec::new();
+            };
+            c.extract::<Vec<(String, f64)>>()
+                .or_else(|_| c.downcast::<PyDict>().map_err(PyErr::from).and_then(|d| d.iter().map(|(k, v)| Ok((k.extract()?, v.extract()?))).collect()))
+                .unwrap_or_default()
+        })
+    }
+}
+
+trait CloneRefGil {
+    fn clone_ref_gil(&self) -> Self;
+}
+impl<T> CloneRefGil for Py<T> {
+    fn clone_ref_gil(&self) -> Self {
+        Python::with_gil(|py| self.clone_ref(py))
+    }
+}
+
+/// The opener for a config: its workload, or a trace file.
+fn opener_for(cfg: &RunConfig, base: &Path, trace: Option<(String, Option<String>)>) -> PyResult<Opener> {
+    let trace = trace.or_else(|| cfg.trace.as_ref().map(|t| (base.join(&t.path).display().to_string(), t.format.clone())));
+    if let Some((path, format)) = trace {
+        return crate::trace::file_opener(PathBuf::from(path), format);
+    }
+    wattio_engine::workload_opener(cfg)
+        .ok_or_else(|| PyValueError::new_err("the config has no [workload] and no trace was given (--trace FILE)"))
+}
+
+/// Parse and check a config; raises ValueError naming the key.
+#[pyfunction]
+#[pyo3(signature = (text, origin="config"))]
+fn check_config(text: &str, origin: &str) -> PyResult<()> {
+    RunConfig::from_toml(origin, text).map(|_| ()).map_err(PyValueError::new_err)
+}
+
+/// Names and descriptions of the embedded device catalogue.
+#[pyfunction]
+fn catalogue() -> PyResult<Vec<(String, String, String)>> {
+    let c = wattio_devices::Catalogue::embedded().map_err(PyRuntimeError::new_err)?;
+    Ok(c.specs().map(|s| (s.name.clone(), s.kind.clone(), s.description.clone())).collect())
+}
+
+/// Run a config. `functions` maps stack positions of `kind = "python"` functions to the
+/// objects to use there. Returns `summary.json`'s text.
+#[pyfunction]
+#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, out_dir=None, progress=None, functions=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_config(
+    py: Python<'_>,
+    text: &str,
+    origin: &str,
+    base_dir: &str,
+    trace: Option<String>,
+    trace_format: Option<String>,
+    out_dir: Option<String>,
+    progress: Option<Py<PyAny>>,
+    functions: Option<Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let cfg = RunConfig::from_toml(origin, text).map_err(PyValueError::new_err)?;
+    let base = PathBuf::from(base_dir);
+    let cat = wattio_engine::catalogue_for(&cfg, &base).map_err(PyValueError::new_err)?;
+    let opener = opener_for(&cfg, &base, trace.map(|t| (t, trace_format)))?;
+    let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
+    let mut pyfuncs: Vec<(usize, Py<PyAny>)> = Vec::new();
+    if let Some(f) = functions {
+        for (k, v) in f.iter() {
+            pyfuncs.push((k.extract()?, v.unbind()));
+        }
+    }
+    let acts = Py::new(py, PyActions::default())?;
+    let err2 = error.clone();
+    let mut external = move |i: usize, fc: &FunctionConfig| -> Result<Box<dyn Function>, String> {
+        let FunctionConfig::Python(p) = fc else {
+            return Err(format!("function[{i}]: not a Python function"));
+        };
+        let pos = pyfuncs.iter().position(|(k, _)| *k == i).ok_or_else(|| {
+            format!("function[{i}]: Python class `{}` was not instantiated (run configs with Python functions through the wattio CLI or wattio.run)", p.class)
+        })?;
+        let obj = pyfuncs.swap_remove(pos).1;
+        let name = Python::with_gil(|py| {
+            obj.bind(py)
+                .getattr("name")
+                .and_then(|n| n.extract::<String>())
+                .unwrap_or_else(|_| p.class.clone())
+        });
+        Ok(Box::new(PyFunction {
+            obj,
+            name,
+            acts: Python::with_gil(|py| acts.clone_ref(py)),
+            error: err2.clone(),
+        }))
+    };
+    let mut progress_fn = |n: u64, t: Nanos| -> Result<(), String> {
+        Python::with_gil(|py| {
+            py.check_signals().map_err(|e| e.to_string())?;
+            if let Some(p) = &progress {
+                p.call1(py, (n, t)).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+    };
+    let result = py.allow_threads(|| {
+        wattio_engine::run(
+            &cfg,
+            &cat,
+            &opener,
+            &mut external,
+            RunOptions {
+                out_dir: out_dir.map(PathBuf::from),
+                progress: Some(&mut progress_fn),
+            },
+        )
+    });
+    if let Some(e) = error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    let summary = result.map_err(|e| {
+        if e.contains("KeyboardInterrupt") {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err(e)
+        } else {
+            PyRuntimeError::new_err(e)
+        }
+    })?;
+    serde_json::to_string_pretty(&summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }

@@ -1,0 +1,146 @@
+//! Catalogue entries driven through the power state machine and energy ledger of
+//! `wattio_core::device::DeviceRuntime`, against energies computed by hand.
+
+use std::sync::Arc;
+use wattio_core::device::{DevEvent, DeviceInfo, DeviceRuntime};
+use wattio_core::io::{Completion, Op, Request};
+use wattio_core::time::Nanos;
+use wattio_devices::catalogue::Catalogue;
+
+const S: Nanos = 1_000_000_000;
+
+fn runtime(name: &str) -> DeviceRuntime {
+    let cat = Catalogue::embedded().unwrap_or_else(|e| panic!("{e}"));
+    let spec = cat.get(name).unwrap_or_else(|e| panic!("{e}"));
+    let timing = spec.build_timing().unwrap_or_else(|e| panic!("{e}"));
+    let power = Arc::new(spec.power_spec().unwrap_or_else(|e| panic!("{e}")));
+    let info = DeviceInfo {
+        id: 0,
+        name: name.to_string(),
+        capacity: timing.capacity(),
+        power,
+    };
+    DeviceRuntime::new(info, timing, None, 0)
+}
+
+/// Feed the runtime's own events back to it, in time order, until it is quiet; returns
+/// the completions.
+fn settle(dev: &mut DeviceRuntime, mut ev: Vec<DevEvent>) -> Vec<Completion> {
+    let mut done = Vec::new();
+    while !ev.is_empty() {
+        ev.sort_by_key(|e| match e {
+            DevEvent::ServiceEnd { at, .. } | DevEvent::TransitionEnd { at } => *at,
+            DevEvent::Mode { at, .. } => *at,
+            DevEvent::Completed(c) => c.finished,
+        });
+        let e = ev.remove(0);
+        let mut next = Vec::new();
+        match e {
+            DevEvent::ServiceEnd { at, token } => dev.service_end(at, token, &mut next),
+            DevEvent::TransitionEnd { at } => dev.transition_end(at, &mut next),
+            DevEvent::Mode { .. } => {}
+            DevEvent::Completed(c) => done.push(c),
+        }
+        ev.extend(next);
+    }
+    done
+}
+
+fn state(dev: &DeviceRuntime, name: &str) -> u8 {
+    dev.spec()
+        .state_id(name)
+        .unwrap_or_else(|| panic!("no state {name}"))
+}
+
+#[test]
+fn wd400ve_spin_down_sleep_and_wake_by_hand() {
+    let mut dev = runtime("wd400ve");
+    // Idle 0–10 s, spin down 10–11 s, standby until a read arrives at 30 s, spin up
+    // 30–33 s, then serve it.
+    let mut ev = Vec::new();
+    dev.set_power(10 * S, state(&dev, "standby"), &mut ev);
+    assert!(settle(&mut dev, ev).is_empty());
+    assert_eq!(dev.state(), Some(state(&dev, "standby")));
+    let mut ev = Vec::new();
+    dev.submit(
+        30 * S,
+        Request::new(30 * S, Op::Read, 0, 4096).io(1),
+        &mut ev,
+    );
+    let done = settle(&mut dev, ev);
+    assert_eq!(done.len(), 1);
+    let c = &done[0];
+    // The spin-up is all power wait; service after a spin-down is a full random access:
+    // seek 12 ms + half a turn at 5400 RPM (5.555556 ms) + 4096 B at 25 MB/s (163.84 us).
+    assert_eq!(c.breakdown.power_wait_ns, 3 * S);
+    assert_eq!(c.breakdown.queue_ns, 0);
+    assert_eq!(c.breakdown.service_ns, 12_000_000 + 5_555_556 + 163_840);
+    assert_eq!(c.finished, 33 * S + 17_719_396);
+    // Energy by hand: idle 10 s × 0.85 W = 8.5 J; spin-down 0.85 J; standby 19 s × 0.25 W
+    // = 4.75 J; spin-up 13.5 J; service 17.719396 ms × 2.5 W = 0.04429849 J.
+    let want = 8.5 + 0.85 + 4.75 + 13.5 + 0.017_719_396 * 2.5;
+    let got = dev.energy_j(c.finished);
+    assert!(
+        (got - want).abs() < 1e-9,
+        "energy {got} J, expected {want} J"
+    );
+    assert_eq!(dev.ledger().spin_ups(), 1);
+}
+
+#[test]
+fn wd800_access_energy_is_fs2_e_a() {
+    // FS2 Sec. 5.5.2: E_A = T_s × P_s + (T_r + T_t) × P_i with P_s = 14 W and P_i = 8 W
+    // (Table 5.1). The entry's seek state makes the ledger charge exactly that.
+    let mut dev = runtime("wd800-fs2");
+    let cap = dev.info.capacity;
+    let offset = cap / 2;
+    let mut ev = Vec::new();
+    dev.submit(0, Request::new(0, Op::Read, offset, 65_536).io(1), &mut ev);
+    let done = settle(&mut dev, ev);
+    assert_eq!(done.len(), 1);
+    let c = &done[0];
+    // Head starts at 0: seek over half the disk, a+b·sqrt(0.5) on FS2's curve
+    // (2.0 / 9.9 / 21 ms anchors): 21 − (21 − 9.9)/(1 − sqrt(1/3))·(1 − sqrt(0.5)) ms.
+    let b = (21.0 - 9.9) / (1.0 - (1.0f64 / 3.0).sqrt());
+    let seek_ms = 21.0 - b + b * 0.5f64.sqrt();
+    let rot_ms = 30_000.0 / 7200.0;
+    // Transfer at the zone rate halfway between 54 and 32.94 MB/s.
+    let rate = 54e6 + (32.94e6 - 54e6) * (offset as f64 / cap as f64);
+    let xfer_ms = 65_536.0 / rate * 1e3;
+    let total_ms = c.breakdown.service_ns as f64 / 1e6;
+    assert!(
+        (total_ms - (seek_ms + rot_ms + xfer_ms)).abs() < 1e-5,
+        "service {total_ms} ms, expected {}",
+        seek_ms + rot_ms + xfer_ms
+    );
+    let e_a = seek_ms / 1e3 * 14.0 + (rot_ms + xfer_ms) / 1e3 * 8.0;
+    let got = dev.energy_j(c.finished);
+    assert!((got - e_a).abs() < 1e-6, "energy {got} J, FS2 E_A {e_a} J");
+}
+
+#[test]
+fn nvme_request_in_ps4_waits_for_the_exit_latency() {
+    let mut dev = runtime("samsung-980-pro-1tb");
+    let mut ev = Vec::new();
+    dev.set_power(0, state(&dev, "ps4"), &mut ev);
+    assert!(settle(&mut dev, ev).is_empty());
+    let mut ev = Vec::new();
+    dev.submit(S, Request::new(S, Op::Read, 0, 4096).io(1), &mut ev);
+    let done = settle(&mut dev, ev);
+    assert_eq!(done.len(), 1);
+    // PS4 exit latency 9.5 ms, then the fitted QD1 4 KiB read (≈ 45.45 us).
+    assert_eq!(done[0].breakdown.power_wait_ns, 9_500_000);
+    let svc_us = done[0].breakdown.service_ns as f64 / 1e3;
+    assert!((svc_us - 1e6 / 22_000.0).abs() < 0.01, "{svc_us} us");
+    // Entry 0.5 ms and exit 9.5 ms at idle power (3.18 W); PS4 5 mW for the rest of the
+    // second; then the read at 6.2 W.
+    let t_ps4 = 1.0 - 0.0005;
+    let want = 3.18 * 0.0005 + 0.005 * t_ps4 + 3.18 * 0.0095 + 6.2 * svc_us / 1e6;
+    let got = dev.energy_j(done[0].finished);
+    assert!(
+        (got - want).abs() < 1e-9,
+        "energy {got} J, expected {want} J"
+    );
+    // Flash never spins.
+    assert_eq!(dev.ledger().spin_ups(), 0);
+}

@@ -1,0 +1,235 @@
+//! The run config (TOML). Deserialization errors come from `toml` with the line, column and
+//! key; semantic checks here name the key path (`function[1].timeout_s: …`).
+
+use serde::Deserialize;
+use wattio_devices::DeviceSpec;
+use wattio_workload::WorkloadConfig;
+
+fn d_seed() -> u64 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Seed of every random choice in the run (generators, randomized functions).
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// End of the run in seconds; default: the workload's duration, or the last completion
+    /// of a trace.
+    #[serde(default)]
+    pub until_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceConfig {
+    pub name: String,
+    /// Catalogue entry name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// An inline spec instead of a catalogue entry.
+    #[serde(default)]
+    pub spec: Option<DeviceSpec>,
+    /// Replicate this device `count` times, named `name0`, `name1`, ….
+    #[serde(default)]
+    pub count: Option<u16>,
+    /// Power state at time 0 (default: the spec's idle state).
+    #[serde(default)]
+    pub initial_state: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpinDownPolicy {
+    /// Never spin down (always-on, as a layer).
+    Never,
+    Fixed,
+    Adaptive,
+    Share,
+    Oracle,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpinDownConfig {
+    pub policy: SpinDownPolicy,
+    /// fixed: the timeout; adaptive: the initial timeout.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Devices to manage (default: every device with a sleep state).
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Sleep state (default: each device's deepest).
+    #[serde(default)]
+    pub sleep_state: Option<String>,
+    // adaptive
+    #[serde(default)]
+    pub min_timeout_s: Option<f64>,
+    #[serde(default)]
+    pub max_timeout_s: Option<f64>,
+    #[serde(default)]
+    pub increase: Option<f64>,
+    #[serde(default)]
+    pub decrease_s: Option<f64>,
+    // share
+    #[serde(default)]
+    pub experts: Option<usize>,
+    #[serde(default)]
+    pub max_multiple: Option<f64>,
+    #[serde(default)]
+    pub learning_rate: Option<f64>,
+    #[serde(default)]
+    pub share_rate: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonFunctionConfig {
+    /// `module:Class` (module importable, or a path relative to the config's directory).
+    pub class: String,
+    /// Keyword arguments for the constructor.
+    #[serde(default)]
+    pub params: toml::Table,
+}
+
+/// One `[[function]]` table: the stack, top (host side) first.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FunctionConfig {
+    Spindown(SpinDownConfig),
+    Python(PythonFunctionConfig),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    pub path: String,
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Write `requests.parquet` (one row per host request).
+    #[serde(default = "d_true")]
+    pub requests: bool,
+    /// Write `timeline.parquet` (power-mode intervals per device).
+    #[serde(default = "d_true")]
+    pub timeline: bool,
+    /// Write `report.html`.
+    #[serde(default = "d_true")]
+    pub report: bool,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig {
+            requests: true,
+            timeline: true,
+            report: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    #[serde(default)]
+    pub run: RunSection,
+    #[serde(rename = "device")]
+    pub devices: Vec<DeviceConfig>,
+    #[serde(default, rename = "function")]
+    pub functions: Vec<FunctionConfig>,
+    #[serde(default)]
+    pub workload: Option<WorkloadConfig>,
+    #[serde(default)]
+    pub trace: Option<TraceConfig>,
+    #[serde(default)]
+    pub output: OutputConfig,
+    /// Extra catalogue directories (relative to the config file).
+    #[serde(default)]
+    pub catalogue: Vec<String>,
+}
+
+impl RunConfig {
+    /// Parse and check a config. `origin` names the file in errors.
+    pub fn from_toml(origin: &str, text: &str) -> Result<RunConfig, String> {
+        let cfg: RunConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        cfg.validate().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.devices.is_empty() {
+            return Err("device: at least one [[device]] is required".into());
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            match (&d.model, &d.spec) {
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => {
+                    return Err(format!(
+                        "device[{i}]: give exactly one of `model` (a catalogue name) or `spec` (an inline device)"
+                    ))
+                }
+            }
+            if d.count == Some(0) {
+                return Err(format!("device[{i}].count: expected at least 1"));
+            }
+        }
+        if let Some(u) = self.run.until_s {
+            if !(u.is_finite() && u > 0.0) {
+                return Err(format!("run.until_s: expected a number > 0, got {u}"));
+            }
+        }
+        if let Some(w) = &self.workload {
+            w.validate()?;
+        }
+        for (i, f) in self.functions.iter().enumerate() {
+            if let FunctionConfig::Spindown(s) = f {
+                let need_timeout = matches!(s.policy, SpinDownPolicy::Fixed);
+                match s.timeout_s {
+                    None if need_timeout => {
+                        return Err(format!(
+                            "function[{i}].timeout_s: the fixed policy needs a timeout in seconds"
+                        ))
+                    }
+                    Some(t) if !(t.is_finite() && t >= 0.0) => {
+                        return Err(format!(
+                            "function[{i}].timeout_s: expected a number ≥ 0, got {t}"
+                        ))
+                    }
+                    _ => {}
+                }
+                for (k, v) in [
+                    ("min_timeout_s", s.min_timeout_s),
+                    ("max_timeout_s", s.max_timeout_s),
+                    ("increase", s.increase),
+                    ("decrease_s", s.decrease_s),
+                    ("max_multiple", s.max_multiple),
+                    ("learning_rate", s.learning_rate),
+                    ("share_rate", s.share_rate),
+                ] {
+                    if let Some(v) = v {
+                        if !(v.is_finite() && v >= 0.0) {
+                            return Err(format!("function[{i}].{k}: expected a number ≥ 0, got {v}"));
+                        }
+                    }
+                }
+                if s.share_rate.is_some_and(|a| a >= 1.0) {
+                    return Err(format!("function[{i}].share_rate: expected a fraction < 1"));
+                }
+                if s.experts == Some(0) {
+                    return Err(format!("function[{i}].experts: expected at least 1"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! `summary.json`: the run in numbers. Schema documented in `docs/outputs.md`; nothing in it
+//! depends on the wall clock, so the same (config, trace, seed) gives the same bytes.
+
+use crate::sim::SimOutcome;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use wattio_core::time::{ns_to_secs, Nanos};
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DeviceSummary {
+    pub model: String,
+    pub energy_j: f64,
+    pub mean_power_w: f64,
+    pub spin_ups: u64,
+    pub rated_start_stop: Option<u64>,
+    pub residency_s: BTreeMap<String, f64>,
+    pub energy_by_state_j: BTreeMap<String, f64>,
+    pub entries: BTreeMap<String, u64>,
+    pub ios: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub busy_s: f64,
+    pub utilization: f64,
+    pub power_commands_ignored: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FunctionSummary {
+    pub name: String,
+    pub counters: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub wattio_version: String,
+    pub name: Option<String>,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub mean_latency_ms: f64,
+    pub p50_latency_ms: f64,
+    pub p99_latency_ms: f64,
+    pub max_latency_ms: f64,
+    pub mean_power_wait_ms: f64,
+    pub energy_j: f64,
+    pub devices: BTreeMap<String, DeviceSummary>,
+    pub functions: Vec<FunctionSummary>,
+    pub trace: Vec<String>,
+}
+
+fn ms(ns: Nanos) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl Summary {
+    pub fn build(name: Option<String>, seed: u64, models: &[String], o: &SimOutcome) -> Summary {
+        let end = o.end;
+        let mut devices = BTreeMap::new();
+        let mut total = 0.0;
+        for (d, model) in o.devices.iter().zip(models) {
+            let rows = d.ledger_rows(end);
+            let energy_j = d.energy_j(end);
+            total += energy_j;
+            let c = d.counters();
+            let dur = ns_to_secs(end);
+            devices.insert(
+                d.info.name.clone(),
+                DeviceSummary {
+                    model: model.clone(),
+                    energy_j,
+                    mean_power_w: if dur > 0.0 { energy_j / dur } else { 0.0 },
+                    spin_ups: d.ledger().spin_ups(),
+                    rated_start_stop: d.spec().rated_start_stop,
+                    residency_s: rows.iter().map(|r| (r.slot.clone(), ns_to_secs(r.residency_ns))).collect(),
+                    energy_by_state_j: rows.iter().map(|r| (r.slot.clone(), r.energy_j)).collect(),
+                    entries: rows.iter().map(|r| (r.slot.clone(), r.entries)).collect(),
+                    ios: c.ios,
+                    bytes_read: c.bytes_read,
+                    bytes_written: c.bytes_written,
+                    busy_s: ns_to_secs(c.busy_ns),
+                    utilization: if end > 0 { c.busy_ns as f64 / end as f64 } else { 0.0 },
+                    power_commands_ignored: c.power_commands_ignored,
+                },
+            );
+        }
+        let functions = o
+            .stack
+            .layers()
+            .iter()
+            .map(|f| FunctionSummary {
+                name: f.name().to_string(),
+                counters: f.counters().into_iter().collect(),
+            })
+            .collect();
+        Summary {
+            wattio_version: env!("CARGO_PKG_VERSION").to_string(),
+            name,
+            seed,
+            duration_s: ns_to_secs(end),
+            requests: o.requests,
+            errors: o.errors,
+            mean_latency_ms: o.latency.mean() / 1e6,
+            p50_latency_ms: ms(o.latency.quantile(0.5)),
+            p99_latency_ms: ms(o.latency.quantile(0.99)),
+            max_latency_ms: ms(o.latency.max()),
+            mean_power_wait_ms: o.power_wait.mean() / 1e6,
+            energy_j: total,
+            devices,
+            functions,
+            trace: o.assumptions.clone(),
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! A trace with idle gaps of known lengths under a fixed timeout: spin-downs, residencies,
+//! joules and latencies computed by hand.
+
+mod common;
+
+use common::*;
+use wattio_devices::Catalogue;
+use wattio_engine::{run, RunOptions};
+
+#[test]
+fn fixed_timeout_by_hand() {
+    // Reads of 50 kB alternating between two far offsets: every access seeks (10 ms),
+    // waits half a rotation (5 ms) and transfers 1 ms: 16 ms of service.
+    let reqs = reads(&[1.0, 3.0, 20.0], &[500_000_000, 100_000_000], 50_000);
+    let cfg = config(
+        r#"
+        [run]
+        until_s = 30
+        [[function]]
+        kind = "spindown"
+        policy = "fixed"
+        timeout_s = 5
+        "#,
+    );
+    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    // Timeline: idle 0–1; A 1–1.016; idle to 3; B 3–3.016; idle to 8.016 (5 s timeout);
+    // spin-down to 9.016; standby to 20; C arrives, spin-up 20–22, served 22–22.016;
+    // idle to 27.016; spin-down to 28.016; standby to 30.
+    let d = &s.devices["disk"];
+    let r = |k: &str| d.residency_s[k];
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(s.duration_s, 30.0));
+    assert!(close(r("seek"), 0.030), "{}", r("seek"));
+    assert!(close(r("active"), 0.018));
+    assert!(close(r("idle"), 12.984), "{}", r("idle"));
+    assert!(close(r("spin_down"), 2.0));
+    assert!(close(r("standby"), 12.968), "{}", r("standby"));
+    assert!(close(r("spin_up"), 2.0));
+    assert!(close(d.residency_s.values().sum::<f64>(), 30.0));
+    assert_eq!(d.spin_ups, 1);
+    assert_eq!(d.entries["spin_down"], 2);
+    // 0.09 + 0.036 + 12.984 + 2 + 2.5936 + 8 J
+    assert!(close(d.energy_j, 25.7036), "{}", d.energy_j);
+    assert!(close(s.energy_j, 25.7036));
+    assert_eq!(s.requests, 3);
+    // Latencies 16, 16 and 2016 ms (C waited the 2 s spin-up).
+    assert!(close(s.mean_latency_ms, 2048.0 / 3.0), "{}", s.mean_latency_ms);
+    assert!(close(s.max_latency_ms, 2016.0));
+    assert!(close(s.mean_power_wait_ms, 2000.0 / 3.0));
+    assert_eq!(s.functions[0].counters["spin_down_commands"], 2.0);
+}
+
+#[test]
+fn oracle_by_hand() {
+    // Same trace; break-even = (1 + 8 − 0.2·3) / (1 − 0.2) = 10.5 s. Gaps: 0–1 (1 s),
+    // 1.016–3 (1.984 s), 3.016–20 (16.984 s: sleep), and after 20.016 no request comes
+    // again: an endless gap, so the oracle sleeps there too (no spin-up to pay).
+    let reqs = reads(&[1.0, 3.0, 20.0], &[500_000_000, 100_000_000], 50_000);
+    let cfg = config(
+        r#"
+        [run]
+        until_s = 30
+        [[function]]
+        kind = "spindown"
+        policy = "oracle"
+        "#,
+    );
+    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    let d = &s.devices["disk"];
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // Spin down at 3.016 (1 s), standby 4.016–18, spin up 18–20 just in time; spin down
+    // at 20.016, standby 21.016–30.
+    assert!(close(d.residency_s["standby"], 22.968), "{}", d.residency_s["standby"]);
+    assert!(close(d.residency_s["idle"], 2.984), "{}", d.residency_s["idle"]);
+    assert_eq!(d.spin_ups, 1);
+    assert_eq!(d.entries["spin_down"], 2);
+    // No request waits: every latency is the 16 ms service.
+    assert!(close(s.max_latency_ms, 16.0), "{}", s.max_latency_ms);
+    assert!(close(s.mean_power_wait_ms, 0.0));
+    // idle 2.984 J; seek 0.03 s ·3 W; active 0.018 s ·2 W; two spin-downs, one spin-up.
+    let e = 2.984 + 0.09 + 0.036 + 2.0 + 8.0 + 22.968 * 0.2;
+    assert!(close(d.energy_j, e), "{} vs {e}", d.energy_j);
+}
+
+#[test]
+fn always_on_by_hand() {
+    let reqs = reads(&[1.0, 3.0, 20.0], &[500_000_000, 100_000_000], 50_000);
+    let cfg = config("[run]\nuntil_s = 30\n");
+    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    let d = &s.devices["disk"];
+    // 29.952 s idle at 1 W + 0.09 J seek + 0.036 J active.
+    assert!((d.energy_j - (29.952 + 0.09 + 0.036)).abs() < 1e-9, "{}", d.energy_j);
+    assert_eq!(d.spin_ups, 0);
+}

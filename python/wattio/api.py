@@ -1,0 +1,191 @@
+"""The Python API: run configs, read results as pandas DataFrames."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wattio import _core
+from wattio.progress import Progress
+
+
+def _load_class(spec: str, base: Path):
+    """`module:Class` or `path/to/file.py:Class` (relative to the config's directory)."""
+    if ":" not in spec:
+        raise ValueError(f"function class {spec!r}: expected 'module:Class' or 'file.py:Class'")
+    mod_name, cls_name = spec.rsplit(":", 1)
+    if mod_name.endswith(".py"):
+        path = (base / mod_name).resolve()
+        if not path.exists():
+            raise ValueError(f"function class {spec!r}: no file {path}")
+        mspec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(mspec)
+        sys.modules[path.stem] = module
+        mspec.loader.exec_module(module)
+    else:
+        if str(base) not in sys.path:
+            sys.path.insert(0, str(base))
+        module = importlib.import_module(mod_name)
+    try:
+        return getattr(module, cls_name)
+    except AttributeError:
+        raise ValueError(f"function class {spec!r}: module has no {cls_name!r}") from None
+
+
+@dataclass
+class Run:
+    """A finished run: its summary and, if it wrote them, its tables."""
+
+    summary: dict
+    out_dir: Path | None = None
+    config_text: str = ""
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def _table(self, name: str):
+        import pandas as pd
+
+        if self.out_dir is None:
+            raise ValueError("this run wrote no tables (give out=DIR)")
+        path = self.out_dir / f"{name}.parquet"
+        if not path.exists():
+            raise ValueError(f"{path}: not written (see [output] in the config)")
+        return pd.read_parquet(path)
+
+    def requests(self):
+        """One row per host request: arrival/finish/latency and its breakdown (ns)."""
+        return self._table("requests")
+
+    def timeline(self):
+        """Power-mode intervals per device (start_s, end_s, state)."""
+        return self._table("timeline")
+
+    def energy(self):
+        """The closed energy ledger: device × state residency, entries, joules."""
+        return self._table("energy")
+
+    def devices(self):
+        """Per-device summary as a DataFrame."""
+        import pandas as pd
+
+        rows = []
+        for name, d in self.summary["devices"].items():
+            rows.append(
+                {
+                    "device": name,
+                    "model": d["model"],
+                    "energy_j": d["energy_j"],
+                    "mean_power_w": d["mean_power_w"],
+                    "spin_ups": d["spin_ups"],
+                    "utilization": d["utilization"],
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def run(
+    config,
+    *,
+    trace: str | Path | None = None,
+    trace_format: str | None = None,
+    out: str | Path | None = None,
+    functions: dict | None = None,
+    progress: bool | None = None,
+    base_dir: str | Path | None = None,
+    report: bool | None = None,
+) -> Run:
+    """Run a config: a path to a TOML file, TOML text, or a dict.
+
+    ``functions`` maps stack positions of ``kind = "python"`` functions to objects; by default
+    they are built from the config's ``class`` and ``params``.
+    """
+    origin = "config"
+    if isinstance(config, dict):
+        text = _dump_toml(config)
+    elif isinstance(config, Path) or (isinstance(config, str) and "\n" not in config and config.endswith(".toml")):
+        path = Path(config)
+        text = path.read_text()
+        origin = str(path)
+        base_dir = base_dir or path.parent
+    else:
+        text = str(config)
+    base = Path(base_dir or ".")
+    _core.check_config(text, origin)
+    cfg = tomllib.loads(text)
+    funcs = dict(functions or {})
+    for i, f in enumerate(cfg.get("function", [])):
+        if f.get("kind") == "python" and i not in funcs:
+            cls = _load_class(f["class"], base)
+            funcs[i] = cls(**f.get("params", {}))
+    bar = None
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if progress:
+        bar = Progress(label=cfg.get("run", {}).get("name", ""))
+    out_dir = Path(out) if out is not None else None
+    try:
+        text_summary = _core.run_config(
+            text,
+            origin=origin,
+            base_dir=str(base),
+            trace=str(trace) if trace is not None else None,
+            trace_format=trace_format,
+            out_dir=str(out_dir) if out_dir is not None else None,
+            progress=bar,
+            functions=funcs,
+        )
+    finally:
+        if bar:
+            bar.close()
+    r = Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text)
+    want_report = cfg.get("output", {}).get("report", True) if report is None else report
+    if out_dir is not None and want_report:
+        from wattio.report import write_report
+
+        write_report(out_dir)
+    return r
+
+
+def load(out_dir: str | Path) -> Run:
+    """A run previously written to ``out_dir``."""
+    out_dir = Path(out_dir)
+    return Run(summary=json.loads((out_dir / "summary.json").read_text()), out_dir=out_dir)
+
+
+def _dump_toml(d: dict, prefix: str = "") -> str:
+    """A minimal TOML writer for config dicts (tables, arrays of tables, scalars, lists)."""
+
+    def scalar(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(scalar(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {scalar(x)}" for k, x in v.items()) + "}"
+        raise ValueError(f"cannot write {v!r} as TOML")
+
+    lines, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v, False))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            tables.append((k, v, True))
+        else:
+            lines.append(f"{k} = {scalar(v)}")
+    out = "\n".join(lines) + ("\n" if lines else "")
+    for k, v, is_array in tables:
+        name = f"{prefix}{k}"
+        if is_array:
+            for item in v:
+                out += f"\n[[{name}]]\n" + _dump_toml(item, name + ".")
+        else:
+            out += f"\n[{name}]\n" + _dump_toml(v, name + ".")
+    return out

@@ -1,0 +1,51 @@
+"""Writing intelligence functions in Python.
+
+Subclass :class:`Function` and override the events you care about. A function never performs
+I/O or reads a clock: each event brings the current time (``now``, integer nanoseconds) and an
+``out`` object collecting actions:
+
+- ``out.submit(io)`` — send an I/O to the layer below (from the bottom layer: to device
+  ``io.dev``); ``io.replace(dev=..., offset=...)`` makes a modified copy;
+- ``out.reply(done)`` — complete an I/O received from above (``done.for_io(io)`` re-targets a
+  completion at another I/O, e.g. the parent of a split request); ``out.reply_now(io)``
+  completes without device work;
+- ``out.set_power(device_id, state_id)`` — queue a power command at a device;
+- ``out.set_timer(timer_id, at_ns)`` / ``out.cancel_timer(timer_id)``.
+
+The same object runs in the simulator (``wattio run``) and live (``wattio serve``).
+"""
+
+from __future__ import annotations
+
+
+class Function:
+    """Base class of Python intelligence functions (one layer of a stack)."""
+
+    #: Name shown in summaries and reports.
+    name = "python"
+
+    def attach(self, devices) -> None:
+        """Called once with the run's devices (``wattio._core.Device``: ``id``, ``name``,
+        ``capacity``, ``states``, ``state_id(name)``, ``deepest_sleep``, ``break_even_ns()``,
+        ``transition_ns(a, b)``)."""
+
+    def on_start(self, now: int, out) -> None:
+        """The run starts."""
+
+    def on_request(self, now: int, io, out) -> None:
+        """A request from above. The default passes it down unchanged."""
+        out.submit(io)
+
+    def on_completion(self, now: int, done, out) -> None:
+        """An I/O this layer submitted finished. The default replies upward."""
+        out.reply(done)
+
+    def on_timer(self, now: int, timer: int, out) -> None:
+        """A timer this layer set expired."""
+
+    def on_power(self, now: int, device: int, state: int) -> None:
+        """A device entered power state ``state``."""
+
+    def counters(self) -> dict[str, float]:
+        """Function-specific numbers for ``summary.json``."""
+        return {}
