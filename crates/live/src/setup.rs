@@ -133,3 +133,97 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
         },
     )
 }
+
+#[cfg(feature = "engine")]
+/// A run config served live: the engine assembles the stack and device runtimes exactly as
+/// for a simulation; each device is backed by a component image given by name.
+pub struct ConfigServe {
+    pub config: PathBuf,
+    /// `(device name, image path)` for every device of the config.
+    pub images: Vec<(String, PathBuf)>,
+    pub direct: bool,
+    pub capture: Option<PathBuf>,
+    pub workers: usize,
+}
+
+/// Parse `NAME=PATH` (the `--image` form used with a config).
+pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
+        _ => Err(format!(
+            "--image {s:?}: with a config, give DEVICE=PATH (a [[device]] name and its image)"
+        )),
+    }
+}
+
+#[cfg(feature = "engine")]
+pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
+    use wattio_engine::{assemble, catalogue_for, RunConfig};
+    let text = std::fs::read_to_string(&c.config)
+        .map_err(|e| format!("{}: {e}", c.config.display()))?;
+    let cfg = RunConfig::from_toml(&c.config.display().to_string(), &text)?;
+    let base = c
+        .config
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    let cat = catalogue_for(&cfg, &base)?;
+    // Live, requests come from the guest: nothing can look ahead at them.
+    let opener: wattio_engine::Opener = Arc::new(|| {
+        Err("live mode has no trace to look ahead in (the oracle policy is simulation-only)".into())
+    });
+    let mut external = |i: usize, _: &wattio_engine::config::FunctionConfig| {
+        Err(format!(
+            "function[{i}]: Python functions are not available to the Rust live server yet"
+        ))
+    };
+    let asm = assemble(&cfg, &cat, &opener, &mut external, 0)?;
+    let mut devices = Vec::new();
+    let mut exports = Vec::new();
+    for (i, rt) in asm.devices.into_iter().enumerate() {
+        let name = rt.info.name.clone();
+        let path = c
+            .images
+            .iter()
+            .find(|(n, _)| n == &name)
+            .map(|(_, p)| p.clone())
+            .ok_or_else(|| {
+                format!("device `{name}` has no image: add --image {name}=PATH")
+            })?;
+        let mut cs = ComponentSpec::file(&path);
+        cs.name = name.clone();
+        cs.direct = c.direct;
+        let backend = Backend::open(&cs)?;
+        let mut e = ExportInfo::new(name.clone(), backend.size());
+        e.rotational = rt.spec().states.iter().any(|s| s.spinning);
+        if c.direct {
+            e.min_block = 512;
+        }
+        exports.push(ExportSpec {
+            info: e,
+            host_dev: i as u16,
+        });
+        devices.push(DeviceSetup {
+            backend,
+            runtime: Some(rt),
+        });
+    }
+    for (n, _) in &c.images {
+        if !devices.iter().any(|d| &d.backend.name == n) {
+            return Err(format!("--image {n}=…: the config has no device named `{n}`"));
+        }
+    }
+    let capture: Option<Box<dyn CaptureSink>> = match &c.capture {
+        Some(p) => Some(Box::new(TextCapture::create(p)?)),
+        None => None,
+    };
+    Session::start(
+        asm.stack,
+        devices,
+        exports,
+        SessionOptions {
+            workers: if c.workers == 0 { 4 } else { c.workers },
+            capture,
+        },
+    )
+}

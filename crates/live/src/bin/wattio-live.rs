@@ -2,6 +2,7 @@
 //! commands call the same library; tests and benchmarks run this binary directly).
 //!
 //! ```text
+//! wattio-live serve CONFIG --image DEVICE=FILE ... (--socket PATH | --listen 127.0.0.1:PORT)
 //! wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen 127.0.0.1:PORT)
 //!     [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]
 //!     [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]
@@ -23,7 +24,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
+        "usage:\n  wattio-live serve CONFIG --image DEVICE=FILE [...] (--socket PATH | --listen HOST:PORT) [--capture PATH] [--out DIR]\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
     );
     std::process::exit(2)
 }
@@ -53,6 +54,7 @@ fn serve(args: &[String]) -> Result<(), String> {
     let mut listen: Option<ListenAddr> = None;
     let mut out: Option<PathBuf> = None;
     let mut status = 1.0f64;
+    let mut config: Option<PathBuf> = None;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -89,12 +91,29 @@ fn serve(args: &[String]) -> Result<(), String> {
                     .parse()
                     .map_err(|_| format!("--status {v:?}: expected seconds"))?;
             }
+            _ if !a.starts_with("--") && config.is_none() => config = Some(PathBuf::from(a)),
             _ => return Err(format!("unknown argument {a:?}")),
         }
         i += 1;
     }
     let listen = listen.ok_or("one of --socket PATH or --listen HOST:PORT is required")?;
-    let session = setup::build(&spec)?;
+    let session = match config {
+        Some(cfg) => {
+            let images = spec
+                .images
+                .iter()
+                .map(|p| setup::parse_named_image(&p.display().to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            setup::build_from_config(&setup::ConfigServe {
+                config: cfg,
+                images,
+                direct: spec.direct,
+                capture: spec.capture.clone(),
+                workers: spec.workers,
+            })?
+        }
+        None => setup::build(&spec)?,
+    };
     let server = Server::start(session, &listen)?;
     // SAFETY: installing an async-signal-safe handler that only stores to an atomic.
     unsafe {
