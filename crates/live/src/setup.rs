@@ -159,8 +159,8 @@ pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
 #[cfg(feature = "engine")]
 pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     use wattio_engine::{assemble, catalogue_for, RunConfig};
-    let text = std::fs::read_to_string(&c.config)
-        .map_err(|e| format!("{}: {e}", c.config.display()))?;
+    let text =
+        std::fs::read_to_string(&c.config).map_err(|e| format!("{}: {e}", c.config.display()))?;
     let cfg = RunConfig::from_toml(&c.config.display().to_string(), &text)?;
     let base = c
         .config
@@ -187,9 +187,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
             .iter()
             .find(|(n, _)| n == &name)
             .map(|(_, p)| p.clone())
-            .ok_or_else(|| {
-                format!("device `{name}` has no image: add --image {name}=PATH")
-            })?;
+            .ok_or_else(|| format!("device `{name}` has no image: add --image {name}=PATH"))?;
         let mut cs = ComponentSpec::file(&path);
         cs.name = name.clone();
         cs.direct = c.direct;
@@ -210,7 +208,9 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     }
     for (n, _) in &c.images {
         if !devices.iter().any(|d| &d.backend.name == n) {
-            return Err(format!("--image {n}=…: the config has no device named `{n}`"));
+            return Err(format!(
+                "--image {n}=…: the config has no device named `{n}`"
+            ));
         }
     }
     let capture: Option<Box<dyn CaptureSink>> = match &c.capture {

@@ -64,11 +64,14 @@ fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
     let live_j = live.devices[0].energy_j;
     assert_eq!(live.devices[0].spin_ups, 1);
 
-    let cfg = RunConfig::from_toml("run.toml", &std::fs::read_to_string(&cfg_path).unwrap())
-        .unwrap();
+    let cfg =
+        RunConfig::from_toml("run.toml", &std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
     let cat = catalogue_for(&cfg, d.0.as_path()).unwrap();
     let opener: wattio_engine::Opener = std::sync::Arc::new(|| Err("no lookahead".into()));
-    let mut external = |_: usize, _: &wattio_engine::config::FunctionConfig| Err("none".into());
+    let mut external =
+        |_: usize,
+         _: &wattio_engine::config::FunctionConfig|
+         -> Result<Box<dyn wattio_core::Function>, String> { Err("none".into()) };
     let asm = assemble(&cfg, &cat, &opener, &mut external, 0).unwrap();
     let mut trace = TextTrace::open(&cap).unwrap();
     let out = Simulator::new(asm.stack, asm.devices)
@@ -78,6 +81,9 @@ fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
     assert_eq!(out.devices[0].ledger().spin_ups(), 1);
     let sim_j = out.devices[0].energy_j(out.end);
     let rel = (live_j - sim_j).abs() / sim_j;
-    eprintln!("live {live_j:.4} J, simulated {sim_j:.4} J, difference {:.2} %", rel * 100.0);
+    eprintln!(
+        "live {live_j:.4} J, simulated {sim_j:.4} J, difference {:.2} %",
+        rel * 100.0
+    );
     assert!(rel < 0.05, "live {live_j} J vs simulated {sim_j} J");
 }
