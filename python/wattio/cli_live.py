@@ -1,7 +1,94 @@
-"""`wattio` subcommands of the live area."""
+"""`wattio` subcommands of the live area: `serve` and `replay`."""
 
 from __future__ import annotations
+
+import json
+import signal
+
+
+def _serve(args) -> int:
+    from wattio import _core
+
+    if args.config is not None:
+        raise ValueError(
+            f"{args.config}: serving a run config needs the engine's config builder, "
+            "which is not merged yet; use --image FILE (pass-through) for now"
+        )
+    if not args.image:
+        raise ValueError("give CONFIG or at least one --image FILE")
+    if (args.socket is None) == (args.listen is None):
+        raise ValueError("give exactly one of --socket PATH or --listen 127.0.0.1:PORT")
+
+    # SIGTERM ends the session as cleanly as Ctrl-C: flush, ledger, summary.
+    def _term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
+    summary = _core.serve(
+        args.image,
+        socket=args.socket,
+        listen=args.listen,
+        names=args.name or None,
+        model=args.model,
+        emulate=not args.no_emulate,
+        spindown=args.spindown,
+        capture=args.capture,
+        out=args.out,
+        direct=args.direct,
+        read_only=args.read_only,
+        workers=args.workers,
+        status=args.status,
+    )
+    req = summary["requests"]
+    lat = summary["latency_us"]
+    print(
+        f"served {req['total']} requests ({req['errors']} errors), "
+        f"p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, energy {summary['energy_j']:.3f} J"
+    )
+    return 0
+
+
+def _replay(args) -> int:
+    from wattio import _core
+
+    r = _core.replay_trace(args.trace, args.nbd, speed=args.speed)
+    print(json.dumps(r, indent=2))
+    return 1 if r["errors"] else 0
 
 
 def add_commands(sub) -> None:
     """Register this area's subcommands on the top-level subparsers."""
+    p = sub.add_parser(
+        "serve",
+        help="serve component devices over NBD with a function stack in the I/O path",
+        description="Run an NBD server (Unix socket by default, TCP on loopback with --listen) "
+        "whose export goes through a wattio stack in real time.",
+    )
+    p.add_argument("config", nargs="?", default=None, help="run config (TOML)")
+    p.add_argument("--image", action="append", default=[], help="component image file (repeatable)")
+    p.add_argument("--name", action="append", default=[], help="export name per --image")
+    p.add_argument("--socket", help="Unix socket path to listen on")
+    p.add_argument("--listen", help="HOST:PORT to listen on (use 127.0.0.1)")
+    p.add_argument("--model", help="emulate the devices with this catalogue entry or TOML file")
+    p.add_argument(
+        "--no-emulate", action="store_true", help="with --model: describe only, no timing"
+    )
+    p.add_argument("--spindown", type=float, help="fixed-timeout spin-down layer (seconds)")
+    p.add_argument("--capture", help="record every guest request to this trace file")
+    p.add_argument("--out", help="directory for summary.json and ledger.csv")
+    p.add_argument("--direct", action="store_true", help="open component devices with O_DIRECT")
+    p.add_argument("--read-only", action="store_true")
+    p.add_argument("--workers", type=int, default=4, help="I/O worker threads")
+    p.add_argument("--status", type=float, default=1.0, help="status line period (s), 0 = off")
+    p.set_defaults(func=_serve)
+
+    r = sub.add_parser(
+        "replay",
+        help="replay a trace against an NBD server with its original timing",
+    )
+    r.add_argument("trace", help="trace file (a `wattio serve --capture` file)")
+    r.add_argument(
+        "--nbd", required=True, help="nbd+unix:///EXPORT?socket=PATH or nbd://HOST:PORT/EXPORT"
+    )
+    r.add_argument("--speed", type=float, default=1.0, help="time scale (2 = twice as fast)")
+    r.set_defaults(func=_replay)

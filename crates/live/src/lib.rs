@@ -1,1 +1,23 @@
-//! placeholder
+//! Live mode: run any wattio function stack in real time in front of a real guest's disk.
+//!
+//! * [`proto`] — the NBD protocol, sans-I/O (server state machine, encoders).
+//! * [`session`] — the live executor: the simulator's `Stack` and `DeviceRuntime`s on the
+//!   wall clock, with every effect carried out on real component devices.
+//! * [`server`] — Unix-socket / loopback-TCP NBD server feeding a session.
+//! * [`client`] — a small NBD client, for [`replay`] and the tests.
+//! * [`backend`] — component devices (image files, block devices, optional O_DIRECT).
+//! * [`capture`] — recording the guest's requests as a trace.
+
+pub mod backend;
+pub mod capture;
+pub mod client;
+pub mod proto;
+pub mod replay;
+pub mod report;
+pub mod server;
+pub mod session;
+pub mod setup;
+
+pub use backend::{Backend, ComponentSpec};
+pub use server::{ListenAddr, Server};
+pub use session::{DeviceSetup, ExportSpec, ReplySink, Session, SessionOptions, Summary};

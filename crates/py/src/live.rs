@@ -1,8 +1,138 @@
-//! Bindings for the live area.
+//! Bindings for the live area: `serve` (an NBD server running a stack in real time) and
+//! `replay` (an NBD client replaying a trace with its timing).
 
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use wattio_live::replay::{self, ReplayOptions, TextTrace};
+use wattio_live::server::{ListenAddr, Server};
+use wattio_live::setup::{self, ServeSpec};
+
+fn user(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+/// Serve `images` over NBD until SIGINT/SIGTERM (KeyboardInterrupt), then flush, write
+/// `summary.json`/`ledger.csv` into `out` (if given) and return the summary as a dict.
+#[pyfunction]
+#[pyo3(signature = (images, socket=None, listen=None, names=None, model=None, emulate=true,
+    spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4,
+    status=1.0, max_seconds=None))]
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    py: Python<'_>,
+    images: Vec<PathBuf>,
+    socket: Option<PathBuf>,
+    listen: Option<String>,
+    names: Option<Vec<String>>,
+    model: Option<PathBuf>,
+    emulate: bool,
+    spindown: Option<f64>,
+    capture: Option<PathBuf>,
+    out: Option<PathBuf>,
+    direct: bool,
+    read_only: bool,
+    workers: usize,
+    status: f64,
+    max_seconds: Option<f64>,
+) -> PyResult<PyObject> {
+    let addr = match (socket, listen) {
+        (Some(s), None) => ListenAddr::Unix(s),
+        (None, Some(l)) => ListenAddr::parse_tcp(&l).map_err(user)?,
+        _ => {
+            return Err(user(
+                "give exactly one of socket=PATH or listen=HOST:PORT".into(),
+            ))
+        }
+    };
+    let spec = ServeSpec {
+        images,
+        names: names.unwrap_or_default(),
+        direct,
+        read_only,
+        emulate: model.is_some() && emulate,
+        model,
+        spindown_s: spindown,
+        capture,
+        workers,
+    };
+    let session = setup::build(&spec).map_err(user)?;
+    let server = Server::start(session, &addr).map_err(PyOSError::new_err)?;
+    eprintln!(
+        "wattio serve: listening on {} (Ctrl-C to stop)",
+        server.addr()
+    );
+    let t0 = Instant::now();
+    let mut last = Instant::now();
+    loop {
+        py.allow_threads(|| std::thread::sleep(Duration::from_millis(50)));
+        // Python's own handlers turn SIGINT (and SIGTERM, as the CLI installs) into an
+        // exception here: that is the signal to shut down cleanly.
+        if py.check_signals().is_err() {
+            break;
+        }
+        if max_seconds.is_some_and(|m| t0.elapsed().as_secs_f64() >= m) {
+            break;
+        }
+        if status > 0.0 && last.elapsed().as_secs_f64() >= status {
+            let dt = last.elapsed().as_secs_f64();
+            last = Instant::now();
+            eprintln!(
+                "{}",
+                wattio_live::report::status_line(&server.session().snapshot(), dt)
+            );
+        }
+    }
+    let summary = py
+        .allow_threads(|| server.shutdown(Duration::from_secs(30)))
+        .map_err(PyOSError::new_err)?;
+    if let Some(dir) = &out {
+        wattio_live::report::write_outputs(&summary, dir).map_err(PyOSError::new_err)?;
+    }
+    let text = wattio_live::report::summary_json(&summary).to_string();
+    let json = py.import("json")?;
+    Ok(json.call_method1("loads", (text,))?.unbind())
+}
+
+/// Replay a live capture against an NBD server; returns counts and latency percentiles.
+#[pyfunction]
+#[pyo3(signature = (trace, uri, speed=1.0))]
+fn replay_trace(py: Python<'_>, trace: PathBuf, uri: String, speed: f64) -> PyResult<PyObject> {
+    let r = py
+        .allow_threads(|| {
+            let mut t = TextTrace::open(&trace).map_err(|e| e.to_string())?;
+            replay::replay(
+                &mut t,
+                &uri,
+                &ReplayOptions {
+                    speed,
+                    ..ReplayOptions::default()
+                },
+            )
+        })
+        .map_err(user)?;
+    let d = PyDict::new(py);
+    d.set_item("sent", r.sent)?;
+    d.set_item("errors", r.errors)?;
+    d.set_item("skipped", r.skipped)?;
+    d.set_item("duration_s", r.duration.as_secs_f64())?;
+    let q = |p: f64| {
+        if r.latency.count() > 0 {
+            r.latency.quantile(p) as f64 / 1e3
+        } else {
+            0.0
+        }
+    };
+    d.set_item("latency_mean_us", r.latency.mean() / 1e3)?;
+    d.set_item("latency_p50_us", q(0.5))?;
+    d.set_item("latency_p99_us", q(0.99))?;
+    Ok(d.into_any().unbind())
+}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let _ = m;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_trace, m)?)?;
     Ok(())
 }

@@ -1,0 +1,309 @@
+//! Component devices: the image files or block devices an export is built from, and the
+//! real system calls carried out for each `Submit` effect.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Alignment of every data buffer: satisfies O_DIRECT on 512- and 4096-byte sector devices.
+pub const BUF_ALIGN: usize = 4096;
+
+/// A zero-initialised, page-aligned byte buffer (O_DIRECT needs aligned memory).
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+    layout: Option<Layout>,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn zeroed(len: usize) -> AlignedBuf {
+        if len == 0 {
+            return AlignedBuf {
+                ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+                len: 0,
+                layout: None,
+            };
+        }
+        let size = len.div_ceil(BUF_ALIGN) * BUF_ALIGN;
+        let layout = match Layout::from_size_align(size, BUF_ALIGN) {
+            Ok(l) => l,
+            Err(_) => std::alloc::handle_alloc_error(Layout::new::<u8>()),
+        };
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf {
+            ptr,
+            len,
+            layout: Some(layout),
+        }
+    }
+
+    pub fn from_slice(data: &[u8]) -> AlignedBuf {
+        let mut b = AlignedBuf::zeroed(data.len());
+        b.as_mut_slice().copy_from_slice(data);
+        b
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes (or dangling with len 0).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Grow to at least `len` bytes, keeping the contents.
+    pub fn ensure(&mut self, len: usize) {
+        if len > self.len {
+            let mut n = AlignedBuf::zeroed(len);
+            n.as_mut_slice()[..self.len].copy_from_slice(self.as_slice());
+            *self = n;
+        }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        if let Some(l) = self.layout {
+            // SAFETY: allocated with this layout in `zeroed`.
+            unsafe { dealloc(self.ptr, l) }
+        }
+    }
+}
+
+/// How to open a component device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComponentSpec {
+    pub name: String,
+    pub path: PathBuf,
+    /// Bypass the host page cache (O_DIRECT): the guest sees the medium, not RAM.
+    pub direct: bool,
+    pub read_only: bool,
+}
+
+impl ComponentSpec {
+    pub fn file(path: impl AsRef<Path>) -> ComponentSpec {
+        let path = path.as_ref().to_path_buf();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "image".into());
+        ComponentSpec {
+            name,
+            path,
+            direct: false,
+            read_only: false,
+        }
+    }
+}
+
+/// An open component device. Shared by all worker threads: positional I/O needs no lock.
+pub struct Backend {
+    pub name: String,
+    file: File,
+    size: u64,
+    pub direct: bool,
+    is_block: bool,
+}
+
+impl Backend {
+    pub fn open(spec: &ComponentSpec) -> Result<Backend, String> {
+        let mut o = OpenOptions::new();
+        o.read(true).write(!spec.read_only);
+        if spec.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let mut file = o
+            .open(&spec.path)
+            .map_err(|e| format!("{}: cannot open component device: {e}", spec.path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", spec.path.display()))?;
+        let is_block = {
+            use std::os::unix::fs::FileTypeExt;
+            meta.file_type().is_block_device()
+        };
+        let size = if is_block {
+            file.seek(SeekFrom::End(0))
+                .map_err(|e| format!("{}: cannot find its size: {e}", spec.path.display()))?
+        } else {
+            meta.len()
+        };
+        Ok(Backend {
+            name: spec.name.clone(),
+            file,
+            size,
+            direct: spec.direct,
+            is_block,
+        })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Read exactly `buf.len()` bytes; bytes past the end of a file read as zeros.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => {
+                    buf[done..].fill(0);
+                    return Ok(());
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_at(&self, buf: &[u8], offset: u64, fua: bool) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)?;
+        if fua {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn fallocate(&self, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+        // SAFETY: plain syscall on an fd we own.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                mode,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Deallocate a range (TRIM). A device that cannot punch holes ignores the hint, which
+    /// the protocol allows.
+    pub fn discard(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
+        if !self.is_block {
+            match self.fallocate(
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            ) {
+                Ok(()) => {}
+                Err(e) if unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if fua {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Make a range read as zeros (WRITE_ZEROES), deallocating it when allowed.
+    pub fn write_zeroes(&self, offset: u64, len: u64, may_trim: bool, fua: bool) -> io::Result<()> {
+        let mut done = false;
+        if !self.is_block {
+            let mode = if may_trim {
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+            } else {
+                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE
+            };
+            match self.fallocate(mode, offset, len) {
+                Ok(()) => done = true,
+                Err(e) if unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !done {
+            const CHUNK: u64 = 1 << 20;
+            let zeros = AlignedBuf::zeroed(CHUNK as usize);
+            let mut at = offset;
+            while at < offset + len {
+                let n = CHUNK.min(offset + len - at) as usize;
+                self.file.write_all_at(&zeros.as_slice()[..n], at)?;
+                at += n as u64;
+            }
+        }
+        if fua {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_buffers_are_aligned_and_zeroed() {
+        let mut b = AlignedBuf::zeroed(5000);
+        assert_eq!(b.as_slice().as_ptr() as usize % BUF_ALIGN, 0);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+        b.as_mut_slice()[4999] = 7;
+        b.ensure(9000);
+        assert_eq!(b.len(), 9000);
+        assert_eq!(b.as_slice()[4999], 7);
+        assert_eq!(AlignedBuf::zeroed(0).as_slice().len(), 0);
+    }
+
+    #[test]
+    fn file_ops_round_trip() {
+        let dir = std::env::temp_dir().join(format!("wattio-backend-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("img");
+        std::fs::write(&p, vec![0x11u8; 1 << 16]).unwrap();
+        let b = Backend::open(&ComponentSpec::file(&p)).unwrap();
+        assert_eq!(b.size(), 1 << 16);
+        b.write_at(&[0xAA; 4096], 4096, true).unwrap();
+        let mut r = vec![0u8; 8192];
+        b.read_at(&mut r, 0).unwrap();
+        assert!(r[..4096].iter().all(|&x| x == 0x11));
+        assert!(r[4096..].iter().all(|&x| x == 0xAA));
+        b.write_zeroes(4096, 4096, false, false).unwrap();
+        b.read_at(&mut r, 0).unwrap();
+        assert!(r[4096..].iter().all(|&x| x == 0));
+        // Reads past the end of the file return zeros instead of failing.
+        let mut tail = vec![9u8; 100];
+        b.read_at(&mut tail, (1 << 16) - 50).unwrap();
+        assert!(tail[..50].iter().all(|&x| x == 0x11));
+        assert!(tail[50..].iter().all(|&x| x == 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

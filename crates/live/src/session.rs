@@ -1,0 +1,1064 @@
+//! The live executor: the simulator's [`Stack`] and [`DeviceRuntime`]s driven by the wall
+//! clock, with every `Effect` carried out for real.
+//!
+//! * `Submit(io)` → a positional read/write/fdatasync/punch-hole on component device
+//!   `io.dev`, run by a worker thread (or inline by the thread that produced it, which saves a
+//!   thread hand-off on the last I/O of a batch), then `Stack::device_completion`.
+//! * `HostReply` → the NBD reply, sent through the connection's [`ReplySink`].
+//! * `SetTimer`/`CancelTimer` → a deadline heap served by one timer thread.
+//! * `SetPower` → the emulated device's `DeviceRuntime::set_power`.
+//!
+//! With device emulation a component device carries a `DeviceRuntime`: the real I/O and the
+//! model's service run side by side and the completion is released when *both* are done, so
+//! a modelled spin-up really delays the guest while the bytes still go to the real medium.
+//!
+//! All mutable state sits in one [`Core`] behind a mutex: the stack and the device runtimes
+//! are single-threaded state machines by design, and the work done under the lock is a few
+//! hundred nanoseconds per event; system calls and socket writes happen outside it.
+
+use crate::backend::{AlignedBuf, Backend};
+use crate::capture::CaptureSink;
+use crate::proto::{self, CmdKind, Command, ExportInfo};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use wattio_core::stats::LatencyHistogram;
+use wattio_core::{
+    Breakdown, Buf, Completion, DevEvent, DeviceId, DeviceRuntime, Effect, Io, IoId, LedgerRow,
+    Nanos, Op, Request, Stack, Status, TimerId,
+};
+
+/// Where a host request's reply goes (an NBD connection; a channel in tests).
+pub trait ReplySink: Send + Sync {
+    /// Send one complete reply message. Errors (peer gone) are the sink's to swallow: the
+    /// request has been carried out whether or not the client hears of it.
+    fn send(&self, bytes: &[u8]);
+    /// Were structured replies negotiated?
+    fn structured(&self) -> bool;
+}
+
+/// One NBD export: what clients see, and the host volume (`Io.dev` at the top of the
+/// stack) its requests carry.
+#[derive(Clone, Debug)]
+pub struct ExportSpec {
+    pub info: ExportInfo,
+    pub host_dev: u16,
+}
+
+/// A component device: the real medium, optionally with its emulated model.
+pub struct DeviceSetup {
+    pub backend: Backend,
+    pub runtime: Option<DeviceRuntime>,
+}
+
+pub struct SessionOptions {
+    /// I/O worker threads (besides the threads that run I/O inline).
+    pub workers: usize,
+    pub capture: Option<Box<dyn CaptureSink>>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            workers: 4,
+            capture: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostKind {
+    Read,
+    Write,
+    Flush,
+    Trim,
+    Zero { may_trim: bool },
+}
+
+struct HostReq {
+    sink: Arc<dyn ReplySink>,
+    cookie: u64,
+    kind: HostKind,
+    offset: u64,
+    arrival: Nanos,
+    data: Arc<Mutex<AlignedBuf>>,
+}
+
+enum DataRef {
+    None,
+    Host {
+        buf: Arc<Mutex<AlignedBuf>>,
+        off: usize,
+        zero: Option<bool>,
+    },
+    Scratch {
+        id: u64,
+        buf: Arc<Mutex<AlignedBuf>>,
+        off: usize,
+    },
+}
+
+pub(crate) struct Job {
+    io: Io,
+    data: DataRef,
+    emulated: bool,
+}
+
+#[derive(Default)]
+struct EmuPair {
+    real: Option<(Status, Nanos)>,
+    model: Option<Completion>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKind {
+    Layer(usize, TimerId),
+    DevService(DeviceId, u32),
+    DevTransition(DeviceId),
+}
+
+/// Counters for the status line and the summary.
+#[derive(Clone, Debug, Default)]
+pub struct LiveStats {
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    pub trims: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub power_commands_without_model: u64,
+}
+
+struct Core {
+    stack: Stack,
+    runtimes: Vec<Option<DeviceRuntime>>,
+    exports: Vec<ExportSpec>,
+    hosts: HashMap<u64, HostReq>,
+    next_host: u64,
+    emu: HashMap<(DeviceId, IoId), EmuPair>,
+    timers: BinaryHeap<Reverse<(Nanos, u64, TimerKind)>>,
+    layer_timers: HashMap<(usize, TimerId), u64>,
+    timer_seq: u64,
+    /// The deadline the timer thread sleeps until (`u64::MAX`: no deadline).
+    timer_sleep_until: Nanos,
+    scratch: HashMap<u64, (Arc<Mutex<AlignedBuf>>, usize)>,
+    capture: Option<Box<dyn CaptureSink>>,
+    capture_error: Option<String>,
+    hist: LatencyHistogram,
+    window: LatencyHistogram,
+    stats: LiveStats,
+    fx: Vec<Effect>,
+    dev_ev: Vec<DevEvent>,
+}
+
+pub(crate) struct Shared {
+    core: Mutex<Core>,
+    timer_cv: Condvar,
+    backends: Vec<Backend>,
+    queue: Mutex<VecDeque<Job>>,
+    queue_cv: Condvar,
+    idle_cv: Condvar,
+    start: Instant,
+    stop: AtomicBool,
+    inflight: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in another thread must not take the data plane down with it.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running live session.
+pub struct Session {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A device's state for the status line and summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceStatus {
+    pub name: String,
+    pub emulated: bool,
+    /// Current power state name (or the transition under way).
+    pub state: String,
+    pub energy_j: f64,
+    pub spin_ups: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub now: Nanos,
+    pub stats: LiveStats,
+    pub inflight: usize,
+    pub p50_ns: Nanos,
+    pub p99_ns: Nanos,
+    pub window_ops: u64,
+    pub window_p50_ns: Nanos,
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// What a session leaves behind, like a simulated run's summary.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub duration_ns: Nanos,
+    pub stats: LiveStats,
+    pub latency: LatencyHistogram,
+    pub devices: Vec<DeviceStatus>,
+    pub ledgers: Vec<(String, Vec<LedgerRow>)>,
+    pub function_counters: Vec<(String, Vec<(String, f64)>)>,
+    pub capture_error: Option<String>,
+}
+
+impl Session {
+    /// Start a session over `devices` (index = `DeviceId`), serving `exports`. The stack
+    /// must already be attached to the devices' [`wattio_core::DeviceInfo`]s.
+    pub fn start(
+        stack: Stack,
+        devices: Vec<DeviceSetup>,
+        exports: Vec<ExportSpec>,
+        opts: SessionOptions,
+    ) -> Result<Session, String> {
+        for e in &exports {
+            if stack.is_empty() {
+                let d = devices.get(e.host_dev as usize).ok_or_else(|| {
+                    format!(
+                        "export `{}`: host volume {} has no component device (pass-through maps volume i to device i)",
+                        e.info.name, e.host_dev
+                    )
+                })?;
+                if e.info.size > d.backend.size() {
+                    return Err(format!(
+                        "export `{}`: size {} exceeds component device `{}` ({} bytes)",
+                        e.info.name,
+                        e.info.size,
+                        d.backend.name,
+                        d.backend.size()
+                    ));
+                }
+            }
+        }
+        let (backends, runtimes): (Vec<Backend>, Vec<Option<DeviceRuntime>>) =
+            devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
+        let core = Core {
+            stack,
+            runtimes,
+            exports,
+            hosts: HashMap::new(),
+            next_host: 1,
+            emu: HashMap::new(),
+            timers: BinaryHeap::new(),
+            layer_timers: HashMap::new(),
+            timer_seq: 0,
+            timer_sleep_until: u64::MAX,
+            scratch: HashMap::new(),
+            capture: opts.capture,
+            capture_error: None,
+            hist: LatencyHistogram::new(),
+            window: LatencyHistogram::new(),
+            stats: LiveStats::default(),
+            fx: Vec::new(),
+            dev_ev: Vec::new(),
+        };
+        let shared = Arc::new(Shared {
+            core: Mutex::new(core),
+            timer_cv: Condvar::new(),
+            backends,
+            queue: Mutex::new(VecDeque::new()),
+            queue_cv: Condvar::new(),
+            idle_cv: Condvar::new(),
+            start: Instant::now(),
+            stop: AtomicBool::new(false),
+            inflight: AtomicU64::new(0),
+        });
+        let mut threads = Vec::new();
+        for i in 0..opts.workers.max(1) {
+            let s = shared.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("wattio-io-{i}"))
+                    .spawn(move || s.worker())
+                    .map_err(|e| format!("cannot start I/O worker: {e}"))?,
+            );
+        }
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("wattio-timer".into())
+                .spawn(move || s.timer_thread())
+                .map_err(|e| format!("cannot start timer thread: {e}"))?,
+        );
+        // Functions may arm timers (or power commands) before the first request.
+        let mut out = Outbox::default();
+        {
+            let mut g = lock(&shared.core);
+            let mut fx = Vec::new();
+            g.stack.start(0, &mut fx);
+            g.apply(&shared, 0, &mut fx, &mut out);
+        }
+        shared.dispatch(out, false);
+        Ok(Session { shared, threads })
+    }
+
+    pub fn exports(&self) -> Vec<ExportInfo> {
+        lock(&self.shared.core)
+            .exports
+            .iter()
+            .map(|e| e.info.clone())
+            .collect()
+    }
+
+    /// Nanoseconds since the session started.
+    pub fn now(&self) -> Nanos {
+        self.shared.now()
+    }
+
+    /// Carry out one validated NBD command from a client of export `export`.
+    /// `inline`: run the last resulting I/O on this thread (the caller has nothing else
+    /// queued to parse).
+    pub fn submit(
+        &self,
+        sink: Arc<dyn ReplySink>,
+        stream: u32,
+        export: usize,
+        cmd: Command,
+        inline: bool,
+    ) {
+        self.shared.submit(sink, stream, export, cmd, inline)
+    }
+
+    /// Host requests not yet answered.
+    pub fn inflight(&self) -> u64 {
+        self.shared.inflight.load(Ordering::Acquire)
+    }
+
+    /// Wait until no host request is in flight (or `timeout` passes); true if drained.
+    pub fn drain(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.shared.core);
+        while !g.hosts.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = match self.shared.idle_cv.wait_timeout(g, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let now = self.now();
+        let mut g = lock(&self.shared.core);
+        let window_ops = g.window.count();
+        let window_p50_ns = if window_ops > 0 {
+            g.window.quantile(0.5)
+        } else {
+            0
+        };
+        g.window = LatencyHistogram::new();
+        Snapshot {
+            now,
+            stats: g.stats.clone(),
+            inflight: g.hosts.len(),
+            p50_ns: if g.hist.count() > 0 {
+                g.hist.quantile(0.5)
+            } else {
+                0
+            },
+            p99_ns: if g.hist.count() > 0 {
+                g.hist.quantile(0.99)
+            } else {
+                0
+            },
+            window_ops,
+            window_p50_ns,
+            devices: g.device_status(&self.shared.backends, now),
+        }
+    }
+
+    /// Stop: wait for in-flight requests (up to `drain_timeout`), make every component
+    /// device durable, close the ledgers and the capture, and report.
+    pub fn finish(mut self, drain_timeout: Duration) -> Result<Summary, String> {
+        let drained = self.drain(drain_timeout);
+        let mut errors = Vec::new();
+        if !drained {
+            errors.push(format!(
+                "{} request(s) still in flight after {:?}",
+                self.inflight(),
+                drain_timeout
+            ));
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.queue_cv.notify_all();
+        self.shared.timer_cv.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        for b in &self.shared.backends {
+            if let Err(e) = b.flush() {
+                errors.push(format!("component device `{}`: flush failed: {e}", b.name));
+            }
+        }
+        let now = self.now();
+        let mut g = lock(&self.shared.core);
+        let mut capture_error = g.capture_error.take();
+        if let Some(c) = g.capture.take() {
+            if let Err(e) = c.finish() {
+                capture_error = Some(e);
+            }
+        }
+        let devices = g.device_status(&self.shared.backends, now);
+        let ledgers = g
+            .runtimes
+            .iter()
+            .zip(&self.shared.backends)
+            .filter_map(|(r, b)| r.as_ref().map(|r| (b.name.clone(), r.ledger_rows(now))))
+            .collect();
+        let function_counters = g
+            .stack
+            .layers()
+            .iter()
+            .map(|l| (l.name().to_string(), l.counters()))
+            .collect();
+        let summary = Summary {
+            duration_ns: now,
+            stats: g.stats.clone(),
+            latency: g.hist.clone(),
+            devices,
+            ledgers,
+            function_counters,
+            capture_error,
+        };
+        if errors.is_empty() {
+            Ok(summary)
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.queue_cv.notify_all();
+        self.shared.timer_cv.notify_all();
+    }
+}
+
+fn status_errno(s: Status) -> u32 {
+    match s {
+        Status::Ok => 0,
+        Status::IoError => proto::EIO,
+        Status::Invalid => proto::EINVAL,
+        Status::NoSpace => proto::ENOSPC,
+        Status::NotSupported => proto::ENOTSUP,
+    }
+}
+
+fn io_status(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => Status::NoSpace,
+        Some(libc::EINVAL) => Status::Invalid,
+        Some(libc::EOPNOTSUPP) => Status::NotSupported,
+        _ => Status::IoError,
+    }
+}
+
+fn worse(a: Status, b: Status) -> Status {
+    if a != Status::Ok {
+        a
+    } else {
+        b
+    }
+}
+
+#[derive(Default)]
+struct Outbox {
+    jobs: Vec<Job>,
+    replies: Vec<(HostReq, Status, u32)>,
+}
+
+impl Shared {
+    fn now(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+
+    fn submit(
+        self: &Arc<Self>,
+        sink: Arc<dyn ReplySink>,
+        stream: u32,
+        export: usize,
+        cmd: Command,
+        inline: bool,
+    ) {
+        let (kind, op, data) = match cmd.kind {
+            CmdKind::Read => (
+                HostKind::Read,
+                Op::Read,
+                AlignedBuf::zeroed(cmd.len as usize),
+            ),
+            CmdKind::Write(d) => (HostKind::Write, Op::Write, AlignedBuf::from_slice(&d)),
+            CmdKind::Flush => (HostKind::Flush, Op::Flush, AlignedBuf::zeroed(0)),
+            CmdKind::Trim => (HostKind::Trim, Op::Discard, AlignedBuf::zeroed(0)),
+            CmdKind::WriteZeroes { may_trim } => (
+                HostKind::Zero { may_trim },
+                Op::Write,
+                AlignedBuf::zeroed(0),
+            ),
+        };
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        let mut out = Outbox::default();
+        {
+            let mut g = lock(&self.core);
+            let now = self.now();
+            let Some(host_dev) = g.exports.get(export).map(|e| e.host_dev) else {
+                drop(g);
+                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                let mut b = Vec::new();
+                proto::encode_error_reply(
+                    &mut b,
+                    sink.structured(),
+                    cmd.cookie,
+                    proto::EINVAL,
+                    "no such export",
+                );
+                sink.send(&b);
+                return;
+            };
+            let id = g.next_host;
+            g.next_host += 1;
+            let io = Io {
+                id: IoId(id),
+                op,
+                fua: cmd.fua,
+                priority: 0,
+                dev: host_dev,
+                stream,
+                offset: cmd.offset,
+                len: cmd.len,
+                file: None,
+                call_site: None,
+                buf: Buf::Host { id, offset: 0 },
+            };
+            if let Some(c) = g.capture.as_mut() {
+                let mut r = Request::new(now, op, cmd.offset, cmd.len);
+                r.dev = host_dev;
+                r.stream = stream;
+                if let Err(e) = c.record(&r) {
+                    g.capture_error.get_or_insert(e);
+                    g.capture = None;
+                }
+            }
+            g.hosts.insert(
+                id,
+                HostReq {
+                    sink,
+                    cookie: cmd.cookie,
+                    kind,
+                    offset: cmd.offset,
+                    arrival: now,
+                    data: Arc::new(Mutex::new(data)),
+                },
+            );
+            let mut fx = std::mem::take(&mut g.fx);
+            g.stack.request(now, io, &mut fx);
+            g.apply(self, now, &mut fx, &mut out);
+            g.fx = fx;
+        }
+        self.dispatch(out, inline);
+    }
+
+    /// Send replies, queue jobs; run the last job on this thread if `inline`.
+    fn dispatch(self: &Arc<Self>, out: Outbox, inline: bool) {
+        let Outbox { mut jobs, replies } = out;
+        self.send_replies(replies);
+        let mine = if inline { jobs.pop() } else { None };
+        if !jobs.is_empty() {
+            let mut q = lock(&self.queue);
+            let n = jobs.len();
+            q.extend(jobs);
+            drop(q);
+            // One wake-up per job: waking every worker for a single job only makes them
+            // fight over it (2-core machines feel this most).
+            for _ in 0..n {
+                self.queue_cv.notify_one();
+            }
+        }
+        if let Some(j) = mine {
+            self.run_chain(j);
+        }
+    }
+
+    fn send_replies(&self, replies: Vec<(HostReq, Status, u32)>) {
+        for (h, status, len) in replies {
+            let structured = h.sink.structured();
+            let errno = status_errno(status);
+            let mut b;
+            if errno != 0 {
+                b = Vec::with_capacity(40);
+                proto::encode_error_reply(&mut b, structured, h.cookie, errno, "I/O failed");
+            } else if h.kind == HostKind::Read {
+                let data = lock(&h.data);
+                let n = (len as usize).min(data.len());
+                b = Vec::with_capacity(32 + n);
+                if structured {
+                    proto::encode_read_chunk_header(&mut b, h.cookie, h.offset, n as u32);
+                } else {
+                    proto::encode_simple_reply(&mut b, h.cookie, 0);
+                }
+                b.extend_from_slice(&data.as_slice()[..n]);
+            } else {
+                b = Vec::with_capacity(16);
+                proto::encode_simple_reply(&mut b, h.cookie, 0);
+            }
+            h.sink.send(&b);
+            if self.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.idle_cv.notify_all();
+            }
+        }
+    }
+
+    fn worker(self: Arc<Self>) {
+        loop {
+            let job = {
+                let mut q = lock(&self.queue);
+                loop {
+                    if let Some(j) = q.pop_front() {
+                        break Some(j);
+                    }
+                    if self.stop.load(Ordering::Acquire) {
+                        break None;
+                    }
+                    q = match self.queue_cv.wait(q) {
+                        Ok(g) => g,
+                        Err(p) => p.into_inner(),
+                    };
+                }
+            };
+            match job {
+                Some(j) => self.run_chain(j),
+                None => return,
+            }
+        }
+    }
+
+    /// Execute a job, complete it, and keep executing the last job its completion spawns.
+    fn run_chain(self: &Arc<Self>, mut job: Job) {
+        loop {
+            let t0 = self.now();
+            let status = self.execute(&job);
+            let mut out = Outbox::default();
+            {
+                let mut g = lock(&self.core);
+                let now = self.now();
+                g.real_done(self, now, job, status, now.saturating_sub(t0), &mut out);
+            }
+            let Outbox { mut jobs, replies } = out;
+            self.send_replies(replies);
+            let next = jobs.pop();
+            if !jobs.is_empty() {
+                let n = jobs.len();
+                lock(&self.queue).extend(jobs);
+                for _ in 0..n {
+                    self.queue_cv.notify_one();
+                }
+            }
+            match next {
+                Some(j) => job = j,
+                None => return,
+            }
+        }
+    }
+
+    fn execute(&self, job: &Job) -> Status {
+        let io = &job.io;
+        let Some(b) = self.backends.get(io.dev as usize) else {
+            return Status::Invalid;
+        };
+        if io.op != Op::Flush && io.end() > b.size() {
+            return Status::Invalid;
+        }
+        let len = io.len as usize;
+        let r = match (io.op, &job.data) {
+            (Op::Flush, _) => b.flush(),
+            (Op::Discard, _) => b.discard(io.offset, io.len as u64, io.fua),
+            (
+                Op::Write,
+                DataRef::Host {
+                    zero: Some(may_trim),
+                    ..
+                },
+            ) => b.write_zeroes(io.offset, io.len as u64, *may_trim, io.fua),
+            (Op::Read, DataRef::Host { buf, off, .. })
+            | (Op::Read, DataRef::Scratch { buf, off, .. }) => {
+                let mut d = lock(buf);
+                if matches!(job.data, DataRef::Scratch { .. }) {
+                    d.ensure(off + len);
+                }
+                match d.as_mut_slice().get_mut(*off..off + len) {
+                    Some(s) => b.read_at(s, io.offset),
+                    None => return Status::Invalid,
+                }
+            }
+            (Op::Write, DataRef::Host { buf, off, .. })
+            | (Op::Write, DataRef::Scratch { buf, off, .. }) => {
+                let d = lock(buf);
+                match d.as_slice().get(*off..off + len) {
+                    Some(s) => b.write_at(s, io.offset, io.fua),
+                    None => return Status::Invalid,
+                }
+            }
+            (Op::Read | Op::Write, DataRef::None) => return Status::Invalid,
+        };
+        match r {
+            Ok(()) => Status::Ok,
+            Err(e) => io_status(&e),
+        }
+    }
+
+    fn timer_thread(self: Arc<Self>) {
+        let mut g = lock(&self.core);
+        loop {
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            let now = self.now();
+            let mut out = Outbox::default();
+            g.fire_timers(&self, now, &mut out);
+            if !out.jobs.is_empty() || !out.replies.is_empty() {
+                drop(g);
+                self.dispatch(out, false);
+                g = lock(&self.core);
+                continue;
+            }
+            let next = g.timers.peek().map(|Reverse((at, _, _))| *at);
+            g.timer_sleep_until = next.unwrap_or(u64::MAX);
+            let wait = match next {
+                Some(at) => Duration::from_nanos(at.saturating_sub(now)),
+                None => Duration::from_millis(200),
+            };
+            g = match self.timer_cv.wait_timeout(g, wait) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+}
+
+impl Core {
+    fn push_timer(&mut self, shared: &Shared, at: Nanos, kind: TimerKind) -> u64 {
+        self.timer_seq += 1;
+        let seq = self.timer_seq;
+        self.timers.push(Reverse((at, seq, kind)));
+        // Re-armed and cancelled timers leave stale heap entries (lazy deletion); a function
+        // that re-arms on every request would grow the heap without bound, so rebuild it
+        // once stale entries dominate.
+        if self.timers.len() > 1024 && self.timers.len() > 4 * (self.layer_timers.len() + 64) {
+            let live = &self.layer_timers;
+            let v: Vec<_> = std::mem::take(&mut self.timers)
+                .into_vec()
+                .into_iter()
+                .filter(|Reverse((_, s, k))| match k {
+                    TimerKind::Layer(l, t) => live.get(&(*l, *t)) == Some(s) || *s == seq,
+                    _ => true,
+                })
+                .collect();
+            self.timers = BinaryHeap::from(v);
+        }
+        if at < self.timer_sleep_until {
+            self.timer_sleep_until = at;
+            shared.timer_cv.notify_one();
+        }
+        seq
+    }
+
+    /// Carry out effects; handlers may append more (a completion delivered to the stack).
+    fn apply(&mut self, shared: &Shared, now: Nanos, fx: &mut Vec<Effect>, out: &mut Outbox) {
+        let mut i = 0;
+        while i < fx.len() {
+            let e = fx[i];
+            i += 1;
+            match e {
+                Effect::Submit(io) => self.submit_dev(shared, now, io, fx, out),
+                Effect::HostReply(c) => {
+                    if let Some(h) = self.hosts.remove(&c.io.id.0) {
+                        let lat = now.saturating_sub(h.arrival);
+                        self.hist.record(lat);
+                        self.window.record(lat);
+                        let s = &mut self.stats;
+                        s.requests += 1;
+                        if c.status != Status::Ok {
+                            s.errors += 1;
+                        }
+                        match h.kind {
+                            HostKind::Read => {
+                                s.reads += 1;
+                                s.bytes_read += c.io.len as u64;
+                            }
+                            HostKind::Write | HostKind::Zero { .. } => {
+                                s.writes += 1;
+                                s.bytes_written += c.io.len as u64;
+                            }
+                            HostKind::Flush => s.flushes += 1,
+                            HostKind::Trim => s.trims += 1,
+                        }
+                        out.replies.push((h, c.status, c.io.len));
+                    }
+                }
+                Effect::SetPower { device, state } => {
+                    match self
+                        .runtimes
+                        .get_mut(device as usize)
+                        .and_then(Option::as_mut)
+                    {
+                        Some(rt) => {
+                            let mut ev = std::mem::take(&mut self.dev_ev);
+                            rt.set_power(now, state, &mut ev);
+                            self.dev_events(shared, now, device, &mut ev, fx);
+                            self.dev_ev = ev;
+                        }
+                        None => self.stats.power_commands_without_model += 1,
+                    }
+                }
+                Effect::SetTimer { layer, timer, at } => {
+                    let seq = self.push_timer(shared, at, TimerKind::Layer(layer, timer));
+                    self.layer_timers.insert((layer, timer), seq);
+                }
+                Effect::CancelTimer { layer, timer } => {
+                    self.layer_timers.remove(&(layer, timer));
+                }
+            }
+        }
+        fx.clear();
+    }
+
+    fn submit_dev(
+        &mut self,
+        shared: &Shared,
+        now: Nanos,
+        io: Io,
+        fx: &mut Vec<Effect>,
+        out: &mut Outbox,
+    ) {
+        if io.dev as usize >= shared.backends.len() {
+            let c = Completion {
+                io,
+                status: Status::Invalid,
+                finished: now,
+                breakdown: Breakdown::default(),
+            };
+            self.stack.device_completion(now, c, fx);
+            return;
+        }
+        let data = match io.buf {
+            Buf::Host { id, offset } => match self.hosts.get(&id) {
+                Some(h) => DataRef::Host {
+                    buf: h.data.clone(),
+                    off: offset as usize,
+                    zero: match h.kind {
+                        HostKind::Zero { may_trim } => Some(may_trim),
+                        _ => None,
+                    },
+                },
+                None => DataRef::None,
+            },
+            Buf::Scratch { id, offset } => {
+                let e = self
+                    .scratch
+                    .entry(id)
+                    .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0));
+                e.1 += 1;
+                DataRef::Scratch {
+                    id,
+                    buf: e.0.clone(),
+                    off: offset as usize,
+                }
+            }
+            Buf::None => DataRef::None,
+        };
+        let emulated = match self
+            .runtimes
+            .get_mut(io.dev as usize)
+            .and_then(Option::as_mut)
+        {
+            Some(rt) => {
+                let mut ev = std::mem::take(&mut self.dev_ev);
+                rt.submit(now, io, &mut ev);
+                self.dev_events(shared, now, io.dev, &mut ev, fx);
+                self.dev_ev = ev;
+                true
+            }
+            None => false,
+        };
+        out.jobs.push(Job { io, data, emulated });
+    }
+
+    fn dev_events(
+        &mut self,
+        shared: &Shared,
+        now: Nanos,
+        dev: DeviceId,
+        ev: &mut Vec<DevEvent>,
+        fx: &mut Vec<Effect>,
+    ) {
+        for e in ev.drain(..) {
+            match e {
+                DevEvent::ServiceEnd { at, token } => {
+                    self.push_timer(shared, at, TimerKind::DevService(dev, token));
+                }
+                DevEvent::TransitionEnd { at } => {
+                    self.push_timer(shared, at, TimerKind::DevTransition(dev));
+                }
+                DevEvent::Mode { slot, .. } => {
+                    let states = self
+                        .runtimes
+                        .get(dev as usize)
+                        .and_then(Option::as_ref)
+                        .map_or(0, |r| r.spec().states.len());
+                    if slot < states {
+                        self.stack.power(now, dev, slot as u8);
+                    }
+                }
+                DevEvent::Completed(c) => {
+                    let key = (dev, c.io.id);
+                    let pair = self.emu.entry(key).or_default();
+                    pair.model = Some(c);
+                    if let Some((status, _)) = pair.real {
+                        self.emu.remove(&key);
+                        let mut c = c;
+                        c.status = worse(status, c.status);
+                        c.finished = now;
+                        self.stack.device_completion(now, c, fx);
+                    }
+                }
+            }
+        }
+    }
+
+    fn real_done(
+        &mut self,
+        shared: &Shared,
+        now: Nanos,
+        job: Job,
+        status: Status,
+        service_ns: Nanos,
+        out: &mut Outbox,
+    ) {
+        if let DataRef::Scratch { id, .. } = job.data {
+            if let Some(e) = self.scratch.get_mut(&id) {
+                e.1 = e.1.saturating_sub(1);
+                // A scratch buffer lives from the read that fills it to the last write that
+                // drains it.
+                if e.1 == 0 && job.io.op == Op::Write {
+                    self.scratch.remove(&id);
+                }
+            }
+        }
+        let mut fx = std::mem::take(&mut self.fx);
+        if job.emulated {
+            // The model's service may be due already: release it now rather than after a
+            // timer-thread wake-up.
+            self.fire_due(shared, now, &mut fx);
+            let key = (job.io.dev, job.io.id);
+            let pair = self.emu.entry(key).or_default();
+            pair.real = Some((status, service_ns));
+            if let Some(mut c) = pair.model {
+                self.emu.remove(&key);
+                c.status = worse(status, c.status);
+                c.finished = now;
+                self.stack.device_completion(now, c, &mut fx);
+            }
+        } else {
+            let c = Completion {
+                io: job.io,
+                status,
+                finished: now,
+                breakdown: Breakdown {
+                    service_ns,
+                    ..Breakdown::default()
+                },
+            };
+            self.stack.device_completion(now, c, &mut fx);
+        }
+        self.apply(shared, now, &mut fx, out);
+        self.fx = fx;
+    }
+
+    fn fire_due(&mut self, shared: &Shared, now: Nanos, fx: &mut Vec<Effect>) {
+        while let Some(Reverse((at, seq, kind))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match kind {
+                TimerKind::Layer(layer, timer) => {
+                    if self.layer_timers.get(&(layer, timer)) == Some(&seq) {
+                        self.layer_timers.remove(&(layer, timer));
+                        if layer < self.stack.len() {
+                            self.stack.timer(now, layer, timer, fx);
+                        }
+                    }
+                }
+                TimerKind::DevService(d, token) => {
+                    if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
+                        let mut ev = std::mem::take(&mut self.dev_ev);
+                        rt.service_end(now, token, &mut ev);
+                        self.dev_events(shared, now, d, &mut ev, fx);
+                        self.dev_ev = ev;
+                    }
+                }
+                TimerKind::DevTransition(d) => {
+                    if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
+                        let mut ev = std::mem::take(&mut self.dev_ev);
+                        rt.transition_end(now, &mut ev);
+                        self.dev_events(shared, now, d, &mut ev, fx);
+                        self.dev_ev = ev;
+                    }
+                }
+            }
+        }
+    }
+
+    fn fire_timers(&mut self, shared: &Shared, now: Nanos, out: &mut Outbox) {
+        let mut fx = std::mem::take(&mut self.fx);
+        self.fire_due(shared, now, &mut fx);
+        self.apply(shared, now, &mut fx, out);
+        self.fx = fx;
+    }
+
+    fn device_status(&self, backends: &[Backend], now: Nanos) -> Vec<DeviceStatus> {
+        backends
+            .iter()
+            .zip(&self.runtimes)
+            .map(|(b, r)| match r {
+                Some(rt) => {
+                    let spec = rt.spec();
+                    let names = spec.slot_names();
+                    let slot = rt.ledger().current();
+                    DeviceStatus {
+                        name: b.name.clone(),
+                        emulated: true,
+                        state: names.get(slot).cloned().unwrap_or_default(),
+                        energy_j: rt.energy_j(now),
+                        spin_ups: rt.ledger().spin_ups(),
+                    }
+                }
+                None => DeviceStatus {
+                    name: b.name.clone(),
+                    emulated: false,
+                    state: "real".into(),
+                    energy_j: 0.0,
+                    spin_ups: 0,
+                },
+            })
+            .collect()
+    }
+}

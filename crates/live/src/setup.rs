@@ -1,0 +1,229 @@
+//! Building a live session from command-line choices: component images, optional device
+//! emulation from a catalogue entry, optional spin-down layer. (A run config goes through
+//! the engine's builder instead, which yields the same `(Stack, Vec<DeviceRuntime>)`.)
+
+use crate::backend::{Backend, ComponentSpec};
+use crate::capture::{CaptureSink, TextCapture};
+use crate::proto::ExportInfo;
+use crate::session::{DeviceSetup, ExportSpec, Session, SessionOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
+use wattio_core::time::secs_to_ns;
+use wattio_core::{DeviceInfo, DeviceRuntime, Function, PowerSpec, Stack};
+use wattio_devices::catalogue::{Catalogue, DeviceSpec};
+use wattio_functions::spindown::{Fixed, IdleTimeout};
+
+#[derive(Clone, Debug, Default)]
+pub struct ServeSpec {
+    pub images: Vec<PathBuf>,
+    /// Export names, one per image (default: the file name; the first export is also the
+    /// default export for clients that ask for the empty name).
+    pub names: Vec<String>,
+    pub direct: bool,
+    pub read_only: bool,
+    /// Emulate every component device with this model: a catalogue name or a TOML file.
+    pub model: Option<PathBuf>,
+    /// With a model: enforce its latency and account its power (true), or only describe
+    /// the device to the functions (false: measures a stack's own overhead).
+    pub emulate: bool,
+    /// Put a fixed-timeout spin-down layer in the stack (seconds of idleness).
+    pub spindown_s: Option<f64>,
+    pub capture: Option<PathBuf>,
+    pub workers: usize,
+}
+
+pub fn load_model(m: &PathBuf) -> Result<DeviceSpec, String> {
+    if m.extension().is_some_and(|e| e == "toml") || m.exists() {
+        let text = std::fs::read_to_string(m).map_err(|e| format!("{}: {e}", m.display()))?;
+        let mut spec = DeviceSpec::from_toml(&m.display().to_string(), &text)?;
+        if spec.name.is_empty() {
+            spec.name = m
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+        Ok(spec)
+    } else {
+        let cat = Catalogue::embedded()?;
+        cat.get(&m.display().to_string()).cloned()
+    }
+}
+
+pub fn build(spec: &ServeSpec) -> Result<Session, String> {
+    if spec.images.is_empty() {
+        return Err("at least one --image FILE is required".into());
+    }
+    if !spec.names.is_empty() && spec.names.len() != spec.images.len() {
+        return Err(format!(
+            "{} --name for {} --image: give one name per image or none",
+            spec.names.len(),
+            spec.images.len()
+        ));
+    }
+    let model = spec.model.as_ref().map(load_model).transpose()?;
+    let mut devices = Vec::new();
+    let mut infos = Vec::new();
+    let mut exports = Vec::new();
+    for (i, path) in spec.images.iter().enumerate() {
+        let mut c = ComponentSpec::file(path);
+        c.direct = spec.direct;
+        c.read_only = spec.read_only;
+        if let Some(n) = spec.names.get(i) {
+            c.name = n.clone();
+        }
+        let backend = Backend::open(&c)?;
+        let power = match &model {
+            Some(m) => Arc::new(m.power_spec()?),
+            None => Arc::new(PowerSpec::constant(0.0)),
+        };
+        let info = DeviceInfo {
+            id: i as u16,
+            name: c.name.clone(),
+            capacity: backend.size(),
+            power,
+        };
+        let runtime = match &model {
+            Some(m) if spec.emulate => {
+                Some(DeviceRuntime::new(info.clone(), m.build_timing()?, None, 0))
+            }
+            _ => None,
+        };
+        let mut e = ExportInfo::new(c.name.clone(), backend.size());
+        e.read_only = spec.read_only;
+        e.rotational = model.as_ref().is_some_and(|m| m.kind == "hdd");
+        if spec.direct {
+            // O_DIRECT needs sector-aligned requests: advertise it, refuse the rest.
+            e.min_block = 512;
+        }
+        exports.push(ExportSpec {
+            info: e,
+            host_dev: i as u16,
+        });
+        infos.push(info);
+        devices.push(DeviceSetup { backend, runtime });
+    }
+    let mut layers: Vec<Box<dyn Function>> = Vec::new();
+    if let Some(s) = spec.spindown_s {
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(format!(
+                "--spindown {s}: expected a non-negative number of seconds"
+            ));
+        }
+        let t = secs_to_ns(s);
+        layers.push(Box::new(IdleTimeout::new(
+            "spindown",
+            vec![],
+            None,
+            move || Fixed(Some(t)),
+        )));
+    }
+    let mut stack = Stack::new(layers);
+    stack.attach(&infos)?;
+    let capture: Option<Box<dyn CaptureSink>> = match &spec.capture {
+        Some(p) => Some(Box::new(TextCapture::create(p)?)),
+        None => None,
+    };
+    Session::start(
+        stack,
+        devices,
+        exports,
+        SessionOptions {
+            workers: if spec.workers == 0 { 4 } else { spec.workers },
+            capture,
+        },
+    )
+}
+
+#[cfg(feature = "engine")]
+/// A run config served live: the engine assembles the stack and device runtimes exactly as
+/// for a simulation; each device is backed by a component image given by name.
+pub struct ConfigServe {
+    pub config: PathBuf,
+    /// `(device name, image path)` for every device of the config.
+    pub images: Vec<(String, PathBuf)>,
+    pub direct: bool,
+    pub capture: Option<PathBuf>,
+    pub workers: usize,
+}
+
+/// Parse `NAME=PATH` (the `--image` form used with a config).
+pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
+        _ => Err(format!(
+            "--image {s:?}: with a config, give DEVICE=PATH (a [[device]] name and its image)"
+        )),
+    }
+}
+
+#[cfg(feature = "engine")]
+pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
+    use wattio_engine::{assemble, catalogue_for, RunConfig};
+    let text =
+        std::fs::read_to_string(&c.config).map_err(|e| format!("{}: {e}", c.config.display()))?;
+    let cfg = RunConfig::from_toml(&c.config.display().to_string(), &text)?;
+    let base = c
+        .config
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    let cat = catalogue_for(&cfg, &base)?;
+    // Live, requests come from the guest: nothing can look ahead at them.
+    let opener: wattio_engine::Opener = Arc::new(|| {
+        Err("live mode has no trace to look ahead in (the oracle policy is simulation-only)".into())
+    });
+    let mut external = |i: usize, _: &wattio_engine::config::FunctionConfig| {
+        Err(format!(
+            "function[{i}]: Python functions are not available to the Rust live server yet"
+        ))
+    };
+    let asm = assemble(&cfg, &cat, &opener, &mut external, 0)?;
+    let mut devices = Vec::new();
+    let mut exports = Vec::new();
+    for (i, rt) in asm.devices.into_iter().enumerate() {
+        let name = rt.info.name.clone();
+        let path = c
+            .images
+            .iter()
+            .find(|(n, _)| n == &name)
+            .map(|(_, p)| p.clone())
+            .ok_or_else(|| format!("device `{name}` has no image: add --image {name}=PATH"))?;
+        let mut cs = ComponentSpec::file(&path);
+        cs.name = name.clone();
+        cs.direct = c.direct;
+        let backend = Backend::open(&cs)?;
+        let mut e = ExportInfo::new(name.clone(), backend.size());
+        e.rotational = rt.spec().states.iter().any(|s| s.spinning);
+        if c.direct {
+            e.min_block = 512;
+        }
+        exports.push(ExportSpec {
+            info: e,
+            host_dev: i as u16,
+        });
+        devices.push(DeviceSetup {
+            backend,
+            runtime: Some(rt),
+        });
+    }
+    for (n, _) in &c.images {
+        if !devices.iter().any(|d| &d.backend.name == n) {
+            return Err(format!(
+                "--image {n}=…: the config has no device named `{n}`"
+            ));
+        }
+    }
+    let capture: Option<Box<dyn CaptureSink>> = match &c.capture {
+        Some(p) => Some(Box::new(TextCapture::create(p)?)),
+        None => None,
+    };
+    Session::start(
+        asm.stack,
+        devices,
+        exports,
+        SessionOptions {
+            workers: if c.workers == 0 { 4 } else { c.workers },
+            capture,
+        },
+    )
+}

@@ -1,0 +1,74 @@
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use wattio_live::server::{ListenAddr, Server};
+use wattio_live::setup::{self, ServeSpec};
+
+/// A scratch directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "wattio-live-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A deterministic, non-repeating byte pattern.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn image(dir: &TempDir, name: &str, len: usize, seed: u64) -> PathBuf {
+    let p = dir.path(name);
+    std::fs::write(&p, pattern(seed, len)).unwrap();
+    p
+}
+
+pub fn serve(spec: &ServeSpec, sock: &Path) -> Server {
+    let s = setup::build(spec).unwrap();
+    Server::start(s, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
+}
+
+pub fn uri(sock: &Path, export: &str) -> String {
+    format!("nbd+unix:///{export}?socket={}", sock.display())
+}
+
+/// Is an external tool installed? Interop tests skip (saying so) when it is not.
+pub fn have(tool: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIP: `{tool}` is not installed (scripts/apt-packages.txt lists it)");
+    }
+    found
+}
