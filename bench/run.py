@@ -18,7 +18,7 @@ COMMANDS = [
 def main() -> int:
     for cmd in COMMANDS:
         print(f"$ {' '.join(cmd)}", flush=True)
-        r = subprocess.run(cmd, cwd=ROOT)
+        r = subprocess.run(cmd, cwd=ROOT, check=False)
         if r.returncode != 0:
             return r.returncode
     return 0

@@ -23,6 +23,7 @@ def wattio_cli():
             capture_output=True,
             text=True,
             cwd=cwd,
+            check=False,
         )
         if check and p.returncode != 0:
             raise AssertionError(f"wattio {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")

@@ -1,6 +1,7 @@
 """A spin-down policy written in Python gives exactly the built-in policy's results."""
 
 import json
+
 import wattio
 from conftest import EXAMPLES
 

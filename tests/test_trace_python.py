@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from wattio import trace
 from wattio.cli import main
 

@@ -48,11 +48,15 @@ fn peak_rss_kib() -> u64 {
 }
 
 fn run(requests: u64) -> (f64, f64) {
-    let text = CONFIG.replace("rate = 2000", &format!("rate = 2000\nmax_requests = {requests}"));
+    let text = CONFIG.replace(
+        "rate = 2000",
+        &format!("rate = 2000\nmax_requests = {requests}"),
+    );
     let cfg = RunConfig::from_toml("bench", &text).expect("config");
     let cat = Catalogue::embedded().expect("catalogue");
     let w = cfg.workload.clone().expect("workload");
-    let opener: Opener = Arc::new(move || Ok(Box::new(Generator::new(&w, 42)?) as Box<dyn TraceSource>));
+    let opener: Opener =
+        Arc::new(move || Ok(Box::new(Generator::new(&w, 42)?) as Box<dyn TraceSource>));
     // Generation alone, for the split.
     let t0 = Instant::now();
     let mut g = opener().expect("generator");
@@ -83,9 +87,26 @@ fn main() {
     let rss_small = peak_rss_kib();
     let (r_big, g_big) = run(big);
     let rss_big = peak_rss_kib();
-    println!("built-in stack: parametric HDD (wd800-fs2) + fixed 5 s spin-down, generated Poisson trace");
-    println!("{:>12} requests: {:>6.2} M req/s simulated (incl. generation), peak RSS {:>7} KiB", small, r_small / 1e6, rss_small);
-    println!("{:>12} requests: {:>6.2} M req/s simulated (incl. generation), peak RSS {:>7} KiB", big, r_big / 1e6, rss_big);
+    println!(
+        "built-in stack: parametric HDD (wd800-fs2) + fixed 5 s spin-down, generated Poisson trace"
+    );
+    println!(
+        "{:>12} requests: {:>6.2} M req/s simulated (incl. generation), peak RSS {:>7} KiB",
+        small,
+        r_small / 1e6,
+        rss_small
+    );
+    println!(
+        "{:>12} requests: {:>6.2} M req/s simulated (incl. generation), peak RSS {:>7} KiB",
+        big,
+        r_big / 1e6,
+        rss_big
+    );
     println!("generation alone: {:.2} M req/s", g_big / 1e6);
-    println!("target 10 M req/s: {:.2}x; memory growth from {}x more requests: {:.2}x", r_big / 10e6, big / small, rss_big as f64 / rss_small.max(1) as f64);
+    println!(
+        "target 10 M req/s: {:.2}x; memory growth from {}x more requests: {:.2}x",
+        r_big / 10e6,
+        big / small,
+        rss_big as f64 / rss_small.max(1) as f64
+    );
 }

@@ -7,4 +7,4 @@ from wattio.function import Function
 
 __version__ = _core.__version__
 
-__all__ = ["Function", "Run", "load", "run", "__version__"]
+__all__ = ["Function", "Run", "__version__", "load", "run"]

@@ -6,9 +6,10 @@ import importlib
 import importlib.util
 import json
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from wattio import _core
 from wattio.progress import Progress

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UserError, ValueError, OSError) as e:
+    except (UserError, ValueError, OSError, RuntimeError) as e:
         print(f"wattio: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

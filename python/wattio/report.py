@@ -10,12 +10,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pyarrow.parquet as pq
 
 #: Points drawn at most in the LBA scatter and the latency CDF.
-MAX_POINTS = 200_000
+MAX_POINTS = 50_000
 
 PALETTE = {
     "active": "#d62728",
@@ -91,7 +91,7 @@ def energy_figure(out: Path) -> str | None:
             left += vals
     ax.set_xlabel("energy (J)")
     ax.set_title("Energy by device and state")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     return _svg(fig)
 
 
@@ -134,7 +134,7 @@ def lba_figure(out: Path) -> str | None:
     ax.set_xlabel("time (s)")
     ax.set_ylabel("LBA (512 B sectors)")
     ax.set_title("Block accesses over time (as IOLab's Fig. 2)")
-    ax.legend(markerscale=8, fontsize=8)
+    ax.legend(markerscale=8, fontsize=8, loc="upper right")
     return _svg(fig)
 
 

@@ -79,7 +79,9 @@ impl ParametricHdd {
             opt_f64(t, "media_rate_inner_mbps")?,
         ) {
             (Some(r), None, None) if r < 1e-6 => {
-                return Err(format!("timing.media_rate_mbps: expected a rate > 0, got {r}"))
+                return Err(format!(
+                    "timing.media_rate_mbps: expected a rate > 0, got {r}"
+                ))
             }
             (Some(r), None, None) => (r, r),
             (None, Some(o), Some(i)) => (o, i),
@@ -88,7 +90,10 @@ impl ParametricHdd {
                     .into(),
             ),
         };
-        for (k, v) in [("media_rate_outer_mbps", outer), ("media_rate_inner_mbps", inner)] {
+        for (k, v) in [
+            ("media_rate_outer_mbps", outer),
+            ("media_rate_inner_mbps", inner),
+        ] {
             if v < 1e-6 {
                 return Err(format!("timing.{k}: expected a rate > 0, got {v}"));
             }

@@ -11,7 +11,9 @@ pub(crate) fn f64_key(t: &toml::Table, key: &str) -> Result<f64, String> {
 pub(crate) fn opt_f64(t: &toml::Table, key: &str) -> Result<Option<f64>, String> {
     match t.get(key) {
         None => Ok(None),
-        Some(toml::Value::Float(f)) if f.is_finite() && (0.0..=MAX_VALUE).contains(f) => Ok(Some(*f)),
+        Some(toml::Value::Float(f)) if f.is_finite() && (0.0..=MAX_VALUE).contains(f) => {
+            Ok(Some(*f))
+        }
         Some(toml::Value::Integer(i)) if *i >= 0 && (*i as f64) <= MAX_VALUE => Ok(Some(*i as f64)),
         Some(v) => Err(format!(
             "timing.{key}: expected a number in [0, {MAX_VALUE:e}], got {v}"
@@ -31,10 +33,16 @@ pub(crate) fn positive(t: &toml::Table, key: &str) -> Result<f64, String> {
 /// A count of bytes or similar: a whole number ≥ 1 (no ceiling: capacities exceed 1e12).
 pub(crate) fn count(t: &toml::Table, key: &str) -> Result<u64, String> {
     match t.get(key) {
-        None => Err(format!("timing.{key}: missing (expected a whole number ≥ 1)")),
+        None => Err(format!(
+            "timing.{key}: missing (expected a whole number ≥ 1)"
+        )),
         Some(toml::Value::Integer(i)) if *i >= 1 => Ok(*i as u64),
-        Some(toml::Value::Float(f)) if *f >= 1.0 && f.fract() == 0.0 && *f <= 9.0e15 => Ok(*f as u64),
-        Some(v) => Err(format!("timing.{key}: expected a whole number ≥ 1, got {v}")),
+        Some(toml::Value::Float(f)) if *f >= 1.0 && f.fract() == 0.0 && *f <= 9.0e15 => {
+            Ok(*f as u64)
+        }
+        Some(v) => Err(format!(
+            "timing.{key}: expected a whole number ≥ 1, got {v}"
+        )),
     }
 }
 

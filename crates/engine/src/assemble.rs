@@ -18,7 +18,8 @@ pub type Opener = Arc<dyn Fn() -> Result<Box<dyn TraceSource>, String> + Send + 
 
 /// Builds a function the engine does not know itself (Python functions), given its position
 /// in the stack and its config.
-pub type External<'a> = &'a mut dyn FnMut(usize, &FunctionConfig) -> Result<Box<dyn Function>, String>;
+pub type External<'a> =
+    &'a mut dyn FnMut(usize, &FunctionConfig) -> Result<Box<dyn Function>, String>;
 
 pub struct Assembly {
     pub stack: Stack,
@@ -28,11 +29,17 @@ pub struct Assembly {
 }
 
 /// The device specs of a config, expanded (`count`) and resolved against the catalogue.
-pub fn device_specs(cfg: &RunConfig, cat: &Catalogue) -> Result<Vec<(String, DeviceSpec, Option<String>)>, String> {
+pub fn device_specs(
+    cfg: &RunConfig,
+    cat: &Catalogue,
+) -> Result<Vec<(String, DeviceSpec, Option<String>)>, String> {
     let mut out = Vec::new();
     for (i, d) in cfg.devices.iter().enumerate() {
         let spec = match (&d.model, &d.spec) {
-            (Some(m), _) => cat.get(m).map_err(|e| format!("device[{i}].model: {e}"))?.clone(),
+            (Some(m), _) => cat
+                .get(m)
+                .map_err(|e| format!("device[{i}].model: {e}"))?
+                .clone(),
             (None, Some(s)) => {
                 let mut s = s.clone();
                 if s.name.is_empty() {
@@ -46,7 +53,11 @@ pub fn device_specs(cfg: &RunConfig, cat: &Catalogue) -> Result<Vec<(String, Dev
             None => out.push((d.name.clone(), spec, d.initial_state.clone())),
             Some(n) => {
                 for k in 0..n {
-                    out.push((format!("{}{k}", d.name), spec.clone(), d.initial_state.clone()));
+                    out.push((
+                        format!("{}{k}", d.name),
+                        spec.clone(),
+                        d.initial_state.clone(),
+                    ));
                 }
             }
         }
@@ -74,14 +85,20 @@ pub fn assemble(
     let mut infos = Vec::with_capacity(specs.len());
     let mut models = Vec::with_capacity(specs.len());
     for (id, (name, spec, initial)) in specs.into_iter().enumerate() {
-        let power = Arc::new(spec.power_spec().map_err(|e| format!("device `{name}`: {e}"))?);
-        let timing = spec.build_timing().map_err(|e| format!("device `{name}`: {e}"))?;
-        let initial = match initial {
-            None => None,
-            Some(s) => Some(power.state_id(&s).ok_or_else(|| {
-                format!("device `{name}`.initial_state: unknown state `{s}`")
-            })?),
-        };
+        let power = Arc::new(
+            spec.power_spec()
+                .map_err(|e| format!("device `{name}`: {e}"))?,
+        );
+        let timing = spec
+            .build_timing()
+            .map_err(|e| format!("device `{name}`: {e}"))?;
+        let initial =
+            match initial {
+                None => None,
+                Some(s) => Some(power.state_id(&s).ok_or_else(|| {
+                    format!("device `{name}`.initial_state: unknown state `{s}`")
+                })?),
+            };
         let info = DeviceInfo {
             id: id as u16,
             name,
@@ -114,7 +131,9 @@ fn spindown(s: &SpinDownConfig, opener: &Opener) -> Result<Box<dyn Function>, St
     let sleep = s.sleep_state.clone();
     let timeout = s.timeout_s.map(secs_to_ns);
     Ok(match s.policy {
-        SpinDownPolicy::Never => Box::new(IdleTimeout::new("always-on", devs, sleep, || Fixed(None))),
+        SpinDownPolicy::Never => {
+            Box::new(IdleTimeout::new("always-on", devs, sleep, || Fixed(None)))
+        }
         SpinDownPolicy::Fixed => {
             let name = format!("fixed-{}s", s.timeout_s.unwrap_or(0.0));
             Box::new(IdleTimeout::new(name, devs, sleep, move || Fixed(timeout)))
@@ -128,7 +147,9 @@ fn spindown(s: &SpinDownConfig, opener: &Opener) -> Result<Box<dyn Function>, St
                 increase: s.increase.unwrap_or(d.increase),
                 decrease: s.decrease_s.map(secs_to_ns).unwrap_or(d.decrease),
             };
-            Box::new(IdleTimeout::new("adaptive", devs, sleep, move || Adaptive::new(p.clone())))
+            Box::new(IdleTimeout::new("adaptive", devs, sleep, move || {
+                Adaptive::new(p.clone())
+            }))
         }
         SpinDownPolicy::Share => {
             let d = ShareParams::default();
@@ -138,7 +159,9 @@ fn spindown(s: &SpinDownConfig, opener: &Opener) -> Result<Box<dyn Function>, St
                 learning_rate: s.learning_rate.unwrap_or(d.learning_rate),
                 share_rate: s.share_rate.unwrap_or(d.share_rate),
             };
-            Box::new(IdleTimeout::new("share", devs, sleep, move || Share::new(p.clone())))
+            Box::new(IdleTimeout::new("share", devs, sleep, move || {
+                Share::new(p.clone())
+            }))
         }
         SpinDownPolicy::Oracle => {
             let o = opener.clone();

@@ -218,7 +218,9 @@ impl RunConfig {
                 ] {
                     if let Some(v) = v {
                         if !(v.is_finite() && v >= 0.0) {
-                            return Err(format!("function[{i}].{k}: expected a number ≥ 0, got {v}"));
+                            return Err(format!(
+                                "function[{i}].{k}: expected a number ≥ 0, got {v}"
+                            ));
                         }
                     }
                 }

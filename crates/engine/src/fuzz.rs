@@ -28,7 +28,14 @@ pub fn config(data: &[u8]) {
         Some(o) => o,
         None => {
             let reqs: Vec<Request> = (0..50u64)
-                .map(|i| Request::new(i * 700_000_000, if i % 3 == 0 { Op::Write } else { Op::Read }, i * 1_048_576, 4096))
+                .map(|i| {
+                    Request::new(
+                        i * 700_000_000,
+                        if i % 3 == 0 { Op::Write } else { Op::Read },
+                        i * 1_048_576,
+                        4096,
+                    )
+                })
                 .collect();
             Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
         }

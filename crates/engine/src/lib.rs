@@ -88,7 +88,10 @@ pub fn run(
 ) -> Result<Summary, String> {
     let asm = assemble(cfg, cat, opener, external, 0)?;
     let mut source = opener()?;
-    let min_end = cfg.workload.as_ref().map_or(0, |w| secs_to_ns(w.duration_s));
+    let min_end = cfg
+        .workload
+        .as_ref()
+        .map_or(0, |w| secs_to_ns(w.duration_s));
     let until = cfg.run.until_s.map(secs_to_ns);
     let mut sink = OutputSink {
         requests: None,
@@ -98,7 +101,9 @@ pub fn run(
     if let Some(dir) = &opts.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         if cfg.output.requests {
-            sink.requests = Some(tables::RequestsTable::create(&dir.join("requests.parquet"))?);
+            sink.requests = Some(tables::RequestsTable::create(
+                &dir.join("requests.parquet"),
+            )?);
         }
         if cfg.output.timeline {
             let names = asm.devices.iter().map(|d| d.info.name.clone()).collect();
@@ -126,7 +131,11 @@ pub fn run(
         let rows: Vec<_> = outcome
             .devices
             .iter()
-            .flat_map(|d| d.ledger_rows(outcome.end).into_iter().map(|r| (d.info.name.clone(), r)))
+            .flat_map(|d| {
+                d.ledger_rows(outcome.end)
+                    .into_iter()
+                    .map(|r| (d.info.name.clone(), r))
+            })
             .collect();
         tables::write_energy(&dir.join("energy.parquet"), &rows)?;
         let json = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

@@ -305,7 +305,9 @@ impl Simulator {
                 Effect::HostReply(done) => self.host_reply(done, sink)?,
                 Effect::SetPower { device, state } => {
                     let Some(d) = self.devs.get_mut(device as usize) else {
-                        return Err(format!("a function set the power of device {device}, which does not exist"));
+                        return Err(format!(
+                            "a function set the power of device {device}, which does not exist"
+                        ));
                     };
                     let mut de = std::mem::take(&mut self.dev_ev);
                     d.set_power(now, state, &mut de);
@@ -344,7 +346,12 @@ impl Simulator {
         Ok(())
     }
 
-    fn device_events(&mut self, dev: u16, de: Vec<DevEvent>, sink: &mut dyn RunSink) -> Result<(), String> {
+    fn device_events(
+        &mut self,
+        dev: u16,
+        de: Vec<DevEvent>,
+        sink: &mut dyn RunSink,
+    ) -> Result<(), String> {
         let mut fx = std::mem::take(&mut self.fx);
         self.device_events_into(dev, de, &mut fx, sink)?;
         self.apply(fx, sink)
@@ -379,10 +386,16 @@ impl Simulator {
     fn host_reply(&mut self, mut done: Completion, sink: &mut dyn RunSink) -> Result<(), String> {
         let id = done.io.id.0;
         let idx = id.checked_sub(self.base).map(|i| i as usize);
-        let arrival = match idx.and_then(|i| self.inflight.get_mut(i)).and_then(Option::take) {
-            Some(a) => a,
-            None => return Err(format!("a function replied to host request {id} twice, or to one that does not exist")),
-        };
+        let arrival =
+            match idx
+                .and_then(|i| self.inflight.get_mut(i))
+                .and_then(Option::take)
+            {
+                Some(a) => a,
+                None => return Err(format!(
+                    "a function replied to host request {id} twice, or to one that does not exist"
+                )),
+            };
         while let Some(None) = self.inflight.front() {
             self.inflight.pop_front();
             self.base += 1;

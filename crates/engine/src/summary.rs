@@ -74,14 +74,21 @@ impl Summary {
                     mean_power_w: if dur > 0.0 { energy_j / dur } else { 0.0 },
                     spin_ups: d.ledger().spin_ups(),
                     rated_start_stop: d.spec().rated_start_stop,
-                    residency_s: rows.iter().map(|r| (r.slot.clone(), ns_to_secs(r.residency_ns))).collect(),
+                    residency_s: rows
+                        .iter()
+                        .map(|r| (r.slot.clone(), ns_to_secs(r.residency_ns)))
+                        .collect(),
                     energy_by_state_j: rows.iter().map(|r| (r.slot.clone(), r.energy_j)).collect(),
                     entries: rows.iter().map(|r| (r.slot.clone(), r.entries)).collect(),
                     ios: c.ios,
                     bytes_read: c.bytes_read,
                     bytes_written: c.bytes_written,
                     busy_s: ns_to_secs(c.busy_ns),
-                    utilization: if end > 0 { c.busy_ns as f64 / end as f64 } else { 0.0 },
+                    utilization: if end > 0 {
+                        c.busy_ns as f64 / end as f64
+                    } else {
+                        0.0
+                    },
                     power_commands_ignored: c.power_commands_ignored,
                     model_counters: d.timing().counters().into_iter().collect(),
                 },

@@ -1,6 +1,8 @@
 //! Parquet tables a run writes, streamed in row groups so memory stays flat.
 
-use arrow_array::builder::{Float64Builder, StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder};
+use arrow_array::builder::{
+    Float64Builder, StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
@@ -17,7 +19,9 @@ const BATCH: usize = 1 << 16;
 fn writer(path: &Path, schema: SchemaRef) -> Result<ArrowWriter<File>, String> {
     let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(|e| e.to_string())?))
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(1).map_err(|e| e.to_string())?,
+        ))
         .build();
     ArrowWriter::try_new(f, schema, Some(props)).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -128,7 +132,9 @@ impl RequestsTable {
             Arc::new(self.status.finish()),
         ];
         let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| e.to_string())?;
-        self.w.write(&batch).map_err(|e| format!("{}: {e}", self.path))?;
+        self.w
+            .write(&batch)
+            .map_err(|e| format!("{}: {e}", self.path))?;
         self.rows = 0;
         Ok(())
     }
@@ -222,7 +228,9 @@ impl TimelineTable {
             Arc::new(self.end.finish()),
         ];
         let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| e.to_string())?;
-        self.w.write(&batch).map_err(|e| format!("{}: {e}", self.path))?;
+        self.w
+            .write(&batch)
+            .map_err(|e| format!("{}: {e}", self.path))?;
         self.rows = 0;
         Ok(())
     }
@@ -238,7 +246,10 @@ impl TimelineTable {
 }
 
 /// `energy.parquet`: the closed ledgers, one row per device and slot.
-pub fn write_energy(path: &Path, rows: &[(String, wattio_core::ledger::LedgerRow)]) -> Result<(), String> {
+pub fn write_energy(
+    path: &Path,
+    rows: &[(String, wattio_core::ledger::LedgerRow)],
+) -> Result<(), String> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("device", DataType::Utf8, false),
         Field::new("state", DataType::Utf8, false),
@@ -250,16 +261,31 @@ pub fn write_energy(path: &Path, rows: &[(String, wattio_core::ledger::LedgerRow
     ]));
     let mut w = writer(path, schema.clone())?;
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()))),
-        Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(|r| r.1.slot.as_str()))),
-        Arc::new(arrow_array::BooleanArray::from(rows.iter().map(|r| r.1.is_transition).collect::<Vec<_>>())),
-        Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(|r| r.1.watts))),
-        Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(|r| r.1.residency_ns as f64 / 1e9))),
-        Arc::new(arrow_array::UInt64Array::from_iter_values(rows.iter().map(|r| r.1.entries))),
-        Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(|r| r.1.energy_j))),
+        Arc::new(arrow_array::StringArray::from_iter_values(
+            rows.iter().map(|r| r.0.as_str()),
+        )),
+        Arc::new(arrow_array::StringArray::from_iter_values(
+            rows.iter().map(|r| r.1.slot.as_str()),
+        )),
+        Arc::new(arrow_array::BooleanArray::from(
+            rows.iter().map(|r| r.1.is_transition).collect::<Vec<_>>(),
+        )),
+        Arc::new(arrow_array::Float64Array::from_iter_values(
+            rows.iter().map(|r| r.1.watts),
+        )),
+        Arc::new(arrow_array::Float64Array::from_iter_values(
+            rows.iter().map(|r| r.1.residency_ns as f64 / 1e9),
+        )),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.1.entries),
+        )),
+        Arc::new(arrow_array::Float64Array::from_iter_values(
+            rows.iter().map(|r| r.1.energy_j),
+        )),
     ];
     let batch = RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())?;
-    w.write(&batch).map_err(|e| format!("{}: {e}", path.display()))?;
+    w.write(&batch)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     w.close().map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }

@@ -25,7 +25,13 @@ fn policy(i: u8, timeout: f64) -> String {
 
 fn trace() -> impl Strategy<Value = Vec<Request>> {
     prop::collection::vec(
-        (0u64..20_000_000_000, 0u64..999_000_000, 1u32..65_536, any::<bool>(), 0u16..3),
+        (
+            0u64..20_000_000_000,
+            0u64..999_000_000,
+            1u32..65_536,
+            any::<bool>(),
+            0u16..3,
+        ),
         0..120,
     )
     .prop_map(|v| {

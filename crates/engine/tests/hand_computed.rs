@@ -22,7 +22,17 @@ fn fixed_timeout_by_hand() {
         timeout_s = 5
         "#,
     );
-    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    let s = run(
+        &cfg,
+        &Catalogue::default(),
+        &opener(reqs),
+        &mut no_external(),
+        RunOptions {
+            out_dir: None,
+            progress: None,
+        },
+    )
+    .unwrap();
     // Timeline: idle 0–1; A 1–1.016; idle to 3; B 3–3.016; idle to 8.016 (5 s timeout);
     // spin-down to 9.016; standby to 20; C arrives, spin-up 20–22, served 22–22.016;
     // idle to 27.016; spin-down to 28.016; standby to 30.
@@ -44,7 +54,11 @@ fn fixed_timeout_by_hand() {
     assert!(close(s.energy_j, 25.7036));
     assert_eq!(s.requests, 3);
     // Latencies 16, 16 and 2016 ms (C waited the 2 s spin-up).
-    assert!(close(s.mean_latency_ms, 2048.0 / 3.0), "{}", s.mean_latency_ms);
+    assert!(
+        close(s.mean_latency_ms, 2048.0 / 3.0),
+        "{}",
+        s.mean_latency_ms
+    );
     assert!(close(s.max_latency_ms, 2016.0));
     assert!(close(s.mean_power_wait_ms, 2000.0 / 3.0));
     assert_eq!(s.functions[0].counters["spin_down_commands"], 2.0);
@@ -65,13 +79,31 @@ fn oracle_by_hand() {
         policy = "oracle"
         "#,
     );
-    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    let s = run(
+        &cfg,
+        &Catalogue::default(),
+        &opener(reqs),
+        &mut no_external(),
+        RunOptions {
+            out_dir: None,
+            progress: None,
+        },
+    )
+    .unwrap();
     let d = &s.devices["disk"];
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // Spin down at 3.016 (1 s), standby 4.016–18, spin up 18–20 just in time; spin down
     // at 20.016, standby 21.016–30.
-    assert!(close(d.residency_s["standby"], 22.968), "{}", d.residency_s["standby"]);
-    assert!(close(d.residency_s["idle"], 2.984), "{}", d.residency_s["idle"]);
+    assert!(
+        close(d.residency_s["standby"], 22.968),
+        "{}",
+        d.residency_s["standby"]
+    );
+    assert!(
+        close(d.residency_s["idle"], 2.984),
+        "{}",
+        d.residency_s["idle"]
+    );
     assert_eq!(d.spin_ups, 1);
     assert_eq!(d.entries["spin_down"], 2);
     // No request waits: every latency is the 16 ms service.
@@ -86,9 +118,23 @@ fn oracle_by_hand() {
 fn always_on_by_hand() {
     let reqs = reads(&[1.0, 3.0, 20.0], &[500_000_000, 100_000_000], 50_000);
     let cfg = config("[run]\nuntil_s = 30\n");
-    let s = run(&cfg, &Catalogue::default(), &opener(reqs), &mut no_external(), RunOptions { out_dir: None, progress: None }).unwrap();
+    let s = run(
+        &cfg,
+        &Catalogue::default(),
+        &opener(reqs),
+        &mut no_external(),
+        RunOptions {
+            out_dir: None,
+            progress: None,
+        },
+    )
+    .unwrap();
     let d = &s.devices["disk"];
     // 29.952 s idle at 1 W + 0.09 J seek + 0.036 J active.
-    assert!((d.energy_j - (29.952 + 0.09 + 0.036)).abs() < 1e-9, "{}", d.energy_j);
+    assert!(
+        (d.energy_j - (29.952 + 0.09 + 0.036)).abs() < 1e-9,
+        "{}",
+        d.energy_j
+    );
     assert_eq!(d.spin_ups, 0);
 }

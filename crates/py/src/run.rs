@@ -38,7 +38,11 @@ fn parse_op(s: &str) -> PyResult<Op> {
         "write" => Op::Write,
         "flush" => Op::Flush,
         "discard" => Op::Discard,
-        _ => return Err(PyValueError::new_err(format!("op: expected read, write, flush or discard, got {s:?}"))),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "op: expected read, write, flush or discard, got {s:?}"
+            )))
+        }
     })
 }
 
@@ -54,7 +58,17 @@ impl PyIo {
     #[new]
     #[pyo3(signature = (id, op, offset, length, dev=0, stream=0, priority=0, fua=false, own=false))]
     #[allow(clippy::too_many_arguments)]
-    fn new(id: u64, op: &str, offset: u64, length: u32, dev: u16, stream: u32, priority: i8, fua: bool, own: bool) -> PyResult<Self> {
+    fn new(
+        id: u64,
+        op: &str,
+        offset: u64,
+        length: u32,
+        dev: u16,
+        stream: u32,
+        priority: i8,
+        fua: bool,
+        own: bool,
+    ) -> PyResult<Self> {
         let mut io = Io::own(id, parse_op(op)?, dev, offset, length);
         if !own {
             io.id = IoId(id);
@@ -106,7 +120,14 @@ impl PyIo {
     }
     /// A copy with some fields changed: `io.replace(dev=1, offset=4096)`.
     #[pyo3(signature = (*, dev=None, offset=None, length=None, priority=None, op=None))]
-    fn replace(&self, dev: Option<u16>, offset: Option<u64>, length: Option<u32>, priority: Option<i8>, op: Option<&str>) -> PyResult<PyIo> {
+    fn replace(
+        &self,
+        dev: Option<u16>,
+        offset: Option<u64>,
+        length: Option<u32>,
+        priority: Option<i8>,
+        op: Option<&str>,
+    ) -> PyResult<PyIo> {
         let mut io = self.inner;
         if let Some(d) = dev {
             io.dev = d;
@@ -148,7 +169,9 @@ pub struct PyCompletion {
 impl PyCompletion {
     #[getter]
     fn io(&self) -> PyIo {
-        PyIo { inner: self.inner.io }
+        PyIo {
+            inner: self.inner.io,
+        }
     }
     #[getter]
     fn ok(&self) -> bool {
@@ -184,7 +207,10 @@ impl PyCompletion {
     /// layer replies upward once the work it forwarded is done.
     fn for_io(&self, io: &PyIo) -> PyCompletion {
         PyCompletion {
-            inner: Completion { io: io.inner, ..self.inner },
+            inner: Completion {
+                io: io.inner,
+                ..self.inner
+            },
         }
     }
 }
@@ -249,17 +275,24 @@ impl PyDevice {
     /// Power state names, indexed by state id.
     #[getter]
     fn states(&self) -> Vec<String> {
-        self.info.power.states.iter().map(|s| s.name.clone()).collect()
+        self.info
+            .power
+            .states
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
     }
     #[getter]
     fn idle_state(&self) -> PowerStateId {
         self.info.power.idle
     }
     fn state_id(&self, name: &str) -> PyResult<PowerStateId> {
-        self.info
-            .power
-            .state_id(name)
-            .ok_or_else(|| PyKeyError::new_err(format!("device `{}` has no power state `{name}`", self.info.name)))
+        self.info.power.state_id(name).ok_or_else(|| {
+            PyKeyError::new_err(format!(
+                "device `{}` has no power state `{name}`",
+                self.info.name
+            ))
+        })
     }
     /// The deepest sleep state's id, or None.
     #[getter]
@@ -289,7 +322,12 @@ struct PyFunction {
 }
 
 impl PyFunction {
-    fn call(&self, method: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>, out: &mut Actions) {
+    fn call(
+        &self,
+        method: &str,
+        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+        out: &mut Actions,
+    ) {
         Python::with_gil(|py| {
             if self.error.lock().map(|e| e.is_some()).unwrap_or(true) {
                 return;
@@ -345,7 +383,19 @@ impl Function for PyFunction {
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         let a = self.acts.clone_ref_gil();
-        self.call("on_start", |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()]), out)
+        self.call(
+            "on_start",
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [
+                        now.into_pyobject(py)?.into_any(),
+                        a.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            },
+            out,
+        )
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
@@ -355,7 +405,11 @@ impl Function for PyFunction {
             |py| {
                 pyo3::types::PyTuple::new(
                     py,
-                    [now.into_pyobject(py)?.into_any(), Bound::new(py, PyIo { inner: io })?.into_any(), a.into_pyobject(py)?.into_any()],
+                    [
+                        now.into_pyobject(py)?.into_any(),
+                        Bound::new(py, PyIo { inner: io })?.into_any(),
+                        a.into_pyobject(py)?.into_any(),
+                    ],
                 )
             },
             out,
@@ -369,7 +423,11 @@ impl Function for PyFunction {
             |py| {
                 pyo3::types::PyTuple::new(
                     py,
-                    [now.into_pyobject(py)?.into_any(), Bound::new(py, PyCompletion { inner: done })?.into_any(), a.into_pyobject(py)?.into_any()],
+                    [
+                        now.into_pyobject(py)?.into_any(),
+                        Bound::new(py, PyCompletion { inner: done })?.into_any(),
+                        a.into_pyobject(py)?.into_any(),
+                    ],
                 )
             },
             out,
@@ -380,7 +438,16 @@ impl Function for PyFunction {
         let a = self.acts.clone_ref_gil();
         self.call(
             "on_timer",
-            |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), timer.into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()]),
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [
+                        now.into_pyobject(py)?.into_any(),
+                        timer.into_pyobject(py)?.into_any(),
+                        a.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            },
             out,
         )
     }
@@ -389,7 +456,16 @@ impl Function for PyFunction {
         let mut sink = Actions::new();
         self.call(
             "on_power",
-            |py| pyo3::types::PyTuple::new(py, [now.into_pyobject(py)?.into_any(), device.into_pyobject(py)?.into_any(), state.into_pyobject(py)?.into_any()]),
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [
+                        now.into_pyobject(py)?.into_any(),
+                        device.into_pyobject(py)?.into_any(),
+                        state.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            },
             &mut sink,
         )
     }
@@ -401,7 +477,13 @@ impl Function for PyFunction {
                 return Vec::new();
             };
             c.extract::<Vec<(String, f64)>>()
-                .or_else(|_| c.downcast::<PyDict>().map_err(PyErr::from).and_then(|d| d.iter().map(|(k, v)| Ok((k.extract()?, v.extract()?))).collect()))
+                .or_else(|_| {
+                    c.downcast::<PyDict>().map_err(PyErr::from).and_then(|d| {
+                        d.iter()
+                            .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                            .collect()
+                    })
+                })
                 .unwrap_or_default()
         })
     }
@@ -417,27 +499,40 @@ impl<T> CloneRefGil for Py<T> {
 }
 
 /// The opener for a config: its workload, or a trace file.
-fn opener_for(cfg: &RunConfig, base: &Path, trace: Option<(String, Option<String>)>) -> PyResult<Opener> {
-    let trace = trace.or_else(|| cfg.trace.as_ref().map(|t| (base.join(&t.path).display().to_string(), t.format.clone())));
+fn opener_for(
+    cfg: &RunConfig,
+    base: &Path,
+    trace: Option<(String, Option<String>)>,
+) -> PyResult<Opener> {
+    let trace = trace.or_else(|| {
+        cfg.trace
+            .as_ref()
+            .map(|t| (base.join(&t.path).display().to_string(), t.format.clone()))
+    });
     if let Some((path, format)) = trace {
         return crate::trace::file_opener(PathBuf::from(path), format);
     }
-    wattio_engine::workload_opener(cfg)
-        .ok_or_else(|| PyValueError::new_err("the config has no [workload] and no trace was given (--trace FILE)"))
+    wattio_engine::workload_opener(cfg).ok_or_else(|| {
+        PyValueError::new_err("the config has no [workload] and no trace was given (--trace FILE)")
+    })
 }
 
 /// Parse and check a config; raises ValueError naming the key.
 #[pyfunction]
 #[pyo3(signature = (text, origin="config"))]
 fn check_config(text: &str, origin: &str) -> PyResult<()> {
-    RunConfig::from_toml(origin, text).map(|_| ()).map_err(PyValueError::new_err)
+    RunConfig::from_toml(origin, text)
+        .map(|_| ())
+        .map_err(PyValueError::new_err)
 }
 
 /// Names and descriptions of the embedded device catalogue.
 #[pyfunction]
 fn catalogue() -> PyResult<Vec<(String, String, String)>> {
     let c = wattio_devices::Catalogue::embedded().map_err(PyRuntimeError::new_err)?;
-    Ok(c.specs().map(|s| (s.name.clone(), s.kind.clone(), s.description.clone())).collect())
+    Ok(c.specs()
+        .map(|s| (s.name.clone(), s.kind.clone(), s.description.clone()))
+        .collect())
 }
 
 /// Run a config. `functions` maps stack positions of `kind = "python"` functions to the

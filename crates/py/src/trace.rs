@@ -5,15 +5,19 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::Path;
 use wattio_formats::{
-    copy_trace, create_writer, open_trace, trace_stats as stats_of, writer, FormatError, ReadOptions, Slice,
-    SliceOptions,
+    copy_trace, create_writer, open_trace, trace_stats as stats_of, writer, FormatError,
+    ReadOptions, Slice, SliceOptions,
 };
 
 fn opts(lenient: bool, device: Option<String>, action: Option<String>) -> PyResult<ReadOptions> {
     let blkparse_action = match action.as_deref() {
         None => None,
         Some(a) if a.chars().count() == 1 => a.chars().next(),
-        Some(a) => return Err(PyValueError::new_err(format!("blkparse action `{a}` must be one letter (Q, D or C)"))),
+        Some(a) => {
+            return Err(PyValueError::new_err(format!(
+                "blkparse action `{a}` must be one letter (Q, D or C)"
+            )))
+        }
     };
     Ok(ReadOptions {
         lenient,
@@ -103,7 +107,9 @@ fn trace_slice(
         match s {
             None => Ok(None),
             Some(x) if x.is_finite() && x >= 0.0 => Ok(Some((x * 1e9).round() as u64)),
-            Some(x) => Err(PyValueError::new_err(format!("{what} {x} s must be a non-negative number"))),
+            Some(x) => Err(PyValueError::new_err(format!(
+                "{what} {x} s must be a non-negative number"
+            ))),
         }
     };
     let so = SliceOptions {
@@ -113,7 +119,8 @@ fn trace_slice(
         speedup,
     };
     py.allow_threads(|| {
-        let out_fmt = writer::writer_format(Path::new(output), to_format.as_deref()).map_err(err)?;
+        let out_fmt =
+            writer::writer_format(Path::new(output), to_format.as_deref()).map_err(err)?;
         let src = open_trace(Path::new(input), from_format.as_deref(), &o).map_err(err)?;
         let mut sl = Slice::new(src, so).map_err(PyValueError::new_err)?;
         let w = create_writer(Path::new(output), Some(out_fmt), &[]).map_err(err)?;
@@ -125,7 +132,10 @@ fn trace_slice(
 /// Names of the formats that can be read and written.
 #[pyfunction]
 fn trace_formats() -> (Vec<&'static str>, Vec<&'static str>) {
-    (wattio_formats::READ_FORMATS.to_vec(), wattio_formats::writer::WRITE_FORMATS.to_vec())
+    (
+        wattio_formats::READ_FORMATS.to_vec(),
+        wattio_formats::writer::WRITE_FORMATS.to_vec(),
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -138,7 +148,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// An opener over a trace file, for runs (`wattio run --trace FILE [--format F]`): each call
 /// reopens the file, so the oracle's lookahead readers stream it independently.
-pub fn file_opener(path: std::path::PathBuf, format: Option<String>) -> PyResult<wattio_engine::Opener> {
+pub fn file_opener(
+    path: std::path::PathBuf,
+    format: Option<String>,
+) -> PyResult<wattio_engine::Opener> {
     // Fail now, with the reader's message, rather than at the first lookahead.
     open_trace(&path, format.as_deref(), &ReadOptions::default()).map_err(err)?;
     Ok(std::sync::Arc::new(move || {

@@ -68,7 +68,9 @@ pub fn opener(reqs: Vec<Request>) -> Opener {
     Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
 }
 
-pub fn no_external(
-) -> impl FnMut(usize, &wattio_engine::config::FunctionConfig) -> Result<Box<dyn wattio_core::Function>, String> {
+pub fn no_external() -> impl FnMut(
+    usize,
+    &wattio_engine::config::FunctionConfig,
+) -> Result<Box<dyn wattio_core::Function>, String> {
     |_, _| Err("no external functions in this test".to_string())
 }

@@ -62,9 +62,7 @@ impl Oracle {
     fn arrival(&mut self, i: usize, k: u64) -> Option<Nanos> {
         let d = &mut self.devs[i];
         while d.ahead <= k {
-            let Some(src) = d.lookahead.as_mut() else {
-                return None;
-            };
+            let src = d.lookahead.as_mut()?;
             match src.next_request() {
                 Ok(Some(r)) if r.dev == d.device => {
                     d.ahead += 1;
