@@ -191,7 +191,7 @@ impl Simulator {
                 let mut fx = std::mem::take(&mut self.fx);
                 self.stack.request(self.now, io, &mut fx);
                 self.apply(fx, sink)?;
-                if issued % PROGRESS_EVERY == 0 {
+                if issued.is_multiple_of(PROGRESS_EVERY) {
                     sink.progress(issued, self.now)?;
                 }
                 next = source.next_request().map_err(|e| e.to_string())?;
