@@ -27,7 +27,7 @@ timeout_s = 5
 [workload]
 arrivals = "poisson"
 duration_s = 1e9
-rate = 2000
+rate = 40
 read_fraction = 0.7
 size = { dist = "choice", values = [4096, 16384, 65536], weights = [0.6, 0.3, 0.1] }
 footprint_bytes = 70_000_000_000
@@ -49,8 +49,8 @@ fn peak_rss_kib() -> u64 {
 
 fn run(requests: u64) -> (f64, f64) {
     let text = CONFIG.replace(
-        "rate = 2000",
-        &format!("rate = 2000\nmax_requests = {requests}"),
+        "rate = 40",
+        &format!("rate = 40\nmax_requests = {requests}"),
     );
     let cfg = RunConfig::from_toml("bench", &text).expect("config");
     let cat = Catalogue::embedded().expect("catalogue");
