@@ -386,16 +386,17 @@ impl Simulator {
     fn host_reply(&mut self, mut done: Completion, sink: &mut dyn RunSink) -> Result<(), String> {
         let id = done.io.id.0;
         let idx = id.checked_sub(self.base).map(|i| i as usize);
-        let arrival =
-            match idx
-                .and_then(|i| self.inflight.get_mut(i))
-                .and_then(Option::take)
-            {
-                Some(a) => a,
-                None => return Err(format!(
+        let arrival = match idx
+            .and_then(|i| self.inflight.get_mut(i))
+            .and_then(Option::take)
+        {
+            Some(a) => a,
+            None => {
+                return Err(format!(
                     "a function replied to host request {id} twice, or to one that does not exist"
-                )),
-            };
+                ))
+            }
+        };
         while let Some(None) = self.inflight.front() {
             self.inflight.pop_front();
             self.base += 1;
