@@ -3,7 +3,7 @@
 //! the engine's builder instead, which yields the same `(Stack, Vec<DeviceRuntime>)`.)
 
 use crate::backend::{Backend, ComponentSpec};
-use crate::capture::{CaptureSink, TextCapture};
+use crate::capture::CaptureSink;
 use crate::proto::ExportInfo;
 use crate::session::{DeviceSetup, ExportSpec, Session, SessionOptions};
 use std::path::PathBuf;
@@ -120,7 +120,7 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
     let mut stack = Stack::new(layers);
     stack.attach(&infos)?;
     let capture: Option<Box<dyn CaptureSink>> = match &spec.capture {
-        Some(p) => Some(Box::new(TextCapture::create(p)?)),
+        Some(p) => Some(crate::capture::capture_for(p)?),
         None => None,
     };
     Session::start(
@@ -214,7 +214,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
         }
     }
     let capture: Option<Box<dyn CaptureSink>> = match &c.capture {
-        Some(p) => Some(Box::new(TextCapture::create(p)?)),
+        Some(p) => Some(crate::capture::capture_for(p)?),
         None => None,
     };
     Session::start(
