@@ -4,16 +4,23 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../catalogue");
+    // Read at run time, not `env!`: a build-script binary reused from another checkout must
+    // still look at this one's catalogue.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("../../catalogue");
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect()
-        })
-        .unwrap_or_default();
+    let rd = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the device catalogue {}: {e}", dir.display()));
+    let mut names: Vec<_> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "the device catalogue {} has no .toml entries",
+        dir.display()
+    );
     names.sort();
     let mut out = String::from("pub(crate) static EMBEDDED: &[(&str, &str)] = &[\n");
     for p in &names {
