@@ -322,10 +322,13 @@ struct PyFunction {
 }
 
 impl PyFunction {
+    /// Call `method(now, *args, out)` (without `out` when `with_actions` is false) under one
+    /// acquisition of the GIL, and move the actions it produced into `out`.
     fn call(
         &self,
         method: &str,
-        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>,
+        with_actions: bool,
         out: &mut Actions,
     ) {
         Python::with_gil(|py| {
@@ -337,8 +340,11 @@ impl PyFunction {
                 if !obj.hasattr(method)? {
                     return Ok(());
                 }
-                let args = args(py)?;
-                obj.call_method1(method, args)?;
+                let mut args = args(py)?;
+                if with_actions {
+                    args.push(self.acts.bind(py).clone().into_any());
+                }
+                obj.call_method1(method, pyo3::types::PyTuple::new(py, args)?)?;
                 let mut acts = self.acts.bind(py).borrow_mut();
                 for a in acts.list.drain(..) {
                     out.push(a);
@@ -382,91 +388,68 @@ impl Function for PyFunction {
     }
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
-        let a = self.acts.clone_ref_gil();
         self.call(
             "on_start",
-            |py| {
-                pyo3::types::PyTuple::new(
-                    py,
-                    [
-                        now.into_pyobject(py)?.into_any(),
-                        a.into_pyobject(py)?.into_any(),
-                    ],
-                )
-            },
+            |py| Ok(vec![now.into_pyobject(py)?.into_any()]),
+            true,
             out,
         )
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
-        let a = self.acts.clone_ref_gil();
         self.call(
             "on_request",
             |py| {
-                pyo3::types::PyTuple::new(
-                    py,
-                    [
-                        now.into_pyobject(py)?.into_any(),
-                        Bound::new(py, PyIo { inner: io })?.into_any(),
-                        a.into_pyobject(py)?.into_any(),
-                    ],
-                )
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    Bound::new(py, PyIo { inner: io })?.into_any(),
+                ])
             },
+            true,
             out,
         )
     }
 
     fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-        let a = self.acts.clone_ref_gil();
         self.call(
             "on_completion",
             |py| {
-                pyo3::types::PyTuple::new(
-                    py,
-                    [
-                        now.into_pyobject(py)?.into_any(),
-                        Bound::new(py, PyCompletion { inner: done })?.into_any(),
-                        a.into_pyobject(py)?.into_any(),
-                    ],
-                )
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    Bound::new(py, PyCompletion { inner: done })?.into_any(),
+                ])
             },
+            true,
             out,
         )
     }
 
     fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
-        let a = self.acts.clone_ref_gil();
         self.call(
             "on_timer",
             |py| {
-                pyo3::types::PyTuple::new(
-                    py,
-                    [
-                        now.into_pyobject(py)?.into_any(),
-                        timer.into_pyobject(py)?.into_any(),
-                        a.into_pyobject(py)?.into_any(),
-                    ],
-                )
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    timer.into_pyobject(py)?.into_any(),
+                ])
             },
+            true,
             out,
         )
     }
 
     fn on_power(&mut self, now: Nanos, device: u16, state: PowerStateId) {
-        let mut sink = Actions::new();
         self.call(
             "on_power",
             |py| {
-                pyo3::types::PyTuple::new(
-                    py,
-                    [
-                        now.into_pyobject(py)?.into_any(),
-                        device.into_pyobject(py)?.into_any(),
-                        state.into_pyobject(py)?.into_any(),
-                    ],
-                )
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    device.into_pyobject(py)?.into_any(),
+                    state.into_pyobject(py)?.into_any(),
+                ])
             },
-            &mut sink,
+            false,
+            &mut Actions::new(),
         )
     }
 
@@ -486,15 +469,6 @@ impl Function for PyFunction {
                 })
                 .unwrap_or_default()
         })
-    }
-}
-
-trait CloneRefGil {
-    fn clone_ref_gil(&self) -> Self;
-}
-impl<T> CloneRefGil for Py<T> {
-    fn clone_ref_gil(&self) -> Self {
-        Python::with_gil(|py| self.clone_ref(py))
     }
 }
 
