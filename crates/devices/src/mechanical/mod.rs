@@ -625,6 +625,7 @@ impl MechanicalDisk {
             let pf = self.prefetch;
             let mut hit_seg = None;
             let mut streaming = false;
+            let seg_blocks = self.def.cache.segment_blocks as u64;
             for (i, s) in self.segs.iter().enumerate() {
                 if s.write && !self.def.cache.read_hits_on_write_data {
                     continue;
@@ -634,14 +635,17 @@ impl MechanicalDisk {
                 if let Some(p) = live.filter(|p| s.start <= lbn && lbn < p.limit) {
                     // Blocks read by now count; the rest arrive as the prefetch goes on.
                     let mut got = p.next;
-                    self.prefetch_times(&p, p.limit.min(lbn + 1), &mut |l, done| {
+                    self.prefetch_times(&p, p.limit, &mut |l, done| {
                         if done <= t {
                             got = got.max(l + 1);
                         }
                     });
                     end = end.max(got);
                 }
-                if s.start <= lbn && lbn < end {
+                // A segment holds its last `segment_blocks` blocks: read-ahead past that
+                // wraps over its start (DiskSim's `disk_buffer_segment_wrap`).
+                let start = s.start.max(end.saturating_sub(seg_blocks));
+                if start <= lbn && lbn < end {
                     hit_seg = Some(i);
                     streaming = live.is_some();
                     break;
