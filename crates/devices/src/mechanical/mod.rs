@@ -568,12 +568,31 @@ impl MechanicalDisk {
         Some((lo, hi))
     }
 
+    /// The read-ahead limit of the non-DEC schemes (DiskSim's
+    /// `disk_buffer_get_max_readahead`): `max_read_ahead` past the request if set; else,
+    /// when the request's data is kept (`Read-ahead over requested = 0`), up to one
+    /// segment from the request's start; else one segment past its end. Reading past
+    /// the segment's size wraps over its oldest blocks (see the hit test).
+    fn read_ahead_amount(&self, lbn: u64, end: u64) -> u64 {
+        let c = &self.def.cache;
+        let seg = c.segment_blocks as u64;
+        if c.max_read_ahead > 0 {
+            end + c.max_read_ahead as u64
+        } else if !c.read_ahead_over_requested {
+            if end - lbn >= seg {
+                end
+            } else {
+                lbn + seg
+            }
+        } else {
+            end + seg
+        }
+    }
+
     /// Read-ahead limit after a read of `lbn..end` into a segment starting at `seg_start`
     /// (DiskSim's `disk_buffer_get_max_readahead`).
     fn read_ahead_limit(&self, lbn: u64, end: u64, seg_start: u64) -> u64 {
         let c = &self.def.cache;
-        let ra = c.max_read_ahead as u64;
-        let seg = c.segment_blocks as u64;
         let lim = match c.continuous_read {
             0 => end,
             // The "DEC" scheme: to the end of the track holding the next block, one track
@@ -584,11 +603,13 @@ impl MechanicalDisk {
                 None => end,
             },
             1 | 2 => {
-                // To the end of the track (1) or cylinder (2) holding the last block.
+                // Read-ahead runs on until the limit below, but a background read stops
+                // rather than switch track (1) or cylinder (2) (DiskSim's
+                // `disk_initiate_seek`).
                 let Some(p) = self.layout.ltop(end.saturating_sub(1)) else {
                     return end;
                 };
-                let cap = if ra > 0 { end + ra } else { end + seg };
+                let cap = self.read_ahead_amount(lbn, end);
                 let mut l = end;
                 while let Some(q) = self.layout.ltop(l) {
                     let same = q.cyl == p.cyl && (c.continuous_read == 2 || q.head == p.head);
@@ -599,17 +620,7 @@ impl MechanicalDisk {
                 }
                 l
             }
-            _ => {
-                // The segment holds at most `segment_blocks` from where the read began.
-                if ra > 0 {
-                    (end + ra).min(seg_start + seg).max(end)
-                } else if !c.read_ahead_over_requested {
-                    // The request's data stays in the segment: it bounds the read-ahead.
-                    (lbn + seg).max(end)
-                } else {
-                    end + seg
-                }
-            }
+            _ => self.read_ahead_amount(lbn, end),
         };
         lim.min(self.layout.blocks())
     }
