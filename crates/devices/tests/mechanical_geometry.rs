@@ -57,6 +57,7 @@ fn def() -> MechanicalDef {
             read_ahead_over_requested: true,
             fast_write_level: 0,
             read_hits_on_write_data: true,
+            read_ahead_on_idle_hit: false,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),

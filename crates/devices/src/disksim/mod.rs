@@ -121,6 +121,7 @@ const USED_DISK: &[&str] = &[
     "buffer continuous read",
     "maximum read-ahead (blks)",
     "read-ahead over requested",
+    "read-ahead on idle hit",
     "fast write level",
     "read hit over. after read",
     "read hit over. after write",
@@ -427,6 +428,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         read_ahead_over_requested: opt_num(disk, "Read-ahead over requested")? != 0.0,
         fast_write_level: num(disk, "Fast write level")?.unwrap_or(0.0) as u32,
         read_hits_on_write_data: opt_num(disk, "Allow read hits on write data")? != 0.0,
+        read_ahead_on_idle_hit: opt_num(disk, "Read-ahead on idle hit")? != 0.0,
     };
     if !by_req && hw != 0.0 {
         unsupported.push(format!(
