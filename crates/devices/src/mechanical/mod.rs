@@ -822,10 +822,10 @@ impl MechanicalDisk {
         // Write.
         let bt = self.def.controller.bus_write_ms_per_sector.unwrap_or(bt);
         self.stop_prefetch(t);
-        let hit = self
-            .segs
-            .iter()
-            .any(|s| s.end > s.start && s.start <= lbn && lbn <= s.end);
+        // DiskSim's write "hit" overheads are those of a drive with write-back enabled
+        // at all, "miss" those of a write-through drive, whatever the cache holds
+        // (`disk_write_arrive`).
+        let hit = self.def.cache.enabled && self.def.cache.fast_write_level != 0;
         let ovh = self.overhead(false, hit);
         let cmd_done = t + ovh;
         let bus_end = cmd_done + count as f64 * bt;
