@@ -58,6 +58,8 @@ fn def() -> MechanicalDef {
             fast_write_level: 0,
             read_hits_on_write_data: true,
             read_ahead_on_idle_hit: false,
+            zero_latency_read: false,
+            read_any_free_blocks: false,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),

@@ -93,9 +93,29 @@ pub struct ControllerDef {
     /// on the media only once all of its data is buffered.
     #[serde(default)]
     pub hold_bus_write: bool,
-    /// The mechanism may not start moving earlier than this after a command arrives.
+    /// A write's positioning takes at least this long (DiskSim's `Minimum seek delay`,
+    /// applied in `disk_check_hda` to writes that do not continue a sequential stream).
     #[serde(default)]
     pub min_seek_delay_ms: f64,
+    /// Added to the command overhead before data moves (hits, writes, reconnections).
+    #[serde(default)]
+    pub data_prep_ms: f64,
+    /// Reconnecting to the bus after a disconnect (DiskSim's `First reselect overhead`).
+    #[serde(default)]
+    pub reselect_ms: f64,
+    /// A read miss disconnects after its command overhead; this long after a read ...
+    #[serde(default)]
+    pub read_disconnect_after_read_ms: f64,
+    /// ... or after a write.
+    #[serde(default)]
+    pub read_disconnect_after_write_ms: f64,
+    /// A write-through write disconnects once its data is buffered, and reconnects to
+    /// complete when the media write is done.
+    #[serde(default)]
+    pub write_disconnect_ms: f64,
+    /// The disk never disconnects: a read miss holds the bus until its data is ready.
+    #[serde(default)]
+    pub never_disconnect: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -132,6 +152,13 @@ pub struct CacheDef {
     /// A read that hits entirely in an idle segment restarts the read-ahead there.
     #[serde(default)]
     pub read_ahead_on_idle_hit: bool,
+    /// Zero-latency reads: a head landing inside the requested run starts reading there.
+    #[serde(default)]
+    pub zero_latency_read: bool,
+    /// A read miss also buffers the blocks of its first track that pass under the head
+    /// before the requested ones (implies zero-latency reads).
+    #[serde(default)]
+    pub read_any_free_blocks: bool,
 }
 
 fn yes() -> bool {
@@ -174,6 +201,8 @@ pub struct MechanicalDisk {
     /// Dirty data is being destaged until this time.
     dirty_until: f64,
     last_was_read: bool,
+    /// One past the last block of the latest write.
+    last_write_end: u64,
     segs: Vec<Seg>,
     prefetch: Option<Prefetch>,
     tick: u64,
@@ -259,6 +288,7 @@ impl MechanicalDisk {
             mech_free: 0.0,
             dirty_until: 0.0,
             last_was_read: true,
+            last_write_end: u64::MAX,
             segs,
             prefetch: None,
             tick: 0,
@@ -331,7 +361,23 @@ impl MechanicalDisk {
         write: bool,
         on_block: OnBlock<'_>,
     ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, t, Some(on_block))
+        self.media_after(t, from, lbn, count, write, None, false, Some(on_block))
+    }
+
+    /// [`Self::media`] for a read command: with zero-latency reads (DiskSim's `Immediate
+    /// buffer read`, forced on by `Read any free blocks`), a head that lands inside a
+    /// track's run reads from there and picks up the run's start on the next pass.
+    fn media_read(
+        &self,
+        t: f64,
+        from: Pbn,
+        lbn: u64,
+        count: u64,
+        on_block: OnBlock<'_>,
+    ) -> (f64, f64, f64, Pbn) {
+        let c = &self.def.cache;
+        let immed = c.zero_latency_read || c.read_any_free_blocks;
+        self.media_after(t, from, lbn, count, false, None, immed, Some(on_block))
     }
 
     /// [`Self::media`] without per-block reports: whole track runs at once.
@@ -343,11 +389,14 @@ impl MechanicalDisk {
         count: u64,
         write: bool,
     ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, t, None)
+        self.media_after(t, from, lbn, count, write, None, false, None)
     }
 
-    /// [`Self::media`] where the first sector may not be transferred before `data_ready`
-    /// (a write whose data is still crossing the bus): the arm seeks meanwhile.
+    /// [`Self::media`] for data still crossing the bus: with `avail = Some((t0, per))`,
+    /// block `lbn + i` is in the buffer from `t0 + (i + 1) * per`. The arm seeks
+    /// meanwhile; a sector whose block has not arrived when it comes under the head is
+    /// passed over and written a revolution later (DiskSim's `disk_buffer_block_available`
+    /// checked per sector in `disk_buffer_sector_done`).
     #[allow(clippy::too_many_arguments)]
     fn media_after(
         &self,
@@ -356,7 +405,8 @@ impl MechanicalDisk {
         lbn: u64,
         count: u64,
         write: bool,
-        data_ready: f64,
+        avail: Option<(f64, f64)>,
+        immed: bool,
         mut on_block: Option<OnBlock<'_>>,
     ) -> (f64, f64, f64, Pbn) {
         let mut now = t;
@@ -391,20 +441,81 @@ impl MechanicalDisk {
                 }
             }
             let pos = self.seek_ms(arm, p, write);
-            let ready = (now + pos).max(data_ready);
-            let lat = ready - now - pos + self.latency_ms(ready, p);
+            let avail_at = |b: u64| {
+                avail.map_or(f64::NEG_INFINITY, |(t0, per)| {
+                    t0 + (b - lbn + 1) as f64 * per
+                })
+            };
+            let ready = (now + pos).max(avail_at(l));
+            let wait = self.latency_ms(ready, p);
+            let lat = ready - now - pos + wait;
+            let bpt = self.layout.blocks_per_track(p.cyl) as f64;
+            let sect = self.period / bpt;
+            // Zero latency: the head is `r` sectors past the run's first sector; if the
+            // next sector boundary falls inside the run, read from there to the run's
+            // end, then the run's head once it comes round (DiskSim's immedstart /
+            // immedend in `disk_buffer_sector_done`). The run completes one revolution
+            // after that boundary.
+            let r = bpt - wait / sect;
+            let kr = r.ceil();
+            if immed && contiguous && wait > 0.0 && kr >= 1.0 && kr < n as f64 {
+                let kr_u = kr as u64;
+                let start = ready + (kr - r) * sect;
+                if first.is_none() {
+                    first = Some((pos, start - now - pos));
+                }
+                let mut stop = false;
+                let mut k = 0u64;
+                for i in 0..n {
+                    let done = if i >= kr_u {
+                        start + (i - kr_u + 1) as f64 * sect
+                    } else {
+                        start + (bpt - kr + i as f64 + 1.0) * sect
+                    };
+                    k = i + 1;
+                    if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
+                        stop = true;
+                        break;
+                    }
+                }
+                now = start + bpt * sect;
+                arm = Pbn {
+                    cyl: p.cyl,
+                    head: p.head,
+                    sector: p.sector + kr_u as u32 - 1,
+                };
+                l += if stop { k } else { n };
+                if stop {
+                    break;
+                }
+                continue;
+            }
             if first.is_none() {
                 first = Some((pos, lat));
             }
-            let bpt = self.layout.blocks_per_track(p.cyl) as f64;
-            let sect = self.period / bpt;
             let start = now + pos + lat;
             let mut stop = false;
             let mut k = 0u64;
             let mut prev_sector = p.sector;
             let mut done = start;
+            // Blocks arriving slower than the media passes them cost a revolution each time
+            // the head overtakes the data.
+            let slip = |st: f64, b: u64| {
+                let late = avail_at(b) - st;
+                if late > 0.0 {
+                    (late / self.period).ceil() * self.period
+                } else {
+                    0.0
+                }
+            };
             if contiguous && on_block.is_none() {
-                now = start + n as f64 * sect;
+                let mut extra = 0.0;
+                if avail.is_some_and(|(_, per)| per > sect) {
+                    for j in 1..n {
+                        extra += slip(start + j as f64 * sect + extra, l + j);
+                    }
+                }
+                now = start + n as f64 * sect + extra;
                 arm = Pbn {
                     cyl: p.cyl,
                     head: p.head,
@@ -427,6 +538,9 @@ impl MechanicalDisk {
                 };
                 let gap = if i == 0 { 1 } else { q.sector - prev_sector };
                 prev_sector = q.sector;
+                if i > 0 && avail.is_some() {
+                    done += slip(done + (gap - 1) as f64 * sect, l + i);
+                }
                 done += gap as f64 * sect;
                 k = i + 1;
                 if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
@@ -493,6 +607,37 @@ impl MechanicalDisk {
         self.mech_free = self.mech_free.max(last_done.min(t.max(pf.t0)));
         if got >= pf.limit {
             self.mech_free = self.mech_free.max(last_done);
+        }
+    }
+
+    /// With `Read any free blocks`, a read miss buffers every block of its first track
+    /// that passes under the head before the request's first block: from where the head
+    /// lands if that precedes the request on the track, else (once the head has come
+    /// round) from the track's start (DiskSim's `disk_buffer_sector_done`, the
+    /// `currblkno < seg->startblkno` case). Returns the segment's first block.
+    fn free_blocks_start(&self, t: f64, from: Pbn, lbn: u64) -> u64 {
+        let Some(p) = self.layout.ltop(lbn) else {
+            return lbn;
+        };
+        let pos = self.seek_ms(from, p, false);
+        let wait = self.latency_ms(t + pos, p);
+        if wait <= 0.0 {
+            return lbn;
+        }
+        let bpt = self.layout.blocks_per_track(p.cyl) as u64;
+        let sect = self.period / bpt as f64;
+        let ahead = ((bpt as f64 - wait / sect).ceil() as u64) % bpt;
+        let landing = (p.sector as u64 + ahead) % bpt;
+        let back = if landing < p.sector as u64 {
+            p.sector as u64 - landing
+        } else {
+            p.sector as u64
+        };
+        let s = lbn.saturating_sub(back);
+        // Only blocks of the same track (a slip or zone edge inside: keep the request's).
+        match self.layout.ltop(s) {
+            Some(q) if q.cyl == p.cyl && q.head == p.head => s,
+            _ => lbn,
         }
     }
 
@@ -609,9 +754,6 @@ impl MechanicalDisk {
     /// (DiskSim's `disk_buffer_get_max_readahead`).
     fn read_ahead_limit(&self, lbn: u64, end: u64, seg_start: u64) -> u64 {
         let c = &self.def.cache;
-        if std::env::var("NORA").is_ok() {
-            return end;
-        }
         let lim = match c.continuous_read {
             0 => end,
             // The "DEC" scheme: to the end of the track holding the next block, one track
@@ -692,7 +834,7 @@ impl MechanicalDisk {
                 let seg = self.segs.get(i).copied().unwrap_or_default();
                 let ovh = self.overhead(true, true);
                 let cmd_done = t + ovh;
-                let mut bus = cmd_done;
+                let mut bus = cmd_done + self.def.controller.data_prep_ms;
                 let covered = if streaming {
                     seg.end
                 } else {
@@ -768,22 +910,34 @@ impl MechanicalDisk {
             self.stop_prefetch(t);
             let ovh = self.overhead(true, false);
             let cmd_done = t + ovh;
-            let mstart = cmd_done
-                .max(self.mech_free)
-                .max(t + self.def.controller.min_seek_delay_ms);
+            let mstart = cmd_done.max(self.mech_free);
             let water = ((count as f64 * self.def.cache.read_water).floor() as u64).max(1);
-            let mut bus = cmd_done;
+            let arm_before = self.arm;
+            // DiskSim's `disk_read_arrive`: a miss disconnects after the command overhead
+            // and reconnects (reselect + data preparation) once the water mark is
+            // buffered; a never-disconnecting disk goes straight to data preparation.
+            let c = &self.def.controller;
+            let (mut bus, reconnect) = if c.never_disconnect {
+                (cmd_done + c.data_prep_ms, 0.0)
+            } else {
+                let disc = if self.last_was_read {
+                    c.read_disconnect_after_read_ms
+                } else {
+                    c.read_disconnect_after_write_ms
+                };
+                (cmd_done + disc, c.reselect_ms + c.data_prep_ms)
+            };
             let mut k = 0u64;
             let mut started = false;
             let mut pending: Vec<f64> = Vec::new();
             let (pos, lat, mend, arm) =
-                self.media(mstart, self.arm, lbn, count, false, &mut |_, done| {
+                self.media_read(mstart, self.arm, lbn, count, &mut |_, done| {
                     k += 1;
                     if !started {
                         pending.push(done);
                         if k >= water.min(count) {
                             started = true;
-                            bus = bus.max(done);
+                            bus = bus.max(done) + reconnect;
                             for d in pending.drain(..) {
                                 bus = bus.max(d) + bt;
                             }
@@ -798,9 +952,14 @@ impl MechanicalDisk {
             }
             self.arm = arm;
             self.mech_free = mend;
+            let seg_start = if self.def.cache.read_any_free_blocks {
+                self.free_blocks_start(mstart, arm_before, lbn)
+            } else {
+                lbn
+            };
             if let Some(i) = self.victim(false) {
                 if let Some(s) = self.segs.get_mut(i) {
-                    s.start = lbn;
+                    s.start = seg_start;
                     s.end = end_lbn;
                 }
                 self.touch(i);
@@ -828,29 +987,30 @@ impl MechanicalDisk {
         let hit = self.def.cache.enabled && self.def.cache.fast_write_level != 0;
         let ovh = self.overhead(false, hit);
         let cmd_done = t + ovh;
-        let bus_end = cmd_done + count as f64 * bt;
+        let c = &self.def.controller;
+        let data_start = cmd_done + c.data_prep_ms;
+        let bus_end = data_start + count as f64 * bt;
         let fast = self.def.cache.enabled
             && match self.def.cache.fast_write_level {
                 0 => false,
                 1 => self.dirty_until <= t,
                 _ => true,
             };
-        // The media cannot start writing before the data is in the buffer.
-        let water = if self.def.controller.hold_bus_write {
-            count
-        } else {
-            ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count)
-        };
-        let mstart = cmd_done
-            .max(self.mech_free)
-            .max(t + self.def.controller.min_seek_delay_ms);
-        let data_ready = if fast {
-            mstart
-        } else {
-            cmd_done + water as f64 * bt
-        };
+        let mut mstart = cmd_done.max(self.mech_free);
+        // A write positions for at least the minimum seek delay, unless it continues the
+        // write the mechanism is still busy with.
+        let streaming = !self.last_was_read && lbn == self.last_write_end && self.mech_free > t;
+        if c.min_seek_delay_ms > 0.0 && !streaming {
+            if let Some(p) = self.layout.ltop(lbn) {
+                let pos = self.seek_ms(self.arm, p, true);
+                mstart += (c.min_seek_delay_ms - pos).max(0.0);
+            }
+        }
+        // The media writes each block once it has crossed the bus (for a write-back
+        // write too: the destage starts while the data still arrives).
+        let avail = Some((data_start, bt));
         let (pos, lat, mend, arm) =
-            self.media_after(mstart, self.arm, lbn, count, true, data_ready, None);
+            self.media_after(mstart, self.arm, lbn, count, true, avail, false, None);
         self.arm = arm;
         self.mech_free = mend;
         // Written data stays cached for later reads.
@@ -868,12 +1028,16 @@ impl MechanicalDisk {
             self.touch(i);
         }
         self.last_was_read = false;
-        let wc = self.def.controller.write_completion_ms;
+        self.last_write_end = end_lbn;
+        let c = &self.def.controller;
+        let wc = c.write_completion_ms;
         if fast {
             self.dirty_until = mend;
             (bus_end + wc, 0.0, 0.0, ovh)
         } else {
-            (mend.max(bus_end) + wc, pos, lat, ovh)
+            // Disconnected once the data is in, reconnect when the media is done.
+            let back = mend.max(bus_end + c.write_disconnect_ms) + c.reselect_ms;
+            (back + wc, pos, lat, ovh)
         }
     }
 
