@@ -143,10 +143,10 @@ const USED_DISK: &[&str] = &[
     "read disconnect afterwrite",
     "write disconnect overhead",
     "never disconnect",
+    "extra write disconnect",
     // Only used for writes flagged EXTRA_WRITE_DISCONNECT, which DiskSim 4.0 never sets
     // (the code setting it is commented out in `disk_buffer_select_segment`).
     "other reselect overhead",
-    "extra write disconnect",
     "extradisc command overhead",
     "extradisc disconnect overhead",
     "extradisc inter-disconnect delay",
@@ -488,6 +488,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         read_disconnect_after_write_ms: opt_num(disk, "Read disconnect afterwrite")?,
         write_disconnect_ms: opt_num(disk, "Write disconnect overhead")?,
         never_disconnect: opt_num(disk, "Never disconnect")? != 0.0,
+        extra_write_disconnect: opt_num(disk, "Extra write disconnect")? != 0.0,
     };
     let def = MechanicalDef {
         model: "hdd-mechanical".into(),

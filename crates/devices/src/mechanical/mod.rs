@@ -116,6 +116,10 @@ pub struct ControllerDef {
     /// The disk never disconnects: a read miss holds the bus until its data is ready.
     #[serde(default)]
     pub never_disconnect: bool,
+    /// DiskSim's `Extra write disconnect`: the media write waits for a minimum of
+    /// buffered blocks.
+    #[serde(default)]
+    pub extra_write_disconnect: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -392,8 +396,8 @@ impl MechanicalDisk {
         self.media_after(t, from, lbn, count, write, None, false, None)
     }
 
-    /// [`Self::media`] for data still crossing the bus: with `avail = Some((t0, per))`,
-    /// block `lbn + i` is in the buffer from `t0 + (i + 1) * per`. The arm seeks
+    /// [`Self::media`] for data still crossing the bus: with `avail = Some((t0, per,
+    /// need))`, block `lbn + i` may be written from `t0 + max(i + 1, need) * per`. The arm seeks
     /// meanwhile; a sector whose block has not arrived when it comes under the head is
     /// passed over and written a revolution later (DiskSim's `disk_buffer_block_available`
     /// checked per sector in `disk_buffer_sector_done`).
@@ -405,7 +409,7 @@ impl MechanicalDisk {
         lbn: u64,
         count: u64,
         write: bool,
-        avail: Option<(f64, f64)>,
+        avail: Option<(f64, f64, u64)>,
         immed: bool,
         mut on_block: Option<OnBlock<'_>>,
     ) -> (f64, f64, f64, Pbn) {
@@ -442,8 +446,8 @@ impl MechanicalDisk {
             }
             let pos = self.seek_ms(arm, p, write);
             let avail_at = |b: u64| {
-                avail.map_or(f64::NEG_INFINITY, |(t0, per)| {
-                    t0 + (b - lbn + 1) as f64 * per
+                avail.map_or(f64::NEG_INFINITY, |(t0, per, need)| {
+                    t0 + (b - lbn + 1).max(need) as f64 * per
                 })
             };
             let ready = (now + pos).max(avail_at(l));
@@ -510,7 +514,7 @@ impl MechanicalDisk {
             };
             if contiguous && on_block.is_none() {
                 let mut extra = 0.0;
-                if avail.is_some_and(|(_, per)| per > sect) {
+                if avail.is_some_and(|(_, per, need)| per > sect || need > 1) {
                     for j in 1..n {
                         extra += slip(start + j as f64 * sect + extra, l + j);
                     }
@@ -1008,7 +1012,19 @@ impl MechanicalDisk {
         }
         // The media writes each block once it has crossed the bus (for a write-back
         // write too: the destage starts while the data still arrives).
-        let avail = Some((data_start, bt));
+        // With `Extra write disconnect` set, DiskSim's `disk_buffer_block_available` lets
+        // the media write nothing until min(count, 10) blocks (15 from 45 blocks on) are
+        // buffered.
+        let need = if c.extra_write_disconnect {
+            if count < 45 {
+                count.min(10)
+            } else {
+                15
+            }
+        } else {
+            1
+        };
+        let avail = Some((data_start, bt, need));
         let (pos, lat, mend, arm) =
             self.media_after(mstart, self.arm, lbn, count, true, avail, false, None);
         self.arm = arm;
