@@ -74,6 +74,17 @@ pub struct Pbn {
     pub sector: u32,
 }
 
+impl Pbn {
+    /// The sector `i` further along the same track.
+    pub fn plus(self, i: u64) -> Pbn {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        Pbn {
+            sector: self.sector.saturating_add(i),
+            ..self
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Band {
     z: Zone,

@@ -219,8 +219,67 @@ enum Sched {
     Sptf,
 }
 
-/// One block's media completion time, as `media` reports it.
-type OnBlock<'a> = &'a mut dyn FnMut(u64, f64) -> bool;
+/// Blocks passing back to back under the head on one track: block `lbn + i` (`i < n`,
+/// `n ≥ 1`) is done (its sector has passed) at `first + i * sect`; it sits at `at.plus(i)`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    lbn: u64,
+    n: u64,
+    first: f64,
+    sect: f64,
+    at: Pbn,
+}
+
+impl Run {
+    fn done(&self, i: u64) -> f64 {
+        self.first + i as f64 * self.sect
+    }
+
+    fn end(&self) -> f64 {
+        self.done(self.n - 1)
+    }
+
+    fn pbn(&self, i: u64) -> Pbn {
+        self.at.plus(i)
+    }
+}
+
+/// The bus moves blocks `i0..i1` of `r` in order, `bt` each, none before it is done,
+/// starting when it is free at `bus`; returns when it is free again. Closed form of
+/// `bus = max(bus, done_i) + bt` over an arithmetic run of done times.
+fn fifo(bus: f64, r: &Run, i0: u64, i1: u64, bt: f64) -> f64 {
+    if i1 <= i0 {
+        return bus;
+    }
+    let m = (i1 - i0) as f64;
+    let f = r.done(i0);
+    let tail = if r.sect > bt {
+        f + (m - 1.0) * r.sect + bt
+    } else {
+        f + m * bt
+    };
+    (bus + m * bt).max(tail)
+}
+
+/// What a media access did: first positioning and latency (ms), when it ended and
+/// where it left the arm.
+#[derive(Clone, Copy, Debug)]
+struct Access {
+    pos: f64,
+    lat: f64,
+    end: f64,
+    arm: Pbn,
+}
+
+/// A read-ahead's state at some time: blocks read (`got` is one past the last),
+/// whether it is over, when it ends (or ended) and where the arm is.
+#[derive(Clone, Copy, Debug)]
+struct Progress {
+    got: u64,
+    complete: bool,
+    end: f64,
+    arm: Pbn,
+}
 
 impl MechanicalDisk {
     pub fn new(def: MechanicalDef) -> Result<MechanicalDisk, String> {
@@ -353,56 +412,22 @@ impl MechanicalDisk {
 
     /// Media access of `count` blocks from `lbn`, starting at `t` with the arm at `from`:
     /// per track, position (seek or head switch) then wait for the first sector, then
-    /// transfer. `on_block(lbn, done)` is called for each block in order; returning false
-    /// stops the access after that block. Returns (first positioning ms, first latency ms,
-    /// end time, final arm position).
-    fn media(
-        &self,
-        t: f64,
-        from: Pbn,
-        lbn: u64,
-        count: u64,
-        write: bool,
-        on_block: OnBlock<'_>,
-    ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, None, false, Some(on_block))
-    }
-
-    /// [`Self::media`] for a read command: with zero-latency reads (DiskSim's `Immediate
-    /// buffer read`, forced on by `Read any free blocks`), a head that lands inside a
-    /// track's run reads from there and picks up the run's start on the next pass.
-    fn media_read(
-        &self,
-        t: f64,
-        from: Pbn,
-        lbn: u64,
-        count: u64,
-        on_block: OnBlock<'_>,
-    ) -> (f64, f64, f64, Pbn) {
-        let c = &self.def.cache;
-        let immed = c.zero_latency_read || c.read_any_free_blocks;
-        self.media_after(t, from, lbn, count, false, None, immed, Some(on_block))
-    }
-
-    /// [`Self::media`] without per-block reports: whole track runs at once.
-    fn media_quiet(
-        &self,
-        t: f64,
-        from: Pbn,
-        lbn: u64,
-        count: u64,
-        write: bool,
-    ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, None, false, None)
-    }
-
-    /// [`Self::media`] for data still crossing the bus: with `avail = Some((t0, per,
-    /// need))`, block `lbn + i` may be written from `t0 + max(i + 1, need) * per`. The arm seeks
+    /// transfer. Each stretch of blocks passing back to back under the head is reported
+    /// as a [`Run`], in LBN order; `on_run` returning false stops the access after that
+    /// run. Work is per track, not per block.
+    ///
+    /// `avail = Some((t0, per, need))`: the data is still crossing the bus, block
+    /// `lbn + i` may be written from `t0 + max(i + 1, need) * per`. The arm seeks
     /// meanwhile; a sector whose block has not arrived when it comes under the head is
     /// passed over and written a revolution later (DiskSim's `disk_buffer_block_available`
     /// checked per sector in `disk_buffer_sector_done`).
+    ///
+    /// `immed`: zero-latency access (DiskSim's `Immediate buffer read`, forced on by
+    /// `Read any free blocks`): a head landing inside a track's run reads from there to
+    /// the run's end, then the run's head once it comes round (immedstart / immedend in
+    /// `disk_buffer_sector_done`); the run completes one revolution after landing.
     #[allow(clippy::too_many_arguments)]
-    fn media_after(
+    fn media_runs<F: FnMut(Run) -> bool>(
         &self,
         t: f64,
         from: Pbn,
@@ -411,207 +436,234 @@ impl MechanicalDisk {
         write: bool,
         avail: Option<(f64, f64, u64)>,
         immed: bool,
-        mut on_block: Option<OnBlock<'_>>,
-    ) -> (f64, f64, f64, Pbn) {
+        mut on_run: F,
+    ) -> Access {
         let mut now = t;
         let mut arm = from;
         let mut first = None;
         let mut l = lbn;
         let end = lbn + count;
-        while l < end {
+        let avail_at = |b: u64| {
+            avail.map_or(f64::NEG_INFINITY, |(t0, per, need)| {
+                t0 + (b - lbn + 1).max(need) as f64 * per
+            })
+        };
+        'tracks: while l < end {
             let Some(p) = self.layout.ltop(l) else {
                 break;
             };
-            // Blocks that follow on this track. Fast path: the run to the track end (or the
-            // request end) holds no slip when its last block lands exactly where a
-            // contiguous run would put it.
-            let bpt_u = self.layout.blocks_per_track(p.cyl) as u64;
-            let span = (end - l).min(bpt_u - p.sector as u64);
-            let contiguous = span <= 1
-                || self.layout.ltop(l + span - 1).is_some_and(|q| {
-                    q.cyl == p.cyl
-                        && q.head == p.head
-                        && q.sector as u64 == p.sector as u64 + span - 1
-                });
-            let mut n = if contiguous { span.max(1) } else { 1u64 };
-            let mut last = p;
-            while !contiguous && l + n < end {
-                match self.layout.ltop(l + n) {
-                    Some(q) if q.cyl == p.cyl && q.head == p.head && q.sector > last.sector => {
-                        last = q;
-                        n += 1;
-                    }
-                    _ => break,
-                }
-            }
+            let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl));
+            let span = (end - l)
+                .min(bpt_u.saturating_sub(u64::from(p.sector)))
+                .max(1);
+            let n = self.contiguous(l, p, span);
             let pos = self.seek_ms(arm, p, write);
-            let avail_at = |b: u64| {
-                avail.map_or(f64::NEG_INFINITY, |(t0, per, need)| {
-                    t0 + (b - lbn + 1).max(need) as f64 * per
-                })
-            };
             let ready = (now + pos).max(avail_at(l));
             let wait = self.latency_ms(ready, p);
-            let lat = ready - now - pos + wait;
-            let bpt = self.layout.blocks_per_track(p.cyl) as f64;
+            let bpt = bpt_u as f64;
             let sect = self.period / bpt;
-            // Zero latency: the head is `r` sectors past the run's first sector; if the
-            // next sector boundary falls inside the run, read from there to the run's
-            // end, then the run's head once it comes round (DiskSim's immedstart /
-            // immedend in `disk_buffer_sector_done`). The run completes one revolution
-            // after that boundary.
-            let r = bpt - wait / sect;
-            let kr = r.ceil();
-            if immed && contiguous && wait > 0.0 && kr >= 1.0 && kr < n as f64 {
-                let kr_u = kr as u64;
-                let start = ready + (kr - r) * sect;
-                if first.is_none() {
-                    first = Some((pos, start - now - pos));
-                }
-                let mut stop = false;
-                let mut k = 0u64;
-                for i in 0..n {
-                    let done = if i >= kr_u {
-                        start + (i - kr_u + 1) as f64 * sect
-                    } else {
-                        start + (bpt - kr + i as f64 + 1.0) * sect
+            if immed && n > 1 && wait > 0.0 {
+                // The head is `r` sectors past the run's first sector; its next sector
+                // boundary is `k` sectors in.
+                let r = bpt - wait / sect;
+                let kr = r.ceil();
+                if kr >= 1.0 && kr < n as f64 {
+                    let k = kr as u64;
+                    let start = ready + (kr - r) * sect;
+                    first.get_or_insert((pos, start - now - pos));
+                    let head = Run {
+                        lbn: l,
+                        n: k,
+                        first: start + (bpt - kr + 1.0) * sect,
+                        sect,
+                        at: p,
                     };
-                    k = i + 1;
-                    if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
-                        stop = true;
+                    let tail = Run {
+                        lbn: l + k,
+                        n: n - k,
+                        first: start + sect,
+                        sect,
+                        at: p.plus(k),
+                    };
+                    now = start + bpt * sect;
+                    arm = p.plus(k - 1);
+                    l += n;
+                    if !on_run(head) || !on_run(tail) {
                         break;
                     }
+                    continue;
                 }
-                now = start + bpt * sect;
-                arm = Pbn {
-                    cyl: p.cyl,
-                    head: p.head,
-                    sector: p.sector + kr_u as u32 - 1,
+            }
+            first.get_or_insert((pos, ready - now - pos + wait));
+            // Stretches between revolutions lost to data arriving slower than the media.
+            let mut i0 = 0u64;
+            let mut s0 = ready + wait;
+            loop {
+                let i1 = match avail {
+                    Some((_, per, _)) if per > sect => {
+                        self.first_late(i0, n, s0, sect, |j| avail_at(l + j))
+                    }
+                    _ => n,
                 };
-                l += if stop { k } else { n };
-                if stop {
+                let run = Run {
+                    lbn: l + i0,
+                    n: i1 - i0,
+                    first: s0 + sect,
+                    sect,
+                    at: p.plus(i0),
+                };
+                let go = on_run(run);
+                if i1 >= n || !go {
+                    now = run.end();
+                    arm = run.pbn(run.n - 1);
+                    l += i1;
+                    if !go {
+                        break 'tracks;
+                    }
                     break;
                 }
-                continue;
-            }
-            if first.is_none() {
-                first = Some((pos, lat));
-            }
-            let start = now + pos + lat;
-            let mut stop = false;
-            let mut k = 0u64;
-            let mut prev_sector = p.sector;
-            let mut done = start;
-            // Blocks arriving slower than the media passes them cost a revolution each time
-            // the head overtakes the data.
-            let slip = |st: f64, b: u64| {
-                let late = avail_at(b) - st;
-                if late > 0.0 {
-                    (late / self.period).ceil() * self.period
-                } else {
-                    0.0
-                }
-            };
-            if contiguous && on_block.is_none() {
-                let mut extra = 0.0;
-                if avail.is_some_and(|(_, per, need)| per > sect || need > 1) {
-                    for j in 1..n {
-                        extra += slip(start + j as f64 * sect + extra, l + j);
-                    }
-                }
-                now = start + n as f64 * sect + extra;
-                arm = Pbn {
-                    cyl: p.cyl,
-                    head: p.head,
-                    sector: p.sector + n as u32 - 1,
-                };
-                l += n;
-                continue;
-            }
-            for i in 0..n {
-                // Slipped sectors inside the run still pass under the head.
-                let q = if i == 0 {
-                    p
-                } else if contiguous {
-                    Pbn {
-                        sector: p.sector + i as u32,
-                        ..p
-                    }
-                } else {
-                    self.layout.ltop(l + i).unwrap_or(p)
-                };
-                let gap = if i == 0 { 1 } else { q.sector - prev_sector };
-                prev_sector = q.sector;
-                if i > 0 && avail.is_some() {
-                    done += slip(done + (gap - 1) as f64 * sect, l + i);
-                }
-                done += gap as f64 * sect;
-                k = i + 1;
-                if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
-                    stop = true;
-                    break;
-                }
-            }
-            now = done;
-            arm = Pbn {
-                cyl: p.cyl,
-                head: p.head,
-                sector: prev_sector,
-            };
-            l += k;
-            if stop {
-                break;
+                let st = s0 + (i1 - i0) as f64 * sect;
+                let late = avail_at(l + i1) - st;
+                s0 = st + (late / self.period).ceil() * self.period;
+                i0 = i1;
             }
         }
         let (pos, lat) = first.unwrap_or((0.0, 0.0));
-        (pos, lat, now, arm)
+        Access {
+            pos,
+            lat,
+            end: now,
+            arm,
+        }
     }
 
-    /// Settle the background prefetch at time `t`: blocks read by then join the cache,
-    /// the mechanism is free once the sector in progress is done.
-    fn stop_prefetch(&mut self, t: f64) {
+    /// The first block index in `i0 + 1 .. n` whose data (`avail(j)`) arrives after its
+    /// sector starts (`s0 + (j - i0) * sect`), or `n`. Lateness grows along the run once
+    /// the bus is the slower, so a linear estimate is refined by a step or two.
+    fn first_late(&self, i0: u64, n: u64, s0: f64, sect: f64, avail: impl Fn(u64) -> f64) -> u64 {
+        let late = |j: u64| avail(j) > s0 + (j - i0) as f64 * sect;
+        if n <= i0 + 1 {
+            return n;
+        }
+        if !late(n - 1) {
+            // Lateness is monotone past the `need` plateau: none late at the end, none
+            // late at all (the plateau's blocks arrive together, before the first).
+            return n;
+        }
+        let (mut lo, mut hi) = (i0 + 1, n - 1);
+        // Binary search for the first late block (late(hi) holds).
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if late(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// How many blocks from `l` (at `p`, at most `span`) lie back to back on `p`'s track.
+    fn contiguous(&self, l: u64, p: Pbn, span: u64) -> u64 {
+        let at = |m: u64| {
+            self.layout.ltop(l + m - 1).is_some_and(|q| {
+                q.cyl == p.cyl
+                    && q.head == p.head
+                    && u64::from(q.sector) == u64::from(p.sector) + m - 1
+            })
+        };
+        if span <= 1 || at(span) {
+            return span.max(1);
+        }
+        // A slip or the track's end inside: the longest back-to-back prefix.
+        let (mut lo, mut hi) = (1u64, span - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if at(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// How far the read-ahead `pf` has got by time `t`.
+    fn prefetch_progress(&self, pf: &Prefetch, t: f64) -> Progress {
+        if pf.next >= pf.limit {
+            return Progress {
+                got: pf.next,
+                complete: true,
+                end: pf.t0,
+                arm: pf.from,
+            };
+        }
+        let mut got = pf.next;
+        let mut cut = None;
+        let acc = self.media_runs(
+            pf.t0,
+            pf.from,
+            pf.next,
+            pf.limit - pf.next,
+            false,
+            None,
+            false,
+            |r| {
+                if r.end() <= t {
+                    got = r.lbn + r.n;
+                    true
+                } else {
+                    let k = if r.first > t {
+                        0
+                    } else {
+                        (((t - r.first) / r.sect).floor() as u64 + 1).min(r.n - 1)
+                    };
+                    got = r.lbn + k;
+                    cut = Some(r.pbn(k));
+                    false
+                }
+            },
+        );
+        match cut {
+            None => Progress {
+                got,
+                complete: true,
+                end: acc.end,
+                arm: acc.arm,
+            },
+            Some(arm) => Progress {
+                got,
+                complete: false,
+                end: acc.end,
+                arm,
+            },
+        }
+    }
+
+    /// Settle the background prefetch at time `t` (its progress `prog` if already known):
+    /// blocks read by then join the cache; a read-ahead cut short leaves the arm on the
+    /// sector in progress, free at `t`.
+    fn stop_prefetch_with(&mut self, t: f64, prog: Option<Progress>) {
         let Some(pf) = self.prefetch.take() else {
             return;
         };
         if pf.next >= pf.limit {
             return;
         }
-        // Common case: the read-ahead finished long before the next command.
-        let (_, _, end, arm) = self.media_quiet(pf.t0, pf.from, pf.next, pf.limit - pf.next, false);
-        if end <= t {
-            if let Some(s) = self.segs.get_mut(pf.seg) {
-                s.end = s.end.max(pf.limit);
-            }
-            self.arm = arm;
-            self.mech_free = self.mech_free.max(end);
-            return;
-        }
-        let mut got = pf.next;
-        let mut last_done = pf.t0;
-        let (_, _, _, arm) = self.media(
-            pf.t0,
-            pf.from,
-            pf.next,
-            pf.limit - pf.next,
-            false,
-            &mut |l, done| {
-                last_done = done;
-                if done <= t {
-                    got = l + 1;
-                    true
-                } else {
-                    false
-                }
-            },
-        );
+        let prog = prog.unwrap_or_else(|| self.prefetch_progress(&pf, t));
         if let Some(s) = self.segs.get_mut(pf.seg) {
-            s.end = s.end.max(got);
+            s.end = s.end.max(prog.got);
         }
-        self.arm = arm;
-        self.mech_free = self.mech_free.max(last_done.min(t.max(pf.t0)));
-        if got >= pf.limit {
-            self.mech_free = self.mech_free.max(last_done);
-        }
+        self.arm = prog.arm;
+        self.mech_free = if prog.complete {
+            self.mech_free.max(prog.end)
+        } else {
+            self.mech_free.max(t.max(pf.t0))
+        };
+    }
+
+    fn stop_prefetch(&mut self, t: f64) {
+        self.stop_prefetch_with(t, None);
     }
 
     /// With `Read any free blocks`, a read miss buffers every block of its first track
@@ -628,14 +680,14 @@ impl MechanicalDisk {
         if wait <= 0.0 {
             return lbn;
         }
-        let bpt = self.layout.blocks_per_track(p.cyl) as u64;
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
         let sect = self.period / bpt as f64;
         let ahead = ((bpt as f64 - wait / sect).ceil() as u64) % bpt;
-        let landing = (p.sector as u64 + ahead) % bpt;
-        let back = if landing < p.sector as u64 {
-            p.sector as u64 - landing
+        let landing = (u64::from(p.sector) + ahead) % bpt;
+        let back = if landing < u64::from(p.sector) {
+            u64::from(p.sector) - landing
         } else {
-            p.sector as u64
+            u64::from(p.sector)
         };
         let s = lbn.saturating_sub(back);
         // Only blocks of the same track (a slip or zone edge inside: keep the request's).
@@ -643,31 +695,6 @@ impl MechanicalDisk {
             Some(q) if q.cyl == p.cyl && q.head == p.head => s,
             _ => lbn,
         }
-    }
-
-    /// When the read-ahead `pf` reaches its limit.
-    fn prefetch_end(&self, pf: &Prefetch) -> f64 {
-        if pf.next >= pf.limit {
-            return pf.t0;
-        }
-        self.media_quiet(pf.t0, pf.from, pf.next, pf.limit - pf.next, false)
-            .2
-    }
-
-    /// Block availability for a read served (partly) from segment `seg` with the
-    /// prefetch possibly still streaming: returns, per block, the time it is in the buffer.
-    fn prefetch_times(&self, pf: &Prefetch, upto: u64, f: &mut dyn FnMut(u64, f64)) {
-        let _ = self.media(
-            pf.t0,
-            pf.from,
-            pf.next,
-            upto.saturating_sub(pf.next),
-            false,
-            &mut |l, done| {
-                f(l, done);
-                true
-            },
-        );
     }
 
     fn overhead(&self, read: bool, hit: bool) -> f64 {
@@ -799,9 +826,13 @@ impl MechanicalDisk {
         if read {
             // A read-ahead that ended before this command arrived has left the
             // mechanism idle: settle it, so blocks past its limit are read afresh.
+            let mut prog = None;
             if let Some(p) = self.prefetch {
-                if self.prefetch_end(&p) <= t {
-                    self.stop_prefetch(t);
+                let pr = self.prefetch_progress(&p, t);
+                if pr.complete && pr.end <= t {
+                    self.stop_prefetch_with(t, Some(pr));
+                } else {
+                    prog = Some(pr);
                 }
             }
             // Cached already, or on its way in from a running prefetch?
@@ -815,15 +846,11 @@ impl MechanicalDisk {
                 }
                 let mut end = s.end;
                 let live = pf.filter(|p| p.seg == i);
-                if let Some(p) = live.filter(|p| s.start <= lbn && lbn < p.limit) {
+                if live.is_some_and(|p| s.start <= lbn && lbn < p.limit) {
                     // Blocks read by now count; the rest arrive as the prefetch goes on.
-                    let mut got = p.next;
-                    self.prefetch_times(&p, p.limit, &mut |l, done| {
-                        if done <= t {
-                            got = got.max(l + 1);
-                        }
-                    });
-                    end = end.max(got);
+                    if let Some(pr) = prog {
+                        end = end.max(pr.got);
+                    }
                 }
                 // A segment holds its last `segment_blocks` blocks: read-ahead past that
                 // wraps over its start (DiskSim's `disk_buffer_segment_wrap`).
@@ -860,7 +887,7 @@ impl MechanicalDisk {
                             self.prefetch = Some(p);
                         }
                         None => {
-                            self.stop_prefetch(t);
+                            self.stop_prefetch_with(t, prog);
                             if self.def.cache.read_ahead_on_idle_hit && lim > seg.end {
                                 let ready = t + self.overhead(true, false);
                                 self.prefetch = Some(Prefetch {
@@ -881,7 +908,7 @@ impl MechanicalDisk {
                             // Whole-segment hit not covering the tail: read the tail,
                             // the mechanism starting once the read-miss overhead is
                             // done (DiskSim times every read's `overhead_done` so).
-                            self.stop_prefetch(t);
+                            self.stop_prefetch_with(t, prog);
                             let ready = t + self.overhead(true, false);
                             Prefetch {
                                 seg: i,
@@ -894,11 +921,23 @@ impl MechanicalDisk {
                     };
                     p.limit = p.limit.max(self.read_ahead_limit(lbn, end_lbn, seg.start));
                     let mut last = bus;
-                    self.prefetch_times(&p, end_lbn, &mut |l, done| {
-                        if l >= cached_to {
-                            last = last.max(done) + bt;
-                        }
-                    });
+                    if end_lbn > p.next {
+                        self.media_runs(
+                            p.t0,
+                            p.from,
+                            p.next,
+                            end_lbn - p.next,
+                            false,
+                            None,
+                            false,
+                            |r| {
+                                let i0 = cached_to.saturating_sub(r.lbn).min(r.n);
+                                let i1 = (end_lbn - r.lbn).min(r.n);
+                                last = fifo(last, &r, i0, i1, bt);
+                                true
+                            },
+                        );
+                    }
                     bus = last;
                     self.prefetch = Some(p);
                     if let Some(s) = self.segs.get_mut(i) {
@@ -911,7 +950,7 @@ impl MechanicalDisk {
                 return (end, 0.0, 0.0, ovh);
             }
             // Miss.
-            self.stop_prefetch(t);
+            self.stop_prefetch_with(t, prog);
             let ovh = self.overhead(true, false);
             let cmd_done = t + ovh;
             let mstart = cmd_done.max(self.mech_free);
@@ -931,29 +970,28 @@ impl MechanicalDisk {
                 };
                 (cmd_done + disc, c.reselect_ms + c.data_prep_ms)
             };
+            // The bus reconnects once the first `water` blocks are all in (with zero
+            // latency they may arrive out of order), then moves every block in order.
+            let water = water.min(count);
             let mut k = 0u64;
             let mut started = false;
-            let mut pending: Vec<f64> = Vec::new();
-            let (pos, lat, mend, arm) =
-                self.media_read(mstart, self.arm, lbn, count, &mut |_, done| {
-                    k += 1;
-                    if !started {
-                        pending.push(done);
-                        if k >= water.min(count) {
-                            started = true;
-                            bus = bus.max(done) + reconnect;
-                            for d in pending.drain(..) {
-                                bus = bus.max(d) + bt;
-                            }
-                        }
-                    } else {
-                        bus = bus.max(done) + bt;
-                    }
-                    true
-                });
-            for d in pending.drain(..) {
-                bus = bus.max(d) + bt;
-            }
+            let mut prefix = f64::NEG_INFINITY;
+            let immed = self.def.cache.zero_latency_read || self.def.cache.read_any_free_blocks;
+            let acc = self.media_runs(mstart, self.arm, lbn, count, false, None, immed, |r| {
+                if !started && k + r.n >= water {
+                    let j = water - k - 1;
+                    bus = bus.max(prefix.max(r.done(j))) + reconnect + k as f64 * bt;
+                    started = true;
+                }
+                if started {
+                    bus = fifo(bus, &r, 0, r.n, bt);
+                } else {
+                    prefix = prefix.max(r.end());
+                }
+                k += r.n;
+                true
+            });
+            let (pos, lat, mend, arm) = (acc.pos, acc.lat, acc.end, acc.arm);
             self.arm = arm;
             self.mech_free = mend;
             let seg_start = if self.def.cache.read_any_free_blocks {
@@ -1025,8 +1063,8 @@ impl MechanicalDisk {
             1
         };
         let avail = Some((data_start, bt, need));
-        let (pos, lat, mend, arm) =
-            self.media_after(mstart, self.arm, lbn, count, true, avail, false, None);
+        let acc = self.media_runs(mstart, self.arm, lbn, count, true, avail, false, |_| true);
+        let (pos, lat, mend, arm) = (acc.pos, acc.lat, acc.end, acc.arm);
         self.arm = arm;
         self.mech_free = mend;
         // Written data stays cached for later reads.
