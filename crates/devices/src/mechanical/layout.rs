@@ -67,11 +67,22 @@ fn one() -> u32 {
 }
 
 /// A physical block address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pbn {
     pub cyl: u32,
     pub head: u32,
     pub sector: u32,
+}
+
+/// The fractional part in [0, 1) (`rem_euclid(1.0)` without a libm `fmod` call; exact
+/// below 2^52, which simulated revolutions stay under).
+pub(crate) fn frac(x: f64) -> f64 {
+    let f = x - x as i64 as f64;
+    if f < 0.0 {
+        f + 1.0
+    } else {
+        f
+    }
 }
 
 impl Pbn {
@@ -418,7 +429,7 @@ impl Layout {
             let cutoff = tracks * z.blocks_per_track as u64;
             sectors += b.slips.partition_point(|&s| s < cutoff) as f64;
         }
-        (sectors / z.blocks_per_track as f64).rem_euclid(1.0)
+        frac(sectors / z.blocks_per_track as f64)
     }
 }
 

@@ -24,6 +24,7 @@ pub mod seek;
 use layout::{Layout, LayoutDef, Pbn};
 use seek::{Seek, SeekDef};
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op};
 use wattio_core::time::Nanos;
@@ -210,6 +211,17 @@ pub struct MechanicalDisk {
     segs: Vec<Seg>,
     prefetch: Option<Prefetch>,
     tick: u64,
+    /// Recently mapped track stretches (a cache: the layout is the truth).
+    stretches: Cell<[Stretch; 4]>,
+    stretch_next: Cell<usize>,
+}
+
+/// LBNs `lo..hi` lie back to back on one track from `at`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stretch {
+    lo: u64,
+    hi: u64,
+    at: Pbn,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -355,6 +367,8 @@ impl MechanicalDisk {
             segs,
             prefetch: None,
             tick: 0,
+            stretches: Cell::new([Stretch::default(); 4]),
+            stretch_next: Cell::new(0),
             def,
         })
     }
@@ -399,9 +413,9 @@ impl MechanicalDisk {
 
     /// Time (ms) from absolute time `t` until sector `p` passes under the head.
     pub fn latency_ms(&self, t: f64, p: Pbn) -> f64 {
-        let theta = (t / self.period).rem_euclid(1.0);
+        let theta = layout::frac(t / self.period);
         let a = self.layout.angle(p);
-        let d = (a - theta).rem_euclid(1.0);
+        let d = layout::frac(a - theta);
         // Treat a position within a float's rounding of the sector start as on it.
         if d > 1.0 - 1e-9 {
             0.0
@@ -449,14 +463,10 @@ impl MechanicalDisk {
             })
         };
         'tracks: while l < end {
-            let Some(p) = self.layout.ltop(l) else {
+            let Some((p, n)) = self.stretch(l, end - l) else {
                 break;
             };
             let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl));
-            let span = (end - l)
-                .min(bpt_u.saturating_sub(u64::from(p.sector)))
-                .max(1);
-            let n = self.contiguous(l, p, span);
             let pos = self.seek_ms(arm, p, write);
             let ready = (now + pos).max(avail_at(l));
             let wait = self.latency_ms(ready, p);
@@ -561,6 +571,30 @@ impl MechanicalDisk {
             }
         }
         lo
+    }
+
+    /// Where `l` lies and how many blocks from it (at most `want`) lie back to back on
+    /// its track. Remembers the last few tracks' stretches: a read-ahead continues on the
+    /// track its request ended on, and is looked at again by the next command.
+    fn stretch(&self, l: u64, want: u64) -> Option<(Pbn, u64)> {
+        let mut cache = self.stretches.get();
+        if let Some(s) = cache.iter().find(|s| s.lo <= l && l < s.hi) {
+            return Some((s.at.plus(l - s.lo), (s.hi - l).min(want)));
+        }
+        let p = self.layout.ltop(l)?;
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
+        let n = self.contiguous(l, p, bpt.saturating_sub(u64::from(p.sector)).max(1));
+        let slot = self.stretch_next.get() % cache.len();
+        if let Some(s) = cache.get_mut(slot) {
+            *s = Stretch {
+                lo: l,
+                hi: l + n,
+                at: p,
+            };
+        }
+        self.stretches.set(cache);
+        self.stretch_next.set(slot + 1);
+        Some((p, n.min(want)))
     }
 
     /// How many blocks from `l` (at `p`, at most `span`) lie back to back on `p`'s track.
@@ -803,12 +837,14 @@ impl MechanicalDisk {
                 };
                 let cap = self.read_ahead_amount(lbn, end);
                 let mut l = end;
-                while let Some(q) = self.layout.ltop(l) {
-                    let same = q.cyl == p.cyl && (c.continuous_read == 2 || q.head == p.head);
-                    if !same || l >= cap {
+                while l < cap {
+                    let Some((q, n)) = self.stretch(l, cap - l) else {
+                        break;
+                    };
+                    if q.cyl != p.cyl || (c.continuous_read != 2 && q.head != p.head) {
                         break;
                     }
-                    l += 1;
+                    l += n;
                 }
                 l
             }
