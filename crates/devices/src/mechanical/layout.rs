@@ -407,6 +407,38 @@ impl Layout {
         })
     }
 
+    /// How many sectors of `p`'s track, from sector 0, hold consecutive LBNs, when the
+    /// layout says so without a search: zones without slips or remapped defects, and
+    /// sparing schemes whose spare sectors sit at the end of a track, cylinder or range.
+    /// `None` when a slip, defect or other scheme may break the track.
+    pub fn track_usable(&self, p: Pbn) -> Option<u32> {
+        let b = self.band_of_cyl(p.cyl)?;
+        let z = &b.z;
+        if !b.slips.is_empty() || !z.defects.is_empty() {
+            return None;
+        }
+        let bpt = u64::from(z.blocks_per_track);
+        let spares = u64::from(z.spares);
+        let s = u64::from(self.surfaces);
+        let range_end = |cyls_per_range: u64| -> Option<u32> {
+            // Spares fill the end of each range of `cyls_per_range` cylinders.
+            let head = u64::from(self.surf_on_cyl(b, p.cyl, p.head));
+            let cylrel = u64::from(p.cyl.checked_sub(z.first_cyl)?);
+            let track = (cylrel % cyls_per_range) * s + head;
+            let per_range = bpt * s * cyls_per_range;
+            let usable = per_range.checked_sub(spares)?;
+            let left = usable.saturating_sub(track * bpt).min(bpt);
+            u32::try_from(left).ok()
+        };
+        match self.sparing {
+            NO_SPARING | TRACK_SPARING => Some(z.blocks_per_track),
+            SECTPERTRACK_SPARING => z.blocks_per_track.checked_sub(z.spares),
+            SECTPERCYL_SPARING => range_end(1),
+            SECTPERRANGE_SPARING => range_end(self.range_size),
+            _ => None,
+        }
+    }
+
     /// Angle (fraction of a revolution, in [0, 1)) where sector `p` starts: the zone offset
     /// plus one track skew per track switch and one cylinder skew per cylinder switch since
     /// the zone start, plus slipped sectors for the schemes that slip within the cylinder

@@ -24,7 +24,7 @@ pub mod seek;
 use layout::{Layout, LayoutDef, Pbn};
 use seek::{Seek, SeekDef};
 use serde::{Deserialize, Serialize};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op};
 use wattio_core::time::Nanos;
@@ -212,16 +212,19 @@ pub struct MechanicalDisk {
     prefetch: Option<Prefetch>,
     tick: u64,
     /// Recently mapped track stretches (a cache: the layout is the truth).
-    stretches: Cell<[Stretch; 4]>,
+    stretches: RefCell<[Stretch; 4]>,
     stretch_next: Cell<usize>,
 }
 
-/// LBNs `lo..hi` lie back to back on one track from `at`.
+/// LBNs `lo..hi` lie back to back on one track from `at`, whose sector starts at
+/// `angle` (a fraction of a revolution); each further sector `per_sector` later.
 #[derive(Clone, Copy, Debug, Default)]
 struct Stretch {
     lo: u64,
     hi: u64,
     at: Pbn,
+    angle: f64,
+    per_sector: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -367,7 +370,7 @@ impl MechanicalDisk {
             segs,
             prefetch: None,
             tick: 0,
-            stretches: Cell::new([Stretch::default(); 4]),
+            stretches: RefCell::new([Stretch::default(); 4]),
             stretch_next: Cell::new(0),
             def,
         })
@@ -413,8 +416,12 @@ impl MechanicalDisk {
 
     /// Time (ms) from absolute time `t` until sector `p` passes under the head.
     pub fn latency_ms(&self, t: f64, p: Pbn) -> f64 {
+        self.latency_to(t, self.layout.angle(p))
+    }
+
+    /// Time (ms) from absolute time `t` until the platter reaches angle `a`.
+    fn latency_to(&self, t: f64, a: f64) -> f64 {
         let theta = layout::frac(t / self.period);
-        let a = self.layout.angle(p);
         let d = layout::frac(a - theta);
         // Treat a position within a float's rounding of the sector start as on it.
         if d > 1.0 - 1e-9 {
@@ -463,13 +470,13 @@ impl MechanicalDisk {
             })
         };
         'tracks: while l < end {
-            let Some((p, n)) = self.stretch(l, end - l) else {
+            let Some((p, n, angle)) = self.stretch(l, end - l) else {
                 break;
             };
             let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl));
             let pos = self.seek_ms(arm, p, write);
             let ready = (now + pos).max(avail_at(l));
-            let wait = self.latency_ms(ready, p);
+            let wait = self.latency_to(ready, angle);
             let bpt = bpt_u as f64;
             let sect = self.period / bpt;
             if immed && n > 1 && wait > 0.0 {
@@ -576,25 +583,38 @@ impl MechanicalDisk {
     /// Where `l` lies and how many blocks from it (at most `want`) lie back to back on
     /// its track. Remembers the last few tracks' stretches: a read-ahead continues on the
     /// track its request ended on, and is looked at again by the next command.
-    fn stretch(&self, l: u64, want: u64) -> Option<(Pbn, u64)> {
-        let mut cache = self.stretches.get();
-        if let Some(s) = cache.iter().find(|s| s.lo <= l && l < s.hi) {
-            return Some((s.at.plus(l - s.lo), (s.hi - l).min(want)));
+    /// Also returns the angle where `l`'s sector starts.
+    fn stretch(&self, l: u64, want: u64) -> Option<(Pbn, u64, f64)> {
+        if let Some(s) = self
+            .stretches
+            .borrow()
+            .iter()
+            .find(|s| s.lo <= l && l < s.hi)
+        {
+            let k = l - s.lo;
+            return Some((
+                s.at.plus(k),
+                (s.hi - l).min(want),
+                layout::frac(s.angle + k as f64 * s.per_sector),
+            ));
         }
         let p = self.layout.ltop(l)?;
         let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
         let n = self.contiguous(l, p, bpt.saturating_sub(u64::from(p.sector)).max(1));
+        let angle = self.layout.angle(p);
+        let mut cache = self.stretches.borrow_mut();
         let slot = self.stretch_next.get() % cache.len();
         if let Some(s) = cache.get_mut(slot) {
             *s = Stretch {
                 lo: l,
                 hi: l + n,
                 at: p,
+                angle,
+                per_sector: 1.0 / bpt.max(1) as f64,
             };
         }
-        self.stretches.set(cache);
         self.stretch_next.set(slot + 1);
-        Some((p, n.min(want)))
+        Some((p, n.min(want), angle))
     }
 
     /// How many blocks from `l` (at `p`, at most `span`) lie back to back on `p`'s track.
@@ -606,10 +626,31 @@ impl MechanicalDisk {
                     && u64::from(q.sector) == u64::from(p.sector) + m - 1
             })
         };
-        if span <= 1 || at(span) {
-            return span.max(1);
+        if span <= 1 {
+            return 1;
         }
-        // A slip or the track's end inside: the longest back-to-back prefix.
+        if let Some(u) = self.layout.track_usable(p) {
+            return span
+                .min(u64::from(u).saturating_sub(u64::from(p.sector)))
+                .max(1);
+        }
+        let q = self.layout.ltop(l + span - 1);
+        if q.is_some_and(|q| {
+            q.cyl == p.cyl
+                && q.head == p.head
+                && u64::from(q.sector) == u64::from(p.sector) + span - 1
+        }) {
+            return span;
+        }
+        // Usually the track holds fewer blocks (spare sectors) and the last one landed on
+        // the next track's sector `q.sector`: the track then ends that many blocks back.
+        if let Some(q) = q.filter(|q| q.cyl != p.cyl || q.head != p.head) {
+            let m = span.saturating_sub(u64::from(q.sector) + 1);
+            if m >= 1 && at(m) && !at(m + 1) {
+                return m;
+            }
+        }
+        // A slip inside: the longest back-to-back prefix.
         let (mut lo, mut hi) = (1u64, span - 1);
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
@@ -838,7 +879,7 @@ impl MechanicalDisk {
                 let cap = self.read_ahead_amount(lbn, end);
                 let mut l = end;
                 while l < cap {
-                    let Some((q, n)) = self.stretch(l, cap - l) else {
+                    let Some((q, n, _)) = self.stretch(l, cap - l) else {
                         break;
                     };
                     if q.cyl != p.cyl || (c.continuous_read != 2 && q.head != p.head) {
