@@ -488,6 +488,74 @@ mod tests {
         Pbn { cyl, head, sector }
     }
 
+    /// Sectors of `q`'s track holding consecutive LBNs from sector 0, by walking `ltop`.
+    fn usable_by_walk(l: &Layout, q: Pbn) -> u32 {
+        (0..l.blocks())
+            .filter_map(|x| l.ltop(x))
+            .filter(|r| r.cyl == q.cyl && r.head == q.head)
+            .map(|r| r.sector + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn track_usable_matches_the_mapping() {
+        // Spares at the end of each 2-cylinder range (scheme 8), per cylinder (scheme 2),
+        // per track (scheme 3), serpentine surfaces (mapping 1), and none at all; every
+        // track's usable sectors must be what walking the LBN mapping finds.
+        for (sparing, spares, range, mapping) in [
+            (SECTPERRANGE_SPARING, 13, 2, 0),
+            (SECTPERRANGE_SPARING, 3, 1, 1),
+            (SECTPERCYL_SPARING, 4, 1, 0),
+            (SECTPERTRACK_SPARING, 2, 1, 0),
+            (NO_SPARING, 0, 1, 1),
+        ] {
+            let mut z = zone(0, 3, 10);
+            z.spares = spares;
+            let def = LayoutDef {
+                mapping,
+                sparing,
+                range_size: range,
+                zones: vec![z],
+            };
+            let l = Layout::new(&def, 3, 4).unwrap();
+            for cyl in 0..4 {
+                for head in 0..3 {
+                    let q = p(cyl, head, 0);
+                    assert_eq!(
+                        l.track_usable(q),
+                        Some(usable_by_walk(&l, q)),
+                        "scheme {sparing}, spares {spares}, range {range}, mapping {mapping}, track {cyl}/{head}"
+                    );
+                }
+            }
+        }
+        // A slip makes the answer a search's job.
+        let mut z = zone(0, 1, 10);
+        z.spares = 2;
+        z.slips = vec![3];
+        let def = LayoutDef {
+            mapping: 0,
+            sparing: SECTPERRANGE_SPARING,
+            range_size: 1,
+            zones: vec![z],
+        };
+        assert_eq!(
+            Layout::new(&def, 2, 2).unwrap().track_usable(p(0, 0, 0)),
+            None
+        );
+    }
+
+    #[test]
+    fn fractional_part() {
+        assert_eq!(frac(2.25), 0.25);
+        assert_eq!(frac(-0.25), 0.75);
+        assert_eq!(frac(7.0), 0.0);
+        // Exact where `rem_euclid` is: the integer part of a representable value.
+        let x = 123_456.789_f64;
+        assert_eq!(frac(x), x.rem_euclid(1.0));
+    }
+
     #[test]
     fn zone_boundary_no_sparing() {
         // 2 surfaces; zone 0: cyls 0–1 at 10 spt (40 blocks), zone 1: cyls 2–3 at 8 spt.
