@@ -136,7 +136,6 @@ const USED_DISK: &[&str] = &[
     "read completion overhead",
     "write completion overhead",
     "minimum seek delay",
-    "hold bus entire write xfer",
     "data preparation overhead",
     "first reselect overhead",
     "read disconnect afterread",

@@ -90,8 +90,8 @@ pub struct ControllerDef {
     pub read_completion_ms: f64,
     #[serde(default)]
     pub write_completion_ms: f64,
-    /// The disk holds the bus for a write's whole data phase: a write-through write starts
-    /// on the media only once all of its data is buffered.
+    /// DiskSim's `Hold bus entire write xfer`. Kept for catalogue entries that set it; it
+    /// has no effect here (in DiskSim it only matters once a write outgrows the buffer).
     #[serde(default)]
     pub hold_bus_write: bool,
     /// A write's positioning takes at least this long (DiskSim's `Minimum seek delay`,
