@@ -340,7 +340,8 @@ impl MechanicalDisk {
             }
         };
         let layout = Layout::new(&def.layout, def.surfaces, def.cylinders)?;
-        let seek = Seek::new(def.seek.clone())?;
+        let mut seek = Seek::new(def.seek.clone())?;
+        seek.tabulate(def.cylinders);
         let nseg = if def.cache.enabled {
             def.cache.segments as usize
         } else {
