@@ -157,28 +157,33 @@ impl Stack {
     #[inline]
     fn route(&mut self, layer: usize, now: Nanos, fx: &mut Vec<Effect>) {
         let bottom = self.layers.len() - 1;
-        for a in self.acts.drain() {
+        // By reference, not drained by value: each action is copied once, into its effect.
+        for a in self.acts.as_slice() {
             match a {
                 Action::Submit(io) => {
                     if layer == bottom {
-                        fx.push(Effect::Submit(io));
+                        fx.push(Effect::Submit(*io));
                     } else {
-                        self.work.push_back(Work::Request(layer + 1, io));
+                        self.work.push_back(Work::Request(layer + 1, *io));
                     }
                 }
-                Action::Reply(mut done) => {
+                Action::Reply(done) => {
                     // A reply completes now, whatever the function copied from below.
-                    done.finished = now;
+                    let done = Completion {
+                        finished: now,
+                        ..*done
+                    };
                     if layer == 0 {
                         fx.push(Effect::HostReply(done));
                     } else {
                         self.work.push_back(Work::Completion(layer - 1, done));
                     }
                 }
-                Action::SetPower { device, state } => fx.push(Effect::SetPower { device, state }),
-                Action::SetTimer { timer, at } => fx.push(Effect::SetTimer { layer, timer, at }),
-                Action::CancelTimer { timer } => fx.push(Effect::CancelTimer { layer, timer }),
+                &Action::SetPower { device, state } => fx.push(Effect::SetPower { device, state }),
+                &Action::SetTimer { timer, at } => fx.push(Effect::SetTimer { layer, timer, at }),
+                &Action::CancelTimer { timer } => fx.push(Effect::CancelTimer { layer, timer }),
             }
         }
+        self.acts.clear();
     }
 }
