@@ -385,8 +385,8 @@ impl Simulator {
         sink: &mut dyn RunSink,
     ) -> Result<(), String> {
         let now = self.now;
-        for e in de.drain(..) {
-            match e {
+        for e in &de {
+            match *e {
                 DevEvent::ServiceEnd { at, token } => self.push(at, Kind::Service { dev, token }),
                 DevEvent::TransitionEnd { at } => self.push(at, Kind::Transition { dev }),
                 DevEvent::Mode { at, slot } => {
@@ -395,9 +395,10 @@ impl Simulator {
                         self.stack.power(at, dev, slot as u8);
                     }
                 }
-                DevEvent::Completed(c) => self.stack.device_completion(now, c, fx),
+                DevEvent::Completed(ref c) => self.stack.device_completion(now, *c, fx),
             }
         }
+        de.clear();
         self.dev_ev = de;
         Ok(())
     }
