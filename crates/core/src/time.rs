@@ -25,16 +25,21 @@ pub fn secs_to_ns(s: f64) -> Nanos {
     }
 }
 
-/// `x.round() as u64` for 0 ≤ x < 2⁶³, without `f64::round`: on baseline x86-64 that is a
+/// `x.round() as u64` for x ≥ 0, without `f64::round` below 9·10¹⁸: on baseline x86-64 that is a
 /// software routine, and these conversions run several times per simulated request. Exact:
 /// `x - trunc(x)` is computed without error for every x in range.
 #[inline]
 pub fn round_positive(x: f64) -> u64 {
-    let t = x as u64;
+    if x >= 9.0e18 {
+        // Beyond i64's range: the slow unsigned path (never taken for durations).
+        return x.round() as u64;
+    }
+    // Through i64: one conversion instruction each way, where u64 needs a branchy sequence.
+    let t = x as i64;
     if x - t as f64 >= 0.5 {
-        t + 1
+        (t + 1) as u64
     } else {
-        t
+        t as u64
     }
 }
 
