@@ -136,8 +136,9 @@ pub struct CacheDef {
     /// Reconnect for a read once this fraction of the request is buffered (≥ 1 block).
     #[serde(default)]
     pub read_water: f64,
-    /// A write-through write starts on the media once this fraction of its data (≥ 1
-    /// block) has crossed the bus.
+    /// DiskSim's write water mark: when a write larger than the buffer reconnects for
+    /// more data. Kept from the import; the model writes each block once it has crossed
+    /// the bus and does not model writes outgrowing the buffer, so it has no effect.
     #[serde(default)]
     pub write_water: f64,
     /// 0 none, 1 to the end of the track, 2 to the end of the cylinder, 3 (and 4) to the
