@@ -1,19 +1,24 @@
 //! The DiskSim-grade mechanical disk (`model = "hdd-mechanical"`).
 //!
-//! What it models, following DiskSim 4.0's disk (`disksim_diskctlr.c`, `diskmodel/`):
+//! What it models, following DiskSim 4.0's disk (`disksim_diskctlr.c`,
+//! `disksim_diskcache.c`, `diskmodel/`); `docs/validation.md` maps every parameter:
 //! * the zoned layout with skews, slips, spares and remapped defects ([`layout`]);
 //! * seeks from an extracted table or the HPL curve ([`seek`]); a move that changes head
 //!   costs at least the head-switch time, writes add the write-settle delta;
 //! * rotation tracked in absolute time (the platter is at angle 0 at t = 0), so the
-//!   rotational latency of a request depends on when it reaches its track;
-//! * media access track by track: seek or head switch, wait for the first sector, transfer;
-//! * the controller: command overheads that depend on hit/miss and on the previous
-//!   command's direction, per-sector bus transfer overlapped with the media (the disk
-//!   reconnects once the request's water mark is buffered), completion overheads;
-//! * the on-board cache: segments (LRU), read-ahead after a read miss that continues in
-//!   the background until the next command arrives (or the segment's limit), read hits and
-//!   partial hits on data being prefetched, write-back (`fast_write_level` 2: every write;
-//!   1: while no other dirty data is pending), destaging in the background;
+//!   rotational latency of a request depends on when it reaches its track; zero-latency
+//!   reads where the drive has them;
+//! * media access track by track, as runs of blocks passing back to back under the head
+//!   (the bus pipeline, read-ahead progress and bus-overrun slips are closed forms per run);
+//! * the controller: command overheads by hit/miss and the previous command's direction,
+//!   data preparation, disconnect/reselect around a read miss's media phase and a
+//!   write-through write's, per-sector bus transfer overlapped with the media, completion
+//!   overheads;
+//! * the on-board cache: segments (LRU) holding their last `segment_blocks` blocks,
+//!   read-ahead after a read miss that continues in the background until the next command
+//!   arrives (or its limit), read hits and partial hits on data being prefetched,
+//!   read-ahead on idle hits, write-back (`fast_write_level` 2: every write; 1: while no
+//!   other dirty data is pending), destaging in the background;
 //! * the queue: FCFS, or SSTF / SPTF through [`Timing::pick`].
 //!
 //! All times inside are f64 milliseconds of absolute simulated time.
