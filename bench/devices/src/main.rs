@@ -1,6 +1,7 @@
 //! One million random requests (4–64 KiB, two reads per write, uniform offsets) issued
 //! back to back to the `hdd-mechanical` model of an imported DiskSim drive; prints
-//! requests per second, the ratio to DiskSim's ~30,000 requests/s on this machine type,
+//! requests per CPU-second of the benchmark thread (and per wall second), the ratio to
+//! DiskSim's ~30,000 requests/s on this machine type,
 //! and peak memory after 10 % and after 100 % of the run (flat = no per-request growth).
 //!
 //! `cargo run --release --manifest-path bench/devices/Cargo.toml -- [PARV] [N]`
