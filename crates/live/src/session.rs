@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use wattio_core::device::DeviceCounters;
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::{
     Breakdown, Buf, Completion, DevEvent, DeviceId, DeviceRuntime, Effect, Io, IoId, LedgerRow,
@@ -59,6 +60,8 @@ pub struct SessionOptions {
     /// I/O worker threads (besides the threads that run I/O inline).
     pub workers: usize,
     pub capture: Option<Box<dyn CaptureSink>>,
+    /// What the run is, for its summary (the session itself does not use it).
+    pub meta: RunMeta,
 }
 
 impl Default for SessionOptions {
@@ -66,8 +69,18 @@ impl Default for SessionOptions {
         SessionOptions {
             workers: 4,
             capture: None,
+            meta: RunMeta::default(),
         }
     }
+}
+
+/// The identity a run's `summary.json` carries: `run.name`, `run.seed` and the model
+/// (catalogue entry, `inline`, or `pass-through` for a device without one) per device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunMeta {
+    pub name: Option<String>,
+    pub seed: u64,
+    pub models: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +165,11 @@ struct Core {
     capture_error: Option<String>,
     hist: LatencyHistogram,
     window: LatencyHistogram,
+    power_wait: LatencyHistogram,
     stats: LiveStats,
+    /// Per-device I/O counters of component devices without a model (an emulated device's
+    /// runtime keeps its own).
+    real: Vec<DeviceCounters>,
     fx: Vec<Effect>,
     dev_ev: Vec<DevEvent>,
 }
@@ -178,6 +195,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Session {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    meta: RunMeta,
 }
 
 /// A device's state for the status line and summary.
@@ -203,16 +221,36 @@ pub struct Snapshot {
     pub devices: Vec<DeviceStatus>,
 }
 
-/// What a session leaves behind, like a simulated run's summary.
-#[derive(Clone, Debug)]
+/// What a session leaves behind: the live counters, and the stack and device runtimes as
+/// they ended, from which `report` builds the same `summary.json` a simulated run writes.
 pub struct Summary {
     pub duration_ns: Nanos,
     pub stats: LiveStats,
     pub latency: LatencyHistogram,
+    /// Time each host request waited for a device to reach a ready power state.
+    pub power_wait: LatencyHistogram,
     pub devices: Vec<DeviceStatus>,
     pub ledgers: Vec<(String, Vec<LedgerRow>)>,
     pub function_counters: Vec<(String, Vec<(String, f64)>)>,
     pub capture_error: Option<String>,
+    pub meta: RunMeta,
+    /// The stack after the last event (its layers' counters are final).
+    pub stack: Stack,
+    /// Per component device: its emulated runtime, closed at `duration_ns`.
+    pub runtimes: Vec<Option<DeviceRuntime>>,
+    /// Per component device: I/O counters when it has no runtime (zero otherwise).
+    pub real: Vec<DeviceCounters>,
+}
+
+impl std::fmt::Debug for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summary")
+            .field("duration_ns", &self.duration_ns)
+            .field("stats", &self.stats)
+            .field("devices", &self.devices)
+            .field("capture_error", &self.capture_error)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
@@ -245,6 +283,8 @@ impl Session {
         }
         let (backends, runtimes): (Vec<Backend>, Vec<Option<DeviceRuntime>>) =
             devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
+        let real = vec![DeviceCounters::default(); backends.len()];
+        let meta = opts.meta;
         let core = Core {
             stack,
             runtimes,
@@ -261,7 +301,9 @@ impl Session {
             capture_error: None,
             hist: LatencyHistogram::new(),
             window: LatencyHistogram::new(),
+            power_wait: LatencyHistogram::new(),
             stats: LiveStats::default(),
+            real,
             fx: Vec::new(),
             dev_ev: Vec::new(),
         };
@@ -302,7 +344,11 @@ impl Session {
             g.apply(&shared, 0, &mut fx, &mut out);
         }
         shared.dispatch(out, false);
-        Ok(Session { shared, threads })
+        Ok(Session {
+            shared,
+            threads,
+            meta,
+        })
     }
 
     pub fn exports(&self) -> Vec<ExportInfo> {
@@ -428,14 +474,21 @@ impl Session {
             .iter()
             .map(|l| (l.name().to_string(), l.counters()))
             .collect();
+        let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
+        let runtimes = std::mem::take(&mut g.runtimes);
         let summary = Summary {
             duration_ns: now,
             stats: g.stats.clone(),
             latency: g.hist.clone(),
+            power_wait: g.power_wait.clone(),
             devices,
             ledgers,
             function_counters,
             capture_error,
+            meta: std::mem::take(&mut self.meta),
+            stack,
+            runtimes,
+            real: std::mem::take(&mut g.real),
         };
         if errors.is_empty() {
             Ok(summary)
@@ -793,6 +846,8 @@ impl Core {
                         let lat = now.saturating_sub(h.arrival);
                         self.hist.record(lat);
                         self.window.record(lat);
+                        // As the simulator counts it: never more than the request's latency.
+                        self.power_wait.record(c.breakdown.power_wait_ns.min(lat));
                         let s = &mut self.stats;
                         s.requests += 1;
                         if c.status != Status::Ok {
@@ -977,6 +1032,18 @@ impl Core {
                 self.stack.device_completion(now, c, &mut fx);
             }
         } else {
+            if let Some(k) = self.real.get_mut(job.io.dev as usize) {
+                k.ios += 1;
+                k.busy_ns += service_ns;
+                match job.io.op {
+                    Op::Read => k.bytes_read += job.io.len as u64,
+                    Op::Write => k.bytes_written += job.io.len as u64,
+                    _ => {}
+                }
+                if status != Status::Ok {
+                    k.errors += 1;
+                }
+            }
             let c = Completion {
                 io: job.io,
                 status,

@@ -5,7 +5,7 @@
 use crate::backend::{Backend, ComponentSpec};
 use crate::capture::CaptureSink;
 use crate::proto::ExportInfo;
-use crate::session::{DeviceSetup, ExportSpec, Session, SessionOptions};
+use crate::session::{DeviceSetup, ExportSpec, RunMeta, Session, SessionOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use wattio_core::time::secs_to_ns;
@@ -130,6 +130,16 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
         SessionOptions {
             workers: if spec.workers == 0 { 4 } else { spec.workers },
             capture,
+            meta: RunMeta {
+                name: None,
+                seed: 0,
+                models: vec![
+                    model
+                        .as_ref()
+                        .map_or_else(|| "pass-through".to_string(), |m| m.name.clone());
+                    spec.images.len()
+                ],
+            },
         },
     )
 }
@@ -178,6 +188,11 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
         ))
     };
     let asm = assemble(&cfg, &cat, &opener, &mut external, 0)?;
+    let meta = RunMeta {
+        name: cfg.run.name.clone(),
+        seed: cfg.run.seed,
+        models: asm.models.clone(),
+    };
     let mut devices = Vec::new();
     let mut exports = Vec::new();
     for (i, rt) in asm.devices.into_iter().enumerate() {
@@ -224,6 +239,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
         SessionOptions {
             workers: if c.workers == 0 { 4 } else { c.workers },
             capture,
+            meta,
         },
     )
 }

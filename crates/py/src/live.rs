@@ -15,11 +15,15 @@ fn user(e: String) -> PyErr {
 }
 
 /// Serve `images` over NBD until SIGINT/SIGTERM (KeyboardInterrupt), then flush, write
-/// `summary.json`/`ledger.csv` into `out` (if given) and return the summary as a dict.
+/// `summary.json`, `energy.parquet` and `ledger.csv` into `out` (if given) and return the
+/// summary (the simulator's schema plus `live`) as a dict.
+///
+/// With `config` (a run config's path), the engine assembles the stack and devices exactly
+/// as `wattio run` does, and `images` are `DEVICE=PATH`, one per `[[device]]`.
 #[pyfunction]
 #[pyo3(signature = (images, socket=None, listen=None, names=None, model=None, emulate=true,
     spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4,
-    status=1.0, max_seconds=None))]
+    status=1.0, max_seconds=None, config=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -37,6 +41,7 @@ fn serve(
     workers: usize,
     status: f64,
     max_seconds: Option<f64>,
+    config: Option<PathBuf>,
 ) -> PyResult<PyObject> {
     let addr = match (socket, listen) {
         (Some(s), None) => ListenAddr::Unix(s),
@@ -47,18 +52,61 @@ fn serve(
             ))
         }
     };
-    let spec = ServeSpec {
-        images,
-        names: names.unwrap_or_default(),
-        direct,
-        read_only,
-        emulate: model.is_some() && emulate,
-        model,
-        spindown_s: spindown,
-        capture,
-        workers,
+    let session = match config {
+        Some(config) => {
+            // A config says everything the image-only options would: refuse a mix rather
+            // than silently ignore half of it.
+            let mut clash = Vec::new();
+            if names.as_ref().is_some_and(|n| !n.is_empty()) {
+                clash.push("names");
+            }
+            if model.is_some() {
+                clash.push("model");
+            }
+            if spindown.is_some() {
+                clash.push("spindown");
+            }
+            if read_only {
+                clash.push("read_only");
+            }
+            if !clash.is_empty() {
+                return Err(user(format!(
+                    "{}: with a run config, {} belong in the config ([[device]] model, [[function]]), not on the command line",
+                    config.display(),
+                    clash.join(", ")
+                )));
+            }
+            let images = images
+                .iter()
+                .map(|p| setup::parse_named_image(&p.display().to_string()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(user)?;
+            py.allow_threads(|| {
+                setup::build_from_config(&setup::ConfigServe {
+                    config,
+                    images,
+                    direct,
+                    capture,
+                    workers,
+                })
+            })
+            .map_err(user)?
+        }
+        None => {
+            let spec = ServeSpec {
+                images,
+                names: names.unwrap_or_default(),
+                direct,
+                read_only,
+                emulate: model.is_some() && emulate,
+                model,
+                spindown_s: spindown,
+                capture,
+                workers,
+            };
+            setup::build(&spec).map_err(user)?
+        }
     };
-    let session = setup::build(&spec).map_err(user)?;
     let server = Server::start(session, &addr).map_err(PyOSError::new_err)?;
     eprintln!(
         "wattio serve: listening on {} (Ctrl-C to stop)",
@@ -85,13 +133,18 @@ fn serve(
             );
         }
     }
-    let summary = py
+    let mut summary = py
         .allow_threads(|| server.shutdown(Duration::from_secs(30)))
         .map_err(PyOSError::new_err)?;
     if let Some(dir) = &out {
-        wattio_live::report::write_outputs(&summary, dir).map_err(PyOSError::new_err)?;
+        wattio_live::report::write_outputs(&mut summary, dir).map_err(PyOSError::new_err)?;
     }
-    let text = wattio_live::report::summary_json(&summary).to_string();
+    if let Some(e) = &summary.capture_error {
+        return Err(PyOSError::new_err(format!("capture: {e}")));
+    }
+    let text = wattio_live::report::summary_json(&mut summary)
+        .map_err(PyOSError::new_err)?
+        .to_string();
     let json = py.import("json")?;
     Ok(json.call_method1("loads", (text,))?.unbind())
 }
