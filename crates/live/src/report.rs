@@ -2,7 +2,10 @@
 //! by the engine's own `Summary::build`), `energy.parquet` and `ledger.csv`, plus the
 //! one-line live status.
 
-use crate::session::{Snapshot, Summary};
+use crate::session::Snapshot;
+#[cfg(feature = "engine")]
+use crate::session::Summary;
+#[cfg(feature = "engine")]
 use serde_json::json;
 use wattio_core::time::ns_to_secs;
 
