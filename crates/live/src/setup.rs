@@ -168,6 +168,25 @@ pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
 
 #[cfg(feature = "engine")]
 pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
+    build_from_config_with(
+        c,
+        &mut |i: usize, _: &wattio_engine::config::FunctionConfig| {
+            Err(format!(
+                "function[{i}]: Python functions are not available to the live server yet"
+            ))
+        },
+    )
+}
+
+/// [`build_from_config`] with a builder for the functions the engine does not know itself
+/// (`kind = "python"`), as `wattio_engine::run` takes one. The functions run on the
+/// executor's threads under its lock: a builder handing out Python objects must make them
+/// take the GIL per call, and whoever holds the GIL must not wait for the executor.
+#[cfg(feature = "engine")]
+pub fn build_from_config_with(
+    c: &ConfigServe,
+    external: wattio_engine::External<'_>,
+) -> Result<Session, String> {
     use wattio_engine::{assemble, catalogue_for, RunConfig};
     let text =
         std::fs::read_to_string(&c.config).map_err(|e| format!("{}: {e}", c.config.display()))?;
@@ -182,12 +201,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     let opener: wattio_engine::Opener = Arc::new(|| {
         Err("live mode has no trace to look ahead in (the oracle policy is simulation-only)".into())
     });
-    let mut external = |i: usize, _: &wattio_engine::config::FunctionConfig| {
-        Err(format!(
-            "function[{i}]: Python functions are not available to the Rust live server yet"
-        ))
-    };
-    let asm = assemble(&cfg, &cat, &opener, &mut external, 0)?;
+    let asm = assemble(&cfg, &cat, &opener, external, 0)?;
     let meta = RunMeta {
         name: cfg.run.name.clone(),
         seed: cfg.run.seed,

@@ -207,3 +207,43 @@ fn compare(
         }
     }
 }
+
+/// What a live session cannot have is refused with the reason, before anything is served.
+#[test]
+fn oracle_and_python_functions_are_refused_live_with_the_reason() {
+    let d = TempDir::new("refuse");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let img = image(&d, "disk.img", 1 << 20, 3);
+    let cases = [
+        (
+            "kind = \"spindown\"\npolicy = \"oracle\"",
+            "function `oracle`: live mode has no trace to look ahead in",
+        ),
+        (
+            "kind = \"python\"\nclass = \"policies:Mine\"",
+            "function[0]: Python functions are not available to the live server yet",
+        ),
+    ];
+    for (function, expect) in cases {
+        let cfg_path = d.path("run.toml");
+        std::fs::write(
+            &cfg_path,
+            format!(
+                "catalogue = [{:?}]\n[[device]]\nname = \"disk\"\nmodel = \"fast-spinup-laptop-disk\"\n[[function]]\n{function}\n",
+                data.display().to_string()
+            ),
+        )
+        .unwrap();
+        let r = build_from_config(&ConfigServe {
+            config: cfg_path,
+            images: vec![("disk".into(), img.clone())],
+            direct: false,
+            capture: None,
+            workers: 1,
+        });
+        match r {
+            Ok(_) => panic!("{function}: served"),
+            Err(e) => assert!(e.contains(expect), "{function}: {e}"),
+        }
+    }
+}

@@ -127,10 +127,9 @@ fn serve(
         if status > 0.0 && last.elapsed().as_secs_f64() >= status {
             let dt = last.elapsed().as_secs_f64();
             last = Instant::now();
-            eprintln!(
-                "{}",
-                wattio_live::report::status_line(&server.session().snapshot(), dt)
-            );
+            // The snapshot takes the executor's lock: never wait for it holding the GIL.
+            let snap = py.allow_threads(|| server.session().snapshot());
+            eprintln!("{}", wattio_live::report::status_line(&snap, dt));
         }
     }
     let mut summary = py
