@@ -192,7 +192,14 @@ pub(crate) struct Shared {
     start: Instant,
     stop: AtomicBool,
     inflight: AtomicU64,
+    /// Recent mean time of one real I/O (ns, a moving average): decides whether a batch
+    /// fans out to workers.
+    job_ns: AtomicU64,
 }
+
+/// Below this mean I/O time (page-cache hits) a batch runs on the thread that received it:
+/// waking a worker costs more than the I/O it would take over.
+const FANOUT_NS: u64 = 30_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic in another thread must not take the data plane down with it.
@@ -325,6 +332,7 @@ impl Session {
             start: Instant::now(),
             stop: AtomicBool::new(false),
             inflight: AtomicU64::new(0),
+            job_ns: AtomicU64::new(FANOUT_NS),
         });
         let mut threads = Vec::new();
         for i in 0..opts.workers.max(1) {
@@ -687,9 +695,11 @@ impl Shared {
         if queued > 0 {
             lock(&self.queue).extend(jobs);
             // Wake one worker; a worker that finds more queued wakes the next (a cascade),
-            // so slow I/O still fans out while fast I/O costs one wake-up per batch, not one
-            // per job.
-            self.queue_cv.notify_one();
+            // so slow I/O fans out. When I/O is fast and this thread will run the batch
+            // itself, wake no one.
+            if mine.is_none() || self.job_ns.load(Ordering::Relaxed) >= FANOUT_NS {
+                self.queue_cv.notify_one();
+            }
         }
         if let Some(j) = mine {
             self.run_chain(j);
@@ -773,6 +783,10 @@ impl Shared {
             {
                 let mut g = lock(&self.core);
                 let now = self.now();
+                // A racy moving average is fine: it only steers fan-out.
+                let avg = self.job_ns.load(Ordering::Relaxed);
+                let t = now.saturating_sub(t0);
+                self.job_ns.store(avg - avg / 8 + t / 8, Ordering::Relaxed);
                 g.real_done(self, now, job, status, now.saturating_sub(t0), &mut out);
             }
             let Outbox { mut jobs, replies } = out;
