@@ -202,6 +202,74 @@ def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_sch
     assert dev["residency_s"]["spin_down"] == pytest.approx(0.1, abs=0.005)
 
 
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_serve_config_runs_a_python_function_live(tmp_path):
+    """The same Python spin-down class `wattio run` uses (examples/spindown.py), live: it
+    sees the guest's requests, spins the emulated disk down after 0.2 s idle, and its
+    counters reach the summary."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
+            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
+            f'kind = "python"\nclass = "{examples / "spindown.py"}:FixedTimeout"\n'
+            "params = { timeout_s = 0.2 }",
+        )
+    )
+    assert "python" in cfg.read_text()
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+    uri = f"nbd+unix:///laptop?socket={sock}"
+    r = subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "write -P 0x3c 8192 4096", uri],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down
+    _stop(proc)
+    assert img.read_bytes()[8192 : 8192 + 4096] == b"\x3c" * 4096
+    s = json.loads((out / "summary.json").read_text())
+    assert s["functions"] == [{"name": "python-fixed", "counters": {"spin_down_commands": 1.0}}]
+    dev = s["devices"]["laptop"]
+    assert dev["entries"]["spin_down"] == 1
+    assert s["live"]["devices"]["laptop"]["final_state"] == "standby"
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_a_python_function_that_raises_ends_the_session_with_its_exception(tmp_path):
+    (tmp_path / "broken.py").write_text(
+        "import wattio\n\n\n"
+        "class Broken(wattio.Function):\n"
+        "    def on_request(self, now, io, out):\n"
+        "        raise ZeroDivisionError('boom in on_request')\n"
+    )
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
+            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
+            'kind = "python"\nclass = "broken.py:Broken"',
+        )
+    )
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}")
+    # The request that raised is never answered; the server ends the session and the
+    # client sees the connection close.
+    subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "read 0 4096", f"nbd+unix:///laptop?socket={sock}"],
+        check=False,
+        capture_output=True,
+        timeout=60,
+    )
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode not in (0, None), err
+    assert "ZeroDivisionError: boom in on_request" in err
+
+
 def test_serve_config_with_image_only_options_is_a_user_error(tmp_path):
     cfg = tmp_path / "run.toml"
     cfg.write_text(CONFIG.format(catalogue=str(FIXTURE.parent)))

@@ -4,6 +4,22 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
+
+import tomllib
+
+
+def _python_functions(config: str) -> dict:
+    """The config's ``kind = "python"`` functions, instantiated as ``wattio run`` does."""
+    from wattio.api import _load_class
+
+    path = Path(config)
+    cfg = tomllib.loads(path.read_text())
+    funcs = {}
+    for i, f in enumerate(cfg.get("function", [])):
+        if f.get("kind") == "python":
+            funcs[i] = _load_class(f["class"], path.parent)(**f.get("params", {}))
+    return funcs
 
 
 def _serve(args) -> int:
@@ -19,6 +35,7 @@ def _serve(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
+    functions = _python_functions(args.config) if args.config is not None else None
     summary = _core.serve(
         args.image,
         socket=args.socket,
@@ -34,6 +51,7 @@ def _serve(args) -> int:
         workers=args.workers,
         status=args.status,
         config=args.config,
+        functions=functions,
     )
     lat = summary["live"]["latency_us"]
     print(

@@ -419,9 +419,13 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
         }
         out.uncork();
     }
-    // NBD_CMD_DISC (or EOF): answer what is outstanding before closing.
+    // NBD_CMD_DISC (or EOF): answer what is outstanding before closing. When the server is
+    // shutting down it has already drained for as long as it was told to: don't wait again.
     let t0 = Instant::now();
-    while out.pending.load(Ordering::Acquire) > 0 && t0.elapsed() < Duration::from_secs(30) {
+    while out.pending.load(Ordering::Acquire) > 0
+        && t0.elapsed() < Duration::from_secs(30)
+        && !stop.load(Ordering::Acquire)
+    {
         std::thread::sleep(Duration::from_micros(200));
     }
     stream.shutdown(Shutdown::Both);

@@ -172,7 +172,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
         c,
         &mut |i: usize, _: &wattio_engine::config::FunctionConfig| {
             Err(format!(
-                "function[{i}]: Python functions are not available to the live server yet"
+                "function[{i}]: Python functions are served by `wattio serve` (Python), not by wattio-live"
             ))
         },
     )

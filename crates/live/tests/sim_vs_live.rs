@@ -221,7 +221,7 @@ fn oracle_and_python_functions_are_refused_live_with_the_reason() {
         ),
         (
             "kind = \"python\"\nclass = \"policies:Mine\"",
-            "function[0]: Python functions are not available to the live server yet",
+            "function[0]: Python functions are served by `wattio serve` (Python), not by wattio-live",
         ),
     ];
     for (function, expect) in cases {
