@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 FIXTURE = (
@@ -85,15 +86,19 @@ def test_serve_image_writes_reach_the_file_and_sigterm_writes_summary(tmp_path):
     assert data[4096 : 4096 + 8192] == b"\x5a" * 8192
     assert data[:4096] == bytes(4096)
     s = json.loads((out / "summary.json").read_text())
-    assert s["mode"] == "live"
+    live = s["live"]
     # One write; two flushes: the explicit one and qemu's flush when it closes the image.
-    assert s["requests"]["writes"] == 1
-    assert s["requests"]["flushes"] == 2
-    assert s["requests"]["bytes_written"] == 8192
-    assert s["requests"]["errors"] == 0
+    assert live["requests"]["writes"] == 1
+    assert live["requests"]["flushes"] == 2
+    assert live["requests"]["bytes_written"] == 8192
+    assert s["errors"] == 0
+    # A pass-through device: the simulator's per-device keys, real I/O counted, no energy.
+    dev = s["devices"]["disk.img"]
+    assert (dev["model"], dev["energy_j"], dev["bytes_written"]) == ("pass-through", 0.0, 8192)
+    assert live["devices"]["disk.img"] == {"emulated": False, "final_state": "real"}
     lines = [ln.split() for ln in cap.read_text().splitlines() if not ln.startswith("#")]
     assert ["write", "4096", "8192"] in [ln[1:4] for ln in lines]
-    assert len(lines) == s["requests"]["total"]
+    assert len(lines) == s["requests"]
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
@@ -119,19 +124,171 @@ def test_serve_with_emulated_disk_accounts_energy_in_the_ledger(tmp_path):
     time.sleep(0.6)  # idle 0.2 s, then a 0.1 s spin-down: the disk ends in standby
     _stop(proc)
     s = json.loads((out / "summary.json").read_text())
-    (dev,) = s["devices"]
-    assert dev["emulated"] is True
-    assert dev["final_state"] == "standby"
-    rows = {r["slot"]: r for r in dev["ledger"]}
-    assert rows["spin_down"]["entries"] == 1
+    (name,) = s["devices"]
+    dev = s["devices"][name]
+    assert s["live"]["devices"][name] == {"emulated": True, "final_state": "standby"}
+    assert dev["entries"]["spin_down"] == 1
     # 0.1 s of spin-down at 0.065 J / 0.1 s; the wall clock ends it a timer wake-up late.
-    assert rows["spin_down"]["residency_s"] == pytest.approx(0.1, abs=0.005)
-    assert rows["spin_down"]["energy_j"] == pytest.approx(0.065, rel=0.05)
-    total = sum(r["energy_j"] for r in dev["ledger"])
-    assert dev["energy_j"] == pytest.approx(total, rel=1e-9)
+    assert dev["residency_s"]["spin_down"] == pytest.approx(0.1, abs=0.005)
+    assert dev["energy_by_state_j"]["spin_down"] == pytest.approx(0.065, rel=0.05)
+    assert dev["energy_j"] == pytest.approx(sum(dev["energy_by_state_j"].values()), rel=1e-9)
+    assert sum(dev["residency_s"].values()) == pytest.approx(s["duration_s"], rel=1e-6)
     ledger = (out / "ledger.csv").read_text().splitlines()
     assert ledger[0] == "device,slot,is_transition,watts,residency_s,entries,energy_j"
-    assert len(ledger) == 1 + len(dev["ledger"])
+    assert len(ledger) == 1 + len(dev["residency_s"])
+    energy = pd.read_parquet(out / "energy.parquet")
+    assert energy["energy_j"].sum() == pytest.approx(dev["energy_j"], rel=1e-9)
+
+
+CONFIG = """
+catalogue = [{catalogue!r}]
+
+[run]
+name = "served-config"
+seed = 7
+
+[[device]]
+name = "laptop"
+model = "fast-spinup-laptop-disk"
+
+[[function]]
+kind = "spindown"
+policy = "fixed"
+timeout_s = 0.2
+"""
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_schema(tmp_path):
+    """The config `wattio run` takes, served live: qemu-io writes and reads through the
+    spin-down stack and the emulated laptop disk; SIGTERM writes the simulator's summary."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.format(catalogue=str(FIXTURE.parent)))
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+    uri = f"nbd+unix:///laptop?socket={sock}"
+    r = subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "write -P 0xa5 0 65536", "-c", "read -P 0xa5 0 65536", uri],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Pattern verification failed" not in r.stdout
+    time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down: the disk ends in standby
+    _stop(proc)
+    assert img.read_bytes()[:65536] == b"\xa5" * 65536
+    s = json.loads((out / "summary.json").read_text())
+    # The simulator's top-level keys, in its schema, plus the live section.
+    sim_keys = {
+        "wattio_version", "name", "seed", "duration_s", "requests", "errors",
+        "mean_latency_ms", "p50_latency_ms", "p99_latency_ms", "max_latency_ms",
+        "mean_power_wait_ms", "energy_j", "devices", "functions", "trace",
+    }  # fmt: skip
+    assert set(s) == sim_keys | {"live"}
+    assert (s["name"], s["seed"], s["errors"]) == ("served-config", 7, 0)
+    dev = s["devices"]["laptop"]
+    assert dev["model"] == "fast-spinup-laptop-disk"
+    # qemu-io's write and read (and the flush it sends when it closes the image).
+    assert (dev["bytes_written"], dev["bytes_read"]) == (65536, 65536)
+    assert s["live"]["requests"]["writes"] == 1 and s["live"]["requests"]["reads"] == 1
+    assert dev["entries"]["spin_down"] == 1 and dev["spin_ups"] == 0
+    assert s["live"]["devices"]["laptop"]["final_state"] == "standby"
+    assert s["functions"][0]["counters"]["spin_down_commands"] == 1
+    assert s["energy_j"] == pytest.approx(sum(dev["energy_by_state_j"].values()), rel=1e-9)
+    assert sum(dev["residency_s"].values()) == pytest.approx(s["duration_s"], rel=1e-6)
+    assert dev["residency_s"]["spin_down"] == pytest.approx(0.1, abs=0.005)
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_serve_config_runs_a_python_function_live(tmp_path):
+    """The same Python spin-down class `wattio run` uses (examples/spindown.py), live: it
+    sees the guest's requests, spins the emulated disk down after 0.2 s idle, and its
+    counters reach the summary."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
+            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
+            f'kind = "python"\nclass = "{examples / "spindown.py"}:FixedTimeout"\n'
+            "params = { timeout_s = 0.2 }",
+        )
+    )
+    assert "python" in cfg.read_text()
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+    uri = f"nbd+unix:///laptop?socket={sock}"
+    r = subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "write -P 0x3c 8192 4096", uri],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down
+    _stop(proc)
+    assert img.read_bytes()[8192 : 8192 + 4096] == b"\x3c" * 4096
+    s = json.loads((out / "summary.json").read_text())
+    assert s["functions"] == [{"name": "python-fixed", "counters": {"spin_down_commands": 1.0}}]
+    dev = s["devices"]["laptop"]
+    assert dev["entries"]["spin_down"] == 1
+    assert s["live"]["devices"]["laptop"]["final_state"] == "standby"
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_a_python_function_that_raises_ends_the_session_with_its_exception(tmp_path):
+    (tmp_path / "broken.py").write_text(
+        "import wattio\n\n\n"
+        "class Broken(wattio.Function):\n"
+        "    def on_request(self, now, io, out):\n"
+        "        raise ZeroDivisionError('boom in on_request')\n"
+    )
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
+            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
+            'kind = "python"\nclass = "broken.py:Broken"',
+        )
+    )
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}")
+    # The request that raised is never answered; the server ends the session and the
+    # client sees the connection close.
+    subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "read 0 4096", f"nbd+unix:///laptop?socket={sock}"],
+        check=False,
+        capture_output=True,
+        timeout=60,
+    )
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode not in (0, None), err
+    assert "ZeroDivisionError: boom in on_request" in err
+
+
+def test_serve_config_with_image_only_options_is_a_user_error(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.format(catalogue=str(FIXTURE.parent)))
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(4096))
+    for extra, expect in [
+        (["--image", str(img)], "DEVICE=PATH"),
+        (["--image", f"nosuch={img}"], "device `laptop` has no image"),
+        (["--image", f"laptop={img}", "--image", f"nosuch={img}"], "no device named `nosuch`"),
+        (["--image", f"laptop={img}", "--spindown", "1"], "spindown"),
+    ]:
+        r = subprocess.run(
+            _wattio("serve", str(cfg), "--socket", str(tmp_path / "s"), *extra),
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 2, r.stderr
+        assert expect in r.stderr, r.stderr
 
 
 def test_replay_reports_every_request_of_a_capture(tmp_path):

@@ -3,6 +3,11 @@
 image file, with fio's nbd engine (4 KiB random reads and writes at QD 1 and QD 32), plus the
 latency a spin-down stack adds over pass-through. Prints the results side by side.
 
+The machine this runs on is usually shared, so besides IOPS (wall clock, noisy) it reports each
+server's CPU time per request (user + system time of the server process from
+/proc/PID/stat over the fio run, divided by the requests fio completed): a measure of the
+server's own cost that other processes on the machine do not inflate much.
+
     cargo build --release -p wattio-live
     python3 bench/live/bench.py [--runtime 10] [--size-mib 512] [--binary target/release/wattio-live]
 
@@ -42,7 +47,17 @@ def wait_socket(path: str, proc: subprocess.Popen, timeout: float = 10.0) -> Non
     raise RuntimeError(f"{path} did not appear")
 
 
-def fio(sock: str, rw: str, qd: int, runtime: float, size: int) -> dict:
+RAMP_S = 1.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, all threads (exited ones included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fio(sock: str, rw: str, qd: int, runtime: float, size: int, pid: int) -> dict:
     cmd = [
         "fio",
         "--name=b",
@@ -54,17 +69,25 @@ def fio(sock: str, rw: str, qd: int, runtime: float, size: int) -> dict:
         f"--size={size}",
         "--time_based",
         f"--runtime={runtime}",
-        "--ramp_time=1",
+        f"--ramp_time={RAMP_S:g}",
         "--norandommap",
         "--randrepeat=1",
         "--output-format=json",
         "--verify_state_save=0",
     ]
+    c0 = cpu_seconds(pid)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    cpu = cpu_seconds(pid) - c0
     job = json.loads(out[out.index("{") :])["jobs"][0]
     side = job["read"] if rw == "randread" else job["write"]
     pct = side["clat_ns"].get("percentile", {})
-    return {"iops": side["iops"], "p50_us": pct.get("50.000000", 0) / 1e3}
+    # fio's counts start after the ramp; the CPU time covers it too, at about the same rate.
+    reqs = side["iops"] * (runtime + RAMP_S)
+    return {
+        "iops": side["iops"],
+        "p50_us": pct.get("50.000000", 0) / 1e3,
+        "cpu_us": cpu / reqs * 1e6 if reqs > 0 else 0.0,
+    }
 
 
 def servers(binary: str, image: str, sock: str) -> dict:
@@ -132,7 +155,7 @@ def main() -> int:
                     )
                     try:
                         wait_socket(sock, proc)
-                        r = fio(sock, rw, qd, args.runtime, size)
+                        r = fio(sock, rw, qd, args.runtime, size, proc.pid)
                         results.setdefault(f"{rw} QD{qd}", {}).setdefault(name, []).append(r)
                     finally:
                         proc.terminate()
@@ -140,11 +163,13 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    # The median run of each (job, server) by IOPS: one noisy neighbour does not decide it.
+    # The median of each metric over the runs of a (job, server): one noisy neighbour does
+    # not decide it.
     for job in results.values():
         for name, runs in job.items():
-            runs.sort(key=lambda r: r["iops"])
-            job[name] = runs[len(runs) // 2]
+            job[name] = {
+                k: sorted(r[k] for r in runs)[len(runs) // 2] for k in ("iops", "p50_us", "cpu_us")
+            }
     names = ["wattio", "nbdkit-file", "qemu-nbd"]
     print(
         f"\n4 KiB random I/O, fio nbd engine, {args.runtime:.0f} s per job, {args.size_mib} MiB "
@@ -159,6 +184,9 @@ def main() -> int:
     print(f"\n{'job':<15}" + "".join(f"{n + ' p50 us':>18}" for n in names))
     for job, r in results.items():
         print(f"{job:<15}" + "".join(f"{r[n]['p50_us']:>18.1f}" for n in names))
+    print(f"\n{'job':<15}" + "".join(f"{n + ' CPU us/req':>18}" for n in names))
+    for job, r in results.items():
+        print(f"{job:<15}" + "".join(f"{r[n]['cpu_us']:>18.1f}" for n in names))
     print("\nspin-down stack overhead (QD1 p50, emulation off, 3600 s timeout):")
     for job in ("randread QD1", "randwrite QD1"):
         r = results[job]

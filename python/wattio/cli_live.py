@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
+
+import tomllib
+
+
+def _python_functions(config: str) -> dict:
+    """The config's ``kind = "python"`` functions, instantiated as ``wattio run`` does."""
+    from wattio.api import _load_class
+
+    path = Path(config)
+    cfg = tomllib.loads(path.read_text())
+    funcs = {}
+    for i, f in enumerate(cfg.get("function", [])):
+        if f.get("kind") == "python":
+            funcs[i] = _load_class(f["class"], path.parent)(**f.get("params", {}))
+    return funcs
 
 
 def _serve(args) -> int:
     from wattio import _core
 
-    if args.config is not None:
-        raise ValueError(
-            f"{args.config}: serving a run config needs the engine's config builder, "
-            "which is not merged yet; use --image FILE (pass-through) for now"
-        )
     if not args.image:
         raise ValueError("give CONFIG or at least one --image FILE")
     if (args.socket is None) == (args.listen is None):
@@ -24,6 +35,7 @@ def _serve(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
+    functions = _python_functions(args.config) if args.config is not None else None
     summary = _core.serve(
         args.image,
         socket=args.socket,
@@ -38,11 +50,12 @@ def _serve(args) -> int:
         read_only=args.read_only,
         workers=args.workers,
         status=args.status,
+        config=args.config,
+        functions=functions,
     )
-    req = summary["requests"]
-    lat = summary["latency_us"]
+    lat = summary["live"]["latency_us"]
     print(
-        f"served {req['total']} requests ({req['errors']} errors), "
+        f"served {summary['requests']} requests ({summary['errors']} errors), "
         f"p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, energy {summary['energy_j']:.3f} J"
     )
     return 0
@@ -64,8 +77,18 @@ def add_commands(sub) -> None:
         description="Run an NBD server (Unix socket by default, TCP on loopback with --listen) "
         "whose export goes through a wattio stack in real time.",
     )
-    p.add_argument("config", nargs="?", default=None, help="run config (TOML)")
-    p.add_argument("--image", action="append", default=[], help="component image file (repeatable)")
+    p.add_argument(
+        "config",
+        nargs="?",
+        default=None,
+        help="run config (TOML), assembled as `wattio run` does; then --image DEVICE=FILE",
+    )
+    p.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        help="component image file (repeatable); with CONFIG: DEVICE=FILE per [[device]]",
+    )
     p.add_argument("--name", action="append", default=[], help="export name per --image")
     p.add_argument("--socket", help="Unix socket path to listen on")
     p.add_argument("--listen", help="HOST:PORT to listen on (use 127.0.0.1)")

@@ -1,16 +1,22 @@
-//! What a live session writes when it ends: `summary.json` and `ledger.csv`, shaped like a
-//! simulated run's, plus the one-line live status.
+//! What a live session writes when it ends: `summary.json` in the simulator's schema (built
+//! by the engine's own `Summary::build`), `energy.parquet` and `ledger.csv`, plus the
+//! one-line live status.
 
-use crate::session::{Snapshot, Summary};
+use crate::session::Snapshot;
+#[cfg(feature = "engine")]
+use crate::session::Summary;
+#[cfg(feature = "engine")]
 use serde_json::json;
-use std::path::Path;
 use wattio_core::time::ns_to_secs;
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-pub fn summary_json(s: &Summary) -> serde_json::Value {
+#[cfg(feature = "engine")]
+/// Live-only facts that have no place in a simulated run's summary: they go under `live`.
+fn live_section(s: &Summary) -> serde_json::Value {
+    let st = &s.stats;
     let lat = &s.latency;
     let q = |p: f64| {
         if lat.count() > 0 {
@@ -19,73 +25,131 @@ pub fn summary_json(s: &Summary) -> serde_json::Value {
             0.0
         }
     };
-    let devices: Vec<_> = s
-        .devices
-        .iter()
-        .map(|d| {
-            let ledger = s
-                .ledgers
-                .iter()
-                .find(|(n, _)| n == &d.name)
-                .map(|(_, rows)| {
-                    rows.iter()
-                        .map(|r| {
-                            json!({
-                                "slot": r.slot, "is_transition": r.is_transition, "watts": r.watts,
-                                "residency_s": ns_to_secs(r.residency_ns), "entries": r.entries,
-                                "energy_j": r.energy_j,
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                });
-            json!({
-                "name": d.name, "emulated": d.emulated, "final_state": d.state,
-                "energy_j": if d.emulated { json!(d.energy_j) } else { serde_json::Value::Null },
-                "spin_ups": d.spin_ups, "ledger": ledger,
-            })
-        })
-        .collect();
-    let functions: Vec<_> = s
-        .function_counters
-        .iter()
-        .map(|(name, c)| {
-            let m: serde_json::Map<String, serde_json::Value> =
-                c.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-            json!({"name": name, "counters": m})
-        })
-        .collect();
-    let st = &s.stats;
-    let total_j = s
-        .devices
-        .iter()
-        .filter(|d| d.emulated)
-        .fold(0.0, |a, d| a + d.energy_j);
     json!({
-        "mode": "live",
-        "duration_s": ns_to_secs(s.duration_ns),
         "requests": {
-            "total": st.requests, "reads": st.reads, "writes": st.writes, "flushes": st.flushes,
-            "trims": st.trims, "errors": st.errors, "bytes_read": st.bytes_read,
-            "bytes_written": st.bytes_written,
+            "reads": st.reads, "writes": st.writes, "flushes": st.flushes, "trims": st.trims,
+            "bytes_read": st.bytes_read, "bytes_written": st.bytes_written,
         },
         "latency_us": {
             "mean": lat.mean() / 1e3, "p50": q(0.5), "p90": q(0.9), "p99": q(0.99),
             "max": if lat.count() > 0 { us(lat.max()) } else { 0.0 },
         },
-        "energy_j": total_j,
-        "devices": devices,
-        "functions": functions,
+        "devices": s.devices.iter().map(|d| (d.name.clone(), json!({
+            "emulated": d.emulated, "final_state": d.state,
+        }))).collect::<serde_json::Map<_, _>>(),
         "power_commands_without_model": st.power_commands_without_model,
         "capture_error": s.capture_error,
     })
 }
 
-/// Write `summary.json` and `ledger.csv` into `dir` (created if missing).
-pub fn write_outputs(s: &Summary, dir: &Path) -> Result<(), String> {
+/// The session in the simulator's `summary.json` schema (`wattio_engine::Summary`, see
+/// `docs/outputs.md`), built by the engine's own builder from the stack and the emulated
+/// devices' runtimes as the session left them. A component device without a model has no
+/// power states: it is listed with its I/O counters and zero energy.
+#[cfg(feature = "engine")]
+pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
+    use std::collections::BTreeMap;
+    use wattio_core::Stack;
+    use wattio_engine::summary::DeviceSummary;
+    let end = s.duration_ns;
+    let runtimes = std::mem::take(&mut s.runtimes);
+    let mut emulated = Vec::new();
+    let mut models = Vec::new();
+    let mut slots = Vec::new();
+    for (i, rt) in runtimes.into_iter().enumerate() {
+        match rt {
+            Some(rt) => {
+                models.push(s.meta.models.get(i).cloned().unwrap_or_default());
+                emulated.push(rt);
+                slots.push(None);
+            }
+            None => slots.push(Some(i)),
+        }
+    }
+    let outcome = wattio_engine::SimOutcome {
+        stack: std::mem::replace(&mut s.stack, Stack::new(Vec::new())),
+        devices: emulated,
+        end,
+        requests: s.stats.requests,
+        errors: s.stats.errors,
+        latency: s.latency.clone(),
+        power_wait: s.power_wait.clone(),
+        assumptions: vec![
+            "live session: requests from NBD clients, times from the wall clock".to_string(),
+        ],
+    };
+    let mut summary =
+        wattio_engine::Summary::build(s.meta.name.clone(), s.meta.seed, &models, &outcome);
+    for i in slots.into_iter().flatten() {
+        let (Some(d), Some(c)) = (s.devices.get(i), s.real.get(i)) else {
+            continue;
+        };
+        summary.devices.insert(
+            d.name.clone(),
+            DeviceSummary {
+                model: s
+                    .meta
+                    .models
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| "pass-through".into()),
+                energy_j: 0.0,
+                mean_power_w: 0.0,
+                spin_ups: 0,
+                rated_start_stop: None,
+                residency_s: BTreeMap::new(),
+                energy_by_state_j: BTreeMap::new(),
+                entries: BTreeMap::new(),
+                ios: c.ios,
+                bytes_read: c.bytes_read,
+                bytes_written: c.bytes_written,
+                busy_s: ns_to_secs(c.busy_ns),
+                utilization: if end > 0 {
+                    c.busy_ns as f64 / end as f64
+                } else {
+                    0.0
+                },
+                power_commands_ignored: 0,
+                model_counters: BTreeMap::new(),
+            },
+        );
+    }
+    // Give the parts back, so the summary stays whole for a second look.
+    let wattio_engine::SimOutcome { stack, devices, .. } = outcome;
+    s.stack = stack;
+    let mut devices = devices.into_iter();
+    s.runtimes = s
+        .devices
+        .iter()
+        .map(|d| if d.emulated { devices.next() } else { None })
+        .collect();
+    summary
+}
+
+/// `summary.json` of a live session: exactly the simulator's keys, plus a `live` object.
+#[cfg(feature = "engine")]
+pub fn summary_json(s: &mut Summary) -> Result<serde_json::Value, String> {
+    let mut v = serde_json::to_value(engine_summary(s)).map_err(|e| e.to_string())?;
+    if let Some(m) = v.as_object_mut() {
+        m.insert("live".into(), live_section(s));
+    }
+    Ok(v)
+}
+
+/// Write `summary.json`, `energy.parquet` (as a simulated run does) and `ledger.csv` into
+/// `dir` (created if missing).
+#[cfg(feature = "engine")]
+pub fn write_outputs(s: &mut Summary, dir: &std::path::Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let p = dir.join("summary.json");
-    let text = serde_json::to_string_pretty(&summary_json(s)).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&summary_json(s)?).map_err(|e| e.to_string())?;
     std::fs::write(&p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    let rows: Vec<_> = s
+        .ledgers
+        .iter()
+        .flat_map(|(dev, rows)| rows.iter().map(move |r| (dev.clone(), r.clone())))
+        .collect();
+    wattio_engine::tables::write_energy(&dir.join("energy.parquet"), &rows)?;
     let mut csv = String::from("device,slot,is_transition,watts,residency_s,entries,energy_j\n");
     for (dev, rows) in &s.ledgers {
         for r in rows {

@@ -59,27 +59,114 @@ impl Stream {
     }
 }
 
+/// The write side of a connection. While the reader thread carries out a batch of
+/// pipelined commands the output is *corked*: replies collect in `buf` and go out in one
+/// write when the batch is done, instead of one system call per reply.
+struct OutState {
+    stream: Stream,
+    buf: Vec<u8>,
+    corked: bool,
+}
+
+/// Corked output beyond this is written at once (bounds memory and reply delay).
+const CORK_LIMIT: usize = 256 * 1024;
+
 struct ConnOut {
-    stream: Mutex<Stream>,
+    out: Mutex<OutState>,
     structured: AtomicBool,
     broken: AtomicBool,
     pending: AtomicU64,
 }
 
+impl ConnOut {
+    fn state(&self) -> std::sync::MutexGuard<'_, OutState> {
+        self.out.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self, o: &mut OutState, bytes: &[u8]) {
+        if o.stream.write_all(bytes).is_err() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn flush_buf(&self, o: &mut OutState) {
+        if !o.buf.is_empty() {
+            let b = std::mem::take(&mut o.buf);
+            if !self.broken.load(Ordering::Relaxed) {
+                self.write(o, &b);
+            }
+            o.buf = b;
+            o.buf.clear();
+        }
+    }
+
+    fn cork(&self) {
+        self.state().corked = true;
+    }
+
+    fn uncork(&self) {
+        let mut o = self.state();
+        o.corked = false;
+        self.flush_buf(&mut o);
+    }
+}
+
 impl ReplySink for ConnOut {
     fn send(&self, bytes: &[u8]) {
+        self.send_parts(bytes, &[]);
+    }
+
+    fn send_parts(&self, head: &[u8], data: &[u8]) {
         if self.broken.load(Ordering::Relaxed) {
             return;
         }
-        let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        if s.write_all(bytes).is_err() {
-            self.broken.store(true, Ordering::Relaxed);
+        let mut o = self.state();
+        if o.corked || !o.buf.is_empty() {
+            o.buf.extend_from_slice(head);
+            o.buf.extend_from_slice(data);
+            if !o.corked || o.buf.len() >= CORK_LIMIT {
+                self.flush_buf(&mut o);
+            }
+        } else if data.is_empty() {
+            self.write(&mut o, head);
+        } else {
+            // One system call for header and payload, without copying the payload.
+            let r = match &o.stream {
+                Stream::Unix(s) => write_all_vectored(s, head, data),
+                Stream::Tcp(s) => write_all_vectored(s, head, data),
+            };
+            if r.is_err() {
+                self.broken.store(true, Ordering::Relaxed);
+            }
         }
     }
 
     fn structured(&self) -> bool {
         self.structured.load(Ordering::Relaxed)
     }
+}
+
+fn write_all_vectored<W>(mut w: W, head: &[u8], data: &[u8]) -> std::io::Result<()>
+where
+    W: Write,
+{
+    let total = head.len() + data.len();
+    let mut done = 0;
+    while done < total {
+        let n = if done < head.len() {
+            w.write_vectored(&[
+                std::io::IoSlice::new(&head[done..]),
+                std::io::IoSlice::new(data),
+            ])?
+        } else {
+            w.write(&data[done - head.len()..])?
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        done += n;
+    }
+    Ok(())
 }
 
 /// Counts replies per connection so DISC can wait for the connection's own requests.
@@ -90,6 +177,10 @@ struct CountingSink {
 impl ReplySink for CountingSink {
     fn send(&self, bytes: &[u8]) {
         self.out.send(bytes);
+        self.out.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+    fn send_parts(&self, head: &[u8], data: &[u8]) {
+        self.out.send_parts(head, data);
         self.out.pending.fetch_sub(1, Ordering::AcqRel);
     }
     fn structured(&self) -> bool {
@@ -252,7 +343,11 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
         return;
     };
     let out = Arc::new(ConnOut {
-        stream: Mutex::new(w),
+        out: Mutex::new(OutState {
+            stream: w,
+            buf: Vec::new(),
+            corked: false,
+        }),
         structured: AtomicBool::new(false),
         broken: AtomicBool::new(false),
         pending: AtomicU64::new(0),
@@ -263,6 +358,7 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
     let mut buf = vec![0u8; 256 * 1024];
     let mut export = 0usize;
     let mut events = Vec::new();
+    let mut batch = Vec::new();
     'conn: loop {
         let n = match stream.read(&mut buf) {
             Ok(0) | Err(_) => break,
@@ -276,8 +372,11 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
             out.send(&pc.take_output());
         }
         events.extend(std::iter::from_fn(|| pc.next_event()));
-        let last = events.len().saturating_sub(1);
-        for (i, ev) in events.drain(..).enumerate() {
+        out.cork();
+        for ev in events.drain(..) {
+            if !matches!(ev, Event::Command(_)) && !batch.is_empty() {
+                session.submit_batch(&sink, id, export, &mut batch);
+            }
             match ev {
                 Event::Transmission { export: e } => {
                     export = e;
@@ -297,7 +396,7 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
                         continue;
                     }
                     out.pending.fetch_add(1, Ordering::AcqRel);
-                    session.submit(sink.clone(), id, export, c, i == last);
+                    batch.push(c);
                 }
                 Event::Reject {
                     cookie,
@@ -309,14 +408,24 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
                     proto::encode_error_reply(&mut b, pc.structured(), cookie, error, &message);
                     out.send(&b);
                 }
-                Event::Disconnect => break 'conn,
-                Event::Close { .. } => break 'conn,
+                Event::Disconnect | Event::Close { .. } => {
+                    out.uncork();
+                    break 'conn;
+                }
             }
         }
+        if !batch.is_empty() {
+            session.submit_batch(&sink, id, export, &mut batch);
+        }
+        out.uncork();
     }
-    // NBD_CMD_DISC (or EOF): answer what is outstanding before closing.
+    // NBD_CMD_DISC (or EOF): answer what is outstanding before closing. When the server is
+    // shutting down it has already drained for as long as it was told to: don't wait again.
     let t0 = Instant::now();
-    while out.pending.load(Ordering::Acquire) > 0 && t0.elapsed() < Duration::from_secs(30) {
+    while out.pending.load(Ordering::Acquire) > 0
+        && t0.elapsed() < Duration::from_secs(30)
+        && !stop.load(Ordering::Acquire)
+    {
         std::thread::sleep(Duration::from_micros(200));
     }
     stream.shutdown(Shutdown::Both);

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use wattio_core::device::DeviceCounters;
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::{
     Breakdown, Buf, Completion, DevEvent, DeviceId, DeviceRuntime, Effect, Io, IoId, LedgerRow,
@@ -37,6 +38,14 @@ pub trait ReplySink: Send + Sync {
     /// Send one complete reply message. Errors (peer gone) are the sink's to swallow: the
     /// request has been carried out whether or not the client hears of it.
     fn send(&self, bytes: &[u8]);
+    /// Send one reply made of a header and its payload (a read's data), without the caller
+    /// first copying them into one buffer.
+    fn send_parts(&self, head: &[u8], data: &[u8]) {
+        let mut b = Vec::with_capacity(head.len() + data.len());
+        b.extend_from_slice(head);
+        b.extend_from_slice(data);
+        self.send(&b);
+    }
     /// Were structured replies negotiated?
     fn structured(&self) -> bool;
 }
@@ -59,6 +68,8 @@ pub struct SessionOptions {
     /// I/O worker threads (besides the threads that run I/O inline).
     pub workers: usize,
     pub capture: Option<Box<dyn CaptureSink>>,
+    /// What the run is, for its summary (the session itself does not use it).
+    pub meta: RunMeta,
 }
 
 impl Default for SessionOptions {
@@ -66,8 +77,18 @@ impl Default for SessionOptions {
         SessionOptions {
             workers: 4,
             capture: None,
+            meta: RunMeta::default(),
         }
     }
+}
+
+/// The identity a run's `summary.json` carries: `run.name`, `run.seed` and the model
+/// (catalogue entry, `inline`, or `pass-through` for a device without one) per device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunMeta {
+    pub name: Option<String>,
+    pub seed: u64,
+    pub models: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +173,11 @@ struct Core {
     capture_error: Option<String>,
     hist: LatencyHistogram,
     window: LatencyHistogram,
+    power_wait: LatencyHistogram,
     stats: LiveStats,
+    /// Per-device I/O counters of component devices without a model (an emulated device's
+    /// runtime keeps its own).
+    real: Vec<DeviceCounters>,
     fx: Vec<Effect>,
     dev_ev: Vec<DevEvent>,
 }
@@ -167,7 +192,14 @@ pub(crate) struct Shared {
     start: Instant,
     stop: AtomicBool,
     inflight: AtomicU64,
+    /// Recent mean time of one real I/O (ns, a moving average): decides whether a batch
+    /// fans out to workers.
+    job_ns: AtomicU64,
 }
+
+/// Below this mean I/O time (page-cache hits) a batch runs on the thread that received it:
+/// waking a worker costs more than the I/O it would take over.
+const FANOUT_NS: u64 = 30_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic in another thread must not take the data plane down with it.
@@ -178,6 +210,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Session {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    meta: RunMeta,
 }
 
 /// A device's state for the status line and summary.
@@ -203,16 +236,36 @@ pub struct Snapshot {
     pub devices: Vec<DeviceStatus>,
 }
 
-/// What a session leaves behind, like a simulated run's summary.
-#[derive(Clone, Debug)]
+/// What a session leaves behind: the live counters, and the stack and device runtimes as
+/// they ended, from which `report` builds the same `summary.json` a simulated run writes.
 pub struct Summary {
     pub duration_ns: Nanos,
     pub stats: LiveStats,
     pub latency: LatencyHistogram,
+    /// Time each host request waited for a device to reach a ready power state.
+    pub power_wait: LatencyHistogram,
     pub devices: Vec<DeviceStatus>,
     pub ledgers: Vec<(String, Vec<LedgerRow>)>,
     pub function_counters: Vec<(String, Vec<(String, f64)>)>,
     pub capture_error: Option<String>,
+    pub meta: RunMeta,
+    /// The stack after the last event (its layers' counters are final).
+    pub stack: Stack,
+    /// Per component device: its emulated runtime, closed at `duration_ns`.
+    pub runtimes: Vec<Option<DeviceRuntime>>,
+    /// Per component device: I/O counters when it has no runtime (zero otherwise).
+    pub real: Vec<DeviceCounters>,
+}
+
+impl std::fmt::Debug for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summary")
+            .field("duration_ns", &self.duration_ns)
+            .field("stats", &self.stats)
+            .field("devices", &self.devices)
+            .field("capture_error", &self.capture_error)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
@@ -245,6 +298,8 @@ impl Session {
         }
         let (backends, runtimes): (Vec<Backend>, Vec<Option<DeviceRuntime>>) =
             devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
+        let real = vec![DeviceCounters::default(); backends.len()];
+        let meta = opts.meta;
         let core = Core {
             stack,
             runtimes,
@@ -261,7 +316,9 @@ impl Session {
             capture_error: None,
             hist: LatencyHistogram::new(),
             window: LatencyHistogram::new(),
+            power_wait: LatencyHistogram::new(),
             stats: LiveStats::default(),
+            real,
             fx: Vec::new(),
             dev_ev: Vec::new(),
         };
@@ -275,6 +332,7 @@ impl Session {
             start: Instant::now(),
             stop: AtomicBool::new(false),
             inflight: AtomicU64::new(0),
+            job_ns: AtomicU64::new(FANOUT_NS),
         });
         let mut threads = Vec::new();
         for i in 0..opts.workers.max(1) {
@@ -302,7 +360,11 @@ impl Session {
             g.apply(&shared, 0, &mut fx, &mut out);
         }
         shared.dispatch(out, false);
-        Ok(Session { shared, threads })
+        Ok(Session {
+            shared,
+            threads,
+            meta,
+        })
     }
 
     pub fn exports(&self) -> Vec<ExportInfo> {
@@ -330,6 +392,20 @@ impl Session {
         inline: bool,
     ) {
         self.shared.submit(sink, stream, export, cmd, inline)
+    }
+
+    /// Carry out a batch of commands a client pipelined (one read from its socket), taking
+    /// the executor's lock once for all of them. The calling thread then runs the batch's
+    /// I/O itself, helped by workers only if it falls behind: with the page cache, a pread
+    /// costs less than waking another thread (2-core machines feel this most).
+    pub fn submit_batch(
+        &self,
+        sink: &Arc<dyn ReplySink>,
+        stream: u32,
+        export: usize,
+        cmds: &mut Vec<Command>,
+    ) {
+        self.shared.submit_batch(sink, stream, export, cmds)
     }
 
     /// Host requests not yet answered.
@@ -428,14 +504,21 @@ impl Session {
             .iter()
             .map(|l| (l.name().to_string(), l.counters()))
             .collect();
+        let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
+        let runtimes = std::mem::take(&mut g.runtimes);
         let summary = Summary {
             duration_ns: now,
             stats: g.stats.clone(),
             latency: g.hist.clone(),
+            power_wait: g.power_wait.clone(),
             devices,
             ledgers,
             function_counters,
             capture_error,
+            meta: std::mem::take(&mut self.meta),
+            stack,
+            runtimes,
+            real: std::mem::take(&mut g.real),
         };
         if errors.is_empty() {
             Ok(summary)
@@ -499,6 +582,40 @@ impl Shared {
         cmd: Command,
         inline: bool,
     ) {
+        let mut out = Outbox::default();
+        {
+            let mut g = lock(&self.core);
+            self.submit_locked(&mut g, &mut out, sink, stream, export, cmd);
+        }
+        self.dispatch(out, inline);
+    }
+
+    fn submit_batch(
+        self: &Arc<Self>,
+        sink: &Arc<dyn ReplySink>,
+        stream: u32,
+        export: usize,
+        cmds: &mut Vec<Command>,
+    ) {
+        let mut out = Outbox::default();
+        {
+            let mut g = lock(&self.core);
+            for cmd in cmds.drain(..) {
+                self.submit_locked(&mut g, &mut out, sink.clone(), stream, export, cmd);
+            }
+        }
+        self.dispatch(out, true);
+    }
+
+    fn submit_locked(
+        self: &Arc<Self>,
+        g: &mut MutexGuard<'_, Core>,
+        out: &mut Outbox,
+        sink: Arc<dyn ReplySink>,
+        stream: u32,
+        export: usize,
+        cmd: Command,
+    ) {
         let (kind, op, data) = match cmd.kind {
             CmdKind::Read => (
                 HostKind::Read,
@@ -514,66 +631,59 @@ impl Shared {
                 AlignedBuf::zeroed(0),
             ),
         };
-        self.inflight.fetch_add(1, Ordering::AcqRel);
-        let mut out = Outbox::default();
-        {
-            let mut g = lock(&self.core);
-            let now = self.now();
-            let Some(host_dev) = g.exports.get(export).map(|e| e.host_dev) else {
-                drop(g);
-                self.inflight.fetch_sub(1, Ordering::AcqRel);
-                let mut b = Vec::new();
-                proto::encode_error_reply(
-                    &mut b,
-                    sink.structured(),
-                    cmd.cookie,
-                    proto::EINVAL,
-                    "no such export",
-                );
-                sink.send(&b);
-                return;
-            };
-            let id = g.next_host;
-            g.next_host += 1;
-            let io = Io {
-                id: IoId(id),
-                op,
-                fua: cmd.fua,
-                priority: 0,
-                dev: host_dev,
-                stream,
-                offset: cmd.offset,
-                len: cmd.len,
-                file: None,
-                call_site: None,
-                buf: Buf::Host { id, offset: 0 },
-            };
-            if let Some(c) = g.capture.as_mut() {
-                let mut r = Request::new(now, op, cmd.offset, cmd.len);
-                r.dev = host_dev;
-                r.stream = stream;
-                if let Err(e) = c.record(&r) {
-                    g.capture_error.get_or_insert(e);
-                    g.capture = None;
-                }
-            }
-            g.hosts.insert(
-                id,
-                HostReq {
-                    sink,
-                    cookie: cmd.cookie,
-                    kind,
-                    offset: cmd.offset,
-                    arrival: now,
-                    data: Arc::new(Mutex::new(data)),
-                },
+        let now = self.now();
+        let Some(host_dev) = g.exports.get(export).map(|e| e.host_dev) else {
+            let mut b = Vec::new();
+            proto::encode_error_reply(
+                &mut b,
+                sink.structured(),
+                cmd.cookie,
+                proto::EINVAL,
+                "no such export",
             );
-            let mut fx = std::mem::take(&mut g.fx);
-            g.stack.request(now, io, &mut fx);
-            g.apply(self, now, &mut fx, &mut out);
-            g.fx = fx;
+            sink.send(&b);
+            return;
+        };
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        let id = g.next_host;
+        g.next_host += 1;
+        let io = Io {
+            id: IoId(id),
+            op,
+            fua: cmd.fua,
+            priority: 0,
+            dev: host_dev,
+            stream,
+            offset: cmd.offset,
+            len: cmd.len,
+            file: None,
+            call_site: None,
+            buf: Buf::Host { id, offset: 0 },
+        };
+        if let Some(c) = g.capture.as_mut() {
+            let mut r = Request::new(now, op, cmd.offset, cmd.len);
+            r.dev = host_dev;
+            r.stream = stream;
+            if let Err(e) = c.record(&r) {
+                g.capture_error.get_or_insert(e);
+                g.capture = None;
+            }
         }
-        self.dispatch(out, inline);
+        g.hosts.insert(
+            id,
+            HostReq {
+                sink,
+                cookie: cmd.cookie,
+                kind,
+                offset: cmd.offset,
+                arrival: now,
+                data: Arc::new(Mutex::new(data)),
+            },
+        );
+        let mut fx = std::mem::take(&mut g.fx);
+        g.stack.request(now, io, &mut fx);
+        g.apply(self, now, &mut fx, out);
+        g.fx = fx;
     }
 
     /// Send replies, queue jobs; run the last job on this thread if `inline`.
@@ -581,19 +691,25 @@ impl Shared {
         let Outbox { mut jobs, replies } = out;
         self.send_replies(replies);
         let mine = if inline { jobs.pop() } else { None };
-        if !jobs.is_empty() {
-            let mut q = lock(&self.queue);
-            let n = jobs.len();
-            q.extend(jobs);
-            drop(q);
-            // One wake-up per job: waking every worker for a single job only makes them
-            // fight over it (2-core machines feel this most).
-            for _ in 0..n {
+        let queued = jobs.len();
+        if queued > 0 {
+            lock(&self.queue).extend(jobs);
+            // Wake one worker; a worker that finds more queued wakes the next (a cascade),
+            // so slow I/O fans out. When I/O is fast and this thread will run the batch
+            // itself, wake no one.
+            if mine.is_none() || self.job_ns.load(Ordering::Relaxed) >= FANOUT_NS {
                 self.queue_cv.notify_one();
             }
         }
         if let Some(j) = mine {
             self.run_chain(j);
+            // Then help with the rest of this batch rather than wait for it.
+            for _ in 0..queued {
+                let Some(j) = lock(&self.queue).pop_front() else {
+                    break;
+                };
+                self.run_chain(j);
+            }
         }
     }
 
@@ -608,13 +724,18 @@ impl Shared {
             } else if h.kind == HostKind::Read {
                 let data = lock(&h.data);
                 let n = (len as usize).min(data.len());
-                b = Vec::with_capacity(32 + n);
+                let mut head = Vec::with_capacity(32);
                 if structured {
-                    proto::encode_read_chunk_header(&mut b, h.cookie, h.offset, n as u32);
+                    proto::encode_read_chunk_header(&mut head, h.cookie, h.offset, n as u32);
                 } else {
-                    proto::encode_simple_reply(&mut b, h.cookie, 0);
+                    proto::encode_simple_reply(&mut head, h.cookie, 0);
                 }
-                b.extend_from_slice(&data.as_slice()[..n]);
+                h.sink.send_parts(&head, &data.as_slice()[..n]);
+                drop(data);
+                if self.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.idle_cv.notify_all();
+                }
+                continue;
             } else {
                 b = Vec::with_capacity(16);
                 proto::encode_simple_reply(&mut b, h.cookie, 0);
@@ -632,6 +753,9 @@ impl Shared {
                 let mut q = lock(&self.queue);
                 loop {
                     if let Some(j) = q.pop_front() {
+                        if !q.is_empty() {
+                            self.queue_cv.notify_one();
+                        }
                         break Some(j);
                     }
                     if self.stop.load(Ordering::Acquire) {
@@ -659,17 +783,18 @@ impl Shared {
             {
                 let mut g = lock(&self.core);
                 let now = self.now();
+                // A racy moving average is fine: it only steers fan-out.
+                let avg = self.job_ns.load(Ordering::Relaxed);
+                let t = now.saturating_sub(t0);
+                self.job_ns.store(avg - avg / 8 + t / 8, Ordering::Relaxed);
                 g.real_done(self, now, job, status, now.saturating_sub(t0), &mut out);
             }
             let Outbox { mut jobs, replies } = out;
             self.send_replies(replies);
             let next = jobs.pop();
             if !jobs.is_empty() {
-                let n = jobs.len();
                 lock(&self.queue).extend(jobs);
-                for _ in 0..n {
-                    self.queue_cv.notify_one();
-                }
+                self.queue_cv.notify_one();
             }
             match next {
                 Some(j) => job = j,
@@ -793,6 +918,8 @@ impl Core {
                         let lat = now.saturating_sub(h.arrival);
                         self.hist.record(lat);
                         self.window.record(lat);
+                        // As the simulator counts it: never more than the request's latency.
+                        self.power_wait.record(c.breakdown.power_wait_ns.min(lat));
                         let s = &mut self.stats;
                         s.requests += 1;
                         if c.status != Status::Ok {
@@ -977,6 +1104,18 @@ impl Core {
                 self.stack.device_completion(now, c, &mut fx);
             }
         } else {
+            if let Some(k) = self.real.get_mut(job.io.dev as usize) {
+                k.ios += 1;
+                k.busy_ns += service_ns;
+                match job.io.op {
+                    Op::Read => k.bytes_read += job.io.len as u64,
+                    Op::Write => k.bytes_written += job.io.len as u64,
+                    _ => {}
+                }
+                if status != Status::Ok {
+                    k.errors += 1;
+                }
+            }
             let c = Completion {
                 io: job.io,
                 status,

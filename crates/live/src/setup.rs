@@ -5,7 +5,7 @@
 use crate::backend::{Backend, ComponentSpec};
 use crate::capture::CaptureSink;
 use crate::proto::ExportInfo;
-use crate::session::{DeviceSetup, ExportSpec, Session, SessionOptions};
+use crate::session::{DeviceSetup, ExportSpec, RunMeta, Session, SessionOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use wattio_core::time::secs_to_ns;
@@ -130,6 +130,16 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
         SessionOptions {
             workers: if spec.workers == 0 { 4 } else { spec.workers },
             capture,
+            meta: RunMeta {
+                name: None,
+                seed: 0,
+                models: vec![
+                    model
+                        .as_ref()
+                        .map_or_else(|| "pass-through".to_string(), |m| m.name.clone());
+                    spec.images.len()
+                ],
+            },
         },
     )
 }
@@ -158,6 +168,25 @@ pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
 
 #[cfg(feature = "engine")]
 pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
+    build_from_config_with(
+        c,
+        &mut |i: usize, _: &wattio_engine::config::FunctionConfig| {
+            Err(format!(
+                "function[{i}]: Python functions are served by `wattio serve` (Python), not by wattio-live"
+            ))
+        },
+    )
+}
+
+/// [`build_from_config`] with a builder for the functions the engine does not know itself
+/// (`kind = "python"`), as `wattio_engine::run` takes one. The functions run on the
+/// executor's threads under its lock: a builder handing out Python objects must make them
+/// take the GIL per call, and whoever holds the GIL must not wait for the executor.
+#[cfg(feature = "engine")]
+pub fn build_from_config_with(
+    c: &ConfigServe,
+    external: wattio_engine::External<'_>,
+) -> Result<Session, String> {
     use wattio_engine::{assemble, catalogue_for, RunConfig};
     let text =
         std::fs::read_to_string(&c.config).map_err(|e| format!("{}: {e}", c.config.display()))?;
@@ -172,12 +201,12 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     let opener: wattio_engine::Opener = Arc::new(|| {
         Err("live mode has no trace to look ahead in (the oracle policy is simulation-only)".into())
     });
-    let mut external = |i: usize, _: &wattio_engine::config::FunctionConfig| {
-        Err(format!(
-            "function[{i}]: Python functions are not available to the Rust live server yet"
-        ))
+    let asm = assemble(&cfg, &cat, &opener, external, 0)?;
+    let meta = RunMeta {
+        name: cfg.run.name.clone(),
+        seed: cfg.run.seed,
+        models: asm.models.clone(),
     };
-    let asm = assemble(&cfg, &cat, &opener, &mut external, 0)?;
     let mut devices = Vec::new();
     let mut exports = Vec::new();
     for (i, rt) in asm.devices.into_iter().enumerate() {
@@ -224,6 +253,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
         SessionOptions {
             workers: if c.workers == 0 { 4 } else { c.workers },
             capture,
+            meta,
         },
     )
 }

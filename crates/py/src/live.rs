@@ -5,6 +5,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_live::replay::{self, ReplayOptions, TextTrace};
 use wattio_live::server::{ListenAddr, Server};
@@ -14,12 +15,22 @@ fn user(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
 
+fn take_error(slot: &Mutex<Option<PyErr>>) -> Option<PyErr> {
+    slot.lock().ok().and_then(|mut e| e.take())
+}
+
 /// Serve `images` over NBD until SIGINT/SIGTERM (KeyboardInterrupt), then flush, write
-/// `summary.json`/`ledger.csv` into `out` (if given) and return the summary as a dict.
+/// `summary.json`, `energy.parquet` and `ledger.csv` into `out` (if given) and return the
+/// summary (the simulator's schema plus `live`) as a dict.
+///
+/// With `config` (a run config's path), the engine assembles the stack and devices exactly
+/// as `wattio run` does, and `images` are `DEVICE=PATH`, one per `[[device]]`. `functions`
+/// maps stack positions of `kind = "python"` functions to their objects, as for `run_config`.
+/// The first exception a Python function raises ends the session and is raised here.
 #[pyfunction]
 #[pyo3(signature = (images, socket=None, listen=None, names=None, model=None, emulate=true,
     spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4,
-    status=1.0, max_seconds=None))]
+    status=1.0, max_seconds=None, config=None, functions=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -37,6 +48,8 @@ fn serve(
     workers: usize,
     status: f64,
     max_seconds: Option<f64>,
+    config: Option<PathBuf>,
+    functions: Option<Bound<'_, PyDict>>,
 ) -> PyResult<PyObject> {
     let addr = match (socket, listen) {
         (Some(s), None) => ListenAddr::Unix(s),
@@ -47,18 +60,74 @@ fn serve(
             ))
         }
     };
-    let spec = ServeSpec {
-        images,
-        names: names.unwrap_or_default(),
-        direct,
-        read_only,
-        emulate: model.is_some() && emulate,
-        model,
-        spindown_s: spindown,
-        capture,
-        workers,
+    let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
+    let session = match config {
+        Some(config) => {
+            // A config says everything the image-only options would: refuse a mix rather
+            // than silently ignore half of it.
+            let mut clash = Vec::new();
+            if names.as_ref().is_some_and(|n| !n.is_empty()) {
+                clash.push("names");
+            }
+            if model.is_some() {
+                clash.push("model");
+            }
+            if spindown.is_some() {
+                clash.push("spindown");
+            }
+            if read_only {
+                clash.push("read_only");
+            }
+            if !clash.is_empty() {
+                return Err(user(format!(
+                    "{}: with a run config, {} belong in the config ([[device]] model, [[function]]), not on the command line",
+                    config.display(),
+                    clash.join(", ")
+                )));
+            }
+            let images = images
+                .iter()
+                .map(|p| setup::parse_named_image(&p.display().to_string()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(user)?;
+            // Python functions are called on the executor's threads, each call under the GIL
+            // (the serve loop below releases it while it waits).
+            let mut external = crate::run::python_functions(py, functions, error.clone())?;
+            let r = setup::build_from_config_with(
+                &setup::ConfigServe {
+                    config,
+                    images,
+                    direct,
+                    capture,
+                    workers,
+                },
+                &mut external,
+            );
+            if let Some(e) = take_error(&error) {
+                return Err(e);
+            }
+            r.map_err(user)?
+        }
+        None => {
+            if functions.is_some_and(|f| !f.is_empty()) {
+                return Err(user(
+                    "Python functions need a run config that places them in the stack".into(),
+                ));
+            }
+            let spec = ServeSpec {
+                images,
+                names: names.unwrap_or_default(),
+                direct,
+                read_only,
+                emulate: model.is_some() && emulate,
+                model,
+                spindown_s: spindown,
+                capture,
+                workers,
+            };
+            setup::build(&spec).map_err(user)?
+        }
     };
-    let session = setup::build(&spec).map_err(user)?;
     let server = Server::start(session, &addr).map_err(PyOSError::new_err)?;
     eprintln!(
         "wattio serve: listening on {} (Ctrl-C to stop)",
@@ -66,6 +135,7 @@ fn serve(
     );
     let t0 = Instant::now();
     let mut last = Instant::now();
+    let mut failed = false;
     loop {
         py.allow_threads(|| std::thread::sleep(Duration::from_millis(50)));
         // Python's own handlers turn SIGINT (and SIGTERM, as the CLI installs) into an
@@ -76,22 +146,37 @@ fn serve(
         if max_seconds.is_some_and(|m| t0.elapsed().as_secs_f64() >= m) {
             break;
         }
+        // A Python function that raised no longer forwards anything: stop serving.
+        if error.lock().map(|e| e.is_some()).unwrap_or(true) {
+            failed = true;
+            break;
+        }
         if status > 0.0 && last.elapsed().as_secs_f64() >= status {
             let dt = last.elapsed().as_secs_f64();
             last = Instant::now();
-            eprintln!(
-                "{}",
-                wattio_live::report::status_line(&server.session().snapshot(), dt)
-            );
+            // The snapshot takes the executor's lock: never wait for it holding the GIL.
+            let snap = py.allow_threads(|| server.session().snapshot());
+            eprintln!("{}", wattio_live::report::status_line(&snap, dt));
         }
     }
-    let summary = py
-        .allow_threads(|| server.shutdown(Duration::from_secs(30)))
-        .map_err(PyOSError::new_err)?;
-    if let Some(dir) = &out {
-        wattio_live::report::write_outputs(&summary, dir).map_err(PyOSError::new_err)?;
+    let drain = Duration::from_secs(if failed { 1 } else { 30 });
+    let shut = py.allow_threads(|| server.shutdown(drain));
+    if let Some(e) = take_error(&error) {
+        return Err(e);
     }
-    let text = wattio_live::report::summary_json(&summary).to_string();
+    let mut summary = shut.map_err(PyOSError::new_err)?;
+    if let Some(dir) = &out {
+        wattio_live::report::write_outputs(&mut summary, dir).map_err(PyOSError::new_err)?;
+    }
+    if let Some(e) = &summary.capture_error {
+        return Err(PyOSError::new_err(format!("capture: {e}")));
+    }
+    let text = wattio_live::report::summary_json(&mut summary)
+        .map_err(PyOSError::new_err)?
+        .to_string();
+    if let Some(e) = take_error(&error) {
+        return Err(e);
+    }
     let json = py.import("json")?;
     Ok(json.call_method1("loads", (text,))?.unbind())
 }

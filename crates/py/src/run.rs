@@ -509,6 +509,48 @@ fn catalogue() -> PyResult<Vec<(String, String, String)>> {
         .collect())
 }
 
+/// The builder `wattio_engine::assemble` takes for `kind = "python"` functions: `functions`
+/// maps stack positions to the Python objects to use there. The first exception any of them
+/// raises lands in `error`. (Also used by live mode: `live::serve`.)
+#[allow(clippy::type_complexity)]
+pub(crate) fn python_functions(
+    py: Python<'_>,
+    functions: Option<Bound<'_, PyDict>>,
+    error: Arc<Mutex<Option<PyErr>>>,
+) -> PyResult<impl FnMut(usize, &FunctionConfig) -> Result<Box<dyn Function>, String>> {
+    let mut pyfuncs: Vec<(usize, Py<PyAny>)> = Vec::new();
+    if let Some(f) = functions {
+        for (k, v) in f.iter() {
+            pyfuncs.push((k.extract()?, v.unbind()));
+        }
+    }
+    let acts = Py::new(py, PyActions::default())?;
+    let err2 = error;
+    Ok(
+        move |i: usize, fc: &FunctionConfig| -> Result<Box<dyn Function>, String> {
+            let FunctionConfig::Python(p) = fc else {
+                return Err(format!("function[{i}]: not a Python function"));
+            };
+            let pos = pyfuncs.iter().position(|(k, _)| *k == i).ok_or_else(|| {
+            format!("function[{i}]: Python class `{}` was not instantiated (run configs with Python functions through the wattio CLI or wattio.run)", p.class)
+        })?;
+            let obj = pyfuncs.swap_remove(pos).1;
+            let name = Python::with_gil(|py| {
+                obj.bind(py)
+                    .getattr("name")
+                    .and_then(|n| n.extract::<String>())
+                    .unwrap_or_else(|_| p.class.clone())
+            });
+            Ok(Box::new(PyFunction {
+                obj,
+                name,
+                acts: Python::with_gil(|py| acts.clone_ref(py)),
+                error: err2.clone(),
+            }))
+        },
+    )
+}
+
 /// Run a config. `functions` maps stack positions of `kind = "python"` functions to the
 /// objects to use there. Returns `summary.json`'s text.
 #[pyfunction]
@@ -530,35 +572,7 @@ fn run_config(
     let cat = wattio_engine::catalogue_for(&cfg, &base).map_err(PyValueError::new_err)?;
     let opener = opener_for(&cfg, &base, trace.map(|t| (t, trace_format)))?;
     let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
-    let mut pyfuncs: Vec<(usize, Py<PyAny>)> = Vec::new();
-    if let Some(f) = functions {
-        for (k, v) in f.iter() {
-            pyfuncs.push((k.extract()?, v.unbind()));
-        }
-    }
-    let acts = Py::new(py, PyActions::default())?;
-    let err2 = error.clone();
-    let mut external = move |i: usize, fc: &FunctionConfig| -> Result<Box<dyn Function>, String> {
-        let FunctionConfig::Python(p) = fc else {
-            return Err(format!("function[{i}]: not a Python function"));
-        };
-        let pos = pyfuncs.iter().position(|(k, _)| *k == i).ok_or_else(|| {
-            format!("function[{i}]: Python class `{}` was not instantiated (run configs with Python functions through the wattio CLI or wattio.run)", p.class)
-        })?;
-        let obj = pyfuncs.swap_remove(pos).1;
-        let name = Python::with_gil(|py| {
-            obj.bind(py)
-                .getattr("name")
-                .and_then(|n| n.extract::<String>())
-                .unwrap_or_else(|_| p.class.clone())
-        });
-        Ok(Box::new(PyFunction {
-            obj,
-            name,
-            acts: Python::with_gil(|py| acts.clone_ref(py)),
-            error: err2.clone(),
-        }))
-    };
+    let mut external = python_functions(py, functions, error.clone())?;
     let mut progress_fn = |n: u64, t: Nanos| -> Result<(), String> {
         Python::with_gil(|py| {
             py.check_signals().map_err(|e| e.to_string())?;

@@ -132,9 +132,9 @@ fn serve(args: &[String]) -> Result<(), String> {
         }
     }
     eprintln!("wattio-live: shutting down");
-    let summary = server.shutdown(Duration::from_secs(30))?;
+    let mut summary = server.shutdown(Duration::from_secs(30))?;
     if let Some(dir) = &out {
-        wattio_live::report::write_outputs(&summary, dir)?;
+        wattio_live::report::write_outputs(&mut summary, dir)?;
         eprintln!(
             "wattio-live: wrote {}/summary.json and ledger.csv",
             dir.display()
