@@ -115,8 +115,17 @@ pub struct Simulator {
     heap: BinaryHeap<Ev>,
     seq: u64,
     timers: HashMap<(u32, TimerId), TimerSlot, BuildHasherDefault<Fx>>,
+    /// Effects to carry out and device events to route. Both stay in place (empty between
+    /// steps) and are read by index: moving a `Vec` out of `self` and back per event cost
+    /// store-forwarding stalls on the hot path.
     fx: Vec<Effect>,
     dev_ev: Vec<DevEvent>,
+    host: HostSide,
+    now: Nanos,
+}
+
+/// The host's side of a run: requests in flight and what their completions add up to.
+struct HostSide {
     /// Arrival times of host requests in flight, indexed by id − `base`.
     inflight: VecDeque<Option<Nanos>>,
     base: u64,
@@ -125,7 +134,6 @@ pub struct Simulator {
     completed: u64,
     errors: u64,
     last_completion: Nanos,
-    now: Nanos,
 }
 
 impl Simulator {
@@ -138,13 +146,15 @@ impl Simulator {
             timers: HashMap::default(),
             fx: Vec::new(),
             dev_ev: Vec::new(),
-            inflight: VecDeque::new(),
-            base: 0,
-            latency: LatencyHistogram::new(),
-            power_wait: LatencyHistogram::new(),
-            completed: 0,
-            errors: 0,
-            last_completion: 0,
+            host: HostSide {
+                inflight: VecDeque::new(),
+                base: 0,
+                latency: LatencyHistogram::new(),
+                power_wait: LatencyHistogram::new(),
+                completed: 0,
+                errors: 0,
+                last_completion: 0,
+            },
             now: 0,
         }
     }
@@ -159,9 +169,8 @@ impl Simulator {
         min_end: Nanos,
         sink: &mut dyn RunSink,
     ) -> Result<SimOutcome, String> {
-        let mut fx = std::mem::take(&mut self.fx);
-        self.stack.start(0, &mut fx);
-        self.apply(fx, sink)?;
+        self.stack.start(0, &mut self.fx);
+        self.apply(sink)?;
         let mut next = source.next_request().map_err(|e| e.to_string())?;
         let mut issued: u64 = 0;
         let cap = until.unwrap_or(Nanos::MAX);
@@ -190,11 +199,10 @@ impl Simulator {
                 if self.stack.is_empty() && io.dev as usize >= self.devs.len() {
                     return Err(self.bad_device(issued, io.dev));
                 }
-                self.inflight.push_back(Some(r.arrival));
+                self.host.inflight.push_back(Some(r.arrival));
                 issued += 1;
-                let mut fx = std::mem::take(&mut self.fx);
-                self.stack.request(self.now, io, &mut fx);
-                self.apply(fx, sink)?;
+                self.stack.request(self.now, io, &mut self.fx);
+                self.apply(sink)?;
                 if issued.is_multiple_of(PROGRESS_EVERY) {
                     sink.progress(issued, self.now)?;
                 }
@@ -204,7 +212,7 @@ impl Simulator {
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
             // the minimum end.
-            if next.is_none() && self.inflight.is_empty() && h > min_end.max(self.now) {
+            if next.is_none() && self.host.inflight.is_empty() && h > min_end.max(self.now) {
                 break;
             }
             if h > cap {
@@ -214,25 +222,25 @@ impl Simulator {
             self.now = ev.at;
             self.dispatch(ev, sink)?;
         }
-        if !self.inflight.is_empty() && until.is_none() {
+        if !self.host.inflight.is_empty() && until.is_none() {
             return Err(format!(
                 "{} host request(s) never completed: a function dropped them (every request needs a Reply)",
-                self.inflight.iter().filter(|x| x.is_some()).count()
+                self.host.inflight.iter().filter(|x| x.is_some()).count()
             ));
         }
         let end = match until {
             Some(u) => u,
-            None => self.now.max(min_end).max(self.last_completion),
+            None => self.now.max(min_end).max(self.host.last_completion),
         };
         sink.progress(issued, end)?;
         Ok(SimOutcome {
             stack: self.stack,
             devices: self.devs,
             end,
-            requests: self.completed,
-            errors: self.errors,
-            latency: self.latency,
-            power_wait: self.power_wait,
+            requests: self.host.completed,
+            errors: self.host.errors,
+            latency: self.host.latency,
+            power_wait: self.host.power_wait,
             assumptions: source.assumptions(),
         })
     }
@@ -260,14 +268,14 @@ impl Simulator {
         let now = ev.at;
         match ev.kind {
             Kind::Service { dev, token } => {
-                let mut de = std::mem::take(&mut self.dev_ev);
-                self.devs[dev as usize].service_end(now, token, &mut de);
-                self.device_events(dev, de, sink)
+                self.devs[dev as usize].service_end(now, token, &mut self.dev_ev);
+                self.device_events(dev, sink)?;
+                self.apply(sink)
             }
             Kind::Transition { dev } => {
-                let mut de = std::mem::take(&mut self.dev_ev);
-                self.devs[dev as usize].transition_end(now, &mut de);
-                self.device_events(dev, de, sink)
+                self.devs[dev as usize].transition_end(now, &mut self.dev_ev);
+                self.device_events(dev, sink)?;
+                self.apply(sink)
             }
             Kind::Timer { layer, timer } => {
                 let key = (layer, timer);
@@ -291,44 +299,44 @@ impl Simulator {
                     Some(_) => {}
                 }
                 self.timers.remove(&key);
-                let mut fx = std::mem::take(&mut self.fx);
-                self.stack.timer(now, layer as usize, timer, &mut fx);
-                self.apply(fx, sink)
+                self.stack.timer(now, layer as usize, timer, &mut self.fx);
+                self.apply(sink)
             }
         }
     }
 
-    /// Carry out effects (and whatever they cause) until none are left.
+    /// Carry out `self.fx` (and whatever it causes) until nothing is left.
     #[inline]
-    fn apply(&mut self, mut fx: Vec<Effect>, sink: &mut dyn RunSink) -> Result<(), String> {
+    fn apply(&mut self, sink: &mut dyn RunSink) -> Result<(), String> {
         let now = self.now;
         let mut i = 0;
-        while i < fx.len() {
+        while i < self.fx.len() {
             i += 1;
-            // Matched in place: copying every 120-byte effect out of the list was a
-            // measurable share of the per-request cost.
-            match &mut fx[i - 1] {
+            match self.fx[i - 1] {
                 Effect::Submit(io) => {
-                    let io = *io;
                     let Some(d) = self.devs.get_mut(io.dev as usize) else {
                         return Err(self.bad_device(io.id.0, io.dev));
                     };
-                    let mut de = std::mem::take(&mut self.dev_ev);
-                    d.submit(now, io, &mut de);
-                    self.device_events_into(io.dev, de, &mut fx, sink)?;
+                    d.submit(now, io, &mut self.dev_ev);
+                    self.device_events(io.dev, sink)?;
                 }
-                Effect::HostReply(done) => self.host_reply(done, sink)?,
-                &mut Effect::SetPower { device, state } => {
+                Effect::HostReply(_) => {
+                    // In place: the completion is not copied out of the list.
+                    let Effect::HostReply(done) = &mut self.fx[i - 1] else {
+                        unreachable!("matched above")
+                    };
+                    self.host.reply(done, now, sink)?;
+                }
+                Effect::SetPower { device, state } => {
                     let Some(d) = self.devs.get_mut(device as usize) else {
                         return Err(format!(
                             "a function set the power of device {device}, which does not exist"
                         ));
                     };
-                    let mut de = std::mem::take(&mut self.dev_ev);
-                    d.set_power(now, state, &mut de);
-                    self.device_events_into(device, de, &mut fx, sink)?;
+                    d.set_power(now, state, &mut self.dev_ev);
+                    self.device_events(device, sink)?;
                 }
-                &mut Effect::SetTimer { layer, timer, at } => {
+                Effect::SetTimer { layer, timer, at } => {
                     let at = at.max(now);
                     let key = (layer as u32, timer);
                     match self.timers.get_mut(&key) {
@@ -351,42 +359,24 @@ impl Simulator {
                         }
                     }
                 }
-                &mut Effect::CancelTimer { layer, timer } => {
+                Effect::CancelTimer { layer, timer } => {
                     if let Some(slot) = self.timers.get_mut(&(layer as u32, timer)) {
                         slot.deadline = None;
                     }
                 }
             }
         }
-        fx.clear();
-        self.fx = fx;
+        self.fx.clear();
         Ok(())
     }
 
+    /// Schedule device `dev`'s events in `self.dev_ev`; completions go up the stack, adding
+    /// effects to `self.fx`.
     #[inline]
-    fn device_events(
-        &mut self,
-        dev: u16,
-        de: Vec<DevEvent>,
-        sink: &mut dyn RunSink,
-    ) -> Result<(), String> {
-        let mut fx = std::mem::take(&mut self.fx);
-        self.device_events_into(dev, de, &mut fx, sink)?;
-        self.apply(fx, sink)
-    }
-
-    /// Schedule a device's events; completions go up the stack, adding effects to `fx`.
-    #[inline]
-    fn device_events_into(
-        &mut self,
-        dev: u16,
-        mut de: Vec<DevEvent>,
-        fx: &mut Vec<Effect>,
-        sink: &mut dyn RunSink,
-    ) -> Result<(), String> {
+    fn device_events(&mut self, dev: u16, sink: &mut dyn RunSink) -> Result<(), String> {
         let now = self.now;
-        for e in &de {
-            match *e {
+        for k in 0..self.dev_ev.len() {
+            match self.dev_ev[k] {
                 DevEvent::ServiceEnd { at, token } => self.push(at, Kind::Service { dev, token }),
                 DevEvent::TransitionEnd { at } => self.push(at, Kind::Transition { dev }),
                 DevEvent::Mode { at, slot } => {
@@ -395,16 +385,22 @@ impl Simulator {
                         self.stack.power(at, dev, slot as u8);
                     }
                 }
-                DevEvent::Completed(ref c) => self.stack.device_completion(now, *c, fx),
+                DevEvent::Completed(c) => self.stack.device_completion(now, c, &mut self.fx),
             }
         }
-        de.clear();
-        self.dev_ev = de;
+        self.dev_ev.clear();
         Ok(())
     }
+}
 
+impl HostSide {
     #[inline]
-    fn host_reply(&mut self, done: &mut Completion, sink: &mut dyn RunSink) -> Result<(), String> {
+    fn reply(
+        &mut self,
+        done: &mut Completion,
+        now: Nanos,
+        sink: &mut dyn RunSink,
+    ) -> Result<(), String> {
         let id = done.io.id.0;
         let idx = id.checked_sub(self.base).map(|i| i as usize);
         let arrival = match idx
@@ -422,7 +418,7 @@ impl Simulator {
             self.inflight.pop_front();
             self.base += 1;
         }
-        let latency = self.now - arrival;
+        let latency = now - arrival;
         // Time the layers held the request beyond what the device reported is queueing.
         let b = &mut done.breakdown;
         let accounted = b.total();
@@ -443,7 +439,7 @@ impl Simulator {
         if done.status != Status::Ok {
             self.errors += 1;
         }
-        self.last_completion = self.now;
+        self.last_completion = now;
         sink.request(id, arrival, done)
     }
 }
