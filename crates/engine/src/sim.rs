@@ -5,12 +5,11 @@
 //! number), so equal-time events run in the order they were scheduled and a run is a pure
 //! function of (config, trace, seed). At equal times heap events run before the next arrival.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use wattio_core::device::{DevEvent, DeviceRuntime};
 use wattio_core::function::TimerId;
-use wattio_core::io::{Completion, Status};
+use wattio_core::io::{Completion, Request, Status};
 use wattio_core::stack::{Effect, Stack};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::time::Nanos;
@@ -55,15 +54,132 @@ struct Ev {
     kind: Kind,
 }
 
-impl Ord for Ev {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap.
-        (o.at, o.seq).cmp(&(self.at, self.seq))
+impl Ev {
+    #[inline]
+    fn key(&self) -> (Nanos, u64) {
+        (self.at, self.seq)
     }
 }
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+/// A binary min-heap of events by (time, sequence number). Not `std`'s `BinaryHeap`: that
+/// one writes a pushed element into the array and reads it straight back to sift it up, and
+/// the read of a just-written 32-byte value stalled the hot path (store forwarding). Here the
+/// pushed event stays in registers while the hole moves, and is written once.
+#[derive(Default)]
+struct EventHeap {
+    v: Vec<Ev>,
+}
+
+impl EventHeap {
+    #[inline]
+    fn peek_at(&self) -> Option<Nanos> {
+        self.v.first().map(|e| e.at)
+    }
+
+    #[inline]
+    fn push(&mut self, ev: Ev) {
+        let key = ev.key();
+        let mut i = self.v.len();
+        self.v.push(ev);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.v[parent].key() <= key {
+                break;
+            }
+            self.v[i] = self.v[parent];
+            i = parent;
+        }
+        self.v[i] = ev;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Ev> {
+        let last = self.v.pop()?;
+        if self.v.is_empty() {
+            return Some(last);
+        }
+        let top = self.v[0];
+        // Sift `last` down from the root.
+        let key = last.key();
+        let n = self.v.len();
+        let mut i = 0;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && self.v[r].key() < self.v[l].key() {
+                r
+            } else {
+                l
+            };
+            if self.v[c].key() >= key {
+                break;
+            }
+            self.v[i] = self.v[c];
+            i = c;
+        }
+        self.v[i] = last;
+        Some(top)
+    }
+}
+
+/// How many requests the simulator reads ahead from its source.
+const ARRIVAL_BATCH: usize = 64;
+
+/// Requests read ahead from the source in small batches: copying each request out of the
+/// source's return value right before using it stalled the loop; filled in a batch, the
+/// copies overlap. A source error is kept and raised when the simulator reaches it, so the
+/// requests before it are simulated exactly as before.
+struct Arrivals<'a> {
+    src: &'a mut dyn TraceSource,
+    buf: Vec<Request>,
+    pos: usize,
+    /// `None` while the source has more; `Some(Ok)` at its end; `Some(Err)` on its error.
+    end: Option<Result<(), String>>,
+}
+
+impl Arrivals<'_> {
+    /// The next request's arrival time, `None` at the end of the trace.
+    #[inline]
+    fn next_at(&mut self) -> Result<Option<Nanos>, String> {
+        if self.pos == self.buf.len() {
+            self.refill()?;
+        }
+        Ok(self.buf.get(self.pos).map(|r| r.arrival))
+    }
+
+    /// The request `next_at` announced.
+    #[inline]
+    fn take(&mut self) -> Request {
+        let r = self.buf[self.pos];
+        self.pos += 1;
+        r
+    }
+
+    fn refill(&mut self) -> Result<(), String> {
+        self.buf.clear();
+        self.pos = 0;
+        if self.end.is_none() {
+            while self.buf.len() < ARRIVAL_BATCH {
+                match self.src.next_request() {
+                    Ok(Some(r)) => self.buf.push(r),
+                    Ok(None) => {
+                        self.end = Some(Ok(()));
+                        break;
+                    }
+                    Err(e) => {
+                        self.end = Some(Err(e.to_string()));
+                        break;
+                    }
+                }
+            }
+        }
+        match &self.end {
+            Some(Err(e)) if self.buf.is_empty() => Err(e.clone()),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -112,7 +228,7 @@ pub struct SimOutcome {
 pub struct Simulator {
     stack: Stack,
     devs: Vec<DeviceRuntime>,
-    heap: BinaryHeap<Ev>,
+    heap: EventHeap,
     seq: u64,
     timers: HashMap<(u32, TimerId), TimerSlot, BuildHasherDefault<Fx>>,
     /// Effects to carry out and device events to route. Both stay in place (empty between
@@ -141,7 +257,7 @@ impl Simulator {
         Simulator {
             stack,
             devs: devices,
-            heap: BinaryHeap::new(),
+            heap: EventHeap::default(),
             seq: 0,
             timers: HashMap::default(),
             fx: Vec::new(),
@@ -171,20 +287,26 @@ impl Simulator {
     ) -> Result<SimOutcome, String> {
         self.stack.start(0, &mut self.fx);
         self.apply(sink)?;
-        let mut next = source.next_request().map_err(|e| e.to_string())?;
+        let mut arrivals = Arrivals {
+            src: source,
+            buf: Vec::with_capacity(ARRIVAL_BATCH),
+            pos: 0,
+            end: None,
+        };
         let mut issued: u64 = 0;
         let cap = until.unwrap_or(Nanos::MAX);
         // With an explicit end, timers and transitions run up to it after the last request.
         let min_end = min_end.max(until.unwrap_or(0));
         loop {
-            let heap_at = self.heap.peek().map(|e| e.at);
-            let take_arrival = match (&next, heap_at) {
-                (Some(r), Some(h)) => r.arrival < h,
+            let heap_at = self.heap.peek_at();
+            let next_at = arrivals.next_at()?;
+            let take_arrival = match (next_at, heap_at) {
+                (Some(a), Some(h)) => a < h,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if take_arrival {
-                let r = next.take().expect("checked above");
+                let r = arrivals.take();
                 if r.arrival > cap {
                     break;
                 }
@@ -206,13 +328,12 @@ impl Simulator {
                 if issued.is_multiple_of(PROGRESS_EVERY) {
                     sink.progress(issued, self.now)?;
                 }
-                next = source.next_request().map_err(|e| e.to_string())?;
                 continue;
             }
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
             // the minimum end.
-            if next.is_none() && self.host.inflight.is_empty() && h > min_end.max(self.now) {
+            if next_at.is_none() && self.host.inflight.is_empty() && h > min_end.max(self.now) {
                 break;
             }
             if h > cap {
@@ -222,6 +343,7 @@ impl Simulator {
             self.now = ev.at;
             self.dispatch(ev, sink)?;
         }
+        drop(arrivals);
         if !self.host.inflight.is_empty() && until.is_none() {
             return Err(format!(
                 "{} host request(s) never completed: a function dropped them (every request needs a Reply)",
@@ -441,5 +563,41 @@ impl HostSide {
         }
         self.last_completion = now;
         sink.request(id, arrival, done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    #[test]
+    fn event_heap_pops_in_time_then_sequence_order() {
+        // Interleaved pushes and pops against std's heap, with many equal times.
+        let mut ours = EventHeap::default();
+        let mut reference = BinaryHeap::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for seq in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = (x >> 33) % 50;
+            if (x >> 20) % 3 == 0 {
+                assert_eq!(
+                    ours.pop().map(|e| e.key()),
+                    reference.pop().map(|Reverse(k)| k)
+                );
+            } else {
+                let kind = Kind::Transition { dev: 0 };
+                ours.push(Ev { at, seq, kind });
+                reference.push(Reverse((at, seq)));
+            }
+            assert_eq!(ours.peek_at(), reference.peek().map(|Reverse((a, _))| *a));
+        }
+        while let Some(Reverse(k)) = reference.pop() {
+            assert_eq!(ours.pop().map(|e| e.key()), Some(k));
+        }
+        assert!(ours.pop().is_none());
     }
 }
