@@ -583,7 +583,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let at = (x >> 33) % 50;
-            if (x >> 20) % 3 == 0 {
+            if (x >> 20).is_multiple_of(3) {
                 assert_eq!(
                     ours.pop().map(|e| e.key()),
                     reference.pop().map(|Reverse(k)| k)
