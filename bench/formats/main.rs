@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 use wattio_core::TraceSource;
-use wattio_formats::{open_trace, ColumnarWriter, ReadOptions};
+use wattio_formats::{open_trace, ColumnarReader, ColumnarWriter, ReadOptions};
 
 const MSR_TARGET_MBS: f64 = 300.0;
 const COLUMNAR_TARGET_MRPS: f64 = 50.0;
@@ -74,6 +74,15 @@ fn generate_msr(path: &Path, mb: u64) -> u64 {
     rows
 }
 
+fn to_columnar(csv: &Path, pq: &Path) {
+    let mut s = open_trace(csv, Some("msr"), &ReadOptions::default()).expect("open");
+    let mut w = ColumnarWriter::create(pq, &[]).expect("create parquet");
+    while let Some(r) = s.next_request().expect("parse") {
+        w.write(&r).expect("write parquet");
+    }
+    w.finish().expect("finish parquet");
+}
+
 fn drain(src: &mut dyn TraceSource) -> (u64, u64) {
     let mut n = 0u64;
     let mut chk = 0u64;
@@ -96,6 +105,24 @@ fn child(kind: &str, path: &Path) {
         "columnar" => {
             let mut s = open_trace(path, Some("columnar"), &ReadOptions::default()).expect("open");
             drain(s.as_mut())
+        }
+        "columnar-batch" => {
+            // The batch API: whole decoded batches, no per-request call.
+            let mut rd = ColumnarReader::open(path).expect("open");
+            let mut v = Vec::new();
+            let (mut n, mut chk) = (0u64, 0u64);
+            loop {
+                v.clear();
+                let k = rd.next_batch(&mut v).expect("bench trace must read");
+                if k == 0 {
+                    break;
+                }
+                n += k as u64;
+                for r in &v {
+                    chk = chk.wrapping_add(r.offset ^ r.arrival);
+                }
+            }
+            (n, chk)
         }
         "scan" => {
             // Lower bound on any parser: reading the file and finding the newlines.
@@ -151,6 +178,11 @@ fn measure(kind: &str, path: &Path) -> (u64, f64, u64, f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 4 && args[1] == "--convert" {
+        // For profiling: `--convert IN.csv OUT.parquet` writes the columnar copy and stops.
+        to_columnar(Path::new(&args[2]), Path::new(&args[3]));
+        return;
+    }
     if args.len() == 4 && args[1] == "--child" {
         child(&args[2], Path::new(&args[3]));
         return;
@@ -191,14 +223,7 @@ fn main() {
         let smbs = len / 1e6 / sdt;
         // Columnar copy of the same trace.
         let pq = dir.join(format!("msr_{mb}.parquet"));
-        {
-            let mut s = open_trace(&csv, Some("msr"), &ReadOptions::default()).expect("open");
-            let mut w = ColumnarWriter::create(&pq, &[]).expect("create parquet");
-            while let Some(r) = s.next_request().expect("parse") {
-                w.write(&r).expect("write parquet");
-            }
-            w.finish().expect("finish parquet");
-        }
+        to_columnar(&csv, &pq);
         let _ = std::fs::remove_file(&csv);
         let (cn, cdt, crss, cwall) = measure("columnar", &pq);
         assert_eq!(cn, rows);

@@ -203,7 +203,7 @@ pub fn open_trace(
                     "`wattio trace slice --dev N` to select a device of a columnar trace",
                 ));
             }
-            Box::new(Noted::new(ColumnarReader::open(path)?, how))
+            Box::new(ColumnarReader::open(path)?.with_note(how))
         }
         #[cfg(not(feature = "columnar"))]
         "columnar" => {
@@ -284,35 +284,6 @@ pub fn read_all(
         v.push(r);
     }
     Ok((v, src.assumptions()))
-}
-
-/// A source with extra lines in front of its assumptions.
-#[cfg(feature = "columnar")]
-struct Noted<S> {
-    inner: S,
-    note: Option<String>,
-}
-
-#[cfg(feature = "columnar")]
-impl<S> Noted<S> {
-    fn new(inner: S, note: Option<String>) -> Self {
-        Noted { inner, note }
-    }
-}
-
-#[cfg(feature = "columnar")]
-impl<S: TraceSource> TraceSource for Noted<S> {
-    fn next_request(&mut self) -> Result<Option<Request>, wattio_core::TraceError> {
-        self.inner.next_request()
-    }
-    fn len_hint(&self) -> Option<u64> {
-        self.inner.len_hint()
-    }
-    fn assumptions(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.note.iter().cloned().collect();
-        v.extend(self.inner.assumptions());
-        v
-    }
 }
 
 /// What [`convert`] did.

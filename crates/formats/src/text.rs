@@ -6,8 +6,8 @@ use crate::error::{FormatError, Location};
 use crate::lines::{FieldError, LineError, LineReader};
 use crate::ReadOptions;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::Path;
 use wattio_core::{Nanos, Op, Request, TraceError, TraceSource};
@@ -157,7 +157,11 @@ impl DevMap {
     #[inline]
     fn id(&mut self, key: DevKey<'_>) -> Result<u16, String> {
         if let Some(l) = self.last {
-            if self.order.get(usize::from(l)).is_some_and(|k| key.matches(k)) {
+            if self
+                .order
+                .get(usize::from(l))
+                .is_some_and(|k| key.matches(k))
+            {
                 return Ok(l);
             }
         }
