@@ -296,6 +296,38 @@ impl<'a> Fill<'a> {
     }
 }
 
+/// Every column chunk must lie inside the file. The Parquet crate trusts the footer here: a
+/// negative offset trips an assertion, and a huge length becomes the capacity of the buffer
+/// it reads the chunk into, so a corrupt footer would abort the process instead of failing.
+fn check_chunk_ranges(
+    file: &str,
+    md: &parquet::file::metadata::ParquetMetaData,
+    file_len: u64,
+) -> Result<(), FormatError> {
+    for (g, rg) in md.row_groups().iter().enumerate() {
+        for c in rg.columns() {
+            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+            let inside = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(c.compressed_size()).ok())
+                .and_then(|(s, l)| s.checked_add(l))
+                .is_some_and(|end| end <= file_len);
+            if !inside {
+                return Err(FormatError::file(
+                    file,
+                    format!(
+                        "row group {g}, column `{}`: chunk at byte {start} of {} bytes lies outside the {file_len}-byte file",
+                        c.column_path(),
+                        c.compressed_size()
+                    ),
+                )
+                .with_expected("a complete, uncorrupted Parquet file"));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl ColumnarReader {
     pub fn open(path: &Path) -> Result<Self, FormatError> {
         let file = path.display().to_string();
@@ -313,10 +345,12 @@ impl ColumnarReader {
         input: T,
         file: String,
     ) -> Result<Self, FormatError> {
+        let file_len = input.len();
         let builder = ParquetRecordBatchReaderBuilder::try_new(input).map_err(|e| {
             FormatError::file(&file, format!("not a Parquet file: {e}"))
                 .with_expected("a wattio columnar trace (Parquet)")
         })?;
+        check_chunk_ranges(&file, builder.metadata(), file_len)?;
         let md = builder.metadata().file_metadata();
         let total = u64::try_from(md.num_rows()).unwrap_or(0);
         let provenance: Vec<(String, String)> = md
