@@ -10,6 +10,7 @@
 
 pub mod alibaba;
 pub mod blkparse;
+pub mod cloud;
 #[cfg(feature = "columnar")]
 pub mod columnar;
 pub mod disksim;
@@ -251,8 +252,8 @@ pub fn text_reader<R: Read + Send + 'static>(
             boxed(r, name, b, opts, how)
         }
         Some("spc") => boxed(r, name, spc::Spc, opts, how),
-        Some("alibaba") => boxed(r, name, alibaba::Alibaba, opts, how),
-        Some("tencent") => boxed(r, name, tencent::Tencent, opts, how),
+        Some("alibaba") => boxed(r, name, cloud::Cloud(alibaba::Alibaba), opts, how),
+        Some("tencent") => boxed(r, name, cloud::Cloud(tencent::Tencent), opts, how),
         Some("disksim") => boxed(r, name, disksim::DisksimAscii, opts, how),
         Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
         Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),

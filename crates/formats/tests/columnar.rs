@@ -5,7 +5,7 @@
 //! reader.
 
 use arrow_array::{ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -66,17 +66,20 @@ fn write(reqs: &[Request]) -> PathBuf {
 /// Writes the nine columns as given with `props` (and the version key), bypassing
 /// `ColumnarWriter`: old settings, bad rows, nullable schemas.
 fn write_raw(cols: Vec<ArrayRef>, nullable_offset: bool, props: WriterProperties) -> PathBuf {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("arrival_ns", DataType::UInt64, false),
-        Field::new("op", DataType::UInt8, false),
-        Field::new("offset", DataType::UInt64, nullable_offset),
-        Field::new("len", DataType::UInt32, false),
-        Field::new("dev", DataType::UInt16, false),
-        Field::new("stream", DataType::UInt32, false),
-        Field::new("file", DataType::UInt64, true),
-        Field::new("call_site", DataType::UInt64, true),
-        Field::new("measured_ns", DataType::UInt64, true),
-    ]));
+    let base = wattio_formats::columnar::schema();
+    let fields: Vec<Field> = base
+        .fields()
+        .iter()
+        .map(|f| {
+            let f = f.as_ref().clone();
+            if f.name() == "offset" {
+                f.with_nullable(nullable_offset)
+            } else {
+                f
+            }
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
     let p = tmp("raw.parquet");
     let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
     let mut w =
