@@ -15,7 +15,9 @@ use arrow_array::{
     Array, ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::KeyValue;
@@ -346,10 +348,15 @@ impl ColumnarReader {
         file: String,
     ) -> Result<Self, FormatError> {
         let file_len = input.len();
-        let builder = ParquetRecordBatchReaderBuilder::try_new(input).map_err(|e| {
-            FormatError::file(&file, format!("not a Parquet file: {e}"))
-                .with_expected("a wattio columnar trace (Parquet)")
-        })?;
+        // The Arrow schema is derived from the Parquet schema, not decoded from the embedded
+        // `ARROW:schema` flatbuffer: arrow-ipc panics on a corrupt one (found by fuzzing),
+        // and the Parquet schema's unsigned-integer annotations give the same types.
+        let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts).map_err(|e| {
+                FormatError::file(&file, format!("not a Parquet file: {e}"))
+                    .with_expected("a wattio columnar trace (Parquet)")
+            })?;
         check_chunk_ranges(&file, builder.metadata(), file_len)?;
         let md = builder.metadata().file_metadata();
         let total = u64::try_from(md.num_rows()).unwrap_or(0);
