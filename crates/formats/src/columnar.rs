@@ -298,6 +298,27 @@ impl<'a> Fill<'a> {
     }
 }
 
+/// Runs a call into the Parquet/Arrow crates, turning a panic into an error. Those crates
+/// still panic on some malformed files (parquet 57's footer decoder unwraps a missing
+/// boolean, found by fuzzing; fixed in parquet 60): a corrupt trace must not take the whole
+/// run down. Only calls into those crates are wrapped, so a panic in wattio's own code still
+/// surfaces. The reader is not used again after such an error.
+fn contain<R>(file: &str, at: Location, f: impl FnOnce() -> R) -> Result<R, FormatError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        FormatError::new(
+            file,
+            at,
+            format!("the Parquet decoder failed on this file: {what}"),
+        )
+        .with_expected("a well-formed Parquet file")
+    })
+}
+
 /// Every column chunk must lie inside the file. The Parquet crate trusts the footer here: a
 /// negative offset trips an assertion, and a huge length becomes the capacity of the buffer
 /// it reads the chunk into, so a corrupt footer would abort the process instead of failing.
@@ -352,11 +373,13 @@ impl ColumnarReader {
         // `ARROW:schema` flatbuffer: arrow-ipc panics on a corrupt one (found by fuzzing),
         // and the Parquet schema's unsigned-integer annotations give the same types.
         let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts).map_err(|e| {
-                FormatError::file(&file, format!("not a Parquet file: {e}"))
-                    .with_expected("a wattio columnar trace (Parquet)")
-            })?;
+        let builder = contain(&file, Location::File, || {
+            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
+        })?
+        .map_err(|e| {
+            FormatError::file(&file, format!("not a Parquet file: {e}"))
+                .with_expected("a wattio columnar trace (Parquet)")
+        })?;
         check_chunk_ranges(&file, builder.metadata(), file_len)?;
         let md = builder.metadata().file_metadata();
         let total = u64::try_from(md.num_rows()).unwrap_or(0);
@@ -405,10 +428,10 @@ impl ColumnarReader {
                 }
             }
         }
-        let reader = builder
-            .with_batch_size(READ_BATCH_ROWS)
-            .build()
-            .map_err(|e| pq_err(&file, e))?;
+        let reader = contain(&file, Location::File, || {
+            builder.with_batch_size(READ_BATCH_ROWS).build()
+        })?
+        .map_err(|e| pq_err(&file, e))?;
         Ok(ColumnarReader {
             file,
             reader,
@@ -446,7 +469,9 @@ impl ColumnarReader {
     /// Reads the next record batch. `Ok(false)` at the end.
     fn load(&mut self) -> Result<bool, FormatError> {
         self.batch = None;
-        let b = match self.reader.next() {
+        let reader = &mut self.reader;
+        let next = contain(&self.file, Location::Row(self.row), || reader.next())?;
+        let b = match next {
             None => return Ok(false),
             Some(Err(e)) => {
                 return Err(FormatError::new(
