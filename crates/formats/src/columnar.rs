@@ -319,6 +319,30 @@ fn contain<R>(file: &str, at: Location, f: impl FnOnce() -> R) -> Result<R, Form
     })
 }
 
+/// Runs [`crate::footer::check`] on the footer before the Parquet crate decodes it.
+fn check_footer<T: parquet::file::reader::ChunkReader>(
+    input: &T,
+    file_len: u64,
+    file: &str,
+) -> Result<(), FormatError> {
+    let io = |e: parquet::errors::ParquetError| FormatError::file(file, format!("Parquet: {e}"));
+    let Some(tail_at) = file_len.checked_sub(8) else {
+        return Ok(()); // too short: the Parquet crate says so
+    };
+    let tail = input.get_bytes(tail_at, 8).map_err(io)?;
+    let Some(len) = crate::footer::footer_len(&tail) else {
+        return Ok(());
+    };
+    let (Some(start), Ok(n)) = (tail_at.checked_sub(len), usize::try_from(len)) else {
+        return Ok(()); // longer than the file: the Parquet crate says so
+    };
+    let footer = input.get_bytes(start, n).map_err(io)?;
+    crate::footer::check(&footer).map_err(|e| {
+        FormatError::file(file, format!("not a Parquet file: corrupt footer: {e}"))
+            .with_expected("a wattio columnar trace (Parquet)")
+    })
+}
+
 /// Every column chunk must lie inside the file. The Parquet crate trusts the footer here: a
 /// negative offset trips an assertion, and a huge length becomes the capacity of the buffer
 /// it reads the chunk into, so a corrupt footer would abort the process instead of failing.
@@ -369,6 +393,7 @@ impl ColumnarReader {
         file: String,
     ) -> Result<Self, FormatError> {
         let file_len = input.len();
+        check_footer(&input, file_len, &file)?;
         // The Arrow schema is derived from the Parquet schema, not decoded from the embedded
         // `ARROW:schema` flatbuffer: arrow-ipc panics on a corrupt one (found by fuzzing),
         // and the Parquet schema's unsigned-integer annotations give the same types.

@@ -17,6 +17,8 @@ pub mod disksim;
 pub mod error;
 pub mod fio;
 pub mod fiu;
+#[cfg(feature = "columnar")]
+mod footer;
 pub mod lines;
 pub mod msr;
 pub mod slice;
