@@ -1,5 +1,6 @@
 //! Trace-format throughput: MSR CSV parsing (target ≥ 300 MB/s on one core, flat memory) and
-//! columnar read (target ≥ 50 M requests/s), at several file sizes.
+//! columnar read (target ≥ 50 M requests/s; through `TraceSource::next_request` and through
+//! `ColumnarReader::next_batch`), at several file sizes.
 //!
 //!     cargo run --release -p wattio-formats --example formats_bench -- [SIZES_MB…]
 //!
@@ -198,7 +199,7 @@ fn main() {
     println!("MSR CSV parse (target {MSR_TARGET_MBS} MB/s) and columnar read (target {COLUMNAR_TARGET_MRPS} M req/s), best of 3,");
     println!("one thread; rates per CPU-second (wall-clock rate in parentheses: the machine may be shared)");
     println!(
-        "{:>8} {:>10} | {:>9} {:>9} {:>9} {:>9} | {:>9} | {:>9} {:>9} {:>9} {:>9}",
+        "{:>8} {:>10} | {:>9} {:>9} {:>9} {:>9} | {:>9} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9}",
         "size MB",
         "requests",
         "msr MB/s",
@@ -209,7 +210,9 @@ fn main() {
         "col M/s",
         "(wall)",
         "vs target",
-        "peak MiB"
+        "peak MiB",
+        "batch M/s",
+        "vs target"
     );
     for mb in sizes {
         let csv = dir.join(format!("msr_{mb}.csv"));
@@ -227,10 +230,13 @@ fn main() {
         let _ = std::fs::remove_file(&csv);
         let (cn, cdt, crss, cwall) = measure("columnar", &pq);
         assert_eq!(cn, rows);
+        let (bn, bdt, _, _) = measure("columnar-batch", &pq);
+        assert_eq!(bn, rows);
+        let bmrps = bn as f64 / 1e6 / bdt;
         let mrps = cn as f64 / 1e6 / cdt;
         let mrps_wall = cn as f64 / 1e6 / cwall;
         println!(
-            "{:>8} {:>10} | {:>9.0} {:>9} {:>8.2}x {:>9.1} | {:>9.0} | {:>9.1} {:>9} {:>8.2}x {:>9.1}",
+            "{:>8} {:>10} | {:>9.0} {:>9} {:>8.2}x {:>9.1} | {:>9.0} | {:>9.1} {:>9} {:>8.2}x {:>9.1} | {:>9.1} {:>8.2}x",
             mb,
             rows,
             mbs,
@@ -241,7 +247,9 @@ fn main() {
             mrps,
             format!("({mrps_wall:.1})"),
             mrps / COLUMNAR_TARGET_MRPS,
-            crss as f64 / 1024.0
+            crss as f64 / 1024.0,
+            bmrps,
+            bmrps / COLUMNAR_TARGET_MRPS
         );
         let _ = std::fs::remove_file(&pq);
     }
