@@ -105,7 +105,8 @@ impl Walker<'_> {
 
     fn value(&mut self, t: u8, depth: u32) -> Result<(), String> {
         match t {
-            1 | 2 | 3 => self.skip(1),
+            // Booleans inside a list take a byte each, like i8.
+            1..=3 => self.skip(1),
             4..=6 => self.varint().map(drop),
             7 => self.skip(8),
             8 => {
@@ -171,7 +172,7 @@ mod tests {
             .unwrap_err()
             .contains("declares 127 bytes"));
         // Nesting deeper than MAX_DEPTH.
-        let deep: Vec<u8> = std::iter::repeat(0x1c).take(40).collect();
+        let deep = vec![0x1c_u8; 40];
         assert!(check(&deep).unwrap_err().contains("deeper"));
         assert_eq!(footer_len(b"\x10\0\0\0PAR1"), Some(16));
         assert_eq!(footer_len(b"\x10\0\0\0PARE"), None);
