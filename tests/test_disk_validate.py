@@ -31,7 +31,7 @@ def test_validate_json_reports_demerit(capsys):
     assert rc == 0
     report = json.loads(capsys.readouterr().out)
     assert report["requests"] == 10000
-    # DiskSim's own demerit on this drive is 0.318 ms; the model reaches 0.312 ms.
+    # DiskSim's own demerit on this drive is 0.318 ms; the model reaches 0.314 ms.
     assert report["demerit_ms"] <= 0.319
     assert abs(report["mean_measured_ms"] - 5.328) < 0.001
     assert (
@@ -46,8 +46,8 @@ def test_import_writes_a_catalogue_timing_table(tmp_path, capsys):
     text = out.read_text()
     assert 'model = "hdd-mechanical"' in text
     # The unsupported DiskSim parameters are listed by name, in the file and on stderr.
-    assert "Extradisc seek delta" in text
-    assert "Extradisc seek delta" in capsys.readouterr().err
+    assert "Stop prefetch in sector" in text
+    assert "Stop prefetch in sector" in capsys.readouterr().err
 
 
 def test_missing_file_is_a_user_error(tmp_path, capsys):

@@ -4,7 +4,8 @@ measured side by side. See README.md."""
 from wattio import _core
 from wattio.api import Run, load, run
 from wattio.function import Function
+from wattio.sweep import sweep
 
 __version__ = _core.__version__
 
-__all__ = ["Function", "Run", "__version__", "load", "run"]
+__all__ = ["Function", "Run", "__version__", "load", "run", "sweep"]

@@ -158,6 +158,9 @@ pub struct DeviceRuntime {
     busy: u32,
     max_concurrent: u32,
     schedules: bool,
+    /// The model's capacity, read once: it never changes, and asking costs a dynamic call
+    /// per I/O.
+    capacity: u64,
     notready_cum: Nanos,
     notready_since: Option<Nanos>,
     scratch: Vec<Io>,
@@ -178,6 +181,7 @@ impl DeviceRuntime {
         let ready = spec.states[initial as usize].ready;
         let max_concurrent = timing.max_concurrent().max(1);
         let schedules = timing.schedules();
+        let capacity = timing.capacity();
         DeviceRuntime {
             info,
             timing,
@@ -189,6 +193,7 @@ impl DeviceRuntime {
             busy: 0,
             max_concurrent,
             schedules,
+            capacity,
             notready_cum: 0,
             notready_since: if ready { None } else { Some(start) },
             scratch: Vec::new(),
@@ -238,7 +243,19 @@ impl DeviceRuntime {
     }
 
     /// Queue an I/O.
+    #[inline]
     pub fn submit(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
+        // Fast path, identical in effect to enqueue + try_start: nothing queued ahead, the
+        // device can serve now, a service slot is free.
+        if self.queue.is_empty() && self.busy < self.max_concurrent {
+            if let Mode::Stable(cur) = self.mode {
+                if self.info.power.states[cur as usize].ready {
+                    let nr = self.notready_at(now);
+                    self.start(now, io, now, nr, ev);
+                    return;
+                }
+            }
+        }
         let p = Pending::Io {
             io,
             enqueued: now,
@@ -259,6 +276,7 @@ impl DeviceRuntime {
     }
 
     /// A service scheduled by [`DevEvent::ServiceEnd`] has finished.
+    #[inline]
     pub fn service_end(&mut self, now: Nanos, token: u32, ev: &mut Vec<DevEvent>) {
         let Some(s) = self.slots.get_mut(token as usize).and_then(Option::take) else {
             return;
@@ -299,6 +317,7 @@ impl DeviceRuntime {
         self.try_start(now, ev);
     }
 
+    #[inline]
     fn notready_at(&self, now: Nanos) -> Nanos {
         self.notready_cum + self.notready_since.map_or(0, |s| now - s)
     }
@@ -331,6 +350,7 @@ impl DeviceRuntime {
         });
     }
 
+    #[inline]
     fn try_start(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
         loop {
             let Mode::Stable(cur) = self.mode else {
@@ -403,6 +423,7 @@ impl DeviceRuntime {
             .min(self.scratch.len() - 1)
     }
 
+    #[inline]
     fn start(
         &mut self,
         now: Nanos,
@@ -411,7 +432,7 @@ impl DeviceRuntime {
         notready_at_enq: Nanos,
         ev: &mut Vec<DevEvent>,
     ) {
-        let svc = if io.end() > self.timing.capacity() && io.op.moves_data() {
+        let svc = if io.end() > self.capacity && io.op.moves_data() {
             Service {
                 status: Status::Invalid,
                 ..Service::default()

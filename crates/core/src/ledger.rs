@@ -9,6 +9,9 @@ use crate::time::{ns_to_secs, Nanos};
 pub struct Ledger {
     /// Current slot: a state index, or `states + transition index` during a transition.
     cur: usize,
+    /// The slot before `cur`: a device enters a state ahead of time (a seek's end is known
+    /// when it starts), so a ledger read before `since` must give that time back to it.
+    prev: usize,
     since: Nanos,
     start: Nanos,
     residency: Vec<Nanos>,
@@ -36,6 +39,7 @@ impl Ledger {
         entries[initial] += 1;
         Ledger {
             cur: initial,
+            prev: initial,
             since: start,
             start,
             residency: vec![0; slots],
@@ -51,6 +55,7 @@ impl Ledger {
         debug_assert!(at >= self.since, "ledger time went backwards");
         self.residency[self.cur] += at - self.since;
         self.since = at;
+        self.prev = self.cur;
         self.cur = slot;
         self.entries[slot] += 1;
     }
@@ -78,8 +83,23 @@ impl Ledger {
     /// Residency per slot as of `now` (the current slot is charged up to `now`).
     pub fn residency_at(&self, now: Nanos) -> Vec<Nanos> {
         let mut r = self.residency.clone();
-        r[self.cur] += now.saturating_sub(self.since);
+        if now >= self.since {
+            r[self.cur] += now - self.since;
+        } else {
+            // Read in the middle of an entry made ahead of time (a run cut inside a seek):
+            // the previous slot was charged up to `since`, only `now` has passed.
+            r[self.prev] -= (self.since - now).min(r[self.prev]);
+        }
         r
+    }
+
+    /// Entries per slot as of `now`: an entry made ahead of time has not happened yet.
+    fn entries_at(&self, now: Nanos) -> Vec<u64> {
+        let mut e = self.entries.clone();
+        if now < self.since {
+            e[self.cur] -= 1;
+        }
+        e
     }
 
     /// Total energy as of `now`.
@@ -90,6 +110,7 @@ impl Ledger {
     /// The ledger as of `now`, one row per state then per transition.
     pub fn rows(&self, spec: &PowerSpec, now: Nanos) -> Vec<LedgerRow> {
         let res = self.residency_at(now);
+        let entries = self.entries_at(now);
         let names = spec.slot_names();
         let watts = spec.slot_watts();
         let ns = spec.states.len();
@@ -98,7 +119,7 @@ impl Ledger {
                 let is_transition = i >= ns;
                 // A zero-latency transition has no residency: charge its energy per entry.
                 let energy_j = if is_transition && spec.transitions[i - ns].latency == 0 {
-                    spec.transitions[i - ns].energy_j * self.entries[i] as f64
+                    spec.transitions[i - ns].energy_j * entries[i] as f64
                 } else {
                     watts[i] * ns_to_secs(res[i])
                 };
@@ -107,7 +128,7 @@ impl Ledger {
                     is_transition,
                     watts: watts[i],
                     residency_ns: res[i],
-                    entries: self.entries[i],
+                    entries: entries[i],
                     energy_j,
                 }
             })
@@ -116,5 +137,36 @@ impl Ledger {
 
     pub fn start(&self) -> Nanos {
         self.start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::power::tests::laptop;
+
+    #[test]
+    fn a_read_inside_an_entry_made_ahead_of_time() {
+        let spec = PowerSpec::from_def(&laptop()).unwrap();
+        let (active, seek, idle) = (
+            spec.active as usize,
+            spec.seek.unwrap() as usize,
+            spec.idle as usize,
+        );
+        let mut l = Ledger::new(&spec, idle, 0);
+        // A service starts at 10 ns with a 6 ns seek: seek now, active from 16 ns.
+        l.enter(seek, 10);
+        l.enter(active, 16);
+        // Cut at 13 ns: 10 ns idle, 3 ns seek, no active yet; the sum is the span.
+        let r = l.residency_at(13);
+        assert_eq!((r[idle], r[seek], r[active]), (10, 3, 0));
+        assert_eq!(r.iter().sum::<u64>(), 13);
+        let rows = l.rows(&spec, 13);
+        assert_eq!(rows[active].entries, 0);
+        assert_eq!(rows[seek].entries, 1);
+        // At 20 ns the active entry has happened.
+        let r = l.residency_at(20);
+        assert_eq!((r[idle], r[seek], r[active]), (10, 6, 4));
+        assert_eq!(l.rows(&spec, 20)[active].entries, 1);
     }
 }

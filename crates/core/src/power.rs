@@ -342,7 +342,7 @@ impl PowerSpec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn laptop() -> PowerDef {

@@ -88,23 +88,31 @@ impl Stack {
     }
 
     /// A request from the host.
+    #[inline]
     pub fn request(&mut self, now: Nanos, io: Io, fx: &mut Vec<Effect>) {
         if self.layers.is_empty() {
             fx.push(Effect::Submit(io));
             return;
         }
-        self.work.push_back(Work::Request(0, io));
+        // The event goes straight to its layer, not through the work queue, which only holds
+        // what it causes between layers: every copy of an `Io` costs on the hot path.
+        self.acts.clear();
+        self.layers[0].on_request(now, io, &mut self.acts);
+        self.route(0, now, fx);
         self.run(now, fx);
     }
 
     /// A device finished an I/O submitted by the bottom layer.
+    #[inline]
     pub fn device_completion(&mut self, now: Nanos, done: Completion, fx: &mut Vec<Effect>) {
         if self.layers.is_empty() {
             fx.push(Effect::HostReply(done));
             return;
         }
-        self.work
-            .push_back(Work::Completion(self.layers.len() - 1, done));
+        let bottom = self.layers.len() - 1;
+        self.acts.clear();
+        self.layers[bottom].on_completion(now, done, &mut self.acts);
+        self.route(bottom, now, fx);
         self.run(now, fx);
     }
 
@@ -123,47 +131,59 @@ impl Stack {
         }
     }
 
+    #[inline]
     fn run(&mut self, now: Nanos, fx: &mut Vec<Effect>) {
         while let Some(w) = self.work.pop_front() {
-            self.acts.clear();
-            let layer = match w {
-                Work::Request(l, io) => {
-                    self.layers[l].on_request(now, io, &mut self.acts);
-                    l
-                }
-                Work::Completion(l, done) => {
-                    self.layers[l].on_completion(now, done, &mut self.acts);
-                    l
-                }
-            };
-            self.route(layer, now, fx);
+            self.step(w, now, fx);
         }
     }
 
+    #[inline]
+    fn step(&mut self, w: Work, now: Nanos, fx: &mut Vec<Effect>) {
+        self.acts.clear();
+        let layer = match w {
+            Work::Request(l, io) => {
+                self.layers[l].on_request(now, io, &mut self.acts);
+                l
+            }
+            Work::Completion(l, done) => {
+                self.layers[l].on_completion(now, done, &mut self.acts);
+                l
+            }
+        };
+        self.route(layer, now, fx);
+    }
+
+    #[inline]
     fn route(&mut self, layer: usize, now: Nanos, fx: &mut Vec<Effect>) {
         let bottom = self.layers.len() - 1;
-        for a in self.acts.drain() {
+        // By reference, not drained by value: each action is copied once, into its effect.
+        for a in self.acts.as_slice() {
             match a {
                 Action::Submit(io) => {
                     if layer == bottom {
-                        fx.push(Effect::Submit(io));
+                        fx.push(Effect::Submit(*io));
                     } else {
-                        self.work.push_back(Work::Request(layer + 1, io));
+                        self.work.push_back(Work::Request(layer + 1, *io));
                     }
                 }
-                Action::Reply(mut done) => {
+                Action::Reply(done) => {
                     // A reply completes now, whatever the function copied from below.
-                    done.finished = now;
+                    let done = Completion {
+                        finished: now,
+                        ..*done
+                    };
                     if layer == 0 {
                         fx.push(Effect::HostReply(done));
                     } else {
                         self.work.push_back(Work::Completion(layer - 1, done));
                     }
                 }
-                Action::SetPower { device, state } => fx.push(Effect::SetPower { device, state }),
-                Action::SetTimer { timer, at } => fx.push(Effect::SetTimer { layer, timer, at }),
-                Action::CancelTimer { timer } => fx.push(Effect::CancelTimer { layer, timer }),
+                &Action::SetPower { device, state } => fx.push(Effect::SetPower { device, state }),
+                &Action::SetTimer { timer, at } => fx.push(Effect::SetTimer { layer, timer, at }),
+                &Action::CancelTimer { timer } => fx.push(Effect::CancelTimer { layer, timer }),
             }
         }
+        self.acts.clear();
     }
 }

@@ -8,6 +8,10 @@ use wattio_devices::disksim::{
 };
 use wattio_devices::mechanical::MechanicalDisk;
 
+fn disk_def_clone(d: &MechanicalDisk) -> wattio_devices::mechanical::MechanicalDef {
+    d.def().clone()
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let dir = PathBuf::from(a.get(1).cloned().unwrap_or_default());
@@ -19,6 +23,7 @@ fn main() {
     let text = std::fs::read_to_string(dir.join(format!("{d}.trace"))).unwrap();
     let lines = parse_trace(&text, "t").unwrap();
     let mut disk = MechanicalDisk::new(imp.timing).unwrap();
+    let map = MechanicalDisk::new(disk_def_clone(&disk)).unwrap();
     let sim = replay(&mut disk, &lines);
     for op in [wattio_core::io::Op::Read, wattio_core::io::Op::Write] {
         let mut s: Vec<f64> = vec![];
@@ -48,13 +53,20 @@ fn main() {
                     60
                 })
         {
+            let a = map.layout().ltop(l.blkno);
+            let b = map.layout().ltop(l.blkno + l.bcount as u64 - 1);
+            let bpt = a.map(|p| map.layout().blocks_per_track(p.cyl)).unwrap_or(0);
             println!(
-                "{:?} {} {} sim {:.3} meas {:.3}",
+                "{:?} {} {} sim {:.3} meas {:.3} delay {:.3} at {:?} to {:?} bpt {}",
                 l.op,
                 l.blkno,
                 l.bcount,
                 x / 1000.0,
-                l.service_us / 1000.0
+                l.service_us / 1000.0,
+                l.delay_us / 1000.0,
+                a.map(|p| (p.cyl, p.head, p.sector)),
+                b.map(|p| (p.cyl, p.head, p.sector)),
+                bpt
             );
         }
     }

@@ -57,6 +57,9 @@ fn def() -> MechanicalDef {
             read_ahead_over_requested: true,
             fast_write_level: 0,
             read_hits_on_write_data: true,
+            read_ahead_on_idle_hit: false,
+            zero_latency_read: false,
+            read_any_free_blocks: false,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),
@@ -185,4 +188,90 @@ fn timing_table_round_trips_through_toml() {
         .err()
         .unwrap();
     assert!(e.contains("rpms"), "{e}");
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[test]
+fn zero_latency_read_starts_where_the_head_lands() {
+    let mut d = def();
+    d.cache.zero_latency_read = true;
+    let mut d = MechanicalDisk::new(d).unwrap();
+    // Blocks 0–9 (sectors 0–9 of track (0,0)) asked at 0.05 ms: overhead 0.5 ms, the head
+    // lands at 0.55 ms mid-sector 5 (angle 0.055); the next boundary is sector 6 at
+    // 0.6 ms. Sectors 6–9 are read at once, sectors 0–5 when they come round; the run
+    // completes one revolution after 0.6 ms: 10.6 ms, i.e. 10.55 ms after the command
+    // (waiting for sector 0 instead would take 0.5 + 9.45 + 1.0 = 10.95 ms).
+    let s = d.service(50_000, &io(Op::Read, 0, 10));
+    assert!((ms(s.total()) - 10.55).abs() < 1e-6, "{}", ms(s.total()));
+}
+
+#[test]
+fn written_block_not_yet_across_the_bus_costs_a_revolution() {
+    let mut d = def();
+    d.controller.bus_ms_per_sector = 0.3;
+    let mut d = MechanicalDisk::new(d).unwrap();
+    // Write of blocks 8–10 at t = 0: overhead 0.4 ms, then each block takes 0.3 ms on the
+    // bus: in the buffer at 0.7, 1.0 and 1.3 ms. The head waits for block 8 (0.7 ms),
+    // sector 8 passes at 0.8 ms; sector 9 comes at 0.9 ms before its data (1.0 ms), so it
+    // is written a revolution later, at 10.9 ms, and sector 10 at 11.0 ms: done 11.1 ms.
+    let s = d.service(0, &io(Op::Write, 8, 3));
+    assert!((ms(s.total()) - 11.1).abs() < 1e-6, "{}", ms(s.total()));
+}
+
+#[test]
+fn extra_write_disconnect_buffers_before_writing() {
+    let mut base = def();
+    base.controller.bus_ms_per_sector = 0.3;
+    // Blocks 12–14 arrive at 0.7, 1.0, 1.3 ms; sector 12 passes at 1.2 ms: written
+    // 1.2–1.5 ms as the data keeps ahead.
+    let mut d = MechanicalDisk::new(base.clone()).unwrap();
+    let s = d.service(0, &io(Op::Write, 12, 3));
+    assert!((ms(s.total()) - 1.5).abs() < 1e-6, "{}", ms(s.total()));
+    // With DiskSim's extra write disconnect the media waits for min(3, 10) = 3 blocks:
+    // from 1.3 ms, so sector 12 next passes at 11.2 ms: done 11.5 ms.
+    base.controller.extra_write_disconnect = true;
+    let mut d = MechanicalDisk::new(base).unwrap();
+    let s = d.service(0, &io(Op::Write, 12, 3));
+    assert!((ms(s.total()) - 11.5).abs() < 1e-6, "{}", ms(s.total()));
+}
+
+#[test]
+fn disconnect_reselect_and_data_preparation() {
+    let mut base = def();
+    base.controller.read_disconnect_after_read_ms = 0.02;
+    base.controller.reselect_ms = 0.2;
+    base.controller.data_prep_ms = 0.05;
+    base.controller.write_disconnect_ms = 0.1;
+    let mut d = MechanicalDisk::new(base.clone()).unwrap();
+    // Read miss of block 0 at t = 0: disconnect after 0.5 + 0.02 ms; the block is in at
+    // 10.1 ms; reconnect 0.2 ms + data preparation 0.05 ms: 10.35 ms.
+    let s = d.service(0, &io(Op::Read, 0, 1));
+    assert!((ms(s.total()) - 10.35).abs() < 1e-6, "{}", ms(s.total()));
+    // Write-through write of block 200 (media done at 3.1 ms + 0.05 ms of data
+    // preparation before the data moves, as in `write_through_waits_for_media`): it
+    // disconnects once its data is in and reconnects (0.2 ms) when the media is done.
+    let mut d = MechanicalDisk::new(base).unwrap();
+    let s = d.service(0, &io(Op::Write, 200, 1));
+    assert!((ms(s.total()) - 3.3).abs() < 1e-6, "{}", ms(s.total()));
+}
+
+#[test]
+fn read_ahead_past_the_segment_size_wraps_over_its_start() {
+    let mut base = def();
+    base.cache.segments = 1;
+    base.cache.segment_blocks = 10;
+    base.cache.continuous_read = 3;
+    base.cache.max_read_ahead = 20;
+    let mut d = MechanicalDisk::new(base).unwrap();
+    // Block 0 read at t = 0 (done 10.1 ms), then read ahead 20 blocks to 12.1 ms: the
+    // 10-block segment keeps blocks 11–20 only.
+    assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 10_100_000);
+    // Block 15 at 20 ms: a hit (0.1 ms overhead).
+    assert_eq!(d.service(20 * MS, &io(Op::Read, 15, 1)).total(), 100_000);
+    // Block 0 again at 30 ms: gone, read from the media (overhead 0.5 ms, sector 0 at
+    // 40 ms): 10.1 ms.
+    assert_eq!(d.service(30 * MS, &io(Op::Read, 0, 1)).total(), 10_100_000);
 }

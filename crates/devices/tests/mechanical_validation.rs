@@ -6,19 +6,20 @@
 use std::path::PathBuf;
 use wattio_devices::disksim::validate::validate;
 
-/// (drive, DiskSim's demerit, the demerit this model reaches today). Where the model does
-/// not yet reach DiskSim's figure, the test holds the line at what it reaches (so it
-/// catches regressions) and `docs/validation.md` says so.
+/// (drive, DiskSim's demerit, the demerit this model reaches today). Every drive but
+/// dec_rz26 is held to DiskSim's figure (+ 0.001 ms, the spread between DiskSim's own
+/// builds); dec_rz26, which the model does not yet bring under DiskSim's figure (see
+/// `docs/validation.md`), is held to what it reaches so regressions fail.
 // 0.318 is DiskSim's published figure, not 1/π.
 #[allow(clippy::approx_constant)]
 const DRIVES: &[(&str, f64, f64)] = &[
-    ("atlas_III", 0.378, 1.236),
-    ("barracuda", 0.349, 0.372),
-    ("cheetah4LP", 0.318, 0.312),
-    ("atlas10k", 0.268, 0.230),
-    ("hp_c2247a", 0.090, 0.167),
-    ("hp_c2490a", 0.254, 0.294),
-    ("dec_rz26", 0.340, 0.594),
+    ("atlas_III", 0.378, 0.372),
+    ("barracuda", 0.349, 0.319),
+    ("cheetah4LP", 0.318, 0.314),
+    ("atlas10k", 0.268, 0.094),
+    ("hp_c2247a", 0.090, 0.087),
+    ("hp_c2490a", 0.254, 0.246),
+    ("dec_rz26", 0.340, 0.424),
 ];
 
 fn data_dir() -> Option<PathBuf> {

@@ -16,14 +16,44 @@ use wattio_core::time::Nanos;
 
 const BATCH: usize = 1 << 16;
 
-fn writer(path: &Path, schema: SchemaRef) -> Result<ArrowWriter<File>, String> {
-    let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(1).map_err(|e| e.to_string())?,
-        ))
-        .build();
-    ArrowWriter::try_new(f, schema, Some(props)).map_err(|e| format!("{}: {e}", path.display()))
+/// A Parquet file written one record batch at a time (zstd level 1: small files, cheap).
+struct ParquetOut {
+    w: ArrowWriter<File>,
+    schema: SchemaRef,
+    path: String,
+}
+
+impl ParquetOut {
+    fn create(path: &Path, schema: SchemaRef) -> Result<ParquetOut, String> {
+        let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(1).map_err(|e| e.to_string())?,
+            ))
+            .build();
+        let w = ArrowWriter::try_new(f, schema.clone(), Some(props))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(ParquetOut {
+            w,
+            schema,
+            path: path.display().to_string(),
+        })
+    }
+
+    fn write(&mut self, cols: Vec<ArrayRef>) -> Result<(), String> {
+        let batch = RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| format!("{}: {e}", self.path))?;
+        self.w
+            .write(&batch)
+            .map_err(|e| format!("{}: {e}", self.path))
+    }
+
+    fn close(self) -> Result<(), String> {
+        self.w
+            .close()
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", self.path))
+    }
 }
 
 fn status_code(s: Status) -> u8 {
@@ -38,8 +68,7 @@ fn status_code(s: Status) -> u8 {
 
 /// `requests.parquet`: one row per host request, in completion order.
 pub struct RequestsTable {
-    w: ArrowWriter<File>,
-    schema: SchemaRef,
+    out: ParquetOut,
     id: UInt64Builder,
     arrival: UInt64Builder,
     finish: UInt64Builder,
@@ -53,7 +82,6 @@ pub struct RequestsTable {
     len: UInt32Builder,
     status: UInt8Builder,
     rows: usize,
-    path: String,
 }
 
 impl RequestsTable {
@@ -74,8 +102,7 @@ impl RequestsTable {
             Field::new("status", DataType::UInt8, false),
         ]));
         Ok(RequestsTable {
-            w: writer(path, schema.clone())?,
-            schema,
+            out: ParquetOut::create(path, schema)?,
             id: UInt64Builder::with_capacity(BATCH),
             arrival: UInt64Builder::with_capacity(BATCH),
             finish: UInt64Builder::with_capacity(BATCH),
@@ -89,7 +116,6 @@ impl RequestsTable {
             len: UInt32Builder::with_capacity(BATCH),
             status: UInt8Builder::with_capacity(BATCH),
             rows: 0,
-            path: path.display().to_string(),
         })
     }
 
@@ -131,26 +157,21 @@ impl RequestsTable {
             Arc::new(self.len.finish()),
             Arc::new(self.status.finish()),
         ];
-        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| e.to_string())?;
-        self.w
-            .write(&batch)
-            .map_err(|e| format!("{}: {e}", self.path))?;
+        self.out.write(cols)?;
         self.rows = 0;
         Ok(())
     }
 
     pub fn finish(mut self) -> Result<(), String> {
         self.flush()?;
-        self.w.close().map_err(|e| format!("{}: {e}", self.path))?;
-        Ok(())
+        self.out.close()
     }
 }
 
 /// `timeline.parquet`: power-mode intervals per device (`device`, `state`, `start_s`,
 /// `end_s`). Busy sub-states are folded into the ready state around them.
 pub struct TimelineTable {
-    w: ArrowWriter<File>,
-    schema: SchemaRef,
+    out: ParquetOut,
     names: Vec<Vec<String>>,
     devices: Vec<String>,
     /// Open interval per device: (slot, start).
@@ -160,7 +181,6 @@ pub struct TimelineTable {
     start: Float64Builder,
     end: Float64Builder,
     rows: usize,
-    path: String,
 }
 
 impl TimelineTable {
@@ -178,8 +198,7 @@ impl TimelineTable {
             Field::new("end_s", DataType::Float64, false),
         ]));
         Ok(TimelineTable {
-            w: writer(path, schema.clone())?,
-            schema,
+            out: ParquetOut::create(path, schema)?,
             names: slots,
             devices,
             open: initial.into_iter().map(|s| (s, 0)).collect(),
@@ -188,7 +207,6 @@ impl TimelineTable {
             start: Float64Builder::new(),
             end: Float64Builder::new(),
             rows: 0,
-            path: path.display().to_string(),
         })
     }
 
@@ -227,10 +245,7 @@ impl TimelineTable {
             Arc::new(self.start.finish()),
             Arc::new(self.end.finish()),
         ];
-        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| e.to_string())?;
-        self.w
-            .write(&batch)
-            .map_err(|e| format!("{}: {e}", self.path))?;
+        self.out.write(cols)?;
         self.rows = 0;
         Ok(())
     }
@@ -240,8 +255,7 @@ impl TimelineTable {
             self.emit(d, end)?;
         }
         self.flush()?;
-        self.w.close().map_err(|e| format!("{}: {e}", self.path))?;
-        Ok(())
+        self.out.close()
     }
 }
 
@@ -259,7 +273,7 @@ pub fn write_energy(
         Field::new("entries", DataType::UInt64, false),
         Field::new("energy_j", DataType::Float64, false),
     ]));
-    let mut w = writer(path, schema.clone())?;
+    let mut out = ParquetOut::create(path, schema)?;
     let cols: Vec<ArrayRef> = vec![
         Arc::new(arrow_array::StringArray::from_iter_values(
             rows.iter().map(|r| r.0.as_str()),
@@ -283,9 +297,6 @@ pub fn write_energy(
             rows.iter().map(|r| r.1.energy_j),
         )),
     ];
-    let batch = RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())?;
-    w.write(&batch)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    w.close().map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(())
+    out.write(cols)?;
+    out.close()
 }

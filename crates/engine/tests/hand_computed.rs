@@ -4,8 +4,6 @@
 mod common;
 
 use common::*;
-use wattio_devices::Catalogue;
-use wattio_engine::{run, RunOptions};
 
 #[test]
 fn fixed_timeout_by_hand() {
@@ -22,17 +20,7 @@ fn fixed_timeout_by_hand() {
         timeout_s = 5
         "#,
     );
-    let s = run(
-        &cfg,
-        &Catalogue::default(),
-        &opener(reqs),
-        &mut no_external(),
-        RunOptions {
-            out_dir: None,
-            progress: None,
-        },
-    )
-    .unwrap();
+    let s = run_quiet(&cfg, reqs);
     // Timeline: idle 0–1; A 1–1.016; idle to 3; B 3–3.016; idle to 8.016 (5 s timeout);
     // spin-down to 9.016; standby to 20; C arrives, spin-up 20–22, served 22–22.016;
     // idle to 27.016; spin-down to 28.016; standby to 30.
@@ -79,17 +67,7 @@ fn oracle_by_hand() {
         policy = "oracle"
         "#,
     );
-    let s = run(
-        &cfg,
-        &Catalogue::default(),
-        &opener(reqs),
-        &mut no_external(),
-        RunOptions {
-            out_dir: None,
-            progress: None,
-        },
-    )
-    .unwrap();
+    let s = run_quiet(&cfg, reqs);
     let d = &s.devices["disk"];
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // Spin down at 3.016 (1 s), standby 4.016–18, spin up 18–20 just in time; spin down
@@ -118,17 +96,7 @@ fn oracle_by_hand() {
 fn always_on_by_hand() {
     let reqs = reads(&[1.0, 3.0, 20.0], &[500_000_000, 100_000_000], 50_000);
     let cfg = config("[run]\nuntil_s = 30\n");
-    let s = run(
-        &cfg,
-        &Catalogue::default(),
-        &opener(reqs),
-        &mut no_external(),
-        RunOptions {
-            out_dir: None,
-            progress: None,
-        },
-    )
-    .unwrap();
+    let s = run_quiet(&cfg, reqs);
     let d = &s.devices["disk"];
     // 29.952 s idle at 1 W + 0.09 J seek + 0.036 J active.
     assert!(

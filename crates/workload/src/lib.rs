@@ -16,7 +16,7 @@ pub use rng::{Rng, Zipf};
 
 use serde::Deserialize;
 use wattio_core::io::{Op, Request};
-use wattio_core::time::Nanos;
+use wattio_core::time::round_positive;
 use wattio_core::trace::{TraceError, TraceSource};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -437,7 +437,8 @@ impl TraceSource for Generator {
         }
         self.stream_pos[stream] = offset + len as u64;
         self.emitted += 1;
-        let mut r = Request::new((self.t * 1e9).round() as Nanos, op, offset, len);
+        // round_positive, not f64::round: same value, no software rounding call per request.
+        let mut r = Request::new(round_positive(self.t * 1e9), op, offset, len);
         r.dev = self.burst_dev;
         r.stream = stream as u32;
         Ok(Some(r))

@@ -73,7 +73,8 @@ impl Rng {
         if p >= 1.0 {
             return 0;
         }
-        (self.uniform_open0().ln() / (1.0 - p).ln()).floor() as u64
+        // Non-negative, so truncation is floor (and cheaper than `f64::floor` on baseline x86-64).
+        (self.uniform_open0().ln() / (1.0 - p).ln()) as u64
     }
 }
 
@@ -123,7 +124,8 @@ impl Zipf {
         loop {
             let u = self.h_n + rng.uniform() * (self.h_x1 - self.h_n);
             let x = self.h_integral_inv(u);
-            let k = (x + 0.5).floor().clamp(1.0, self.n);
+            // x ≥ 0.5, so truncation is floor.
+            let k = (((x + 0.5) as u64) as f64).clamp(1.0, self.n);
             if k - x <= self.sv || u >= self.h_integral(k + 0.5) - self.h(k) {
                 return k as u64;
             }

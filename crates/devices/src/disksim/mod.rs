@@ -121,6 +121,9 @@ const USED_DISK: &[&str] = &[
     "buffer continuous read",
     "maximum read-ahead (blks)",
     "read-ahead over requested",
+    "read-ahead on idle hit",
+    "immediate buffer read",
+    "read any free blocks",
     "fast write level",
     "read hit over. after read",
     "read hit over. after write",
@@ -133,7 +136,21 @@ const USED_DISK: &[&str] = &[
     "read completion overhead",
     "write completion overhead",
     "minimum seek delay",
-    "hold bus entire write xfer",
+    "data preparation overhead",
+    "first reselect overhead",
+    "read disconnect afterread",
+    "read disconnect afterwrite",
+    "write disconnect overhead",
+    "never disconnect",
+    "extra write disconnect",
+    // Only used for writes flagged EXTRA_WRITE_DISCONNECT, which DiskSim 4.0 never sets
+    // (the code setting it is commented out in `disk_buffer_select_segment`).
+    "other reselect overhead",
+    "extradisc command overhead",
+    "extradisc disconnect overhead",
+    "extradisc inter-disconnect delay",
+    "extradisc 2nd disconnect overhead",
+    "extradisc seek delta",
     // Behaviour the model has built in (DiskSim's values for every validated drive).
     "calc sector by sector",
     "read directly to buffer",
@@ -427,6 +444,9 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         read_ahead_over_requested: opt_num(disk, "Read-ahead over requested")? != 0.0,
         fast_write_level: num(disk, "Fast write level")?.unwrap_or(0.0) as u32,
         read_hits_on_write_data: opt_num(disk, "Allow read hits on write data")? != 0.0,
+        read_ahead_on_idle_hit: opt_num(disk, "Read-ahead on idle hit")? != 0.0,
+        zero_latency_read: opt_num(disk, "Immediate buffer read")? != 0.0,
+        read_any_free_blocks: opt_num(disk, "Read any free blocks")? != 0.0,
     };
     if !by_req && hw != 0.0 {
         unsupported.push(format!(
@@ -461,6 +481,13 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         write_completion_ms: opt_num(disk, "Write completion overhead")?,
         min_seek_delay_ms: opt_num(disk, "Minimum seek delay")?,
         hold_bus_write: opt_num(disk, "Hold bus entire write xfer")? != 0.0,
+        data_prep_ms: opt_num(disk, "Data preparation overhead")?,
+        reselect_ms: opt_num(disk, "First reselect overhead")?,
+        read_disconnect_after_read_ms: opt_num(disk, "Read disconnect afterread")?,
+        read_disconnect_after_write_ms: opt_num(disk, "Read disconnect afterwrite")?,
+        write_disconnect_ms: opt_num(disk, "Write disconnect overhead")?,
+        never_disconnect: opt_num(disk, "Never disconnect")? != 0.0,
+        extra_write_disconnect: opt_num(disk, "Extra write disconnect")? != 0.0,
     };
     let def = MechanicalDef {
         model: "hdd-mechanical".into(),

@@ -67,11 +67,33 @@ fn one() -> u32 {
 }
 
 /// A physical block address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pbn {
     pub cyl: u32,
     pub head: u32,
     pub sector: u32,
+}
+
+/// The fractional part in [0, 1) (`rem_euclid(1.0)` without a libm `fmod` call; exact
+/// below 2^52, which simulated revolutions stay under).
+pub(crate) fn frac(x: f64) -> f64 {
+    let f = x - x as i64 as f64;
+    if f < 0.0 {
+        f + 1.0
+    } else {
+        f
+    }
+}
+
+impl Pbn {
+    /// The sector `i` further along the same track.
+    pub fn plus(self, i: u64) -> Pbn {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        Pbn {
+            sector: self.sector.saturating_add(i),
+            ..self
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -385,6 +407,38 @@ impl Layout {
         })
     }
 
+    /// How many sectors of `p`'s track, from sector 0, hold consecutive LBNs, when the
+    /// layout says so without a search: zones without slips or remapped defects, and
+    /// sparing schemes whose spare sectors sit at the end of a track, cylinder or range.
+    /// `None` when a slip, defect or other scheme may break the track.
+    pub fn track_usable(&self, p: Pbn) -> Option<u32> {
+        let b = self.band_of_cyl(p.cyl)?;
+        let z = &b.z;
+        if !b.slips.is_empty() || !z.defects.is_empty() {
+            return None;
+        }
+        let bpt = u64::from(z.blocks_per_track);
+        let spares = u64::from(z.spares);
+        let s = u64::from(self.surfaces);
+        let range_end = |cyls_per_range: u64| -> Option<u32> {
+            // Spares fill the end of each range of `cyls_per_range` cylinders.
+            let head = u64::from(self.surf_on_cyl(b, p.cyl, p.head));
+            let cylrel = u64::from(p.cyl.checked_sub(z.first_cyl)?);
+            let track = (cylrel % cyls_per_range) * s + head;
+            let per_range = bpt * s * cyls_per_range;
+            let usable = per_range.checked_sub(spares)?;
+            let left = usable.saturating_sub(track * bpt).min(bpt);
+            u32::try_from(left).ok()
+        };
+        match self.sparing {
+            NO_SPARING | TRACK_SPARING => Some(z.blocks_per_track),
+            SECTPERTRACK_SPARING => z.blocks_per_track.checked_sub(z.spares),
+            SECTPERCYL_SPARING => range_end(1),
+            SECTPERRANGE_SPARING => range_end(self.range_size),
+            _ => None,
+        }
+    }
+
     /// Angle (fraction of a revolution, in [0, 1)) where sector `p` starts: the zone offset
     /// plus one track skew per track switch and one cylinder skew per cylinder switch since
     /// the zone start, plus slipped sectors for the schemes that slip within the cylinder
@@ -407,7 +461,7 @@ impl Layout {
             let cutoff = tracks * z.blocks_per_track as u64;
             sectors += b.slips.partition_point(|&s| s < cutoff) as f64;
         }
-        (sectors / z.blocks_per_track as f64).rem_euclid(1.0)
+        frac(sectors / z.blocks_per_track as f64)
     }
 }
 
@@ -432,6 +486,74 @@ mod tests {
 
     fn p(cyl: u32, head: u32, sector: u32) -> Pbn {
         Pbn { cyl, head, sector }
+    }
+
+    /// Sectors of `q`'s track holding consecutive LBNs from sector 0, by walking `ltop`.
+    fn usable_by_walk(l: &Layout, q: Pbn) -> u32 {
+        (0..l.blocks())
+            .filter_map(|x| l.ltop(x))
+            .filter(|r| r.cyl == q.cyl && r.head == q.head)
+            .map(|r| r.sector + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn track_usable_matches_the_mapping() {
+        // Spares at the end of each 2-cylinder range (scheme 8), per cylinder (scheme 2),
+        // per track (scheme 3), serpentine surfaces (mapping 1), and none at all; every
+        // track's usable sectors must be what walking the LBN mapping finds.
+        for (sparing, spares, range, mapping) in [
+            (SECTPERRANGE_SPARING, 13, 2, 0),
+            (SECTPERRANGE_SPARING, 3, 1, 1),
+            (SECTPERCYL_SPARING, 4, 1, 0),
+            (SECTPERTRACK_SPARING, 2, 1, 0),
+            (NO_SPARING, 0, 1, 1),
+        ] {
+            let mut z = zone(0, 3, 10);
+            z.spares = spares;
+            let def = LayoutDef {
+                mapping,
+                sparing,
+                range_size: range,
+                zones: vec![z],
+            };
+            let l = Layout::new(&def, 3, 4).unwrap();
+            for cyl in 0..4 {
+                for head in 0..3 {
+                    let q = p(cyl, head, 0);
+                    assert_eq!(
+                        l.track_usable(q),
+                        Some(usable_by_walk(&l, q)),
+                        "scheme {sparing}, spares {spares}, range {range}, mapping {mapping}, track {cyl}/{head}"
+                    );
+                }
+            }
+        }
+        // A slip makes the answer a search's job.
+        let mut z = zone(0, 1, 10);
+        z.spares = 2;
+        z.slips = vec![3];
+        let def = LayoutDef {
+            mapping: 0,
+            sparing: SECTPERRANGE_SPARING,
+            range_size: 1,
+            zones: vec![z],
+        };
+        assert_eq!(
+            Layout::new(&def, 2, 2).unwrap().track_usable(p(0, 0, 0)),
+            None
+        );
+    }
+
+    #[test]
+    fn fractional_part() {
+        assert_eq!(frac(2.25), 0.25);
+        assert_eq!(frac(-0.25), 0.75);
+        assert_eq!(frac(7.0), 0.0);
+        // Exact where `rem_euclid` is: the integer part of a representable value.
+        let x = 123_456.789_f64;
+        assert_eq!(frac(x), x.rem_euclid(1.0));
     }
 
     #[test]

@@ -1,19 +1,24 @@
 //! The DiskSim-grade mechanical disk (`model = "hdd-mechanical"`).
 //!
-//! What it models, following DiskSim 4.0's disk (`disksim_diskctlr.c`, `diskmodel/`):
+//! What it models, following DiskSim 4.0's disk (`disksim_diskctlr.c`,
+//! `disksim_diskcache.c`, `diskmodel/`); `docs/validation.md` maps every parameter:
 //! * the zoned layout with skews, slips, spares and remapped defects ([`layout`]);
 //! * seeks from an extracted table or the HPL curve ([`seek`]); a move that changes head
 //!   costs at least the head-switch time, writes add the write-settle delta;
 //! * rotation tracked in absolute time (the platter is at angle 0 at t = 0), so the
-//!   rotational latency of a request depends on when it reaches its track;
-//! * media access track by track: seek or head switch, wait for the first sector, transfer;
-//! * the controller: command overheads that depend on hit/miss and on the previous
-//!   command's direction, per-sector bus transfer overlapped with the media (the disk
-//!   reconnects once the request's water mark is buffered), completion overheads;
-//! * the on-board cache: segments (LRU), read-ahead after a read miss that continues in
-//!   the background until the next command arrives (or the segment's limit), read hits and
-//!   partial hits on data being prefetched, write-back (`fast_write_level` 2: every write;
-//!   1: while no other dirty data is pending), destaging in the background;
+//!   rotational latency of a request depends on when it reaches its track; zero-latency
+//!   reads where the drive has them;
+//! * media access track by track, as runs of blocks passing back to back under the head
+//!   (the bus pipeline, read-ahead progress and bus-overrun slips are closed forms per run);
+//! * the controller: command overheads by hit/miss and the previous command's direction,
+//!   data preparation, disconnect/reselect around a read miss's media phase and a
+//!   write-through write's, per-sector bus transfer overlapped with the media, completion
+//!   overheads;
+//! * the on-board cache: segments (LRU) holding their last `segment_blocks` blocks,
+//!   read-ahead after a read miss that continues in the background until the next command
+//!   arrives (or its limit), read hits and partial hits on data being prefetched,
+//!   read-ahead on idle hits, write-back (`fast_write_level` 2: every write; 1: while no
+//!   other dirty data is pending), destaging in the background;
 //! * the queue: FCFS, or SSTF / SPTF through [`Timing::pick`].
 //!
 //! All times inside are f64 milliseconds of absolute simulated time.
@@ -24,6 +29,7 @@ pub mod seek;
 use layout::{Layout, LayoutDef, Pbn};
 use seek::{Seek, SeekDef};
 use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op};
 use wattio_core::time::Nanos;
@@ -89,13 +95,37 @@ pub struct ControllerDef {
     pub read_completion_ms: f64,
     #[serde(default)]
     pub write_completion_ms: f64,
-    /// The disk holds the bus for a write's whole data phase: a write-through write starts
-    /// on the media only once all of its data is buffered.
+    /// DiskSim's `Hold bus entire write xfer`. Kept for catalogue entries that set it; it
+    /// has no effect here (in DiskSim it only matters once a write outgrows the buffer).
     #[serde(default)]
     pub hold_bus_write: bool,
-    /// The mechanism may not start moving earlier than this after a command arrives.
+    /// A write's positioning takes at least this long (DiskSim's `Minimum seek delay`,
+    /// applied in `disk_check_hda` to writes that do not continue a sequential stream).
     #[serde(default)]
     pub min_seek_delay_ms: f64,
+    /// Added to the command overhead before data moves (hits, writes, reconnections).
+    #[serde(default)]
+    pub data_prep_ms: f64,
+    /// Reconnecting to the bus after a disconnect (DiskSim's `First reselect overhead`).
+    #[serde(default)]
+    pub reselect_ms: f64,
+    /// A read miss disconnects after its command overhead; this long after a read ...
+    #[serde(default)]
+    pub read_disconnect_after_read_ms: f64,
+    /// ... or after a write.
+    #[serde(default)]
+    pub read_disconnect_after_write_ms: f64,
+    /// A write-through write disconnects once its data is buffered, and reconnects to
+    /// complete when the media write is done.
+    #[serde(default)]
+    pub write_disconnect_ms: f64,
+    /// The disk never disconnects: a read miss holds the bus until its data is ready.
+    #[serde(default)]
+    pub never_disconnect: bool,
+    /// DiskSim's `Extra write disconnect`: the media write waits for a minimum of
+    /// buffered blocks.
+    #[serde(default)]
+    pub extra_write_disconnect: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -111,8 +141,9 @@ pub struct CacheDef {
     /// Reconnect for a read once this fraction of the request is buffered (≥ 1 block).
     #[serde(default)]
     pub read_water: f64,
-    /// A write-through write starts on the media once this fraction of its data (≥ 1
-    /// block) has crossed the bus.
+    /// DiskSim's write water mark: when a write larger than the buffer reconnects for
+    /// more data. Kept from the import; the model writes each block once it has crossed
+    /// the bus and does not model writes outgrowing the buffer, so it has no effect.
     #[serde(default)]
     pub write_water: f64,
     /// 0 none, 1 to the end of the track, 2 to the end of the cylinder, 3 (and 4) to the
@@ -129,6 +160,16 @@ pub struct CacheDef {
     pub fast_write_level: u32,
     #[serde(default = "yes")]
     pub read_hits_on_write_data: bool,
+    /// A read that hits entirely in an idle segment restarts the read-ahead there.
+    #[serde(default)]
+    pub read_ahead_on_idle_hit: bool,
+    /// Zero-latency reads: a head landing inside the requested run starts reading there.
+    #[serde(default)]
+    pub zero_latency_read: bool,
+    /// A read miss also buffers the blocks of its first track that pass under the head
+    /// before the requested ones (implies zero-latency reads).
+    #[serde(default)]
+    pub read_any_free_blocks: bool,
 }
 
 fn yes() -> bool {
@@ -171,9 +212,25 @@ pub struct MechanicalDisk {
     /// Dirty data is being destaged until this time.
     dirty_until: f64,
     last_was_read: bool,
+    /// One past the last block of the latest write.
+    last_write_end: u64,
     segs: Vec<Seg>,
     prefetch: Option<Prefetch>,
     tick: u64,
+    /// Recently mapped track stretches (a cache: the layout is the truth).
+    stretches: RefCell<[Stretch; 4]>,
+    stretch_next: Cell<usize>,
+}
+
+/// LBNs `lo..hi` lie back to back on one track from `at`, whose sector starts at
+/// `angle` (a fraction of a revolution); each further sector `per_sector` later.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stretch {
+    lo: u64,
+    hi: u64,
+    at: Pbn,
+    angle: f64,
+    per_sector: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -183,8 +240,67 @@ enum Sched {
     Sptf,
 }
 
-/// One block's media completion time, as `media` reports it.
-type OnBlock<'a> = &'a mut dyn FnMut(u64, f64) -> bool;
+/// Blocks passing back to back under the head on one track: block `lbn + i` (`i < n`,
+/// `n ≥ 1`) is done (its sector has passed) at `first + i * sect`; it sits at `at.plus(i)`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    lbn: u64,
+    n: u64,
+    first: f64,
+    sect: f64,
+    at: Pbn,
+}
+
+impl Run {
+    fn done(&self, i: u64) -> f64 {
+        self.first + i as f64 * self.sect
+    }
+
+    fn end(&self) -> f64 {
+        self.done(self.n - 1)
+    }
+
+    fn pbn(&self, i: u64) -> Pbn {
+        self.at.plus(i)
+    }
+}
+
+/// The bus moves blocks `i0..i1` of `r` in order, `bt` each, none before it is done,
+/// starting when it is free at `bus`; returns when it is free again. Closed form of
+/// `bus = max(bus, done_i) + bt` over an arithmetic run of done times.
+fn fifo(bus: f64, r: &Run, i0: u64, i1: u64, bt: f64) -> f64 {
+    if i1 <= i0 {
+        return bus;
+    }
+    let m = (i1 - i0) as f64;
+    let f = r.done(i0);
+    let tail = if r.sect > bt {
+        f + (m - 1.0) * r.sect + bt
+    } else {
+        f + m * bt
+    };
+    (bus + m * bt).max(tail)
+}
+
+/// What a media access did: first positioning and latency (ms), when it ended and
+/// where it left the arm.
+#[derive(Clone, Copy, Debug)]
+struct Access {
+    pos: f64,
+    lat: f64,
+    end: f64,
+    arm: Pbn,
+}
+
+/// A read-ahead's state at some time: blocks read (`got` is one past the last),
+/// whether it is over, when it ends (or ended) and where the arm is.
+#[derive(Clone, Copy, Debug)]
+struct Progress {
+    got: u64,
+    complete: bool,
+    end: f64,
+    arm: Pbn,
+}
 
 impl MechanicalDisk {
     pub fn new(def: MechanicalDef) -> Result<MechanicalDisk, String> {
@@ -230,7 +346,8 @@ impl MechanicalDisk {
             }
         };
         let layout = Layout::new(&def.layout, def.surfaces, def.cylinders)?;
-        let seek = Seek::new(def.seek.clone())?;
+        let mut seek = Seek::new(def.seek.clone())?;
+        seek.tabulate(def.cylinders);
         let nseg = if def.cache.enabled {
             def.cache.segments as usize
         } else {
@@ -256,9 +373,12 @@ impl MechanicalDisk {
             mech_free: 0.0,
             dirty_until: 0.0,
             last_was_read: true,
+            last_write_end: u64::MAX,
             segs,
             prefetch: None,
             tick: 0,
+            stretches: RefCell::new([Stretch::default(); 4]),
+            stretch_next: Cell::new(0),
             def,
         })
     }
@@ -268,6 +388,10 @@ impl MechanicalDisk {
             .try_into()
             .map_err(|e| format!("timing: {e}"))?;
         MechanicalDisk::new(def)
+    }
+
+    pub fn def(&self) -> &MechanicalDef {
+        &self.def
     }
 
     pub fn layout(&self) -> &Layout {
@@ -299,9 +423,13 @@ impl MechanicalDisk {
 
     /// Time (ms) from absolute time `t` until sector `p` passes under the head.
     pub fn latency_ms(&self, t: f64, p: Pbn) -> f64 {
-        let theta = (t / self.period).rem_euclid(1.0);
-        let a = self.layout.angle(p);
-        let d = (a - theta).rem_euclid(1.0);
+        self.latency_to(t, self.layout.angle(p))
+    }
+
+    /// Time (ms) from absolute time `t` until the platter reaches angle `a`.
+    fn latency_to(&self, t: f64, a: f64) -> f64 {
+        let theta = layout::frac(t / self.period);
+        let d = layout::frac(a - theta);
         // Treat a position within a float's rounding of the sector start as on it.
         if d > 1.0 - 1e-9 {
             0.0
@@ -312,197 +440,343 @@ impl MechanicalDisk {
 
     /// Media access of `count` blocks from `lbn`, starting at `t` with the arm at `from`:
     /// per track, position (seek or head switch) then wait for the first sector, then
-    /// transfer. `on_block(lbn, done)` is called for each block in order; returning false
-    /// stops the access after that block. Returns (first positioning ms, first latency ms,
-    /// end time, final arm position).
-    fn media(
-        &self,
-        t: f64,
-        from: Pbn,
-        lbn: u64,
-        count: u64,
-        write: bool,
-        on_block: OnBlock<'_>,
-    ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, t, Some(on_block))
-    }
-
-    /// [`Self::media`] without per-block reports: whole track runs at once.
-    fn media_quiet(
-        &self,
-        t: f64,
-        from: Pbn,
-        lbn: u64,
-        count: u64,
-        write: bool,
-    ) -> (f64, f64, f64, Pbn) {
-        self.media_after(t, from, lbn, count, write, t, None)
-    }
-
-    /// [`Self::media`] where the first sector may not be transferred before `data_ready`
-    /// (a write whose data is still crossing the bus): the arm seeks meanwhile.
+    /// transfer. Each stretch of blocks passing back to back under the head is reported
+    /// as a [`Run`], in LBN order; `on_run` returning false stops the access after that
+    /// run. Work is per track, not per block.
+    ///
+    /// `avail = Some((t0, per, need))`: the data is still crossing the bus, block
+    /// `lbn + i` may be written from `t0 + max(i + 1, need) * per`. The arm seeks
+    /// meanwhile; a sector whose block has not arrived when it comes under the head is
+    /// passed over and written a revolution later (DiskSim's `disk_buffer_block_available`
+    /// checked per sector in `disk_buffer_sector_done`).
+    ///
+    /// `immed`: zero-latency access (DiskSim's `Immediate buffer read`, forced on by
+    /// `Read any free blocks`): a head landing inside a track's run reads from there to
+    /// the run's end, then the run's head once it comes round (immedstart / immedend in
+    /// `disk_buffer_sector_done`); the run completes one revolution after landing.
     #[allow(clippy::too_many_arguments)]
-    fn media_after(
+    fn media_runs<F: FnMut(Run) -> bool>(
         &self,
         t: f64,
         from: Pbn,
         lbn: u64,
         count: u64,
         write: bool,
-        data_ready: f64,
-        mut on_block: Option<OnBlock<'_>>,
-    ) -> (f64, f64, f64, Pbn) {
+        avail: Option<(f64, f64, u64)>,
+        immed: bool,
+        mut on_run: F,
+    ) -> Access {
         let mut now = t;
         let mut arm = from;
         let mut first = None;
         let mut l = lbn;
         let end = lbn + count;
-        while l < end {
-            let Some(p) = self.layout.ltop(l) else {
+        let avail_at = |b: u64| {
+            avail.map_or(f64::NEG_INFINITY, |(t0, per, need)| {
+                t0 + (b - lbn + 1).max(need) as f64 * per
+            })
+        };
+        'tracks: while l < end {
+            let Some((p, n, angle)) = self.stretch(l, end - l) else {
                 break;
             };
-            // Blocks that follow on this track. Fast path: the run to the track end (or the
-            // request end) holds no slip when its last block lands exactly where a
-            // contiguous run would put it.
-            let bpt_u = self.layout.blocks_per_track(p.cyl) as u64;
-            let span = (end - l).min(bpt_u - p.sector as u64);
-            let contiguous = span <= 1
-                || self.layout.ltop(l + span - 1).is_some_and(|q| {
-                    q.cyl == p.cyl
-                        && q.head == p.head
-                        && q.sector as u64 == p.sector as u64 + span - 1
-                });
-            let mut n = if contiguous { span.max(1) } else { 1u64 };
-            let mut last = p;
-            while !contiguous && l + n < end {
-                match self.layout.ltop(l + n) {
-                    Some(q) if q.cyl == p.cyl && q.head == p.head && q.sector > last.sector => {
-                        last = q;
-                        n += 1;
+            let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl));
+            let pos = self.seek_ms(arm, p, write);
+            let ready = (now + pos).max(avail_at(l));
+            let wait = self.latency_to(ready, angle);
+            let bpt = bpt_u as f64;
+            let sect = self.period / bpt;
+            if immed && n > 1 && wait > 0.0 {
+                // The head is `r` sectors past the run's first sector; its next sector
+                // boundary is `k` sectors in.
+                let r = bpt - wait / sect;
+                let kr = r.ceil();
+                if kr >= 1.0 && kr < n as f64 {
+                    let k = kr as u64;
+                    let start = ready + (kr - r) * sect;
+                    first.get_or_insert((pos, start - now - pos));
+                    let head = Run {
+                        lbn: l,
+                        n: k,
+                        first: start + (bpt - kr + 1.0) * sect,
+                        sect,
+                        at: p,
+                    };
+                    let tail = Run {
+                        lbn: l + k,
+                        n: n - k,
+                        first: start + sect,
+                        sect,
+                        at: p.plus(k),
+                    };
+                    now = start + bpt * sect;
+                    arm = p.plus(k - 1);
+                    l += n;
+                    if !on_run(head) || !on_run(tail) {
+                        break;
                     }
-                    _ => break,
+                    continue;
                 }
             }
-            let pos = self.seek_ms(arm, p, write);
-            let ready = (now + pos).max(data_ready);
-            let lat = ready - now - pos + self.latency_ms(ready, p);
-            if first.is_none() {
-                first = Some((pos, lat));
-            }
-            let bpt = self.layout.blocks_per_track(p.cyl) as f64;
-            let sect = self.period / bpt;
-            let start = now + pos + lat;
-            let mut stop = false;
-            let mut k = 0u64;
-            let mut prev_sector = p.sector;
-            let mut done = start;
-            if contiguous && on_block.is_none() {
-                now = start + n as f64 * sect;
-                arm = Pbn {
-                    cyl: p.cyl,
-                    head: p.head,
-                    sector: p.sector + n as u32 - 1,
-                };
-                l += n;
-                continue;
-            }
-            for i in 0..n {
-                // Slipped sectors inside the run still pass under the head.
-                let q = if i == 0 {
-                    p
-                } else if contiguous {
-                    Pbn {
-                        sector: p.sector + i as u32,
-                        ..p
+            first.get_or_insert((pos, ready - now - pos + wait));
+            // Stretches between revolutions lost to data arriving slower than the media.
+            let mut i0 = 0u64;
+            let mut s0 = ready + wait;
+            loop {
+                let i1 = match avail {
+                    Some((_, per, _)) if per > sect => {
+                        self.first_late(i0, n, s0, sect, |j| avail_at(l + j))
                     }
-                } else {
-                    self.layout.ltop(l + i).unwrap_or(p)
+                    _ => n,
                 };
-                let gap = if i == 0 { 1 } else { q.sector - prev_sector };
-                prev_sector = q.sector;
-                done += gap as f64 * sect;
-                k = i + 1;
-                if !on_block.as_mut().is_none_or(|f| f(l + i, done)) {
-                    stop = true;
+                let run = Run {
+                    lbn: l + i0,
+                    n: i1 - i0,
+                    first: s0 + sect,
+                    sect,
+                    at: p.plus(i0),
+                };
+                let go = on_run(run);
+                if i1 >= n || !go {
+                    now = run.end();
+                    arm = run.pbn(run.n - 1);
+                    l += i1;
+                    if !go {
+                        break 'tracks;
+                    }
                     break;
                 }
-            }
-            now = done;
-            arm = Pbn {
-                cyl: p.cyl,
-                head: p.head,
-                sector: prev_sector,
-            };
-            l += k;
-            if stop {
-                break;
+                let st = s0 + (i1 - i0) as f64 * sect;
+                let late = avail_at(l + i1) - st;
+                s0 = st + (late / self.period).ceil() * self.period;
+                i0 = i1;
             }
         }
         let (pos, lat) = first.unwrap_or((0.0, 0.0));
-        (pos, lat, now, arm)
+        Access {
+            pos,
+            lat,
+            end: now,
+            arm,
+        }
     }
 
-    /// Settle the background prefetch at time `t`: blocks read by then join the cache,
-    /// the mechanism is free once the sector in progress is done.
-    fn stop_prefetch(&mut self, t: f64) {
+    /// The first block index in `i0 + 1 .. n` whose data (`avail(j)`) arrives after its
+    /// sector starts (`s0 + (j - i0) * sect`), or `n`. Lateness grows along the run once
+    /// the bus is the slower, so a linear estimate is refined by a step or two.
+    fn first_late(&self, i0: u64, n: u64, s0: f64, sect: f64, avail: impl Fn(u64) -> f64) -> u64 {
+        let late = |j: u64| avail(j) > s0 + (j - i0) as f64 * sect;
+        if n <= i0 + 1 {
+            return n;
+        }
+        if !late(n - 1) {
+            // Lateness is monotone past the `need` plateau: none late at the end, none
+            // late at all (the plateau's blocks arrive together, before the first).
+            return n;
+        }
+        let (mut lo, mut hi) = (i0 + 1, n - 1);
+        // Binary search for the first late block (late(hi) holds).
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if late(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Where `l` lies and how many blocks from it (at most `want`) lie back to back on
+    /// its track. Remembers the last few tracks' stretches: a read-ahead continues on the
+    /// track its request ended on, and is looked at again by the next command.
+    /// Also returns the angle where `l`'s sector starts.
+    fn stretch(&self, l: u64, want: u64) -> Option<(Pbn, u64, f64)> {
+        if let Some(s) = self
+            .stretches
+            .borrow()
+            .iter()
+            .find(|s| s.lo <= l && l < s.hi)
+        {
+            let k = l - s.lo;
+            return Some((
+                s.at.plus(k),
+                (s.hi - l).min(want),
+                layout::frac(s.angle + k as f64 * s.per_sector),
+            ));
+        }
+        let p = self.layout.ltop(l)?;
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
+        let n = self.contiguous(l, p, bpt.saturating_sub(u64::from(p.sector)).max(1));
+        let angle = self.layout.angle(p);
+        let mut cache = self.stretches.borrow_mut();
+        let slot = self.stretch_next.get() % cache.len();
+        if let Some(s) = cache.get_mut(slot) {
+            *s = Stretch {
+                lo: l,
+                hi: l + n,
+                at: p,
+                angle,
+                per_sector: 1.0 / bpt.max(1) as f64,
+            };
+        }
+        self.stretch_next.set(slot + 1);
+        Some((p, n.min(want), angle))
+    }
+
+    /// How many blocks from `l` (at `p`, at most `span`) lie back to back on `p`'s track.
+    fn contiguous(&self, l: u64, p: Pbn, span: u64) -> u64 {
+        let at = |m: u64| {
+            self.layout.ltop(l + m - 1).is_some_and(|q| {
+                q.cyl == p.cyl
+                    && q.head == p.head
+                    && u64::from(q.sector) == u64::from(p.sector) + m - 1
+            })
+        };
+        if span <= 1 {
+            return 1;
+        }
+        if let Some(u) = self.layout.track_usable(p) {
+            return span
+                .min(u64::from(u).saturating_sub(u64::from(p.sector)))
+                .max(1);
+        }
+        let q = self.layout.ltop(l + span - 1);
+        if q.is_some_and(|q| {
+            q.cyl == p.cyl
+                && q.head == p.head
+                && u64::from(q.sector) == u64::from(p.sector) + span - 1
+        }) {
+            return span;
+        }
+        // Usually the track holds fewer blocks (spare sectors) and the last one landed on
+        // the next track's sector `q.sector`: the track then ends that many blocks back.
+        if let Some(q) = q.filter(|q| q.cyl != p.cyl || q.head != p.head) {
+            let m = span.saturating_sub(u64::from(q.sector) + 1);
+            if m >= 1 && at(m) && !at(m + 1) {
+                return m;
+            }
+        }
+        // A slip inside: the longest back-to-back prefix.
+        let (mut lo, mut hi) = (1u64, span - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if at(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// How far the read-ahead `pf` has got by time `t`.
+    fn prefetch_progress(&self, pf: &Prefetch, t: f64) -> Progress {
+        if pf.next >= pf.limit {
+            return Progress {
+                got: pf.next,
+                complete: true,
+                end: pf.t0,
+                arm: pf.from,
+            };
+        }
+        let mut got = pf.next;
+        let mut cut = None;
+        let acc = self.media_runs(
+            pf.t0,
+            pf.from,
+            pf.next,
+            pf.limit - pf.next,
+            false,
+            None,
+            false,
+            |r| {
+                if r.end() <= t {
+                    got = r.lbn + r.n;
+                    true
+                } else {
+                    let k = if r.first > t {
+                        0
+                    } else {
+                        (((t - r.first) / r.sect).floor() as u64 + 1).min(r.n - 1)
+                    };
+                    got = r.lbn + k;
+                    cut = Some(r.pbn(k));
+                    false
+                }
+            },
+        );
+        match cut {
+            None => Progress {
+                got,
+                complete: true,
+                end: acc.end,
+                arm: acc.arm,
+            },
+            Some(arm) => Progress {
+                got,
+                complete: false,
+                end: acc.end,
+                arm,
+            },
+        }
+    }
+
+    /// Settle the background prefetch at time `t` (its progress `prog` if already known):
+    /// blocks read by then join the cache; a read-ahead cut short leaves the arm on the
+    /// sector in progress, free at `t`.
+    fn stop_prefetch_with(&mut self, t: f64, prog: Option<Progress>) {
         let Some(pf) = self.prefetch.take() else {
             return;
         };
         if pf.next >= pf.limit {
             return;
         }
-        // Common case: the read-ahead finished long before the next command.
-        let (_, _, end, arm) = self.media_quiet(pf.t0, pf.from, pf.next, pf.limit - pf.next, false);
-        if end <= t {
-            if let Some(s) = self.segs.get_mut(pf.seg) {
-                s.end = s.end.max(pf.limit);
-            }
-            self.arm = arm;
-            self.mech_free = self.mech_free.max(end);
-            return;
-        }
-        let mut got = pf.next;
-        let mut last_done = pf.t0;
-        let (_, _, _, arm) = self.media(
-            pf.t0,
-            pf.from,
-            pf.next,
-            pf.limit - pf.next,
-            false,
-            &mut |l, done| {
-                last_done = done;
-                if done <= t {
-                    got = l + 1;
-                    true
-                } else {
-                    false
-                }
-            },
-        );
+        let prog = prog.unwrap_or_else(|| self.prefetch_progress(&pf, t));
         if let Some(s) = self.segs.get_mut(pf.seg) {
-            s.end = s.end.max(got);
+            s.end = s.end.max(prog.got);
         }
-        self.arm = arm;
-        self.mech_free = self.mech_free.max(last_done.min(t.max(pf.t0)));
-        if got >= pf.limit {
-            self.mech_free = self.mech_free.max(last_done);
-        }
+        self.arm = prog.arm;
+        self.mech_free = if prog.complete {
+            self.mech_free.max(prog.end)
+        } else {
+            self.mech_free.max(t.max(pf.t0))
+        };
     }
 
-    /// Block availability for a read served (partly) from segment `seg` with the
-    /// prefetch possibly still streaming: returns, per block, the time it is in the buffer.
-    fn prefetch_times(&self, pf: &Prefetch, upto: u64, f: &mut dyn FnMut(u64, f64)) {
-        let _ = self.media(
-            pf.t0,
-            pf.from,
-            pf.next,
-            upto.saturating_sub(pf.next),
-            false,
-            &mut |l, done| {
-                f(l, done);
-                true
-            },
-        );
+    fn stop_prefetch(&mut self, t: f64) {
+        self.stop_prefetch_with(t, None);
+    }
+
+    /// With `Read any free blocks`, a read miss buffers every block of its first track
+    /// that passes under the head before the request's first block: from where the head
+    /// lands if that precedes the request on the track, else (once the head has come
+    /// round) from the track's start (DiskSim's `disk_buffer_sector_done`, the
+    /// `currblkno < seg->startblkno` case). Returns the segment's first block.
+    fn free_blocks_start(&self, t: f64, from: Pbn, lbn: u64) -> u64 {
+        let Some(p) = self.layout.ltop(lbn) else {
+            return lbn;
+        };
+        let pos = self.seek_ms(from, p, false);
+        let wait = self.latency_ms(t + pos, p);
+        if wait <= 0.0 {
+            return lbn;
+        }
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
+        let sect = self.period / bpt as f64;
+        let ahead = ((bpt as f64 - wait / sect).ceil() as u64) % bpt;
+        let landing = (u64::from(p.sector) + ahead) % bpt;
+        let back = if landing < u64::from(p.sector) {
+            u64::from(p.sector) - landing
+        } else {
+            u64::from(p.sector)
+        };
+        let s = lbn.saturating_sub(back);
+        // Only blocks of the same track (a slip or zone edge inside: keep the request's).
+        match self.layout.ltop(s) {
+            Some(q) if q.cyl == p.cyl && q.head == p.head => s,
+            _ => lbn,
+        }
     }
 
     fn overhead(&self, read: bool, hit: bool) -> f64 {
@@ -568,12 +842,31 @@ impl MechanicalDisk {
         Some((lo, hi))
     }
 
+    /// The read-ahead limit of the non-DEC schemes (DiskSim's
+    /// `disk_buffer_get_max_readahead`): `max_read_ahead` past the request if set; else,
+    /// when the request's data is kept (`Read-ahead over requested = 0`), up to one
+    /// segment from the request's start; else one segment past its end. Reading past
+    /// the segment's size wraps over its oldest blocks (see the hit test).
+    fn read_ahead_amount(&self, lbn: u64, end: u64) -> u64 {
+        let c = &self.def.cache;
+        let seg = c.segment_blocks as u64;
+        if c.max_read_ahead > 0 {
+            end + c.max_read_ahead as u64
+        } else if !c.read_ahead_over_requested {
+            if end - lbn >= seg {
+                end
+            } else {
+                lbn + seg
+            }
+        } else {
+            end + seg
+        }
+    }
+
     /// Read-ahead limit after a read of `lbn..end` into a segment starting at `seg_start`
     /// (DiskSim's `disk_buffer_get_max_readahead`).
     fn read_ahead_limit(&self, lbn: u64, end: u64, seg_start: u64) -> u64 {
         let c = &self.def.cache;
-        let ra = c.max_read_ahead as u64;
-        let seg = c.segment_blocks as u64;
         let lim = match c.continuous_read {
             0 => end,
             // The "DEC" scheme: to the end of the track holding the next block, one track
@@ -584,32 +877,26 @@ impl MechanicalDisk {
                 None => end,
             },
             1 | 2 => {
-                // To the end of the track (1) or cylinder (2) holding the last block.
+                // Read-ahead runs on until the limit below, but a background read stops
+                // rather than switch track (1) or cylinder (2) (DiskSim's
+                // `disk_initiate_seek`).
                 let Some(p) = self.layout.ltop(end.saturating_sub(1)) else {
                     return end;
                 };
-                let cap = if ra > 0 { end + ra } else { end + seg };
+                let cap = self.read_ahead_amount(lbn, end);
                 let mut l = end;
-                while let Some(q) = self.layout.ltop(l) {
-                    let same = q.cyl == p.cyl && (c.continuous_read == 2 || q.head == p.head);
-                    if !same || l >= cap {
+                while l < cap {
+                    let Some((q, n, _)) = self.stretch(l, cap - l) else {
+                        break;
+                    };
+                    if q.cyl != p.cyl || (c.continuous_read != 2 && q.head != p.head) {
                         break;
                     }
-                    l += 1;
+                    l += n;
                 }
                 l
             }
-            _ => {
-                // The segment holds at most `segment_blocks` from where the read began.
-                if ra > 0 {
-                    (end + ra).min(seg_start + seg).max(end)
-                } else if !c.read_ahead_over_requested {
-                    // The request's data stays in the segment: it bounds the read-ahead.
-                    (lbn + seg).max(end)
-                } else {
-                    end + seg
-                }
-            }
+            _ => self.read_ahead_amount(lbn, end),
         };
         lim.min(self.layout.blocks())
     }
@@ -621,27 +908,38 @@ impl MechanicalDisk {
         let bt = self.def.controller.bus_ms_per_sector;
         let end_lbn = lbn + count;
         if read {
+            // A read-ahead that ended before this command arrived has left the
+            // mechanism idle: settle it, so blocks past its limit are read afresh.
+            let mut prog = None;
+            if let Some(p) = self.prefetch {
+                let pr = self.prefetch_progress(&p, t);
+                if pr.complete && pr.end <= t {
+                    self.stop_prefetch_with(t, Some(pr));
+                } else {
+                    prog = Some(pr);
+                }
+            }
             // Cached already, or on its way in from a running prefetch?
             let pf = self.prefetch;
             let mut hit_seg = None;
             let mut streaming = false;
+            let seg_blocks = self.def.cache.segment_blocks as u64;
             for (i, s) in self.segs.iter().enumerate() {
                 if s.write && !self.def.cache.read_hits_on_write_data {
                     continue;
                 }
                 let mut end = s.end;
                 let live = pf.filter(|p| p.seg == i);
-                if let Some(p) = live.filter(|p| s.start <= lbn && lbn < p.limit) {
+                if live.is_some_and(|p| s.start <= lbn && lbn < p.limit) {
                     // Blocks read by now count; the rest arrive as the prefetch goes on.
-                    let mut got = p.next;
-                    self.prefetch_times(&p, p.limit.min(lbn + 1), &mut |l, done| {
-                        if done <= t {
-                            got = got.max(l + 1);
-                        }
-                    });
-                    end = end.max(got);
+                    if let Some(pr) = prog {
+                        end = end.max(pr.got);
+                    }
                 }
-                if s.start <= lbn && lbn < end {
+                // A segment holds its last `segment_blocks` blocks: read-ahead past that
+                // wraps over its start (DiskSim's `disk_buffer_segment_wrap`).
+                let start = s.start.max(end.saturating_sub(seg_blocks));
+                if start <= lbn && lbn < end {
                     hit_seg = Some(i);
                     streaming = live.is_some();
                     break;
@@ -651,7 +949,7 @@ impl MechanicalDisk {
                 let seg = self.segs.get(i).copied().unwrap_or_default();
                 let ovh = self.overhead(true, true);
                 let cmd_done = t + ovh;
-                let mut bus = cmd_done;
+                let mut bus = cmd_done + self.def.controller.data_prep_ms;
                 let covered = if streaming {
                     seg.end
                 } else {
@@ -660,29 +958,70 @@ impl MechanicalDisk {
                 // Blocks already buffered.
                 let cached_to = covered.min(end_lbn).max(lbn);
                 bus += (cached_to - lbn) as f64 * bt;
-                if end_lbn > cached_to {
+                if end_lbn <= cached_to {
+                    // A whole hit. A prefetch running into this segment goes on, now to
+                    // the further of its limit and this request's; any other stops, and
+                    // with `read_ahead_on_idle_hit` the read-ahead restarts from the
+                    // segment's end (DiskSim's `disk_buffer_attempt_access_swap` and
+                    // `disk_check_hda`).
+                    let lim = self.read_ahead_limit(lbn, end_lbn, seg.start);
+                    match pf.filter(|p| streaming && p.seg == i) {
+                        Some(mut p) => {
+                            p.limit = p.limit.max(lim);
+                            self.prefetch = Some(p);
+                        }
+                        None => {
+                            self.stop_prefetch_with(t, prog);
+                            if self.def.cache.read_ahead_on_idle_hit && lim > seg.end {
+                                let ready = t + self.overhead(true, false);
+                                self.prefetch = Some(Prefetch {
+                                    seg: i,
+                                    next: seg.end,
+                                    limit: lim,
+                                    t0: ready.max(self.mech_free),
+                                    from: self.arm,
+                                });
+                            }
+                        }
+                    }
+                } else {
                     // The rest streams in (prefetch continuing, limit extended if needed).
                     let mut p = match pf.filter(|p| streaming && p.seg == i) {
                         Some(p) => p,
                         None => {
-                            // Whole-segment hit not covering the tail: read the tail.
-                            self.stop_prefetch(t);
+                            // Whole-segment hit not covering the tail: read the tail,
+                            // the mechanism starting once the read-miss overhead is
+                            // done (DiskSim times every read's `overhead_done` so).
+                            self.stop_prefetch_with(t, prog);
+                            let ready = t + self.overhead(true, false);
                             Prefetch {
                                 seg: i,
                                 next: cached_to,
                                 limit: end_lbn,
-                                t0: cmd_done.max(self.mech_free),
+                                t0: ready.max(self.mech_free),
                                 from: self.arm,
                             }
                         }
                     };
                     p.limit = p.limit.max(self.read_ahead_limit(lbn, end_lbn, seg.start));
                     let mut last = bus;
-                    self.prefetch_times(&p, end_lbn, &mut |l, done| {
-                        if l >= cached_to {
-                            last = last.max(done) + bt;
-                        }
-                    });
+                    if end_lbn > p.next {
+                        self.media_runs(
+                            p.t0,
+                            p.from,
+                            p.next,
+                            end_lbn - p.next,
+                            false,
+                            None,
+                            false,
+                            |r| {
+                                let i0 = cached_to.saturating_sub(r.lbn).min(r.n);
+                                let i1 = (end_lbn - r.lbn).min(r.n);
+                                last = fifo(last, &r, i0, i1, bt);
+                                true
+                            },
+                        );
+                    }
                     bus = last;
                     self.prefetch = Some(p);
                     if let Some(s) = self.segs.get_mut(i) {
@@ -695,42 +1034,58 @@ impl MechanicalDisk {
                 return (end, 0.0, 0.0, ovh);
             }
             // Miss.
-            self.stop_prefetch(t);
+            self.stop_prefetch_with(t, prog);
             let ovh = self.overhead(true, false);
             let cmd_done = t + ovh;
-            let mstart = cmd_done
-                .max(self.mech_free)
-                .max(t + self.def.controller.min_seek_delay_ms);
+            let mstart = cmd_done.max(self.mech_free);
             let water = ((count as f64 * self.def.cache.read_water).floor() as u64).max(1);
-            let mut bus = cmd_done;
+            let arm_before = self.arm;
+            // DiskSim's `disk_read_arrive`: a miss disconnects after the command overhead
+            // and reconnects (reselect + data preparation) once the water mark is
+            // buffered; a never-disconnecting disk goes straight to data preparation.
+            let c = &self.def.controller;
+            let (mut bus, reconnect) = if c.never_disconnect {
+                (cmd_done + c.data_prep_ms, 0.0)
+            } else {
+                let disc = if self.last_was_read {
+                    c.read_disconnect_after_read_ms
+                } else {
+                    c.read_disconnect_after_write_ms
+                };
+                (cmd_done + disc, c.reselect_ms + c.data_prep_ms)
+            };
+            // The bus reconnects once the first `water` blocks are all in (with zero
+            // latency they may arrive out of order), then moves every block in order.
+            let water = water.min(count);
             let mut k = 0u64;
             let mut started = false;
-            let mut pending: Vec<f64> = Vec::new();
-            let (pos, lat, mend, arm) =
-                self.media(mstart, self.arm, lbn, count, false, &mut |_, done| {
-                    k += 1;
-                    if !started {
-                        pending.push(done);
-                        if k >= water.min(count) {
-                            started = true;
-                            bus = bus.max(done);
-                            for d in pending.drain(..) {
-                                bus = bus.max(d) + bt;
-                            }
-                        }
-                    } else {
-                        bus = bus.max(done) + bt;
-                    }
-                    true
-                });
-            for d in pending.drain(..) {
-                bus = bus.max(d) + bt;
-            }
+            let mut prefix = f64::NEG_INFINITY;
+            let immed = self.def.cache.zero_latency_read || self.def.cache.read_any_free_blocks;
+            let acc = self.media_runs(mstart, self.arm, lbn, count, false, None, immed, |r| {
+                if !started && k + r.n >= water {
+                    let j = water - k - 1;
+                    bus = bus.max(prefix.max(r.done(j))) + reconnect + k as f64 * bt;
+                    started = true;
+                }
+                if started {
+                    bus = fifo(bus, &r, 0, r.n, bt);
+                } else {
+                    prefix = prefix.max(r.end());
+                }
+                k += r.n;
+                true
+            });
+            let (pos, lat, mend, arm) = (acc.pos, acc.lat, acc.end, acc.arm);
             self.arm = arm;
             self.mech_free = mend;
+            let seg_start = if self.def.cache.read_any_free_blocks {
+                self.free_blocks_start(mstart, arm_before, lbn)
+            } else {
+                lbn
+            };
             if let Some(i) = self.victim(false) {
                 if let Some(s) = self.segs.get_mut(i) {
-                    s.start = lbn;
+                    s.start = seg_start;
                     s.end = end_lbn;
                 }
                 self.touch(i);
@@ -752,35 +1107,48 @@ impl MechanicalDisk {
         // Write.
         let bt = self.def.controller.bus_write_ms_per_sector.unwrap_or(bt);
         self.stop_prefetch(t);
-        let hit = self
-            .segs
-            .iter()
-            .any(|s| s.end > s.start && s.start <= lbn && lbn <= s.end);
+        // DiskSim's write "hit" overheads are those of a drive with write-back enabled
+        // at all, "miss" those of a write-through drive, whatever the cache holds
+        // (`disk_write_arrive`).
+        let hit = self.def.cache.enabled && self.def.cache.fast_write_level != 0;
         let ovh = self.overhead(false, hit);
         let cmd_done = t + ovh;
-        let bus_end = cmd_done + count as f64 * bt;
+        let c = &self.def.controller;
+        let data_start = cmd_done + c.data_prep_ms;
+        let bus_end = data_start + count as f64 * bt;
         let fast = self.def.cache.enabled
             && match self.def.cache.fast_write_level {
                 0 => false,
                 1 => self.dirty_until <= t,
                 _ => true,
             };
-        // The media cannot start writing before the data is in the buffer.
-        let water = if self.def.controller.hold_bus_write {
-            count
+        let mut mstart = cmd_done.max(self.mech_free);
+        // A write positions for at least the minimum seek delay, unless it continues the
+        // write the mechanism is still busy with.
+        let streaming = !self.last_was_read && lbn == self.last_write_end && self.mech_free > t;
+        if c.min_seek_delay_ms > 0.0 && !streaming {
+            if let Some(p) = self.layout.ltop(lbn) {
+                let pos = self.seek_ms(self.arm, p, true);
+                mstart += (c.min_seek_delay_ms - pos).max(0.0);
+            }
+        }
+        // The media writes each block once it has crossed the bus (for a write-back
+        // write too: the destage starts while the data still arrives).
+        // With `Extra write disconnect` set, DiskSim's `disk_buffer_block_available` lets
+        // the media write nothing until min(count, 10) blocks (15 from 45 blocks on) are
+        // buffered.
+        let need = if c.extra_write_disconnect {
+            if count < 45 {
+                count.min(10)
+            } else {
+                15
+            }
         } else {
-            ((count as f64 * self.def.cache.write_water).floor() as u64).clamp(1, count)
+            1
         };
-        let mstart = cmd_done
-            .max(self.mech_free)
-            .max(t + self.def.controller.min_seek_delay_ms);
-        let data_ready = if fast {
-            mstart
-        } else {
-            cmd_done + water as f64 * bt
-        };
-        let (pos, lat, mend, arm) =
-            self.media_after(mstart, self.arm, lbn, count, true, data_ready, None);
+        let avail = Some((data_start, bt, need));
+        let acc = self.media_runs(mstart, self.arm, lbn, count, true, avail, false, |_| true);
+        let (pos, lat, mend, arm) = (acc.pos, acc.lat, acc.end, acc.arm);
         self.arm = arm;
         self.mech_free = mend;
         // Written data stays cached for later reads.
@@ -798,12 +1166,16 @@ impl MechanicalDisk {
             self.touch(i);
         }
         self.last_was_read = false;
-        let wc = self.def.controller.write_completion_ms;
+        self.last_write_end = end_lbn;
+        let c = &self.def.controller;
+        let wc = c.write_completion_ms;
         if fast {
             self.dirty_until = mend;
             (bus_end + wc, 0.0, 0.0, ovh)
         } else {
-            (mend.max(bus_end) + wc, pos, lat, ovh)
+            // Disconnected once the data is in, reconnect when the media is done.
+            let back = mend.max(bus_end + c.write_disconnect_ms) + c.reselect_ms;
+            (back + wc, pos, lat, ovh)
         }
     }
 

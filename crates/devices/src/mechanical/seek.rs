@@ -26,6 +26,9 @@ pub enum SeekDef {
 #[derive(Clone, Debug)]
 pub struct Seek {
     def: SeekDef,
+    /// `time_ms` for every distance below its length, computed once: a lookup instead
+    /// of a binary search and a division per seek.
+    dense: Vec<f64>,
 }
 
 impl Seek {
@@ -58,11 +61,25 @@ impl Seek {
                 return Err("timing.seek.first_ten_ms: expected ten times ≥ 0".into());
             }
         }
-        Ok(Seek { def })
+        Ok(Seek { def, dense: vec![] })
+    }
+
+    /// Tabulate the curve for distances below `cylinders` (at most 2^20 of them; farther
+    /// seeks, which a drive that size cannot make, are computed).
+    pub fn tabulate(&mut self, cylinders: u32) {
+        let n = cylinders.min(1 << 20);
+        self.dense = (0..n).map(|d| self.compute_ms(d)).collect();
     }
 
     /// Seek time in ms for a move of `dist` cylinders (0 for no move).
     pub fn time_ms(&self, dist: u32) -> f64 {
+        match self.dense.get(dist as usize) {
+            Some(&t) => t,
+            None => self.compute_ms(dist),
+        }
+    }
+
+    fn compute_ms(&self, dist: u32) -> f64 {
         if dist == 0 {
             return 0.0;
         }
@@ -138,5 +155,29 @@ mod tests {
         assert_eq!(s.time_ms(10), 5.6);
         assert!((s.time_ms(100) - (3.81 + 0.33 * 10.0)).abs() < 1e-12);
         assert!((s.time_ms(1000) - (7.75 + 5.9)).abs() < 1e-12);
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn tabulated_curve_is_the_computed_one() {
+        let def = SeekDef::Extracted {
+            table: vec![(1, 1.0), (4, 1.6), (10, 2.8)],
+        };
+        let plain = Seek::new(def.clone()).unwrap();
+        let mut dense = Seek::new(def).unwrap();
+        dense.tabulate(8);
+        // Inside the table (0–7) and past it (computed, extrapolated past row 10).
+        for d in 0..20 {
+            assert_eq!(dense.time_ms(d), plain.time_ms(d), "distance {d}");
+        }
+        // Hand-computed: 2 cylinders interpolate 1.0 → 1.6 over 3: 1.2 ms; 12 extrapolate
+        // the last segment (0.2 ms per cylinder): 3.2 ms.
+        assert!((dense.time_ms(2) - 1.2).abs() < 1e-12);
+        assert!((dense.time_ms(12) - 3.2).abs() < 1e-12);
+        assert_eq!(dense.time_ms(0), 0.0);
     }
 }

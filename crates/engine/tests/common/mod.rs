@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use wattio_core::io::{Op, Request};
 use wattio_core::trace::{TraceSource, VecSource};
-use wattio_engine::{Opener, RunConfig};
+use wattio_devices::Catalogue;
+use wattio_engine::summary::Summary;
+use wattio_engine::{run, Opener, RunConfig, RunOptions};
 
 /// A small disk with round numbers: 6000 rpm (5 ms half rotation), 10 ms seek, 50 MB/s;
 /// seek 3 W, active 2 W, idle 1 W, standby 0.2 W; spin-down 1 s / 1 J, spin-up 2 s / 8 J.
@@ -73,4 +75,19 @@ pub fn no_external() -> impl FnMut(
     &wattio_engine::config::FunctionConfig,
 ) -> Result<Box<dyn wattio_core::Function>, String> {
     |_, _| Err("no external functions in this test".to_string())
+}
+
+/// Run `cfg` on `reqs` with the built-in functions only, writing nothing.
+pub fn run_quiet(cfg: &RunConfig, reqs: Vec<Request>) -> Summary {
+    run(
+        cfg,
+        &Catalogue::default(),
+        &opener(reqs),
+        &mut no_external(),
+        RunOptions {
+            out_dir: None,
+            progress: None,
+        },
+    )
+    .unwrap()
 }

@@ -1,0 +1,183 @@
+"""Parameter sweeps: one config, a grid of values for some of its keys, one run per point.
+
+Every point is an ordinary run (a pure function of its config, trace and seed), so a sweep's
+result does not depend on how its points are scheduled: in this process, in a local process
+pool, or on a cluster through any :class:`concurrent.futures.Executor` (a Dask
+``client.get_executor()``, a Ray or MPI pool executor, …) whose workers can import wattio.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
+
+import tomllib
+
+from wattio import _core
+from wattio.api import _dump_toml, run
+
+
+def _read_config(config, base_dir) -> tuple[dict, str, Path]:
+    """(config as a dict, where it came from, the directory relative paths resolve against)."""
+    if isinstance(config, dict):
+        return copy.deepcopy(config), "config", Path(base_dir or ".")
+    if isinstance(config, Path) or (isinstance(config, str) and "\n" not in config and config.endswith(".toml")):
+        path = Path(config)
+        text = path.read_text()
+        _core.check_config(text, str(path))
+        return tomllib.loads(text), str(path), Path(base_dir or path.parent)
+    text = str(config)
+    _core.check_config(text, "config")
+    return tomllib.loads(text), "config", Path(base_dir or ".")
+
+
+def set_key(cfg: dict, key: str, value) -> None:
+    """Set ``key`` — a dotted path such as ``function.0.timeout_s`` or ``workload.rate`` — in
+    ``cfg``. Every step but the last must exist, so a misspelt key fails instead of adding a
+    table the run would ignore or refuse."""
+    parts = key.split(".")
+    node = cfg
+    for depth, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: depth + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ValueError(f"sweep key {key!r}: {where!r} is not an index of a list of {len(node)}")
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if part not in node:
+                have = ", ".join(sorted(node)) or "nothing"
+                raise ValueError(f"sweep key {key!r}: no {where!r} in the config (it has: {have})")
+            node = node[part]
+        else:
+            # A user's key error, reported like every config error (the CLI catches ValueError).
+            raise ValueError(f"sweep key {key!r}: {where!r} is a value, not a table")  # noqa: TRY004
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ValueError(f"sweep key {key!r}: {last!r} is not an index of a list of {len(node)}")
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        parent = ".".join(parts[:-1])
+        raise ValueError(f"sweep key {key!r}: {parent!r} is a value, not a table")  # noqa: TRY004
+
+
+def points(grid: dict[str, list]) -> list[dict]:
+    """The Cartesian product of ``grid``, in the order of its keys (last key varies fastest)."""
+    for k, vs in grid.items():
+        if not isinstance(vs, (list, tuple)) or not vs:
+            raise ValueError(f"sweep key {k!r}: expected a non-empty list of values, got {vs!r}")
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _label(point: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in point.items()).replace("/", "_")
+
+
+def _run_point(task):
+    """Runs in a worker: one point of a sweep. Returns its summary as a dict."""
+    index, text, base, trace, trace_format, out, report = task
+    sub = Path(out) / f"{index:04d}" if out else None
+    r = run(text, base_dir=base, trace=trace, trace_format=trace_format, out=sub, progress=False, report=report)
+    return index, r.summary
+
+
+def _row(point: dict, s: dict) -> dict:
+    row = dict(point)
+    row.update(
+        {
+            "requests": s["requests"],
+            "errors": s["errors"],
+            "duration_s": s["duration_s"],
+            "energy_j": s["energy_j"],
+            "mean_latency_ms": s["mean_latency_ms"],
+            "p99_latency_ms": s["p99_latency_ms"],
+            "spin_ups": sum(d["spin_ups"] for d in s["devices"].values()),
+        }
+    )
+    for name, d in s["devices"].items():
+        row[f"energy_j.{name}"] = d["energy_j"]
+    return row
+
+
+def sweep(
+    config,
+    grid: dict[str, list],
+    *,
+    trace: str | Path | None = None,
+    trace_format: str | None = None,
+    out: str | Path | None = None,
+    report: bool = False,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    base_dir: str | Path | None = None,
+):
+    """Run ``config`` once per point of ``grid`` and return a pandas DataFrame, one row per
+    point in grid order: the swept values, then the summary figures (requests, energy,
+    latency, spin-ups, energy per device).
+
+    ``jobs`` local worker processes (default: the machine's cores), or any ``executor``
+    (e.g. a cluster's). With ``out``, point *i* writes a normal run output to ``out/i``
+    (``out/points.json`` says which point is which). Python-written functions are imported
+    by each worker from the config's ``class``.
+    """
+    import pandas as pd
+
+    cfg, origin, base = _read_config(config, base_dir)
+    pts = points(grid)
+    tasks = []
+    for i, p in enumerate(pts):
+        c = copy.deepcopy(cfg)
+        for k, v in p.items():
+            set_key(c, k, v)
+        text = _dump_toml(c)
+        try:
+            _core.check_config(text, f"{origin} [{_label(p)}]")
+        except ValueError as e:
+            raise ValueError(f"sweep point {i} ({_label(p)}): {e}") from None
+        tasks.append(
+            (i, text, str(base), str(trace) if trace else None, trace_format, str(out) if out else None, report)
+        )
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        Path(out, "points.json").write_text(
+            json.dumps([{"dir": f"{i:04d}", **p} for i, p in enumerate(pts)], indent=2, default=str) + "\n"
+        )
+    if executor is not None:
+        results = list(executor.map(_run_point, tasks))
+    else:
+        workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+        if workers == 1:
+            results = [_run_point(t) for t in tasks]
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as ex:
+                results = list(ex.map(_run_point, tasks))
+    by_index = dict(results)
+    return pd.DataFrame([_row(p, by_index[i]) for i, p in enumerate(pts)])
+
+
+def parse_set(arg: str) -> tuple[str, list]:
+    """``KEY=V1,V2,…`` from the command line; each value is read as a TOML value (number,
+    boolean, quoted string) and otherwise kept as a bare string."""
+    if "=" not in arg:
+        raise ValueError(f"--set {arg!r}: expected KEY=VALUE[,VALUE…]")
+    key, values = arg.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ValueError(f"--set {arg!r}: empty key")
+    out = []
+    for raw in values.split(","):
+        raw = raw.strip()
+        if not raw:
+            raise ValueError(f"--set {arg!r}: empty value")
+        try:
+            out.append(tomllib.loads(f"v = {raw}")["v"])
+        except tomllib.TOMLDecodeError:
+            out.append(raw)
+    return key, out

@@ -1,0 +1,68 @@
+"""`wattio sweep` / `wattio.sweep`: every point equals its own run, whatever the scheduling."""
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import wattio
+from conftest import EXAMPLES
+
+SMALL = (EXAMPLES / "laptop-fixed.toml").read_text().replace("duration_s = 86400", "duration_s = 3600")
+
+
+def test_each_point_is_the_run_of_its_config(tmp_path):
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    df = wattio.sweep(cfg, {"function.0.timeout_s": [2, 30], "run.seed": [1, 2]}, jobs=2)
+    assert list(df["function.0.timeout_s"]) == [2, 2, 30, 30]
+    assert list(df["run.seed"]) == [1, 2, 1, 2]
+    for row in df.to_dict(orient="records"):
+        text = SMALL.replace("timeout_s = 5", f"timeout_s = {row['function.0.timeout_s']}")
+        text = text.replace("seed = 7", f"seed = {row['run.seed']}")
+        s = wattio.run(text, progress=False).summary
+        assert row["energy_j"] == s["energy_j"]
+        assert row["requests"] == s["requests"]
+        assert row["mean_latency_ms"] == s["mean_latency_ms"]
+        assert row["spin_ups"] == s["devices"]["disk"]["spin_ups"]
+        assert row["energy_j.disk"] == s["devices"]["disk"]["energy_j"]
+    # Different seeds are different traces.
+    assert df.requests[0] != df.requests[1]
+
+
+def test_result_does_not_depend_on_the_executor(tmp_path):
+    grid = {"function.0.timeout_s": [1, 5, 60]}
+    serial = wattio.sweep(SMALL, grid, jobs=1)
+    with ThreadPoolExecutor(max_workers=3) as ex:
+        threaded = wattio.sweep(SMALL, grid, executor=ex)
+    assert serial.equals(threaded)
+    # A longer timeout never spins the disk down more often on the same trace.
+    assert list(serial.spin_ups) == sorted(serial.spin_ups, reverse=True)
+
+
+def test_bad_keys_and_values_are_named():
+    with pytest.raises(ValueError, match=r"'function.3.timeout_s'.*not an index of a list of 1"):
+        wattio.sweep(SMALL, {"function.3.timeout_s": [1]})
+    with pytest.raises(ValueError, match=r"no 'workloads' in the config"):
+        wattio.sweep(SMALL, {"workloads.rate": [1]})
+    with pytest.raises(ValueError, match=r"sweep point 1 \(function.0.timeout_s=-1\).*timeout_s"):
+        wattio.sweep(SMALL, {"function.0.timeout_s": [1, -1]})
+    with pytest.raises(ValueError, match=r"'run.seed' is a value, not a table"):
+        wattio.sweep(SMALL, {"run.seed.x": [1]})
+    with pytest.raises(ValueError, match="non-empty list"):
+        wattio.sweep(SMALL, {"function.0.timeout_s": []})
+
+
+def test_cli(tmp_path, wattio_cli):
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    out = tmp_path / "out"
+    p = wattio_cli("sweep", cfg, "--set", "function.0.timeout_s=1,60", "--out", out, "--json", "--jobs", "2")
+    rows = json.loads(p.stdout)
+    assert [r["function.0.timeout_s"] for r in rows] == [1, 60]
+    for i, r in enumerate(rows):
+        s = json.loads((out / f"{i:04d}" / "summary.json").read_text())
+        assert r["energy_j"] == s["energy_j"]
+    assert json.loads((out / "points.json").read_text())[1] == {"dir": "0001", "function.0.timeout_s": 60}
+    bad = wattio_cli("sweep", cfg, "--set", "function.0.timeout", check=False)
+    assert bad.returncode == 2
+    assert "expected KEY=VALUE" in bad.stderr
