@@ -2,8 +2,8 @@
 //!
 //! opcode `R`/`W`, offset and length in bytes, timestamp in microseconds (Unix epoch).
 
+use crate::cloud::{CloudCsv, CloudRecord};
 use crate::lines::{FieldError, Fields};
-use crate::text::{DevKey, LineFormat, OwnedKey, Parsed, Raw};
 use wattio_core::Op;
 
 pub const LINE_FORM: &str =
@@ -12,22 +12,15 @@ pub const LINE_FORM: &str =
 #[derive(Default)]
 pub struct Alibaba;
 
-impl LineFormat for Alibaba {
-    fn name(&self) -> &'static str {
-        "alibaba"
-    }
-    fn line_form(&self) -> &'static str {
-        LINE_FORM
-    }
-    fn absolute_clock(&self) -> bool {
-        true
-    }
-    fn parse<'a>(&mut self, line: &'a [u8]) -> Result<Parsed<'a>, FieldError> {
-        if line.is_empty() {
-            return Ok(Parsed::Skip);
-        }
-        let mut f = Fields::csv(line);
-        let dev = f.u64("a device id")?;
+impl CloudCsv for Alibaba {
+    const NAME: &'static str = "alibaba";
+    const LINE_FORM: &'static str = LINE_FORM;
+    const LAST_FIELD: &'static str = "timestamp";
+    const FIELD_COUNT: usize = 5;
+    const DEVICE: &'static str = "device id";
+
+    fn record(f: &mut Fields<'_>) -> Result<CloudRecord, FieldError> {
+        let device = f.u64("a device id")?;
         let o = f.req("R or W")?;
         let op = match o {
             b"R" | b"r" => Op::Read,
@@ -37,26 +30,16 @@ impl LineFormat for Alibaba {
         let offset = f.u64("a byte offset")?;
         let len = f.u64("a length in bytes")?;
         let time = f.decimal(1_000, "a timestamp in microseconds")?;
-        if let Some(x) = f.next_field() {
-            return Err(f.bad(x, "end of line after timestamp (5 fields)"));
-        }
-        Ok(Parsed::Record(Raw {
+        Ok(CloudRecord {
             time,
             op,
             offset,
             len,
-            dev: DevKey::Num(dev),
-            stream: 0,
-            measured: None,
-        }))
+            device,
+        })
     }
-    fn assumptions(&self) -> Vec<String> {
+
+    fn assumptions() -> Vec<String> {
         vec!["alibaba: offset and length are bytes, timestamp is microseconds; a device is device_id".into()]
-    }
-    fn parse_selection(&self, sel: &str) -> Result<OwnedKey, String> {
-        sel.trim()
-            .parse()
-            .map(OwnedKey::Num)
-            .map_err(|_| format!("`{sel}` is not a device id"))
     }
 }

@@ -1,0 +1,266 @@
+//! The columnar reader's fast path: files written with the old settings (Snappy,
+//! dictionaries) still read; `next_batch` and `next_request` give the same rows, mixed in any
+//! order; a bad row deep inside a batch is reported at its exact row after every row before
+//! it; nulls in a non-nullable column are refused; the in-memory reader agrees with the file
+//! reader.
+
+use arrow_array::{ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_schema::{Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use wattio_core::{Op, Request, TraceSource};
+use wattio_formats::{ColumnarReader, ColumnarWriter};
+
+fn tmp(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "wattio-columnar-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// `n` requests exercising every column: nullable columns all-valid, all-null and mixed in
+/// different stretches, so chunks of each kind occur.
+fn requests(n: u64) -> Vec<Request> {
+    (0..n)
+        .map(|i| Request {
+            arrival: i * 3 + i / 7,
+            op: Op::from_code((i % 4) as u8).unwrap(),
+            offset: (i * 0x9e37_79b9) % (1 << 40),
+            len: 512 << (i % 6),
+            dev: (i % 5) as u16,
+            stream: (i / 1000) as u32,
+            file: (i < 5000 || i % 3 == 0).then_some(i ^ 0x55),
+            call_site: (i >= 9000).then_some(i * 11),
+            measured: (i % 10_000 < 7000 || i % 2 == 1).then_some(1000 + i % 977),
+        })
+        .collect()
+}
+
+fn drain(r: &mut dyn TraceSource) -> Vec<Request> {
+    let mut v = Vec::new();
+    while let Some(x) = r.next_request().unwrap() {
+        v.push(x);
+    }
+    v
+}
+
+fn write(reqs: &[Request]) -> PathBuf {
+    let p = tmp("t.parquet");
+    let mut w = ColumnarWriter::create(&p, &[]).unwrap();
+    for r in reqs {
+        w.write(r).unwrap();
+    }
+    assert_eq!(w.finish().unwrap(), reqs.len() as u64);
+    p
+}
+
+/// Writes the nine columns as given with `props` (and the version key), bypassing
+/// `ColumnarWriter`: old settings, bad rows, nullable schemas.
+fn write_raw(cols: Vec<ArrayRef>, nullable_offset: bool, props: WriterProperties) -> PathBuf {
+    let base = wattio_formats::columnar::schema();
+    let fields: Vec<Field> = base
+        .fields()
+        .iter()
+        .map(|f| {
+            let f = f.as_ref().clone();
+            if f.name() == "offset" {
+                f.with_nullable(nullable_offset)
+            } else {
+                f
+            }
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let p = tmp("raw.parquet");
+    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    p
+}
+
+fn versioned() -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder().set_key_value_metadata(Some(vec![KeyValue::new(
+        "wattio.trace.version".into(),
+        "1".to_string(),
+    )]))
+}
+
+fn columns(reqs: &[Request]) -> Vec<ArrayRef> {
+    vec![
+        Arc::new(UInt64Array::from_iter_values(
+            reqs.iter().map(|r| r.arrival),
+        )),
+        Arc::new(UInt8Array::from_iter_values(
+            reqs.iter().map(|r| r.op as u8),
+        )),
+        Arc::new(UInt64Array::from_iter_values(reqs.iter().map(|r| r.offset))),
+        Arc::new(UInt32Array::from_iter_values(reqs.iter().map(|r| r.len))),
+        Arc::new(UInt16Array::from_iter_values(reqs.iter().map(|r| r.dev))),
+        Arc::new(UInt32Array::from_iter_values(reqs.iter().map(|r| r.stream))),
+        Arc::new(UInt64Array::from_iter(reqs.iter().map(|r| r.file))),
+        Arc::new(UInt64Array::from_iter(reqs.iter().map(|r| r.call_site))),
+        Arc::new(UInt64Array::from_iter(reqs.iter().map(|r| r.measured))),
+    ]
+}
+
+#[test]
+fn files_written_with_the_old_snappy_dictionary_settings_still_read() {
+    let reqs = requests(30_000);
+    // What ColumnarWriter wrote before: Snappy, dictionaries on, 1 Mi-row groups.
+    let props = versioned()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(1 << 20)
+        .build();
+    let p = write_raw(columns(&reqs), false, props);
+    let mut r = ColumnarReader::open(&p).unwrap();
+    assert_eq!(drain(&mut r), reqs);
+}
+
+#[test]
+fn next_batch_and_next_request_agree_and_mix() {
+    let reqs = requests(50_000);
+    let p = write(&reqs);
+
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut all = Vec::new();
+    let mut calls = 0;
+    loop {
+        let n = r.next_batch(&mut all).unwrap();
+        if n == 0 {
+            break;
+        }
+        calls += 1;
+        assert!(n <= 65_536);
+    }
+    assert_eq!(all, reqs);
+    assert!(calls >= 2, "50 000 rows come in more than one batch");
+    assert_eq!(r.next_batch(&mut all).unwrap(), 0, "stays at the end");
+
+    // Alternate: 3 single requests, then a batch (which first returns what is left of the
+    // chunk the single requests started).
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let mut ended = false;
+        for _ in 0..3 {
+            match r.next_request().unwrap() {
+                Some(x) => got.push(x),
+                None => ended = true,
+            }
+        }
+        if r.next_batch(&mut got).unwrap() == 0 || ended {
+            break;
+        }
+    }
+    assert_eq!(got, reqs);
+
+    // The in-memory reader reads the same rows.
+    let bytes = std::fs::read(&p).unwrap();
+    let mut m = ColumnarReader::from_bytes(bytes, "<mem>").unwrap();
+    assert_eq!(m.len_hint(), Some(50_000));
+    assert_eq!(drain(&mut m), reqs);
+}
+
+#[test]
+fn a_bad_row_inside_a_batch_comes_after_every_row_before_it() {
+    let mut reqs = requests(10_000);
+    // Row 6000 goes back in time (its predecessor arrives later).
+    let (bad_row, prev) = (6000, reqs[5999].arrival);
+    reqs[bad_row].arrival = prev - 1;
+    let p = write_raw(columns(&reqs), false, versioned().build());
+
+    let mut r = ColumnarReader::open(&p).unwrap();
+    for want in &reqs[..bad_row] {
+        assert_eq!(r.next_request().unwrap().as_ref(), Some(want));
+    }
+    let e = r.next_request().unwrap_err().to_string();
+    assert!(
+        e.ends_with(&format!(
+            "@row 6000: arrival {} ns is before the previous row's {prev} ns (expected rows in non-decreasing arrival order)",
+            prev - 1
+        )),
+        "{e}"
+    );
+    assert_eq!(r.next_request().unwrap(), None, "nothing after an error");
+
+    // The same through next_batch: the good rows, then the error, then the end.
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut got = Vec::new();
+    let e = loop {
+        match r.next_batch(&mut got) {
+            Ok(0) => panic!("ended without the error"),
+            Ok(_) => {}
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(got, reqs[..bad_row]);
+    assert!(e.contains("@row 6000: arrival"), "{e}");
+    assert_eq!(r.next_batch(&mut got).unwrap(), 0);
+
+    // An unknown op code at row 4097 (the second read batch).
+    let mut reqs = requests(5000);
+    let mut cols = columns(&reqs);
+    let mut ops: Vec<u8> = reqs.iter().map(|r| r.op as u8).collect();
+    ops[4097] = 9;
+    cols[1] = Arc::new(UInt8Array::from(ops));
+    let p = write_raw(cols, false, versioned().build());
+    let mut r = ColumnarReader::open(&p).unwrap();
+    reqs.truncate(4097);
+    let mut got = Vec::new();
+    let e = loop {
+        match r.next_request() {
+            Ok(Some(x)) => got.push(x),
+            Ok(None) => panic!("ended without the error"),
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(got, reqs);
+    assert!(
+        e.ends_with(
+            "@row 4097: op code 9 (expected 0 (read), 1 (write), 2 (flush) or 3 (discard))"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_null_in_a_non_nullable_column_is_refused_at_its_row() {
+    let reqs = requests(9000);
+    let mut cols = columns(&reqs);
+    let offsets: Vec<Option<u64>> = reqs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i != 8200).then_some(r.offset))
+        .collect();
+    cols[2] = Arc::new(UInt64Array::from(offsets));
+    // A schema that lets `offset` be null: same types, so the reader opens it.
+    let p = write_raw(cols, true, versioned().build());
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut n = 0;
+    let e = loop {
+        match r.next_request() {
+            Ok(Some(x)) => {
+                assert_eq!(x, reqs[n]);
+                n += 1;
+            }
+            Ok(None) => panic!("ended without the error"),
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(n, 8200);
+    assert!(
+        e.ends_with("@row 8200: null in a non-nullable column"),
+        "{e}"
+    );
+}
