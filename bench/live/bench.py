@@ -12,6 +12,13 @@ server's own cost that other processes on the machine do not inflate much.
     python3 bench/live/bench.py [--runtime 10] [--size-mib 512] [--binary target/release/wattio-live]
 
 Needs fio, nbdkit and qemu-nbd (scripts/apt-packages.txt). Everything runs over Unix sockets.
+
+At QD 1 the round trip is dominated by where the scheduler puts the server's thread relative
+to fio's: on a VM an idle vCPU must be woken by an interrupt, which costs tens of µs, while a
+wake-up on the same CPU costs a few. Left to the scheduler, servers with different thread
+layouts land differently, and the comparison measures that luck. `--cpus S,C` pins every
+server to CPU list S and fio to C with taskset: `--cpus 0,0` (same CPU) and `--cpus 0,1`
+(split) are the two honest configurations.
 """
 
 from __future__ import annotations
@@ -57,8 +64,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def fio(sock: str, rw: str, qd: int, runtime: float, size: int, pid: int) -> dict:
+def fio(sock: str, rw: str, qd: int, runtime: float, size: int, pid: int, pin: list[str]) -> dict:
     cmd = [
+        *pin,
         "fio",
         "--name=b",
         "--ioengine=nbd",
@@ -120,7 +128,26 @@ def main() -> int:
     ap.add_argument("--size-mib", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=3, help="runs per job and server (median kept)")
     ap.add_argument("--dir", default=None, help="where to put the image (default: a temp dir)")
+    ap.add_argument(
+        "--cpus",
+        default=None,
+        metavar="SERVER,CLIENT",
+        help="pin the servers to CPU list SERVER and fio to CLIENT (taskset), e.g. 0,0 or 0,1",
+    )
     args = ap.parse_args()
+    pin_server: list[str] = []
+    pin_client: list[str] = []
+    if args.cpus:
+        try:
+            server_cpus, client_cpus = args.cpus.split(",")
+        except ValueError:
+            print(f"--cpus {args.cpus!r}: expected SERVER,CLIENT (e.g. 0,1)", file=sys.stderr)
+            return 2
+        if shutil.which("taskset") is None:
+            print("--cpus needs taskset (util-linux)", file=sys.stderr)
+            return 2
+        pin_server = ["taskset", "-c", server_cpus]
+        pin_client = ["taskset", "-c", client_cpus]
     for tool in ("fio", "nbdkit", "qemu-nbd"):
         if shutil.which(tool) is None:
             print(f"missing {tool}: install it (scripts/apt-packages.txt)", file=sys.stderr)
@@ -151,11 +178,11 @@ def main() -> int:
                     if os.path.exists(sock):
                         os.unlink(sock)
                     proc = subprocess.Popen(
-                        cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+                        [*pin_server, *cmd], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
                     )
                     try:
                         wait_socket(sock, proc)
-                        r = fio(sock, rw, qd, args.runtime, size, proc.pid)
+                        r = fio(sock, rw, qd, args.runtime, size, proc.pid, pin_client)
                         results.setdefault(f"{rw} QD{qd}", {}).setdefault(name, []).append(r)
                     finally:
                         proc.terminate()
@@ -174,6 +201,11 @@ def main() -> int:
     print(
         f"\n4 KiB random I/O, fio nbd engine, {args.runtime:.0f} s per job, {args.size_mib} MiB "
         f"image, median of {args.repeat} interleaved runs"
+        + (
+            f", servers on CPU {args.cpus.split(',')[0]}, fio on CPU {args.cpus.split(',')[1]}"
+            if args.cpus
+            else ""
+        )
     )
     print(f"{'job':<15}" + "".join(f"{n + ' IOPS':>18}" for n in names) + f"{'wattio/best':>13}")
     for job, r in results.items():

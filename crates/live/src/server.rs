@@ -66,10 +66,16 @@ struct OutState {
     stream: Stream,
     buf: Vec<u8>,
     corked: bool,
+    /// Replies in `buf`.
+    replies: u32,
 }
 
 /// Corked output beyond this is written at once (bounds memory and reply delay).
 const CORK_LIMIT: usize = 256 * 1024;
+/// Corked replies beyond this are written at once: a client pipelining writes otherwise
+/// waits for the whole batch's I/O before its first reply, and idles (split-CPU QD 32
+/// randwrite was 0.89× of nbdkit). Eight keeps most of the saving in system calls.
+const CORK_REPLIES: u32 = 8;
 
 struct ConnOut {
     out: Mutex<OutState>,
@@ -98,6 +104,7 @@ impl ConnOut {
             o.buf = b;
             o.buf.clear();
         }
+        o.replies = 0;
     }
 
     fn cork(&self) {
@@ -124,7 +131,8 @@ impl ReplySink for ConnOut {
         if o.corked || !o.buf.is_empty() {
             o.buf.extend_from_slice(head);
             o.buf.extend_from_slice(data);
-            if !o.corked || o.buf.len() >= CORK_LIMIT {
+            o.replies += 1;
+            if !o.corked || o.buf.len() >= CORK_LIMIT || o.replies >= CORK_REPLIES {
                 self.flush_buf(&mut o);
             }
         } else if data.is_empty() {
@@ -347,6 +355,7 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
             stream: w,
             buf: Vec::new(),
             corked: false,
+            replies: 0,
         }),
         structured: AtomicBool::new(false),
         broken: AtomicBool::new(false),
