@@ -4,6 +4,7 @@
 use crate::sim::SimOutcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use wattio_core::device::DeviceCounters;
 use wattio_core::time::{ns_to_secs, Nanos};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -24,6 +25,34 @@ pub struct DeviceSummary {
     pub power_commands_ignored: u64,
     /// The timing model's own counters (e.g. an SSD's write amplification).
     pub model_counters: BTreeMap<String, f64>,
+}
+
+impl DeviceSummary {
+    /// A device's I/O counters over a run of `end` ns, with no power model behind them (a
+    /// live pass-through device): no energy, no states.
+    pub fn io_only(model: String, c: &DeviceCounters, end: Nanos) -> DeviceSummary {
+        DeviceSummary {
+            model,
+            energy_j: 0.0,
+            mean_power_w: 0.0,
+            spin_ups: 0,
+            rated_start_stop: None,
+            residency_s: BTreeMap::new(),
+            energy_by_state_j: BTreeMap::new(),
+            entries: BTreeMap::new(),
+            ios: c.ios,
+            bytes_read: c.bytes_read,
+            bytes_written: c.bytes_written,
+            busy_s: ns_to_secs(c.busy_ns),
+            utilization: if end > 0 {
+                c.busy_ns as f64 / end as f64
+            } else {
+                0.0
+            },
+            power_commands_ignored: c.power_commands_ignored,
+            model_counters: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -80,17 +109,8 @@ impl Summary {
                         .collect(),
                     energy_by_state_j: rows.iter().map(|r| (r.slot.clone(), r.energy_j)).collect(),
                     entries: rows.iter().map(|r| (r.slot.clone(), r.entries)).collect(),
-                    ios: c.ios,
-                    bytes_read: c.bytes_read,
-                    bytes_written: c.bytes_written,
-                    busy_s: ns_to_secs(c.busy_ns),
-                    utilization: if end > 0 {
-                        c.busy_ns as f64 / end as f64
-                    } else {
-                        0.0
-                    },
-                    power_commands_ignored: c.power_commands_ignored,
                     model_counters: d.timing().counters().into_iter().collect(),
+                    ..DeviceSummary::io_only(model.clone(), &c, end)
                 },
             );
         }

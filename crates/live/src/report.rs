@@ -48,7 +48,6 @@ fn live_section(s: &Summary) -> serde_json::Value {
 /// power states: it is listed with its I/O counters and zero energy.
 #[cfg(feature = "engine")]
 pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
-    use std::collections::BTreeMap;
     use wattio_core::Stack;
     use wattio_engine::summary::DeviceSummary;
     let end = s.duration_ns;
@@ -84,35 +83,15 @@ pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
         let (Some(d), Some(c)) = (s.devices.get(i), s.real.get(i)) else {
             continue;
         };
-        summary.devices.insert(
-            d.name.clone(),
-            DeviceSummary {
-                model: s
-                    .meta
-                    .models
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| "pass-through".into()),
-                energy_j: 0.0,
-                mean_power_w: 0.0,
-                spin_ups: 0,
-                rated_start_stop: None,
-                residency_s: BTreeMap::new(),
-                energy_by_state_j: BTreeMap::new(),
-                entries: BTreeMap::new(),
-                ios: c.ios,
-                bytes_read: c.bytes_read,
-                bytes_written: c.bytes_written,
-                busy_s: ns_to_secs(c.busy_ns),
-                utilization: if end > 0 {
-                    c.busy_ns as f64 / end as f64
-                } else {
-                    0.0
-                },
-                power_commands_ignored: 0,
-                model_counters: BTreeMap::new(),
-            },
-        );
+        let model = s
+            .meta
+            .models
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| "pass-through".into());
+        summary
+            .devices
+            .insert(d.name.clone(), DeviceSummary::io_only(model, c, end));
     }
     // Give the parts back, so the summary stays whole for a second look.
     let wattio_engine::SimOutcome { stack, devices, .. } = outcome;
