@@ -38,6 +38,17 @@ def _load_class(spec: str, base: Path):
         raise ValueError(f"function class {spec!r}: module has no {cls_name!r}") from None
 
 
+def config_source(config, base_dir=None) -> tuple[str, str, Path]:
+    """A config given as a path to a TOML file, TOML text or a dict, as (TOML text, where it
+    came from for error messages, the directory its relative paths resolve against)."""
+    if isinstance(config, dict):
+        return _dump_toml(config), "config", Path(base_dir or ".")
+    if isinstance(config, Path) or (isinstance(config, str) and "\n" not in config and config.endswith(".toml")):
+        path = Path(config)
+        return path.read_text(), str(path), Path(base_dir or path.parent)
+    return str(config), "config", Path(base_dir or ".")
+
+
 @dataclass
 class Run:
     """A finished run: its summary and, if it wrote them, its tables."""
@@ -104,17 +115,7 @@ def run(
     ``functions`` maps stack positions of ``kind = "python"`` functions to objects; by default
     they are built from the config's ``class`` and ``params``.
     """
-    origin = "config"
-    if isinstance(config, dict):
-        text = _dump_toml(config)
-    elif isinstance(config, Path) or (isinstance(config, str) and "\n" not in config and config.endswith(".toml")):
-        path = Path(config)
-        text = path.read_text()
-        origin = str(path)
-        base_dir = base_dir or path.parent
-    else:
-        text = str(config)
-    base = Path(base_dir or ".")
+    text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
     cfg = tomllib.loads(text)
     funcs = dict(functions or {})

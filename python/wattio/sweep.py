@@ -18,21 +18,7 @@ from pathlib import Path
 import tomllib
 
 from wattio import _core
-from wattio.api import _dump_toml, run
-
-
-def _read_config(config, base_dir) -> tuple[dict, str, Path]:
-    """(config as a dict, where it came from, the directory relative paths resolve against)."""
-    if isinstance(config, dict):
-        return copy.deepcopy(config), "config", Path(base_dir or ".")
-    if isinstance(config, Path) or (isinstance(config, str) and "\n" not in config and config.endswith(".toml")):
-        path = Path(config)
-        text = path.read_text()
-        _core.check_config(text, str(path))
-        return tomllib.loads(text), str(path), Path(base_dir or path.parent)
-    text = str(config)
-    _core.check_config(text, "config")
-    return tomllib.loads(text), "config", Path(base_dir or ".")
+from wattio.api import _dump_toml, config_source, run
 
 
 def set_key(cfg: dict, key: str, value) -> None:
@@ -129,7 +115,9 @@ def sweep(
     """
     import pandas as pd
 
-    cfg, origin, base = _read_config(config, base_dir)
+    text, origin, base = config_source(config, base_dir)
+    _core.check_config(text, origin)
+    cfg = tomllib.loads(text)
     pts = points(grid)
     tasks = []
     for i, p in enumerate(pts):
