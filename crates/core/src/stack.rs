@@ -96,9 +96,7 @@ impl Stack {
         }
         // The event goes straight to its layer, not through the work queue, which only holds
         // what it causes between layers: every copy of an `Io` costs on the hot path.
-        self.acts.clear();
-        self.layers[0].on_request(now, io, &mut self.acts);
-        self.route(0, now, fx);
+        self.request_at(0, now, io, fx);
         self.run(now, fx);
     }
 
@@ -109,10 +107,7 @@ impl Stack {
             fx.push(Effect::HostReply(done));
             return;
         }
-        let bottom = self.layers.len() - 1;
-        self.acts.clear();
-        self.layers[bottom].on_completion(now, done, &mut self.acts);
-        self.route(bottom, now, fx);
+        self.completion_at(self.layers.len() - 1, now, done, fx);
         self.run(now, fx);
     }
 
@@ -134,24 +129,27 @@ impl Stack {
     #[inline]
     fn run(&mut self, now: Nanos, fx: &mut Vec<Effect>) {
         while let Some(w) = self.work.pop_front() {
-            self.step(w, now, fx);
+            match w {
+                Work::Request(l, io) => self.request_at(l, now, io, fx),
+                Work::Completion(l, done) => self.completion_at(l, now, done, fx),
+            }
         }
     }
 
+    /// Layer `l` handles a request, and its actions are routed.
     #[inline]
-    fn step(&mut self, w: Work, now: Nanos, fx: &mut Vec<Effect>) {
+    fn request_at(&mut self, l: usize, now: Nanos, io: Io, fx: &mut Vec<Effect>) {
         self.acts.clear();
-        let layer = match w {
-            Work::Request(l, io) => {
-                self.layers[l].on_request(now, io, &mut self.acts);
-                l
-            }
-            Work::Completion(l, done) => {
-                self.layers[l].on_completion(now, done, &mut self.acts);
-                l
-            }
-        };
-        self.route(layer, now, fx);
+        self.layers[l].on_request(now, io, &mut self.acts);
+        self.route(l, now, fx);
+    }
+
+    /// Layer `l` handles a completion, and its actions are routed.
+    #[inline]
+    fn completion_at(&mut self, l: usize, now: Nanos, done: Completion, fx: &mut Vec<Effect>) {
+        self.acts.clear();
+        self.layers[l].on_completion(now, done, &mut self.acts);
+        self.route(l, now, fx);
     }
 
     #[inline]
