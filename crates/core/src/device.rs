@@ -245,21 +245,19 @@ impl DeviceRuntime {
     /// Queue an I/O.
     #[inline]
     pub fn submit(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
+        let notready_at_enq = self.notready_at(now);
         // Fast path, identical in effect to enqueue + try_start: nothing queued ahead, the
-        // device can serve now, a service slot is free.
-        if self.queue.is_empty() && self.busy < self.max_concurrent {
-            if let Mode::Stable(cur) = self.mode {
-                if self.info.power.states[cur as usize].ready {
-                    let nr = self.notready_at(now);
-                    self.start(now, io, now, nr, ev);
-                    return;
-                }
-            }
+        // device is in a ready state, a service slot is free.
+        let ready =
+            matches!(self.mode, Mode::Stable(cur) if self.info.power.states[cur as usize].ready);
+        if ready && self.queue.is_empty() && self.busy < self.max_concurrent {
+            self.start(now, io, now, notready_at_enq, ev);
+            return;
         }
         let p = Pending::Io {
             io,
             enqueued: now,
-            notready_at_enq: self.notready_at(now),
+            notready_at_enq,
         };
         self.enqueue(p);
         self.try_start(now, ev);
