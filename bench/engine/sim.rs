@@ -85,14 +85,8 @@ impl TraceSource for Timed {
             let t0 = cpu_s();
             self.buf.clear();
             self.pos = 0;
-            while self.buf.len() < BLOCK {
-                match self.inner.next_request()? {
-                    Some(r) => self.buf.push(r),
-                    None => {
-                        self.done = true;
-                        break;
-                    }
-                }
+            if self.inner.fill(&mut self.buf, BLOCK)? < BLOCK {
+                self.done = true;
             }
             self.source_s += cpu_s() - t0;
             if self.buf.is_empty() {
@@ -102,6 +96,32 @@ impl TraceSource for Timed {
         let r = self.buf[self.pos];
         self.pos += 1;
         Ok(Some(r))
+    }
+
+    fn fill(
+        &mut self,
+        out: &mut Vec<wattio_core::Request>,
+        max: usize,
+    ) -> Result<usize, wattio_core::trace::TraceError> {
+        let mut n = 0;
+        while n < max {
+            if self.pos == self.buf.len() {
+                // Refills (and their timing) as next_request does.
+                match self.next_request()? {
+                    Some(r) => {
+                        out.push(r);
+                        n += 1;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            let take = (self.buf.len() - self.pos).min(max - n);
+            out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
+            self.pos += take;
+            n += take;
+        }
+        Ok(n)
     }
 }
 

@@ -44,39 +44,51 @@ pub struct Actions {
 }
 
 impl Actions {
+    #[inline]
     pub fn new() -> Actions {
         Actions::default()
     }
+    #[inline]
     pub fn submit(&mut self, io: Io) {
         self.list.push(Action::Submit(io));
     }
+    #[inline]
     pub fn reply(&mut self, done: Completion) {
         self.list.push(Action::Reply(done));
     }
+    #[inline]
     pub fn set_power(&mut self, device: DeviceId, state: PowerStateId) {
         self.list.push(Action::SetPower { device, state });
     }
+    #[inline]
     pub fn set_timer(&mut self, timer: TimerId, at: Nanos) {
         self.list.push(Action::SetTimer { timer, at });
     }
+    #[inline]
     pub fn cancel_timer(&mut self, timer: TimerId) {
         self.list.push(Action::CancelTimer { timer });
     }
+    #[inline]
     pub fn push(&mut self, a: Action) {
         self.list.push(a);
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    #[inline]
     pub fn len(&self) -> usize {
         self.list.len()
     }
+    #[inline]
     pub fn as_slice(&self) -> &[Action] {
         &self.list
     }
+    #[inline]
     pub fn drain(&mut self) -> std::vec::Drain<'_, Action> {
         self.list.drain(..)
     }
+    #[inline]
     pub fn clear(&mut self) {
         self.list.clear()
     }

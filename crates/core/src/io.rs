@@ -57,6 +57,7 @@ impl Op {
     }
 
     /// Does this operation move data to or from the media?
+    #[inline]
     pub fn moves_data(self) -> bool {
         matches!(self, Op::Read | Op::Write)
     }
@@ -109,6 +110,7 @@ impl Request {
     }
 
     /// The I/O the host issues for this request.
+    #[inline]
     pub fn io(&self, id: u64) -> Io {
         Io {
             id: IoId(id),
@@ -149,6 +151,7 @@ pub struct Io {
 
 impl Io {
     /// A bare I/O a function originates itself.
+    #[inline]
     pub fn own(n: u64, op: Op, dev: DeviceId, offset: u64, len: u32) -> Io {
         Io {
             id: IoId::own(n),
@@ -165,6 +168,7 @@ impl Io {
         }
     }
 
+    #[inline]
     pub fn end(&self) -> u64 {
         self.offset + self.len as u64
     }
@@ -198,6 +202,7 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
+    #[inline]
     pub fn total(&self) -> Nanos {
         self.queue_ns + self.power_wait_ns + self.service_ns
     }

@@ -26,6 +26,20 @@ pub trait TraceSource: Send {
     /// The next request, `Ok(None)` at the end.
     fn next_request(&mut self) -> Result<Option<Request>, TraceError>;
 
+    /// Appends up to `max` requests to `out` and returns how many; fewer than `max` only at
+    /// the end of the trace. On an error, the requests before it are in `out`. Executors
+    /// read through this (a batch at a time costs less per request than one call each);
+    /// sources that hold or make requests in bulk override it.
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        for n in 0..max {
+            match self.next_request()? {
+                Some(r) => out.push(r),
+                None => return Ok(n),
+            }
+        }
+        Ok(max)
+    }
+
     /// Total number of requests if known up front (for progress reporting).
     fn len_hint(&self) -> Option<u64> {
         None
@@ -56,6 +70,12 @@ impl VecSource {
 impl TraceSource for VecSource {
     fn next_request(&mut self) -> Result<Option<Request>, TraceError> {
         Ok(self.reqs.next())
+    }
+
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        let before = out.len();
+        out.extend(self.reqs.by_ref().take(max));
+        Ok(out.len() - before)
     }
 
     fn len_hint(&self) -> Option<u64> {

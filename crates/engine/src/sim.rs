@@ -163,18 +163,10 @@ impl Arrivals<'_> {
         self.buf.clear();
         self.pos = 0;
         if self.end.is_none() {
-            while self.buf.len() < ARRIVAL_BATCH {
-                match self.src.next_request() {
-                    Ok(Some(r)) => self.buf.push(r),
-                    Ok(None) => {
-                        self.end = Some(Ok(()));
-                        break;
-                    }
-                    Err(e) => {
-                        self.end = Some(Err(e.to_string()));
-                        break;
-                    }
-                }
+            match self.src.fill(&mut self.buf, ARRIVAL_BATCH) {
+                Ok(n) if n < ARRIVAL_BATCH => self.end = Some(Ok(())),
+                Ok(_) => {}
+                Err(e) => self.end = Some(Err(e.to_string())),
             }
         }
         match &self.end {

@@ -715,6 +715,29 @@ impl TraceSource for ColumnarReader {
         })
     }
 
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        let mut n = 0;
+        while n < max {
+            // Whole runs of decoded rows at once; `next_request` decodes the next chunk.
+            let rest = self.decoded.get(self.idx..).unwrap_or_default();
+            if !rest.is_empty() {
+                let take = rest.len().min(max - n);
+                out.extend_from_slice(&rest[..take]);
+                self.idx += take;
+                n += take;
+                continue;
+            }
+            match self.next_request()? {
+                Some(r) => {
+                    out.push(r);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        Ok(n)
+    }
+
     fn len_hint(&self) -> Option<u64> {
         Some(self.total)
     }

@@ -165,6 +165,23 @@ fn next_batch_and_next_request_agree_and_mix() {
     }
     assert_eq!(got, reqs);
 
+    // fill in odd sizes, mixed with single requests, reads the same rows; fewer than asked
+    // only at the end.
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut got = Vec::new();
+    for k in 0.. {
+        let max = [1, 63, 4096, 70_000][k % 4];
+        let n = r.fill(&mut got, max).unwrap();
+        if n < max {
+            assert_eq!(r.fill(&mut got, 5).unwrap(), 0, "stays at the end");
+            break;
+        }
+        if let Some(x) = r.next_request().unwrap() {
+            got.push(x);
+        }
+    }
+    assert_eq!(got, reqs);
+
     // The in-memory reader reads the same rows.
     let bytes = std::fs::read(&p).unwrap();
     let mut m = ColumnarReader::from_bytes(bytes, "<mem>").unwrap();
@@ -207,6 +224,21 @@ fn a_bad_row_inside_a_batch_comes_after_every_row_before_it() {
     assert_eq!(got, reqs[..bad_row]);
     assert!(e.contains("@row 6000: arrival"), "{e}");
     assert_eq!(r.next_batch(&mut got).unwrap(), 0);
+
+    // The same through TraceSource::fill (how the simulator reads): every good row is in
+    // the buffer when the error comes, then the end.
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut got = Vec::new();
+    let e = loop {
+        match r.fill(&mut got, 777) {
+            Ok(n) if n < 777 => panic!("ended without the error"),
+            Ok(_) => {}
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(got, reqs[..bad_row]);
+    assert!(e.contains("@row 6000: arrival"), "{e}");
+    assert_eq!(r.fill(&mut got, 777).unwrap(), 0);
 
     // An unknown op code at row 4097 (the second read batch).
     let mut reqs = requests(5000);

@@ -390,20 +390,43 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 
 impl TraceSource for Generator {
     fn next_request(&mut self) -> Result<Option<Request>, TraceError> {
+        Ok(self.generate())
+    }
+
+    fn fill(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize, TraceError> {
+        for n in 0..max {
+            match self.generate() {
+                Some(r) => out.push(r),
+                None => return Ok(n),
+            }
+        }
+        Ok(max)
+    }
+
+    fn assumptions(&self) -> Vec<String> {
+        vec![format!(
+            "generated {:?} workload: {} s, {} burst/s, {} device(s)",
+            self.c.arrivals, self.c.duration_s, self.c.rate, self.c.devices
+        )]
+    }
+}
+
+impl Generator {
+    /// The next request, `None` at the end (generation cannot fail once configured).
+    #[inline]
+    fn generate(&mut self) -> Option<Request> {
         if self.c.max_requests.is_some_and(|m| self.emitted >= m) {
-            return Ok(None);
+            return None;
         }
         if self.burst_left == 0 {
-            if self.next_burst().is_none() {
-                return Ok(None);
-            }
+            self.next_burst()?;
             self.burst_left = 1 + self.rng.geometric(1.0 / self.c.burst_mean);
             self.burst_dev = self.rng.below(self.c.devices as u64) as u16;
         } else {
             self.t += self.c.burst_gap_ms / 1e3;
             if self.t > self.end {
                 self.burst_left = 0;
-                return Ok(None);
+                return None;
             }
         }
         self.burst_left -= 1;
@@ -441,14 +464,7 @@ impl TraceSource for Generator {
         let mut r = Request::new(round_positive(self.t * 1e9), op, offset, len);
         r.dev = self.burst_dev;
         r.stream = stream as u32;
-        Ok(Some(r))
-    }
-
-    fn assumptions(&self) -> Vec<String> {
-        vec![format!(
-            "generated {:?} workload: {} s, {} burst/s, {} device(s)",
-            self.c.arrivals, self.c.duration_s, self.c.rate, self.c.devices
-        )]
+        Some(r)
     }
 }
 

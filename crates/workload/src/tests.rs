@@ -37,6 +37,23 @@ fn same_seed_same_trace_other_seed_other_trace() {
 }
 
 #[test]
+fn fill_gives_the_same_trace_as_next_request() {
+    let c = cfg("arrivals = \"poisson\"\nrate = 3\npopularity = { dist = \"zipf\", s = 0.9 }\nsequential_fraction = 0.3");
+    let want = collect(&c, 4);
+    let mut g = Generator::new(&c, 4).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let n = g.fill(&mut got, 1000).unwrap();
+        if n < 1000 {
+            break;
+        }
+    }
+    assert!(want.len() > 20_000, "{}", want.len());
+    assert_eq!(got, want);
+    assert_eq!(g.fill(&mut got, 10).unwrap(), 0, "stays at the end");
+}
+
+#[test]
 fn diurnal_peaks_at_peak_hour() {
     let c: WorkloadConfig = toml::from_str(
         "arrivals = \"diurnal\"\nduration_s = 86400\nrate = 2\namplitude = 0.9\npeak_hour = 14",
