@@ -182,15 +182,15 @@ fn main() {
                 let Some(Reverse((at, token))) = heap.pop() else {
                     break;
                 };
-                dev.service_end(at, token, &mut ev);
+                if dev.service_end(at, token, &mut ev).is_some() {
+                    completed += 1;
+                }
             }
             _ => break,
         }
         for e in ev.drain(..) {
-            match e {
-                DevEvent::ServiceEnd { at, token } => heap.push(Reverse((at, token))),
-                DevEvent::Completed(_) => completed += 1,
-                _ => {}
+            if let DevEvent::ServiceEnd { at, token } = e {
+                heap.push(Reverse((at, token)));
             }
         }
     }

@@ -98,8 +98,6 @@ pub enum DevEvent {
     /// `states + transition` at the start of a transition). Busy sub-states (seek, active)
     /// are not reported.
     Mode { at: Nanos, slot: usize },
-    /// An I/O is done.
-    Completed(Completion),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -273,28 +271,33 @@ impl DeviceRuntime {
         self.try_start(now, ev);
     }
 
-    /// A service scheduled by [`DevEvent::ServiceEnd`] has finished.
+    /// A service scheduled by [`DevEvent::ServiceEnd`] has finished: returns the finished
+    /// I/O (`None` for a stale token). `ev` receives what starting the next queued work
+    /// causes. The completion is returned rather than queued with those events so that an
+    /// executor can hand it to its stack once the device's own events are dealt with.
     #[inline]
-    pub fn service_end(&mut self, now: Nanos, token: u32, ev: &mut Vec<DevEvent>) {
-        let Some(s) = self.slots.get_mut(token as usize).and_then(Option::take) else {
-            return;
-        };
+    pub fn service_end(
+        &mut self,
+        now: Nanos,
+        token: u32,
+        ev: &mut Vec<DevEvent>,
+    ) -> Option<Completion> {
+        let s = self.slots.get_mut(token as usize).and_then(Option::take)?;
         self.free_slots.push(token);
         self.busy -= 1;
         if self.busy == 0 {
             self.counters.busy_ns += now - self.busy_since;
             self.ledger.enter(self.info.power.idle as usize, now);
         }
-        ev.push(DevEvent::Completed(Completion {
+        self.try_start(now, ev);
+        Some(Completion {
             io: s.io,
             status: s.status,
             finished: now,
             breakdown: s.breakdown,
-        }));
-        self.try_start(now, ev);
+        })
     }
 
-    /// A transition scheduled by [`DevEvent::TransitionEnd`] has finished.
     pub fn transition_end(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
         let Mode::Transition { tr } = self.mode else {
             return;
@@ -326,7 +329,13 @@ impl DeviceRuntime {
         while i > 0 && self.queue[i - 1].priority() < prio {
             i -= 1;
         }
-        self.queue.insert(i, p);
+        // Appending is the common case (equal priorities); `insert` pays for its general
+        // wrap-around handling even at the end.
+        if i == self.queue.len() {
+            self.queue.push_back(p);
+        } else {
+            self.queue.insert(i, p);
+        }
     }
 
     fn begin_transition(&mut self, now: Nanos, tr: usize, ev: &mut Vec<DevEvent>) {
@@ -390,11 +399,16 @@ impl DeviceRuntime {
                         return;
                     }
                     let idx = if self.schedules { self.pick(now) } else { 0 };
+                    let taken = if idx == 0 {
+                        self.queue.pop_front()
+                    } else {
+                        self.queue.remove(idx)
+                    };
                     let Some(Pending::Io {
                         io,
                         enqueued,
                         notready_at_enq,
-                    }) = self.queue.remove(idx)
+                    }) = taken
                     else {
                         unreachable!("pick returns an I/O index");
                     };

@@ -25,6 +25,6 @@ pub use function::{Action, Actions, Function, TimerId};
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use ledger::{Ledger, LedgerRow};
 pub use power::{PowerSpec, PowerState, PowerStateId, Transition};
-pub use stack::{Effect, Stack};
+pub use stack::{Effect, Effects, Stack};
 pub use time::Nanos;
 pub use trace::{TraceError, TraceSource};

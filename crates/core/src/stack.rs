@@ -1,9 +1,9 @@
 //! A stack of functions from the host down to the devices, itself sans-I/O.
 //!
 //! Both executors own a [`Stack`], hand it host requests, device completions, timer expiries
-//! and power notifications, and carry out the [`Effect`]s it returns. Routing between layers
-//! (a `Submit` from layer k is a request to layer k+1; a `Reply` from layer k is a completion
-//! to layer k−1) happens here, once, so the two executors cannot disagree about it.
+//! and power notifications, and carry out what it asks through [`Effects`]. Routing between
+//! layers (a `Submit` from layer k is a request to layer k+1; a `Reply` from layer k is a
+//! completion to layer k−1) happens here, once, so the two executors cannot disagree about it.
 
 use crate::device::DeviceInfo;
 use crate::function::{Action, Actions, Function, TimerId};
@@ -12,7 +12,8 @@ use crate::power::PowerStateId;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
-/// What the executor must do.
+/// What an executor must do, as a value: the buffered form of [`Effects`] (`Vec<Effect>`
+/// implements it), for executors that carry effects out later or elsewhere.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Effect {
     /// Queue `io` at physical device `io.dev`.
@@ -32,6 +33,46 @@ pub enum Effect {
         layer: usize,
         timer: TimerId,
     },
+}
+
+/// The executor's side of a stack: what leaves the stack is carried out here, in the order
+/// the layers asked for it, while the stack still runs. Arguments are borrowed from the
+/// layers' action buffers, so an executor that acts at once (the simulator) copies an I/O
+/// only where it keeps it.
+///
+/// An implementation must not call back into the stack: a device's power notification
+/// reaches [`Stack::power`] after the stack call that caused it has returned.
+pub trait Effects {
+    /// Queue `io` at physical device `io.dev`.
+    fn submit(&mut self, now: Nanos, io: &Io);
+    /// A host request is complete at `now` (`done.finished` is whatever the replying
+    /// layer copied; the reply's time is `now`).
+    fn host_reply(&mut self, now: Nanos, done: &Completion);
+    fn set_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId);
+    /// (Re-)arm timer `timer` of `layer` for `at`.
+    fn set_timer(&mut self, now: Nanos, layer: usize, timer: TimerId, at: Nanos);
+    fn cancel_timer(&mut self, now: Nanos, layer: usize, timer: TimerId);
+}
+
+impl Effects for Vec<Effect> {
+    fn submit(&mut self, _now: Nanos, io: &Io) {
+        self.push(Effect::Submit(*io));
+    }
+    fn host_reply(&mut self, now: Nanos, done: &Completion) {
+        self.push(Effect::HostReply(Completion {
+            finished: now,
+            ..*done
+        }));
+    }
+    fn set_power(&mut self, _now: Nanos, device: DeviceId, state: PowerStateId) {
+        self.push(Effect::SetPower { device, state });
+    }
+    fn set_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId, at: Nanos) {
+        self.push(Effect::SetTimer { layer, timer, at });
+    }
+    fn cancel_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId) {
+        self.push(Effect::CancelTimer { layer, timer });
+    }
 }
 
 enum Work {
@@ -78,7 +119,7 @@ impl Stack {
     }
 
     /// The run starts: every layer's `on_start`, top down.
-    pub fn start(&mut self, now: Nanos, fx: &mut Vec<Effect>) {
+    pub fn start<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
         for layer in 0..self.layers.len() {
             self.acts.clear();
             self.layers[layer].on_start(now, &mut self.acts);
@@ -89,9 +130,9 @@ impl Stack {
 
     /// A request from the host.
     #[inline]
-    pub fn request(&mut self, now: Nanos, io: Io, fx: &mut Vec<Effect>) {
+    pub fn request<E: Effects + ?Sized>(&mut self, now: Nanos, io: Io, fx: &mut E) {
         if self.layers.is_empty() {
-            fx.push(Effect::Submit(io));
+            fx.submit(now, &io);
             return;
         }
         // The event goes straight to its layer, not through the work queue, which only holds
@@ -102,9 +143,14 @@ impl Stack {
 
     /// A device finished an I/O submitted by the bottom layer.
     #[inline]
-    pub fn device_completion(&mut self, now: Nanos, done: Completion, fx: &mut Vec<Effect>) {
+    pub fn device_completion<E: Effects + ?Sized>(
+        &mut self,
+        now: Nanos,
+        done: Completion,
+        fx: &mut E,
+    ) {
         if self.layers.is_empty() {
-            fx.push(Effect::HostReply(done));
+            fx.host_reply(now, &done);
             return;
         }
         self.completion_at(self.layers.len() - 1, now, done, fx);
@@ -112,7 +158,13 @@ impl Stack {
     }
 
     /// Timer `timer` of `layer` expired.
-    pub fn timer(&mut self, now: Nanos, layer: usize, timer: TimerId, fx: &mut Vec<Effect>) {
+    pub fn timer<E: Effects + ?Sized>(
+        &mut self,
+        now: Nanos,
+        layer: usize,
+        timer: TimerId,
+        fx: &mut E,
+    ) {
         self.acts.clear();
         self.layers[layer].on_timer(now, timer, &mut self.acts);
         self.route(layer, now, fx);
@@ -127,7 +179,7 @@ impl Stack {
     }
 
     #[inline]
-    fn run(&mut self, now: Nanos, fx: &mut Vec<Effect>) {
+    fn run<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
         while let Some(w) = self.work.pop_front() {
             match w {
                 Work::Request(l, io) => self.request_at(l, now, io, fx),
@@ -138,7 +190,7 @@ impl Stack {
 
     /// Layer `l` handles a request, and its actions are routed.
     #[inline]
-    fn request_at(&mut self, l: usize, now: Nanos, io: Io, fx: &mut Vec<Effect>) {
+    fn request_at<E: Effects + ?Sized>(&mut self, l: usize, now: Nanos, io: Io, fx: &mut E) {
         self.acts.clear();
         self.layers[l].on_request(now, io, &mut self.acts);
         self.route(l, now, fx);
@@ -146,40 +198,47 @@ impl Stack {
 
     /// Layer `l` handles a completion, and its actions are routed.
     #[inline]
-    fn completion_at(&mut self, l: usize, now: Nanos, done: Completion, fx: &mut Vec<Effect>) {
+    fn completion_at<E: Effects + ?Sized>(
+        &mut self,
+        l: usize,
+        now: Nanos,
+        done: Completion,
+        fx: &mut E,
+    ) {
         self.acts.clear();
         self.layers[l].on_completion(now, done, &mut self.acts);
         self.route(l, now, fx);
     }
 
     #[inline]
-    fn route(&mut self, layer: usize, now: Nanos, fx: &mut Vec<Effect>) {
+    fn route<E: Effects + ?Sized>(&mut self, layer: usize, now: Nanos, fx: &mut E) {
         let bottom = self.layers.len() - 1;
-        // By reference, not drained by value: each action is copied once, into its effect.
+        // By reference: an effect borrows its I/O from the action buffer, and only work
+        // between layers is copied (into the work queue).
         for a in self.acts.as_slice() {
             match a {
                 Action::Submit(io) => {
                     if layer == bottom {
-                        fx.push(Effect::Submit(*io));
+                        fx.submit(now, io);
                     } else {
                         self.work.push_back(Work::Request(layer + 1, *io));
                     }
                 }
                 Action::Reply(done) => {
-                    // A reply completes now, whatever the function copied from below.
-                    let done = Completion {
-                        finished: now,
-                        ..*done
-                    };
                     if layer == 0 {
-                        fx.push(Effect::HostReply(done));
+                        fx.host_reply(now, done);
                     } else {
+                        // A reply completes now, whatever the function copied from below.
+                        let done = Completion {
+                            finished: now,
+                            ..*done
+                        };
                         self.work.push_back(Work::Completion(layer - 1, done));
                     }
                 }
-                &Action::SetPower { device, state } => fx.push(Effect::SetPower { device, state }),
-                &Action::SetTimer { timer, at } => fx.push(Effect::SetTimer { layer, timer, at }),
-                &Action::CancelTimer { timer } => fx.push(Effect::CancelTimer { layer, timer }),
+                &Action::SetPower { device, state } => fx.set_power(now, device, state),
+                &Action::SetTimer { timer, at } => fx.set_timer(now, layer, timer, at),
+                &Action::CancelTimer { timer } => fx.cancel_timer(now, layer, timer),
             }
         }
         self.acts.clear();

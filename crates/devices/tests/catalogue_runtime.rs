@@ -31,15 +31,15 @@ fn settle(dev: &mut DeviceRuntime, mut ev: Vec<DevEvent>) -> Vec<Completion> {
         ev.sort_by_key(|e| match e {
             DevEvent::ServiceEnd { at, .. } | DevEvent::TransitionEnd { at } => *at,
             DevEvent::Mode { at, .. } => *at,
-            DevEvent::Completed(c) => c.finished,
         });
         let e = ev.remove(0);
         let mut next = Vec::new();
         match e {
-            DevEvent::ServiceEnd { at, token } => dev.service_end(at, token, &mut next),
+            DevEvent::ServiceEnd { at, token } => {
+                done.extend(dev.service_end(at, token, &mut next))
+            }
             DevEvent::TransitionEnd { at } => dev.transition_end(at, &mut next),
             DevEvent::Mode { .. } => {}
-            DevEvent::Completed(c) => done.push(c),
         }
         ev.extend(next);
     }

@@ -142,7 +142,6 @@ fn run(dev: &mut DeviceRuntime, ev: &mut Vec<DevEvent>, done: &mut Vec<Completio
             match e {
                 DevEvent::ServiceEnd { at, token } => heap.push(Reverse((at, 0, token))),
                 DevEvent::TransitionEnd { at } => heap.push(Reverse((at, 1, 0))),
-                DevEvent::Completed(c) => done.push(c),
                 DevEvent::Mode { .. } => {}
             }
         }
@@ -150,7 +149,7 @@ fn run(dev: &mut DeviceRuntime, ev: &mut Vec<DevEvent>, done: &mut Vec<Completio
             return;
         };
         if kind == 0 {
-            dev.service_end(at, token, ev);
+            done.extend(dev.service_end(at, token, ev));
         } else {
             dev.transition_end(at, ev);
         }

@@ -9,8 +9,9 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use wattio_core::device::{DevEvent, DeviceRuntime};
 use wattio_core::function::TimerId;
-use wattio_core::io::{Completion, Request, Status};
-use wattio_core::stack::{Effect, Stack};
+use wattio_core::io::{Completion, DeviceId, Io, Request, Status};
+use wattio_core::power::PowerStateId;
+use wattio_core::stack::{Effects, Stack};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::time::Nanos;
 use wattio_core::trace::TraceSource;
@@ -228,16 +229,25 @@ pub struct SimOutcome {
 pub struct Simulator {
     stack: Stack,
     devs: Vec<DeviceRuntime>,
+}
+
+/// Everything a run needs but the stack, so that the stack carries out its effects here
+/// while it runs ([`Effects`]): an I/O goes from a function's action buffer straight into
+/// its device, with no queue of effects in between.
+struct Exec<'s> {
+    devs: Vec<DeviceRuntime>,
     heap: EventHeap,
     seq: u64,
     timers: HashMap<(u32, TimerId), TimerSlot, BuildHasherDefault<Fx>>,
-    /// Effects to carry out and device events to route. Both stay in place (empty between
-    /// steps) and are read by index: moving a `Vec` out of `self` and back per event cost
-    /// store-forwarding stalls on the hot path.
-    fx: Vec<Effect>,
+    /// A device's events, dealt with (and emptied) right after the call that produced them.
     dev_ev: Vec<DevEvent>,
+    /// Power notifications for the stack (time, device, state), delivered once the stack
+    /// call that caused them has returned.
+    power: Vec<(Nanos, u16, u8)>,
     host: HostSide,
-    now: Nanos,
+    sink: &'s mut dyn RunSink,
+    /// The first error an effect met: the run stops with it when the stack call returns.
+    err: Option<String>,
 }
 
 /// The host's side of a run: requests in flight and what their completions add up to.
@@ -257,11 +267,27 @@ impl Simulator {
         Simulator {
             stack,
             devs: devices,
+        }
+    }
+
+    /// Run `source` to the end. `until` caps the run; `min_end` extends it (a generated
+    /// workload's duration: the devices' ledgers cover the whole period even if the last
+    /// request came earlier).
+    pub fn run(
+        self,
+        source: &mut dyn TraceSource,
+        until: Option<Nanos>,
+        min_end: Nanos,
+        sink: &mut dyn RunSink,
+    ) -> Result<SimOutcome, String> {
+        let mut stack = self.stack;
+        let mut x = Exec {
+            devs: self.devs,
             heap: EventHeap::default(),
             seq: 0,
             timers: HashMap::default(),
-            fx: Vec::new(),
             dev_ev: Vec::new(),
+            power: Vec::new(),
             host: HostSide {
                 inflight: VecDeque::new(),
                 base: 0,
@@ -271,22 +297,12 @@ impl Simulator {
                 errors: 0,
                 last_completion: 0,
             },
-            now: 0,
-        }
-    }
-
-    /// Run `source` to the end. `until` caps the run; `min_end` extends it (a generated
-    /// workload's duration: the devices' ledgers cover the whole period even if the last
-    /// request came earlier).
-    pub fn run(
-        mut self,
-        source: &mut dyn TraceSource,
-        until: Option<Nanos>,
-        min_end: Nanos,
-        sink: &mut dyn RunSink,
-    ) -> Result<SimOutcome, String> {
-        self.stack.start(0, &mut self.fx);
-        self.apply(sink)?;
+            sink,
+            err: None,
+        };
+        let mut now: Nanos = 0;
+        stack.start(now, &mut x);
+        x.settle(&mut stack)?;
         let mut arrivals = Arrivals {
             src: source,
             buf: Vec::with_capacity(ARRIVAL_BATCH),
@@ -298,7 +314,7 @@ impl Simulator {
         // With an explicit end, timers and transitions run up to it after the last request.
         let min_end = min_end.max(until.unwrap_or(0));
         loop {
-            let heap_at = self.heap.peek_at();
+            let heap_at = x.heap.peek_at();
             let next_at = arrivals.next_at()?;
             let take_arrival = match (next_at, heap_at) {
                 (Some(a), Some(h)) => a < h,
@@ -310,69 +326,93 @@ impl Simulator {
                 if r.arrival > cap {
                     break;
                 }
-                if r.arrival < self.now {
+                if r.arrival < now {
                     return Err(format!(
                         "request {issued}: arrival {} ns precedes the previous request's {} ns (traces must be in arrival order)",
-                        r.arrival, self.now
+                        r.arrival, now
                     ));
                 }
-                self.now = r.arrival;
+                now = r.arrival;
                 let io = r.io(issued);
-                if self.stack.is_empty() && io.dev as usize >= self.devs.len() {
-                    return Err(self.bad_device(issued, io.dev));
+                if stack.is_empty() && io.dev as usize >= x.devs.len() {
+                    return Err(x.bad_device(issued, io.dev));
                 }
-                self.host.inflight.push_back(Some(r.arrival));
+                x.host.inflight.push_back(Some(r.arrival));
                 issued += 1;
-                self.stack.request(self.now, io, &mut self.fx);
-                self.apply(sink)?;
+                stack.request(now, io, &mut x);
+                x.settle(&mut stack)?;
                 if issued.is_multiple_of(PROGRESS_EVERY) {
-                    sink.progress(issued, self.now)?;
+                    x.sink.progress(issued, now)?;
                 }
                 continue;
             }
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
             // the minimum end.
-            if next_at.is_none() && self.host.inflight.is_empty() && h > min_end.max(self.now) {
+            if next_at.is_none() && x.host.inflight.is_empty() && h > min_end.max(now) {
                 break;
             }
             if h > cap {
                 break;
             }
-            let ev = self.heap.pop().expect("peeked");
-            self.now = ev.at;
-            self.dispatch(ev, sink)?;
+            let ev = x.heap.pop().expect("peeked");
+            now = ev.at;
+            x.dispatch(ev, &mut stack)?;
         }
         drop(arrivals);
-        if !self.host.inflight.is_empty() && until.is_none() {
+        if !x.host.inflight.is_empty() && until.is_none() {
             return Err(format!(
                 "{} host request(s) never completed: a function dropped them (every request needs a Reply)",
-                self.host.inflight.iter().filter(|x| x.is_some()).count()
+                x.host.inflight.iter().filter(|i| i.is_some()).count()
             ));
         }
         let end = match until {
             Some(u) => u,
-            None => self.now.max(min_end).max(self.host.last_completion),
+            None => now.max(min_end).max(x.host.last_completion),
         };
-        sink.progress(issued, end)?;
+        x.sink.progress(issued, end)?;
         Ok(SimOutcome {
-            stack: self.stack,
-            devices: self.devs,
+            stack,
+            devices: x.devs,
             end,
-            requests: self.host.completed,
-            errors: self.host.errors,
-            latency: self.host.latency,
-            power_wait: self.host.power_wait,
+            requests: x.host.completed,
+            errors: x.host.errors,
+            latency: x.host.latency,
+            power_wait: x.host.power_wait,
             assumptions: source.assumptions(),
         })
     }
+}
 
+impl Exec<'_> {
     fn bad_device(&self, id: u64, dev: u16) -> String {
         format!(
             "request {id} targets device {dev}, but the run has {} device(s) (0..{}): select or map the trace's volumes, or add devices",
             self.devs.len(),
             self.devs.len().saturating_sub(1)
         )
+    }
+
+    /// Keep the first error: later ones are consequences of it.
+    #[cold]
+    fn fail(&mut self, e: String) {
+        self.err.get_or_insert(e);
+    }
+
+    /// After a stack call: deliver the power notifications it caused, and stop on an error.
+    #[inline]
+    fn settle(&mut self, stack: &mut Stack) -> Result<(), String> {
+        if !self.power.is_empty() {
+            for k in 0..self.power.len() {
+                let (at, dev, state) = self.power[k];
+                stack.power(at, dev, state);
+            }
+            self.power.clear();
+        }
+        match self.err.take() {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     #[inline]
@@ -386,18 +426,21 @@ impl Simulator {
     }
 
     #[inline]
-    fn dispatch(&mut self, ev: Ev, sink: &mut dyn RunSink) -> Result<(), String> {
+    fn dispatch(&mut self, ev: Ev, stack: &mut Stack) -> Result<(), String> {
         let now = ev.at;
         match ev.kind {
             Kind::Service { dev, token } => {
-                self.devs[dev as usize].service_end(now, token, &mut self.dev_ev);
-                self.device_events(dev, sink)?;
-                self.apply(sink)
+                let done = self.devs[dev as usize].service_end(now, token, &mut self.dev_ev);
+                // The device's own events first (the next I/O it starts), then the stack
+                // hears of the completion.
+                self.device_events(dev);
+                if let Some(done) = done {
+                    stack.device_completion(now, done, self);
+                }
             }
             Kind::Transition { dev } => {
                 self.devs[dev as usize].transition_end(now, &mut self.dev_ev);
-                self.device_events(dev, sink)?;
-                self.apply(sink)
+                self.device_events(dev);
             }
             Kind::Timer { layer, timer } => {
                 let key = (layer, timer);
@@ -421,97 +464,91 @@ impl Simulator {
                     Some(_) => {}
                 }
                 self.timers.remove(&key);
-                self.stack.timer(now, layer as usize, timer, &mut self.fx);
-                self.apply(sink)
+                stack.timer(now, layer as usize, timer, self);
             }
         }
+        self.settle(stack)
     }
 
-    /// Carry out `self.fx` (and whatever it causes) until nothing is left.
+    /// Schedule device `dev`'s events; note its power changes for the stack.
     #[inline]
-    fn apply(&mut self, sink: &mut dyn RunSink) -> Result<(), String> {
-        let now = self.now;
-        let mut i = 0;
-        while i < self.fx.len() {
-            i += 1;
-            match self.fx[i - 1] {
-                Effect::Submit(io) => {
-                    let Some(d) = self.devs.get_mut(io.dev as usize) else {
-                        return Err(self.bad_device(io.id.0, io.dev));
-                    };
-                    d.submit(now, io, &mut self.dev_ev);
-                    self.device_events(io.dev, sink)?;
-                }
-                Effect::HostReply(_) => {
-                    // In place: the completion is not copied out of the list.
-                    let Effect::HostReply(done) = &mut self.fx[i - 1] else {
-                        unreachable!("matched above")
-                    };
-                    self.host.reply(done, now, sink)?;
-                }
-                Effect::SetPower { device, state } => {
-                    let Some(d) = self.devs.get_mut(device as usize) else {
-                        return Err(format!(
-                            "a function set the power of device {device}, which does not exist"
-                        ));
-                    };
-                    d.set_power(now, state, &mut self.dev_ev);
-                    self.device_events(device, sink)?;
-                }
-                Effect::SetTimer { layer, timer, at } => {
-                    let at = at.max(now);
-                    let key = (layer as u32, timer);
-                    match self.timers.get_mut(&key) {
-                        Some(slot) if at >= slot.in_heap => slot.deadline = Some(at),
-                        _ => {
-                            self.timers.insert(
-                                key,
-                                TimerSlot {
-                                    deadline: Some(at),
-                                    in_heap: at,
-                                },
-                            );
-                            self.push(
-                                at,
-                                Kind::Timer {
-                                    layer: layer as u32,
-                                    timer,
-                                },
-                            );
-                        }
-                    }
-                }
-                Effect::CancelTimer { layer, timer } => {
-                    if let Some(slot) = self.timers.get_mut(&(layer as u32, timer)) {
-                        slot.deadline = None;
-                    }
-                }
-            }
-        }
-        self.fx.clear();
-        Ok(())
-    }
-
-    /// Schedule device `dev`'s events in `self.dev_ev`; completions go up the stack, adding
-    /// effects to `self.fx`.
-    #[inline]
-    fn device_events(&mut self, dev: u16, sink: &mut dyn RunSink) -> Result<(), String> {
-        let now = self.now;
+    fn device_events(&mut self, dev: u16) {
         for k in 0..self.dev_ev.len() {
             match self.dev_ev[k] {
                 DevEvent::ServiceEnd { at, token } => self.push(at, Kind::Service { dev, token }),
                 DevEvent::TransitionEnd { at } => self.push(at, Kind::Transition { dev }),
                 DevEvent::Mode { at, slot } => {
-                    sink.mode(dev, at, slot)?;
+                    if let Err(e) = self.sink.mode(dev, at, slot) {
+                        self.fail(e);
+                    }
                     if slot < self.devs[dev as usize].spec().states.len() {
-                        self.stack.power(at, dev, slot as u8);
+                        self.power.push((at, dev, slot as u8));
                     }
                 }
-                DevEvent::Completed(c) => self.stack.device_completion(now, c, &mut self.fx),
             }
         }
         self.dev_ev.clear();
-        Ok(())
+    }
+}
+
+impl Effects for Exec<'_> {
+    #[inline]
+    fn submit(&mut self, now: Nanos, io: &Io) {
+        let Some(d) = self.devs.get_mut(io.dev as usize) else {
+            let e = self.bad_device(io.id.0, io.dev);
+            return self.fail(e);
+        };
+        d.submit(now, *io, &mut self.dev_ev);
+        self.device_events(io.dev);
+    }
+
+    #[inline]
+    fn host_reply(&mut self, now: Nanos, done: &Completion) {
+        if let Err(e) = self.host.reply(done, now, self.sink) {
+            self.fail(e);
+        }
+    }
+
+    fn set_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
+        let Some(d) = self.devs.get_mut(device as usize) else {
+            return self.fail(format!(
+                "a function set the power of device {device}, which does not exist"
+            ));
+        };
+        d.set_power(now, state, &mut self.dev_ev);
+        self.device_events(device);
+    }
+
+    #[inline]
+    fn set_timer(&mut self, now: Nanos, layer: usize, timer: TimerId, at: Nanos) {
+        let at = at.max(now);
+        let key = (layer as u32, timer);
+        match self.timers.get_mut(&key) {
+            Some(slot) if at >= slot.in_heap => slot.deadline = Some(at),
+            _ => {
+                self.timers.insert(
+                    key,
+                    TimerSlot {
+                        deadline: Some(at),
+                        in_heap: at,
+                    },
+                );
+                self.push(
+                    at,
+                    Kind::Timer {
+                        layer: layer as u32,
+                        timer,
+                    },
+                );
+            }
+        }
+    }
+
+    #[inline]
+    fn cancel_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId) {
+        if let Some(slot) = self.timers.get_mut(&(layer as u32, timer)) {
+            slot.deadline = None;
+        }
     }
 }
 
@@ -519,7 +556,7 @@ impl HostSide {
     #[inline]
     fn reply(
         &mut self,
-        done: &mut Completion,
+        done: &Completion,
         now: Nanos,
         sink: &mut dyn RunSink,
     ) -> Result<(), String> {
@@ -541,6 +578,10 @@ impl HostSide {
             self.base += 1;
         }
         let latency = now - arrival;
+        let mut done = Completion {
+            finished: now,
+            ..*done
+        };
         // Time the layers held the request beyond what the device reported is queueing.
         let b = &mut done.breakdown;
         let accounted = b.total();
@@ -562,7 +603,7 @@ impl HostSide {
             self.errors += 1;
         }
         self.last_completion = now;
-        sink.request(id, arrival, done)
+        sink.request(id, arrival, &done)
     }
 }
 

@@ -949,7 +949,7 @@ impl Core {
                         Some(rt) => {
                             let mut ev = std::mem::take(&mut self.dev_ev);
                             rt.set_power(now, state, &mut ev);
-                            self.dev_events(shared, now, device, &mut ev, fx);
+                            self.dev_events(shared, now, device, &mut ev);
                             self.dev_ev = ev;
                         }
                         None => self.stats.power_commands_without_model += 1,
@@ -1019,7 +1019,7 @@ impl Core {
             Some(rt) => {
                 let mut ev = std::mem::take(&mut self.dev_ev);
                 rt.submit(now, io, &mut ev);
-                self.dev_events(shared, now, io.dev, &mut ev, fx);
+                self.dev_events(shared, now, io.dev, &mut ev);
                 self.dev_ev = ev;
                 true
             }
@@ -1028,14 +1028,7 @@ impl Core {
         out.jobs.push(Job { io, data, emulated });
     }
 
-    fn dev_events(
-        &mut self,
-        shared: &Shared,
-        now: Nanos,
-        dev: DeviceId,
-        ev: &mut Vec<DevEvent>,
-        fx: &mut Vec<Effect>,
-    ) {
+    fn dev_events(&mut self, shared: &Shared, now: Nanos, dev: DeviceId, ev: &mut Vec<DevEvent>) {
         for e in ev.drain(..) {
             match e {
                 DevEvent::ServiceEnd { at, token } => {
@@ -1054,19 +1047,21 @@ impl Core {
                         self.stack.power(now, dev, slot as u8);
                     }
                 }
-                DevEvent::Completed(c) => {
-                    let key = (dev, c.io.id);
-                    let pair = self.emu.entry(key).or_default();
-                    pair.model = Some(c);
-                    if let Some((status, _)) = pair.real {
-                        self.emu.remove(&key);
-                        let mut c = c;
-                        c.status = worse(status, c.status);
-                        c.finished = now;
-                        self.stack.device_completion(now, c, fx);
-                    }
-                }
             }
+        }
+    }
+
+    /// The device model finished an I/O: it completes once the real device has too.
+    fn model_done(&mut self, now: Nanos, dev: DeviceId, c: Completion, fx: &mut Vec<Effect>) {
+        let key = (dev, c.io.id);
+        let pair = self.emu.entry(key).or_default();
+        pair.model = Some(c);
+        if let Some((status, _)) = pair.real {
+            self.emu.remove(&key);
+            let mut c = c;
+            c.status = worse(status, c.status);
+            c.finished = now;
+            self.stack.device_completion(now, c, fx);
         }
     }
 
@@ -1149,8 +1144,11 @@ impl Core {
                 TimerKind::DevService(d, token) => {
                     if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
                         let mut ev = std::mem::take(&mut self.dev_ev);
-                        rt.service_end(now, token, &mut ev);
-                        self.dev_events(shared, now, d, &mut ev, fx);
+                        let done = rt.service_end(now, token, &mut ev);
+                        if let Some(c) = done {
+                            self.model_done(now, d, c, fx);
+                        }
+                        self.dev_events(shared, now, d, &mut ev);
                         self.dev_ev = ev;
                     }
                 }
@@ -1158,7 +1156,7 @@ impl Core {
                     if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
                         let mut ev = std::mem::take(&mut self.dev_ev);
                         rt.transition_end(now, &mut ev);
-                        self.dev_events(shared, now, d, &mut ev, fx);
+                        self.dev_events(shared, now, d, &mut ev);
                         self.dev_ev = ev;
                     }
                 }
