@@ -163,11 +163,14 @@ pub struct CacheDef {
     /// A read that hits entirely in an idle segment restarts the read-ahead there.
     #[serde(default)]
     pub read_ahead_on_idle_hit: bool,
-    /// Zero-latency reads: a head landing inside the requested run starts reading there.
+    /// Zero-latency reads (read-on-arrival): a head landing inside the requested run
+    /// starts reading there. Not set by the DiskSim import: DiskSim 4.0's disk model
+    /// shows no read-on-arrival timing for its `Immediate buffer read` (see
+    /// `disksim::import_parv`), so a drive imported from DiskSim reads in order.
     #[serde(default)]
     pub zero_latency_read: bool,
     /// A read miss also buffers the blocks of its first track that pass under the head
-    /// before the requested ones (implies zero-latency reads).
+    /// before the requested ones.
     #[serde(default)]
     pub read_any_free_blocks: bool,
 }
@@ -1060,7 +1063,7 @@ impl MechanicalDisk {
             let mut k = 0u64;
             let mut started = false;
             let mut prefix = f64::NEG_INFINITY;
-            let immed = self.def.cache.zero_latency_read || self.def.cache.read_any_free_blocks;
+            let immed = self.def.cache.zero_latency_read;
             let acc = self.media_runs(mstart, self.arm, lbn, count, false, None, immed, |r| {
                 if !started && k + r.n >= water {
                     let j = water - k - 1;
