@@ -136,6 +136,12 @@ const ARRIVAL_BATCH: usize = 64;
 struct Arrivals<'a> {
     src: &'a mut dyn TraceSource,
     buf: Vec<Request>,
+    /// The host I/O of each request in `buf` (id = the request's index in the trace), made
+    /// a batch at a time: an `Io` written field by field and copied whole right after
+    /// stalled on store forwarding; made ahead, it is settled memory when it is copied.
+    ios: Vec<Io>,
+    /// Index in the trace of `buf[0]`.
+    first: u64,
     pos: usize,
     /// `None` while the source has more; `Some(Ok)` at its end; `Some(Err)` on its error.
     end: Option<Result<(), String>>,
@@ -151,16 +157,18 @@ impl Arrivals<'_> {
         Ok(self.buf.get(self.pos).map(|r| r.arrival))
     }
 
-    /// The request `next_at` announced.
+    /// The request `next_at` announced, as its arrival time and host I/O.
     #[inline]
-    fn take(&mut self) -> Request {
-        let r = self.buf[self.pos];
+    fn take(&mut self) -> (Nanos, Io) {
+        let k = self.pos;
         self.pos += 1;
-        r
+        (self.buf[k].arrival, self.ios[k])
     }
 
     fn refill(&mut self) -> Result<(), String> {
+        self.first += self.buf.len() as u64;
         self.buf.clear();
+        self.ios.clear();
         self.pos = 0;
         if self.end.is_none() {
             match self.src.fill(&mut self.buf, ARRIVAL_BATCH) {
@@ -168,6 +176,9 @@ impl Arrivals<'_> {
                 Ok(_) => {}
                 Err(e) => self.end = Some(Err(e.to_string())),
             }
+            let first = self.first;
+            self.ios
+                .extend(self.buf.iter().zip(first..).map(|(r, id)| r.io(id)));
         }
         match &self.end {
             Some(Err(e)) if self.buf.is_empty() => Err(e.clone()),
@@ -298,6 +309,8 @@ impl Simulator {
         let mut arrivals = Arrivals {
             src: source,
             buf: Vec::with_capacity(ARRIVAL_BATCH),
+            ios: Vec::with_capacity(ARRIVAL_BATCH),
+            first: 0,
             pos: 0,
             end: None,
         };
@@ -314,22 +327,21 @@ impl Simulator {
                 (None, _) => false,
             };
             if take_arrival {
-                let r = arrivals.take();
-                if r.arrival > cap {
+                let (arrival, io) = arrivals.take();
+                if arrival > cap {
                     break;
                 }
-                if r.arrival < now {
+                if arrival < now {
                     return Err(format!(
-                        "request {issued}: arrival {} ns precedes the previous request's {} ns (traces must be in arrival order)",
-                        r.arrival, now
+                        "request {issued}: arrival {arrival} ns precedes the previous request's {now} ns (traces must be in arrival order)"
                     ));
                 }
-                now = r.arrival;
-                let io = r.io(issued);
+                now = arrival;
+                debug_assert_eq!(io.id.0, issued);
                 if stack.is_empty() && io.dev as usize >= x.devs.len() {
                     return Err(x.bad_device(issued, io.dev));
                 }
-                x.host.inflight.push_back(Some(r.arrival));
+                x.host.inflight.push_back(Some(arrival));
                 issued += 1;
                 stack.request(now, io, &mut x);
                 x.settle(&mut stack)?;
