@@ -277,7 +277,31 @@ impl DeviceRuntime {
         token: u32,
         ev: &mut Vec<DevEvent>,
     ) -> Option<Completion> {
-        let mut done = self.slots.get_mut(token as usize).and_then(Option::take)?;
+        let mut done = self.slots.get(token as usize).copied().flatten()?;
+        self.service_end_into(now, token, ev, &mut done)
+            .then_some(done)
+    }
+
+    /// [`service_end`](Self::service_end), writing the finished I/O into `out` (returns
+    /// whether there was one). For an executor that keeps the completion in place: a
+    /// returned value was split by the compiler into pieces and copied back with other
+    /// boundaries, which stalled on store forwarding.
+    #[inline]
+    pub fn service_end_into(
+        &mut self,
+        now: Nanos,
+        token: u32,
+        ev: &mut Vec<DevEvent>,
+        out: &mut Completion,
+    ) -> bool {
+        let Some(slot) = self.slots.get_mut(token as usize) else {
+            return false;
+        };
+        let Some(done) = slot.as_ref() else {
+            return false;
+        };
+        *out = *done;
+        *slot = None;
         self.free_slots.push(token);
         self.busy -= 1;
         if self.busy == 0 {
@@ -286,10 +310,10 @@ impl DeviceRuntime {
         }
         self.try_start(now, ev);
         // A live executor may call late; the simulator calls at the scheduled end.
-        if done.finished != now {
-            done.finished = now;
+        if out.finished != now {
+            out.finished = now;
         }
-        Some(done)
+        true
     }
 
     pub fn transition_end(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {

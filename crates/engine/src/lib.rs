@@ -15,12 +15,11 @@ pub mod tables;
 
 pub use assemble::{assemble, Assembly, External, Opener};
 pub use config::RunConfig;
-pub use sim::{NullSink, RunSink, SimOutcome, Simulator};
+pub use sim::{HostRequest, NullSink, RunSink, SimOutcome, Simulator};
 pub use summary::Summary;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use wattio_core::io::Completion;
 use wattio_core::time::{secs_to_ns, Nanos};
 use wattio_devices::Catalogue;
 use wattio_workload::Generator;
@@ -58,9 +57,9 @@ struct OutputSink<'a> {
 }
 
 impl RunSink for OutputSink<'_> {
-    fn request(&mut self, id: u64, arrival: Nanos, done: &Completion) -> Result<(), String> {
+    fn request(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
         match &mut self.requests {
-            Some(t) => t.push(id, arrival, done),
+            Some(t) => t.push(r),
             None => Ok(()),
         }
     }

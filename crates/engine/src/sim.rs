@@ -9,18 +9,33 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use wattio_core::device::{DevEvent, DeviceRuntime};
 use wattio_core::function::TimerId;
-use wattio_core::io::{Completion, DeviceId, Io, Request, Status};
+use wattio_core::io::{Breakdown, Completion, DeviceId, Io, Op, Request, Status};
 use wattio_core::power::PowerStateId;
 use wattio_core::stack::{Effects, Stack};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::time::Nanos;
 use wattio_core::trace::TraceSource;
 
+/// A finished host request, as a run records it.
+#[derive(Clone, Copy, Debug)]
+pub struct HostRequest<'a> {
+    /// Index of the request in the trace.
+    pub id: u64,
+    /// When the host issued it.
+    pub arrival: Nanos,
+    pub finished: Nanos,
+    /// Where the latency went; time the layers held the request is queueing.
+    pub breakdown: Breakdown,
+    pub status: Status,
+    /// The I/O as the host issued it.
+    pub io: &'a Io,
+}
+
 /// Receives what a run produces as it goes (requests table, power timeline, progress).
 pub trait RunSink {
-    /// A host request completed. `arrival` is when the host issued it.
-    fn request(&mut self, id: u64, arrival: Nanos, done: &Completion) -> Result<(), String> {
-        let _ = (id, arrival, done);
+    /// A host request completed.
+    fn request(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
+        let _ = r;
         Ok(())
     }
     /// Device `dev` entered ledger slot `slot` (a power state, or a transition) at `at`.
@@ -251,6 +266,10 @@ struct Exec<'s> {
     sink: &'s mut dyn RunSink,
     /// The first error an effect met: the run stops with it when the stack call returns.
     err: Option<String>,
+    /// A device's finished I/O on its way to the stack, kept on the heap: as a local, the
+    /// compiler split it into pieces copied back with other boundaries, which stalled on
+    /// store forwarding.
+    done: Box<Completion>,
 }
 
 /// The host's side of a run: requests in flight and what their completions add up to.
@@ -302,6 +321,11 @@ impl Simulator {
             },
             sink,
             err: None,
+            done: Box::new(Completion::ok(
+                Request::new(0, Op::Read, 0, 0).io(0),
+                0,
+                Default::default(),
+            )),
         };
         let mut now: Nanos = 0;
         stack.start(now, &mut x);
@@ -434,12 +458,14 @@ impl Exec<'_> {
         let now = ev.at;
         match ev.kind {
             Kind::Service { dev, token } => {
-                let done = self.devs[dev as usize].service_end(now, token, &mut self.dev_ev);
+                let done = &mut *self.done;
+                let found =
+                    self.devs[dev as usize].service_end_into(now, token, &mut self.dev_ev, done);
                 // The device's own events first (the next I/O it starts), then the stack
                 // hears of the completion.
                 self.device_events(dev);
-                if let Some(done) = done {
-                    stack.device_completion(now, done, self);
+                if found {
+                    stack.device_completion(now, *self.done, self);
                 }
             }
             Kind::Transition { dev } => {
@@ -582,22 +608,20 @@ impl HostSide {
             self.base += 1;
         }
         let latency = now - arrival;
-        let mut done = Completion {
-            finished: now,
-            ..*done
-        };
-        // Time the layers held the request beyond what the device reported is queueing.
-        let b = &mut done.breakdown;
+        // Read by field, not copied whole: the reply was written just now, and a whole copy
+        // stalled on store forwarding.
+        let mut b = done.breakdown;
         let accounted = b.total();
         if accounted > latency {
             // A function replied before the device work it forwarded finished (write-back
             // caching): attribute the latency to service.
-            *b = wattio_core::io::Breakdown {
+            b = Breakdown {
                 queue_ns: 0,
                 power_wait_ns: b.power_wait_ns.min(latency),
                 service_ns: latency - b.power_wait_ns.min(latency),
             };
         } else {
+            // Time the layers held the request beyond what the device reported is queueing.
             b.queue_ns += latency - accounted;
         }
         self.latency.record(latency);
@@ -607,7 +631,14 @@ impl HostSide {
             self.errors += 1;
         }
         self.last_completion = now;
-        sink.request(id, arrival, &done)
+        sink.request(&HostRequest {
+            id,
+            arrival,
+            finished: now,
+            breakdown: b,
+            status: done.status,
+            io: &done.io,
+        })
     }
 }
 

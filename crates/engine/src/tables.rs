@@ -1,5 +1,6 @@
 //! Parquet tables a run writes, streamed in row groups so memory stays flat.
 
+use crate::sim::HostRequest;
 use arrow_array::builder::{
     Float64Builder, StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder,
 };
@@ -11,7 +12,7 @@ use parquet::file::properties::WriterProperties;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
-use wattio_core::io::{Completion, Status};
+use wattio_core::io::Status;
 use wattio_core::time::Nanos;
 
 const BATCH: usize = 1 << 16;
@@ -119,19 +120,19 @@ impl RequestsTable {
         })
     }
 
-    pub fn push(&mut self, id: u64, arrival: Nanos, c: &Completion) -> Result<(), String> {
-        self.id.append_value(id);
-        self.arrival.append_value(arrival);
-        self.finish.append_value(c.finished);
-        self.latency.append_value(c.finished - arrival);
-        self.queue.append_value(c.breakdown.queue_ns);
-        self.power_wait.append_value(c.breakdown.power_wait_ns);
-        self.service.append_value(c.breakdown.service_ns);
-        self.op.append_value(c.io.op as u8);
-        self.dev.append_value(c.io.dev);
-        self.offset.append_value(c.io.offset);
-        self.len.append_value(c.io.len);
-        self.status.append_value(status_code(c.status));
+    pub fn push(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
+        self.id.append_value(r.id);
+        self.arrival.append_value(r.arrival);
+        self.finish.append_value(r.finished);
+        self.latency.append_value(r.finished - r.arrival);
+        self.queue.append_value(r.breakdown.queue_ns);
+        self.power_wait.append_value(r.breakdown.power_wait_ns);
+        self.service.append_value(r.breakdown.service_ns);
+        self.op.append_value(r.io.op as u8);
+        self.dev.append_value(r.io.dev);
+        self.offset.append_value(r.io.offset);
+        self.len.append_value(r.io.len);
+        self.status.append_value(status_code(r.status));
         self.rows += 1;
         if self.rows == BATCH {
             self.flush()?;
