@@ -108,6 +108,26 @@ impl AlignedBuf {
     }
 }
 
+impl Clone for AlignedBuf {
+    fn clone(&self) -> AlignedBuf {
+        AlignedBuf::from_slice(self.as_slice())
+    }
+}
+
+impl PartialEq for AlignedBuf {
+    fn eq(&self, other: &AlignedBuf) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for AlignedBuf {}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.len)
+    }
+}
+
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if let Some(l) = self.layout {

@@ -5,6 +5,7 @@
 //! socket or a clock, so the fuzz target drives exactly the code the server runs, and the
 //! encoders here are shared with the client ([`crate::client`]).
 
+use crate::backend::AlignedBuf;
 use std::collections::VecDeque;
 
 pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -153,7 +154,8 @@ impl ExportInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CmdKind {
     Read,
-    Write(Vec<u8>),
+    /// The payload, in a buffer an O_DIRECT write can use as it is.
+    Write(AlignedBuf),
     Flush,
     Trim,
     /// `may_trim`: NO_HOLE was not set, so the server may deallocate.
@@ -249,8 +251,11 @@ fn be_u64(b: &[u8]) -> u64 {
 pub struct ServerConn {
     exports: Vec<ExportInfo>,
     state: State,
+    /// Received bytes `pos..end`; the rest is room to receive into (initialised, so a
+    /// reader can be handed it as a slice: see [`Self::input_space`]).
     inbuf: Vec<u8>,
     pos: usize,
+    end: usize,
     out: Vec<u8>,
     events: VecDeque<Event>,
     fixed: bool,
@@ -272,6 +277,7 @@ impl ServerConn {
             state: State::ClientFlags,
             inbuf: Vec::new(),
             pos: 0,
+            end: 0,
             out,
             events: VecDeque::new(),
             fixed: false,
@@ -326,7 +332,7 @@ impl ServerConn {
     /// Bytes the state machine needs before it can make progress (a hint for readers
     /// that want to read a write payload in one go).
     pub fn wants(&self) -> usize {
-        let have = self.inbuf.len() - self.pos;
+        let have = self.end - self.pos;
         let need = match self.state {
             State::ClientFlags => 4,
             State::OptionHeader => 16,
@@ -345,19 +351,46 @@ impl ServerConn {
         if self.state == State::Closed {
             return;
         }
-        self.inbuf.extend_from_slice(data);
+        let n = data.len();
+        self.input_space(n)[..n].copy_from_slice(data);
+        self.input_filled(n);
+    }
+
+    /// Room for at least `min` more received bytes, to read into directly: a server that
+    /// receives here and then calls [`Self::input_filled`] saves copying everything it
+    /// receives (write payloads above all) once more through [`Self::input`].
+    pub fn input_space(&mut self, min: usize) -> &mut [u8] {
+        if self.pos == self.end {
+            self.pos = 0;
+            self.end = 0;
+        }
+        if self.inbuf.len() - self.end < min && self.pos > 0 {
+            // Move the unconsumed tail (a partial request) to the front.
+            self.inbuf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.inbuf.len() - self.end < min {
+            self.inbuf.resize(self.end + min, 0);
+        }
+        &mut self.inbuf[self.end..]
+    }
+
+    /// `n` bytes were received into [`Self::input_space`]: process them.
+    pub fn input_filled(&mut self, n: usize) {
+        self.end = (self.end + n).min(self.inbuf.len());
+        if self.state == State::Closed {
+            return;
+        }
         self.process();
-        if self.pos == self.inbuf.len() {
-            self.inbuf.clear();
+        if self.pos == self.end {
             self.pos = 0;
-        } else if self.pos > 64 * 1024 && self.pos * 2 > self.inbuf.len() {
-            self.inbuf.drain(..self.pos);
-            self.pos = 0;
+            self.end = 0;
         }
     }
 
     fn avail(&self) -> &[u8] {
-        &self.inbuf[self.pos..]
+        &self.inbuf[self.pos..self.end]
     }
 
     fn close(&mut self, reason: impl Into<String>) {
@@ -369,7 +402,7 @@ impl ServerConn {
 
     fn process(&mut self) {
         loop {
-            let avail = self.inbuf.len() - self.pos;
+            let avail = self.end - self.pos;
             match self.state {
                 State::Closed => return,
                 State::ClientFlags => {
@@ -448,7 +481,7 @@ impl ServerConn {
                     if avail < n {
                         return;
                     }
-                    let data = self.inbuf[self.pos..self.pos + n].to_vec();
+                    let data = AlignedBuf::from_slice(&self.inbuf[self.pos..self.pos + n]);
                     self.pos += n;
                     self.state = State::RequestHeader;
                     self.events.push_back(Event::Command(Command {
@@ -863,32 +896,57 @@ pub fn go_data(name: &str, items: &[u16]) -> Vec<u8> {
 }
 
 /// Fuzz and corpus entry point: feed `data` in irregular pieces (so every split point of
-/// the state machine's buffering is exercised) and drain events; must never panic.
+/// the state machine's buffering is exercised) and drain events; must never panic. The same
+/// bytes also go, in other pieces, through `input_space`/`input_filled` (how the server
+/// receives), which must give the same events and output.
 pub fn fuzz_server(data: &[u8]) -> usize {
-    let mut e2 = ExportInfo::new("aligned", 1 << 20);
-    e2.min_block = 512;
-    e2.read_only = true;
-    let mut conn = ServerConn::new(vec![ExportInfo::new("disk", 1 << 20), e2]);
-    let mut events = 0;
-    let mut i = 0;
-    let mut step = 1;
-    while i < data.len() {
-        let n = step.min(data.len() - i);
-        conn.input(&data[i..i + n]);
-        i += n;
-        step = step % 37 + 1 + (data[i - 1] as usize % 5);
+    let new_conn = || {
+        let mut e2 = ExportInfo::new("aligned", 1 << 20);
+        e2.min_block = 512;
+        e2.read_only = true;
+        ServerConn::new(vec![ExportInfo::new("disk", 1 << 20), e2])
+    };
+    let drain = |conn: &mut ServerConn, log: &mut Vec<Event>, out: &mut Vec<u8>| {
         while let Some(ev) = conn.next_event() {
             if let Event::Command(c) = &ev {
                 if let CmdKind::Write(d) = &c.kind {
                     assert_eq!(d.len(), c.len as usize);
                 }
             }
-            events += 1;
+            log.push(ev);
         }
-        let _ = conn.take_output();
+        out.extend(conn.take_output());
         let _ = conn.wants();
+    };
+    let (mut a, mut b) = (new_conn(), new_conn());
+    let (mut ev_a, mut ev_b, mut out_a, mut out_b) = (vec![], vec![], vec![], vec![]);
+    let mut i = 0;
+    let mut step = 1;
+    while i < data.len() {
+        let n = step.min(data.len() - i);
+        a.input(&data[i..i + n]);
+        i += n;
+        step = step % 37 + 1 + (data[i - 1] as usize % 5);
+        drain(&mut a, &mut ev_a, &mut out_a);
     }
-    events
+    let mut i = 0;
+    while i < data.len() {
+        // Room offered varies; the piece received is at most the room.
+        let room = 1 + (data[i] as usize * 7) % 61;
+        let n = (room - (data[i] as usize % room)).min(data.len() - i);
+        let space = b.input_space(room);
+        assert!(space.len() >= room);
+        space[..n].copy_from_slice(&data[i..i + n]);
+        b.input_filled(n);
+        i += n;
+        drain(&mut b, &mut ev_b, &mut out_b);
+    }
+    assert_eq!(ev_a, ev_b, "input and input_space/input_filled disagree");
+    assert_eq!(
+        out_a, out_b,
+        "input and input_space/input_filled disagree on output"
+    );
+    ev_a.len()
 }
 
 #[cfg(test)]
@@ -1077,7 +1135,10 @@ mod tests {
             Some(Event::Command(cmd)) => {
                 assert_eq!(cmd.cookie, 78);
                 assert!(cmd.fua);
-                assert_eq!(cmd.kind, CmdKind::Write(vec![0xCD; 512]));
+                assert_eq!(
+                    cmd.kind,
+                    CmdKind::Write(AlignedBuf::from_slice(&[0xCD; 512]))
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -346,6 +346,9 @@ impl Server {
     }
 }
 
+/// Room offered to each read of a connection's socket.
+const RECV_CHUNK: usize = 256 * 1024;
+
 fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<AtomicBool>) {
     let Ok(w) = stream.try_clone() else {
         return;
@@ -364,19 +367,19 @@ fn serve_conn(mut stream: Stream, session: Arc<Session>, id: u32, stop: Arc<Atom
     let sink: Arc<dyn ReplySink> = Arc::new(CountingSink { out: out.clone() });
     let mut pc = ServerConn::new(session.exports());
     out.send(&pc.take_output());
-    let mut buf = vec![0u8; 256 * 1024];
     let mut export = 0usize;
     let mut events = Vec::new();
     let mut batch = Vec::new();
     'conn: loop {
-        let n = match stream.read(&mut buf) {
+        // Received straight into the protocol's buffer: no copy on the way in.
+        let n = match stream.read(pc.input_space(RECV_CHUNK)) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
         if stop.load(Ordering::Acquire) {
             pc.set_shutting_down();
         }
-        pc.input(&buf[..n]);
+        pc.input_filled(n);
         if pc.has_output() {
             out.send(&pc.take_output());
         }

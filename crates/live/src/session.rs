@@ -622,7 +622,7 @@ impl Shared {
                 Op::Read,
                 AlignedBuf::zeroed(cmd.len as usize),
             ),
-            CmdKind::Write(d) => (HostKind::Write, Op::Write, AlignedBuf::from_slice(&d)),
+            CmdKind::Write(d) => (HostKind::Write, Op::Write, d),
             CmdKind::Flush => (HostKind::Flush, Op::Flush, AlignedBuf::zeroed(0)),
             CmdKind::Trim => (HostKind::Trim, Op::Discard, AlignedBuf::zeroed(0)),
             CmdKind::WriteZeroes { may_trim } => (
