@@ -64,9 +64,15 @@ pub struct DeviceSetup {
     pub runtime: Option<DeviceRuntime>,
 }
 
+/// The default reader poll: about the cost of the wake-up it saves on a VM.
+pub const DEFAULT_POLL: std::time::Duration = std::time::Duration::from_micros(50);
+
 pub struct SessionOptions {
     /// I/O worker threads (besides the threads that run I/O inline).
     pub workers: usize,
+    /// How long a connection's reader polls its socket before it blocks (0: block at
+    /// once). See `server::Stream::read_polling`.
+    pub poll: std::time::Duration,
     pub capture: Option<Box<dyn CaptureSink>>,
     /// What the run is, for its summary (the session itself does not use it).
     pub meta: RunMeta,
@@ -76,6 +82,7 @@ impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             workers: 4,
+            poll: DEFAULT_POLL,
             capture: None,
             meta: RunMeta::default(),
         }
@@ -211,6 +218,7 @@ pub struct Session {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     meta: RunMeta,
+    poll: std::time::Duration,
 }
 
 /// A device's state for the status line and summary.
@@ -364,7 +372,13 @@ impl Session {
             shared,
             threads,
             meta,
+            poll: opts.poll,
         })
+    }
+
+    /// How long a connection's reader polls before it blocks.
+    pub fn poll(&self) -> std::time::Duration {
+        self.poll
     }
 
     pub fn exports(&self) -> Vec<ExportInfo> {

@@ -30,6 +30,8 @@ pub struct ServeSpec {
     pub spindown_s: Option<f64>,
     pub capture: Option<PathBuf>,
     pub workers: usize,
+    /// Reader poll before blocking, µs (`None`: the default, 50 µs).
+    pub poll_us: Option<u64>,
 }
 
 pub fn load_model(m: &PathBuf) -> Result<DeviceSpec, String> {
@@ -129,6 +131,7 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
         exports,
         SessionOptions {
             workers: if spec.workers == 0 { 4 } else { spec.workers },
+            poll: poll(spec.poll_us),
             capture,
             meta: RunMeta {
                 name: None,
@@ -154,6 +157,15 @@ pub struct ConfigServe {
     pub direct: bool,
     pub capture: Option<PathBuf>,
     pub workers: usize,
+    /// Reader poll before blocking, µs (`None`: the default).
+    pub poll_us: Option<u64>,
+}
+
+fn poll(us: Option<u64>) -> std::time::Duration {
+    us.map_or(
+        crate::session::DEFAULT_POLL,
+        std::time::Duration::from_micros,
+    )
 }
 
 /// Parse `NAME=PATH` (the `--image` form used with a config).
@@ -252,6 +264,7 @@ pub fn build_from_config_with(
         exports,
         SessionOptions {
             workers: if c.workers == 0 { 4 } else { c.workers },
+            poll: poll(c.poll_us),
             capture,
             meta,
         },

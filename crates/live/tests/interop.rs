@@ -28,6 +28,7 @@ fn one(d: &TempDir, len: usize, seed: u64) -> (wattio_live::Server, std::path::P
             images: vec![img.clone()],
             names: vec!["disk".into()],
             workers: 2,
+            poll_us: None,
             ..ServeSpec::default()
         },
         &sock,

@@ -14,6 +14,7 @@ fn spec(images: Vec<std::path::PathBuf>) -> ServeSpec {
     ServeSpec {
         images,
         workers: 2,
+        poll_us: None,
         ..ServeSpec::default()
     }
 }

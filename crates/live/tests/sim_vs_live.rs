@@ -45,6 +45,7 @@ fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
         direct: false,
         capture: Some(cap.clone()),
         workers: 2,
+        poll_us: None,
     })
     .unwrap();
     let sock = d.path("s");
@@ -240,6 +241,7 @@ fn oracle_and_python_functions_are_refused_live_with_the_reason() {
             direct: false,
             capture: None,
             workers: 1,
+            poll_us: None,
         });
         match r {
             Ok(_) => panic!("{function}: served"),

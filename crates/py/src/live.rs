@@ -29,7 +29,7 @@ fn take_error(slot: &Mutex<Option<PyErr>>) -> Option<PyErr> {
 /// The first exception a Python function raises ends the session and is raised here.
 #[pyfunction]
 #[pyo3(signature = (images, socket=None, listen=None, names=None, model=None, emulate=true,
-    spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4,
+    spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4, poll_us=None,
     status=1.0, max_seconds=None, config=None, functions=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
@@ -46,6 +46,7 @@ fn serve(
     direct: bool,
     read_only: bool,
     workers: usize,
+    poll_us: Option<u64>,
     status: f64,
     max_seconds: Option<f64>,
     config: Option<PathBuf>,
@@ -100,6 +101,7 @@ fn serve(
                     direct,
                     capture,
                     workers,
+                    poll_us,
                 },
                 &mut external,
             );
@@ -124,6 +126,7 @@ fn serve(
                 spindown_s: spindown,
                 capture,
                 workers,
+                poll_us,
             };
             setup::build(&spec).map_err(user)?
         }

@@ -5,7 +5,7 @@
 //! wattio-live serve CONFIG --image DEVICE=FILE ... (--socket PATH | --listen 127.0.0.1:PORT)
 //! wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen 127.0.0.1:PORT)
 //!     [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]
-//!     [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]
+//!     [--capture PATH] [--out DIR] [--workers N] [--poll-us N] [--status SECONDS]
 //! wattio-live replay TRACE --nbd URI [--speed X]
 //! ```
 
@@ -24,7 +24,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  wattio-live serve CONFIG --image DEVICE=FILE [...] (--socket PATH | --listen HOST:PORT) [--capture PATH] [--out DIR]\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
+        "usage:\n  wattio-live serve CONFIG --image DEVICE=FILE [...] (--socket PATH | --listen HOST:PORT) [--capture PATH] [--out DIR]\n  wattio-live serve --image FILE [--image FILE ...] (--socket PATH | --listen HOST:PORT)\n      [--name NAME ...] [--direct] [--read-only] [--model DEVICE.toml [--no-emulate]] [--spindown SECONDS]\n      [--capture PATH] [--out DIR] [--workers N] [--poll-us N] [--status SECONDS]\n  wattio-live replay TRACE --nbd URI [--speed X]"
     );
     std::process::exit(2)
 }
@@ -79,6 +79,12 @@ fn serve(args: &[String]) -> Result<(), String> {
             }
             "--capture" => spec.capture = Some(PathBuf::from(value(args, &mut i, a)?)),
             "--out" => out = Some(PathBuf::from(value(args, &mut i, a)?)),
+            "--poll-us" => {
+                let v = value(args, &mut i, a)?;
+                spec.poll_us = Some(v.parse().map_err(|_| {
+                    format!("--poll-us {v:?}: expected microseconds (0 = block at once)")
+                })?);
+            }
             "--workers" => {
                 let v = value(args, &mut i, a)?;
                 spec.workers = v
@@ -110,6 +116,7 @@ fn serve(args: &[String]) -> Result<(), String> {
                 direct: spec.direct,
                 capture: spec.capture.clone(),
                 workers: spec.workers,
+                poll_us: spec.poll_us,
             })?
         }
         None => setup::build(&spec)?,
