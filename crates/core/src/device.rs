@@ -103,7 +103,11 @@ pub enum DevEvent {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Stable(PowerStateId),
-    Transition { tr: usize },
+    /// `until`: when the transition ends.
+    Transition {
+        tr: usize,
+        until: Nanos,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -305,8 +309,11 @@ impl DeviceRuntime {
         self.free_slots.push(token);
         self.busy -= 1;
         if self.busy == 0 {
-            self.counters.busy_ns += now - self.busy_since;
-            self.ledger.enter(self.info.power.idle as usize, now);
+            // The device went idle at the scheduled end: a live executor that calls late
+            // (a busy host) must not make the modelled device busier or costlier.
+            let end = out.finished.min(now);
+            self.counters.busy_ns += end - self.busy_since;
+            self.ledger.enter(self.info.power.idle as usize, end);
         }
         self.try_start(now, ev);
         // A live executor may call late; the simulator calls at the scheduled end.
@@ -317,12 +324,15 @@ impl DeviceRuntime {
     }
 
     pub fn transition_end(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
-        let Mode::Transition { tr } = self.mode else {
+        let Mode::Transition { tr, until } = self.mode else {
             return;
         };
         let to = self.info.power.transitions[tr].to;
         self.mode = Mode::Stable(to);
-        self.ledger.enter(to as usize, now);
+        // The ledger and timeline take the scheduled end, as `service_end` does; the wait
+        // a request saw (below) is what really passed.
+        let end = until.min(now);
+        self.ledger.enter(to as usize, end);
         if self.info.power.states[to as usize].ready {
             if let Some(s) = self.notready_since.take() {
                 self.notready_cum += now - s;
@@ -330,7 +340,7 @@ impl DeviceRuntime {
             self.timing.on_power(now, true);
         }
         ev.push(DevEvent::Mode {
-            at: now,
+            at: end,
             slot: to as usize,
         });
         self.try_start(now, ev);
@@ -368,7 +378,10 @@ impl DeviceRuntime {
         if t.spin_up {
             self.ledger.count_spin_up();
         }
-        self.mode = Mode::Transition { tr };
+        self.mode = Mode::Transition {
+            tr,
+            until: now + t.latency,
+        };
         ev.push(DevEvent::Mode { at: now, slot });
         ev.push(DevEvent::TransitionEnd {
             at: now + t.latency,
