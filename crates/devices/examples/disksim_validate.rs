@@ -3,17 +3,7 @@
 use std::path::PathBuf;
 use wattio_devices::disksim::validate::validate;
 
-// 0.318 is DiskSim's published figure, not 1/π.
-#[allow(clippy::approx_constant)]
-const DRIVES: &[(&str, f64)] = &[
-    ("atlas_III", 0.378),
-    ("barracuda", 0.349),
-    ("cheetah4LP", 0.318),
-    ("atlas10k", 0.268),
-    ("hp_c2247a", 0.090),
-    ("hp_c2490a", 0.254),
-    ("dec_rz26", 0.340),
-];
+use wattio_devices::disksim::validate::DISKSIM_DEMERIT_MS as DRIVES;
 
 fn main() {
     let dir = std::env::args()

@@ -6,22 +6,9 @@
 use std::path::PathBuf;
 use wattio_core::io::Op;
 use wattio_devices::disksim::import_parv;
+use wattio_devices::disksim::validate::DISKSIM_DEMERIT_MS as DRIVES;
 use wattio_devices::disksim::validate::{parse_trace, replay, validate};
 use wattio_devices::mechanical::MechanicalDisk;
-
-/// (drive, DiskSim's demerit). Every drive is held to DiskSim's figure + 0.001 ms (the
-/// spread between DiskSim's own builds).
-// 0.318 is DiskSim's published figure, not 1/π.
-#[allow(clippy::approx_constant)]
-const DRIVES: &[(&str, f64)] = &[
-    ("atlas_III", 0.378),
-    ("barracuda", 0.349),
-    ("cheetah4LP", 0.318),
-    ("atlas10k", 0.268),
-    ("hp_c2247a", 0.090),
-    ("hp_c2490a", 0.254),
-    ("dec_rz26", 0.340),
-];
 
 fn data_dir() -> Option<PathBuf> {
     let d = match std::env::var_os("WATTIO_SHARED") {
@@ -45,6 +32,7 @@ fn demerit_against_disksim() {
         )
         .unwrap_or_else(|e| panic!("{d}: {e}"));
         assert!(v.requests >= 7_000, "{d}: {} requests", v.requests);
+        // DiskSim's figure + the spread between DiskSim's own builds.
         let bound = disksim + 0.001;
         eprintln!(
             "{d}: demerit {:.4} ms (DiskSim {disksim:.3}); mean {:.3}/{:.3} ms, p90 {:.3}/{:.3} ms",

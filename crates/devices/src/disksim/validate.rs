@@ -11,6 +11,21 @@
 //! wide (1750 of them); for p = 0.0001 … 1 the time where each CDF reaches p,
 //! interpolated linearly within the bucket.
 
+/// DiskSim 4.0's own demerit (ms) on each drive of its validation set, as its `valid/runvalid`
+/// prints it (the data's README table; DiskSim's 32- and 64-bit builds differ in the 4th
+/// decimal, so compare within ±0.001 ms).
+// 0.318 is DiskSim's published figure, not 1/π.
+#[allow(clippy::approx_constant)]
+pub const DISKSIM_DEMERIT_MS: &[(&str, f64)] = &[
+    ("atlas_III", 0.378),
+    ("barracuda", 0.349),
+    ("cheetah4LP", 0.318),
+    ("atlas10k", 0.268),
+    ("hp_c2247a", 0.090),
+    ("hp_c2490a", 0.254),
+    ("dec_rz26", 0.340),
+];
+
 use super::import_parv;
 use crate::mechanical::{MechanicalDisk, SECTOR};
 use serde::Serialize;
