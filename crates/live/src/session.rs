@@ -492,12 +492,15 @@ impl Session {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // The session ends when its threads have stopped, not after the flush below: a slow
+        // host disk must not lengthen the run (the ledgers would charge the wait to the
+        // devices' last state, and a replay would fire timers the session never reached).
+        let now = self.now();
         for b in &self.shared.backends {
             if let Err(e) = b.flush() {
                 errors.push(format!("component device `{}`: flush failed: {e}", b.name));
             }
         }
-        let now = self.now();
         let mut g = lock(&self.shared.core);
         let mut capture_error = g.capture_error.take();
         if let Some(c) = g.capture.take() {
