@@ -60,7 +60,10 @@ def test_serve_image_writes_reach_the_file_and_sigterm_writes_summary(tmp_path):
     img.write_bytes(bytes(1 << 20))
     out = tmp_path / "out"
     cap = tmp_path / "cap.txt"
-    proc, sock = _start(tmp_path, "--image", str(img), "--out", str(out), "--capture", str(cap))
+    # --poll-us 0: the reader blocks at once (the other tests use the default poll).
+    proc, sock = _start(
+        tmp_path, "--image", str(img), "--out", str(out), "--capture", str(cap), "--poll-us", "0"
+    )
     uri = f"nbd+unix:///disk.img?socket={sock}"
     r = subprocess.run(
         [
