@@ -145,6 +145,16 @@ fn nvme_request_in_ps4_waits_for_the_exit_latency() {
     assert_eq!(dev.ledger().spin_ups(), 0);
 }
 
+/// When the transition these events schedule ends.
+fn transition_end(ev: &[DevEvent]) -> Nanos {
+    ev.iter()
+        .find_map(|e| match e {
+            DevEvent::TransitionEnd { at } => Some(*at),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no transition scheduled: {ev:?}"))
+}
+
 #[test]
 fn a_late_executor_does_not_make_the_device_busier_or_costlier() {
     // The live executor may call service_end / transition_end after their scheduled time
@@ -154,13 +164,7 @@ fn a_late_executor_does_not_make_the_device_busier_or_costlier() {
     let mut dev = runtime("wd400ve");
     let mut ev = Vec::new();
     dev.set_power(10 * S, state(&dev, "standby"), &mut ev);
-    let Some(DevEvent::TransitionEnd { at }) = ev
-        .iter()
-        .find(|e| matches!(e, DevEvent::TransitionEnd { .. }))
-        .copied()
-    else {
-        panic!("no transition scheduled: {ev:?}")
-    };
+    let at = transition_end(&ev);
     assert_eq!(at, 11 * S);
     let mut ev = Vec::new();
     dev.transition_end(at + LATE, &mut ev);
@@ -178,13 +182,7 @@ fn a_late_executor_does_not_make_the_device_busier_or_costlier() {
         &mut ev,
     );
     // Spin-up ends at 33 s; called late.
-    let Some(DevEvent::TransitionEnd { at }) = ev
-        .iter()
-        .find(|e| matches!(e, DevEvent::TransitionEnd { .. }))
-        .copied()
-    else {
-        panic!("no spin-up scheduled: {ev:?}")
-    };
+    let at = transition_end(&ev);
     assert_eq!(at, 33 * S);
     let mut ev = Vec::new();
     dev.transition_end(at + LATE, &mut ev);
