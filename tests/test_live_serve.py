@@ -161,23 +161,39 @@ timeout_s = 0.2
 """
 
 
-@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
-def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_schema(tmp_path):
-    """The config `wattio run` takes, served live: qemu-io writes and reads through the
-    spin-down stack and the emulated laptop disk; SIGTERM writes the simulator's summary."""
+def _serve_laptop(
+    tmp_path: Path, function: str | None = None
+) -> tuple[subprocess.Popen, Path, Path, Path]:
+    """Serve CONFIG on a 1 MiB `laptop` image, its spin-down layer replaced by `function` (a
+    [[function]] body) if given; returns (server, socket, image, output directory)."""
+    text = CONFIG.format(catalogue=str(FIXTURE.parent))
+    if function is not None:
+        text = text.replace('kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2', function)
+        assert function in text
     cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG.format(catalogue=str(FIXTURE.parent)))
+    cfg.write_text(text)
     img = tmp_path / "laptop.img"
     img.write_bytes(bytes(1 << 20))
     out = tmp_path / "out"
     proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+    return proc, sock, img, out
+
+
+def _qemu_io(sock: Path, *commands: str, **kw) -> subprocess.CompletedProcess:
+    """qemu-io on the `laptop` export, one -c per command."""
+    args = [a for c in commands for a in ("-c", c)]
     uri = f"nbd+unix:///laptop?socket={sock}"
-    r = subprocess.run(
-        ["qemu-io", "-f", "raw", "-c", "write -P 0xa5 0 65536", "-c", "read -P 0xa5 0 65536", uri],
-        check=False,
-        capture_output=True,
-        text=True,
+    return subprocess.run(
+        ["qemu-io", "-f", "raw", *args, uri], check=False, capture_output=True, text=True, **kw
     )
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_schema(tmp_path):
+    """The config `wattio run` takes, served live: qemu-io writes and reads through the
+    spin-down stack and the emulated laptop disk; SIGTERM writes the simulator's summary."""
+    proc, sock, img, out = _serve_laptop(tmp_path)
+    r = _qemu_io(sock, "write -P 0xa5 0 65536", "read -P 0xa5 0 65536")
     assert r.returncode == 0, r.stderr
     assert "Pattern verification failed" not in r.stdout
     time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down: the disk ends in standby
@@ -211,26 +227,12 @@ def test_serve_config_runs_a_python_function_live(tmp_path):
     sees the guest's requests, spins the emulated disk down after 0.2 s idle, and its
     counters reach the summary."""
     examples = Path(__file__).resolve().parent.parent / "examples"
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
-            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
-            f'kind = "python"\nclass = "{examples / "spindown.py"}:FixedTimeout"\n'
-            "params = { timeout_s = 0.2 }",
-        )
+    proc, sock, img, out = _serve_laptop(
+        tmp_path,
+        f'kind = "python"\nclass = "{examples / "spindown.py"}:FixedTimeout"\n'
+        "params = { timeout_s = 0.2 }",
     )
-    assert "python" in cfg.read_text()
-    img = tmp_path / "laptop.img"
-    img.write_bytes(bytes(1 << 20))
-    out = tmp_path / "out"
-    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
-    uri = f"nbd+unix:///laptop?socket={sock}"
-    r = subprocess.run(
-        ["qemu-io", "-f", "raw", "-c", "write -P 0x3c 8192 4096", uri],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
+    r = _qemu_io(sock, "write -P 0x3c 8192 4096")
     assert r.returncode == 0, r.stderr
     time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down
     _stop(proc)
@@ -250,24 +252,10 @@ def test_a_python_function_that_raises_ends_the_session_with_its_exception(tmp_p
         "    def on_request(self, now, io, out):\n"
         "        raise ZeroDivisionError('boom in on_request')\n"
     )
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        CONFIG.format(catalogue=str(FIXTURE.parent)).replace(
-            'kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2',
-            'kind = "python"\nclass = "broken.py:Broken"',
-        )
-    )
-    img = tmp_path / "laptop.img"
-    img.write_bytes(bytes(1 << 20))
-    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}")
+    proc, sock, _, _ = _serve_laptop(tmp_path, 'kind = "python"\nclass = "broken.py:Broken"')
     # The request that raised is never answered; the server ends the session and the
     # client sees the connection close.
-    subprocess.run(
-        ["qemu-io", "-f", "raw", "-c", "read 0 4096", f"nbd+unix:///laptop?socket={sock}"],
-        check=False,
-        capture_output=True,
-        timeout=60,
-    )
+    _qemu_io(sock, "read 0 4096", timeout=60)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode not in (0, None), err
     assert "ZeroDivisionError: boom in on_request" in err

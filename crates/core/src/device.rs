@@ -281,6 +281,8 @@ impl DeviceRuntime {
         token: u32,
         ev: &mut Vec<DevEvent>,
     ) -> Option<Completion> {
+        // The slot's content is only a value to write into (a Completion has no default);
+        // service_end_into fills it.
         let mut done = self.slots.get(token as usize).copied().flatten()?;
         self.service_end_into(now, token, ev, &mut done)
             .then_some(done)

@@ -469,6 +469,20 @@ impl Layout {
 mod tests {
     use super::*;
 
+    /// Scheme 8, ranges of 1 cylinder, cylinders 0–1 at 10 spt, 2 spares per range, and a
+    /// slip at physical sector 3 of the zone.
+    fn slipped_range() -> LayoutDef {
+        let mut z = zone(0, 1, 10);
+        z.spares = 2;
+        z.slips = vec![3];
+        LayoutDef {
+            mapping: 0,
+            sparing: SECTPERRANGE_SPARING,
+            range_size: 1,
+            zones: vec![z],
+        }
+    }
+
     fn zone(first: u32, last: u32, bpt: u32) -> Zone {
         Zone {
             first_cyl: first,
@@ -531,15 +545,7 @@ mod tests {
             }
         }
         // A slip makes the answer a search's job.
-        let mut z = zone(0, 1, 10);
-        z.spares = 2;
-        z.slips = vec![3];
-        let def = LayoutDef {
-            mapping: 0,
-            sparing: SECTPERRANGE_SPARING,
-            range_size: 1,
-            zones: vec![z],
-        };
+        let def = slipped_range();
         assert_eq!(
             Layout::new(&def, 2, 2).unwrap().track_usable(p(0, 0, 0)),
             None
@@ -580,15 +586,7 @@ mod tests {
         // Scheme 8, range of 1 cylinder, 2 surfaces × 10 spt, 2 spares per range: 18
         // blocks per cylinder. A slip at physical sector 3 of the zone pushes LBN 3 onward
         // by one on cylinder 0 only.
-        let mut z = zone(0, 1, 10);
-        z.spares = 2;
-        z.slips = vec![3];
-        let def = LayoutDef {
-            mapping: 0,
-            sparing: SECTPERRANGE_SPARING,
-            range_size: 1,
-            zones: vec![z],
-        };
+        let def = slipped_range();
         let l = Layout::new(&def, 2, 2).unwrap();
         assert_eq!(l.blocks(), 36);
         assert_eq!(l.ltop(2), Some(p(0, 0, 2)));
