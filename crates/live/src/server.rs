@@ -58,7 +58,8 @@ impl Stream {
     /// same CPU runs.
     fn read_polling(&mut self, b: &mut [u8], spin: Duration) -> std::io::Result<usize> {
         if !spin.is_zero() && !b.is_empty() {
-            let t0 = Instant::now();
+            // The clock is read only once the socket has been found empty.
+            let mut t0: Option<Instant> = None;
             loop {
                 // SAFETY: `b` is valid for writes of `b.len()` bytes.
                 let n = unsafe {
@@ -79,7 +80,7 @@ impl Stream {
                 ) {
                     return Err(e);
                 }
-                if t0.elapsed() >= spin {
+                if t0.get_or_insert_with(Instant::now).elapsed() >= spin {
                     break;
                 }
                 std::thread::yield_now();
