@@ -157,12 +157,7 @@ fn main() {
 
     // 3. Through the core device runtime (queue, power state machine, ledger).
     let power = Arc::new(spec.power_spec().expect("power spec"));
-    let info = DeviceInfo {
-        id: 0,
-        name: DEVICE.into(),
-        capacity: cap,
-        power,
-    };
+    let info = DeviceInfo::new(0, DEVICE, cap, power);
     let mut dev = DeviceRuntime::new(info, Box::new(drive(spec, false)), None, 0);
     let mut ev = Vec::with_capacity(64);
     let mut heap: BinaryHeap<Reverse<(Nanos, u32)>> = BinaryHeap::new();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use wattio_core::TraceSource;
 use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Opener, RunConfig, Simulator};
+use wattio_engine::{assemble, NullSink, Opener, Registry, RunConfig, Simulator};
 use wattio_workload::Generator;
 
 const CONFIG: &str = r#"
@@ -169,8 +169,7 @@ fn run(requests: u64) -> Rates {
     let mut walls = Vec::new();
     for _ in 0..REPEAT {
         // The simulator straight on the generator: the end-to-end figure.
-        let asm =
-            assemble(&cfg, &cat, &opener, &mut |_, _| Err("none".into()), 0).expect("assemble");
+        let asm = assemble(&cfg, &cat, Some(&opener), &mut Registry::new(), 0).expect("assemble");
         let mut src = opener().expect("source");
         let (w0, c0) = (Instant::now(), cpu_s());
         let out = Simulator::new(asm.stack, asm.devices)
@@ -181,8 +180,7 @@ fn run(requests: u64) -> Rates {
         assert_eq!(out.requests, requests);
         // The same run through the block buffer, to split the simulator's cost from the
         // source's.
-        let asm =
-            assemble(&cfg, &cat, &opener, &mut |_, _| Err("none".into()), 0).expect("assemble");
+        let asm = assemble(&cfg, &cat, Some(&opener), &mut Registry::new(), 0).expect("assemble");
         let mut timed = Timed {
             inner: opener().expect("source"),
             buf: Vec::with_capacity(BLOCK),

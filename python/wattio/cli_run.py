@@ -1,4 +1,4 @@
-"""`wattio run`, `wattio demo`, `wattio check`, `wattio catalogue`."""
+"""`wattio run`, `wattio demo`, `wattio check`, `wattio catalogue`, `wattio functions`."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("catalogue", help="list the embedded device catalogue")
     p.set_defaults(func=cmd_catalogue)
+
+    p = sub.add_parser(
+        "functions",
+        help="list the function kinds a [[function]] table can name",
+        description="The function registry: each kind with its module, what it does, where it "
+        "comes from and its documentation page.",
+    )
+    p.add_argument("--long", action="store_true", help="also print module, source and docs page")
+    p.set_defaults(func=cmd_functions)
 
 
 def print_summary(s: dict) -> None:
@@ -102,4 +111,14 @@ def cmd_catalogue(args) -> int:
 
     for name, kind, desc in _core.catalogue():
         print(f"{name:<32} {kind:<6} {desc}")
+    return 0
+
+
+def cmd_functions(args) -> int:
+    from wattio import _core
+
+    for kind, module, summary, source, doc in _core.functions():
+        print(f"{kind:<12} {summary}")
+        if args.long:
+            print(f"{'':<12} module {module}; source: {source}; docs: {doc}")
     return 0

@@ -11,6 +11,7 @@
 //! [`DevEvent`]s; the simulated executor schedules them in virtual time, the live executor
 //! (with device emulation) in wall-clock time.
 
+use crate::geometry::Geometry;
 use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
 use crate::ledger::{Ledger, LedgerRow};
 use crate::power::{PowerSpec, PowerStateId};
@@ -71,6 +72,12 @@ pub trait Timing: Send {
         Vec::new()
     }
 
+    /// The model's geometry, for functions that place or choose data by head position; `None`
+    /// for models without a mechanical layout.
+    fn geometry(&self) -> Option<Arc<dyn Geometry>> {
+        None
+    }
+
     /// The device has left (`ready = false`) or re-entered (`true`) a ready power state:
     /// spin-down loses rotational phase, may flush or drop caches, etc.
     fn on_power(&mut self, now: Nanos, ready: bool) {
@@ -85,6 +92,36 @@ pub struct DeviceInfo {
     pub name: String,
     pub capacity: u64,
     pub power: Arc<PowerSpec>,
+    /// Where offsets lie on the platters (mechanical models only).
+    pub geometry: Option<Arc<dyn Geometry>>,
+}
+
+impl DeviceInfo {
+    /// A device without geometry.
+    pub fn new(
+        id: DeviceId,
+        name: impl Into<String>,
+        capacity: u64,
+        power: Arc<PowerSpec>,
+    ) -> Self {
+        DeviceInfo {
+            id,
+            name: name.into(),
+            capacity,
+            power,
+            geometry: None,
+        }
+    }
+
+    /// The device's geometry, or the error a function that needs one reports at attach.
+    pub fn require_geometry(&self, who: &str) -> Result<&Arc<dyn Geometry>, String> {
+        self.geometry.as_ref().ok_or_else(|| {
+            format!(
+                "device `{}` has no geometry ({who} needs a model with a mechanical layout, e.g. an `hdd-mechanical` catalogue entry)",
+                self.name
+            )
+        })
+    }
 }
 
 /// What the runtime asks its executor to do or to know.

@@ -17,12 +17,28 @@ impl IoId {
     /// they never collide with ids it forwards from above.
     pub const OWN: u64 = 1 << 63;
 
+    /// Bit marking a sub-I/O a function split off an I/O it received
+    /// ([`Fanout`](crate::fanout::Fanout)); always with [`IoId::OWN`], so sub-I/O ids never
+    /// collide with forwarded ids nor with other own I/O ([`IoId::own`] leaves it clear).
+    pub const SUB: u64 = 1 << 62;
+
+    /// Own I/O number `n`; keep `n` below 2^62 (the higher bits are the id flags).
     pub fn own(n: u64) -> IoId {
         IoId(n | Self::OWN)
     }
 
+    /// The id of sub-I/O `n` (below 2^62).
+    pub fn sub(n: u64) -> IoId {
+        IoId(n | Self::OWN | Self::SUB)
+    }
+
+    /// Own I/O or a sub-I/O: not an id forwarded from above.
     pub fn is_own(self) -> bool {
         self.0 & Self::OWN != 0
+    }
+
+    pub fn is_sub(self) -> bool {
+        self.0 & (Self::OWN | Self::SUB) == Self::OWN | Self::SUB
     }
 }
 
@@ -75,6 +91,24 @@ pub enum Buf {
     Host { id: u64, offset: u32 },
     /// `offset` bytes into a scratch buffer owned by the issuing function, named by `id`.
     Scratch { id: u64, offset: u32 },
+}
+
+impl Buf {
+    /// The same buffer `delta` bytes further on (where a sub-I/O's bytes start).
+    #[inline]
+    pub fn at(self, delta: u32) -> Buf {
+        match self {
+            Buf::None => Buf::None,
+            Buf::Host { id, offset } => Buf::Host {
+                id,
+                offset: offset + delta,
+            },
+            Buf::Scratch { id, offset } => Buf::Scratch {
+                id,
+                offset: offset + delta,
+            },
+        }
+    }
 }
 
 /// A request as a trace records it, normalized to nanoseconds and bytes.

@@ -9,19 +9,29 @@
 //!   [`DeviceRuntime`] that queues I/O, runs the power state machine and keeps the ledger.
 //! * [`trace`] — the streaming trace source interface.
 //! * [`stats`] — bounded-memory latency statistics.
+//! * Helpers functions share, written once: [`fanout`] (split an I/O, reply when all parts
+//!   are back), [`copy`] (own I/O that moves data through a scratch buffer), [`periodic`]
+//!   (a drift-free periodic timer), [`geometry`] (where an offset lies on the platters).
+//! * [`testing`] — a scripted harness that drives one function by hand.
 
+pub mod copy;
 pub mod device;
+pub mod fanout;
 pub mod function;
+pub mod geometry;
 pub mod io;
 pub mod ledger;
+pub mod periodic;
 pub mod power;
 pub mod stack;
 pub mod stats;
+pub mod testing;
 pub mod time;
 pub mod trace;
 
 pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
 pub use function::{Action, Actions, Function, TimerId};
+pub use geometry::{Geometry, Location};
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use ledger::{Ledger, LedgerRow};
 pub use power::{PowerSpec, PowerState, PowerStateId, Transition};

@@ -14,12 +14,7 @@ fn runtime(name: &str) -> DeviceRuntime {
     let spec = cat.get(name).unwrap_or_else(|e| panic!("{e}"));
     let timing = spec.build_timing().unwrap_or_else(|e| panic!("{e}"));
     let power = Arc::new(spec.power_spec().unwrap_or_else(|e| panic!("{e}")));
-    let info = DeviceInfo {
-        id: 0,
-        name: name.to_string(),
-        capacity: timing.capacity(),
-        power,
-    };
+    let info = DeviceInfo::new(0, name, timing.capacity(), power);
     DeviceRuntime::new(info, timing, None, 0)
 }
 

@@ -275,3 +275,49 @@ fn read_ahead_past_the_segment_size_wraps_over_its_start() {
     // 40 ms): 10.1 ms.
     assert_eq!(d.service(30 * MS, &io(Op::Read, 0, 1)).total(), 10_100_000);
 }
+
+/// The geometry a function queries agrees with the model's own timing: layout, skews, the
+/// seek curve with head switch and write settling, and the rotational frame.
+#[test]
+fn geometry_queries_answer_from_the_models_layout_seek_and_rotation() {
+    let disk = MechanicalDisk::new(def()).unwrap();
+    let g = disk.geometry().expect("a mechanical disk has geometry");
+    // LBN 250 = cylinder 1 (200 blocks per cylinder), surface 0, sector 50.
+    let at = g.locate(250 * 512).unwrap();
+    assert_eq!(
+        (
+            at.zone,
+            at.cylinder,
+            at.surface,
+            at.sector,
+            at.sectors_per_track
+        ),
+        (0, 1, 0, 50, 100)
+    );
+    // Angle: 50 sectors, plus a track skew (10) per track switch since the zone start
+    // (head + (surfaces − 1) · cylinders = 1), plus a cylinder skew (20) per cylinder switch
+    // (1): 80 sectors = 0.8 of a revolution.
+    assert!((at.angle - 0.8).abs() < 1e-12, "{}", at.angle);
+    assert!(
+        (at.angle
+            - disk.layout().angle(Pbn {
+                cyl: 1,
+                head: 0,
+                sector: 50
+            }))
+        .abs()
+            < 1e-15
+    );
+    assert_eq!(g.rotation_period(), 10_000_000);
+    assert!((g.angle_at(2_500_000) - 0.25).abs() < 1e-12);
+    // Seek: 1 cylinder = 1 ms; a write adds 0.2 ms of settling; a head switch alone 0.3 ms.
+    assert_eq!(g.seek_time(0, 250 * 512, false), Some(1_000_000));
+    assert_eq!(g.seek_time(0, 250 * 512, true), Some(1_200_000));
+    assert_eq!(g.seek_time(0, 100 * 512, false), Some(300_000));
+    assert_eq!(g.seek_time(0, 0, true), Some(0));
+    // From t = 2.5 ms (angle 0.25) to angle 0.8: 5.5 ms.
+    assert_eq!(g.rotational_latency(2_500_000, 250 * 512), Some(5_500_000));
+    // Past the end (2,000 blocks).
+    assert_eq!(g.locate(2000 * 512), None);
+    assert_eq!(g.seek_time(0, 1 << 40, false), None);
+}

@@ -163,12 +163,7 @@ fn apst_states_enter_and_wake_through_the_power_spec() {
     let spec = Arc::new(entry.power_spec().unwrap());
     let ps3 = spec.state_id("ps3").unwrap();
     let ps4 = spec.state_id("ps4").unwrap();
-    let info = DeviceInfo {
-        id: 0,
-        name: entry.name.clone(),
-        capacity: 1_000_204_886_016,
-        power: spec.clone(),
-    };
+    let info = DeviceInfo::new(0, entry.name.clone(), 1_000_204_886_016, spec.clone());
     let mut dev = DeviceRuntime::new(info, entry.build_timing().unwrap(), None, 0);
     let (mut ev, mut done) = (Vec::new(), Vec::new());
     // APST: idle → PS3 after 160 ms (entry 2 ms), → PS4 after 500 ms more (entry 0.5 ms).

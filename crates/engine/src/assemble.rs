@@ -1,25 +1,17 @@
 //! From a run config to the objects an executor drives: the devices (timing model + power
 //! runtime) and the stack of functions. Shared by the simulated and the live executor.
 
-use crate::config::{FunctionConfig, RunConfig, SpinDownConfig, SpinDownPolicy};
+use crate::config::RunConfig;
 use std::sync::Arc;
 use wattio_core::device::{DeviceInfo, DeviceRuntime};
 use wattio_core::function::Function;
-use wattio_core::time::{secs_to_ns, Nanos};
-use wattio_core::trace::TraceSource;
+use wattio_core::time::Nanos;
 use wattio_core::Stack;
 use wattio_devices::{Catalogue, DeviceSpec};
-use wattio_functions::spindown::{
-    Adaptive, AdaptiveParams, Fixed, IdleTimeout, Oracle, Share, ShareParams,
-};
+use wattio_functions::registry::Registry;
 
 /// Opens a fresh reader over the run's requests (the run itself, and any lookahead).
-pub type Opener = Arc<dyn Fn() -> Result<Box<dyn TraceSource>, String> + Send + Sync>;
-
-/// Builds a function the engine does not know itself (Python functions), given its position
-/// in the stack and its config.
-pub type External<'a> =
-    &'a mut dyn FnMut(usize, &FunctionConfig) -> Result<Box<dyn Function>, String>;
+pub type Opener = wattio_functions::registry::TraceOpener;
 
 pub struct Assembly {
     pub stack: Stack,
@@ -76,8 +68,8 @@ pub fn device_specs(
 pub fn assemble(
     cfg: &RunConfig,
     cat: &Catalogue,
-    opener: &Opener,
-    external: External<'_>,
+    lookahead: Option<&Opener>,
+    registry: &mut Registry<'_>,
     start: Nanos,
 ) -> Result<Assembly, String> {
     let specs = device_specs(cfg, cat)?;
@@ -100,22 +92,17 @@ pub fn assemble(
                 })?),
             };
         let info = DeviceInfo {
-            id: id as u16,
-            name,
-            capacity: timing.capacity(),
-            power,
+            geometry: timing.geometry(),
+            ..DeviceInfo::new(id as u16, name, timing.capacity(), power)
         };
         infos.push(info.clone());
         models.push(spec.name.clone());
         devices.push(DeviceRuntime::new(info, timing, initial, start));
     }
-    let mut layers: Vec<Box<dyn Function>> = Vec::new();
-    for (i, f) in cfg.functions.iter().enumerate() {
-        let layer = match f {
-            FunctionConfig::Spindown(s) => spindown(s, opener)?,
-            FunctionConfig::Python(_) => external(i, f)?,
-        };
-        layers.push(layer);
+    let mut layers: Vec<Box<dyn Function>> = Vec::with_capacity(cfg.functions.len());
+    for (i, table) in cfg.functions.iter().enumerate() {
+        let key = format!("function[{i}]");
+        layers.push(registry.build(table, i, &cfg.function_context(&key, lookahead))?);
     }
     let mut stack = Stack::new(layers);
     stack.attach(&infos)?;
@@ -123,49 +110,5 @@ pub fn assemble(
         stack,
         devices,
         models,
-    })
-}
-
-fn spindown(s: &SpinDownConfig, opener: &Opener) -> Result<Box<dyn Function>, String> {
-    let devs = s.devices.clone();
-    let sleep = s.sleep_state.clone();
-    let timeout = s.timeout_s.map(secs_to_ns);
-    Ok(match s.policy {
-        SpinDownPolicy::Never => {
-            Box::new(IdleTimeout::new("always-on", devs, sleep, || Fixed(None)))
-        }
-        SpinDownPolicy::Fixed => {
-            let name = format!("fixed-{}s", s.timeout_s.unwrap_or(0.0));
-            Box::new(IdleTimeout::new(name, devs, sleep, move || Fixed(timeout)))
-        }
-        SpinDownPolicy::Adaptive => {
-            let d = AdaptiveParams::default();
-            let p = AdaptiveParams {
-                initial: timeout.unwrap_or(d.initial),
-                min: s.min_timeout_s.map(secs_to_ns).unwrap_or(d.min),
-                max: s.max_timeout_s.map(secs_to_ns).unwrap_or(d.max),
-                increase: s.increase.unwrap_or(d.increase),
-                decrease: s.decrease_s.map(secs_to_ns).unwrap_or(d.decrease),
-            };
-            Box::new(IdleTimeout::new("adaptive", devs, sleep, move || {
-                Adaptive::new(p.clone())
-            }))
-        }
-        SpinDownPolicy::Share => {
-            let d = ShareParams::default();
-            let p = ShareParams {
-                experts: s.experts.unwrap_or(d.experts),
-                max_multiple: s.max_multiple.unwrap_or(d.max_multiple),
-                learning_rate: s.learning_rate.unwrap_or(d.learning_rate),
-                share_rate: s.share_rate.unwrap_or(d.share_rate),
-            };
-            Box::new(IdleTimeout::new("share", devs, sleep, move || {
-                Share::new(p.clone())
-            }))
-        }
-        SpinDownPolicy::Oracle => {
-            let o = opener.clone();
-            Box::new(Oracle::new(devs, sleep, Box::new(move || o())))
-        }
     })
 }

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use wattio_devices::DeviceSpec;
+use wattio_functions::registry::{BuildContext, Registry, TraceOpener};
 use wattio_workload::WorkloadConfig;
 
 fn d_seed() -> u64 {
@@ -44,68 +45,6 @@ pub struct DeviceConfig {
     pub initial_state: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SpinDownPolicy {
-    /// Never spin down (always-on, as a layer).
-    Never,
-    Fixed,
-    Adaptive,
-    Share,
-    Oracle,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpinDownConfig {
-    pub policy: SpinDownPolicy,
-    /// fixed: the timeout; adaptive: the initial timeout.
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
-    /// Devices to manage (default: every device with a sleep state).
-    #[serde(default)]
-    pub devices: Vec<String>,
-    /// Sleep state (default: each device's deepest).
-    #[serde(default)]
-    pub sleep_state: Option<String>,
-    // adaptive
-    #[serde(default)]
-    pub min_timeout_s: Option<f64>,
-    #[serde(default)]
-    pub max_timeout_s: Option<f64>,
-    #[serde(default)]
-    pub increase: Option<f64>,
-    #[serde(default)]
-    pub decrease_s: Option<f64>,
-    // share
-    #[serde(default)]
-    pub experts: Option<usize>,
-    #[serde(default)]
-    pub max_multiple: Option<f64>,
-    #[serde(default)]
-    pub learning_rate: Option<f64>,
-    #[serde(default)]
-    pub share_rate: Option<f64>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PythonFunctionConfig {
-    /// `module:Class` (module importable, or a path relative to the config's directory).
-    pub class: String,
-    /// Keyword arguments for the constructor.
-    #[serde(default)]
-    pub params: toml::Table,
-}
-
-/// One `[[function]]` table: the stack, top (host side) first.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum FunctionConfig {
-    Spindown(SpinDownConfig),
-    Python(PythonFunctionConfig),
-}
-
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceConfig {
@@ -145,8 +84,10 @@ pub struct RunConfig {
     pub run: RunSection,
     #[serde(rename = "device")]
     pub devices: Vec<DeviceConfig>,
+    /// The stack, host side first: one `[[function]]` table each, checked and built by the
+    /// function registry (`wattio_functions::registry`) from its `kind`.
     #[serde(default, rename = "function")]
-    pub functions: Vec<FunctionConfig>,
+    pub functions: Vec<toml::Table>,
     #[serde(default)]
     pub workload: Option<WorkloadConfig>,
     #[serde(default)]
@@ -164,6 +105,19 @@ impl RunConfig {
         let cfg: RunConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
         cfg.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(cfg)
+    }
+
+    /// What the registry needs to check or build the function whose key path is `key`.
+    pub fn function_context<'a>(
+        &self,
+        key: &'a str,
+        lookahead: Option<&'a TraceOpener>,
+    ) -> BuildContext<'a> {
+        BuildContext {
+            key,
+            seed: self.run.seed,
+            lookahead,
+        }
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -192,45 +146,7 @@ impl RunConfig {
             w.validate()?;
         }
         for (i, f) in self.functions.iter().enumerate() {
-            if let FunctionConfig::Spindown(s) = f {
-                let need_timeout = matches!(s.policy, SpinDownPolicy::Fixed);
-                match s.timeout_s {
-                    None if need_timeout => {
-                        return Err(format!(
-                            "function[{i}].timeout_s: the fixed policy needs a timeout in seconds"
-                        ))
-                    }
-                    Some(t) if !(t.is_finite() && t >= 0.0) => {
-                        return Err(format!(
-                            "function[{i}].timeout_s: expected a number ≥ 0, got {t}"
-                        ))
-                    }
-                    _ => {}
-                }
-                for (k, v) in [
-                    ("min_timeout_s", s.min_timeout_s),
-                    ("max_timeout_s", s.max_timeout_s),
-                    ("increase", s.increase),
-                    ("decrease_s", s.decrease_s),
-                    ("max_multiple", s.max_multiple),
-                    ("learning_rate", s.learning_rate),
-                    ("share_rate", s.share_rate),
-                ] {
-                    if let Some(v) = v {
-                        if !(v.is_finite() && v >= 0.0) {
-                            return Err(format!(
-                                "function[{i}].{k}: expected a number ≥ 0, got {v}"
-                            ));
-                        }
-                    }
-                }
-                if s.share_rate.is_some_and(|a| a >= 1.0) {
-                    return Err(format!("function[{i}].share_rate: expected a fraction < 1"));
-                }
-                if s.experts == Some(0) {
-                    return Err(format!("function[{i}].experts: expected at least 1"));
-                }
-            }
+            Registry::check(f, &self.function_context(&format!("function[{i}]"), None))?;
         }
         Ok(())
     }

@@ -13,10 +13,11 @@ pub mod sim;
 pub mod summary;
 pub mod tables;
 
-pub use assemble::{assemble, Assembly, External, Opener};
+pub use assemble::{assemble, Assembly, Opener};
 pub use config::RunConfig;
 pub use sim::{HostRequest, NullSink, RunSink, SimOutcome, Simulator};
 pub use summary::Summary;
+pub use wattio_functions::registry::Registry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -82,10 +83,10 @@ pub fn run(
     cfg: &RunConfig,
     cat: &Catalogue,
     opener: &Opener,
-    external: External<'_>,
+    registry: &mut Registry<'_>,
     opts: RunOptions<'_>,
 ) -> Result<Summary, String> {
-    let asm = assemble(cfg, cat, opener, external, 0)?;
+    let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
     let mut source = opener()?;
     let min_end = cfg
         .workload

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use wattio_core::io::{Op, Request};
 use wattio_core::trace::VecSource;
 use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Simulator};
+use wattio_engine::{assemble, NullSink, Registry, Simulator};
 
 fn policy(i: u8, timeout: f64) -> String {
     match i % 6 {
@@ -60,7 +60,7 @@ proptest! {
         let cfg = wattio_engine::RunConfig::from_toml("prop.toml", &text).unwrap();
         let n = reqs.len() as u64;
         let op = opener(reqs.clone());
-        let asm = assemble(&cfg, &Catalogue::default(), &op, &mut no_external(), 0).unwrap();
+        let asm = assemble(&cfg, &Catalogue::default(), Some(&op), &mut Registry::new(), 0).unwrap();
         let mut src = VecSource::new(reqs);
         let out = Simulator::new(asm.stack, asm.devices)
             .run(&mut src, until.map(|u| (u * 1e9) as u64), 0, &mut NullSink)

@@ -1,7 +1,16 @@
 //! Built-in intelligence functions. Each is a sans-I/O [`wattio_core::Function`]: it runs
-//! unchanged under the simulated and the live executor.
+//! unchanged under the simulated and the live executor, and is built from its `[[function]]`
+//! table through the [`registry`].
 //!
-//! * [`spindown`] — disk spin-down: fixed timeout, adaptive timeout (Douglis et al.),
-//!   Helmbold et al.'s share algorithm, and the offline oracle.
+//! | kind | module | mechanism | source |
+//! |---|---|---|---|
+//! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
+//! | `python` | [`external::python`] | a function written in Python | wattio |
+//!
+//! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
+//! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
+//! [`registry::KINDS`]; a page `docs/functions/<kind>.md`.
 
-pub mod spindown;
+pub mod external;
+pub mod power;
+pub mod registry;

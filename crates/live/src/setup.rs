@@ -8,10 +8,9 @@ use crate::proto::ExportInfo;
 use crate::session::{DeviceSetup, ExportSpec, RunMeta, Session, SessionOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
-use wattio_core::time::secs_to_ns;
 use wattio_core::{DeviceInfo, DeviceRuntime, Function, PowerSpec, Stack};
 use wattio_devices::catalogue::{Catalogue, DeviceSpec};
-use wattio_functions::spindown::{Fixed, IdleTimeout};
+use wattio_functions::registry::{BuildContext, Registry};
 
 #[derive(Clone, Debug, Default)]
 pub struct ServeSpec {
@@ -78,16 +77,14 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
             Some(m) => Arc::new(m.power_spec()?),
             None => Arc::new(PowerSpec::constant(0.0)),
         };
+        let timing = model.as_ref().map(|m| m.build_timing()).transpose()?;
+        // Functions see the model's geometry whether or not its timing is enforced.
         let info = DeviceInfo {
-            id: i as u16,
-            name: c.name.clone(),
-            capacity: backend.size(),
-            power,
+            geometry: timing.as_ref().and_then(|t| t.geometry()),
+            ..DeviceInfo::new(i as u16, c.name.clone(), backend.size(), power)
         };
-        let runtime = match &model {
-            Some(m) if spec.emulate => {
-                Some(DeviceRuntime::new(info.clone(), m.build_timing()?, None, 0))
-            }
+        let runtime = match timing {
+            Some(t) if spec.emulate => Some(DeviceRuntime::new(info.clone(), t, None, 0)),
             _ => None,
         };
         let mut e = ExportInfo::new(c.name.clone(), backend.size());
@@ -106,18 +103,17 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
     }
     let mut layers: Vec<Box<dyn Function>> = Vec::new();
     if let Some(s) = spec.spindown_s {
-        if !(s.is_finite() && s >= 0.0) {
-            return Err(format!(
-                "--spindown {s}: expected a non-negative number of seconds"
-            ));
-        }
-        let t = secs_to_ns(s);
-        layers.push(Box::new(IdleTimeout::new(
-            "spindown",
-            vec![],
-            None,
-            move || Fixed(Some(t)),
-        )));
+        // The same builder (and checks) as a `[[function]]` table in a run config.
+        let mut t = toml::Table::new();
+        t.insert("kind".into(), "spindown".into());
+        t.insert("policy".into(), "fixed".into());
+        t.insert("timeout_s".into(), s.into());
+        let ctx = BuildContext {
+            key: "--spindown",
+            seed: 0,
+            lookahead: None,
+        };
+        layers.push(Registry::new().build(&t, 0, &ctx)?);
     }
     let mut stack = Stack::new(layers);
     stack.attach(&infos)?;
@@ -182,11 +178,9 @@ pub fn parse_named_image(s: &str) -> Result<(String, PathBuf), String> {
 pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     build_from_config_with(
         c,
-        &mut |i: usize, _: &wattio_engine::config::FunctionConfig| {
-            Err(format!(
-                "function[{i}]: Python functions are served by `wattio serve` (Python), not by wattio-live"
-            ))
-        },
+        // `kind = "python"` has no builder here: the registry says it needs the Python
+        // front door (`wattio serve`).
+        &mut wattio_engine::Registry::new(),
     )
 }
 
@@ -197,7 +191,7 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
 #[cfg(feature = "engine")]
 pub fn build_from_config_with(
     c: &ConfigServe,
-    external: wattio_engine::External<'_>,
+    registry: &mut wattio_engine::Registry<'_>,
 ) -> Result<Session, String> {
     use wattio_engine::{assemble, catalogue_for, RunConfig};
     let text =
@@ -209,11 +203,8 @@ pub fn build_from_config_with(
         .map(|p| p.to_path_buf())
         .unwrap_or_default();
     let cat = catalogue_for(&cfg, &base)?;
-    // Live, requests come from the guest: nothing can look ahead at them.
-    let opener: wattio_engine::Opener = Arc::new(|| {
-        Err("live mode has no trace to look ahead in (the oracle policy is simulation-only)".into())
-    });
-    let asm = assemble(&cfg, &cat, &opener, external, 0)?;
+    // Live, requests come from the guest: nothing can look ahead at them (no lookahead).
+    let asm = assemble(&cfg, &cat, None, registry, 0)?;
     let meta = RunMeta {
         name: cfg.run.name.clone(),
         seed: cfg.run.seed,

@@ -74,12 +74,7 @@ fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
     let cfg =
         RunConfig::from_toml("run.toml", &std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
     let cat = catalogue_for(&cfg, d.0.as_path()).unwrap();
-    let opener: wattio_engine::Opener = std::sync::Arc::new(|| Err("no lookahead".into()));
-    let mut external =
-        |_: usize,
-         _: &wattio_engine::config::FunctionConfig|
-         -> Result<Box<dyn wattio_core::Function>, String> { Err("none".into()) };
-    let asm = assemble(&cfg, &cat, &opener, &mut external, 0).unwrap();
+    let asm = assemble(&cfg, &cat, None, &mut wattio_engine::Registry::new(), 0).unwrap();
     let models = asm.models.clone();
     let mut trace = TextTrace::open(&cap).unwrap();
     let out = Simulator::new(asm.stack, asm.devices)
@@ -223,11 +218,11 @@ fn oracle_and_python_functions_are_refused_live_with_the_reason() {
     let cases = [
         (
             "kind = \"spindown\"\npolicy = \"oracle\"",
-            "function `oracle`: live mode has no trace to look ahead in",
+            "function[0].policy: the oracle needs to see the future requests, which only a simulation has (not a live session)",
         ),
         (
             "kind = \"python\"\nclass = \"policies:Mine\"",
-            "function[0]: Python functions are served by `wattio serve` (Python), not by wattio-live",
+            "function[0]: Python class `policies:Mine` can only run through the Python front door (`wattio run`, `wattio serve`, `wattio.run`)",
         ),
     ];
     for (function, expect) in cases {

@@ -103,7 +103,7 @@ fn serve(
                     workers,
                     poll_us,
                 },
-                &mut external,
+                &mut wattio_engine::Registry::new().with_external("python", &mut external),
             );
             if let Some(e) = take_error(&error) {
                 return Err(e);

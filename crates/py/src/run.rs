@@ -14,8 +14,10 @@ use wattio_core::function::{Action, Actions, Function, TimerId};
 use wattio_core::io::{Breakdown, Completion, Io, IoId, Op, Status};
 use wattio_core::power::PowerStateId;
 use wattio_core::time::Nanos;
-use wattio_engine::config::FunctionConfig;
+use wattio_engine::Registry;
 use wattio_engine::{Opener, RunConfig, RunOptions};
+use wattio_functions::external::python::PythonConfig;
+use wattio_functions::registry::BuildContext;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyIo>()?;
@@ -25,6 +27,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(functions, m)?)?;
     Ok(())
 }
 
@@ -509,15 +512,30 @@ fn catalogue() -> PyResult<Vec<(String, String, String)>> {
         .collect())
 }
 
-/// The builder `wattio_engine::assemble` takes for `kind = "python"` functions: `functions`
-/// maps stack positions to the Python objects to use there. The first exception any of them
-/// raises lands in `error`. (Also used by live mode: `live::serve`.)
+/// The function kinds of the registry: (kind, module, summary, source, documentation page).
+#[pyfunction]
+fn functions() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+)> {
+    wattio_functions::registry::KINDS
+        .iter()
+        .map(|k| (k.kind, k.module, k.summary, k.source, k.doc))
+        .collect()
+}
+
+/// The registry's builder for `kind = "python"` functions (`Registry::with_external`):
+/// `functions` maps stack positions to the Python objects to use there. The first exception
+/// any of them raises lands in `error`. (Also used by live mode: `live::serve`.)
 #[allow(clippy::type_complexity)]
 pub(crate) fn python_functions(
     py: Python<'_>,
     functions: Option<Bound<'_, PyDict>>,
     error: Arc<Mutex<Option<PyErr>>>,
-) -> PyResult<impl FnMut(usize, &FunctionConfig) -> Result<Box<dyn Function>, String>> {
+) -> PyResult<impl FnMut(usize, &toml::Table, &BuildContext) -> Result<Box<dyn Function>, String>> {
     let mut pyfuncs: Vec<(usize, Py<PyAny>)> = Vec::new();
     if let Some(f) = functions {
         for (k, v) in f.iter() {
@@ -527,13 +545,14 @@ pub(crate) fn python_functions(
     let acts = Py::new(py, PyActions::default())?;
     let err2 = error;
     Ok(
-        move |i: usize, fc: &FunctionConfig| -> Result<Box<dyn Function>, String> {
-            let FunctionConfig::Python(p) = fc else {
-                return Err(format!("function[{i}]: not a Python function"));
-            };
+        move |i: usize, t: &toml::Table, ctx: &BuildContext| -> Result<Box<dyn Function>, String> {
+            let p = PythonConfig::parse(t, ctx.key)?;
             let pos = pyfuncs.iter().position(|(k, _)| *k == i).ok_or_else(|| {
-            format!("function[{i}]: Python class `{}` was not instantiated (run configs with Python functions through the wattio CLI or wattio.run)", p.class)
-        })?;
+                format!(
+                    "{}: Python class `{}` was not instantiated (run configs with Python functions through the wattio CLI or wattio.run)",
+                    ctx.key, p.class
+                )
+            })?;
             let obj = pyfuncs.swap_remove(pos).1;
             let name = Python::with_gil(|py| {
                 obj.bind(py)
@@ -587,7 +606,7 @@ fn run_config(
             &cfg,
             &cat,
             &opener,
-            &mut external,
+            &mut Registry::new().with_external("python", &mut external),
             RunOptions {
                 out_dir: out_dir.map(PathBuf::from),
                 progress: Some(&mut progress_fn),

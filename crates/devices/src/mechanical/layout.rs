@@ -226,6 +226,13 @@ impl Layout {
         self.bands.get(i)
     }
 
+    /// Index of the zone holding cylinder `cyl`.
+    pub fn zone_of_cyl(&self, cyl: u32) -> Option<usize> {
+        // As `band_of_cyl`: a cylinder before the first zone's belongs to the first zone.
+        let i = self.bands.partition_point(|b| b.z.first_cyl <= cyl);
+        Some(i.saturating_sub(1)).filter(|&z| z < self.bands.len())
+    }
+
     fn band_of_cyl(&self, cyl: u32) -> Option<&Band> {
         // Zones may skip cylinders; such a cylinder belongs to the zone before it.
         let i = self.bands.partition_point(|b| b.z.first_cyl <= cyl);

@@ -413,15 +413,7 @@ impl MechanicalDisk {
     /// Positioning time (ms) from `from` to `to`: the seek curve, at least a head switch
     /// if the head changes, plus write settling for a write that moves at all.
     pub fn seek_ms(&self, from: Pbn, to: Pbn, write: bool) -> f64 {
-        let dist = from.cyl.abs_diff(to.cyl);
-        let mut t = self.seek.time_ms(dist);
-        if from.head != to.head && self.def.head_switch_ms > t {
-            t = self.def.head_switch_ms;
-        }
-        if t != 0.0 && write {
-            t = (t + self.def.write_settle_ms).max(0.0);
-        }
-        t
+        positioning_ms(&self.seek, &self.def, from, to, write)
     }
 
     /// Time (ms) from absolute time `t` until sector `p` passes under the head.
@@ -1265,6 +1257,15 @@ impl Timing for MechanicalDisk {
         best.1
     }
 
+    fn geometry(&self) -> Option<std::sync::Arc<dyn wattio_core::Geometry>> {
+        Some(std::sync::Arc::new(MechanicalGeometry {
+            layout: self.layout.clone(),
+            seek: self.seek.clone(),
+            def: self.def.clone(),
+            period_ms: self.period,
+        }))
+    }
+
     fn on_power(&mut self, now: Nanos, ready: bool) {
         let t = ns_to_ms(now);
         if !ready {
@@ -1278,6 +1279,65 @@ impl Timing for MechanicalDisk {
         }
         self.mech_free = self.mech_free.min(t);
         self.dirty_until = self.dirty_until.min(t);
+    }
+}
+
+/// Positioning time (ms) from `from` to `to` (see [`MechanicalDisk::seek_ms`]); shared with
+/// the geometry queries, which answer without the disk's state.
+#[inline]
+fn positioning_ms(seek: &Seek, def: &MechanicalDef, from: Pbn, to: Pbn, write: bool) -> f64 {
+    let dist = from.cyl.abs_diff(to.cyl);
+    let mut t = seek.time_ms(dist);
+    if from.head != to.head && def.head_switch_ms > t {
+        t = def.head_switch_ms;
+    }
+    if t != 0.0 && write {
+        t = (t + def.write_settle_ms).max(0.0);
+    }
+    t
+}
+
+/// The disk's geometry for functions ([`wattio_core::Geometry`]): its layout, seek curve
+/// and rotation, without its state (arm position, caches).
+#[derive(Debug)]
+pub struct MechanicalGeometry {
+    layout: Layout,
+    seek: Seek,
+    def: MechanicalDef,
+    period_ms: f64,
+}
+
+impl MechanicalGeometry {
+    fn pbn(&self, offset: u64) -> Option<Pbn> {
+        self.layout.ltop(offset / SECTOR)
+    }
+}
+
+impl wattio_core::Geometry for MechanicalGeometry {
+    fn locate(&self, offset: u64) -> Option<wattio_core::Location> {
+        let p = self.pbn(offset)?;
+        Some(wattio_core::Location {
+            zone: self.layout.zone_of_cyl(p.cyl)? as u32,
+            cylinder: p.cyl,
+            surface: p.head,
+            sector: p.sector,
+            sectors_per_track: self.layout.blocks_per_track(p.cyl),
+            angle: self.layout.angle(p),
+        })
+    }
+
+    fn rotation_period(&self) -> Nanos {
+        ms_to_ns(self.period_ms)
+    }
+
+    fn angle_at(&self, t: Nanos) -> f64 {
+        // The model's rotational frame: the platter is at angle 0 at time 0 (`latency_to`).
+        layout::frac(ns_to_ms(t) / self.period_ms)
+    }
+
+    fn seek_time(&self, from: u64, to: u64, write: bool) -> Option<Nanos> {
+        let (a, b) = (self.pbn(from)?, self.pbn(to)?);
+        Some(ms_to_ns(positioning_ms(&self.seek, &self.def, a, b, write)))
     }
 }
 

@@ -6,7 +6,7 @@ use wattio_core::io::{Op, Request};
 use wattio_core::trace::{TraceSource, VecSource};
 use wattio_devices::Catalogue;
 use wattio_engine::summary::Summary;
-use wattio_engine::{run, Opener, RunConfig, RunOptions};
+use wattio_engine::{run, Opener, Registry, RunConfig, RunOptions};
 
 /// A small disk with round numbers: 6000 rpm (5 ms half rotation), 10 ms seek, 50 MB/s;
 /// seek 3 W, active 2 W, idle 1 W, standby 0.2 W; spin-down 1 s / 1 J, spin-up 2 s / 8 J.
@@ -70,20 +70,13 @@ pub fn opener(reqs: Vec<Request>) -> Opener {
     Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
 }
 
-pub fn no_external() -> impl FnMut(
-    usize,
-    &wattio_engine::config::FunctionConfig,
-) -> Result<Box<dyn wattio_core::Function>, String> {
-    |_, _| Err("no external functions in this test".to_string())
-}
-
 /// Run `cfg` on `reqs` with the built-in functions only, writing nothing.
 pub fn run_quiet(cfg: &RunConfig, reqs: Vec<Request>) -> Summary {
     run(
         cfg,
         &Catalogue::default(),
         &opener(reqs),
-        &mut no_external(),
+        &mut Registry::new(),
         RunOptions {
             out_dir: None,
             progress: None,

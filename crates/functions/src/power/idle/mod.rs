@@ -6,9 +6,11 @@
 //! idle period it tells the policy how long the period was, which is all the online policies
 //! learn from. [`Oracle`] is the offline lower bound: it knows when the next request comes.
 
+mod config;
 mod oracle;
 mod policies;
 
+pub use config::{Checked, Policy, SpinDown, KIND, MAX_EXPERTS, MAX_TIMEOUT_S};
 pub use oracle::{Lookahead, Oracle};
 pub use policies::{Adaptive, AdaptiveParams, Fixed, Share, ShareParams};
 

@@ -42,7 +42,7 @@ impl Default for AdaptiveParams {
 /// a spin-down that did not pay (the disk slept for less than the break-even time, so the
 /// spin-down cost energy and made a request wait) and shrinks additively after one that did
 /// pay, or after an idle period longer than the break-even time that it missed.
-/// The exact update rule is a documented choice (`docs/functions.md`).
+/// The exact update rule is a documented choice (`docs/functions/spindown.md`).
 #[derive(Clone, Debug)]
 pub struct Adaptive {
     p: AdaptiveParams,

@@ -1,0 +1,166 @@
+//! Copying data between places on devices with a function's own I/O.
+//!
+//! A cache that fills or flushes (EXCES reconfiguration), a RAID that propagates dirty
+//! blocks to a disk it spun up (PARAID), a replicator that writes replicas (FS2): each moves
+//! bytes from one device offset to another without a host request. The function issues a
+//! read into a scratch buffer, then, once it completes, a write out of the same buffer. The
+//! live executor allocates the scratch buffer on the read and frees it after the write; the
+//! simulator's data checker follows the versions through it. [`Copier`] keeps that two-step
+//! bookkeeping, written once.
+
+use crate::io::{Completion, DeviceId, Io, IoId, Op, Status};
+use std::collections::HashMap;
+
+/// One copy to perform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyJob {
+    /// The caller's name for the copy, handed back when it is done.
+    pub tag: u64,
+    pub from_dev: DeviceId,
+    pub from: u64,
+    pub to_dev: DeviceId,
+    pub to: u64,
+    pub len: u32,
+    /// Device-queue priority of both I/Os (background copies are usually < 0).
+    pub priority: i8,
+    /// Write with force unit access (the copy is durable when it is done).
+    pub fua: bool,
+}
+
+/// What a completion meant to the copier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CopyStep {
+    /// Not one of the copier's I/Os.
+    NotMine,
+    /// The read is back: submit this write.
+    Write(Io),
+    /// The copy is over: its write completed, or its read failed (then nothing was written).
+    Done { job: CopyJob, status: Status },
+}
+
+/// Copies in flight, each named by an own-I/O number that is also its scratch buffer's id.
+#[derive(Default)]
+pub struct Copier {
+    jobs: HashMap<u64, CopyJob>,
+    next: u64,
+}
+
+impl Copier {
+    /// `base` is the first own-I/O number to use: a function with other own I/O gives each
+    /// kind its own range (numbers are below 2^62).
+    pub fn new(base: u64) -> Copier {
+        Copier {
+            jobs: HashMap::new(),
+            next: base,
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Start `job`: submit the read this returns.
+    pub fn start(&mut self, job: CopyJob) -> Io {
+        let n = self.next;
+        self.next = (self.next + 1) & (IoId::SUB - 1);
+        self.jobs.insert(n, job);
+        let mut io = Io::own(n, Op::Read, job.from_dev, job.from, job.len);
+        io.priority = job.priority;
+        io
+    }
+
+    /// A completion reached the layer.
+    pub fn complete(&mut self, done: &Completion) -> CopyStep {
+        let id = done.io.id;
+        if !id.is_own() || id.is_sub() {
+            return CopyStep::NotMine;
+        }
+        let n = id.0 & (IoId::SUB - 1);
+        let Some(&job) = self.jobs.get(&n) else {
+            return CopyStep::NotMine;
+        };
+        if done.io.op == Op::Read && done.status == Status::Ok {
+            let mut w = Io::own(n, Op::Write, job.to_dev, job.to, job.len);
+            w.priority = job.priority;
+            w.fua = job.fua;
+            return CopyStep::Write(w);
+        }
+        self.jobs.remove(&n);
+        CopyStep::Done {
+            job,
+            status: done.status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{Breakdown, Buf};
+
+    fn ok(io: Io, status: Status) -> Completion {
+        Completion {
+            io,
+            status,
+            finished: 0,
+            breakdown: Breakdown::default(),
+        }
+    }
+
+    fn job(tag: u64) -> CopyJob {
+        CopyJob {
+            tag,
+            from_dev: 1,
+            from: 8192,
+            to_dev: 0,
+            to: 4096,
+            len: 4096,
+            priority: -1,
+            fua: true,
+        }
+    }
+
+    #[test]
+    fn read_into_scratch_then_write_out_of_it() {
+        let mut c = Copier::new(100);
+        let r = c.start(job(9));
+        assert_eq!((r.op, r.dev, r.offset, r.len), (Op::Read, 1, 8192, 4096));
+        assert_eq!(r.buf, Buf::Scratch { id: 100, offset: 0 });
+        assert_eq!(r.priority, -1);
+        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok)) else {
+            panic!("expected the write")
+        };
+        assert_eq!(
+            (w.op, w.dev, w.offset, w.len, w.fua),
+            (Op::Write, 0, 4096, 4096, true)
+        );
+        assert_eq!(w.buf, r.buf, "the write drains the buffer the read filled");
+        assert_eq!(
+            c.complete(&ok(w, Status::Ok)),
+            CopyStep::Done {
+                job: job(9),
+                status: Status::Ok
+            }
+        );
+        assert_eq!(c.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_failed_read_ends_the_copy_without_a_write() {
+        let mut c = Copier::new(0);
+        let r = c.start(job(1));
+        assert_eq!(
+            c.complete(&ok(r, Status::IoError)),
+            CopyStep::Done {
+                job: job(1),
+                status: Status::IoError
+            }
+        );
+        // Forwarded and sub-I/O ids are not the copier's.
+        let fwd = crate::io::Request::new(0, Op::Read, 0, 512).io(0);
+        assert_eq!(c.complete(&ok(fwd, Status::Ok)), CopyStep::NotMine);
+        let mut sub = fwd;
+        sub.id = IoId::sub(0);
+        assert_eq!(c.complete(&ok(sub, Status::Ok)), CopyStep::NotMine);
+    }
+}

@@ -1,0 +1,238 @@
+//! Splitting an I/O into sub-I/Os and answering it once they have all completed.
+//!
+//! A cache that maps pages one by one (EXCES), a RAID that stripes (PARAID), a replicator
+//! that redirects part of a read (FS2): each receives one I/O, issues several, and must
+//! reply exactly once, when the last one is back, with the worst status among them. That
+//! bookkeeping lives here, written once. Sub-I/Os get ids from the [`IoId::sub`] space
+//! (never colliding with ids forwarded from above or with the layer's own I/O), and their
+//! buffers point into the parent's at the right offset ([`Buf::at`](crate::io::Buf::at)), so the live executor
+//! moves the bytes and the data checker follows them with no code in the function.
+
+use crate::io::{Breakdown, Completion, Io, IoId, Status};
+use std::collections::HashMap;
+
+struct Parent {
+    io: Io,
+    left: u32,
+    status: Status,
+    /// The breakdown of the sub-I/O that finished last: the parent's latency is that of its
+    /// critical path.
+    last: Breakdown,
+}
+
+/// What a completion meant to the fan-out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Not a sub-I/O of this fan-out (the function's own I/O, or a forwarded one).
+    NotMine,
+    /// A sub-I/O finished; others of its parent are still out.
+    Pending,
+    /// The last sub-I/O finished: reply with this (the parent as received, the worst status).
+    Reply(Completion),
+}
+
+/// Outstanding parents and their sub-I/Os. Memory is proportional to the I/Os in flight.
+#[derive(Default)]
+pub struct Fanout {
+    parents: HashMap<u64, Parent>,
+    /// Sub-I/O number → parent key.
+    subs: HashMap<u64, u64>,
+    next_parent: u64,
+    next_sub: u64,
+}
+
+impl Fanout {
+    pub fn new() -> Fanout {
+        Fanout::default()
+    }
+
+    /// Parents with sub-I/Os still out.
+    pub fn in_flight(&self) -> usize {
+        self.parents.len()
+    }
+
+    /// Register `parent` and return a key for [`Fanout::sub`]. A parent that never gets a
+    /// sub-I/O must be replied to by the caller itself (see [`Fanout::split`]).
+    pub fn begin(&mut self, parent: Io) -> u64 {
+        let key = self.next_parent;
+        self.next_parent += 1;
+        self.parents.insert(
+            key,
+            Parent {
+                io: parent,
+                left: 0,
+                status: Status::Ok,
+                last: Breakdown::default(),
+            },
+        );
+        key
+    }
+
+    /// A sub-I/O of parent `key` covering `len` bytes at `delta` bytes into the parent, to be
+    /// sent to `dev` at `offset`: same operation, flags and priority as the parent, a fresh
+    /// sub-I/O id, and its buffer at the matching place in the parent's.
+    pub fn sub(&mut self, key: u64, delta: u32, len: u32, dev: u16, offset: u64) -> Io {
+        let p = self
+            .parents
+            .get_mut(&key)
+            .expect("Fanout::sub: unknown parent");
+        p.left += 1;
+        let n = self.next_sub;
+        self.next_sub = (self.next_sub + 1) & (IoId::SUB - 1);
+        self.subs.insert(n, key);
+        Io {
+            id: IoId::sub(n),
+            dev,
+            offset,
+            len,
+            buf: p.io.buf.at(delta),
+            ..p.io
+        }
+    }
+
+    /// Split `io` at `page`-aligned offsets into sub-I/Os for the same device and offsets,
+    /// appended to `out`. An I/O with nothing to split (flush, zero length) yields one
+    /// sub-I/O covering it, so every parent is answered through [`Fanout::complete`].
+    pub fn split(&mut self, io: Io, page: u64, out: &mut Vec<Io>) {
+        assert!(page > 0, "page size must be positive");
+        let key = self.begin(io);
+        let end = io.offset.saturating_add(io.len as u64);
+        if io.len == 0 || !io.op.moves_data() {
+            let s = self.sub(key, 0, io.len, io.dev, io.offset);
+            out.push(s);
+            return;
+        }
+        let mut at = io.offset;
+        while at < end {
+            let next = ((at / page).saturating_add(1))
+                .saturating_mul(page)
+                .min(end);
+            let s = self.sub(key, (at - io.offset) as u32, (next - at) as u32, io.dev, at);
+            out.push(s);
+            at = next;
+        }
+    }
+
+    /// A completion reached the layer: count it down.
+    pub fn complete(&mut self, done: &Completion) -> Step {
+        if !done.io.id.is_sub() {
+            return Step::NotMine;
+        }
+        let n = done.io.id.0 & (IoId::SUB - 1);
+        let Some(key) = self.subs.remove(&n) else {
+            return Step::NotMine;
+        };
+        let p = self
+            .parents
+            .get_mut(&key)
+            .expect("sub-I/O of a known parent");
+        p.left -= 1;
+        if done.status != Status::Ok && p.status == Status::Ok {
+            p.status = done.status;
+        }
+        p.last = done.breakdown;
+        if p.left > 0 {
+            return Step::Pending;
+        }
+        let p = self.parents.remove(&key).expect("present");
+        Step::Reply(Completion {
+            io: p.io,
+            status: p.status,
+            finished: done.finished,
+            breakdown: p.last,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{Buf, Op, Request};
+
+    fn buf_offset(b: Buf) -> Option<u32> {
+        match b {
+            Buf::None => None,
+            Buf::Host { offset, .. } | Buf::Scratch { offset, .. } => Some(offset),
+        }
+    }
+
+    fn done(io: Io, status: Status, finished: u64, service_ns: u64) -> Completion {
+        Completion {
+            io,
+            status,
+            finished,
+            breakdown: Breakdown {
+                service_ns,
+                ..Breakdown::default()
+            },
+        }
+    }
+
+    #[test]
+    fn split_at_page_boundaries_with_buffers_following() {
+        // 10 KiB at 3 KiB: pieces [3,4) [4,8) [8,12) [12,13) KiB.
+        let host = Request::new(0, Op::Write, 3072, 10240).io(7);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        let shape: Vec<_> = subs
+            .iter()
+            .map(|s| (s.offset, s.len, buf_offset(s.buf)))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (3072, 1024, Some(0)),
+                (4096, 4096, Some(1024)),
+                (8192, 4096, Some(5120)),
+                (12288, 1024, Some(9216)),
+            ]
+        );
+        assert!(subs.iter().all(|s| s.id.is_sub() && s.op == Op::Write));
+        assert!(subs
+            .iter()
+            .all(|s| matches!(s.buf, Buf::Host { id: 7, .. })));
+        // Distinct ids, none equal to the parent's.
+        let mut ids: Vec<_> = subs.iter().map(|s| s.id).collect();
+        ids.dedup();
+        assert_eq!(ids.len(), 4);
+    }
+
+    #[test]
+    fn replies_once_with_the_worst_status_and_the_last_breakdown() {
+        let host = Request::new(0, Op::Read, 0, 8192).io(1);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        assert_eq!(
+            f.complete(&done(subs[1], Status::IoError, 10, 4)),
+            Step::Pending
+        );
+        match f.complete(&done(subs[0], Status::Ok, 12, 9)) {
+            Step::Reply(c) => {
+                assert_eq!(c.io, host);
+                assert_eq!(c.status, Status::IoError);
+                assert_eq!(c.finished, 12);
+                assert_eq!(c.breakdown.service_ns, 9);
+            }
+            s => panic!("{s:?}"),
+        }
+        assert_eq!(f.in_flight(), 0);
+        // The same sub-I/O again, and a forwarded id, are not the fan-out's.
+        assert_eq!(f.complete(&done(subs[0], Status::Ok, 13, 0)), Step::NotMine);
+        assert_eq!(f.complete(&done(host, Status::Ok, 13, 0)), Step::NotMine);
+    }
+
+    #[test]
+    fn a_flush_is_one_sub_io() {
+        let host = Request::new(0, Op::Flush, 0, 0).io(3);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        assert_eq!(subs.len(), 1);
+        assert!(matches!(
+            f.complete(&done(subs[0], Status::Ok, 5, 1)),
+            Step::Reply(c) if c.io == host
+        ));
+    }
+}

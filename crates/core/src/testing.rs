@@ -1,0 +1,196 @@
+//! A scripted harness for one function: feed it events, get back the actions it answers
+//! with, assert on them — no stack, no executor, no devices to simulate. Every function's
+//! unit tests are written this way, fast and exact:
+//!
+//! ```
+//! use wattio_core::testing::{disk, Harness};
+//! use wattio_core::{Action, Function, Io, Op, Request, Actions, Completion};
+//! # struct Pass;
+//! # impl Function for Pass {
+//! #     fn name(&self) -> &str { "pass" }
+//! #     fn on_request(&mut self, _: u64, io: Io, out: &mut Actions) { out.submit(io) }
+//! #     fn on_completion(&mut self, _: u64, c: Completion, out: &mut Actions) { out.reply(c) }
+//! # }
+//! let mut h = Harness::new(Pass, vec![disk(0, "disk")]).unwrap();
+//! let io = Request::new(0, Op::Read, 0, 4096).io(1);
+//! assert_eq!(h.request(10, io), vec![Action::Submit(io)]);
+//! ```
+
+use crate::device::DeviceInfo;
+use crate::function::{Action, Actions, Function, TimerId};
+use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
+use crate::power::{PowerDef, PowerSpec, PowerStateId, StateDef, TransitionDef};
+use crate::time::Nanos;
+use std::sync::Arc;
+
+/// Drives one function by hand.
+pub struct Harness<F: Function> {
+    f: F,
+    out: Actions,
+    devices: Vec<DeviceInfo>,
+}
+
+impl<F: Function> Harness<F> {
+    /// Attach `f` to `devices` (the error is the function's own attach error).
+    pub fn new(mut f: F, devices: Vec<DeviceInfo>) -> Result<Harness<F>, String> {
+        f.attach(&devices)?;
+        Ok(Harness {
+            f,
+            out: Actions::new(),
+            devices,
+        })
+    }
+
+    pub fn function(&self) -> &F {
+        &self.f
+    }
+
+    pub fn devices(&self) -> &[DeviceInfo] {
+        &self.devices
+    }
+
+    fn take(&mut self) -> Vec<Action> {
+        self.out.drain().collect()
+    }
+
+    pub fn start(&mut self, now: Nanos) -> Vec<Action> {
+        self.f.on_start(now, &mut self.out);
+        self.take()
+    }
+
+    pub fn request(&mut self, now: Nanos, io: Io) -> Vec<Action> {
+        self.f.on_request(now, io, &mut self.out);
+        self.take()
+    }
+
+    /// `io` (as the function submitted it) completes at `now` with `status`, its latency all
+    /// service.
+    pub fn complete(&mut self, now: Nanos, io: Io, status: Status) -> Vec<Action> {
+        self.completion(
+            now,
+            Completion {
+                io,
+                status,
+                finished: now,
+                breakdown: Breakdown::default(),
+            },
+        )
+    }
+
+    pub fn completion(&mut self, now: Nanos, done: Completion) -> Vec<Action> {
+        self.f.on_completion(now, done, &mut self.out);
+        self.take()
+    }
+
+    pub fn timer(&mut self, now: Nanos, timer: TimerId) -> Vec<Action> {
+        self.f.on_timer(now, timer, &mut self.out);
+        self.take()
+    }
+
+    /// Device `dev` entered the state named `state` (panics on an unknown name: a test bug).
+    pub fn power(&mut self, now: Nanos, dev: DeviceId, state: &str) {
+        let id = self.state(dev, state);
+        self.f.on_power(now, dev, id);
+    }
+
+    /// The id of state `name` of device `dev`.
+    pub fn state(&self, dev: DeviceId, name: &str) -> PowerStateId {
+        self.devices[dev as usize]
+            .power
+            .state_id(name)
+            .unwrap_or_else(|| panic!("device {dev} has no state `{name}`"))
+    }
+
+    /// The function's counter `name` (panics if it has none: a test bug).
+    pub fn counter(&self, name: &str) -> f64 {
+        self.f
+            .counters()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no counter `{name}`"))
+            .1
+    }
+}
+
+/// A test disk with round numbers: idle 1 W, active 2 W, standby 0.2 W; spin-down 1 s and
+/// 1 J, spin-up 2 s and 8 J (break-even to standby: (1 + 8 − 0.2·3) / (1 − 0.2) = 10.5 s);
+/// 1 GB.
+pub fn disk(id: DeviceId, name: &str) -> DeviceInfo {
+    let state = |name: &str, watts: f64, spinning: bool| StateDef {
+        name: name.into(),
+        watts,
+        spinning,
+        source: "test".into(),
+    };
+    let tr = |from: &str, to: &str, latency_s: f64, energy_j: f64| TransitionDef {
+        name: None,
+        from: from.into(),
+        to: to.into(),
+        latency_s,
+        energy_j,
+        source: "test".into(),
+    };
+    let def = PowerDef {
+        idle: "idle".into(),
+        active: "active".into(),
+        seek: None,
+        rated_start_stop: None,
+        rated_start_stop_source: String::new(),
+        states: vec![
+            state("active", 2.0, true),
+            state("idle", 1.0, true),
+            state("standby", 0.2, false),
+        ],
+        transitions: vec![
+            tr("idle", "standby", 1.0, 1.0),
+            tr("standby", "idle", 2.0, 8.0),
+        ],
+    };
+    let power = PowerSpec::from_def(&def).expect("the test disk's power spec is valid");
+    DeviceInfo::new(id, name, 1_000_000_000, Arc::new(power))
+}
+
+/// A device with one state and no sleep (flash that is always on), 1 GB.
+pub fn always_on(id: DeviceId, name: &str) -> DeviceInfo {
+    DeviceInfo::new(id, name, 1_000_000_000, Arc::new(PowerSpec::constant(0.5)))
+}
+
+/// The I/Os among `actions` that were submitted.
+pub fn submitted(actions: &[Action]) -> Vec<Io> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Submit(io) => Some(*io),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The completions among `actions` that were replied.
+pub fn replied(actions: &[Action]) -> Vec<Completion> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Reply(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_S;
+
+    #[test]
+    fn the_test_disk_breaks_even_at_10_5_s() {
+        let d = disk(0, "d");
+        let standby = d.power.state_id("standby").unwrap();
+        assert_eq!(d.power.deepest_sleep(), Some(standby));
+        assert_eq!(
+            d.power.break_even(standby),
+            Some(10 * NS_PER_S + NS_PER_S / 2)
+        );
+        assert_eq!(always_on(1, "f").power.deepest_sleep(), None);
+    }
+}
