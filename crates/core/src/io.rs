@@ -202,9 +202,12 @@ impl Io {
         }
     }
 
+    /// One past the last byte, saturating at 2^64 − 1: an I/O whose end would wrap is past
+    /// the end of any device, never at its start (readers refuse such requests; functions
+    /// and clients may still make them).
     #[inline]
     pub fn end(&self) -> u64 {
-        self.offset + self.len as u64
+        self.offset.saturating_add(self.len as u64)
     }
 }
 
@@ -261,5 +264,20 @@ impl Completion {
             finished,
             breakdown,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_past_2_64_saturates_instead_of_wrapping() {
+        // The audit's request: 4 KiB at 2^64 − 100 wrapped to 3,996 and passed a 120 GB
+        // capacity check.
+        let io = Request::new(0, Op::Write, u64::MAX - 99, 4096).io(0);
+        assert_eq!(io.end(), u64::MAX);
+        assert!(io.end() > 120_000_000_000);
+        assert_eq!(Request::new(0, Op::Read, 4096, 512).io(0).end(), 4608);
     }
 }

@@ -580,7 +580,17 @@ impl ColumnarReader {
         // first bad one are then converted column by column with nothing left to check.
         let mut last = self.last_arrival;
         let mut bad = None;
-        for (k, (&a, &code)) in arrival.iter().zip(op).enumerate() {
+        for (k, (((&a, &code), &o), &l)) in arrival.iter().zip(op).zip(offset).zip(len).enumerate()
+        {
+            if o.checked_add(l as u64).is_none() {
+                // An end past 2^64 would wrap and pass any capacity check downstream.
+                bad = Some((
+                    start + k,
+                    format!("offset {o} + length {l} overflows"),
+                    "offset + len < 2^64",
+                ));
+                break;
+            }
             if code > 3 {
                 bad = Some((
                     start + k,

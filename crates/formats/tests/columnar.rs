@@ -267,6 +267,33 @@ fn a_bad_row_inside_a_batch_comes_after_every_row_before_it() {
 }
 
 #[test]
+fn an_end_past_2_64_is_refused_at_its_row() {
+    // The audit's row: 4 KiB at 2^64 − 100 would wrap to a small end and pass a capacity
+    // check downstream.
+    let mut reqs = requests(300);
+    reqs[250].offset = u64::MAX - 99;
+    reqs[250].len = 4096;
+    let p = write_raw(columns(&reqs), false, versioned().build());
+    let mut r = ColumnarReader::open(&p).unwrap();
+    let mut got = Vec::new();
+    let e = loop {
+        match r.fill(&mut got, 64) {
+            Ok(n) if n < 64 => panic!("ended without the error"),
+            Ok(_) => {}
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(got, reqs[..250]);
+    assert!(
+        e.ends_with(&format!(
+            "@row 250: offset {} + length 4096 overflows (expected offset + len < 2^64)",
+            u64::MAX - 99
+        )),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_null_in_a_non_nullable_column_is_refused_at_its_row() {
     let reqs = requests(9000);
     let mut cols = columns(&reqs);
