@@ -177,6 +177,8 @@ pub struct DeviceCounters {
     /// Power commands with no transition from the state the device was in.
     pub power_commands_ignored: u64,
     pub errors: u64,
+    /// I/Os that addressed bytes past the end of the device (completed with `Invalid`).
+    pub out_of_range: u64,
 }
 
 pub struct DeviceRuntime {
@@ -515,6 +517,7 @@ impl DeviceRuntime {
         ev: &mut Vec<DevEvent>,
     ) {
         let svc = if io.end() > self.capacity && io.op.moves_data() {
+            self.counters.out_of_range += 1;
             Service {
                 status: Status::Invalid,
                 ..Service::default()

@@ -25,6 +25,11 @@ pub struct RunSection {
     /// of a trace.
     #[serde(default)]
     pub until_s: Option<f64>,
+    /// Count requests that address bytes past the end of a device as errors and finish
+    /// the run normally; by default such a run fails (after writing its outputs), since a
+    /// trace that does not fit the devices usually means a wrong device or volume mapping.
+    #[serde(default)]
+    pub tolerate_out_of_range: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -142,5 +142,26 @@ pub fn run(
         let p = dir.join("summary.json");
         std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
     }
+    if !cfg.run.tolerate_out_of_range {
+        out_of_range(&summary)?;
+    }
     Ok(summary)
+}
+
+/// Fail a run whose requests addressed bytes past the end of a device (its outputs are
+/// written first, so the failure can be inspected).
+fn out_of_range(summary: &Summary) -> Result<(), String> {
+    let bad: Vec<String> = summary
+        .devices
+        .iter()
+        .filter(|(_, d)| d.out_of_range > 0)
+        .map(|(name, d)| format!("{} on `{name}`", d.out_of_range))
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "I/Os past the end of a device: {} (each completed with an error). Map the trace's volumes or offsets onto the devices, choose larger devices, or set [run] tolerate_out_of_range = true to count them as errors",
+        bad.join(", ")
+    ))
 }

@@ -23,6 +23,8 @@ pub struct DeviceSummary {
     pub busy_s: f64,
     pub utilization: f64,
     pub power_commands_ignored: u64,
+    /// I/Os that addressed bytes past the end of the device (each also an error).
+    pub out_of_range: u64,
     /// The timing model's own counters (e.g. an SSD's write amplification).
     pub model_counters: BTreeMap<String, f64>,
 }
@@ -50,6 +52,7 @@ impl DeviceSummary {
                 0.0
             },
             power_commands_ignored: c.power_commands_ignored,
+            out_of_range: c.out_of_range,
             model_counters: BTreeMap::new(),
         }
     }

@@ -106,3 +106,42 @@ fn always_on_by_hand() {
     );
     assert_eq!(d.spin_ups, 0);
 }
+
+/// Requests past the end of a device fail the run (after its outputs) unless the config
+/// tolerates them; tolerated, each is one error and one `out_of_range` on the device.
+#[test]
+fn requests_past_the_end_of_a_device_fail_the_run_unless_tolerated() {
+    // The disk holds 1,000,000,000 bytes: the second read ends 4 KiB past it, the third
+    // starts at 2^64 − 100 (its end would wrap to a small number without saturation).
+    let mut reqs = reads(&[1.0, 2.0, 3.0], &[0, 999_999_000, 0], 4096);
+    reqs[1].len = 5096;
+    reqs[2].offset = u64::MAX - 99;
+    let opts = || wattio_engine::RunOptions {
+        out_dir: None,
+        progress: None,
+    };
+    let cat = wattio_devices::Catalogue::default();
+    let e = wattio_engine::run(
+        &config(""),
+        &cat,
+        &opener(reqs.clone()),
+        &mut wattio_engine::Registry::new(),
+        opts(),
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("I/Os past the end of a device: 2 on `disk`"),
+        "{e}"
+    );
+    let s = wattio_engine::run(
+        &config("[run]\ntolerate_out_of_range = true"),
+        &cat,
+        &opener(reqs),
+        &mut wattio_engine::Registry::new(),
+        opts(),
+    )
+    .unwrap();
+    assert_eq!(s.devices["disk"].out_of_range, 2);
+    assert_eq!(s.errors, 2);
+    assert_eq!(s.requests, 3);
+}
