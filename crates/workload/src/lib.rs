@@ -57,6 +57,13 @@ fn d_period() -> f64 {
 fn d_one() -> f64 {
     1.0
 }
+/// The longest generated workload, in seconds.
+pub const MAX_DURATION_S: f64 = 1e9;
+/// The highest burst rate, per second.
+pub const MAX_RATE: f64 = 1e7;
+/// The most requests a generated workload may be expected to produce without `max_requests`.
+pub const MAX_EXPECTED_REQUESTS: f64 = 1e10;
+
 fn d_gap() -> f64 {
     1.0
 }
@@ -159,6 +166,30 @@ impl WorkloadConfig {
         };
         pos("duration_s", self.duration_s)?;
         pos("rate", self.rate)?;
+        // Bounds that keep a run finite and its clock exact (the audit's `duration_s = 1e30`
+        // ran forever; `rate = 1e30` stalled the arrival clock): a run of at most 10^9 s
+        // (31.7 years, far inside the nanosecond clock's 584), at most 10^7 bursts per
+        // second (mean gap 100 ns ≫ the clock's resolution at that horizon), and at most
+        // 10^10 expected requests unless `max_requests` caps them.
+        if self.duration_s > MAX_DURATION_S {
+            return Err(format!(
+                "workload.duration_s: expected at most {MAX_DURATION_S} s, got {}",
+                self.duration_s
+            ));
+        }
+        if self.rate > MAX_RATE {
+            return Err(format!(
+                "workload.rate: expected at most {MAX_RATE} bursts per second, got {}",
+                self.rate
+            ));
+        }
+        let expected = self.rate * self.duration_s * self.burst_mean.max(1.0);
+        if self.max_requests.is_none() && expected > MAX_EXPECTED_REQUESTS {
+            return Err(format!(
+                "workload.duration_s: {} s at {} bursts/s of {} requests is about {expected:.3e} requests, more than {MAX_EXPECTED_REQUESTS:e}: shorten the run or set max_requests",
+                self.duration_s, self.rate, self.burst_mean
+            ));
+        }
         frac("amplitude", self.amplitude)?;
         pos("period_s", self.period_s)?;
         if !(self.burst_mean >= 1.0 && self.burst_mean.is_finite()) {
@@ -404,10 +435,23 @@ impl TraceSource for Generator {
     }
 
     fn assumptions(&self) -> Vec<String> {
-        vec![format!(
+        let mut a = vec![format!(
             "generated {:?} workload: {} s, {} burst/s, {} device(s)",
             self.c.arrivals, self.c.duration_s, self.c.rate, self.c.devices
-        )]
+        )];
+        // The next burst is drawn from the end of the current one (bursts never overlap),
+        // so the realised burst rate is 1 / (1/rate + (burst_mean − 1)·gap): say so when
+        // that is noticeably below the configured rate, rather than cap it silently.
+        let busy = (self.c.burst_mean - 1.0) * self.c.burst_gap_ms / 1e3;
+        let realised = 1.0 / (1.0 / self.c.rate + busy);
+        if realised < 0.99 * self.c.rate {
+            a.push(format!(
+                "bursts do not overlap: the realised burst rate is about {realised:.4} /s, {:.1} % below the configured {} /s (each burst lasts about {busy} s)",
+                (1.0 - realised / self.c.rate) * 100.0,
+                self.c.rate
+            ));
+        }
+        a
     }
 }
 

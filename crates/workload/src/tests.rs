@@ -129,3 +129,47 @@ fn errors_name_the_key() {
     let e = toml::from_str::<WorkloadConfig>("arrivals = \"weekly\"\nduration_s = 1").unwrap_err();
     assert!(e.to_string().contains("weekly"), "{e}");
 }
+
+#[test]
+fn absurd_durations_and_rates_are_refused_with_their_key() {
+    let e = toml::from_str::<WorkloadConfig>("arrivals = \"poisson\"\nrate = 1\nduration_s = 1e30")
+        .unwrap()
+        .validate();
+    assert_eq!(
+        e.unwrap_err(),
+        "workload.duration_s: expected at most 1000000000 s, got 1000000000000000000000000000000"
+    );
+    let e = cfg("arrivals = \"poisson\"\nrate = 1e30").validate();
+    assert_eq!(
+        e.unwrap_err(),
+        "workload.rate: expected at most 10000000 bursts per second, got 1000000000000000000000000000000"
+    );
+    // 10^7 bursts/s for 10^4 s of 1 request: 10^11 requests.
+    let e = cfg("arrivals = \"poisson\"\nrate = 1e7\nburst_mean = 1")
+        .validate()
+        .unwrap_err();
+    assert!(
+        e.starts_with("workload.duration_s: 10000 s at 10000000 bursts/s"),
+        "{e}"
+    );
+    assert!(e.ends_with("shorten the run or set max_requests"), "{e}");
+    cfg("arrivals = \"poisson\"\nrate = 1e7\nburst_mean = 1\nmax_requests = 1000")
+        .validate()
+        .unwrap();
+}
+
+#[test]
+fn a_rate_the_bursts_cannot_keep_is_reported_not_silently_capped() {
+    // 100 bursts/s of 11 requests 1 ms apart: each burst is busy 10 ms, so bursts start at
+    // 1 / (0.01 + 0.01) = 50 /s, half the configured rate.
+    let c = cfg("arrivals = \"poisson\"\nrate = 100\nburst_mean = 11\nburst_gap_ms = 1");
+    let a = Generator::new(&c, 1).unwrap().assumptions();
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(
+        a[1],
+        "bursts do not overlap: the realised burst rate is about 50.0000 /s, 50.0 % below the configured 100 /s (each burst lasts about 0.01 s)"
+    );
+    // A burst-free rate is honoured and says nothing more.
+    let c = cfg("arrivals = \"poisson\"\nrate = 100\nburst_mean = 1");
+    assert_eq!(Generator::new(&c, 1).unwrap().assumptions().len(), 1);
+}
