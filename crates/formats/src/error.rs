@@ -62,12 +62,40 @@ impl FormatError {
 
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.location_string(), self.message)?;
+        // Messages quote input; a terminal must not interpret what a trace contains.
+        write!(
+            f,
+            "{}: {}",
+            printable(&self.location_string()),
+            printable(&self.message)
+        )?;
         if let Some(e) = &self.expected {
-            write!(f, " (expected {e})")?;
+            write!(f, " (expected {})", printable(e))?;
         }
         Ok(())
     }
+}
+
+/// `s` with control characters (escape sequences, carriage returns, …) and invisible
+/// formatting characters (byte order mark, zero-width spaces, bidirectional overrides)
+/// written as `\u{…}` escapes; borrowed when there are none.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    };
+    if !s.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl std::error::Error for FormatError {}
@@ -75,9 +103,37 @@ impl std::error::Error for FormatError {}
 impl From<FormatError> for TraceError {
     fn from(e: FormatError) -> TraceError {
         let message = match &e.expected {
-            Some(x) => format!("{} (expected {x})", e.message),
-            None => e.message.clone(),
+            Some(x) => format!("{} (expected {})", printable(&e.message), printable(x)),
+            None => printable(&e.message).into_owned(),
         };
-        TraceError::new(e.location_string(), message)
+        TraceError::new(printable(&e.location_string()), message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_bytes_in_messages_cannot_drive_the_terminal() {
+        // The audit's trace field: an escape sequence that clears the screen, then a BOM.
+        let e = FormatError::new(
+            "t.csv",
+            Location::Line { line: 3, column: 7 },
+            "bad field `\u{1b}[2J\u{feff}x\r`",
+        )
+        .with_expected("a number");
+        let shown = e.to_string();
+        assert_eq!(
+            shown,
+            "t.csv:3:7: bad field `\\u{1b}[2J\\u{feff}x\\u{d}` (expected a number)"
+        );
+        assert!(!shown.chars().any(|c| c.is_control()));
+        let t: TraceError = e.into();
+        assert_eq!(
+            t.message,
+            "bad field `\\u{1b}[2J\\u{feff}x\\u{d}` (expected a number)"
+        );
+        assert_eq!(printable("plain"), std::borrow::Cow::Borrowed("plain"));
     }
 }

@@ -41,7 +41,11 @@ pub struct LineReader<R: Read> {
     /// Byte offset in the input of the start of the line last returned.
     pub line_offset: u64,
     consumed: u64,
+    /// The input began with a UTF-8 byte order mark (skipped).
+    pub bom: bool,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Why [`LineReader::next_line`] could not return a line.
 #[derive(Debug)]
@@ -66,6 +70,7 @@ impl<R: Read> LineReader<R> {
             line_no: 0,
             line_offset: 0,
             consumed: 0,
+            bom: false,
         }
     }
 
@@ -128,6 +133,13 @@ impl<R: Read> LineReader<R> {
         let mut e = e;
         if e > s && self.buf[e - 1] == b'\r' {
             e -= 1;
+        }
+        let mut s = s;
+        // A UTF-8 byte order mark (editors on Windows write one) is not data: skip it, and
+        // let the reader report it. Columns on line 1 count from after the mark.
+        if self.line_no == 1 && self.buf[s..e].starts_with(BOM) {
+            s += BOM.len();
+            self.bom = true;
         }
         &self.buf[s..e]
     }
@@ -263,9 +275,10 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A field for an error message: lossy UTF-8, shortened.
+/// A field for an error message: lossy UTF-8, shortened, with control and invisible
+/// characters escaped (a terminal must never interpret bytes from a trace).
 pub fn show(f: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&f[..f.len().min(40)]).into_owned();
+    let s = crate::error::printable(&String::from_utf8_lossy(&f[..f.len().min(40)])).into_owned();
     if f.len() > 40 {
         format!("{s}…")
     } else {

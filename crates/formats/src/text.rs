@@ -419,6 +419,9 @@ impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
     fn assumptions(&self) -> Vec<String> {
         let mut v = self.extra.clone();
         v.push(format!("format: {}", self.fmt.name()));
+        if self.lines.bom {
+            v.push("the file starts with a UTF-8 byte order mark (skipped)".into());
+        }
         v.extend(self.fmt.assumptions());
         if self.rebase {
             match self.origin {

@@ -541,3 +541,22 @@ fn sniffing_recognizes_every_text_format() {
     }
     assert_eq!(sniff(b"hello world\n"), None);
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped_and_reported_by_every_text_reader() {
+    let plain = read_opts("msr", MSR, &ReadOptions::default());
+    let with_bom = read_opts("msr", &format!("\u{feff}{MSR}"), &ReadOptions::default());
+    assert_eq!(with_bom.0, plain.0);
+    assert!(
+        with_bom
+            .1
+            .contains(&"the file starts with a UTF-8 byte order mark (skipped)".to_string()),
+        "{:?}",
+        with_bom.1
+    );
+    assert!(!plain.1.iter().any(|a| a.contains("byte order mark")));
+    // Only at the start: a mark inside the file is a bad field, shown escaped.
+    let e = err("msr", &format!("{MSR}\u{feff}1,hm,1,Read,0,4096,1\n"));
+    assert!(e.contains("\\u{feff}"), "{e}");
+    assert!(!e.contains('\u{feff}'), "{e}");
+}
