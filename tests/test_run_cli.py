@@ -68,3 +68,59 @@ def test_check_and_catalogue(tmp_path, wattio_cli):
     names = wattio_cli("catalogue").stdout
     for n in ["fujitsu-map3367", "wd800-fs2", "toshiba-mk1234gsx", "samsung-980-pro-1tb"]:
         assert n in names
+
+
+def test_functions_lists_the_registry(wattio_cli):
+    out = wattio_cli("functions", "--long").stdout
+    assert out.splitlines()[0].startswith("spindown     disk spin-down after idleness")
+    assert "module power::idle; source: Douglis et al. 1995" in out
+    assert "docs: docs/functions/spindown.md" in out
+    assert "python" in out
+
+
+def test_check_refuses_what_run_would(tmp_path, wattio_cli):
+    """The audit's configs that passed `check` and then panicked or allocated gigabytes."""
+    fixed = 'policy = "fixed"\ntimeout_s = 5'
+    cases = {
+        'policy = "adaptive"\nmin_timeout_s = 100\nmax_timeout_s = 10': (
+            "function[0].min_timeout_s: 100 s is above max_timeout_s (10 s)"
+        ),
+        'policy = "share"\nexperts = 1000000000': (
+            "function[0].experts: expected a whole number from 1 to 10000, got 1000000000"
+        ),
+        'policy = "fixed"\ntimeout_s = "5"': 'function[0].timeout_s: invalid type: string "5"',
+    }
+    assert fixed in SMALL
+    for bad, expected in cases.items():
+        cfg = tmp_path / "bad.toml"
+        cfg.write_text(SMALL.replace(fixed, bad))
+        for cmd in ["check", "run"]:
+            p = wattio_cli(cmd, cfg, "--quiet", check=False) if cmd == "run" else wattio_cli(
+                cmd, cfg, check=False
+            )
+            assert p.returncode == 2, (cmd, bad, p.stderr)
+            assert expected in p.stderr, (cmd, bad, p.stderr)
+            assert "Traceback" not in p.stderr
+
+
+def test_check_imports_and_constructs_python_functions(tmp_path, wattio_cli):
+    """`check` refuses what `run` would: no module, no class, wrong parameters — no traceback."""
+    src = (EXAMPLES / "laptop-python.toml").read_text()
+    (tmp_path / "spindown.py").write_text((EXAMPLES / "spindown.py").read_text())
+    klass, params = 'class = "spindown.py:FixedTimeout"', "params = { timeout_s = 5 }"
+    assert klass in src and params in src
+    cases = [
+        (klass, 'class = "nosuchmodule:Fixed"', "cannot import 'nosuchmodule'"),
+        (klass, 'class = "spindown.py:Nope"', "module has no 'Nope'"),
+        (params, "params = { timeout_s = 5, bogus = 1 }", "function[0].params: spindown.py:FixedTimeout"),
+    ]
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(src)
+    assert "ok" in wattio_cli("check", cfg).stdout
+    for good, bad, expected in cases:
+        cfg.write_text(src.replace(good, bad))
+        for cmd in (["check", cfg], ["run", cfg, "--quiet"]):
+            p = wattio_cli(*cmd, check=False)
+            assert p.returncode == 2, (cmd, bad, p.stderr)
+            assert expected in p.stderr, (cmd, bad, p.stderr)
+            assert "Traceback" not in p.stderr

@@ -27,15 +27,37 @@ def _load_class(spec: str, base: Path):
         mspec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(mspec)
         sys.modules[path.stem] = module
-        mspec.loader.exec_module(module)
+        try:
+            mspec.loader.exec_module(module)
+        except Exception as e:  # the user's file: any error in it is a config error here
+            raise ValueError(f"function class {spec!r}: {path} failed to load: {e!r}") from e
     else:
         if str(base) not in sys.path:
             sys.path.insert(0, str(base))
-        module = importlib.import_module(mod_name)
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise ValueError(f"function class {spec!r}: cannot import {mod_name!r}: {e}") from e
     try:
         return getattr(module, cls_name)
     except AttributeError:
         raise ValueError(f"function class {spec!r}: module has no {cls_name!r}") from None
+
+
+def python_functions(cfg: dict, base: Path, given: dict | None = None) -> dict:
+    """The parsed config's ``kind = "python"`` functions, instantiated from their ``class`` and
+    ``params`` (stack position -> object), except the positions ``given`` already fills.
+    Every failure (no module, no class, a bad file, wrong parameters) is a ValueError naming
+    the function."""
+    funcs = dict(given or {})
+    for i, f in enumerate(cfg.get("function", [])):
+        if f.get("kind") == "python" and i not in funcs:
+            cls = _load_class(f["class"], base)
+            try:
+                funcs[i] = cls(**f.get("params", {}))
+            except TypeError as e:
+                raise ValueError(f"function[{i}].params: {f['class']}: {e}") from e
+    return funcs
 
 
 def config_source(config, base_dir=None) -> tuple[str, str, Path]:
@@ -118,11 +140,7 @@ def run(
     text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
     cfg = tomllib.loads(text)
-    funcs = dict(functions or {})
-    for i, f in enumerate(cfg.get("function", [])):
-        if f.get("kind") == "python" and i not in funcs:
-            cls = _load_class(f["class"], base)
-            funcs[i] = cls(**f.get("params", {}))
+    funcs = python_functions(cfg, base, given=functions)
     bar = None
     if progress is None:
         progress = sys.stderr.isatty()

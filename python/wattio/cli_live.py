@@ -11,15 +11,10 @@ import tomllib
 
 def _python_functions(config: str) -> dict:
     """The config's ``kind = "python"`` functions, instantiated as ``wattio run`` does."""
-    from wattio.api import _load_class
+    from wattio.api import python_functions
 
     path = Path(config)
-    cfg = tomllib.loads(path.read_text())
-    funcs = {}
-    for i, f in enumerate(cfg.get("function", [])):
-        if f.get("kind") == "python":
-            funcs[i] = _load_class(f["class"], path.parent)(**f.get("params", {}))
-    return funcs
+    return python_functions(tomllib.loads(path.read_text()), path.parent)
 
 
 def _serve(args) -> int:

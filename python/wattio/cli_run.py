@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+import tomllib
+
 
 def add_commands(sub) -> None:
     p = sub.add_parser("run", help="simulate a config", description="Simulate a run config (TOML).")
@@ -99,9 +101,13 @@ def cmd_demo(args) -> int:
 
 def cmd_check(args) -> int:
     from wattio import _core
+    from wattio.api import python_functions
 
     path = Path(args.config)
-    _core.check_config(path.read_text(), str(path))
+    text = path.read_text()
+    _core.check_config(text, str(path))
+    # What a run would do next: import and construct the Python functions.
+    python_functions(tomllib.loads(text), path.parent)
     print(f"{path}: ok")
     return 0
 
