@@ -6,6 +6,9 @@ use wattio_devices::DeviceSpec;
 use wattio_functions::registry::{BuildContext, Registry, TraceOpener};
 use wattio_workload::WorkloadConfig;
 
+/// The most devices one run may have.
+pub const MAX_DEVICES: u64 = 4096;
+
 fn d_seed() -> u64 {
     1
 }
@@ -141,6 +144,18 @@ impl RunConfig {
             if d.count == Some(0) {
                 return Err(format!("device[{i}].count: expected at least 1"));
             }
+        }
+        // Every device carries a timing model (a mechanical layout, an SSD's mapping state)
+        // and a ledger: bound how many one config can ask for.
+        let total: u64 = self
+            .devices
+            .iter()
+            .map(|d| d.count.map_or(1, u64::from))
+            .sum();
+        if total > MAX_DEVICES {
+            return Err(format!(
+                "device: {total} devices in all (with `count`), more than {MAX_DEVICES}"
+            ));
         }
         if let Some(u) = self.run.until_s {
             if !(u.is_finite() && u > 0.0) {

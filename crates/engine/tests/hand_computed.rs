@@ -145,3 +145,25 @@ fn requests_past_the_end_of_a_device_fail_the_run_unless_tolerated() {
     assert_eq!(s.errors, 2);
     assert_eq!(s.requests, 3);
 }
+
+#[test]
+fn configs_that_would_allocate_absurdly_are_refused_with_their_key() {
+    let e = wattio_engine::RunConfig::from_toml(
+        "c.toml",
+        &DISK.replace("name = \"disk\"", "name = \"disk\"\ncount = 5000"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "c.toml: device: 5000 devices in all (with `count`), more than 4096"
+    );
+    let e = wattio_engine::RunConfig::from_toml(
+        "c.toml",
+        &format!("{DISK}\n[workload]\narrivals = \"poisson\"\nduration_s = 10\nrate = 1\nstreams = 4000000000\n"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "c.toml: workload.streams: expected 1 to 1048576, got 4000000000"
+    );
+}

@@ -61,6 +61,8 @@ fn d_one() -> f64 {
 pub const MAX_DURATION_S: f64 = 1e9;
 /// The highest burst rate, per second.
 pub const MAX_RATE: f64 = 1e7;
+/// The most streams (each keeps its sequential position).
+pub const MAX_STREAMS: u32 = 1 << 20;
 /// The most requests a generated workload may be expected to produce without `max_requests`.
 pub const MAX_EXPECTED_REQUESTS: f64 = 1e10;
 
@@ -209,8 +211,13 @@ impl WorkloadConfig {
         if self.devices == 0 {
             return Err("workload.devices: expected at least 1".into());
         }
-        if self.streams == 0 {
-            return Err("workload.streams: expected at least 1".into());
+        // One sequential position is kept per stream: bound them like any allocation an
+        // input controls.
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(format!(
+                "workload.streams: expected 1 to {MAX_STREAMS}, got {}",
+                self.streams
+            ));
         }
         if self.align_bytes == 0 || self.region_bytes < self.align_bytes {
             return Err("workload.region_bytes: expected region_bytes ≥ align_bytes > 0".into());
