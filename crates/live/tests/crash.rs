@@ -96,7 +96,10 @@ fn mark_durable(d: &mut HashMap<u64, u64>, block: u64, version: u64) {
 
 /// One connection's traffic until the server dies; returns what it was told is durable.
 fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track {
-    let c = Client::connect(&uri).expect("connect");
+    // The kill may come before this connection is up.
+    let Ok(c) = Client::connect(&uri) else {
+        return Track::default();
+    };
     let (mut tx, mut rx) = c.split();
     let track = Arc::new((Mutex::new(Track::default()), Condvar::new()));
     let t2 = track.clone();
@@ -137,6 +140,7 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
     };
     let base = conn as u64 * REGION;
     let (m, cv) = &*track;
+    let mut flush_next = false;
     for version in 0u64.. {
         {
             let mut t = m.lock().unwrap();
@@ -153,13 +157,14 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
                     t = cv.wait(t).unwrap();
                 }
                 drop(t);
-                std::thread::sleep(Duration::from_millis(40));
+                std::thread::sleep(Duration::from_millis(120));
                 t = m.lock().unwrap();
+                flush_next = true;
             }
             t.inflight += 1;
         }
         let r = next();
-        let sent = if r % 8 == 0 {
+        let sent = if r % 8 == 0 || std::mem::take(&mut flush_next) {
             let mut t = m.lock().unwrap();
             let covered = std::mem::take(&mut t.acked);
             t.flushes.insert(tx.next_cookie(), covered);
@@ -280,7 +285,7 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    let delay = Duration::from_millis(if emulate { 150 } else { 15 } + seed % 60);
+    let delay = Duration::from_millis(if emulate { 400 } else { 15 } + seed % 60);
     let pid = child.id() as i32;
     let killer = std::thread::spawn(move || {
         std::thread::sleep(delay);
