@@ -276,3 +276,100 @@ fn a_reset_storm_with_replies_pending_leaves_the_server_serving() {
     // Eight connections of at most 16 MiB (the per-connection budget) each.
     assert!(peak < base + 8.0 * 16.0 + 32.0, "peak RSS {peak:.1} MiB");
 }
+
+#[test]
+fn a_socket_a_server_answers_on_is_not_replaced_and_a_stale_one_is() {
+    let d = TempDir::new("sockrepl");
+    let img = image(&d, "disk.img", 1 << 20, 8);
+    let sock = d.path("s");
+    let spec = wattio_live::setup::ServeSpec {
+        images: vec![img.clone()],
+        ..Default::default()
+    };
+    let first = serve(&spec, &sock);
+    let second = wattio_live::setup::build(&spec).unwrap();
+    let e = wattio_live::Server::start(second, &wattio_live::ListenAddr::Unix(sock.clone()))
+        .err()
+        .unwrap();
+    assert!(e.contains("a server is answering on this socket"), "{e}");
+    // The first server still serves on it.
+    let mut c = Client::connect(&uri(&sock, "")).unwrap();
+    assert_eq!(c.read(0, 512).unwrap().error, 0);
+    c.disconnect().unwrap();
+    first.shutdown(Duration::from_secs(5)).unwrap();
+    // A socket file nobody listens on (a server that died) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    assert!(sock.exists());
+    let again = serve(&spec, &sock);
+    assert!(Client::connect(&uri(&sock, "")).is_ok());
+    again.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_non_loopback_address_needs_allow_remote() {
+    let d = TempDir::new("remote");
+    let img = image(&d, "disk.img", 1 << 20, 9);
+    let spec = wattio_live::setup::ServeSpec {
+        images: vec![img],
+        ..Default::default()
+    };
+    let any = wattio_live::ListenAddr::parse_tcp("0.0.0.0:0").unwrap();
+    let e = wattio_live::Server::start(wattio_live::setup::build(&spec).unwrap(), &any)
+        .err()
+        .unwrap();
+    assert!(e.contains("--allow-remote"), "{e}");
+    let opts = wattio_live::ServerOptions {
+        allow_remote: true,
+        ..Default::default()
+    };
+    let srv =
+        wattio_live::Server::start_with(wattio_live::setup::build(&spec).unwrap(), &any, &opts)
+            .unwrap();
+    let port = srv.addr().rsplit(':').next().unwrap();
+    let mut c = Client::connect(&format!("nbd://127.0.0.1:{port}/")).unwrap();
+    assert_eq!(c.read(0, 512).unwrap().error, 0);
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+    // Loopback needs nothing.
+    let lo = wattio_live::ListenAddr::parse_tcp("127.0.0.1:0").unwrap();
+    let srv = wattio_live::Server::start(wattio_live::setup::build(&spec).unwrap(), &lo).unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn limits_and_tls_flags_are_checked_where_they_are_parsed() {
+    use wattio_live::server::Limits;
+    assert_eq!(
+        Limits::from_flags(None, None, None, None, None).unwrap(),
+        Limits::default()
+    );
+    let l = Limits::from_flags(Some(8.0), Some(64.0), Some(4), Some(2.5), Some(30.0)).unwrap();
+    assert_eq!(l.conn_bytes, 8 << 20);
+    assert_eq!(l.total_bytes, 64 << 20);
+    assert_eq!(l.max_connections, 4);
+    assert_eq!(l.handshake_timeout, Duration::from_millis(2500));
+    // The global budget must hold one maximum payload (2^25) and the per-connection one.
+    let e = Limits::from_flags(None, Some(16.0), None, None, None).unwrap_err();
+    assert!(e.contains("total in-flight bytes"), "{e}");
+    let e = Limits::from_flags(Some(512.0), None, None, None, None).unwrap_err();
+    assert!(e.contains("per-connection limit"), "{e}");
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(Limits::from_flags(Some(bad), None, None, None, None).is_err());
+        assert!(Limits::from_flags(None, None, None, Some(bad), None).is_err());
+    }
+    assert!(Limits::from_flags(None, None, Some(0), None, None).is_err());
+    let e = wattio_live::tls::from_flags("yes", None, None).unwrap_err();
+    assert!(e.contains("off, on"), "{e}");
+    let e = wattio_live::tls::from_flags("require", None, None).unwrap_err();
+    assert!(e.contains("--tls-certificate"), "{e}");
+    let e = wattio_live::tls::from_flags("off", Some(Path::new("c.pem")), None).unwrap_err();
+    assert!(e.contains("without --tls"), "{e}");
+    let e = wattio_live::tls::from_flags(
+        "on",
+        Some(Path::new("/nonexistent/c.pem")),
+        Some(Path::new("/nonexistent/k.pem")),
+    )
+    .unwrap_err();
+    assert!(e.contains("/nonexistent/c.pem"), "{e}");
+    assert_eq!(wattio_live::tls::from_flags("off", None, None).unwrap().is_none(), true);
+}
