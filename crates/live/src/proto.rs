@@ -1291,7 +1291,10 @@ mod tests {
         // STARTTLS: ACK, then the bytes after it are the TLS layer's, unprocessed.
         let hello = b"\x16\x03\x01 not an option";
         let mut c = opts(TlsMode::Require, &[&tls[..], hello].concat());
-        assert_eq!(replies(&c.take_output()), vec![(OPT_STARTTLS, REP_ACK, vec![])]);
+        assert_eq!(
+            replies(&c.take_output()),
+            vec![(OPT_STARTTLS, REP_ACK, vec![])]
+        );
         assert_eq!(c.next_event(), Some(Event::StartTls));
         assert_eq!(c.take_unprocessed(), hello.to_vec());
         c.tls_started();

@@ -97,7 +97,11 @@ impl Limits {
             conn_bytes: mib("--conn-mib", conn_mib, d.conn_bytes)?,
             total_bytes: mib("--total-mib", total_mib, d.total_bytes)?,
             max_connections: max_connections.unwrap_or(d.max_connections),
-            handshake_timeout: secs("--handshake-timeout", handshake_timeout_s, d.handshake_timeout)?,
+            handshake_timeout: secs(
+                "--handshake-timeout",
+                handshake_timeout_s,
+                d.handshake_timeout,
+            )?,
             reply_timeout: secs("--reply-timeout", reply_timeout_s, d.reply_timeout)?,
         };
         l.check()?;
@@ -627,12 +631,18 @@ impl Server {
                             "--listen {a}: not a loopback address, so other hosts could reach the export; pass --allow-remote to bind it (with --tls to encrypt)"
                         ));
                     }
-                    let tls = if opts.tls.as_ref().is_some_and(|t| t.mode == TlsMode::Require) {
+                    let tls = if opts
+                        .tls
+                        .as_ref()
+                        .is_some_and(|t| t.mode == TlsMode::Require)
+                    {
                         "TLS is required"
                     } else {
                         "clients need no TLS (no encryption, no authentication)"
                     };
-                    eprintln!("wattio-live: warning: serving on {a}, reachable from other hosts; {tls}");
+                    eprintln!(
+                        "wattio-live: warning: serving on {a}, reachable from other hosts; {tls}"
+                    );
                 }
                 let l = TcpListener::bind(a).map_err(|e| format!("{a}: cannot listen: {e}"))?;
                 let shown = l
@@ -870,7 +880,13 @@ fn tls_receive(conn: &Conn, mut raw: &[u8], pc: &mut ServerConn, room: usize) ->
     alive
 }
 
-fn serve_conn(conn: Arc<Conn>, session: Arc<Session>, id: u32, stop: Arc<AtomicBool>, cfg: &ConnConfig) {
+fn serve_conn(
+    conn: Arc<Conn>,
+    session: Arc<Session>,
+    id: u32,
+    stop: Arc<AtomicBool>,
+    cfg: &ConnConfig,
+) {
     let limits = &cfg.limits;
     let tls_mode = cfg.tls.as_ref().map_or(TlsMode::Off, |t| t.mode);
     let sink: Arc<dyn ReplySink> = conn.clone();
@@ -1027,7 +1043,11 @@ fn serve_conn(conn: Arc<Conn>, session: Arc<Session>, id: u32, stop: Arc<AtomicB
                 bound(limits.handshake_timeout.saturating_sub(started.elapsed()));
             }
             if want_write {
-                bound(limits.reply_timeout.saturating_sub(stalled.unwrap_or_default()));
+                bound(
+                    limits
+                        .reply_timeout
+                        .saturating_sub(stalled.unwrap_or_default()),
+                );
             }
             if !want_read && !want_write {
                 bound(GLOBAL_RETRY);

@@ -57,9 +57,9 @@ pub fn from_flags(
     let mode = parse_mode(mode)?;
     match (mode, cert, key) {
         (TlsMode::Off, None, None) => Ok(None),
-        (TlsMode::Off, _, _) => Err(
-            "--tls-certificate/--tls-key given without --tls on or --tls require".into(),
-        ),
+        (TlsMode::Off, _, _) => {
+            Err("--tls-certificate/--tls-key given without --tls on or --tls require".into())
+        }
         (m, Some(c), Some(k)) => TlsOptions::load(c, k, m).map(Some),
         _ => Err("--tls on/require needs --tls-certificate PEM and --tls-key PEM".into()),
     }

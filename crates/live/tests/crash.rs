@@ -179,7 +179,13 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
             t.sent.entry(block).or_default().push(version);
             drop(t);
             let flags = if fua { CMD_FLAG_FUA } else { 0 };
-            tx.send(flags, CMD_WRITE, block * BLOCK as u64, BLOCK as u32, Some(&data))
+            tx.send(
+                flags,
+                CMD_WRITE,
+                block * BLOCK as u64,
+                BLOCK as u32,
+                Some(&data),
+            )
         };
         if sent.is_err() {
             break;
@@ -302,7 +308,10 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     killer.join().unwrap();
     let out = child.wait_with_output().unwrap();
     let spun_down = String::from_utf8_lossy(&out.stderr).contains(": standby");
-    let image = power_cut_image(&vec![0u8; size], &std::fs::read(&journal).unwrap_or_default());
+    let image = power_cut_image(
+        &vec![0u8; size],
+        &std::fs::read(&journal).unwrap_or_default(),
+    );
     let mut lost = Vec::new();
     let mut durable_blocks = 0;
     for t in &tracks {
@@ -381,7 +390,10 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
         spun_down += o.spun_down as u32;
     }
     eprintln!("{n} trials, {checked} acknowledged-durable blocks verified, {spun_down} emulated trials saw the disk spun down");
-    assert!(checked as u64 > 10 * n, "too little acknowledged to test: {checked}");
+    assert!(
+        checked as u64 > 10 * n,
+        "too little acknowledged to test: {checked}"
+    );
     assert!(spun_down > 0, "no emulated trial saw the disk spun down");
 }
 

@@ -55,7 +55,11 @@ fn mutate(seed: &[u8], other: &[u8], rng: &mut u64) -> Vec<u8> {
     let mut v = seed.to_vec();
     for _ in 0..1 + next() % 4 {
         let r = next();
-        let at = if v.is_empty() { 0 } else { (r >> 8) as usize % v.len() };
+        let at = if v.is_empty() {
+            0
+        } else {
+            (r >> 8) as usize % v.len()
+        };
         match r % 6 {
             0 if !v.is_empty() => v[at] ^= 1 << (r >> 40) % 8,
             1 if !v.is_empty() => v[at] = [0, 1, 0x7f, 0x80, 0xff][(r >> 40) as usize % 5],
@@ -74,7 +78,8 @@ fn mutate(seed: &[u8], other: &[u8], rng: &mut u64) -> Vec<u8> {
             }
             _ if v.len() >= 4 => {
                 let at = at.min(v.len() - 4);
-                let x: u32 = [0, 1, 0xFFFF_FFFF, 0x8000_0000, 1 << 25, (1 << 25) + 1][(r >> 40) as usize % 6];
+                let x: u32 = [0, 1, 0xFFFF_FFFF, 0x8000_0000, 1 << 25, (1 << 25) + 1]
+                    [(r >> 40) as usize % 6];
                 v[at..at + 4].copy_from_slice(&x.to_be_bytes());
             }
             _ => {}

@@ -41,7 +41,10 @@ impl Proc {
             .unwrap();
         let t0 = Instant::now();
         while Client::connect(&uri(sock, "")).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(10), "server did not start");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "server did not start"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         let p = Proc { child };
@@ -131,7 +134,10 @@ fn a_client_that_never_reads_its_replies_meets_backpressure_not_allocation() {
     eprintln!("slow reader: server RSS {base:.1} MiB at rest, peak {peak:.1} MiB with 2,000 x 1 MiB READs unread");
     // The per-connection budget is 16 MiB; the bound leaves room for the allocator and
     // socket-side copies, and is far below the 2 GB the unbounded server reached.
-    assert!(peak < base + 40.0, "peak RSS {peak:.1} MiB (at rest {base:.1})");
+    assert!(
+        peak < base + 40.0,
+        "peak RSS {peak:.1} MiB (at rest {base:.1})"
+    );
     // Backpressure, not loss: every reply arrives, with the right data, once read.
     let want = std::fs::read(&img).unwrap();
     let mut seen = vec![false; 2000];
@@ -140,9 +146,17 @@ fn a_client_that_never_reads_its_replies_meets_backpressure_not_allocation() {
         assert_eq!(r.error, 0);
         // Cookies are 1..=2000 in send order; replies may come in any order.
         let i = r.cookie - 1;
-        assert!(!std::mem::replace(&mut seen[i as usize], true), "cookie {}", r.cookie);
+        assert!(
+            !std::mem::replace(&mut seen[i as usize], true),
+            "cookie {}",
+            r.cookie
+        );
         let off = ((i % 64) << 20) as usize;
-        assert!(r.data == want[off..off + (1 << 20)], "cookie {}: wrong data", r.cookie);
+        assert!(
+            r.data == want[off..off + (1 << 20)],
+            "cookie {}: wrong data",
+            r.cookie
+        );
     }
     let mut tx = sender.join().unwrap();
     tx.disconnect().unwrap();
@@ -169,7 +183,11 @@ fn four_gigabyte_option_and_write_headers_disconnect_at_once() {
     tx.send(0, CMD_WRITE, 0, u32::MAX, None).unwrap();
     let t0 = Instant::now();
     assert!(rx.recv().is_err(), "a reply instead of a disconnect");
-    assert!(t0.elapsed() < Duration::from_secs(2), "write: {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "write: {:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
@@ -189,7 +207,9 @@ fn idle_connections_cost_bounded_threads_and_memory_and_time_out() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let (threads, rss) = (p.threads(), p.rss_mib());
-    eprintln!("1,000 idle connections: threads {threads0} -> {threads}, RSS {rss0:.1} -> {rss:.1} MiB");
+    eprintln!(
+        "1,000 idle connections: threads {threads0} -> {threads}, RSS {rss0:.1} -> {rss:.1} MiB"
+    );
     assert!(threads <= threads0 + 64, "{threads} threads");
     assert!(rss < rss0 + 32.0, "RSS {rss:.1} MiB");
     // Past the handshake timeout every one of them is closed, and so are its descriptors.
@@ -199,7 +219,8 @@ fn idle_connections_cost_bounded_threads_and_memory_and_time_out() {
     assert!(threads <= threads0, "{threads} threads");
     let mut open = 0;
     for mut c in conns {
-        c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         let mut b = [0u8; 64];
         loop {
             match c.read(&mut b) {
@@ -212,7 +233,10 @@ fn idle_connections_cost_bounded_threads_and_memory_and_time_out() {
             }
         }
     }
-    assert_eq!(open, 0, "connections still open after the handshake timeout");
+    assert_eq!(
+        open, 0,
+        "connections still open after the handshake timeout"
+    );
     // And the server still serves.
     let mut c = Client::connect(&uri(&sock, "")).unwrap();
     assert_eq!(c.read(0, 4096).unwrap().error, 0);
@@ -234,7 +258,10 @@ fn descriptors_close_when_connections_end_without_a_new_accept() {
         c.disconnect().unwrap();
     }
     let fds = p.wait_for(|p| p.fds(), |n| n <= fds0, Duration::from_secs(2));
-    assert!(fds <= fds0, "{fds} descriptors after the clients left ({fds0} before)");
+    assert!(
+        fds <= fds0,
+        "{fds} descriptors after the clients left ({fds0} before)"
+    );
 }
 
 #[test]
@@ -251,14 +278,24 @@ fn a_reset_storm_with_replies_pending_leaves_the_server_serving() {
                 let sock = sock.clone();
                 // 1,000 READs pending at the reset (nbdkit aborted on this).
                 std::thread::spawn(move || {
-                    vanish_with_reads_pending(&sock, 1000, 64 << 10, 16 << 20, Duration::from_millis(200))
+                    vanish_with_reads_pending(
+                        &sock,
+                        1000,
+                        64 << 10,
+                        16 << 20,
+                        Duration::from_millis(200),
+                    )
                 })
             })
             .collect();
         for t in storm {
             t.join().unwrap();
         }
-        eprintln!("round {round}: storm {:?}, RSS {:.1} MiB", t_round.elapsed(), p.rss_mib());
+        eprintln!(
+            "round {round}: storm {:?}, RSS {:.1} MiB",
+            t_round.elapsed(),
+            p.rss_mib()
+        );
         // Another client is served promptly meanwhile.
         let t0 = Instant::now();
         let mut c = Client::connect(&uri(&sock, "")).unwrap();
@@ -371,5 +408,7 @@ fn limits_and_tls_flags_are_checked_where_they_are_parsed() {
     )
     .unwrap_err();
     assert!(e.contains("/nonexistent/c.pem"), "{e}");
-    assert_eq!(wattio_live::tls::from_flags("off", None, None).unwrap().is_none(), true);
+    assert!(wattio_live::tls::from_flags("off", None, None)
+        .unwrap()
+        .is_none());
 }

@@ -208,14 +208,39 @@ fn certificates(dir: &std::path::Path) {
         run(Command::new("openssl").current_dir(dir).args(args));
     };
     ssl(&[
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2", "-subj",
-        "/CN=wattio test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca-cert.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=wattio test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
         "keyUsage=critical,keyCertSign,cRLSign",
     ]);
     ssl(&[
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "server-key.pem", "-out", "server.csr", "-subj", "/CN=localhost",
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "server-key.pem",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
     ]);
     std::fs::write(
         dir.join("ext.cnf"),
@@ -223,8 +248,21 @@ fn certificates(dir: &std::path::Path) {
     )
     .unwrap();
     ssl(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
-        "-CAcreateserial", "-out", "server-cert.pem", "-days", "2", "-extfile", "ext.cnf",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca-cert.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-out",
+        "server-cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
     ]);
 }
 
@@ -311,7 +349,13 @@ fn qemu_img_round_trip_over_tls() {
     let d = TempDir::new("tlsqimg");
     let certs = d.path("pki");
     certificates(&certs);
-    let (srv, port) = tls_server(&d, &certs, wattio_live::proto::TlsMode::Optional, 4 << 20, 9);
+    let (srv, port) = tls_server(
+        &d,
+        &certs,
+        wattio_live::proto::TlsMode::Optional,
+        4 << 20,
+        9,
+    );
     let creds = format!(
         "tls-creds-x509,id=tls0,endpoint=client,dir={}",
         certs.display()
@@ -323,12 +367,28 @@ fn qemu_img_round_trip_over_tls() {
     let data = pattern(99, 4 << 20);
     std::fs::write(&src, &data).unwrap();
     run(Command::new("qemu-img")
-        .args(["convert", "-n", "--object", &creds, "-f", "raw", "--target-image-opts"])
+        .args([
+            "convert",
+            "-n",
+            "--object",
+            &creds,
+            "-f",
+            "raw",
+            "--target-image-opts",
+        ])
         .arg(&src)
         .arg(&opts));
     let back = d.path("back.raw");
     run(Command::new("qemu-img")
-        .args(["convert", "--object", &creds, "--image-opts", &opts, "-O", "raw"])
+        .args([
+            "convert",
+            "--object",
+            &creds,
+            "--image-opts",
+            &opts,
+            "-O",
+            "raw",
+        ])
         .arg(&back));
     assert_eq!(std::fs::read(&back).unwrap(), data);
     // TLS offered, not required: a plain client is served too.

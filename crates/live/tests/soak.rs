@@ -136,6 +136,7 @@ fn slow_mixed_soak_with_verifying_clients_and_bounded_memory() {
                         Duration::from_millis(100),
                     );
                     rounds += 1;
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 rounds
             })
@@ -159,7 +160,11 @@ fn slow_mixed_soak_with_verifying_clients_and_bounded_memory() {
     // Everything written is there, read through a fresh connection.
     let mut c = Client::connect(&u).unwrap();
     for (b, w) in &want {
-        assert_eq!(&c.read(b * BLOCK, BLOCK as u32).unwrap().data, w, "block {b}");
+        assert_eq!(
+            &c.read(b * BLOCK, BLOCK as u32).unwrap().data,
+            w,
+            "block {b}"
+        );
     }
     c.disconnect().unwrap();
     let _ = child.kill();
@@ -171,5 +176,8 @@ fn slow_mixed_soak_with_verifying_clients_and_bounded_memory() {
     assert!(requests > 1000 * secs.min(10), "only {requests} requests");
     // Sixteen clients of at most 32 KiB each and two resetters of at most 16 MiB (their
     // budget) each: tens of MiB over rest.
-    assert!(peak < base + 64.0, "peak RSS {peak:.1} MiB, {base:.1} at rest");
+    assert!(
+        peak < base + 64.0,
+        "peak RSS {peak:.1} MiB, {base:.1} at rest"
+    );
 }
