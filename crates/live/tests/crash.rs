@@ -164,7 +164,7 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
             t.inflight += 1;
         }
         let r = next();
-        let sent = if r % 8 == 0 || std::mem::take(&mut flush_next) {
+        let sent = if r.is_multiple_of(8) || std::mem::take(&mut flush_next) {
             let mut t = m.lock().unwrap();
             let covered = std::mem::take(&mut t.acked);
             t.flushes.insert(tx.next_cookie(), covered);
@@ -172,7 +172,7 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
             tx.send(0, CMD_FLUSH, 0, 0, None)
         } else {
             let block = base + version % REGION;
-            let fua = r % 3 == 0;
+            let fua = r.is_multiple_of(3);
             let data = version_data(seed, block, version);
             let mut t = m.lock().unwrap();
             t.writes.insert(tx.next_cookie(), (block, version, fua));
@@ -379,7 +379,7 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
     let emulated_every = 20;
     for i in 0..n {
         let seed = base.wrapping_add(i * 7919) % 1_000_000_007;
-        let emulate = i % emulated_every == 0;
+        let emulate = i.is_multiple_of(emulated_every);
         let o = trial(seed, false, emulate);
         assert!(
             o.lost.is_empty(),

@@ -61,7 +61,7 @@ fn mutate(seed: &[u8], other: &[u8], rng: &mut u64) -> Vec<u8> {
             (r >> 8) as usize % v.len()
         };
         match r % 6 {
-            0 if !v.is_empty() => v[at] ^= 1 << (r >> 40) % 8,
+            0 if !v.is_empty() => v[at] ^= 1 << ((r >> 40) % 8),
             1 if !v.is_empty() => v[at] = [0, 1, 0x7f, 0x80, 0xff][(r >> 40) as usize % 5],
             2 => {
                 let n = (r >> 40) as usize % 64;

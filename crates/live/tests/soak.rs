@@ -50,7 +50,7 @@ fn verifier(u: String, id: u64, stop: Arc<AtomicBool>) -> (u64, HashMap<u64, Vec
         match (rng >> 40) % 10 {
             0..=3 => {
                 let data = pattern(rng, len as usize);
-                let r = c.write(off, &data, rng % 5 == 0).unwrap();
+                let r = c.write(off, &data, rng.is_multiple_of(5)).unwrap();
                 assert_eq!(r.error, 0);
                 for i in 0..blocks {
                     let s = (i * BLOCK) as usize;
@@ -71,7 +71,7 @@ fn verifier(u: String, id: u64, stop: Arc<AtomicBool>) -> (u64, HashMap<u64, Vec
             }
             8 => assert_eq!(c.flush().unwrap().error, 0),
             _ => {
-                let r = if rng % 2 == 0 {
+                let r = if rng.is_multiple_of(2) {
                     c.trim(off, len).unwrap()
                 } else {
                     c.write_zeroes(off, len).unwrap()
