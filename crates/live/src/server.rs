@@ -533,8 +533,9 @@ impl ReplySink for Conn {
                 o.stalled_since = Some(Instant::now());
             }
         }
-        if o.queued > 0 {
-            // The reader drains the rest when the client reads.
+        if o.queued > 0 && !o.corked {
+            // The reader drains the rest when the client reads. (While it is corked it is
+            // working through a batch, and pushes the output itself when it uncorks.)
             drop(o);
             self.wake();
         }
