@@ -100,7 +100,8 @@ fn slow_mixed_soak_with_verifying_clients_and_bounded_memory() {
     std::fs::write(&img, vec![0u8; (CLIENTS * REGION * BLOCK) as usize]).unwrap();
     let sock = d.path("s");
     let mut child = Command::new(env!("CARGO_BIN_EXE_wattio-live"))
-        .args(["serve", "--status", "0", "--workers", "2", "--total-mib", "48", "--image"])
+        .args(["serve", "--status", "0", "--workers", "2"])
+        .args(["--total-mib", "48", "--image"])
         .arg(&img)
         .arg("--socket")
         .arg(&sock)
