@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.wattio-installed
 SOURCES := $(shell find crates python catalogue -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) -not -path '*/fuzz/*' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: demo test install rust-test lint py-test bench clean
+.PHONY: demo test install rust-test lint py-test fuzz bench clean
 
 demo: install
 	$(VENV)/bin/wattio demo
@@ -24,7 +24,7 @@ $(STAMP): $(SOURCES)
 
 test: install
 	bash scripts/install-apt.sh
-	$(MAKE) lint rust-test py-test
+	$(MAKE) lint rust-test py-test fuzz
 
 lint:
 	cargo fmt --all -- --check
@@ -33,6 +33,10 @@ lint:
 
 rust-test:
 	cargo test --release --workspace --exclude wattio-py -q
+
+# Bounded cargo-fuzz run of the fuzz targets from their committed corpora (nightly).
+fuzz:
+	bash scripts/fuzz-ci.sh
 
 py-test:
 	$(VENV)/bin/pytest -q

@@ -310,3 +310,77 @@ def test_serve_without_image_or_socket_is_a_user_error(tmp_path):
     )
     assert r.returncode == 2
     assert "--image" in r.stderr
+
+
+def _certificates(pki: Path) -> None:
+    """A CA and a server certificate for 127.0.0.1 signed by it (libnbd reads ca-cert.pem)."""
+    pki.mkdir()
+
+    def ssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=pki, check=True, capture_output=True)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ssl("req", "-x509", *ec, "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2",
+        "-subj", "/CN=wattio test CA", "-addext", "basicConstraints=critical,CA:TRUE")
+    ssl("req", *ec, "-keyout", "server-key.pem", "-out", "server.csr", "-subj", "/CN=localhost")
+    (pki / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
+        "-CAcreateserial", "-out", "server-cert.pem", "-days", "2", "-extfile", "ext.cnf")
+
+
+@pytest.mark.skipif(
+    shutil.which("nbdinfo") is None or shutil.which("openssl") is None,
+    reason="nbdinfo (libnbd-bin) or openssl not installed",
+)
+def test_serve_tls_require_serves_nbdinfo_over_tls_and_refuses_plain_clients(tmp_path):
+    import socket
+
+    pki = tmp_path / "pki"
+    _certificates(pki)
+    img = tmp_path / "disk.img"
+    img.write_bytes(bytes(3 << 20))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        _wattio("serve", "--image", str(img), "--listen", f"127.0.0.1:{port}", "--status", "0",
+                "--tls", "require", "--tls-certificate", str(pki / "server-cert.pem"),
+                "--tls-key", str(pki / "server-key.pem")),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    t0 = time.time()
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.time() - t0 < 20, "server did not come up"
+            time.sleep(0.05)
+    tls = subprocess.run(
+        ["nbdinfo", f"nbds://127.0.0.1:{port}/disk.img?tls-certificates={pki}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tls.returncode == 0, tls.stderr
+    assert "export-size: 3145728" in tls.stdout
+    plain = subprocess.run(
+        ["nbdinfo", f"nbd://127.0.0.1:{port}/disk.img"], capture_output=True, text=True, check=False
+    )
+    assert plain.returncode != 0
+    _stop(proc)
+
+
+def test_serve_refuses_a_non_loopback_listen_without_allow_remote(tmp_path):
+    img = tmp_path / "disk.img"
+    img.write_bytes(bytes(1 << 20))
+    r = subprocess.run(
+        _wattio("serve", "--image", str(img), "--listen", "0.0.0.0:0", "--status", "0"),
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0
+    assert "--allow-remote" in r.stderr

@@ -48,6 +48,15 @@ def _serve(args) -> int:
         status=args.status,
         config=args.config,
         functions=functions,
+        allow_remote=args.allow_remote,
+        tls=args.tls,
+        tls_certificate=args.tls_certificate,
+        tls_key=args.tls_key,
+        max_connections=args.max_connections,
+        conn_mib=args.conn_mib,
+        total_mib=args.total_mib,
+        handshake_timeout=args.handshake_timeout,
+        reply_timeout=args.reply_timeout,
     )
     lat = summary["live"]["latency_us"]
     print(
@@ -87,7 +96,43 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--name", action="append", default=[], help="export name per --image")
     p.add_argument("--socket", help="Unix socket path to listen on")
-    p.add_argument("--listen", help="HOST:PORT to listen on (use 127.0.0.1)")
+    p.add_argument(
+        "--listen", help="HOST:PORT to listen on (loopback unless --allow-remote)"
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen bind an address other hosts can reach (a warning is printed)",
+    )
+    p.add_argument(
+        "--tls",
+        choices=["off", "on", "require"],
+        default="off",
+        help="NBD STARTTLS: off, on (offered), require (plain clients refused)",
+    )
+    p.add_argument("--tls-certificate", help="PEM certificate chain (with --tls on/require)")
+    p.add_argument("--tls-key", help="PEM private key of the certificate")
+    p.add_argument(
+        "--max-connections", type=int, help="connections served at once (default 128)"
+    )
+    p.add_argument(
+        "--conn-mib",
+        type=float,
+        help="MiB one connection may hold in requests and unread replies (default 16)",
+    )
+    p.add_argument(
+        "--total-mib", type=float, help="MiB all connections may hold together (default 256)"
+    )
+    p.add_argument(
+        "--handshake-timeout",
+        type=float,
+        help="seconds a client may take to finish option haggling (default 10)",
+    )
+    p.add_argument(
+        "--reply-timeout",
+        type=float,
+        help="seconds a client may leave its replies unread before it is dropped (default 60)",
+    )
     p.add_argument("--model", help="emulate the devices with this catalogue entry or TOML file")
     p.add_argument(
         "--no-emulate", action="store_true", help="with --model: describe only, no timing"

@@ -67,6 +67,12 @@ seeds = {
     + req(0, 0, 2, 0, 8),
     "bad_client_flags": struct.pack(">I", 0xFF),
     "nonfixed_other_option": struct.pack(">I", 0) + opt(3),
+    # Hard disconnects at once: a 4 GiB option header, a 4 GiB WRITE header (no data follows).
+    "huge_option_header": flags + struct.pack(">QII", IHAVEOPT, 7, 0xFFFFFFFF),
+    "huge_write_header": flags + opt(7, go("disk")) + req(0, 1, 1, 0, 0xFFFFFFFF),
+    # STARTTLS (the fuzz entry point's TLS-requiring connection takes TLS as transparent),
+    # then structured replies, GO and a read; a second STARTTLS is refused.
+    "starttls_then_go": flags + opt(5) + opt(8) + opt(5) + opt(7, go("disk")) + req(0, 0, 1, 0, 512),
 }
 os.makedirs(d, exist_ok=True)
 for k, v in seeds.items():

@@ -52,6 +52,7 @@ pub const REP_ERR_INVALID: u32 = REP_ERR + 3;
 pub const REP_ERR_UNKNOWN: u32 = REP_ERR + 6;
 pub const REP_ERR_SHUTDOWN: u32 = REP_ERR + 7;
 pub const REP_ERR_BLOCK_SIZE_REQD: u32 = REP_ERR + 8;
+pub const REP_ERR_TLS_REQD: u32 = REP_ERR + 5;
 pub const REP_ERR_TOO_BIG: u32 = REP_ERR + 9;
 
 // NBD_REP_INFO items.
@@ -92,11 +93,31 @@ pub const ESHUTDOWN: u32 = 108;
 /// The largest option payload the server buffers; longer ones are skipped unread and
 /// answered with `NBD_REP_ERR_TOO_BIG`, so a client cannot make the server allocate.
 pub const MAX_OPTION_LEN: u32 = 16 * 1024;
+/// Longer options are not even skipped: no option needs a mebibyte, and the spec lets a
+/// server that deems a client's behaviour a denial of service hard-disconnect.
+pub const MAX_OPTION_SKIP: u32 = 1024 * 1024;
+/// The spec's bound below which a payload "SHOULD NOT be considered a denial of service":
+/// a WRITE longer than this (and than the advertised maximum) is a hard disconnect, not a
+/// payload to read and skip.
+pub const DOS_PAYLOAD: u32 = 1 << 25;
 /// Strings (export names, messages) are at most 4096 bytes by the spec.
 pub const MAX_STRING: usize = 4096;
 /// The maximum block size the server advertises (the spec's interoperable 32 MiB).
 pub const DEFAULT_MAX_BLOCK: u32 = 32 * 1024 * 1024;
 pub const REQUEST_HEADER_LEN: usize = 28;
+
+/// How a connection treats `NBD_OPT_STARTTLS` (the spec's server modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// NOTLS: STARTTLS is refused with `NBD_REP_ERR_POLICY`.
+    #[default]
+    Off,
+    /// TLS at the client's choice on every export (SELECTIVETLS with no TLS-only export).
+    Optional,
+    /// FORCEDTLS: every option but STARTTLS and ABORT is refused with
+    /// `NBD_REP_ERR_TLS_REQD` until TLS is up; `NBD_OPT_EXPORT_NAME` closes.
+    Require,
+}
 
 /// What a client may learn about an export and what the server enforces on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,6 +194,17 @@ pub struct Command {
     pub len: u32,
 }
 
+impl Command {
+    /// Payload bytes the server holds while carrying the command out: a write's data, or
+    /// the buffer a read fills. What a server's in-flight byte budget counts.
+    pub fn held_bytes(&self) -> u64 {
+        match self.kind {
+            CmdKind::Read | CmdKind::Write(_) => self.len as u64,
+            _ => 0,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// Option haggling is over; transmission on this export (index into the export list).
@@ -189,6 +221,10 @@ pub enum Event {
     },
     /// `NBD_CMD_DISC`: finish outstanding requests, then close.
     Disconnect,
+    /// `NBD_OPT_STARTTLS` was acknowledged (the ACK is in the output): send it, run the TLS
+    /// handshake over the connection (starting with [`ServerConn::take_unprocessed`]), and
+    /// call [`ServerConn::tls_started`]. Until then the connection processes no input.
+    StartTls,
     /// The session must end now (protocol violation, abort, unknown export on EXPORT_NAME).
     Close {
         reason: String,
@@ -216,6 +252,8 @@ enum State {
     PayloadSkip {
         left: u32,
     },
+    /// STARTTLS acknowledged; the bytes that follow belong to the TLS layer.
+    TlsHandshake,
     Closed,
 }
 
@@ -263,11 +301,18 @@ pub struct ServerConn {
     structured: bool,
     export: Option<usize>,
     shutting_down: bool,
+    tls_mode: TlsMode,
+    tls: bool,
 }
 
 impl ServerConn {
     /// A new connection: the greeting is queued in [`Self::take_output`].
     pub fn new(exports: Vec<ExportInfo>) -> ServerConn {
+        ServerConn::with_tls(exports, TlsMode::Off)
+    }
+
+    /// A new connection of a server offering TLS as `mode` says.
+    pub fn with_tls(exports: Vec<ExportInfo>, mode: TlsMode) -> ServerConn {
         let mut out = Vec::with_capacity(18);
         out.extend_from_slice(&NBDMAGIC.to_be_bytes());
         out.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -285,7 +330,55 @@ impl ServerConn {
             structured: false,
             export: None,
             shutting_down: false,
+            tls_mode: mode,
+            tls: false,
         }
+    }
+
+    /// The TLS handshake that followed [`Event::StartTls`] succeeded: option haggling goes
+    /// on (over TLS).
+    pub fn tls_started(&mut self) {
+        if self.state == State::TlsHandshake {
+            self.tls = true;
+            self.state = State::OptionHeader;
+        }
+    }
+
+    /// Is the session running over TLS?
+    pub fn tls(&self) -> bool {
+        self.tls
+    }
+
+    /// Bytes received but not processed (after [`Event::StartTls`]: the start of the
+    /// client's TLS handshake); drained.
+    pub fn take_unprocessed(&mut self) -> Vec<u8> {
+        let v = self.inbuf[self.pos..self.end].to_vec();
+        self.pos = 0;
+        self.end = 0;
+        v
+    }
+
+    /// The input buffer's length once [`Self::input_space`]`(min)` has made room: what a
+    /// server accounting memory charges before it reads.
+    pub fn input_len_for(&self, min: usize) -> usize {
+        self.inbuf.len().max(self.end - self.pos + min)
+    }
+
+    /// The input buffer's length now.
+    pub fn input_len(&self) -> usize {
+        self.inbuf.len()
+    }
+
+    /// Give back an input buffer grown past `max` (by a large write payload) once it holds
+    /// nothing; true if it shrank.
+    pub fn shrink_input(&mut self, max: usize) -> bool {
+        if self.pos == self.end && self.inbuf.len() > max {
+            self.pos = 0;
+            self.end = 0;
+            self.inbuf = vec![0; max];
+            return true;
+        }
+        false
     }
 
     pub fn structured(&self) -> bool {
@@ -309,6 +402,11 @@ impl ServerConn {
             self.state,
             State::RequestHeader | State::WritePayload { .. } | State::PayloadSkip { .. }
         )
+    }
+
+    /// Is a write payload being received? (Its remaining length is [`Self::wants`].)
+    pub fn receiving_payload(&self) -> bool {
+        matches!(self.state, State::WritePayload { .. })
     }
 
     /// Refuse further options with `NBD_REP_ERR_SHUTDOWN` (server going down).
@@ -341,7 +439,7 @@ impl ServerConn {
             State::RequestHeader => REQUEST_HEADER_LEN,
             State::WritePayload { hdr } => hdr.len as usize,
             State::PayloadSkip { left } => left as usize,
-            State::Closed => 0,
+            State::TlsHandshake | State::Closed => 0,
         };
         need.saturating_sub(have).max(1)
     }
@@ -371,6 +469,8 @@ impl ServerConn {
             self.pos = 0;
         }
         if self.inbuf.len() - self.end < min {
+            // Exact: the buffer's size is what a server's memory budget charged for.
+            self.inbuf.reserve_exact(self.end + min - self.inbuf.len());
             self.inbuf.resize(self.end + min, 0);
         }
         &mut self.inbuf[self.end..]
@@ -404,7 +504,7 @@ impl ServerConn {
         loop {
             let avail = self.end - self.pos;
             match self.state {
-                State::Closed => return,
+                State::Closed | State::TlsHandshake => return,
                 State::ClientFlags => {
                     if avail < 4 {
                         return;
@@ -432,6 +532,12 @@ impl ServerConn {
                     if magic != IHAVEOPT {
                         self.close(format!(
                             "option header: magic {magic:#x}, expected IHAVEOPT {IHAVEOPT:#x}"
+                        ));
+                        return;
+                    }
+                    if len > MAX_OPTION_SKIP {
+                        self.close(format!(
+                            "option {opt} of {len} bytes (at most {MAX_OPTION_SKIP} accepted, {MAX_OPTION_LEN} read)"
                         ));
                         return;
                     }
@@ -511,7 +617,13 @@ impl ServerConn {
     }
 
     fn option(&mut self, opt: u32, data: &[u8]) {
+        let tls_required = self.tls_mode == TlsMode::Require && !self.tls;
         if opt == OPT_EXPORT_NAME {
+            if tls_required {
+                // This option cannot be answered with an error: the spec says close.
+                self.close("NBD_OPT_EXPORT_NAME before TLS on a server that requires TLS");
+                return;
+            }
             let Ok(name) = std::str::from_utf8(data) else {
                 self.close("NBD_OPT_EXPORT_NAME: export name is not UTF-8");
                 return;
@@ -546,6 +658,18 @@ impl ServerConn {
             self.opt_reply(opt, REP_ERR_SHUTDOWN, b"server shutting down");
             return;
         }
+        if opt == OPT_STARTTLS {
+            self.starttls(data);
+            return;
+        }
+        if tls_required {
+            self.opt_reply(
+                opt,
+                REP_ERR_TLS_REQD,
+                b"this server requires TLS: send NBD_OPT_STARTTLS first",
+            );
+            return;
+        }
         match opt {
             OPT_LIST => {
                 if !data.is_empty() {
@@ -575,8 +699,25 @@ impl ServerConn {
                 self.opt_reply(opt, REP_ACK, &[]);
             }
             OPT_INFO | OPT_GO => self.info_go(opt, data),
-            OPT_STARTTLS => self.opt_reply(opt, REP_ERR_UNSUP, b"TLS is not supported"),
             _ => self.opt_reply(opt, REP_ERR_UNSUP, b"option not supported"),
+        }
+    }
+
+    fn starttls(&mut self, data: &[u8]) {
+        let opt = OPT_STARTTLS;
+        if self.tls_mode == TlsMode::Off {
+            self.opt_reply(opt, REP_ERR_POLICY, b"TLS is not enabled on this server");
+        } else if self.tls {
+            self.opt_reply(opt, REP_ERR_INVALID, b"TLS is already negotiated");
+        } else if !data.is_empty() {
+            self.opt_reply(opt, REP_ERR_INVALID, b"NBD_OPT_STARTTLS takes no data");
+        } else {
+            self.opt_reply(opt, REP_ACK, &[]);
+            // Options negotiated in the clear do not carry over (the spec's downgrade
+            // protection: structured replies must be asked for again over TLS).
+            self.structured = false;
+            self.state = State::TlsHandshake;
+            self.events.push_back(Event::StartTls);
         }
     }
 
@@ -691,6 +832,15 @@ impl ServerConn {
             self.close("request before an export was chosen");
             return;
         };
+        if hdr.cmd == CMD_WRITE && hdr.len > e.max_block.max(DOS_PAYLOAD) {
+            // Reading (or skipping) gigabytes the client has no right to send would hand it
+            // the server's time: the spec allows a hard disconnect past 2^25.
+            let (len, max) = (hdr.len, e.max_block);
+            self.close(format!(
+                "NBD_CMD_WRITE of {len} bytes (maximum payload {max}): disconnecting"
+            ));
+            return;
+        }
         let check = validate(e, self.structured, &hdr);
         match check {
             Ok(kind) => match kind {
@@ -941,6 +1091,20 @@ pub fn fuzz_server(data: &[u8]) -> usize {
         i += n;
         drain(&mut b, &mut ev_b, &mut out_b);
     }
+    // A server requiring TLS, with the TLS layer taken as transparent: every path of the
+    // STARTTLS state machine, fed the same bytes.
+    let mut c = ServerConn::with_tls(new_conn().exports, TlsMode::Require);
+    for piece in data.chunks(29) {
+        c.input(piece);
+        while let Some(ev) = c.next_event() {
+            if ev == Event::StartTls {
+                c.tls_started();
+                let rest = c.take_unprocessed();
+                c.input(&rest);
+            }
+        }
+        c.take_output();
+    }
     assert_eq!(ev_a, ev_b, "input and input_space/input_filled disagree");
     assert_eq!(
         out_a, out_b,
@@ -1027,7 +1191,7 @@ mod tests {
                 REP_ERR_INVALID,
                 REP_ERR_UNSUP,
                 REP_ERR_INVALID,
-                REP_ERR_UNSUP,
+                REP_ERR_POLICY,
                 REP_SERVER,
                 REP_ACK
             ]
@@ -1051,6 +1215,96 @@ mod tests {
         assert_eq!(r[0].1, REP_ERR_TOO_BIG);
         assert_eq!(r[1], (OPT_ABORT, REP_ACK, vec![]));
         assert!(matches!(c.next_event(), Some(Event::Close { .. })));
+    }
+
+    #[test]
+    fn four_gigabyte_option_or_write_header_closes_at_once() {
+        // The option header alone, no data: the connection closes without waiting for it.
+        let mut c = ServerConn::new(vec![ExportInfo::new("disk", 4096)]);
+        c.take_output();
+        let mut m = FLAG_C_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+        m.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        m.extend_from_slice(&42u32.to_be_bytes());
+        m.extend_from_slice(&u32::MAX.to_be_bytes());
+        c.input(&m);
+        assert!(matches!(c.next_event(), Some(Event::Close { .. })));
+        assert!(c.is_closed());
+        // Just past the skip bound closes too; at the bound it is skipped (TOO_BIG).
+        let mut c = ServerConn::new(vec![ExportInfo::new("disk", 4096)]);
+        c.take_output();
+        let mut m = FLAG_C_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+        m.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        m.extend_from_slice(&42u32.to_be_bytes());
+        m.extend_from_slice(&(MAX_OPTION_SKIP + 1).to_be_bytes());
+        c.input(&m);
+        assert!(c.is_closed());
+        // A WRITE header of 4 GiB − 1 (and of 2^25 + 1) with no payload: closed at once, the
+        // payload neither awaited nor skipped.
+        for len in [u32::MAX, DOS_PAYLOAD + 1] {
+            let mut c = ready(1, false);
+            let mut m = Vec::new();
+            encode_request(&mut m, 0, CMD_WRITE, 77, 0, len);
+            c.input(&m);
+            assert!(matches!(c.next_event(), Some(Event::Close { .. })), "{len}");
+            assert!(c.is_closed());
+        }
+        // 2^25 exactly on an export advertising 1 MiB: refused, its payload skipped.
+        let mut e = ExportInfo::new("d", 1 << 30);
+        e.max_block = 1 << 20;
+        let mut c = ServerConn::new(vec![e]);
+        handshake(&mut c, false, "d", &[INFO_BLOCK_SIZE]);
+        assert_eq!(c.next_event(), Some(Event::Transmission { export: 0 }));
+        assert_eq!(rejected(req(&mut c, 0, CMD_WRITE, 0, DOS_PAYLOAD)), EINVAL);
+        assert_eq!(c.wants(), DOS_PAYLOAD as usize);
+    }
+
+    #[test]
+    fn starttls_modes_follow_the_spec() {
+        let opts = |mode: TlsMode, msg: &[u8]| {
+            let mut c = ServerConn::with_tls(vec![ExportInfo::new("disk", 4096)], mode);
+            c.take_output();
+            let mut m = FLAG_C_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+            m.extend_from_slice(msg);
+            c.input(&m);
+            c
+        };
+        let mut list = Vec::new();
+        encode_option(&mut list, OPT_LIST, &[]);
+        let mut tls = Vec::new();
+        encode_option(&mut tls, OPT_STARTTLS, &[]);
+        // NOTLS: POLICY, and the session goes on in the clear.
+        let mut c = opts(TlsMode::Off, &[tls.clone(), list.clone()].concat());
+        let r = replies(&c.take_output());
+        assert_eq!((r[0].0, r[0].1), (OPT_STARTTLS, REP_ERR_POLICY));
+        assert_eq!(r[1].1, REP_SERVER);
+        // FORCEDTLS: options before STARTTLS get TLS_REQD; GO too; EXPORT_NAME closes.
+        let mut go = Vec::new();
+        encode_option(&mut go, OPT_GO, &go_data("disk", &[]));
+        let mut c = opts(TlsMode::Require, &[list.clone(), go.clone()].concat());
+        let types: Vec<u32> = replies(&c.take_output()).iter().map(|x| x.1).collect();
+        assert_eq!(types, vec![REP_ERR_TLS_REQD, REP_ERR_TLS_REQD]);
+        assert_eq!(c.next_event(), None);
+        let mut name = Vec::new();
+        encode_option(&mut name, OPT_EXPORT_NAME, b"disk");
+        let mut c = opts(TlsMode::Require, &name);
+        assert!(matches!(c.next_event(), Some(Event::Close { .. })));
+        // STARTTLS: ACK, then the bytes after it are the TLS layer's, unprocessed.
+        let hello = b"\x16\x03\x01 not an option";
+        let mut c = opts(TlsMode::Require, &[&tls[..], hello].concat());
+        assert_eq!(
+            replies(&c.take_output()),
+            vec![(OPT_STARTTLS, REP_ACK, vec![])]
+        );
+        assert_eq!(c.next_event(), Some(Event::StartTls));
+        assert_eq!(c.take_unprocessed(), hello.to_vec());
+        c.tls_started();
+        assert!(c.tls());
+        // Over TLS: GO succeeds, a second STARTTLS is INVALID.
+        c.input(&[tls.clone(), go.clone()].concat());
+        let r = replies(&c.take_output());
+        assert_eq!((r[0].0, r[0].1), (OPT_STARTTLS, REP_ERR_INVALID));
+        assert_eq!(r.last().unwrap().1, REP_ACK);
+        assert_eq!(c.next_event(), Some(Event::Transmission { export: 0 }));
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub trait ReplySink: Send + Sync {
     }
     /// Were structured replies negotiated?
     fn structured(&self) -> bool;
+    /// The request has been answered; it held `payload` bytes ([`Command::held_bytes`]).
+    /// Called once per submitted command, after its reply was sent: a server that admits
+    /// commands against a byte budget gets the bytes back here.
+    fn released(&self, _payload: u64) {}
 }
 
 /// One NBD export: what clients see, and the host volume (`Io.dev` at the top of the
@@ -633,6 +637,7 @@ impl Shared {
         export: usize,
         cmd: Command,
     ) {
+        let held = cmd.held_bytes();
         let (kind, op, data) = match cmd.kind {
             CmdKind::Read => (
                 HostKind::Read,
@@ -659,6 +664,7 @@ impl Shared {
                 "no such export",
             );
             sink.send(&b);
+            sink.released(held);
             return;
         };
         self.inflight.fetch_add(1, Ordering::AcqRel);
@@ -732,6 +738,10 @@ impl Shared {
 
     fn send_replies(&self, replies: Vec<(HostReq, Status, u32)>) {
         for (h, status, len) in replies {
+            let held = match h.kind {
+                HostKind::Read | HostKind::Write => len as u64,
+                _ => 0,
+            };
             let structured = h.sink.structured();
             let errno = status_errno(status);
             let mut b;
@@ -749,6 +759,7 @@ impl Shared {
                 }
                 h.sink.send_parts(&head, &data.as_slice()[..n]);
                 drop(data);
+                h.sink.released(held);
                 if self.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
                     self.idle_cv.notify_all();
                 }
@@ -758,6 +769,7 @@ impl Shared {
                 proto::encode_simple_reply(&mut b, h.cookie, 0);
             }
             h.sink.send(&b);
+            h.sink.released(held);
             if self.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
                 self.idle_cv.notify_all();
             }

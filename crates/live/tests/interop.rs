@@ -198,3 +198,204 @@ fn fio_nbd_engine_randwrite_with_crc32c_verify() {
     assert_eq!(summary.stats.bytes_read, 16 << 20);
     assert_eq!(summary.stats.errors, 0);
 }
+
+/// A CA and a server certificate for 127.0.0.1/localhost signed by it, made with openssl:
+/// `dir` then holds `ca-cert.pem` (what qemu's `tls-creds-x509` and libnbd's
+/// `tls-certificates` read on the client side), `server-cert.pem` and `server-key.pem`.
+fn certificates(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let ssl = |args: &[&str]| {
+        run(Command::new("openssl").current_dir(dir).args(args));
+    };
+    ssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca-cert.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=wattio test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    ssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "server-key.pem",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    ssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca-cert.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-out",
+        "server-cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    ]);
+}
+
+/// A TCP server on loopback with TLS `mode`; returns it and its port.
+fn tls_server(
+    d: &TempDir,
+    certs: &std::path::Path,
+    mode: wattio_live::proto::TlsMode,
+    len: usize,
+    seed: u64,
+) -> (wattio_live::Server, u16) {
+    let img = image(d, "disk.img", len, seed);
+    let session = wattio_live::setup::build(&ServeSpec {
+        images: vec![img],
+        names: vec!["disk".into()],
+        workers: 2,
+        ..ServeSpec::default()
+    })
+    .unwrap();
+    let tls = wattio_live::tls::TlsOptions::load(
+        &certs.join("server-cert.pem"),
+        &certs.join("server-key.pem"),
+        mode,
+    )
+    .unwrap();
+    let srv = wattio_live::Server::start_with(
+        session,
+        &wattio_live::ListenAddr::parse_tcp("127.0.0.1:0").unwrap(),
+        &wattio_live::ServerOptions {
+            tls: Some(tls),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let port = srv.addr().rsplit(':').next().unwrap().parse().unwrap();
+    (srv, port)
+}
+
+fn fails(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    assert!(!o.status.success(), "{cmd:?} succeeded");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn nbdinfo_over_tls_and_plain_clients_refused_when_tls_is_required() {
+    if !have("nbdinfo") || !have("openssl") {
+        return;
+    }
+    let d = TempDir::new("tlsinfo");
+    let certs = d.path("pki");
+    certificates(&certs);
+    let (srv, port) = tls_server(&d, &certs, wattio_live::proto::TlsMode::Require, 3 << 20, 8);
+    let out = run(Command::new("nbdinfo").arg(format!(
+        "nbds://127.0.0.1:{port}/disk?tls-certificates={}",
+        certs.display()
+    )));
+    for want in ["export-size: 3145728", "TLS", "can_fua: true"] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    // A plain client is refused (NBD_REP_ERR_TLS_REQD), ours and libnbd's.
+    // (libnbd reports TLS_REQD to GO as "Operation not supported".)
+    let err = fails(Command::new("nbdinfo").arg(format!("nbd://127.0.0.1:{port}/disk")));
+    assert!(err.contains("opt_go"), "{err}");
+    let e = wattio_live::client::Client::connect(&format!("nbd://127.0.0.1:{port}/disk"))
+        .err()
+        .unwrap();
+    assert!(e.contains("TLS"), "{e}");
+    // A client that does not trust the certificate's CA fails the handshake.
+    let other = d.path("other");
+    certificates(&other);
+    fails(Command::new("nbdinfo").arg(format!(
+        "nbds://127.0.0.1:{port}/disk?tls-certificates={}",
+        other.display()
+    )));
+    srv.shutdown(Duration::from_secs(10)).unwrap();
+}
+
+#[test]
+fn qemu_img_round_trip_over_tls() {
+    if !have("qemu-img") || !have("openssl") {
+        return;
+    }
+    let d = TempDir::new("tlsqimg");
+    let certs = d.path("pki");
+    certificates(&certs);
+    let (srv, port) = tls_server(
+        &d,
+        &certs,
+        wattio_live::proto::TlsMode::Optional,
+        4 << 20,
+        9,
+    );
+    let creds = format!(
+        "tls-creds-x509,id=tls0,endpoint=client,dir={}",
+        certs.display()
+    );
+    let opts = format!(
+        "driver=nbd,server.type=inet,server.host=127.0.0.1,server.port={port},export=disk,tls-creds=tls0"
+    );
+    let src = d.path("src.raw");
+    let data = pattern(99, 4 << 20);
+    std::fs::write(&src, &data).unwrap();
+    run(Command::new("qemu-img")
+        .args([
+            "convert",
+            "-n",
+            "--object",
+            &creds,
+            "-f",
+            "raw",
+            "--target-image-opts",
+        ])
+        .arg(&src)
+        .arg(&opts));
+    let back = d.path("back.raw");
+    run(Command::new("qemu-img")
+        .args([
+            "convert",
+            "--object",
+            &creds,
+            "--image-opts",
+            &opts,
+            "-O",
+            "raw",
+        ])
+        .arg(&back));
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+    // TLS offered, not required: a plain client is served too.
+    let mut c =
+        wattio_live::client::Client::connect(&format!("nbd://127.0.0.1:{port}/disk")).unwrap();
+    assert_eq!(c.read(0, 4096).unwrap().data, data[..4096]);
+    c.disconnect().unwrap();
+    let summary = srv.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(summary.stats.bytes_written, 4 << 20);
+}

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_live::replay::{self, ReplayOptions, TextTrace};
-use wattio_live::server::{ListenAddr, Server};
+use wattio_live::server::{Limits, ListenAddr, Server, ServerOptions};
 use wattio_live::setup::{self, ServeSpec};
 
 fn user(e: String) -> PyErr {
@@ -30,7 +30,9 @@ fn take_error(slot: &Mutex<Option<PyErr>>) -> Option<PyErr> {
 #[pyfunction]
 #[pyo3(signature = (images, socket=None, listen=None, names=None, model=None, emulate=true,
     spindown=None, capture=None, out=None, direct=false, read_only=false, workers=4, poll_us=None,
-    status=1.0, max_seconds=None, config=None, functions=None))]
+    status=1.0, max_seconds=None, config=None, functions=None, allow_remote=false, tls="off",
+    tls_certificate=None, tls_key=None, max_connections=None, conn_mib=None, total_mib=None,
+    handshake_timeout=None, reply_timeout=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -51,7 +53,29 @@ fn serve(
     max_seconds: Option<f64>,
     config: Option<PathBuf>,
     functions: Option<Bound<'_, PyDict>>,
+    allow_remote: bool,
+    tls: &str,
+    tls_certificate: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    max_connections: Option<usize>,
+    conn_mib: Option<f64>,
+    total_mib: Option<f64>,
+    handshake_timeout: Option<f64>,
+    reply_timeout: Option<f64>,
 ) -> PyResult<PyObject> {
+    let server_opts = ServerOptions {
+        limits: Limits::from_flags(
+            conn_mib,
+            total_mib,
+            max_connections,
+            handshake_timeout,
+            reply_timeout,
+        )
+        .map_err(user)?,
+        allow_remote,
+        tls: wattio_live::tls::from_flags(tls, tls_certificate.as_deref(), tls_key.as_deref())
+            .map_err(user)?,
+    };
     let addr = match (socket, listen) {
         (Some(s), None) => ListenAddr::Unix(s),
         (None, Some(l)) => ListenAddr::parse_tcp(&l).map_err(user)?,
@@ -131,7 +155,7 @@ fn serve(
             setup::build(&spec).map_err(user)?
         }
     };
-    let server = Server::start(session, &addr).map_err(PyOSError::new_err)?;
+    let server = Server::start_with(session, &addr, &server_opts).map_err(PyOSError::new_err)?;
     eprintln!(
         "wattio serve: listening on {} (Ctrl-C to stop)",
         server.addr()

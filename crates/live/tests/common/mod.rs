@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{self, ServeSpec};
 
@@ -71,4 +72,25 @@ pub fn have(tool: &str) -> bool {
         eprintln!("SKIP: `{tool}` is not installed (scripts/apt-packages.txt lists it)");
     }
     found
+}
+
+/// A client that pipelines `n` READs of `len` bytes at offsets cycling through `span` bytes
+/// (the handshake too, in the same write), reads nothing, gives the server `patience` to
+/// take the requests, and vanishes with the replies pending.
+pub fn vanish_with_reads_pending(sock: &Path, n: u64, len: u32, span: u64, patience: Duration) {
+    use std::io::Write;
+    use wattio_live::proto::*;
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(sock) else {
+        return;
+    };
+    let mut m = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+        .to_be_bytes()
+        .to_vec();
+    encode_option(&mut m, OPT_GO, &go_data("", &[]));
+    for i in 0..n {
+        encode_request(&mut m, 0, CMD_READ, i, (i * len as u64) % span, len);
+    }
+    let _ = s.set_write_timeout(Some(patience));
+    // A server applying backpressure stops taking them: the timeout ends the write.
+    let _ = s.write_all(&m);
 }
