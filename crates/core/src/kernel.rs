@@ -198,7 +198,6 @@ pub struct Hosts<H> {
     /// complete too.
     inflight: VecDeque<Option<(Nanos, H)>>,
     base: u64,
-    open: usize,
     latency: LatencyHistogram,
     power_wait: LatencyHistogram,
     completed: u64,
@@ -211,7 +210,6 @@ impl<H> Hosts<H> {
         Hosts {
             inflight: VecDeque::new(),
             base: 0,
-            open: 0,
             latency: LatencyHistogram::new(),
             power_wait: LatencyHistogram::new(),
             completed: 0,
@@ -311,9 +309,17 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         io
     }
 
-    /// Host requests in flight.
+    /// Host requests in flight (counted when asked: the executors ask rarely, and a
+    /// counter would cost on every request).
     pub fn inflight(&self) -> usize {
-        self.hosts.open
+        self.hosts.inflight.iter().filter(|h| h.is_some()).count()
+    }
+
+    /// No host request in flight?
+    #[inline]
+    pub fn idle(&self) -> bool {
+        // The table's front entry is always one in flight.
+        self.hosts.inflight.is_empty()
     }
 
     /// Host requests completed (with any status), and those that failed.
@@ -360,7 +366,6 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
             ));
         }
         self.hosts.inflight.push_back(Some((now, host)));
-        self.hosts.open += 1;
         self.observer.host_request(now, &io);
         stack.request(now, io, self);
         self.settle(stack, now)
@@ -525,7 +530,6 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
                 "a function replied to host request {id} twice, or to one that does not exist"
             ));
         };
-        h.open -= 1;
         while let Some(None) = h.inflight.front() {
             h.inflight.pop_front();
             h.base += 1;

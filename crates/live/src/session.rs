@@ -436,7 +436,7 @@ impl Session {
     pub fn drain(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.shared.core);
-        while g.kernel.inflight() > 0 {
+        while !g.kernel.idle() {
             let now = Instant::now();
             if now >= deadline {
                 return false;
