@@ -349,13 +349,14 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     }
 
     /// A host request arrives. `io.id` must be [`next_host_id`](Self::next_host_id): the
-    /// in-flight table is indexed by it.
+    /// in-flight table is indexed by it. (By reference: the I/O is copied once, into the
+    /// stack, from wherever the executor keeps it.)
     #[inline]
     pub fn request(
         &mut self,
         stack: &mut Stack,
         now: Nanos,
-        io: Io,
+        io: &Io,
         host: X::Host,
     ) -> Result<(), String> {
         let next = self.hosts.next_id();
@@ -366,8 +367,8 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
             ));
         }
         self.hosts.inflight.push_back(Some((now, host)));
-        self.observer.host_request(now, &io);
-        stack.request(now, io, self);
+        self.observer.host_request(now, io);
+        stack.request(now, *io, self);
         self.settle(stack, now)
     }
 
@@ -812,7 +813,7 @@ mod tests {
             let io = self.k.host_io(&Request::new(now, Op::Read, 0, 4096), false);
             let id = io.id.0;
             self.k
-                .request(&mut self.stack, now, io, id as u32 + 100)
+                .request(&mut self.stack, now, &io, id as u32 + 100)
                 .map(|_| id)
         }
 
@@ -1179,7 +1180,7 @@ mod tests {
     fn host_ids_must_come_in_order() {
         let mut r = rig(true, vec![]);
         let io = Request::new(0, Op::Read, 0, 4096).io(3);
-        let e = r.k.request(&mut r.stack, 0, io, 0).unwrap_err();
+        let e = r.k.request(&mut r.stack, 0, &io, 0).unwrap_err();
         assert_eq!(e, "host request id 3 out of order: the next is 0");
         assert_eq!(r.k.inflight(), 0);
     }

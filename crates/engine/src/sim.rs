@@ -154,10 +154,10 @@ impl Arrivals<'_> {
 
     /// The request `next_at` announced, as its arrival time and host I/O.
     #[inline]
-    fn take(&mut self) -> (Nanos, Io) {
+    fn take(&mut self) -> (Nanos, &Io) {
         let k = self.pos;
         self.pos += 1;
-        (self.buf[k].arrival, self.ios[k])
+        (self.buf[k].arrival, &self.ios[k])
     }
 
     fn refill(&mut self) -> Result<(), String> {

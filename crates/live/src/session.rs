@@ -690,7 +690,7 @@ impl Shared {
             offset: cmd.offset,
             data: Arc::new(Mutex::new(data)),
         };
-        let r = c.kernel.request(&mut c.stack, now, io, host);
+        let r = c.kernel.request(&mut c.stack, now, &io, host);
         c.check(r);
     }
 
