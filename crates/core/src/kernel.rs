@@ -902,10 +902,18 @@ mod tests {
         let mut r = rig(true, vec![]);
         r.arm(0, 7, 100);
         r.arm(10, 7, 50);
-        r.run_until(1_000).unwrap();
+        r.run_until(60).unwrap();
         assert_eq!(r.seen(), vec![Seen::Timer(50, 7)]);
+        // Armed again before the stale entry at 100 comes due: that entry is not this
+        // arming's (it neither fires nor schedules a second entry for 150).
+        r.arm(60, 7, 150);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(50, 7), Seen::Timer(150, 7)]);
         let timer = Event::Timer { layer: 0, timer: 7 };
-        assert_eq!(r.k.executor().scheduled, vec![(100, timer), (50, timer)]);
+        assert_eq!(
+            r.k.executor().scheduled,
+            vec![(100, timer), (50, timer), (150, timer)]
+        );
     }
 
     #[test]
