@@ -1109,3 +1109,78 @@ impl Executor for Live {
         self.stats.power_commands_without_model += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::ComponentSpec;
+    use wattio_core::{Actions, Function};
+
+    /// Answers every request at once, twice: a function bug the kernel must catch.
+    struct Twice;
+    impl Function for Twice {
+        fn name(&self) -> &str {
+            "twice"
+        }
+        fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+            let done = Completion::ok(io, now, Breakdown::default());
+            out.reply(done);
+            out.reply(done);
+        }
+        fn on_completion(&mut self, _now: Nanos, _done: Completion, _out: &mut Actions) {}
+    }
+
+    #[derive(Default)]
+    struct Replies(Mutex<Vec<Vec<u8>>>);
+    impl ReplySink for Replies {
+        fn send(&self, bytes: &[u8]) {
+            lock(&self.0).push(bytes.to_vec());
+        }
+        fn structured(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_function_that_replies_twice_is_answered_once_and_reported_at_the_end() {
+        let dir = std::env::temp_dir().join(format!("wattio-session-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join("twice.img");
+        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
+        let devices = vec![DeviceSetup {
+            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
+            runtime: None,
+        }];
+        let exports = vec![ExportSpec {
+            info: ExportInfo::new("d", 1 << 16),
+            host_dev: 0,
+        }];
+        let opts = SessionOptions {
+            workers: 1,
+            ..SessionOptions::default()
+        };
+        let stack = Stack::new(vec![Box::new(Twice)]);
+        let s = Session::start(stack, devices, exports, opts).unwrap();
+        let replies = Arc::new(Replies::default());
+        let cmd = Command {
+            cookie: 7,
+            kind: CmdKind::Flush,
+            fua: false,
+            offset: 0,
+            len: 0,
+        };
+        s.submit(replies.clone(), 0, 0, cmd, false);
+        assert!(s.drain(Duration::from_secs(5)));
+        let e = s.finish(Duration::from_secs(5)).unwrap_err();
+        assert_eq!(
+            e,
+            "a function misbehaved: a function replied to host request 0 twice, or to one that does not exist"
+        );
+        // One simple reply (16 bytes: magic, error 0, cookie 7), not two.
+        let got = lock(&replies.0).clone();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), 16);
+        assert_eq!(&got[0][8..], &7u64.to_be_bytes());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
