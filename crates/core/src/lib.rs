@@ -4,6 +4,8 @@
 //! * [`function`] — the sans-I/O [`Function`] interface: events in, [`Action`]s out.
 //! * [`stack`] — composes functions from the host down to the devices; both executors
 //!   (simulated and live) drive a [`Stack`] and carry out the [`Effect`]s it returns.
+//! * [`kernel`] — what both executors share around the stack: the layer-timer table,
+//!   device-event routing, host-request accounting and the [`DataObserver`] hook.
 //! * [`power`] / [`ledger`] — device power state machines and the energy ledger.
 //! * [`device`] — the two faces of a device: [`Timing`] (service time) and the
 //!   [`DeviceRuntime`] that queues I/O, runs the power state machine and keeps the ledger.
@@ -20,6 +22,7 @@ pub mod fanout;
 pub mod function;
 pub mod geometry;
 pub mod io;
+pub mod kernel;
 pub mod ledger;
 pub mod periodic;
 pub mod power;
@@ -33,6 +36,7 @@ pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
 pub use function::{Action, Actions, Function, TimerId};
 pub use geometry::{Geometry, Location};
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
+pub use kernel::{DataObserver, Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 pub use ledger::{Ledger, LedgerRow};
 pub use power::{PowerSpec, PowerState, PowerStateId, Transition};
 pub use stack::{Effect, Effects, Stack};

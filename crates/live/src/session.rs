@@ -1,12 +1,17 @@
 //! The live executor: the simulator's [`Stack`] and [`DeviceRuntime`]s driven by the wall
-//! clock, with every `Effect` carried out for real.
+//! clock, with what the stack asks carried out for real.
 //!
-//! * `Submit(io)` → a positional read/write/fdatasync/punch-hole on component device
+//! The timer table, device-event routing and host accounting are the [`Kernel`]'s, shared
+//! with the simulator; this module is the kernel's [`Executor`]: the wall clock and the real
+//! data path.
+//!
+//! * A device I/O → a positional read/write/fdatasync/punch-hole on component device
 //!   `io.dev`, run by a worker thread (or inline by the thread that produced it, which saves a
-//!   thread hand-off on the last I/O of a batch), then `Stack::device_completion`.
-//! * `HostReply` → the NBD reply, sent through the connection's [`ReplySink`].
-//! * `SetTimer`/`CancelTimer` → a deadline heap served by one timer thread.
-//! * `SetPower` → the emulated device's `DeviceRuntime::set_power`.
+//!   thread hand-off on the last I/O of a batch), then `Kernel::device_completion`.
+//! * A host reply → the NBD reply, sent through the connection's [`ReplySink`].
+//! * Kernel events (layer timers, emulated service and transition ends) → a deadline heap
+//!   served by one timer thread.
+//! * A power command → the emulated device's `DeviceRuntime::set_power`.
 //!
 //! With device emulation a component device carries a `DeviceRuntime`: the real I/O and the
 //! model's service run side by side and the completion is released when *both* are done, so
@@ -27,10 +32,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wattio_core::device::DeviceCounters;
+use wattio_core::kernel::{Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::{
-    Breakdown, Buf, Completion, DevEvent, DeviceId, DeviceRuntime, Effect, Io, IoId, LedgerRow,
-    Nanos, Op, Request, Stack, Status, TimerId,
+    Breakdown, Buf, Completion, DeviceId, DeviceRuntime, Io, IoId, LedgerRow, Nanos, Op, Request,
+    Stack, Status,
 };
 
 /// Where a host request's reply goes (an NBD connection; a channel in tests).
@@ -116,7 +122,6 @@ struct HostReq {
     cookie: u64,
     kind: HostKind,
     offset: u64,
-    arrival: Nanos,
     data: Arc<Mutex<AlignedBuf>>,
 }
 
@@ -140,17 +145,12 @@ pub(crate) struct Job {
     emulated: bool,
 }
 
+/// An emulated device's I/O: the real half's status, or the model's completion, whichever
+/// finished first.
 #[derive(Default)]
 struct EmuPair {
-    real: Option<(Status, Nanos)>,
+    real: Option<Status>,
     model: Option<Completion>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum TimerKind {
-    Layer(usize, TimerId),
-    DevService(DeviceId, u32),
-    DevTransition(DeviceId),
 }
 
 /// Counters for the status line and the summary.
@@ -169,33 +169,40 @@ pub struct LiveStats {
 
 struct Core {
     stack: Stack,
-    runtimes: Vec<Option<DeviceRuntime>>,
+    kernel: Kernel<Live>,
     exports: Vec<ExportSpec>,
-    hosts: HashMap<u64, HostReq>,
-    next_host: u64,
-    emu: HashMap<(DeviceId, IoId), EmuPair>,
-    timers: BinaryHeap<Reverse<(Nanos, u64, TimerKind)>>,
-    layer_timers: HashMap<(usize, TimerId), u64>,
-    timer_seq: u64,
-    /// The deadline the timer thread sleeps until (`u64::MAX`: no deadline).
-    timer_sleep_until: Nanos,
-    scratch: HashMap<u64, (Arc<Mutex<AlignedBuf>>, usize)>,
     capture: Option<Box<dyn CaptureSink>>,
     capture_error: Option<String>,
-    hist: LatencyHistogram,
-    window: LatencyHistogram,
-    power_wait: LatencyHistogram,
-    stats: LiveStats,
     /// Per-device I/O counters of component devices without a model (an emulated device's
     /// runtime keeps its own).
     real: Vec<DeviceCounters>,
-    fx: Vec<Effect>,
-    dev_ev: Vec<DevEvent>,
+    /// The first error the kernel reported (a function replied twice, addressed a device
+    /// that does not exist, …): the session carries on, and its end reports it.
+    fault: Option<String>,
+}
+
+/// The live executor's side of the [`Kernel`]: wall-clock timers, the real I/O a device
+/// submission becomes, and the NBD replies.
+struct Live {
+    /// Kernel events by (deadline, sequence), served by the timer thread (and by any thread
+    /// that finds them due).
+    timers: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    /// The deadline the timer thread sleeps until (`u64::MAX`: no deadline).
+    sleep_until: Nanos,
+    timer_cv: Arc<Condvar>,
+    emu: HashMap<(DeviceId, IoId), EmuPair>,
+    scratch: HashMap<u64, (Arc<Mutex<AlignedBuf>>, usize)>,
+    /// Latency since the last status line.
+    window: LatencyHistogram,
+    /// Per-kind counters (`requests` and `errors` are the kernel's, filled in on reading).
+    stats: LiveStats,
+    /// What the kernel's calls produced for the threads to carry out, outside the lock.
+    out: Outbox,
 }
 
 pub(crate) struct Shared {
     core: Mutex<Core>,
-    timer_cv: Condvar,
+    timer_cv: Arc<Condvar>,
     backends: Vec<Backend>,
     queue: Mutex<VecDeque<Job>>,
     queue_cv: Condvar,
@@ -312,31 +319,29 @@ impl Session {
             devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
         let real = vec![DeviceCounters::default(); backends.len()];
         let meta = opts.meta;
+        let timer_cv = Arc::new(Condvar::new());
+        let live = Live {
+            timers: BinaryHeap::new(),
+            sleep_until: u64::MAX,
+            timer_cv: timer_cv.clone(),
+            emu: HashMap::new(),
+            scratch: HashMap::new(),
+            window: LatencyHistogram::new(),
+            stats: LiveStats::default(),
+            out: Outbox::default(),
+        };
         let core = Core {
             stack,
-            runtimes,
+            kernel: Kernel::new(runtimes, live, NoObserver),
             exports,
-            hosts: HashMap::new(),
-            next_host: 1,
-            emu: HashMap::new(),
-            timers: BinaryHeap::new(),
-            layer_timers: HashMap::new(),
-            timer_seq: 0,
-            timer_sleep_until: u64::MAX,
-            scratch: HashMap::new(),
             capture: opts.capture,
             capture_error: None,
-            hist: LatencyHistogram::new(),
-            window: LatencyHistogram::new(),
-            power_wait: LatencyHistogram::new(),
-            stats: LiveStats::default(),
             real,
-            fx: Vec::new(),
-            dev_ev: Vec::new(),
+            fault: None,
         };
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
-            timer_cv: Condvar::new(),
+            timer_cv,
             backends,
             queue: Mutex::new(VecDeque::new()),
             queue_cv: Condvar::new(),
@@ -364,13 +369,13 @@ impl Session {
                 .map_err(|e| format!("cannot start timer thread: {e}"))?,
         );
         // Functions may arm timers (or power commands) before the first request.
-        let mut out = Outbox::default();
-        {
+        let out = {
             let mut g = lock(&shared.core);
-            let mut fx = Vec::new();
-            g.stack.start(0, &mut fx);
-            g.apply(&shared, 0, &mut fx, &mut out);
-        }
+            let c = &mut *g;
+            let r = c.kernel.start(&mut c.stack, 0);
+            c.check(r);
+            c.outbox()
+        };
         shared.dispatch(out, false);
         Ok(Session {
             shared,
@@ -435,7 +440,7 @@ impl Session {
     pub fn drain(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.shared.core);
-        while !g.hosts.is_empty() {
+        while !g.kernel.idle() {
             let now = Instant::now();
             if now >= deadline {
                 return false;
@@ -451,24 +456,26 @@ impl Session {
     pub fn snapshot(&self) -> Snapshot {
         let now = self.now();
         let mut g = lock(&self.shared.core);
-        let window_ops = g.window.count();
+        let window =
+            std::mem::replace(&mut g.kernel.executor_mut().window, LatencyHistogram::new());
+        let window_ops = window.count();
         let window_p50_ns = if window_ops > 0 {
-            g.window.quantile(0.5)
+            window.quantile(0.5)
         } else {
             0
         };
-        g.window = LatencyHistogram::new();
+        let hist = g.kernel.latency();
         Snapshot {
             now,
-            stats: g.stats.clone(),
-            inflight: g.hosts.len(),
-            p50_ns: if g.hist.count() > 0 {
-                g.hist.quantile(0.5)
+            stats: g.stats(),
+            inflight: g.kernel.inflight(),
+            p50_ns: if hist.count() > 0 {
+                hist.quantile(0.5)
             } else {
                 0
             },
-            p99_ns: if g.hist.count() > 0 {
-                g.hist.quantile(0.99)
+            p99_ns: if hist.count() > 0 {
+                hist.quantile(0.99)
             } else {
                 0
             },
@@ -506,6 +513,9 @@ impl Session {
             }
         }
         let mut g = lock(&self.shared.core);
+        if let Some(f) = g.fault.take() {
+            errors.push(format!("a function misbehaved: {f}"));
+        }
         let mut capture_error = g.capture_error.take();
         if let Some(c) = g.capture.take() {
             if let Err(e) = c.finish() {
@@ -514,7 +524,8 @@ impl Session {
         }
         let devices = g.device_status(&self.shared.backends, now);
         let ledgers = g
-            .runtimes
+            .kernel
+            .devices()
             .iter()
             .zip(&self.shared.backends)
             .filter_map(|(r, b)| r.as_ref().map(|r| (b.name.clone(), r.ledger_rows(now))))
@@ -526,12 +537,12 @@ impl Session {
             .map(|l| (l.name().to_string(), l.counters()))
             .collect();
         let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
-        let runtimes = std::mem::take(&mut g.runtimes);
+        let runtimes = g.kernel.take_devices();
         let summary = Summary {
             duration_ns: now,
-            stats: g.stats.clone(),
-            latency: g.hist.clone(),
-            power_wait: g.power_wait.clone(),
+            stats: g.stats(),
+            latency: g.kernel.latency().clone(),
+            power_wait: g.kernel.power_wait().clone(),
             devices,
             ledgers,
             function_counters,
@@ -603,11 +614,11 @@ impl Shared {
         cmd: Command,
         inline: bool,
     ) {
-        let mut out = Outbox::default();
-        {
+        let out = {
             let mut g = lock(&self.core);
-            self.submit_locked(&mut g, &mut out, sink, stream, export, cmd);
-        }
+            self.submit_locked(&mut g, sink, stream, export, cmd);
+            g.outbox()
+        };
         self.dispatch(out, inline);
     }
 
@@ -618,20 +629,19 @@ impl Shared {
         export: usize,
         cmds: &mut Vec<Command>,
     ) {
-        let mut out = Outbox::default();
-        {
+        let out = {
             let mut g = lock(&self.core);
             for cmd in cmds.drain(..) {
-                self.submit_locked(&mut g, &mut out, sink.clone(), stream, export, cmd);
+                self.submit_locked(&mut g, sink.clone(), stream, export, cmd);
             }
-        }
+            g.outbox()
+        };
         self.dispatch(out, true);
     }
 
     fn submit_locked(
         self: &Arc<Self>,
         g: &mut MutexGuard<'_, Core>,
-        out: &mut Outbox,
         sink: Arc<dyn ReplySink>,
         stream: u32,
         export: usize,
@@ -668,45 +678,26 @@ impl Shared {
             return;
         };
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        let id = g.next_host;
-        g.next_host += 1;
-        let io = Io {
-            id: IoId(id),
-            op,
-            fua: cmd.fua,
-            priority: 0,
-            dev: host_dev,
-            stream,
-            offset: cmd.offset,
-            len: cmd.len,
-            file: None,
-            call_site: None,
-            buf: Buf::Host { id, offset: 0 },
-        };
+        let mut r = Request::new(now, op, cmd.offset, cmd.len);
+        r.dev = host_dev;
+        r.stream = stream;
         if let Some(c) = g.capture.as_mut() {
-            let mut r = Request::new(now, op, cmd.offset, cmd.len);
-            r.dev = host_dev;
-            r.stream = stream;
             if let Err(e) = c.record(&r) {
                 g.capture_error.get_or_insert(e);
                 g.capture = None;
             }
         }
-        g.hosts.insert(
-            id,
-            HostReq {
-                sink,
-                cookie: cmd.cookie,
-                kind,
-                offset: cmd.offset,
-                arrival: now,
-                data: Arc::new(Mutex::new(data)),
-            },
-        );
-        let mut fx = std::mem::take(&mut g.fx);
-        g.stack.request(now, io, &mut fx);
-        g.apply(self, now, &mut fx, out);
-        g.fx = fx;
+        let c = &mut **g;
+        let io = c.kernel.host_io(&r, cmd.fua);
+        let host = HostReq {
+            sink,
+            cookie: cmd.cookie,
+            kind,
+            offset: cmd.offset,
+            data: Arc::new(Mutex::new(data)),
+        };
+        let r = c.kernel.request(&mut c.stack, now, &io, host);
+        c.check(r);
     }
 
     /// Send replies, queue jobs; run the last job on this thread if `inline`.
@@ -808,16 +799,16 @@ impl Shared {
         loop {
             let t0 = self.now();
             let status = self.execute(&job);
-            let mut out = Outbox::default();
-            {
+            let out = {
                 let mut g = lock(&self.core);
                 let now = self.now();
                 // A racy moving average is fine: it only steers fan-out.
                 let avg = self.job_ns.load(Ordering::Relaxed);
                 let t = now.saturating_sub(t0);
                 self.job_ns.store(avg - avg / 8 + t / 8, Ordering::Relaxed);
-                g.real_done(self, now, job, status, now.saturating_sub(t0), &mut out);
-            }
+                g.real_done(now, job, status, now.saturating_sub(t0));
+                g.outbox()
+            };
             let Outbox { mut jobs, replies } = out;
             self.send_replies(replies);
             let next = jobs.pop();
@@ -885,16 +876,17 @@ impl Shared {
                 return;
             }
             let now = self.now();
-            let mut out = Outbox::default();
-            g.fire_timers(&self, now, &mut out);
+            g.fire_due(now);
+            let out = g.outbox();
             if !out.jobs.is_empty() || !out.replies.is_empty() {
                 drop(g);
                 self.dispatch(out, false);
                 g = lock(&self.core);
                 continue;
             }
-            let next = g.timers.peek().map(|Reverse((at, _, _))| *at);
-            g.timer_sleep_until = next.unwrap_or(u64::MAX);
+            let live = g.kernel.executor_mut();
+            let next = live.timers.peek().map(|Reverse((at, _, _))| *at);
+            live.sleep_until = next.unwrap_or(u64::MAX);
             let wait = match next {
                 Some(at) => Duration::from_nanos(at.saturating_sub(now)),
                 None => Duration::from_millis(200),
@@ -908,114 +900,148 @@ impl Shared {
 }
 
 impl Core {
-    fn push_timer(&mut self, shared: &Shared, at: Nanos, kind: TimerKind) -> u64 {
-        self.timer_seq += 1;
-        let seq = self.timer_seq;
-        self.timers.push(Reverse((at, seq, kind)));
-        // Re-armed and cancelled timers leave stale heap entries (lazy deletion); a function
-        // that re-arms on every request would grow the heap without bound, so rebuild it
-        // once stale entries dominate.
-        if self.timers.len() > 1024 && self.timers.len() > 4 * (self.layer_timers.len() + 64) {
-            let live = &self.layer_timers;
-            let v: Vec<_> = std::mem::take(&mut self.timers)
-                .into_vec()
-                .into_iter()
-                .filter(|Reverse((_, s, k))| match k {
-                    TimerKind::Layer(l, t) => live.get(&(*l, *t)) == Some(s) || *s == seq,
-                    _ => true,
-                })
-                .collect();
-            self.timers = BinaryHeap::from(v);
-        }
-        if at < self.timer_sleep_until {
-            self.timer_sleep_until = at;
-            shared.timer_cv.notify_one();
-        }
-        seq
+    /// What the last calls left for the threads to carry out.
+    fn outbox(&mut self) -> Outbox {
+        std::mem::take(&mut self.kernel.executor_mut().out)
     }
 
-    /// Carry out effects; handlers may append more (a completion delivered to the stack).
-    fn apply(&mut self, shared: &Shared, now: Nanos, fx: &mut Vec<Effect>, out: &mut Outbox) {
-        let mut i = 0;
-        while i < fx.len() {
-            let e = fx[i];
-            i += 1;
-            match e {
-                Effect::Submit(io) => self.submit_dev(shared, now, io, fx, out),
-                Effect::HostReply(c) => {
-                    if let Some(h) = self.hosts.remove(&c.io.id.0) {
-                        let lat = now.saturating_sub(h.arrival);
-                        self.hist.record(lat);
-                        self.window.record(lat);
-                        // As the simulator counts it: never more than the request's latency.
-                        self.power_wait.record(c.breakdown.power_wait_ns.min(lat));
-                        let s = &mut self.stats;
-                        s.requests += 1;
-                        if c.status != Status::Ok {
-                            s.errors += 1;
-                        }
-                        match h.kind {
-                            HostKind::Read => {
-                                s.reads += 1;
-                                s.bytes_read += c.io.len as u64;
-                            }
-                            HostKind::Write | HostKind::Zero { .. } => {
-                                s.writes += 1;
-                                s.bytes_written += c.io.len as u64;
-                            }
-                            HostKind::Flush => s.flushes += 1,
-                            HostKind::Trim => s.trims += 1,
-                        }
-                        out.replies.push((h, c.status, c.io.len));
-                    }
-                }
-                Effect::SetPower { device, state } => {
-                    match self
-                        .runtimes
-                        .get_mut(device as usize)
-                        .and_then(Option::as_mut)
-                    {
-                        Some(rt) => {
-                            let mut ev = std::mem::take(&mut self.dev_ev);
-                            rt.set_power(now, state, &mut ev);
-                            self.dev_events(shared, now, device, &mut ev);
-                            self.dev_ev = ev;
-                        }
-                        None => self.stats.power_commands_without_model += 1,
-                    }
-                }
-                Effect::SetTimer { layer, timer, at } => {
-                    let seq = self.push_timer(shared, at, TimerKind::Layer(layer, timer));
-                    self.layer_timers.insert((layer, timer), seq);
-                }
-                Effect::CancelTimer { layer, timer } => {
-                    self.layer_timers.remove(&(layer, timer));
+    /// Keep the kernel's first error for the session's end.
+    fn check(&mut self, r: Result<(), String>) {
+        if let Err(e) = r {
+            self.fault.get_or_insert(e);
+        }
+    }
+
+    /// The counters, with the kernel's totals.
+    fn stats(&self) -> LiveStats {
+        let (requests, errors) = self.kernel.completed();
+        LiveStats {
+            requests,
+            errors,
+            ..self.kernel.executor().stats.clone()
+        }
+    }
+
+    /// Run the kernel events due by `now`.
+    fn fire_due(&mut self, now: Nanos) {
+        while let Some(Reverse((at, seq, ev))) = self.kernel.executor().timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.kernel.executor_mut().timers.pop();
+            let r = self.kernel.fire(&mut self.stack, now, (at, seq), ev);
+            self.check(r);
+        }
+    }
+
+    /// The real half of a device I/O finished.
+    fn real_done(&mut self, now: Nanos, job: Job, status: Status, service_ns: Nanos) {
+        if let DataRef::Scratch { id, .. } = job.data {
+            let scratch = &mut self.kernel.executor_mut().scratch;
+            if let Some(e) = scratch.get_mut(&id) {
+                e.1 = e.1.saturating_sub(1);
+                // A scratch buffer lives from the read that fills it to the last write that
+                // drains it.
+                if e.1 == 0 && job.io.op == Op::Write {
+                    scratch.remove(&id);
                 }
             }
         }
-        fx.clear();
+        let done = if job.emulated {
+            // The model's service may be due already: release it now rather than after a
+            // timer-thread wake-up.
+            self.fire_due(now);
+            let key = (job.io.dev, job.io.id);
+            let emu = &mut self.kernel.executor_mut().emu;
+            let pair = emu.entry(key).or_default();
+            match pair.model.take() {
+                Some(mut c) => {
+                    emu.remove(&key);
+                    c.status = worse(status, c.status);
+                    c.finished = now;
+                    c
+                }
+                None => {
+                    pair.real = Some(status);
+                    return;
+                }
+            }
+        } else {
+            if let Some(k) = self.real.get_mut(job.io.dev as usize) {
+                k.ios += 1;
+                k.busy_ns += service_ns;
+                match job.io.op {
+                    Op::Read => k.bytes_read += job.io.len as u64,
+                    Op::Write => k.bytes_written += job.io.len as u64,
+                    _ => {}
+                }
+                if status != Status::Ok {
+                    k.errors += 1;
+                }
+            }
+            Completion {
+                io: job.io,
+                status,
+                finished: now,
+                breakdown: Breakdown {
+                    service_ns,
+                    ..Breakdown::default()
+                },
+            }
+        };
+        let r = self.kernel.device_completion(&mut self.stack, now, done);
+        self.check(r);
     }
 
-    fn submit_dev(
-        &mut self,
-        shared: &Shared,
-        now: Nanos,
-        io: Io,
-        fx: &mut Vec<Effect>,
-        out: &mut Outbox,
-    ) {
-        if io.dev as usize >= shared.backends.len() {
-            let c = Completion {
-                io,
-                status: Status::Invalid,
-                finished: now,
-                breakdown: Breakdown::default(),
-            };
-            self.stack.device_completion(now, c, fx);
-            return;
+    fn device_status(&self, backends: &[Backend], now: Nanos) -> Vec<DeviceStatus> {
+        backends
+            .iter()
+            .zip(self.kernel.devices())
+            .map(|(b, r)| match r {
+                Some(rt) => {
+                    let spec = rt.spec();
+                    let names = spec.slot_names();
+                    let slot = rt.ledger().current();
+                    DeviceStatus {
+                        name: b.name.clone(),
+                        emulated: true,
+                        state: names.get(slot).cloned().unwrap_or_default(),
+                        energy_j: rt.energy_j(now),
+                        spin_ups: rt.ledger().spin_ups(),
+                    }
+                }
+                None => DeviceStatus {
+                    name: b.name.clone(),
+                    emulated: false,
+                    state: "real".into(),
+                    energy_j: 0.0,
+                    spin_ups: 0,
+                },
+            })
+            .collect()
+    }
+}
+
+impl Executor for Live {
+    type Host = HostReq;
+
+    fn schedule(&mut self, at: Nanos, seq: u64, ev: Event) {
+        self.timers.push(Reverse((at, seq, ev)));
+        if at < self.sleep_until {
+            self.sleep_until = at;
+            self.timer_cv.notify_one();
         }
+    }
+
+    fn submit(
+        &mut self,
+        _now: Nanos,
+        io: &Io,
+        modelled: bool,
+        hosts: &Hosts<HostReq>,
+    ) -> Result<(), String> {
         let data = match io.buf {
-            Buf::Host { id, offset } => match self.hosts.get(&id) {
+            Buf::Host { id, offset } => match hosts.get(id) {
                 Some(h) => DataRef::Host {
                     buf: h.data.clone(),
                     off: offset as usize,
@@ -1040,191 +1066,133 @@ impl Core {
             }
             Buf::None => DataRef::None,
         };
-        let emulated = match self
-            .runtimes
-            .get_mut(io.dev as usize)
-            .and_then(Option::as_mut)
-        {
-            Some(rt) => {
-                let mut ev = std::mem::take(&mut self.dev_ev);
-                rt.submit(now, io, &mut ev);
-                self.dev_events(shared, now, io.dev, &mut ev);
-                self.dev_ev = ev;
+        // A device that does not exist has no backend either: the job fails as EINVAL.
+        self.out.jobs.push(Job {
+            io: *io,
+            data,
+            emulated: modelled,
+        });
+        Ok(())
+    }
+
+    /// The model's half completes the I/O only if the real half has finished too.
+    fn model_done(&mut self, now: Nanos, done: &mut Completion) -> bool {
+        let key = (done.io.dev, done.io.id);
+        let pair = self.emu.entry(key).or_default();
+        match pair.real {
+            Some(status) => {
+                self.emu.remove(&key);
+                done.status = worse(status, done.status);
+                done.finished = now;
                 true
             }
-            None => false,
+            None => {
+                pair.model = Some(*done);
+                false
+            }
+        }
+    }
+
+    fn host_reply(&mut self, r: &HostRequest<'_>, h: HostReq) -> Result<(), String> {
+        self.window.record(r.finished.saturating_sub(r.arrival));
+        let s = &mut self.stats;
+        match h.kind {
+            HostKind::Read => {
+                s.reads += 1;
+                s.bytes_read += r.io.len as u64;
+            }
+            HostKind::Write | HostKind::Zero { .. } => {
+                s.writes += 1;
+                s.bytes_written += r.io.len as u64;
+            }
+            HostKind::Flush => s.flushes += 1,
+            HostKind::Trim => s.trims += 1,
+        }
+        self.out.replies.push((h, r.status, r.io.len));
+        Ok(())
+    }
+
+    /// The live timeline is the ledger's: nothing to record per change.
+    fn mode(&mut self, _dev: DeviceId, _at: Nanos, _slot: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn unmodelled_power(&mut self, _device: DeviceId) {
+        self.stats.power_commands_without_model += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::ComponentSpec;
+    use wattio_core::{Actions, Function};
+
+    /// Answers every request at once, twice: a function bug the kernel must catch.
+    struct Twice;
+    impl Function for Twice {
+        fn name(&self) -> &str {
+            "twice"
+        }
+        fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+            let done = Completion::ok(io, now, Breakdown::default());
+            out.reply(done);
+            out.reply(done);
+        }
+        fn on_completion(&mut self, _now: Nanos, _done: Completion, _out: &mut Actions) {}
+    }
+
+    #[derive(Default)]
+    struct Replies(Mutex<Vec<Vec<u8>>>);
+    impl ReplySink for Replies {
+        fn send(&self, bytes: &[u8]) {
+            lock(&self.0).push(bytes.to_vec());
+        }
+        fn structured(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_function_that_replies_twice_is_answered_once_and_reported_at_the_end() {
+        let dir = std::env::temp_dir().join(format!("wattio-session-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join("twice.img");
+        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
+        let devices = vec![DeviceSetup {
+            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
+            runtime: None,
+        }];
+        let exports = vec![ExportSpec {
+            info: ExportInfo::new("d", 1 << 16),
+            host_dev: 0,
+        }];
+        let opts = SessionOptions {
+            workers: 1,
+            ..SessionOptions::default()
         };
-        out.jobs.push(Job { io, data, emulated });
-    }
-
-    fn dev_events(&mut self, shared: &Shared, now: Nanos, dev: DeviceId, ev: &mut Vec<DevEvent>) {
-        for e in ev.drain(..) {
-            match e {
-                DevEvent::ServiceEnd { at, token } => {
-                    self.push_timer(shared, at, TimerKind::DevService(dev, token));
-                }
-                DevEvent::TransitionEnd { at } => {
-                    self.push_timer(shared, at, TimerKind::DevTransition(dev));
-                }
-                DevEvent::Mode { slot, .. } => {
-                    let states = self
-                        .runtimes
-                        .get(dev as usize)
-                        .and_then(Option::as_ref)
-                        .map_or(0, |r| r.spec().states.len());
-                    if slot < states {
-                        self.stack.power(now, dev, slot as u8);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The device model finished an I/O: it completes once the real device has too.
-    fn model_done(&mut self, now: Nanos, dev: DeviceId, c: Completion, fx: &mut Vec<Effect>) {
-        let key = (dev, c.io.id);
-        let pair = self.emu.entry(key).or_default();
-        pair.model = Some(c);
-        if let Some((status, _)) = pair.real {
-            self.emu.remove(&key);
-            let mut c = c;
-            c.status = worse(status, c.status);
-            c.finished = now;
-            self.stack.device_completion(now, c, fx);
-        }
-    }
-
-    fn real_done(
-        &mut self,
-        shared: &Shared,
-        now: Nanos,
-        job: Job,
-        status: Status,
-        service_ns: Nanos,
-        out: &mut Outbox,
-    ) {
-        if let DataRef::Scratch { id, .. } = job.data {
-            if let Some(e) = self.scratch.get_mut(&id) {
-                e.1 = e.1.saturating_sub(1);
-                // A scratch buffer lives from the read that fills it to the last write that
-                // drains it.
-                if e.1 == 0 && job.io.op == Op::Write {
-                    self.scratch.remove(&id);
-                }
-            }
-        }
-        let mut fx = std::mem::take(&mut self.fx);
-        if job.emulated {
-            // The model's service may be due already: release it now rather than after a
-            // timer-thread wake-up.
-            self.fire_due(shared, now, &mut fx);
-            let key = (job.io.dev, job.io.id);
-            let pair = self.emu.entry(key).or_default();
-            pair.real = Some((status, service_ns));
-            if let Some(mut c) = pair.model {
-                self.emu.remove(&key);
-                c.status = worse(status, c.status);
-                c.finished = now;
-                self.stack.device_completion(now, c, &mut fx);
-            }
-        } else {
-            if let Some(k) = self.real.get_mut(job.io.dev as usize) {
-                k.ios += 1;
-                k.busy_ns += service_ns;
-                match job.io.op {
-                    Op::Read => k.bytes_read += job.io.len as u64,
-                    Op::Write => k.bytes_written += job.io.len as u64,
-                    _ => {}
-                }
-                if status != Status::Ok {
-                    k.errors += 1;
-                }
-            }
-            let c = Completion {
-                io: job.io,
-                status,
-                finished: now,
-                breakdown: Breakdown {
-                    service_ns,
-                    ..Breakdown::default()
-                },
-            };
-            self.stack.device_completion(now, c, &mut fx);
-        }
-        self.apply(shared, now, &mut fx, out);
-        self.fx = fx;
-    }
-
-    fn fire_due(&mut self, shared: &Shared, now: Nanos, fx: &mut Vec<Effect>) {
-        while let Some(Reverse((at, seq, kind))) = self.timers.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            match kind {
-                TimerKind::Layer(layer, timer) => {
-                    if self.layer_timers.get(&(layer, timer)) == Some(&seq) {
-                        self.layer_timers.remove(&(layer, timer));
-                        if layer < self.stack.len() {
-                            self.stack.timer(now, layer, timer, fx);
-                        }
-                    }
-                }
-                TimerKind::DevService(d, token) => {
-                    if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
-                        let mut ev = std::mem::take(&mut self.dev_ev);
-                        let done = rt.service_end(now, token, &mut ev);
-                        if let Some(c) = done {
-                            self.model_done(now, d, c, fx);
-                        }
-                        self.dev_events(shared, now, d, &mut ev);
-                        self.dev_ev = ev;
-                    }
-                }
-                TimerKind::DevTransition(d) => {
-                    if let Some(rt) = self.runtimes.get_mut(d as usize).and_then(Option::as_mut) {
-                        let mut ev = std::mem::take(&mut self.dev_ev);
-                        rt.transition_end(now, &mut ev);
-                        self.dev_events(shared, now, d, &mut ev);
-                        self.dev_ev = ev;
-                    }
-                }
-            }
-        }
-    }
-
-    fn fire_timers(&mut self, shared: &Shared, now: Nanos, out: &mut Outbox) {
-        let mut fx = std::mem::take(&mut self.fx);
-        self.fire_due(shared, now, &mut fx);
-        self.apply(shared, now, &mut fx, out);
-        self.fx = fx;
-    }
-
-    fn device_status(&self, backends: &[Backend], now: Nanos) -> Vec<DeviceStatus> {
-        backends
-            .iter()
-            .zip(&self.runtimes)
-            .map(|(b, r)| match r {
-                Some(rt) => {
-                    let spec = rt.spec();
-                    let names = spec.slot_names();
-                    let slot = rt.ledger().current();
-                    DeviceStatus {
-                        name: b.name.clone(),
-                        emulated: true,
-                        state: names.get(slot).cloned().unwrap_or_default(),
-                        energy_j: rt.energy_j(now),
-                        spin_ups: rt.ledger().spin_ups(),
-                    }
-                }
-                None => DeviceStatus {
-                    name: b.name.clone(),
-                    emulated: false,
-                    state: "real".into(),
-                    energy_j: 0.0,
-                    spin_ups: 0,
-                },
-            })
-            .collect()
+        let stack = Stack::new(vec![Box::new(Twice)]);
+        let s = Session::start(stack, devices, exports, opts).unwrap();
+        let replies = Arc::new(Replies::default());
+        let cmd = Command {
+            cookie: 7,
+            kind: CmdKind::Flush,
+            fua: false,
+            offset: 0,
+            len: 0,
+        };
+        s.submit(replies.clone(), 0, 0, cmd, false);
+        assert!(s.drain(Duration::from_secs(5)));
+        let e = s.finish(Duration::from_secs(5)).unwrap_err();
+        assert_eq!(
+            e,
+            "a function misbehaved: a function replied to host request 0 twice, or to one that does not exist"
+        );
+        // One simple reply (16 bytes: magic, error 0, cookie 7), not two.
+        let got = lock(&replies.0).clone();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), 16);
+        assert_eq!(&got[0][8..], &7u64.to_be_bytes());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,1209 @@
+//! The executor kernel: what the simulated and the live executor share.
+//!
+//! An executor drives a [`Stack`] over [`DeviceRuntime`]s. Most of that job does not depend
+//! on whether time is virtual or the wall clock, so it lives here, once, sans-I/O and
+//! single-threaded:
+//!
+//! * the **layer-timer table**: one pending deadline per (layer, timer), re-armed and
+//!   cancelled as [`Action::SetTimer`](crate::Action::SetTimer) documents;
+//! * **device-event routing**: a runtime's [`DevEvent::ServiceEnd`] / [`DevEvent::TransitionEnd`]
+//!   become scheduled kernel [`Event`]s, and [`DevEvent::Mode`] becomes a timeline entry and
+//!   a power notification for the stack (the rule below);
+//! * **host-request accounting**: the in-flight table, latency and power-wait histograms,
+//!   the breakdown fix-up, errors, double-reply detection;
+//! * the [`Effects`] implementation the stack drives, and the [`DataObserver`] hook that sees
+//!   every data movement.
+//!
+//! What differs between executors comes in through [`Executor`], a type parameter (so the
+//! simulator's hot path stays monomorphic): the clock and scheduler underneath (the
+//! simulator's event heap, live's wall-clock timer thread), what a device submission does
+//! besides the model (live runs the real pread/pwrite), when a modelled completion may be
+//! released (live pairs it with the real one), and where finished host requests and mode
+//! changes go.
+//!
+//! # Scheduling order
+//!
+//! Every scheduled event carries a sequence number from one counter, and an executor runs
+//! due events in (time, sequence) order. A device event takes its number when the device
+//! asks for it; a layer timer takes its number when it is (re-)armed, even when re-arming
+//! only moves an existing heap entry, so timers and device events due at the same
+//! nanosecond run in the order they were scheduled.
+//!
+//! # When `on_power` fires
+//!
+//! A device's entry into a stable power state reaches every layer's `on_power` with the
+//! time of the kernel event during which the device changed mode (`now`), once the stack
+//! call in progress (if any) has returned, in the order the changes happened. The exact
+//! time of the change (`DevEvent::Mode::at`, which a late live timer puts before `now`)
+//! goes to the timeline through [`Executor::mode`] and to the ledger. Why `now`: a function
+//! sees events in non-decreasing time; a live transition end handled late would otherwise
+//! hand a layer a time earlier than events it has already seen. In simulation the two
+//! times are equal, so simulated runs are unaffected. Why after the call: no function runs
+//! inside another function's handler.
+
+use crate::device::{DevEvent, DeviceRuntime};
+use crate::function::TimerId;
+use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Request, Status};
+use crate::power::PowerStateId;
+use crate::stack::{Effects, Stack};
+use crate::stats::LatencyHistogram;
+use crate::time::Nanos;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// What a kernel asks its executor to schedule, and is handed back when it is due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Event {
+    /// A device model's service ends: [`DeviceRuntime::service_end`] with `token`.
+    Service { dev: DeviceId, token: u32 },
+    /// A device's power transition ends.
+    Transition { dev: DeviceId },
+    /// A layer's timer is due (if it is still armed for this entry).
+    Timer { layer: u32, timer: TimerId },
+}
+
+/// A finished host request, as the kernel accounts it.
+#[derive(Clone, Copy, Debug)]
+pub struct HostRequest<'a> {
+    /// The host I/O's id (in simulation, the request's index in the trace).
+    pub id: u64,
+    /// When the host issued it.
+    pub arrival: Nanos,
+    pub finished: Nanos,
+    /// Where the latency went; time the layers held the request is queueing.
+    pub breakdown: Breakdown,
+    pub status: Status,
+    /// The I/O as the host issued it.
+    pub io: &'a Io,
+}
+
+/// What an executor supplies to its kernel: everything that differs between virtual and
+/// wall-clock time, and between a model alone and a model in front of a real medium.
+pub trait Executor {
+    /// What the executor keeps per host request in flight (the simulator: nothing; live:
+    /// the client to answer and the request's buffer). Handed back with the reply.
+    type Host;
+
+    /// Run `ev` at `at` (or as soon as possible after it): call [`Kernel::fire`] with
+    /// `(at, seq)`. Due events run in (time, `seq`) order.
+    fn schedule(&mut self, at: Nanos, seq: u64, ev: Event);
+
+    /// A device I/O leaves the stack for device `io.dev`, after its model (if the device
+    /// has one: `modelled`) has queued it. `hosts` resolves `Buf::Host` references.
+    fn submit(
+        &mut self,
+        now: Nanos,
+        io: &Io,
+        modelled: bool,
+        hosts: &Hosts<Self::Host>,
+    ) -> Result<(), String>;
+
+    /// A device model finished `done`: may it reach the stack now? (Live holds it until
+    /// the real I/O has finished too, and may update it: status, time.)
+    fn model_done(&mut self, now: Nanos, done: &mut Completion) -> bool;
+
+    /// A host request is complete (after the kernel's accounting).
+    fn host_reply(&mut self, r: &HostRequest<'_>, host: Self::Host) -> Result<(), String>;
+
+    /// Device `dev` entered ledger slot `slot` (a state, or a transition) at `at`.
+    fn mode(&mut self, dev: DeviceId, at: Nanos, slot: usize) -> Result<(), String>;
+
+    /// A function asked device `device`, which exists but has no model, for a power state.
+    fn unmodelled_power(&mut self, device: DeviceId);
+}
+
+/// Sees every data movement of a run in one place, for both executors: what the host
+/// asks, what reaches the devices, what they finish, what the host is answered. A data
+/// checker implements it; an error from `host_reply` stops a simulated run (live records
+/// it as a session error).
+pub trait DataObserver {
+    /// A host request enters the stack.
+    fn host_request(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
+    /// An I/O leaves the stack for a device.
+    fn device_submit(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
+    /// A device I/O finished and is about to reach the stack.
+    fn device_complete(&mut self, now: Nanos, done: &Completion) {
+        let _ = (now, done);
+    }
+    /// The stack answers a host request.
+    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+        let _ = (now, done);
+        Ok(())
+    }
+}
+
+/// The observer that observes nothing, and costs nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoObserver;
+impl DataObserver for NoObserver {}
+
+/// So a caller can lend its observer to a run and read it afterwards.
+impl<T: DataObserver + ?Sized> DataObserver for &mut T {
+    fn host_request(&mut self, now: Nanos, io: &Io) {
+        (**self).host_request(now, io)
+    }
+    fn device_submit(&mut self, now: Nanos, io: &Io) {
+        (**self).device_submit(now, io)
+    }
+    fn device_complete(&mut self, now: Nanos, done: &Completion) {
+        (**self).device_complete(now, done)
+    }
+    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+        (**self).host_reply(now, done)
+    }
+}
+
+/// FxHash: timer keys are small integers; SipHash would dominate the hot path.
+#[derive(Default)]
+struct Fx(u64);
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+}
+
+/// A (time, sequence) scheduling key.
+type Key = (Nanos, u64);
+
+/// A timer's one scheduled entry. Cancelling or re-arming later keeps the entry: when it
+/// comes due it is dropped or moved to the armed deadline, so the cancel-then-re-arm pattern
+/// of idle timers (cancel on every request, re-arm on every completion) moves a deadline
+/// instead of scheduling a new event each time. Only re-arming earlier schedules one.
+struct TimerSlot {
+    /// The armed deadline and its sequence number; `None`: cancelled.
+    armed: Option<Key>,
+    /// The scheduled entry that stands for this timer; others for it are stale.
+    entry: Key,
+}
+
+/// Host requests in flight and what their completions add up to.
+pub struct Hosts<H> {
+    /// Arrival time and executor data of requests in flight, indexed by id − `base`: ids are
+    /// issued in order, and a completed request's entry is `None` until those before it
+    /// complete too.
+    inflight: VecDeque<Option<(Nanos, H)>>,
+    base: u64,
+    latency: LatencyHistogram,
+    power_wait: LatencyHistogram,
+    completed: u64,
+    errors: u64,
+    last_completion: Nanos,
+}
+
+impl<H> Hosts<H> {
+    fn new() -> Hosts<H> {
+        Hosts {
+            inflight: VecDeque::new(),
+            base: 0,
+            latency: LatencyHistogram::new(),
+            power_wait: LatencyHistogram::new(),
+            completed: 0,
+            errors: 0,
+            last_completion: 0,
+        }
+    }
+
+    /// The executor data of host request `id`, while it is in flight.
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<&H> {
+        let i = id.checked_sub(self.base)? as usize;
+        self.inflight.get(i)?.as_ref().map(|(_, h)| h)
+    }
+
+    /// The id the next host request must carry.
+    #[inline]
+    fn next_id(&self) -> u64 {
+        self.base + self.inflight.len() as u64
+    }
+}
+
+/// The shared executor logic over executor `X`, with data observer `O`.
+pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
+    /// The devices, index = [`DeviceId`]; `None`: a device without a model (live only).
+    devs: Vec<Option<DeviceRuntime>>,
+    x: X,
+    observer: O,
+    seq: u64,
+    timers: HashMap<(u32, TimerId), TimerSlot, BuildHasherDefault<Fx>>,
+    /// A device's events, dealt with (and emptied) right after the call that produced them.
+    dev_ev: Vec<DevEvent>,
+    /// Power notifications for the stack, delivered once the stack call that caused them
+    /// has returned.
+    power: Vec<(DeviceId, PowerStateId)>,
+    hosts: Hosts<X::Host>,
+    /// The first error an effect met, reported when the stack call returns.
+    err: Option<String>,
+    /// A device's finished I/O on its way to the stack, kept on the heap: as a local, the
+    /// compiler split it into pieces copied back with other boundaries, which stalled on
+    /// store forwarding.
+    done: Box<Completion>,
+}
+
+impl<X: Executor, O: DataObserver> Kernel<X, O> {
+    pub fn new(devs: Vec<Option<DeviceRuntime>>, x: X, observer: O) -> Kernel<X, O> {
+        Kernel {
+            devs,
+            x,
+            observer,
+            seq: 0,
+            timers: HashMap::default(),
+            dev_ev: Vec::new(),
+            power: Vec::new(),
+            hosts: Hosts::new(),
+            err: None,
+            done: Box::new(Completion::ok(
+                Request::new(0, Op::Read, 0, 0).io(0),
+                0,
+                Breakdown::default(),
+            )),
+        }
+    }
+
+    pub fn executor(&self) -> &X {
+        &self.x
+    }
+
+    pub fn executor_mut(&mut self) -> &mut X {
+        &mut self.x
+    }
+
+    pub fn devices(&self) -> &[Option<DeviceRuntime>] {
+        &self.devs
+    }
+
+    /// Hand the devices back (the run is over).
+    pub fn take_devices(&mut self) -> Vec<Option<DeviceRuntime>> {
+        std::mem::take(&mut self.devs)
+    }
+
+    pub fn into_parts(self) -> (Vec<Option<DeviceRuntime>>, X, O) {
+        (self.devs, self.x, self.observer)
+    }
+
+    /// The id the next host request must carry.
+    pub fn next_host_id(&self) -> u64 {
+        self.hosts.next_id()
+    }
+
+    /// The host I/O for request `r`, carrying the next host id (and `Buf::Host` at its
+    /// buffer's start), for an executor that builds host I/Os one at a time. The simulator
+    /// builds them ahead in batches with [`Request::io`], with the same ids.
+    pub fn host_io(&self, r: &Request, fua: bool) -> Io {
+        let mut io = r.io(self.hosts.next_id());
+        io.fua = fua;
+        io
+    }
+
+    /// Host requests in flight (counted when asked: the executors ask rarely, and a
+    /// counter would cost on every request).
+    pub fn inflight(&self) -> usize {
+        self.hosts.inflight.iter().filter(|h| h.is_some()).count()
+    }
+
+    /// No host request in flight?
+    #[inline]
+    pub fn idle(&self) -> bool {
+        // The table's front entry is always one in flight.
+        self.hosts.inflight.is_empty()
+    }
+
+    /// Host requests completed (with any status), and those that failed.
+    pub fn completed(&self) -> (u64, u64) {
+        (self.hosts.completed, self.hosts.errors)
+    }
+
+    /// Time of the last host reply.
+    pub fn last_completion(&self) -> Nanos {
+        self.hosts.last_completion
+    }
+
+    /// Host latency (arrival to reply).
+    pub fn latency(&self) -> &LatencyHistogram {
+        &self.hosts.latency
+    }
+
+    /// Per host request: time waiting for a device to reach a ready power state.
+    pub fn power_wait(&self) -> &LatencyHistogram {
+        &self.hosts.power_wait
+    }
+
+    /// The run starts: every layer's `on_start`.
+    pub fn start(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
+        stack.start(now, self);
+        self.settle(stack, now)
+    }
+
+    /// A host request arrives. `io.id` must be [`next_host_id`](Self::next_host_id): the
+    /// in-flight table is indexed by it. (By reference: the I/O is copied once, into the
+    /// stack, from wherever the executor keeps it.)
+    #[inline]
+    pub fn request(
+        &mut self,
+        stack: &mut Stack,
+        now: Nanos,
+        io: &Io,
+        host: X::Host,
+    ) -> Result<(), String> {
+        let next = self.hosts.next_id();
+        if io.id.0 != next {
+            return Err(format!(
+                "host request id {} out of order: the next is {next}",
+                io.id.0
+            ));
+        }
+        self.hosts.inflight.push_back(Some((now, host)));
+        self.observer.host_request(now, io);
+        stack.request(now, *io, self);
+        self.settle(stack, now)
+    }
+
+    /// A device I/O finished outside the kernel's models (live: a device without a model,
+    /// or a modelled I/O whose real half finished last): hand it to the stack.
+    pub fn device_completion(
+        &mut self,
+        stack: &mut Stack,
+        now: Nanos,
+        done: Completion,
+    ) -> Result<(), String> {
+        self.observer.device_complete(now, &done);
+        stack.device_completion(now, done, self);
+        self.settle(stack, now)
+    }
+
+    /// A scheduled event is due: `key` is the (time, sequence) it was scheduled with,
+    /// `now` the time it runs (equal in simulation, later or equal live).
+    #[inline]
+    pub fn fire(
+        &mut self,
+        stack: &mut Stack,
+        now: Nanos,
+        key: (Nanos, u64),
+        ev: Event,
+    ) -> Result<(), String> {
+        match ev {
+            Event::Service { dev, token } => {
+                let Some(Some(rt)) = self.devs.get_mut(dev as usize) else {
+                    return Ok(());
+                };
+                let done = &mut *self.done;
+                let found = rt.service_end_into(now, token, &mut self.dev_ev, done);
+                // The device's own events first (the next I/O it starts), then the stack
+                // hears of the completion.
+                self.device_events(dev);
+                if found && self.x.model_done(now, &mut self.done) {
+                    self.observer.device_complete(now, &self.done);
+                    stack.device_completion(now, *self.done, self);
+                }
+            }
+            Event::Transition { dev } => {
+                let Some(Some(rt)) = self.devs.get_mut(dev as usize) else {
+                    return Ok(());
+                };
+                rt.transition_end(now, &mut self.dev_ev);
+                self.device_events(dev);
+            }
+            Event::Timer { layer, timer } => {
+                let id = (layer, timer);
+                let Some(slot) = self.timers.get_mut(&id) else {
+                    return Ok(()); // stale: the timer fired or was dropped since
+                };
+                if slot.entry != key {
+                    return Ok(()); // stale: superseded by an earlier entry
+                }
+                match slot.armed {
+                    None => {
+                        self.timers.remove(&id);
+                        return Ok(());
+                    }
+                    Some(armed) if armed > key => {
+                        // Re-armed later while this entry waited: move it.
+                        slot.entry = armed;
+                        self.x.schedule(armed.0, armed.1, ev);
+                        return Ok(());
+                    }
+                    Some(_) => {}
+                }
+                self.timers.remove(&id);
+                if (layer as usize) < stack.len() {
+                    stack.timer(now, layer as usize, timer, self);
+                }
+            }
+        }
+        self.settle(stack, now)
+    }
+
+    /// After a stack call: deliver the power notifications it caused, and report an error.
+    #[inline]
+    fn settle(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
+        if !self.power.is_empty() {
+            for k in 0..self.power.len() {
+                let (dev, state) = self.power[k];
+                stack.power(now, dev, state);
+            }
+            self.power.clear();
+        }
+        match self.err.take() {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// Keep the first error: later ones are consequences of it.
+    #[cold]
+    fn fail(&mut self, e: String) {
+        self.err.get_or_insert(e);
+    }
+
+    #[inline]
+    fn schedule(&mut self, at: Nanos, ev: Event) {
+        self.seq += 1;
+        self.x.schedule(at, self.seq, ev);
+    }
+
+    /// Schedule device `dev`'s events; note its power changes for the stack.
+    #[inline]
+    fn device_events(&mut self, dev: DeviceId) {
+        for k in 0..self.dev_ev.len() {
+            match self.dev_ev[k] {
+                DevEvent::ServiceEnd { at, token } => {
+                    self.schedule(at, Event::Service { dev, token })
+                }
+                DevEvent::TransitionEnd { at } => self.schedule(at, Event::Transition { dev }),
+                DevEvent::Mode { at, slot } => {
+                    if let Err(e) = self.x.mode(dev, at, slot) {
+                        self.fail(e);
+                    }
+                    let states = self.devs[dev as usize]
+                        .as_ref()
+                        .map_or(0, |d| d.spec().states.len());
+                    if slot < states {
+                        self.power.push((dev, slot as PowerStateId));
+                    }
+                }
+            }
+        }
+        self.dev_ev.clear();
+    }
+}
+
+impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
+    #[inline]
+    fn submit(&mut self, now: Nanos, io: &Io) {
+        self.observer.device_submit(now, io);
+        let modelled = match self.devs.get_mut(io.dev as usize) {
+            Some(Some(d)) => {
+                d.submit(now, *io, &mut self.dev_ev);
+                self.device_events(io.dev);
+                true
+            }
+            _ => false,
+        };
+        if let Err(e) = self.x.submit(now, io, modelled, &self.hosts) {
+            self.fail(e);
+        }
+    }
+
+    #[inline]
+    fn host_reply(&mut self, now: Nanos, done: &Completion) {
+        let id = done.io.id.0;
+        let h = &mut self.hosts;
+        let taken = id
+            .checked_sub(h.base)
+            .and_then(|i| h.inflight.get_mut(i as usize))
+            .and_then(Option::take);
+        let Some((arrival, host)) = taken else {
+            return self.fail(format!(
+                "a function replied to host request {id} twice, or to one that does not exist"
+            ));
+        };
+        while let Some(None) = h.inflight.front() {
+            h.inflight.pop_front();
+            h.base += 1;
+        }
+        // A live reply may be stamped by a clock read before the arrival's (another thread
+        // took the lock in between): never a negative latency.
+        let latency = now.saturating_sub(arrival);
+        // Read by field, not copied whole: the reply was written just now, and a whole copy
+        // stalled on store forwarding.
+        let mut b = done.breakdown;
+        let accounted = b.total();
+        if accounted > latency {
+            // A function replied before the device work it forwarded finished (write-back
+            // caching): attribute the latency to service.
+            let wait = b.power_wait_ns.min(latency);
+            b = Breakdown {
+                queue_ns: 0,
+                power_wait_ns: wait,
+                service_ns: latency - wait,
+            };
+        } else {
+            // Time the layers held the request beyond what the device reported is queueing.
+            b.queue_ns += latency - accounted;
+        }
+        h.latency.record(latency);
+        h.power_wait.record(b.power_wait_ns);
+        h.completed += 1;
+        if done.status != Status::Ok {
+            h.errors += 1;
+        }
+        h.last_completion = now;
+        if let Err(e) = self.observer.host_reply(now, done) {
+            self.fail(e);
+        }
+        let r = HostRequest {
+            id,
+            arrival,
+            finished: now,
+            breakdown: b,
+            status: done.status,
+            io: &done.io,
+        };
+        if let Err(e) = self.x.host_reply(&r, host) {
+            self.fail(e);
+        }
+    }
+
+    fn set_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
+        match self.devs.get_mut(device as usize) {
+            Some(Some(d)) => {
+                d.set_power(now, state, &mut self.dev_ev);
+                self.device_events(device);
+            }
+            Some(None) => self.x.unmodelled_power(device),
+            None => self.fail(format!(
+                "a function set the power of device {device}, which does not exist"
+            )),
+        }
+    }
+
+    #[inline]
+    fn set_timer(&mut self, now: Nanos, layer: usize, timer: TimerId, at: Nanos) {
+        let at = at.max(now);
+        self.seq += 1;
+        let key = (at, self.seq);
+        let id = (layer as u32, timer);
+        match self.timers.get_mut(&id) {
+            // The entry in the schedule comes first: it moves here when it is due.
+            Some(slot) if key > slot.entry => slot.armed = Some(key),
+            _ => {
+                self.timers.insert(
+                    id,
+                    TimerSlot {
+                        armed: Some(key),
+                        entry: key,
+                    },
+                );
+                self.x.schedule(
+                    at,
+                    key.1,
+                    Event::Timer {
+                        layer: layer as u32,
+                        timer,
+                    },
+                );
+            }
+        }
+    }
+
+    #[inline]
+    fn cancel_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId) {
+        if let Some(slot) = self.timers.get_mut(&(layer as u32, timer)) {
+            slot.armed = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{DeviceInfo, Service, Timing};
+    use crate::function::{Actions, Function};
+    use crate::power::tests::laptop;
+    use crate::power::PowerSpec;
+    use std::sync::{Arc, Mutex};
+
+    /// What the test layer saw, in order.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Seen {
+        Timer(Nanos, TimerId),
+        Power(Nanos, DeviceId, PowerStateId),
+    }
+
+    /// One layer: forwards requests to device 0 (or holds them, for tests that reply by
+    /// hand), passes completions up, and logs timers and power notifications.
+    struct Probe {
+        hold: bool,
+        log: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    impl Function for Probe {
+        fn name(&self) -> &str {
+            "probe"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            if !self.hold {
+                out.submit(io);
+            }
+        }
+        fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+            out.reply(done);
+        }
+        fn on_timer(&mut self, now: Nanos, timer: TimerId, _out: &mut Actions) {
+            self.log.lock().unwrap().push(Seen::Timer(now, timer));
+        }
+        fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(Seen::Power(now, device, state));
+        }
+    }
+
+    /// A device that takes 5 µs per I/O.
+    struct Fixed;
+    impl Timing for Fixed {
+        fn capacity(&self) -> u64 {
+            1 << 30
+        }
+        fn service(&mut self, _start: Nanos, _io: &Io) -> Service {
+            Service {
+                transfer_ns: 5_000,
+                ..Service::default()
+            }
+        }
+    }
+
+    /// A host reply as the test executor records it: id, arrival, finished, breakdown,
+    /// status, and the executor's tag for the request.
+    type Reply = (u64, Nanos, Nanos, Breakdown, Status, u32);
+
+    /// The test executor: a plain list of scheduled events, run by hand.
+    #[derive(Default)]
+    struct Clock {
+        pending: Vec<(Nanos, u64, Event)>,
+        scheduled: Vec<(Nanos, Event)>,
+        submits: Vec<(Nanos, u64, bool)>,
+        replies: Vec<Reply>,
+        modes: Vec<(DeviceId, Nanos, usize)>,
+        unmodelled: u32,
+        /// Live-style pairing: hold every modelled completion (and count them).
+        hold_model: bool,
+        held: u32,
+    }
+
+    impl Executor for Clock {
+        type Host = u32;
+        fn schedule(&mut self, at: Nanos, seq: u64, ev: Event) {
+            self.pending.push((at, seq, ev));
+            self.scheduled.push((at, ev));
+        }
+        fn submit(
+            &mut self,
+            now: Nanos,
+            io: &Io,
+            modelled: bool,
+            hosts: &Hosts<u32>,
+        ) -> Result<(), String> {
+            // The host request's executor data is reachable while it is in flight.
+            if let crate::io::Buf::Host { id, .. } = io.buf {
+                assert_eq!(hosts.get(id), Some(&(id as u32 + 100)));
+            }
+            self.submits.push((now, io.id.0, modelled));
+            Ok(())
+        }
+        fn model_done(&mut self, _now: Nanos, _done: &mut Completion) -> bool {
+            self.held += self.hold_model as u32;
+            !self.hold_model
+        }
+        fn host_reply(&mut self, r: &HostRequest<'_>, host: u32) -> Result<(), String> {
+            self.replies
+                .push((r.id, r.arrival, r.finished, r.breakdown, r.status, host));
+            Ok(())
+        }
+        fn mode(&mut self, dev: DeviceId, at: Nanos, slot: usize) -> Result<(), String> {
+            self.modes.push((dev, at, slot));
+            Ok(())
+        }
+        fn unmodelled_power(&mut self, _device: DeviceId) {
+            self.unmodelled += 1;
+        }
+    }
+
+    /// Everything a data observer is shown: (what, time, I/O id).
+    #[derive(Default)]
+    struct Watch {
+        seen: Vec<(&'static str, Nanos, u64)>,
+        refuse: bool,
+    }
+    impl DataObserver for Watch {
+        fn host_request(&mut self, now: Nanos, io: &Io) {
+            self.seen.push(("host_request", now, io.id.0));
+        }
+        fn device_submit(&mut self, now: Nanos, io: &Io) {
+            self.seen.push(("device_submit", now, io.id.0));
+        }
+        fn device_complete(&mut self, now: Nanos, done: &Completion) {
+            self.seen.push(("device_complete", now, done.io.id.0));
+        }
+        fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+            self.seen.push(("host_reply", now, done.io.id.0));
+            if self.refuse {
+                return Err(format!("request {}: wrong data", done.io.id.0));
+            }
+            Ok(())
+        }
+    }
+
+    struct Rig<O: DataObserver = NoObserver> {
+        k: Kernel<Clock, O>,
+        stack: Stack,
+        log: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    const STANDBY: PowerStateId = 3;
+    const IDLE: PowerStateId = 2;
+
+    /// The laptop disk of `power::tests` (active 0, seek 1, idle 2, standby 3; spin-down
+    /// 1 s, spin-up 2 s), starting in `initial`.
+    fn disk(initial: PowerStateId) -> DeviceRuntime {
+        let spec = Arc::new(PowerSpec::from_def(&laptop()).unwrap());
+        let info = DeviceInfo {
+            id: 0,
+            name: "disk".into(),
+            capacity: 1 << 30,
+            power: spec,
+        };
+        DeviceRuntime::new(info, Box::new(Fixed), Some(initial), 0)
+    }
+
+    fn rig_with<O: DataObserver>(hold: bool, devs: Vec<Option<DeviceRuntime>>, o: O) -> Rig<O> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let probe = Probe {
+            hold,
+            log: log.clone(),
+        };
+        let mut stack = Stack::new(vec![Box::new(probe)]);
+        let mut k = Kernel::new(devs, Clock::default(), o);
+        k.start(&mut stack, 0).unwrap();
+        Rig { k, stack, log }
+    }
+
+    fn rig(hold: bool, devs: Vec<Option<DeviceRuntime>>) -> Rig {
+        rig_with(hold, devs, NoObserver)
+    }
+
+    impl<O: DataObserver> Rig<O> {
+        /// A host read of 4 KiB at `now`, tagged `id + 100` by the executor.
+        fn request(&mut self, now: Nanos) -> Result<u64, String> {
+            let io = self.k.host_io(&Request::new(now, Op::Read, 0, 4096), false);
+            let id = io.id.0;
+            self.k
+                .request(&mut self.stack, now, &io, id as u32 + 100)
+                .map(|_| id)
+        }
+
+        /// Run the events due by `until` in (time, sequence) order, each at its own time
+        /// (as the simulator does).
+        fn run_until(&mut self, until: Nanos) -> Result<(), String> {
+            while let Some((at, seq, ev)) = self.pop_due(until) {
+                self.k.fire(&mut self.stack, at, (at, seq), ev)?;
+            }
+            Ok(())
+        }
+
+        /// Run the events due by `now`, all at `now` (as a late live timer thread does).
+        fn run_late(&mut self, now: Nanos) -> Result<(), String> {
+            while let Some((at, seq, ev)) = self.pop_due(now) {
+                self.k.fire(&mut self.stack, now, (at, seq), ev)?;
+            }
+            Ok(())
+        }
+
+        fn pop_due(&mut self, until: Nanos) -> Option<(Nanos, u64, Event)> {
+            let p = &mut self.k.executor_mut().pending;
+            let (i, _) = p
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.0 <= until)
+                .min_by_key(|(_, e)| (e.0, e.1))?;
+            Some(p.remove(i))
+        }
+
+        fn seen(&self) -> Vec<Seen> {
+            self.log.lock().unwrap().clone()
+        }
+
+        /// Hand the stack's effects to the kernel as if layer 0 had asked, between events.
+        fn arm(&mut self, now: Nanos, timer: TimerId, at: Nanos) {
+            self.k.set_timer(now, 0, timer, at);
+            self.k.settle(&mut self.stack, now).unwrap();
+        }
+
+        fn cancel(&mut self, now: Nanos, timer: TimerId) {
+            self.k.cancel_timer(now, 0, timer);
+            self.k.settle(&mut self.stack, now).unwrap();
+        }
+
+        fn reply(
+            &mut self,
+            now: Nanos,
+            id: u64,
+            b: Breakdown,
+            status: Status,
+        ) -> Result<(), String> {
+            let io = Request::new(0, Op::Read, 0, 4096).io(id);
+            let done = Completion {
+                io,
+                status,
+                finished: 0,
+                breakdown: b,
+            };
+            self.k.host_reply(now, &done);
+            self.k.settle(&mut self.stack, now)
+        }
+    }
+
+    fn bd(queue_ns: Nanos, power_wait_ns: Nanos, service_ns: Nanos) -> Breakdown {
+        Breakdown {
+            queue_ns,
+            power_wait_ns,
+            service_ns,
+        }
+    }
+
+    #[test]
+    fn an_armed_timer_fires_once_at_its_deadline() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.run_until(99).unwrap();
+        assert_eq!(r.seen(), vec![]);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(100, 7)]);
+        assert!(r.k.timers.is_empty());
+    }
+
+    #[test]
+    fn rearming_earlier_schedules_a_new_entry_and_the_old_one_is_stale() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.arm(10, 7, 50);
+        r.run_until(60).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(50, 7)]);
+        // Armed again before the stale entry at 100 comes due: that entry is not this
+        // arming's (it neither fires nor schedules a second entry for 150).
+        r.arm(60, 7, 150);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(50, 7), Seen::Timer(150, 7)]);
+        let timer = Event::Timer { layer: 0, timer: 7 };
+        assert_eq!(
+            r.k.executor().scheduled,
+            vec![(100, timer), (50, timer), (150, timer)]
+        );
+    }
+
+    #[test]
+    fn rearming_later_moves_the_entry_when_it_comes_due() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.arm(10, 7, 300);
+        r.arm(20, 7, 250);
+        // No new entry until the first comes due at 100; then one, at the last deadline.
+        let timer = Event::Timer { layer: 0, timer: 7 };
+        assert_eq!(r.k.executor().scheduled, vec![(100, timer)]);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(250, 7)]);
+        assert_eq!(r.k.executor().scheduled, vec![(100, timer), (250, timer)]);
+    }
+
+    #[test]
+    fn a_cancelled_timer_never_fires_and_its_slot_goes_when_its_entry_does() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.cancel(10, 7);
+        // Cancelling an unknown timer is nothing.
+        r.cancel(10, 8);
+        assert_eq!(r.k.timers.len(), 1);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![]);
+        assert!(r.k.timers.is_empty());
+    }
+
+    #[test]
+    fn cancel_then_rearm_fires_at_the_new_deadline_only() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.cancel(10, 7);
+        r.arm(20, 7, 150);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(150, 7)]);
+        // Cancelled, then re-armed earlier than the entry: a new entry, the old is stale.
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.cancel(10, 7);
+        r.arm(20, 7, 60);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(60, 7)]);
+    }
+
+    #[test]
+    fn a_deadline_in_the_past_fires_now() {
+        let mut r = rig(true, vec![]);
+        r.run_until(500).unwrap();
+        r.arm(500, 1, 20);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(500, 1)]);
+    }
+
+    #[test]
+    fn equal_deadlines_fire_in_the_order_they_were_last_armed() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 1, 100);
+        r.arm(0, 2, 100);
+        r.arm(0, 3, 100);
+        // Timer 1 re-armed for the same time: it now counts as armed last.
+        r.arm(5, 1, 100);
+        r.run_until(1_000).unwrap();
+        assert_eq!(
+            r.seen(),
+            vec![
+                Seen::Timer(100, 2),
+                Seen::Timer(100, 3),
+                Seen::Timer(100, 1)
+            ]
+        );
+        // Moved entries keep the order of their arming too: 4 is armed (for 300, by moving
+        // its entry at 200) before 5 is armed for 300.
+        let mut r = rig(true, vec![]);
+        r.arm(0, 4, 200);
+        r.arm(10, 4, 300);
+        r.arm(20, 5, 300);
+        r.run_until(1_000).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(300, 4), Seen::Timer(300, 5)]);
+    }
+
+    #[test]
+    fn a_late_timer_fires_with_the_time_it_runs() {
+        let mut r = rig(true, vec![]);
+        r.arm(0, 7, 100);
+        r.run_late(130).unwrap();
+        assert_eq!(r.seen(), vec![Seen::Timer(130, 7)]);
+    }
+
+    #[test]
+    fn on_power_fires_with_the_time_the_change_is_handled_and_the_timeline_gets_its_own() {
+        let mut r = rig(true, vec![Some(disk(IDLE))]);
+        r.k.set_power(1_000, 0, STANDBY);
+        r.k.settle(&mut r.stack, 1_000).unwrap();
+        // Spin-down begins: the timeline hears of the transition (slot 4 + 0), the layers
+        // do not (not a stable state), and its end is scheduled 1 s later.
+        assert_eq!(r.k.executor().modes, vec![(0, 1_000, 4)]);
+        assert_eq!(
+            r.k.executor().scheduled,
+            vec![(1_000_001_000, Event::Transition { dev: 0 })]
+        );
+        assert_eq!(r.seen(), vec![]);
+        // Handled 500 ns late (a live timer thread): the timeline and ledger take the
+        // scheduled end, the layers the time the kernel learned of it.
+        r.run_late(1_000_001_500).unwrap();
+        assert_eq!(r.k.executor().modes[1], (0, 1_000_001_000, 3));
+        assert_eq!(r.seen(), vec![Seen::Power(1_000_001_500, 0, STANDBY)]);
+    }
+
+    #[test]
+    fn on_power_in_time_carries_the_change_time_and_follows_the_device_work() {
+        let mut r = rig(false, vec![Some(disk(STANDBY))]);
+        // A request finds the disk in standby: spin-up (2 s) begins at 100.
+        let id = r.request(100).unwrap();
+        assert_eq!(r.k.executor().modes, vec![(0, 100, 5)]);
+        r.run_until(u64::MAX).unwrap();
+        // Idle at 2 s + 100; the I/O starts then and ends 5 µs later.
+        let up = 2_000_000_100;
+        assert_eq!(r.k.executor().modes[1], (0, up, IDLE as usize));
+        assert_eq!(r.seen(), vec![Seen::Power(up, 0, IDLE)]);
+        assert_eq!(
+            r.k.executor().scheduled,
+            vec![
+                (up, Event::Transition { dev: 0 }),
+                (up + 5_000, Event::Service { dev: 0, token: 0 })
+            ]
+        );
+        assert_eq!(
+            r.k.executor().replies,
+            vec![(
+                id,
+                100,
+                up + 5_000,
+                bd(0, 2_000_000_000, 5_000),
+                Status::Ok,
+                100
+            )]
+        );
+        assert_eq!(r.k.power_wait().max(), 2_000_000_000);
+    }
+
+    #[test]
+    fn device_events_become_scheduled_completions_in_order() {
+        let mut r = rig_with(false, vec![Some(disk(IDLE))], Watch::default());
+        let a = r.request(100).unwrap();
+        let b = r.request(200).unwrap();
+        assert_eq!(r.k.executor().submits, vec![(100, a, true), (200, b, true)]);
+        // The first I/O is in service until 5 100; the second queues behind it.
+        assert_eq!(
+            r.k.executor().scheduled,
+            vec![(5_100, Event::Service { dev: 0, token: 0 })]
+        );
+        r.run_until(u64::MAX).unwrap();
+        assert_eq!(
+            r.k.executor().scheduled[1],
+            (10_100, Event::Service { dev: 0, token: 0 })
+        );
+        assert_eq!(
+            r.k.executor().replies,
+            vec![
+                (a, 100, 5_100, bd(0, 0, 5_000), Status::Ok, 100),
+                (b, 200, 10_100, bd(4_900, 0, 5_000), Status::Ok, 101),
+            ]
+        );
+        assert_eq!(r.k.latency().count(), 2);
+        assert_eq!(r.k.latency().max(), 9_900);
+        assert_eq!(r.k.inflight(), 0);
+        assert_eq!(r.k.last_completion(), 10_100);
+        // The observer saw every movement, in order.
+        let seen = &r.k.observer.seen;
+        assert_eq!(
+            seen,
+            &vec![
+                ("host_request", 100, a),
+                ("device_submit", 100, a),
+                ("host_request", 200, b),
+                ("device_submit", 200, b),
+                ("device_complete", 5_100, a),
+                ("host_reply", 5_100, a),
+                ("device_complete", 10_100, b),
+                ("host_reply", 10_100, b),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_held_model_completion_reaches_the_stack_through_device_completion() {
+        let mut r = rig(false, vec![Some(disk(IDLE))]);
+        r.k.executor_mut().hold_model = true;
+        let id = r.request(0).unwrap();
+        r.run_until(u64::MAX).unwrap();
+        assert_eq!(r.k.executor().held, 1);
+        assert_eq!(r.k.executor().replies, vec![]);
+        // The real half finishes at 7 000: the executor hands the pair over.
+        let io = Request::new(0, Op::Read, 0, 4096).io(id);
+        let done = Completion::ok(io, 7_000, bd(0, 0, 5_000));
+        r.k.device_completion(&mut r.stack, 7_000, done).unwrap();
+        assert_eq!(
+            r.k.executor().replies,
+            vec![(id, 0, 7_000, bd(2_000, 0, 5_000), Status::Ok, 100)]
+        );
+    }
+
+    #[test]
+    fn a_device_without_a_model_goes_straight_to_the_executor() {
+        let mut r = rig(false, vec![None]);
+        let id = r.request(10).unwrap();
+        assert_eq!(r.k.executor().submits, vec![(10, id, false)]);
+        assert!(r.k.executor().scheduled.is_empty());
+        r.k.set_power(10, 0, 3);
+        r.k.settle(&mut r.stack, 10).unwrap();
+        assert_eq!(r.k.executor().unmodelled, 1);
+        r.k.set_power(10, 1, 3);
+        let e = r.k.settle(&mut r.stack, 10).unwrap_err();
+        assert_eq!(
+            e,
+            "a function set the power of device 1, which does not exist"
+        );
+    }
+
+    #[test]
+    fn an_early_reply_is_charged_to_service_not_to_negative_queueing() {
+        let mut r = rig(true, vec![]);
+        let a = r.request(1_000).unwrap();
+        let b = r.request(1_000).unwrap();
+        let c = r.request(1_000).unwrap();
+        // Latency 50 each. a: the device work it copied took 135 > 50: service gets what
+        // power-wait leaves. b: power wait alone exceeds the latency. c: 20 unaccounted ns
+        // are queueing.
+        r.reply(1_050, a, bd(5, 30, 100), Status::Ok).unwrap();
+        r.reply(1_050, b, bd(0, 80, 0), Status::IoError).unwrap();
+        r.reply(1_050, c, bd(0, 10, 20), Status::Ok).unwrap();
+        assert_eq!(
+            r.k.executor().replies,
+            vec![
+                (a, 1_000, 1_050, bd(0, 30, 20), Status::Ok, 100),
+                (b, 1_000, 1_050, bd(0, 50, 0), Status::IoError, 101),
+                (c, 1_000, 1_050, bd(20, 10, 20), Status::Ok, 102),
+            ]
+        );
+        assert_eq!(r.k.completed(), (3, 1));
+        assert_eq!(r.k.power_wait().max(), 50);
+        assert_eq!(r.k.latency().mean(), 50.0);
+    }
+
+    #[test]
+    fn a_second_reply_and_a_reply_to_nothing_are_errors() {
+        let mut r = rig(true, vec![]);
+        let a = r.request(0).unwrap();
+        let b = r.request(0).unwrap();
+        // Out of order: b first; a's entry keeps the table's base.
+        r.reply(10, b, bd(0, 0, 0), Status::Ok).unwrap();
+        assert_eq!(r.k.inflight(), 1);
+        let e = r.reply(20, b, bd(0, 0, 0), Status::Ok).unwrap_err();
+        assert_eq!(
+            e,
+            "a function replied to host request 1 twice, or to one that does not exist"
+        );
+        r.reply(30, a, bd(0, 0, 0), Status::Ok).unwrap();
+        assert_eq!(r.k.inflight(), 0);
+        let e = r.reply(40, a, bd(0, 0, 0), Status::Ok).unwrap_err();
+        assert!(e.contains("host request 0 twice"), "{e}");
+        let e = r.reply(40, 9, bd(0, 0, 0), Status::Ok).unwrap_err();
+        assert!(e.contains("host request 9 twice"), "{e}");
+        // Only the two real replies were accounted.
+        assert_eq!(r.k.completed(), (2, 0));
+        assert_eq!(r.k.executor().replies.len(), 2);
+    }
+
+    #[test]
+    fn host_ids_must_come_in_order() {
+        let mut r = rig(true, vec![]);
+        let io = Request::new(0, Op::Read, 0, 4096).io(3);
+        let e = r.k.request(&mut r.stack, 0, &io, 0).unwrap_err();
+        assert_eq!(e, "host request id 3 out of order: the next is 0");
+        assert_eq!(r.k.inflight(), 0);
+    }
+
+    #[test]
+    fn an_observer_error_stops_the_call_with_its_message() {
+        let w = Watch {
+            refuse: true,
+            ..Watch::default()
+        };
+        let mut r = rig_with(false, vec![Some(disk(IDLE))], w);
+        r.request(0).unwrap();
+        let e = r.run_until(u64::MAX).unwrap_err();
+        assert_eq!(e, "request 0: wrong data");
+        // The reply itself was still accounted and delivered.
+        assert_eq!(r.k.executor().replies.len(), 1);
+    }
+}
