@@ -782,12 +782,7 @@ mod tests {
     /// 1 s, spin-up 2 s), starting in `initial`.
     fn disk(initial: PowerStateId) -> DeviceRuntime {
         let spec = Arc::new(PowerSpec::from_def(&laptop()).unwrap());
-        let info = DeviceInfo {
-            id: 0,
-            name: "disk".into(),
-            capacity: 1 << 30,
-            power: spec,
-        };
+        let info = DeviceInfo::new(0, "disk", 1 << 30, spec);
         DeviceRuntime::new(info, Box::new(Fixed), Some(initial), 0)
     }
 

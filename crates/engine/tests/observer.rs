@@ -7,7 +7,7 @@ use common::*;
 use wattio_core::kernel::DataObserver;
 use wattio_core::{Completion, Io, Nanos};
 use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Simulator};
+use wattio_engine::{assemble, NullSink, Registry, Simulator};
 
 /// (what, time, I/O id, offset) of every movement, and a host request to refuse.
 #[derive(Default)]
@@ -50,7 +50,13 @@ fn run_watched(watch: &mut Watch) -> Result<u64, String> {
         "#,
     );
     let open = opener(reqs);
-    let asm = assemble(&cfg, &Catalogue::default(), &open, &mut no_external(), 0)?;
+    let asm = assemble(
+        &cfg,
+        &Catalogue::default(),
+        Some(&open),
+        &mut Registry::new(),
+        0,
+    )?;
     let mut src = open()?;
     let out = Simulator::new(asm.stack, asm.devices)
         .with_observer(watch)
