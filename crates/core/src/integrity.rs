@@ -466,10 +466,13 @@ impl DataObserver for Checker {
                 }
                 let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
                 for (k, (b, full, _)) in blocks.into_iter().enumerate() {
-                    let v = match &vers {
-                        Some(v) => v[k],
-                        None if full => INITIAL,
-                        None => ANY,
+                    let v = match (&vers, io.op) {
+                        (Some(v), _) => v[k],
+                        // A write the checker did not see submitted carries nothing it knows.
+                        (None, Op::Write) => GARBAGE,
+                        // A discarded block reads as zeros (a partly discarded one: undefined).
+                        (None, _) if full => INITIAL,
+                        (None, _) => ANY,
                     };
                     let db = self.dev.entry((io.dev, b)).or_default();
                     if io.fua {

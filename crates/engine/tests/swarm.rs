@@ -116,6 +116,8 @@ pub enum Broken {
     Alias,
     /// A write-back cache that acknowledges FLUSH without writing back.
     IgnoreFlush,
+    /// A write-back cache that acknowledges a write before its cache write completed.
+    EarlyAck,
 }
 
 /// One drawn scenario.
@@ -131,7 +133,7 @@ struct Scenario {
 #[derive(Clone, Debug)]
 enum LayerKind {
     Pages(Map),
-    WriteBack { ignore_flush: bool },
+    WriteBack { ignore_flush: bool, early_ack: bool },
 }
 
 fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
@@ -151,7 +153,8 @@ fn spindown(rng: &mut Rng) -> String {
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut rng = Rng::new(seed);
     let data_devs = 1 + rng.below(3) as usize;
-    let write_back = broken == Some(Broken::IgnoreFlush) || (broken.is_none() && rng.below(3) == 0);
+    let write_back = matches!(broken, Some(Broken::IgnoreFlush | Broken::EarlyAck))
+        || (broken.is_none() && rng.below(3) == 0);
     let mut names: Vec<String> = (0..data_devs).map(|k| format!("d{k}")).collect();
     if write_back {
         names.push("cache".into());
@@ -216,6 +219,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             "swarm:write-back".to_string(),
             LayerKind::WriteBack {
                 ignore_flush: broken == Some(Broken::IgnoreFlush),
+                early_ack: broken == Some(Broken::EarlyAck),
             },
         ));
         if rng.below(2) == 0 {
@@ -331,9 +335,10 @@ fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
             .1;
         Ok(match kind {
             LayerKind::Pages(map) => Box::new(Pages::new(map.clone())),
-            LayerKind::WriteBack { ignore_flush } => {
-                Box::new(WriteBack::new("cache", "d0", *ignore_flush))
-            }
+            LayerKind::WriteBack {
+                ignore_flush,
+                early_ack,
+            } => Box::new(WriteBack::new("cache", "d0", *ignore_flush, *early_ack)),
         })
     };
     let mut checker = Checker::new(PAGE as u32).map_err(ctx)?;
@@ -486,6 +491,13 @@ fn a_cache_that_ignores_flush_loses_writes_in_a_crash_and_is_caught() {
     let (_, e) = caught(Broken::IgnoreFlush, "a_cache_that_ignores_flush");
     assert!(e.starts_with("integrity: host read "), "{e}");
     assert!(e.contains("before crash"), "{e}");
+}
+
+#[test]
+fn a_cache_that_acknowledges_writes_before_they_land_is_caught() {
+    let (_, e) = caught(Broken::EarlyAck, "a_cache_that_acknowledges");
+    assert!(e.starts_with("integrity: host read "), "{e}");
+    assert!(e.contains("[superseded], expected"), "{e}");
 }
 
 #[test]

@@ -188,9 +188,11 @@ enum Pending {
         io: Io,
     },
     /// A host write to the cache; `fua`: durable before it is replied (a flush job).
+    /// `replied`: already acknowledged (the broken early-acknowledging cache).
     CacheWrite {
         io: Io,
         page: u64,
+        replied: bool,
     },
     /// Copying `page` of a job: cache → scratch `n`, then scratch → backing.
     CopyRead {
@@ -222,6 +224,8 @@ pub struct WriteBack {
     backing: DeviceId,
     /// BROKEN when set: a FLUSH is acknowledged at once, nothing copied or flushed.
     ignore_flush: bool,
+    /// BROKEN when set: a write is acknowledged when sent to the cache, not once there.
+    early_ack: bool,
     next: u64,
     pending: HashMap<u64, Pending>,
     cached: HashSet<u64>,
@@ -236,13 +240,14 @@ pub struct WriteBack {
 }
 
 impl WriteBack {
-    pub fn new(cache: &str, backing: &str, ignore_flush: bool) -> WriteBack {
+    pub fn new(cache: &str, backing: &str, ignore_flush: bool, early_ack: bool) -> WriteBack {
         WriteBack {
             cache_name: cache.into(),
             backing_name: backing.into(),
             cache: 0,
             backing: 0,
             ignore_flush,
+            early_ack,
             next: 0,
             pending: HashMap::new(),
             cached: HashSet::new(),
@@ -347,7 +352,11 @@ impl Function for WriteBack {
                     fua: false,
                     ..io
                 };
-                self.send(to, Pending::CacheWrite { io, page }, out);
+                let replied = self.early_ack && !io.fua;
+                self.send(to, Pending::CacheWrite { io, page, replied }, out);
+                if replied {
+                    out.reply(Completion::ok(io, 0, Breakdown::default()));
+                }
             }
             Op::Read if self.cached.contains(&page) => {
                 let to = Io {
@@ -367,7 +376,7 @@ impl Function for WriteBack {
         let reply = |io: Io, status: Status| Completion { io, status, ..done };
         match why {
             Pending::Forward { io } => out.reply(reply(io, done.status)),
-            Pending::CacheWrite { io, page } => {
+            Pending::CacheWrite { io, page, replied } => {
                 if done.status == Status::Ok {
                     self.cached.insert(page);
                     self.generation += 1;
@@ -379,7 +388,7 @@ impl Function for WriteBack {
                         status: Status::Ok,
                     });
                     self.start_job(out);
-                } else {
+                } else if !replied {
                     out.reply(reply(io, done.status));
                 }
             }
