@@ -643,6 +643,7 @@ mod tests {
             name: "d".into(),
             capacity: 1 << 30,
             power,
+            geometry: None,
         };
         let timing = Box::new(Fixed {
             power_events: Vec::new(),

@@ -17,8 +17,8 @@ use wattio_core::time::Nanos;
 use wattio_core::trace::{TraceSource, VecSource};
 use wattio_core::Function;
 use wattio_devices::Catalogue;
-use wattio_engine::config::FunctionConfig;
-use wattio_engine::{assemble, HostRequest, Opener, RunConfig, RunSink, Simulator};
+use wattio_engine::{assemble, HostRequest, Opener, Registry, RunConfig, RunSink, Simulator};
+use wattio_functions::registry::{Draw, SwarmDevices, KINDS};
 use wattio_workload::Rng;
 
 /// A small disk with a 0.5 s spin-down and a 1 s spin-up (inline spec).
@@ -140,14 +140,17 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
     &xs[rng.below(xs.len() as u64) as usize]
 }
 
-fn spindown(rng: &mut Rng) -> String {
-    let timeout = [0.02, 0.1, 0.4, 1.5][rng.below(4) as usize];
-    let policy = *pick(rng, &["never", "fixed", "adaptive", "share", "oracle"]);
-    let t = match policy {
-        "fixed" | "adaptive" => format!("timeout_s = {timeout}\n"),
-        _ => String::new(),
-    };
-    format!("[[function]]\nkind = \"spindown\"\npolicy = \"{policy}\"\n{t}\n")
+/// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
+/// every function in the registry is in the swarm.
+fn function(rng: &mut Rng, names: &[String]) -> String {
+    let kinds: Vec<_> = KINDS.iter().filter(|k| k.swarm.is_some()).collect();
+    let k = pick(rng, &kinds);
+    let mut next = || rng.next_u64();
+    let mut t = (k.swarm.expect("filtered"))(&mut Draw(&mut next), &SwarmDevices { names });
+    t.insert("kind".into(), k.kind.into());
+    let mut doc = toml::Table::new();
+    doc.insert("function".into(), toml::Value::Array(vec![t.into()]));
+    toml::to_string(&doc).expect("a table serializes") + "\n"
 }
 
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
@@ -192,7 +195,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut layers = Vec::new();
     let mut stack = Vec::new();
     for _ in 0..rng.below(2) {
-        stack.push(spindown(&mut rng));
+        stack.push(function(&mut rng, &names));
     }
     let map = match broken {
         Some(Broken::Alias) => Some(Map::Alias {
@@ -211,7 +214,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        stack.push(spindown(&mut rng));
+        stack.push(function(&mut rng, &names));
     }
     if write_back {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
@@ -223,7 +226,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            stack.push(spindown(&mut rng));
+            stack.push(function(&mut rng, &names));
         }
     }
     for s in stack {
@@ -323,16 +326,13 @@ fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
     let ctx = |e: String| format!("{e}\n--- config ---\n{}", s.config);
     let cfg = RunConfig::from_toml("swarm.toml", &s.config).map_err(ctx)?;
     let cat = Catalogue::embedded()?;
-    let mut external = |_: usize, f: &FunctionConfig| -> Result<Box<dyn Function>, String> {
-        let FunctionConfig::Python(p) = f else {
-            return Err("not a test layer".into());
-        };
-        let kind = &s
-            .layers
-            .iter()
-            .find(|(c, _)| *c == p.class)
-            .expect("drawn")
-            .1;
+    // The test layers are `kind = "python"` tables built here, not by an interpreter.
+    let mut external = |_: usize,
+                        t: &toml::Table,
+                        _: &wattio_functions::registry::BuildContext|
+     -> Result<Box<dyn Function>, String> {
+        let class = t.get("class").and_then(|c| c.as_str()).unwrap_or("");
+        let kind = &s.layers.iter().find(|(c, _)| c == class).expect("drawn").1;
         Ok(match kind {
             LayerKind::Pages(map) => Box::new(Pages::new(map.clone())),
             LayerKind::WriteBack {
@@ -341,6 +341,7 @@ fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
             } => Box::new(WriteBack::new("cache", "d0", *ignore_flush, *early_ack)),
         })
     };
+    let mut registry = Registry::new().with_external("python", &mut external);
     let mut checker = Checker::new(PAGE as u32).map_err(ctx)?;
     let mut replies = Replies {
         base: 0,
@@ -358,7 +359,13 @@ fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
             .filter(|r| (phase == 0 || r.arrival > start) && until.is_none_or(|u| r.arrival <= u))
             .copied()
             .collect();
-        let asm = match assemble(&cfg, &cat, &opener(part.clone()), &mut external, start) {
+        let asm = match assemble(
+            &cfg,
+            &cat,
+            Some(&opener(part.clone())),
+            &mut registry,
+            start,
+        ) {
             Ok(a) => a,
             Err(e) if s.missing.is_some() => {
                 let name = s.missing.as_ref().expect("drawn");
