@@ -1,9 +1,9 @@
 //! Test-only layers that move data, for the swarm and for showing that the integrity checker
-//! catches broken ones. Small on purpose: the shared page-splitting helpers of issue 10
-//! (item 2) will replace the splitting here once they are on main.
+//! catches broken ones. Small on purpose: the page layer splits with `wattio_core::fanout`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use wattio_core::device::DeviceInfo;
+use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::time::Nanos;
@@ -21,36 +21,12 @@ pub enum Map {
     Alias { from: u64, to: u64 },
 }
 
-/// `buf` moved `delta` bytes on.
-fn shifted(buf: Buf, delta: u64) -> Buf {
-    match buf {
-        Buf::None => Buf::None,
-        Buf::Host { id, offset } => Buf::Host {
-            id,
-            offset: offset + delta as u32,
-        },
-        Buf::Scratch { id, offset } => Buf::Scratch {
-            id,
-            offset: offset + delta as u32,
-        },
-    }
-}
-
-struct Parent {
-    io: Io,
-    left: u32,
-    status: Status,
-    breakdown: Breakdown,
-}
-
-/// Splits every I/O into per-page sub-I/Os (a FLUSH into one per device it maps to), maps
-/// each page, and replies when the last sub-I/O is back (the first error wins).
+/// Splits every I/O into per-page sub-I/Os (a FLUSH into one per device it maps to) with
+/// `wattio_core::fanout`, maps each page, and replies when the last sub-I/O is back.
 pub struct Pages {
     map: Map,
     devs: Vec<DeviceId>,
-    next: u64,
-    subs: HashMap<u64, u64>,
-    parents: HashMap<u64, Parent>,
+    fanout: Fanout,
 }
 
 impl Pages {
@@ -58,9 +34,7 @@ impl Pages {
         Pages {
             map,
             devs: Vec::new(),
-            next: 0,
-            subs: HashMap::new(),
-            parents: HashMap::new(),
+            fanout: Fanout::new(),
         }
     }
 
@@ -73,15 +47,6 @@ impl Pages {
             }
             Map::Alias { from, to } => (dev, if page == *from { *to } else { page }),
         }
-    }
-
-    fn sub(&mut self, parent: u64, io: Io, out: &mut Actions) {
-        self.next += 1;
-        self.subs.insert(self.next, parent);
-        out.submit(Io {
-            id: IoId(self.next),
-            ..io
-        });
     }
 }
 
@@ -114,68 +79,36 @@ impl Function for Pages {
     }
 
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
-        let key = io.id.0;
-        let mut left = 0;
-        if io.op == Op::Flush {
-            let targets = match self.map {
-                Map::Stripe(_) => self.devs.clone(),
+        let key = self.fanout.begin(io);
+        if io.op == Op::Flush || io.len == 0 {
+            let targets = match (&self.map, io.op) {
+                (Map::Stripe(_), Op::Flush) => self.devs.clone(),
                 _ => vec![io.dev],
             };
             for d in targets {
-                self.sub(key, Io { dev: d, ..io }, out);
-                left += 1;
+                out.submit(self.fanout.sub(key, 0, io.len, d, io.offset));
             }
-        } else {
-            let mut at = io.offset;
-            while at < io.end() {
-                let page = at / PAGE;
-                let to = ((page + 1) * PAGE).min(io.end());
-                let (dev, p) = self.place(io.dev, page);
-                let sub = Io {
-                    dev,
-                    offset: p * PAGE + at % PAGE,
-                    len: (to - at) as u32,
-                    buf: shifted(io.buf, at - io.offset),
-                    ..io
-                };
-                self.sub(key, sub, out);
-                left += 1;
-                at = to;
-            }
-        }
-        if left == 0 {
-            out.reply(Completion::ok(io, 0, Breakdown::default()));
             return;
         }
-        self.parents.insert(
-            key,
-            Parent {
-                io,
-                left,
-                status: Status::Ok,
-                breakdown: Breakdown::default(),
-            },
-        );
+        let mut at = io.offset;
+        while at < io.end() {
+            let page = at / PAGE;
+            let to = ((page + 1) * PAGE).min(io.end());
+            let (dev, p) = self.place(io.dev, page);
+            let delta = (at - io.offset) as u32;
+            let sub = self
+                .fanout
+                .sub(key, delta, (to - at) as u32, dev, p * PAGE + at % PAGE);
+            out.submit(sub);
+            at = to;
+        }
     }
 
-    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-        let key = self.subs.remove(&done.io.id.0).expect("a sub-I/O of ours");
-        let p = self.parents.get_mut(&key).expect("its parent");
-        p.left -= 1;
-        if p.status == Status::Ok {
-            p.status = done.status;
-        }
-        if done.breakdown.total() > p.breakdown.total() {
-            p.breakdown = done.breakdown;
-        }
-        if p.left == 0 {
-            let p = self.parents.remove(&key).expect("its parent");
-            out.reply(Completion {
-                io: p.io,
-                status: p.status,
-                finished: now,
-                breakdown: p.breakdown,
-            });
+    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+        match self.fanout.complete(&done) {
+            Step::Reply(c) => out.reply(c),
+            Step::Pending => {}
+            Step::NotMine => panic!("pages: a completion of an I/O it did not send"),
         }
     }
 }
