@@ -3,8 +3,8 @@
 //! The simulator moves no data, so a function that moves data wrongly (a cache that writes a
 //! page back to the wrong place, a layer that acknowledges a write before it is on a device)
 //! would pass every simulated test. The [`Checker`] follows data as versions instead, told of
-//! every host request, device submission, device completion and host reply through
-//! [`DataObserver`]:
+//! every host request, device submission, device completion and host reply through the
+//! kernel's [`DataObserver`] hook:
 //!
 //! * A host write stamps a fresh version on each block it covers, in its host buffer.
 //! * A device write stores, per block, the versions its source buffer (host or scratch) held
@@ -20,35 +20,10 @@
 //! The rules are spelt out in `docs/integrity.md`.
 
 use crate::io::{Buf, Completion, Io, Op, Status};
+use crate::kernel::DataObserver;
 use crate::time::Nanos;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-
-/// What an executor tells a data observer, at the moments data moves.
-///
-/// `host_request`: the host issued `io` (before layer 0 sees it). `device_submit`: the bottom
-/// layer sent `io` to device `io.dev`. `device_complete`: a device finished `done.io` (before
-/// the stack hears of it). `host_reply`: layer 0 replied to a host request; an error stops
-/// the run.
-pub trait DataObserver {
-    fn host_request(&mut self, now: Nanos, io: &Io) {
-        let _ = (now, io);
-    }
-    fn device_submit(&mut self, now: Nanos, io: &Io) {
-        let _ = (now, io);
-    }
-    fn device_complete(&mut self, now: Nanos, done: &Completion) {
-        let _ = (now, done);
-    }
-    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
-        let _ = (now, done);
-        Ok(())
-    }
-}
-
-/// The observer of a run that checks nothing: every call compiles away.
-pub struct NoObserver;
-impl DataObserver for NoObserver {}
 
 /// The content of a block nobody wrote (a fresh device reads zeros), or a discarded one.
 pub const INITIAL: u64 = 0;

@@ -787,6 +787,7 @@ mod tests {
             name: "disk".into(),
             capacity: 1 << 30,
             power: spec,
+            geometry: None,
         };
         DeviceRuntime::new(info, Box::new(Fixed), Some(initial), 0)
     }

@@ -37,7 +37,7 @@ pub mod trace;
 pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
 pub use function::{Action, Actions, Function, TimerId};
 pub use geometry::{Geometry, Location};
-pub use integrity::{Checker, DataObserver, NoObserver};
+pub use integrity::Checker;
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use kernel::{DataObserver, Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 pub use ledger::{Ledger, LedgerRow};

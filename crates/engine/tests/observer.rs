@@ -50,7 +50,13 @@ fn run_watched(watch: &mut Watch) -> Result<u64, String> {
         "#,
     );
     let open = opener(reqs);
-    let asm = assemble(&cfg, &Catalogue::default(), &open, &mut no_external(), 0)?;
+    let asm = assemble(
+        &cfg,
+        &Catalogue::default(),
+        Some(&open),
+        &mut wattio_engine::Registry::new(),
+        0,
+    )?;
     let mut src = open()?;
     let out = Simulator::new(asm.stack, asm.devices)
         .with_observer(watch)
