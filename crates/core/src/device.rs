@@ -364,6 +364,38 @@ impl DeviceRuntime {
         true
     }
 
+    /// A crash (power cut and restore) at `now`: queued and in-service work is lost (its
+    /// service-end events become stale tokens), and the device comes back ready in its idle
+    /// state, as after a power cycle (its timing model hears it left and re-entered a ready
+    /// state: caches and rotational phase are lost). The ledger switches to idle at `now`,
+    /// cutting a seek or transition short, so residency still sums to the run's duration.
+    /// Returns the mode change for the executor's timeline.
+    pub fn crash(&mut self, now: Nanos) -> DevEvent {
+        self.queue.clear();
+        for (t, s) in self.slots.iter_mut().enumerate() {
+            if s.take().is_some() {
+                self.free_slots.push(t as u32);
+            }
+        }
+        if self.busy > 0 {
+            self.counters.busy_ns += now.saturating_sub(self.busy_since);
+            self.busy = 0;
+        }
+        if let Some(s) = self.notready_since.take() {
+            self.notready_cum += now.saturating_sub(s);
+        } else {
+            self.timing.on_power(now, false);
+        }
+        self.timing.on_power(now, true);
+        let idle = self.info.power.idle;
+        self.mode = Mode::Stable(idle);
+        self.ledger.cut(idle as usize, now);
+        DevEvent::Mode {
+            at: now,
+            slot: idle as usize,
+        }
+    }
+
     pub fn transition_end(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
         let Mode::Transition { tr, until } = self.mode else {
             return;
@@ -575,5 +607,114 @@ impl DeviceRuntime {
             at: now + svc.total(),
             token,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{Op, Request};
+    use crate::power::tests::laptop;
+
+    /// 6 ns seek then 4 ns transfer per I/O; counts power notifications.
+    struct Fixed {
+        power_events: Vec<bool>,
+    }
+    impl Timing for Fixed {
+        fn capacity(&self) -> u64 {
+            1 << 30
+        }
+        fn service(&mut self, _start: Nanos, _io: &Io) -> Service {
+            Service {
+                seek_ns: 6,
+                transfer_ns: 4,
+                ..Service::default()
+            }
+        }
+        fn on_power(&mut self, _now: Nanos, ready: bool) {
+            self.power_events.push(ready);
+        }
+    }
+
+    fn disk() -> DeviceRuntime {
+        let power = Arc::new(PowerSpec::from_def(&laptop()).unwrap());
+        let info = DeviceInfo {
+            id: 0,
+            name: "d".into(),
+            capacity: 1 << 30,
+            power,
+            geometry: None,
+        };
+        let timing = Box::new(Fixed {
+            power_events: Vec::new(),
+        });
+        DeviceRuntime::new(info, timing, None, 0)
+    }
+
+    fn residency_sum(d: &DeviceRuntime, now: Nanos) -> Nanos {
+        d.ledger_rows(now).iter().map(|r| r.residency_ns).sum()
+    }
+
+    #[test]
+    fn a_crash_mid_seek_drops_the_work_and_keeps_the_ledger_whole() {
+        let mut d = disk();
+        let mut ev = Vec::new();
+        // One I/O in service from 10 ns (seek to 16, done at 20), one queued behind it.
+        d.submit(10, Request::new(10, Op::Write, 0, 512).io(0), &mut ev);
+        d.submit(11, Request::new(11, Op::Read, 0, 512).io(1), &mut ev);
+        let DevEvent::ServiceEnd { token, .. } = ev[0] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(d.outstanding(), 2);
+        let idle = d.spec().idle as usize;
+        assert_eq!(d.crash(13), DevEvent::Mode { at: 13, slot: idle });
+        assert_eq!(d.outstanding(), 0);
+        // The lost I/O's service end is a stale token now.
+        ev.clear();
+        assert!(d.service_end(20, token, &mut ev).is_none());
+        // 10 ns idle, 3 ns seek, no active time; idle from the crash on.
+        let rows = d.ledger_rows(30);
+        let (seek, active) = (d.spec().seek.unwrap() as usize, d.spec().active as usize);
+        assert_eq!(
+            (
+                rows[idle].residency_ns,
+                rows[seek].residency_ns,
+                rows[active].residency_ns
+            ),
+            (10 + 17, 3, 0)
+        );
+        assert_eq!(residency_sum(&d, 30), 30);
+        assert_eq!(d.counters().busy_ns, 3);
+        // The device serves again after the crash, from a fresh slot table.
+        d.submit(40, Request::new(40, Op::Read, 0, 512).io(2), &mut ev);
+        let DevEvent::ServiceEnd { at, token } = ev[0] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(at, 50);
+        assert!(d.service_end(50, token, &mut ev).is_some());
+        assert_eq!(residency_sum(&d, 60), 60);
+    }
+
+    #[test]
+    fn a_crash_mid_transition_comes_back_ready() {
+        let mut d = disk();
+        let mut ev = Vec::new();
+        let standby = d.spec().state_id("standby").unwrap();
+        d.set_power(0, standby, &mut ev);
+        assert_eq!(d.state(), None);
+        // Half-way through the 1 s spin-down.
+        d.crash(500_000_000);
+        assert_eq!(d.state(), Some(d.spec().idle));
+        let rows = d.ledger_rows(2_000_000_000);
+        assert_eq!(rows[4].slot, "spin_down");
+        assert_eq!(rows[4].residency_ns, 500_000_000);
+        assert_eq!(residency_sum(&d, 2_000_000_000), 2_000_000_000);
+        // A crash while asleep brings it back idle too.
+        d.set_power(1_000_000_000, standby, &mut ev);
+        d.transition_end(2_000_000_000, &mut ev);
+        assert_eq!(d.state(), Some(standby));
+        d.crash(3_000_000_000);
+        assert_eq!(d.state(), Some(d.spec().idle));
+        assert_eq!(residency_sum(&d, 4_000_000_000), 4_000_000_000);
     }
 }

@@ -126,6 +126,9 @@ pub struct Request {
     pub call_site: Option<u64>,
     /// Response time measured when the trace was recorded (MSR, DiskSim validate), if any.
     pub measured: Option<Nanos>,
+    /// A write with force unit access (durable when acknowledged). Trace formats without the
+    /// flag leave it false; generated and test workloads set it.
+    pub fua: bool,
 }
 
 impl Request {
@@ -140,6 +143,7 @@ impl Request {
             file: None,
             call_site: None,
             measured: None,
+            fua: false,
         }
     }
 
@@ -149,7 +153,7 @@ impl Request {
         Io {
             id: IoId(id),
             op: self.op,
-            fua: false,
+            fua: self.fua,
             priority: 0,
             dev: self.dev,
             stream: self.stream,

@@ -60,6 +60,20 @@ impl Ledger {
         self.entries[slot] += 1;
     }
 
+    /// Move to `slot` at `at`, which may fall inside an entry made ahead of time (a crash
+    /// in the middle of a seek): that entry is undone as [`residency_at`](Self::residency_at)
+    /// would read it, so residency still sums to the span.
+    pub fn cut(&mut self, slot: usize, at: Nanos) {
+        if at >= self.since {
+            return self.enter(slot, at);
+        }
+        self.residency[self.prev] -= (self.since - at).min(self.residency[self.prev]);
+        self.entries[self.cur] -= 1;
+        self.since = at;
+        self.cur = self.prev;
+        self.enter(slot, at);
+    }
+
     pub fn current(&self) -> usize {
         self.cur
     }
@@ -168,5 +182,32 @@ mod tests {
         let r = l.residency_at(20);
         assert_eq!((r[idle], r[seek], r[active]), (10, 6, 4));
         assert_eq!(l.rows(&spec, 20)[active].entries, 1);
+    }
+
+    #[test]
+    fn a_cut_inside_an_entry_made_ahead_of_time() {
+        let spec = PowerSpec::from_def(&laptop()).unwrap();
+        let (active, seek, idle) = (
+            spec.active as usize,
+            spec.seek.unwrap() as usize,
+            spec.idle as usize,
+        );
+        let mut l = Ledger::new(&spec, idle, 0);
+        l.enter(seek, 10);
+        l.enter(active, 16);
+        // Power cut at 13 ns, back to idle: 10 ns idle, 3 ns seek, the active entry undone.
+        l.cut(idle, 13);
+        let r = l.residency_at(30);
+        assert_eq!((r[idle], r[seek], r[active]), (10 + 17, 3, 0));
+        assert_eq!(r.iter().sum::<u64>(), 30);
+        let rows = l.rows(&spec, 30);
+        assert_eq!(
+            (rows[idle].entries, rows[seek].entries, rows[active].entries),
+            (2, 1, 0)
+        );
+        // A cut at or after the last change is a plain entry.
+        l.cut(active, 40);
+        assert_eq!(l.residency_at(40).iter().sum::<u64>(), 40);
+        assert_eq!(l.residency_at(40)[idle], 37);
     }
 }

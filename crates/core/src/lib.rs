@@ -15,12 +15,14 @@
 //!   are back), [`copy`] (own I/O that moves data through a scratch buffer), [`periodic`]
 //!   (a drift-free periodic timer), [`geometry`] (where an offset lies on the platters).
 //! * [`testing`] — a scripted harness that drives one function by hand.
+//! * [`integrity`] — the data-integrity checker: a version per block instead of bytes.
 
 pub mod copy;
 pub mod device;
 pub mod fanout;
 pub mod function;
 pub mod geometry;
+pub mod integrity;
 pub mod io;
 pub mod kernel;
 pub mod ledger;
@@ -35,6 +37,7 @@ pub mod trace;
 pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
 pub use function::{Action, Actions, Function, TimerId};
 pub use geometry::{Geometry, Location};
+pub use integrity::Checker;
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use kernel::{DataObserver, Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 pub use ledger::{Ledger, LedgerRow};

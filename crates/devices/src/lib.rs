@@ -1,4 +1,5 @@
 //! Device models — the timing face of each device — and the catalogue of real devices.
+//! [`fault`] injects faults (EIO on a range, a slow device, a missing one) into any model.
 //!
 //! A catalogue entry (`catalogue/NAME.toml`) has a `[timing]` table whose `model` key picks
 //! the model below, and a `[power]` table (a [`wattio_core::power::PowerDef`]). Every number
@@ -13,6 +14,7 @@
 
 pub mod catalogue;
 pub mod disksim;
+pub mod fault;
 pub mod flash;
 pub mod hdd;
 pub mod mechanical;

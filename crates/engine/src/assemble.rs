@@ -7,11 +7,20 @@ use wattio_core::device::{DeviceInfo, DeviceRuntime};
 use wattio_core::function::Function;
 use wattio_core::time::Nanos;
 use wattio_core::Stack;
+use wattio_devices::fault::{Faults, Faulty};
 use wattio_devices::{Catalogue, DeviceSpec};
 use wattio_functions::registry::Registry;
 
 /// Opens a fresh reader over the run's requests (the run itself, and any lookahead).
 pub type Opener = wattio_functions::registry::TraceOpener;
+
+/// One device of a run, its `count` expanded.
+pub struct DeviceEntry {
+    pub name: String,
+    pub spec: DeviceSpec,
+    pub initial_state: Option<String>,
+    pub fault: Option<Faults>,
+}
 
 pub struct Assembly {
     pub stack: Stack,
@@ -21,10 +30,7 @@ pub struct Assembly {
 }
 
 /// The device specs of a config, expanded (`count`) and resolved against the catalogue.
-pub fn device_specs(
-    cfg: &RunConfig,
-    cat: &Catalogue,
-) -> Result<Vec<(String, DeviceSpec, Option<String>)>, String> {
+pub fn device_specs(cfg: &RunConfig, cat: &Catalogue) -> Result<Vec<DeviceEntry>, String> {
     let mut out = Vec::new();
     for (i, d) in cfg.devices.iter().enumerate() {
         let spec = match (&d.model, &d.spec) {
@@ -41,22 +47,20 @@ pub fn device_specs(
             }
             (None, None) => return Err(format!("device[{i}]: missing `model`")),
         };
+        let entry = |name| DeviceEntry {
+            name,
+            spec: spec.clone(),
+            initial_state: d.initial_state.clone(),
+            fault: d.fault.clone(),
+        };
         match d.count {
-            None => out.push((d.name.clone(), spec, d.initial_state.clone())),
-            Some(n) => {
-                for k in 0..n {
-                    out.push((
-                        format!("{}{k}", d.name),
-                        spec.clone(),
-                        d.initial_state.clone(),
-                    ));
-                }
-            }
+            None => out.push(entry(d.name.clone())),
+            Some(n) => out.extend((0..n).map(|k| entry(format!("{}{k}", d.name)))),
         }
     }
-    for (i, (n, _, _)) in out.iter().enumerate() {
-        if out[..i].iter().any(|(o, _, _)| o == n) {
-            return Err(format!("device: two devices are named `{n}`"));
+    for (i, e) in out.iter().enumerate() {
+        if out[..i].iter().any(|o| o.name == e.name) {
+            return Err(format!("device: two devices are named `{}`", e.name));
         }
     }
     if out.len() > u16::MAX as usize {
@@ -73,17 +77,36 @@ pub fn assemble(
     start: Nanos,
 ) -> Result<Assembly, String> {
     let specs = device_specs(cfg, cat)?;
+    if let Some(e) = specs
+        .iter()
+        .find(|e| e.fault.as_ref().is_some_and(|f| f.missing))
+    {
+        // A run, like a host, does not start with one of its devices absent.
+        return Err(format!(
+            "device `{}`: missing at start (fault.missing): the run needs every configured device",
+            e.name
+        ));
+    }
     let mut devices = Vec::with_capacity(specs.len());
     let mut infos = Vec::with_capacity(specs.len());
     let mut models = Vec::with_capacity(specs.len());
-    for (id, (name, spec, initial)) in specs.into_iter().enumerate() {
+    for (id, e) in specs.into_iter().enumerate() {
+        let DeviceEntry {
+            name,
+            spec,
+            initial_state: initial,
+            fault,
+        } = e;
         let power = Arc::new(
             spec.power_spec()
                 .map_err(|e| format!("device `{name}`: {e}"))?,
         );
-        let timing = spec
+        let mut timing = spec
             .build_timing()
             .map_err(|e| format!("device `{name}`: {e}"))?;
+        if let Some(f) = &fault {
+            timing = Box::new(Faulty::new(timing, f));
+        }
         let initial =
             match initial {
                 None => None,

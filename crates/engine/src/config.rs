@@ -2,6 +2,7 @@
 //! key; semantic checks here name the key path (`function[1].timeout_s: …`).
 
 use serde::Deserialize;
+use wattio_devices::fault::Faults;
 use wattio_devices::DeviceSpec;
 use wattio_functions::registry::{BuildContext, Registry, TraceOpener};
 use wattio_workload::WorkloadConfig;
@@ -51,6 +52,9 @@ pub struct DeviceConfig {
     /// Power state at time 0 (default: the spec's idle state).
     #[serde(default)]
     pub initial_state: Option<String>,
+    /// Injected faults (`[device.fault]`: `eio`, `slow`, `missing`), for robustness tests.
+    #[serde(default)]
+    pub fault: Option<Faults>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -143,6 +147,9 @@ impl RunConfig {
             }
             if d.count == Some(0) {
                 return Err(format!("device[{i}].count: expected at least 1"));
+            }
+            if let Some(f) = &d.fault {
+                f.validate(&format!("device[{i}].fault"))?;
             }
         }
         // Every device carries a timing model (a mechanical layout, an SSD's mapping state)

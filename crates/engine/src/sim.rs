@@ -198,6 +198,7 @@ pub struct Simulator<O: DataObserver = NoObserver> {
     stack: Stack,
     devs: Vec<DeviceRuntime>,
     observer: O,
+    start: Nanos,
 }
 
 /// The simulator's side of the [`Kernel`]: virtual time (the event heap) and where a
@@ -214,6 +215,7 @@ impl Simulator {
             stack,
             devs: devices,
             observer: NoObserver,
+            start: 0,
         }
     }
 }
@@ -226,7 +228,15 @@ impl<O: DataObserver> Simulator<O> {
             stack: self.stack,
             devs: self.devs,
             observer,
+            start: self.start,
         }
+    }
+
+    /// Start the run at `start` instead of 0: the part of a run after a crash, with the
+    /// devices the part before it left (see [`DeviceRuntime::crash`]) and a rebuilt stack.
+    /// Requests must arrive after it.
+    pub fn starting_at(self, start: Nanos) -> Simulator<O> {
+        Simulator { start, ..self }
     }
 
     /// Run `source` to the end. `until` caps the run; `min_end` extends it (a generated
@@ -247,7 +257,7 @@ impl<O: DataObserver> Simulator<O> {
         };
         let devs = self.devs.into_iter().map(Some).collect();
         let mut k = Kernel::new(devs, clock, self.observer);
-        let mut now: Nanos = 0;
+        let mut now: Nanos = self.start;
         k.start(&mut stack, now)?;
         let mut arrivals = Arrivals {
             src: source,

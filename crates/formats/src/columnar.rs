@@ -636,6 +636,7 @@ impl ColumnarReader {
                         file: None,
                         call_site: None,
                         measured: None,
+                        fua: false,
                     },
                 ),
         );

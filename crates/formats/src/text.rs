@@ -406,6 +406,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
                 file: None,
                 call_site: None,
                 measured,
+                fua: false,
             }));
         }
     }

@@ -41,6 +41,7 @@ fn requests(n: u64) -> Vec<Request> {
             file: (i < 5000 || i % 3 == 0).then_some(i ^ 0x55),
             call_site: (i >= 9000).then_some(i * 11),
             measured: (i % 10_000 < 7000 || i % 2 == 1).then_some(1000 + i % 977),
+            fua: false,
         })
         .collect()
 }

@@ -23,6 +23,7 @@ fn req(
         file: None,
         call_site: None,
         measured,
+        fua: false,
     }
 }
 

@@ -1,0 +1,640 @@
+//! Data-integrity checking without bytes: a *version* per block.
+//!
+//! The simulator moves no data, so a function that moves data wrongly (a cache that writes a
+//! page back to the wrong place, a layer that acknowledges a write before it is on a device)
+//! would pass every simulated test. The [`Checker`] follows data as versions instead, told of
+//! every host request, device submission, device completion and host reply through the
+//! kernel's [`DataObserver`] hook:
+//!
+//! * A host write stamps a fresh version on each block it covers, in its host buffer.
+//! * A device write stores, per block, the versions its source buffer (host or scratch) held
+//!   when it was submitted; the device keeps them as *volatile* until a FLUSH covers them or
+//!   as *durable* at once with FUA.
+//! * A device read fills its destination buffer (host or scratch) with the device's versions
+//!   when it completes. A device discard makes blocks read as zeros ([`INITIAL`]).
+//! * A host read, when replied, must find in its host buffer, per block, a version the
+//!   consistency rule allows (see [`Checker`]).
+//! * [`Checker::crash`] drops what is in flight and what is volatile, and from then on host
+//!   reads are held to what was made durable.
+//!
+//! The rules are spelt out in `docs/integrity.md`.
+
+use crate::io::{Buf, Completion, Io, Op, Status};
+use crate::kernel::DataObserver;
+use crate::time::Nanos;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+/// The content of a block nobody wrote (a fresh device reads zeros), or a discarded one.
+pub const INITIAL: u64 = 0;
+/// Undefined content the checker cannot vouch for: a block partly covered by an I/O, or
+/// written by a write that failed. Reading it is accepted and counted as unverified.
+pub const ANY: u64 = u64::MAX;
+/// A buffer that was never filled (a device write from it, or a host read replied without
+/// reading into it, hands over garbage). Never accepted.
+pub const GARBAGE: u64 = u64::MAX - 1;
+
+/// A buffer, named as [`Buf`] names it. Scratch ids are taken as unique across the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum BufKey {
+    Host(u64),
+    Scratch(u64),
+}
+
+impl BufKey {
+    fn of(buf: Buf) -> Option<(BufKey, u64)> {
+        match buf {
+            Buf::None => None,
+            Buf::Host { id, offset } => Some((BufKey::Host(id), offset as u64)),
+            Buf::Scratch { id, offset } => Some((BufKey::Scratch(id), offset as u64)),
+        }
+    }
+}
+
+/// One host write of one block.
+#[derive(Clone, Copy, Debug)]
+struct WriteRec {
+    ver: u64,
+    /// Host request that wrote it (for messages).
+    req: u64,
+    epoch: u32,
+    /// Event sequence numbers: when the host issued it, when it was acknowledged.
+    issued: u64,
+    acked: Option<u64>,
+    acked_at: Nanos,
+    /// May it serve as the floor of later reads (acknowledged, and not undone by a crash)?
+    floor: bool,
+    durable: bool,
+}
+
+/// What the host may read back from one block: the writes that are not yet superseded for
+/// every read still in flight. Starts with the initial (zero) content.
+#[derive(Debug)]
+struct HostBlock {
+    writes: Vec<WriteRec>,
+}
+
+impl HostBlock {
+    fn new() -> HostBlock {
+        HostBlock {
+            writes: vec![WriteRec {
+                ver: INITIAL,
+                req: u64::MAX,
+                epoch: 0,
+                issued: 0,
+                acked: Some(0),
+                acked_at: 0,
+                floor: true,
+                durable: true,
+            }],
+        }
+    }
+
+    /// The writes a read issued at sequence `issued` may return: all known writes but those
+    /// acknowledged before some floor write (acknowledged before the read was issued) was
+    /// issued.
+    fn allowed(&self, issued: u64) -> impl Iterator<Item = &WriteRec> {
+        self.writes.iter().filter(move |w| {
+            !self.writes.iter().any(|f| {
+                f.floor
+                    && f.acked.is_some_and(|a| a < issued)
+                    && w.acked.is_some_and(|a| a < f.issued)
+            })
+        })
+    }
+
+    /// Forget writes no read still in flight (the oldest issued at `oldest_read`) nor any
+    /// later read may return, even after a crash: those superseded by a *durable* floor.
+    /// (A write superseded only by a volatile one may still be what a crash leaves.)
+    fn prune(&mut self, oldest_read: u64) {
+        let keep: Vec<bool> = self
+            .writes
+            .iter()
+            .map(|w| {
+                !self.writes.iter().any(|f| {
+                    f.floor
+                        && f.durable
+                        && f.acked.is_some_and(|a| a < oldest_read)
+                        && w.acked.is_some_and(|a| a < f.issued)
+                })
+            })
+            .collect();
+        let mut k = keep.iter();
+        self.writes
+            .retain(|_| *k.next().expect("one flag per write"));
+    }
+
+    /// The record of the write issued at sequence `issued` (one per request and block).
+    fn write_mut(&mut self, issued: u64) -> Option<&mut WriteRec> {
+        self.writes.iter_mut().find(|w| w.issued == issued)
+    }
+}
+
+/// One block of one device: its durable version and the completed, not yet flushed writes
+/// on top of it (version, completion sequence), oldest first.
+#[derive(Debug, Default)]
+struct DevBlock {
+    durable: u64,
+    volatile: Vec<(u64, u64)>,
+}
+
+impl DevBlock {
+    fn current(&self) -> u64 {
+        self.volatile.last().map_or(self.durable, |v| v.0)
+    }
+}
+
+#[derive(Debug)]
+struct HostReq {
+    io: Io,
+    issued: u64,
+    at: Nanos,
+}
+
+/// What a checker has seen and vouched for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntegrityCounters {
+    /// Host reads whose every fully covered block was checked.
+    pub reads_checked: u64,
+    /// Blocks of host reads found with an allowed version.
+    pub blocks_checked: u64,
+    /// Blocks of host reads accepted without a check: partly covered by the read, or of
+    /// undefined content (a partial or failed write, a discard).
+    pub blocks_unverified: u64,
+    pub crashes: u64,
+}
+
+/// The version-carrying checker. See the module docs and `docs/integrity.md`.
+///
+/// **Consistency rule.** A host read issued at time *i* and replied at time *r* may return,
+/// for each block it fully covers, the version of any host write *w* of that block issued
+/// before *r* (or the initial content), unless *w* is superseded: some write *f* of the block
+/// was acknowledged before *i*, and *w* was acknowledged before *f* was issued. So a read sees
+/// at least the latest acknowledged write, and any write overlapping it in time (in flight
+/// together with it, or with the read) may win. A write that failed or covered the block only
+/// partly leaves it undefined ([`ANY`]): anything reads back until a later write supersedes
+/// it. "Before" is the order of events in the run, not only of their times.
+///
+/// **After a crash** only durable writes (acknowledged with FUA, or before the issue of a
+/// completed host FLUSH of that volume) can serve as the floor: the rule is the same with
+/// "acknowledged" read as "durable"; writes acknowledged but not durable, and writes in
+/// flight at the crash, may or may not read back.
+pub struct Checker {
+    shift: u32,
+    seq: u64,
+    epoch: u32,
+    next_ver: u64,
+    host: HashMap<(u16, u64), HostBlock>,
+    dev: HashMap<(u16, u64), DevBlock>,
+    /// Blocks with volatile writes, per device.
+    dirty: BTreeMap<u16, BTreeSet<u64>>,
+    /// Buffer contents: (buffer, byte offset in it) → version.
+    bufs: HashMap<(BufKey, u64), u64>,
+    reqs: HashMap<u64, HostReq>,
+    /// Issue sequence numbers of host reads in flight (with multiplicity).
+    reads: BTreeMap<u64, u32>,
+    /// Source versions of device writes in flight, by (device, id, offset).
+    dev_writes: HashMap<(u16, u64, u64), Vec<u64>>,
+    /// Device flushes in flight: (device, id) → sequence number at submission.
+    dev_flushes: HashMap<(u16, u64), u64>,
+    /// Host writes acknowledged but not durable: (volume, block, issue sequence, ack
+    /// sequence).
+    not_durable: Vec<(u16, u64, u64, u64)>,
+    counters: IntegrityCounters,
+    /// A fault found outside a host reply (a device I/O id reused while in flight): raised
+    /// at the next host reply.
+    fault: Option<String>,
+}
+
+/// A version, as messages show it.
+struct V(u64);
+impl fmt::Display for V {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            INITIAL => write!(f, "the initial content"),
+            ANY => write!(f, "undefined content"),
+            GARBAGE => write!(f, "garbage (a buffer never filled)"),
+            v => write!(f, "v{v}"),
+        }
+    }
+}
+
+impl Checker {
+    /// A checker with blocks of `block_size` bytes (a power of two; 4096 for 4 KiB pages,
+    /// 512 for sector-granular workloads).
+    pub fn new(block_size: u32) -> Result<Checker, String> {
+        if !block_size.is_power_of_two() {
+            return Err(format!(
+                "integrity block size: expected a power of two, got {block_size}"
+            ));
+        }
+        Ok(Checker {
+            shift: block_size.trailing_zeros(),
+            seq: 0,
+            epoch: 0,
+            next_ver: 1,
+            host: HashMap::new(),
+            dev: HashMap::new(),
+            dirty: BTreeMap::new(),
+            bufs: HashMap::new(),
+            reqs: HashMap::new(),
+            reads: BTreeMap::new(),
+            dev_writes: HashMap::new(),
+            dev_flushes: HashMap::new(),
+            not_durable: Vec::new(),
+            counters: IntegrityCounters::default(),
+            fault: None,
+        })
+    }
+
+    pub fn counters(&self) -> IntegrityCounters {
+        self.counters
+    }
+
+    /// Blocks the checker holds state for (host and device side): its memory is bounded by
+    /// the blocks a run touches, not by capacities.
+    pub fn tracked_blocks(&self) -> usize {
+        self.host.len() + self.dev.len()
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The blocks `[offset, offset + len)` touches, each with whether it is fully covered and
+    /// the byte distance of its start from `offset` (negative for a partly covered first
+    /// block: there is no buffer position for it).
+    fn blocks(&self, offset: u64, len: u32) -> impl Iterator<Item = (u64, bool, u64)> {
+        let shift = self.shift;
+        let size = 1u64 << shift;
+        let end = offset + len as u64;
+        let first = offset >> shift;
+        let last = if len == 0 { first } else { (end - 1) >> shift };
+        (first..=last).filter(move |_| len > 0).map(move |b| {
+            let start = b << shift;
+            let full = start >= offset && start + size <= end;
+            (b, full, start.saturating_sub(offset))
+        })
+    }
+
+    /// A crash at `now`: device I/O in flight is lost, every device drops back to its
+    /// durable versions, every buffer is gone (host requests in flight and the functions'
+    /// scratch state), and from now on reads are held to what the host made durable.
+    pub fn crash(&mut self, now: Nanos) {
+        let seq = self.tick();
+        self.counters.crashes += 1;
+        self.dev_writes.clear();
+        self.dev_flushes.clear();
+        self.dirty.clear();
+        for b in self.dev.values_mut() {
+            b.volatile.clear();
+        }
+        self.bufs.clear();
+        self.reads.clear();
+        // Writes in flight may or may not have landed: they stay possible, as if
+        // acknowledged by the crash, but promise nothing.
+        let reqs: Vec<HostReq> = self.reqs.drain().map(|(_, r)| r).collect();
+        for r in reqs {
+            if !matches!(r.io.op, Op::Write | Op::Discard) {
+                continue;
+            }
+            let blocks: Vec<_> = self.blocks(r.io.offset, r.io.len).collect();
+            for (b, _, _) in blocks {
+                let w = self
+                    .host
+                    .get_mut(&(r.io.dev, b))
+                    .and_then(|hb| hb.write_mut(r.issued));
+                if let Some(w) = w {
+                    w.acked = Some(seq);
+                    w.acked_at = now;
+                }
+            }
+        }
+        for hb in self.host.values_mut() {
+            for w in &mut hb.writes {
+                w.floor = w.durable;
+            }
+            hb.prune(u64::MAX);
+        }
+        self.not_durable.clear();
+        self.epoch += 1;
+    }
+
+    fn raise(&mut self, e: String) {
+        self.fault.get_or_insert(e);
+    }
+
+    fn request_name(&self, w: &WriteRec) -> String {
+        match w.ver {
+            INITIAL => "the initial content".into(),
+            _ => format!(
+                "{} (host request {}{}{})",
+                V(w.ver),
+                w.req,
+                if w.epoch != self.epoch {
+                    format!(" before crash {}", w.epoch + 1)
+                } else {
+                    String::new()
+                },
+                match w.acked {
+                    Some(_) => format!(", acknowledged at {} ns", w.acked_at),
+                    None => ", in flight".into(),
+                }
+            ),
+        }
+    }
+}
+
+impl DataObserver for Checker {
+    fn host_request(&mut self, now: Nanos, io: &Io) {
+        let issued = self.tick();
+        match io.op {
+            Op::Read => *self.reads.entry(issued).or_insert(0) += 1,
+            Op::Write | Op::Discard => {
+                let host = BufKey::Host(io.id.0);
+                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+                for (b, full, at) in blocks {
+                    let ver = if full && io.op == Op::Write {
+                        let v = self.next_ver;
+                        self.next_ver += 1;
+                        self.bufs.insert((host, at), v);
+                        v
+                    } else {
+                        ANY
+                    };
+                    self.host
+                        .entry((io.dev, b))
+                        .or_insert_with(HostBlock::new)
+                        .writes
+                        .push(WriteRec {
+                            ver,
+                            req: io.id.0,
+                            epoch: self.epoch,
+                            issued,
+                            acked: None,
+                            acked_at: 0,
+                            floor: false,
+                            durable: false,
+                        });
+                }
+            }
+            Op::Flush => {}
+        }
+        self.reqs.insert(
+            io.id.0,
+            HostReq {
+                io: *io,
+                issued,
+                at: now,
+            },
+        );
+    }
+
+    fn device_submit(&mut self, _now: Nanos, io: &Io) {
+        let seq = self.tick();
+        match io.op {
+            Op::Write => {
+                let src = BufKey::of(io.buf);
+                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+                let vers = blocks
+                    .into_iter()
+                    .map(|(_, full, at)| match (full, src) {
+                        (false, _) => ANY,
+                        (true, None) => GARBAGE,
+                        (true, Some((k, o))) => {
+                            self.bufs.get(&(k, o + at)).copied().unwrap_or(GARBAGE)
+                        }
+                    })
+                    .collect();
+                if self
+                    .dev_writes
+                    .insert((io.dev, io.id.0, io.offset), vers)
+                    .is_some()
+                {
+                    self.raise(format!(
+                        "integrity: device {} received write {:#x} at offset {} while one with the same id and offset was in flight",
+                        io.dev, io.id.0, io.offset
+                    ));
+                }
+            }
+            Op::Flush => {
+                self.dev_flushes.insert((io.dev, io.id.0), seq);
+            }
+            Op::Read | Op::Discard => {}
+        }
+    }
+
+    fn device_complete(&mut self, _now: Nanos, done: &Completion) {
+        let seq = self.tick();
+        let io = &done.io;
+        let ok = done.status == Status::Ok;
+        match io.op {
+            Op::Write | Op::Discard => {
+                let vers = if io.op == Op::Write {
+                    self.dev_writes.remove(&(io.dev, io.id.0, io.offset))
+                } else {
+                    None
+                };
+                if !ok {
+                    return;
+                }
+                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+                for (k, (b, full, _)) in blocks.into_iter().enumerate() {
+                    let v = match (&vers, io.op) {
+                        (Some(v), _) => v[k],
+                        // A write the checker did not see submitted carries nothing it knows.
+                        (None, Op::Write) => GARBAGE,
+                        // A discarded block reads as zeros (a partly discarded one: undefined).
+                        (None, _) if full => INITIAL,
+                        (None, _) => ANY,
+                    };
+                    let db = self.dev.entry((io.dev, b)).or_default();
+                    if io.fua {
+                        db.durable = v;
+                        db.volatile.clear();
+                    } else {
+                        db.volatile.push((v, seq));
+                        self.dirty.entry(io.dev).or_default().insert(b);
+                    }
+                }
+            }
+            Op::Read => {
+                let Some((k, o)) = BufKey::of(io.buf) else {
+                    return;
+                };
+                if !ok {
+                    return;
+                }
+                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+                for (b, full, at) in blocks {
+                    let v = if full {
+                        self.dev
+                            .get(&(io.dev, b))
+                            .map_or(INITIAL, DevBlock::current)
+                    } else {
+                        ANY
+                    };
+                    if full {
+                        self.bufs.insert((k, o + at), v);
+                    }
+                }
+            }
+            Op::Flush => {
+                let Some(snap) = self.dev_flushes.remove(&(io.dev, io.id.0)) else {
+                    return;
+                };
+                if !ok {
+                    return;
+                }
+                let Some(dirty) = self.dirty.get_mut(&io.dev) else {
+                    return;
+                };
+                dirty.retain(|&b| {
+                    let db = self.dev.get_mut(&(io.dev, b)).expect("dirty blocks exist");
+                    let n = db.volatile.iter().take_while(|v| v.1 < snap).count();
+                    if n > 0 {
+                        db.durable = db.volatile[n - 1].0;
+                        db.volatile.drain(..n);
+                    }
+                    !db.volatile.is_empty()
+                });
+            }
+        }
+    }
+
+    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+        if let Some(e) = self.fault.take() {
+            return Err(e);
+        }
+        let acked = self.tick();
+        let id = done.io.id.0;
+        let Some(req) = self.reqs.remove(&id) else {
+            // A request issued before a crash that the rebuilt stack cannot know, or one the
+            // executor already reported as replied twice.
+            return Ok(());
+        };
+        let io = req.io;
+        let ok = done.status == Status::Ok;
+        let host = BufKey::Host(id);
+        let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+        let mut result = Ok(());
+        match io.op {
+            Op::Read => {
+                if let Some(n) = self.reads.get_mut(&req.issued) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.reads.remove(&req.issued);
+                    }
+                }
+                let mut all = true;
+                for &(b, full, at) in &blocks {
+                    let found = self.bufs.remove(&(host, at));
+                    if !(ok && full) {
+                        if ok {
+                            self.counters.blocks_unverified += 1;
+                        }
+                        all = false;
+                        continue;
+                    }
+                    let found = found.unwrap_or(GARBAGE);
+                    let hb = self.host.get(&(io.dev, b));
+                    let initial = HostBlock::new();
+                    let hb = hb.unwrap_or(&initial);
+                    let mut allowed = hb.allowed(req.issued);
+                    if found == ANY || hb.allowed(req.issued).any(|w| w.ver == ANY) {
+                        self.counters.blocks_unverified += 1;
+                        all = false;
+                        continue;
+                    }
+                    if allowed.any(|w| w.ver == found) {
+                        self.counters.blocks_checked += 1;
+                        continue;
+                    }
+                    let expected: Vec<String> = hb
+                        .allowed(req.issued)
+                        .map(|w| self.request_name(w))
+                        .collect();
+                    let holder = hb
+                        .writes
+                        .iter()
+                        .find(|w| w.ver == found)
+                        .map_or(V(found).to_string(), |w| {
+                            format!("{} [superseded]", self.request_name(w))
+                        });
+                    let size = 1u64 << self.shift;
+                    result = Err(format!(
+                        "integrity: host read {id} (volume {}, bytes {}..{}) issued at {} ns, replied at {now} ns: block {b} (bytes {}..{}) holds {holder}, expected {}",
+                        io.dev,
+                        io.offset,
+                        io.end(),
+                        req.at,
+                        b * size,
+                        (b + 1) * size,
+                        if expected.len() == 1 {
+                            expected[0].clone()
+                        } else {
+                            format!("one of [{}]", expected.join("; "))
+                        }
+                    ));
+                    break;
+                }
+                for &(_, _, at) in &blocks {
+                    self.bufs.remove(&(host, at));
+                }
+                if all && ok && result.is_ok() {
+                    self.counters.reads_checked += 1;
+                }
+            }
+            Op::Write | Op::Discard => {
+                for &(_, _, at) in &blocks {
+                    self.bufs.remove(&(host, at));
+                }
+                let oldest_read = self.reads.keys().next().copied().unwrap_or(u64::MAX);
+                for &(b, _, _) in &blocks {
+                    let hb = self
+                        .host
+                        .get_mut(&(io.dev, b))
+                        .expect("a write's blocks are tracked from its issue");
+                    if let Some(w) = hb.write_mut(req.issued) {
+                        w.acked = Some(acked);
+                        w.acked_at = now;
+                        w.floor = true;
+                        if !ok {
+                            // A failed write may have landed in part: undefined.
+                            w.ver = ANY;
+                        }
+                        if io.fua && ok {
+                            w.durable = true;
+                        } else {
+                            self.not_durable.push((io.dev, b, req.issued, acked));
+                        }
+                    }
+                    hb.prune(oldest_read);
+                }
+            }
+            Op::Flush => {
+                if ok {
+                    let oldest_read = self.reads.keys().next().copied().unwrap_or(u64::MAX);
+                    let host = &mut self.host;
+                    self.not_durable.retain(|&(vol, b, issued, a)| {
+                        if vol != io.dev || a >= req.issued {
+                            return true;
+                        }
+                        if let Some(hb) = host.get_mut(&(vol, b)) {
+                            if let Some(w) = hb.write_mut(issued) {
+                                w.durable = true;
+                            }
+                            hb.prune(oldest_read);
+                        }
+                        false
+                    });
+                }
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,306 @@
+use super::*;
+use crate::io::Request;
+
+const B: u64 = 4096;
+
+fn host(id: u64, op: Op, block: u64, blocks: u64) -> Io {
+    Request::new(0, op, block * B, (blocks * B) as u32).io(id)
+}
+
+/// `io` as a pass-through layer sends it to device `dev` at `block`.
+fn to_dev(io: &Io, dev: u16, block: u64) -> Io {
+    Io {
+        dev,
+        offset: block * B,
+        ..*io
+    }
+}
+
+fn ok(io: Io, at: Nanos) -> Completion {
+    Completion::ok(io, at, Default::default())
+}
+
+/// Submit `io` to its device and complete it at once.
+fn device(c: &mut Checker, now: Nanos, io: Io) {
+    c.device_submit(now, &io);
+    c.device_complete(now, &ok(io, now));
+}
+
+/// A host write of `blocks` blocks at `block` passed straight to device 0, acknowledged.
+fn write(c: &mut Checker, now: Nanos, id: u64, block: u64, blocks: u64) {
+    let io = host(id, Op::Write, block, blocks);
+    c.host_request(now, &io);
+    device(c, now, io);
+    c.host_reply(now, &ok(io, now)).unwrap();
+}
+
+/// A host read passed straight to device `dev` at `at_block`: the checker's verdict.
+fn read_from(
+    c: &mut Checker,
+    now: Nanos,
+    id: u64,
+    block: u64,
+    dev: u16,
+    at_block: u64,
+) -> Result<(), String> {
+    let io = host(id, Op::Read, block, 1);
+    c.host_request(now, &io);
+    device(c, now, to_dev(&io, dev, at_block));
+    c.host_reply(now, &ok(io, now))
+}
+
+fn flush(c: &mut Checker, now: Nanos, id: u64, forward: bool) {
+    let io = host(id, Op::Flush, 0, 0);
+    c.host_request(now, &io);
+    if forward {
+        device(c, now, io);
+    }
+    c.host_reply(now, &ok(io, now)).unwrap();
+}
+
+#[test]
+fn a_write_reads_back_through_a_device() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 3, 2);
+    read_from(&mut c, 20, 1, 3, 0, 3).unwrap();
+    read_from(&mut c, 30, 2, 4, 0, 4).unwrap();
+    // Never written: the initial content is the right answer.
+    read_from(&mut c, 40, 3, 9, 0, 9).unwrap();
+    let n = c.counters();
+    assert_eq!(
+        (n.reads_checked, n.blocks_checked, n.blocks_unverified),
+        (3, 3, 0)
+    );
+    // Host blocks 3, 4 (written) and 9 (read); device blocks 3, 4 (written).
+    assert_eq!(c.host.len() + c.dev.len(), 4);
+    assert_eq!(c.tracked_blocks(), 4);
+}
+
+#[test]
+fn a_page_read_from_the_wrong_place_is_named() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 3, 1);
+    write(&mut c, 11, 1, 5, 1);
+    let e = read_from(&mut c, 20, 7, 3, 0, 5).unwrap_err();
+    assert_eq!(
+        e,
+        "integrity: host read 7 (volume 0, bytes 12288..16384) issued at 20 ns, replied at 20 ns: \
+         block 3 (bytes 12288..16384) holds v2, expected v1 (host request 0, acknowledged at 10 ns)"
+    );
+}
+
+#[test]
+fn a_write_acknowledged_before_it_landed_is_caught() {
+    let mut c = Checker::new(4096).unwrap();
+    let w = host(0, Op::Write, 0, 1);
+    c.host_request(10, &w);
+    c.device_submit(10, &w);
+    // Acknowledged at once, by a layer that does not wait for the device.
+    c.host_reply(10, &ok(w, 10)).unwrap();
+    let e = read_from(&mut c, 20, 1, 0, 0, 0).unwrap_err();
+    assert!(
+        e.contains("holds the initial content [superseded], expected v1 (host request 0"),
+        "{e}"
+    );
+    // Once the write lands, the same read is right.
+    c.device_complete(30, &ok(w, 30));
+    read_from(&mut c, 40, 2, 0, 0, 0).unwrap();
+}
+
+#[test]
+fn overlapping_writes_may_land_in_either_order() {
+    let mut c = Checker::new(4096).unwrap();
+    let (w1, w2) = (host(0, Op::Write, 0, 1), host(1, Op::Write, 0, 1));
+    // Both in flight together; the device completes w2 first, then w1 (w1 wins).
+    c.host_request(10, &w1);
+    c.host_request(11, &w2);
+    c.device_submit(12, &w2);
+    c.device_submit(12, &w1);
+    c.device_complete(13, &ok(w2, 13));
+    c.device_complete(14, &ok(w1, 14));
+    c.host_reply(15, &ok(w2, 15)).unwrap();
+    c.host_reply(15, &ok(w1, 15)).unwrap();
+    read_from(&mut c, 20, 2, 0, 0, 0).unwrap();
+    // A third write issued after both were acknowledged supersedes them both.
+    let w3 = host(3, Op::Write, 0, 1);
+    c.host_request(30, &w3);
+    c.device_submit(30, &w3);
+    // A read issued while w3 is in flight may see w3 or what was there.
+    let r = host(4, Op::Read, 0, 1);
+    c.host_request(31, &r);
+    device(&mut c, 31, r);
+    c.device_complete(32, &ok(w3, 32));
+    c.host_reply(33, &ok(w3, 33)).unwrap();
+    c.host_reply(33, &ok(r, 33)).unwrap();
+    read_from(&mut c, 40, 5, 0, 0, 0).unwrap();
+    // A layer that leaves the old version in place once w3 is acknowledged is caught: a
+    // device still holding w1's version (written to device 1 before w3) is stale.
+    let mut stale = Checker::new(4096).unwrap();
+    write(&mut stale, 10, 0, 0, 1);
+    let w = host(1, Op::Write, 0, 1);
+    stale.host_request(20, &w);
+    device(&mut stale, 20, to_dev(&w, 1, 0));
+    stale.host_reply(20, &ok(w, 20)).unwrap();
+    let e = read_from(&mut stale, 30, 2, 0, 0, 0).unwrap_err();
+    assert!(
+        e.contains("holds v1 (host request 0, acknowledged at 10 ns) [superseded], expected v2 (host request 1, acknowledged at 20 ns)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn durability_follows_fua_and_completed_flushes() {
+    // Acknowledged but never flushed: a crash may lose it (either version reads back).
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 0, 1);
+    c.crash(20);
+    read_from(&mut c, 30, 0, 0, 0, 0).unwrap();
+
+    // Flushed by the host and the device: it must read back, and does.
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 0, 1);
+    flush(&mut c, 11, 1, true);
+    c.crash(20);
+    read_from(&mut c, 30, 0, 0, 0, 0).unwrap();
+
+    // The host's FLUSH was acknowledged without flushing the device: the device dropped the
+    // write, and the checker says so.
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 0, 1);
+    flush(&mut c, 11, 1, false);
+    c.crash(20);
+    let e = read_from(&mut c, 30, 0, 0, 0, 0).unwrap_err();
+    assert!(
+        e.contains("holds the initial content, expected v1 (host request 0 before crash 1, acknowledged at 10 ns)"),
+        "{e}"
+    );
+    assert_eq!(c.counters().crashes, 1);
+
+    // FUA on the way down: durable without a flush.
+    let mut c = Checker::new(4096).unwrap();
+    let w = Io {
+        fua: true,
+        ..host(0, Op::Write, 0, 1)
+    };
+    c.host_request(10, &w);
+    device(&mut c, 10, w);
+    c.host_reply(10, &ok(w, 10)).unwrap();
+    c.crash(20);
+    read_from(&mut c, 30, 0, 0, 0, 0).unwrap();
+}
+
+#[test]
+fn a_device_flush_covers_only_writes_completed_before_it_was_submitted() {
+    let mut c = Checker::new(4096).unwrap();
+    let (w1, w2) = (host(0, Op::Write, 0, 1), host(1, Op::Write, 1, 1));
+    let f = host(2, Op::Flush, 0, 0);
+    c.host_request(10, &w1);
+    c.host_request(10, &w2);
+    device(&mut c, 10, w1);
+    c.device_submit(11, &w2);
+    c.device_submit(12, &f);
+    c.device_complete(13, &ok(w2, 13));
+    c.device_complete(14, &ok(f, 14));
+    // Block 0 is durable on the device, block 1 is not.
+    assert_eq!(c.dev[&(0, 0)].durable, 1);
+    assert_eq!(c.dev[&(0, 1)].durable, INITIAL);
+    assert_eq!(c.dev[&(0, 1)].current(), 2);
+    c.crash(20);
+    assert_eq!(c.dev[&(0, 1)].current(), INITIAL);
+}
+
+#[test]
+fn writes_in_flight_at_a_crash_may_or_may_not_read_back() {
+    let mut c = Checker::new(4096).unwrap();
+    let w = Io {
+        fua: true,
+        ..host(0, Op::Write, 0, 1)
+    };
+    c.host_request(10, &w);
+    device(&mut c, 10, w);
+    // Landed durably, but never acknowledged: reading it back is allowed, and so is the
+    // initial content (the other outcome of a crash).
+    c.crash(20);
+    read_from(&mut c, 30, 0, 0, 0, 0).unwrap();
+    read_from(&mut c, 31, 1, 0, 1, 0).unwrap();
+}
+
+#[test]
+fn scratch_copies_carry_versions_and_unfilled_buffers_are_garbage() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 4, 1);
+    // A function copies block 4 of device 0 to block 9 of device 1 through scratch 7.
+    let rd = Io::own(7, Op::Read, 0, 4 * B, B as u32);
+    device(&mut c, 20, rd);
+    let wr = Io::own(8, Op::Write, 1, 9 * B, B as u32);
+    let wr = Io {
+        buf: Buf::Scratch { id: 7, offset: 0 },
+        ..wr
+    };
+    device(&mut c, 21, wr);
+    read_from(&mut c, 30, 1, 4, 1, 9).unwrap();
+    // A write out of a scratch buffer nobody filled lands garbage.
+    device(&mut c, 40, Io::own(9, Op::Write, 1, 9 * B, B as u32));
+    let e = read_from(&mut c, 50, 2, 4, 1, 9).unwrap_err();
+    assert!(e.contains("holds garbage (a buffer never filled)"), "{e}");
+}
+
+#[test]
+fn partly_covered_blocks_are_undefined_not_guessed() {
+    let mut c = Checker::new(4096).unwrap();
+    // 512 bytes into block 0 through block 1: block 0 partly, block 1 fully covered.
+    let w = Request::new(0, Op::Write, 512, 2 * 4096 - 512).io(0);
+    c.host_request(10, &w);
+    device(&mut c, 10, w);
+    c.host_reply(10, &ok(w, 10)).unwrap();
+    read_from(&mut c, 20, 1, 1, 0, 1).unwrap();
+    read_from(&mut c, 21, 2, 0, 0, 0).unwrap();
+    let n = c.counters();
+    assert_eq!((n.blocks_checked, n.blocks_unverified), (1, 1));
+    // With 512-byte blocks every block of the same write is checked.
+    let mut c = Checker::new(512).unwrap();
+    c.host_request(10, &w);
+    device(&mut c, 10, w);
+    c.host_reply(10, &ok(w, 10)).unwrap();
+    let r = Request::new(0, Op::Read, 0, 8192).io(1);
+    c.host_request(20, &r);
+    device(&mut c, 20, r);
+    c.host_reply(20, &ok(r, 20)).unwrap();
+    assert_eq!(c.counters().blocks_checked, 16);
+    assert!(Checker::new(3000).is_err());
+}
+
+#[test]
+fn a_failed_write_leaves_its_blocks_undefined() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 0, 1);
+    let w = host(1, Op::Write, 0, 1);
+    c.host_request(20, &w);
+    c.device_submit(20, &w);
+    let failed = Completion {
+        status: Status::IoError,
+        ..ok(w, 21)
+    };
+    c.device_complete(21, &failed);
+    c.host_reply(21, &failed).unwrap();
+    read_from(&mut c, 30, 2, 0, 0, 0).unwrap();
+    assert_eq!(c.counters().blocks_unverified, 1);
+}
+
+#[test]
+fn state_per_block_stays_bounded_by_durable_points() {
+    let mut c = Checker::new(4096).unwrap();
+    for k in 0..1000 {
+        write(&mut c, 10 * k, 2 * k, 0, 1);
+        flush(&mut c, 10 * k + 1, 2 * k + 1, true);
+    }
+    // The last durable write and the initial floor's successor: two records at most.
+    assert!(
+        c.host[&(0, 0)].writes.len() <= 2,
+        "{:?}",
+        c.host[&(0, 0)].writes
+    );
+    assert!(c.not_durable.is_empty());
+    assert!(c.bufs.is_empty() && c.reqs.is_empty());
+    read_from(&mut c, 100_000, 5000, 0, 0, 0).unwrap();
+}

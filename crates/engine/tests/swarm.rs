@@ -1,0 +1,521 @@
+//! The swarm: from one seed, draw devices, a stack of functions, a workload, device faults
+//! and crash points; run it with the integrity checker and check one reply per request,
+//! energy conservation and data integrity.
+//!
+//! CI runs seeds 1..=`WATTIO_SWARM_SEEDS` (default 200, a few seconds). By hand:
+//! `WATTIO_SWARM_SEEDS=5000 cargo test --release -p wattio-engine --test swarm` for more,
+//! `WATTIO_SWARM_SEED=N cargo test --release -p wattio-engine --test swarm` for one (a
+//! failure prints this line). See `docs/integrity.md`.
+
+mod swarm_layers;
+
+use std::sync::Arc;
+use swarm_layers::{Map, Pages, WriteBack, PAGE};
+use wattio_core::integrity::Checker;
+use wattio_core::io::{Op, Request, Status};
+use wattio_core::time::Nanos;
+use wattio_core::trace::{TraceSource, VecSource};
+use wattio_core::Function;
+use wattio_devices::Catalogue;
+use wattio_engine::{assemble, HostRequest, Opener, Registry, RunConfig, RunSink, Simulator};
+use wattio_functions::registry::{Draw, SwarmDevices, KINDS};
+use wattio_workload::Rng;
+
+/// A small disk with a 0.5 s spin-down and a 1 s spin-up (inline spec).
+const DISK: &str = r#"
+[device.spec]
+kind = "hdd"
+[device.spec.timing]
+model = "hdd-parametric"
+capacity_bytes = 1_000_000_000
+rpm = 7200
+avg_seek_ms = 8.0
+media_rate_mbps = 80
+[device.spec.power]
+idle = "idle"
+active = "active"
+seek = "seek"
+[[device.spec.power.state]]
+name = "active"
+watts = 2.0
+spinning = true
+[[device.spec.power.state]]
+name = "seek"
+watts = 3.0
+spinning = true
+[[device.spec.power.state]]
+name = "idle"
+watts = 1.0
+spinning = true
+[[device.spec.power.state]]
+name = "standby"
+watts = 0.2
+[[device.spec.power.transition]]
+from = "idle"
+to = "standby"
+latency_s = 0.5
+energy_j = 0.5
+[[device.spec.power.transition]]
+from = "standby"
+to = "idle"
+latency_s = 1.0
+energy_j = 4.0
+"#;
+
+/// A small flash card (inline spec) with a free sleep state.
+const FLASH: &str = r#"
+[device.spec]
+kind = "flash"
+[device.spec.timing]
+model = "flash"
+capacity_bytes = 100_000_000
+page_bytes = 4096
+read_page_us = 50.0
+program_page_us = 200.0
+read_mbps = 40.0
+write_mbps = 20.0
+[device.spec.power]
+idle = "idle"
+active = "active"
+[[device.spec.power.state]]
+name = "active"
+watts = 0.5
+[[device.spec.power.state]]
+name = "idle"
+watts = 0.1
+[[device.spec.power.state]]
+name = "sleep"
+watts = 0.01
+[[device.spec.power.transition]]
+from = "idle"
+to = "sleep"
+latency_s = 0.001
+energy_j = 0.0001
+[[device.spec.power.transition]]
+from = "sleep"
+to = "idle"
+latency_s = 0.002
+energy_j = 0.0002
+"#;
+
+const CATALOGUE: &[&str] = &[
+    "toshiba-mk1234gsx",
+    "wd400ve",
+    "samsung-870-evo-1tb",
+    "sandisk-ultra-cf-2gb",
+    "seagate-constellation-es3-4tb",
+];
+
+/// Pages of the host volume the workload touches: few, so requests overlap.
+const HOT_PAGES: u64 = 48;
+
+/// A layer the caller forces into the stack, to show the checker catches it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Broken {
+    /// A page splitter that maps one page onto another.
+    Alias,
+    /// A write-back cache that acknowledges FLUSH without writing back.
+    IgnoreFlush,
+    /// A write-back cache that acknowledges a write before its cache write completed.
+    EarlyAck,
+}
+
+/// One drawn scenario.
+struct Scenario {
+    config: String,
+    /// Test layers, by the `class` their `[[function]]` table names.
+    layers: Vec<(String, LayerKind)>,
+    requests: Vec<Request>,
+    crashes: Vec<Nanos>,
+    missing: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+enum LayerKind {
+    Pages(Map),
+    WriteBack { ignore_flush: bool, early_ack: bool },
+}
+
+fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
+    &xs[rng.below(xs.len() as u64) as usize]
+}
+
+/// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
+/// every function in the registry is in the swarm.
+fn function(rng: &mut Rng, names: &[String]) -> String {
+    let kinds: Vec<_> = KINDS.iter().filter(|k| k.swarm.is_some()).collect();
+    let k = pick(rng, &kinds);
+    let mut next = || rng.next_u64();
+    let mut t = (k.swarm.expect("filtered"))(&mut Draw(&mut next), &SwarmDevices { names });
+    t.insert("kind".into(), k.kind.into());
+    let mut doc = toml::Table::new();
+    doc.insert("function".into(), toml::Value::Array(vec![t.into()]));
+    toml::to_string(&doc).expect("a table serializes") + "\n"
+}
+
+fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
+    let mut rng = Rng::new(seed);
+    let data_devs = 1 + rng.below(3) as usize;
+    let write_back = matches!(broken, Some(Broken::IgnoreFlush | Broken::EarlyAck))
+        || (broken.is_none() && rng.below(3) == 0);
+    let mut names: Vec<String> = (0..data_devs).map(|k| format!("d{k}")).collect();
+    if write_back {
+        names.push("cache".into());
+    }
+    let mut config = format!("[run]\nseed = {seed}\n\n");
+    let mut missing = None;
+    for (k, name) in names.iter().enumerate() {
+        config += &format!("[[device]]\nname = \"{name}\"\n");
+        // Faults on some devices: EIO on a few pages of the hot range, a slow device.
+        let mut fault = String::new();
+        if rng.below(6) == 0 {
+            let from = rng.below(HOT_PAGES) * PAGE;
+            fault += &format!("eio = [[{from}, {}]]\n", from + (1 + rng.below(3)) * PAGE);
+        }
+        if rng.below(5) == 0 {
+            fault += &format!("slow = {}\n", 1.5 + rng.below(8) as f64);
+        }
+        if broken.is_none() && k == 0 && rng.below(16) == 0 {
+            fault += "missing = true\n";
+            missing = Some(name.clone());
+        }
+        let device = match rng.below(3) {
+            0 => DISK.to_string(),
+            1 => FLASH.to_string(),
+            _ => format!("model = \"{}\"\n", pick(&mut rng, CATALOGUE)),
+        };
+        config += &device;
+        if !fault.is_empty() {
+            config += &format!("[device.fault]\n{fault}");
+        }
+        config += "\n";
+    }
+    // The stack, top first: spin-down layers anywhere, at most one page layer, the
+    // write-back cache at the bottom below a page layer (it works a page at a time).
+    let mut layers = Vec::new();
+    let mut stack = Vec::new();
+    for _ in 0..rng.below(2) {
+        stack.push(function(&mut rng, &names));
+    }
+    let map = match broken {
+        Some(Broken::Alias) => Some(Map::Alias {
+            from: rng.below(HOT_PAGES / 4),
+            to: HOT_PAGES / 4 + rng.below(HOT_PAGES / 4),
+        }),
+        _ if write_back || rng.below(3) > 0 => Some(if data_devs > 1 && rng.below(2) == 0 {
+            Map::Stripe(names[..data_devs].to_vec())
+        } else {
+            Map::Identity
+        }),
+        _ => None,
+    };
+    if let Some(map) = map {
+        stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:pages\"\n\n".into());
+        layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
+    }
+    if rng.below(2) == 0 {
+        stack.push(function(&mut rng, &names));
+    }
+    if write_back {
+        stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
+        layers.push((
+            "swarm:write-back".to_string(),
+            LayerKind::WriteBack {
+                ignore_flush: broken == Some(Broken::IgnoreFlush),
+                early_ack: broken == Some(Broken::EarlyAck),
+            },
+        ));
+        if rng.below(2) == 0 {
+            stack.push(function(&mut rng, &names));
+        }
+    }
+    for s in stack {
+        config += &s;
+    }
+    // The workload: mixed reads, writes (some FUA), FLUSH and discards on overlapping pages,
+    // a few not page-aligned.
+    let n = 150 + rng.below(250);
+    let gap_s = [0.0005, 0.004, 0.03, 0.3][rng.below(4) as usize];
+    let mut t = 0.0;
+    let mut requests = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        // A third of the requests come in bursts, so that I/O to the same pages overlaps.
+        let mean = if rng.below(3) == 0 { 0.0001 } else { gap_s };
+        t += rng.exp(mean);
+        let u = rng.below(100);
+        let op = match u {
+            0..=46 => Op::Read,
+            47..=87 => Op::Write,
+            88..=96 => Op::Flush,
+            _ => Op::Discard,
+        };
+        let (offset, len) = match op {
+            Op::Flush => (0, 0),
+            _ if rng.below(20) == 0 => {
+                let o = rng.below(HOT_PAGES * 8) * 512;
+                (o, (1 + rng.below(16)) as u32 * 512)
+            }
+            _ => (
+                rng.below(HOT_PAGES) * PAGE,
+                (1 + rng.below(4)) as u32 * PAGE as u32,
+            ),
+        };
+        let mut r = Request::new((t * 1e9) as Nanos, op, offset, len);
+        r.fua = op == Op::Write && rng.below(5) == 0;
+        requests.push(r);
+    }
+    let end = requests.last().map_or(0, |r| r.arrival);
+    let mut crashes: Vec<Nanos> = (0..rng.below(3)).map(|_| rng.below(end.max(1))).collect();
+    if broken == Some(Broken::IgnoreFlush) && crashes.is_empty() {
+        crashes.push(end / 2 + rng.below(end / 2 + 1));
+    }
+    crashes.sort_unstable();
+    crashes.dedup();
+    // Right after each crash, read every page back: what the crash kept is checked before
+    // later writes cover it.
+    for &c in &crashes {
+        for p in 0..HOT_PAGES {
+            requests.push(Request::new(c + 1 + p, Op::Read, p * PAGE, PAGE as u32));
+        }
+    }
+    requests.sort_by_key(|r| r.arrival);
+    Scenario {
+        config,
+        layers,
+        requests,
+        crashes,
+        missing,
+    }
+}
+
+/// Counts replies per request of the whole run (`base`: index of the phase's first request).
+struct Replies {
+    base: usize,
+    count: Vec<u8>,
+    errors: u64,
+}
+
+impl RunSink for Replies {
+    fn request(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
+        let k = self.base + r.id as usize;
+        self.count[k] += 1;
+        if r.status != Status::Ok {
+            self.errors += 1;
+        }
+        Ok(())
+    }
+}
+
+fn opener(reqs: Vec<Request>) -> Opener {
+    Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
+}
+
+/// What a passing seed did.
+#[derive(Debug, Default)]
+struct Outcome {
+    replied: usize,
+    lost_in_crashes: usize,
+    errors: u64,
+    blocks_checked: u64,
+    blocks_unverified: u64,
+    refused: bool,
+}
+
+fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
+    let s = draw(seed, broken);
+    let ctx = |e: String| format!("{e}\n--- config ---\n{}", s.config);
+    let cfg = RunConfig::from_toml("swarm.toml", &s.config).map_err(ctx)?;
+    let cat = Catalogue::embedded()?;
+    // The test layers are `kind = "python"` tables built here, not by an interpreter.
+    let mut external = |_: usize,
+                        t: &toml::Table,
+                        _: &wattio_functions::registry::BuildContext|
+     -> Result<Box<dyn Function>, String> {
+        let class = t.get("class").and_then(|c| c.as_str()).unwrap_or("");
+        let kind = &s.layers.iter().find(|(c, _)| c == class).expect("drawn").1;
+        Ok(match kind {
+            LayerKind::Pages(map) => Box::new(Pages::new(map.clone())),
+            LayerKind::WriteBack {
+                ignore_flush,
+                early_ack,
+            } => Box::new(WriteBack::new("cache", "d0", *ignore_flush, *early_ack)),
+        })
+    };
+    let mut registry = Registry::new().with_external("python", &mut external);
+    let mut checker = Checker::new(PAGE as u32).map_err(ctx)?;
+    let mut replies = Replies {
+        base: 0,
+        count: vec![0; s.requests.len()],
+        errors: 0,
+    };
+    let mut devices = None;
+    let mut start = 0;
+    let mut out = Outcome::default();
+    let phases = s.crashes.iter().map(|&c| Some(c)).chain([None]);
+    for (phase, until) in phases.enumerate() {
+        let part: Vec<Request> = s
+            .requests
+            .iter()
+            .filter(|r| (phase == 0 || r.arrival > start) && until.is_none_or(|u| r.arrival <= u))
+            .copied()
+            .collect();
+        let asm = match assemble(
+            &cfg,
+            &cat,
+            Some(&opener(part.clone())),
+            &mut registry,
+            start,
+        ) {
+            Ok(a) => a,
+            Err(e) if s.missing.is_some() => {
+                let name = s.missing.as_ref().expect("drawn");
+                let want = format!(
+                    "device `{name}`: missing at start (fault.missing): the run needs every configured device"
+                );
+                assert_eq!(e, want);
+                out.refused = true;
+                return Ok(out);
+            }
+            Err(e) => return Err(ctx(e)),
+        };
+        if let Some(m) = &s.missing {
+            return Err(ctx(format!("device `{m}` is missing, yet the run started")));
+        }
+        let devs = devices.take().unwrap_or(asm.devices);
+        let sim = Simulator::new(asm.stack, devs).starting_at(start);
+        let mut src = VecSource::new(part.clone());
+        let o = sim
+            .with_observer(&mut checker)
+            .run(&mut src, until, 0, &mut replies)
+            .map_err(ctx)?;
+        let end = o.end;
+        let mut devs = o.devices;
+        // Energy conservation: every device's residency covers the run so far, exactly.
+        for d in &devs {
+            let sum: Nanos = d.ledger_rows(end).iter().map(|r| r.residency_ns).sum();
+            if sum != end {
+                return Err(ctx(format!(
+                    "device `{}`: residency sums to {sum} ns over a run of {end} ns",
+                    d.info.name
+                )));
+            }
+        }
+        if let Some(t) = until {
+            for d in &mut devs {
+                d.crash(t);
+            }
+            checker.crash(t);
+            start = t;
+            devices = Some(devs);
+        }
+        replies.base += part.len();
+    }
+    // One reply per request; none only for those in flight at a crash.
+    for (k, &n) in replies.count.iter().enumerate() {
+        match n {
+            1 => out.replied += 1,
+            0 if !s.crashes.is_empty() => out.lost_in_crashes += 1,
+            _ => return Err(ctx(format!("request {k}: {n} replies"))),
+        }
+    }
+    out.errors = replies.errors;
+    out.blocks_checked = checker.counters().blocks_checked;
+    out.blocks_unverified = checker.counters().blocks_unverified;
+    Ok(out)
+}
+
+fn reproducer(seed: u64, test: &str) -> String {
+    format!("WATTIO_SWARM_SEED={seed} cargo test --release -p wattio-engine --test swarm {test}")
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}: expected a number, got `{v}`"))
+    })
+}
+
+fn seeds() -> Vec<u64> {
+    match env_u64("WATTIO_SWARM_SEED") {
+        Some(s) => vec![s],
+        None => (1..=env_u64("WATTIO_SWARM_SEEDS").unwrap_or(200)).collect(),
+    }
+}
+
+#[test]
+fn swarm() {
+    let mut total = Outcome::default();
+    for seed in seeds() {
+        match run(seed, None) {
+            Ok(o) => {
+                total.replied += o.replied;
+                total.lost_in_crashes += o.lost_in_crashes;
+                total.errors += o.errors;
+                total.blocks_checked += o.blocks_checked;
+                total.blocks_unverified += o.blocks_unverified;
+                total.refused |= o.refused;
+            }
+            Err(e) => panic!(
+                "swarm seed {seed} failed: {e}\nreproduce: {}",
+                reproducer(seed, "swarm")
+            ),
+        }
+    }
+    eprintln!("swarm: {total:?}");
+    // The swarm exercised what it is for (over the default seeds).
+    if env_u64("WATTIO_SWARM_SEED").is_none() {
+        assert!(total.blocks_checked > 1000, "{total:?}");
+        assert!(
+            total.lost_in_crashes > 0 && total.errors > 0 && total.refused,
+            "{total:?}"
+        );
+    }
+}
+
+/// The first seed (of 1..=40) on which the checker rejects a stack with `broken` in it.
+fn caught(broken: Broken, test: &str) -> (u64, String) {
+    for seed in 1..=40 {
+        if let Err(e) = run(seed, Some(broken)) {
+            eprintln!(
+                "caught on seed {seed}: {e}\nreproduce: {}",
+                reproducer(seed, test)
+            );
+            return (seed, e);
+        }
+    }
+    panic!("{broken:?}: no seed of 1..=40 was caught");
+}
+
+#[test]
+fn a_layer_that_maps_a_page_to_the_wrong_place_is_caught() {
+    let (_, e) = caught(Broken::Alias, "a_layer_that_maps");
+    assert!(e.starts_with("integrity: host read "), "{e}");
+    assert!(e.contains(" holds v"), "{e}");
+}
+
+#[test]
+fn a_cache_that_ignores_flush_loses_writes_in_a_crash_and_is_caught() {
+    let (_, e) = caught(Broken::IgnoreFlush, "a_cache_that_ignores_flush");
+    assert!(e.starts_with("integrity: host read "), "{e}");
+    assert!(e.contains("before crash"), "{e}");
+}
+
+#[test]
+fn a_cache_that_acknowledges_writes_before_they_land_is_caught() {
+    let (_, e) = caught(Broken::EarlyAck, "a_cache_that_acknowledges");
+    assert!(e.starts_with("integrity: host read "), "{e}");
+    assert!(e.contains("[superseded], expected"), "{e}");
+}
+
+#[test]
+fn a_bad_fault_table_names_its_key() {
+    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nslow = -1.0\n");
+    let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
+    assert_eq!(
+        e,
+        "f.toml: device[0].fault.slow: expected a multiplier in (0, 1e6], got -1"
+    );
+    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nbroken = true\n");
+    let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
+    assert!(e.contains("unknown field `broken`"), "{e}");
+}
