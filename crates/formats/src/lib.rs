@@ -384,9 +384,14 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
         }
     }
     let _ = sniff(data);
-    if canonical_format(format) == Some("msr") {
+    let check: Option<fn(&[u8])> = match canonical_format(format) {
+        Some("msr") => Some(msr::check_fast_path),
+        Some("disksim") => Some(disksim::check_fast_path),
+        _ => None,
+    };
+    if let Some(check) = check {
         for line in data.split(|&b| b == b'\n') {
-            msr::check_fast_path(line.strip_suffix(b"\r").unwrap_or(line));
+            check(line.strip_suffix(b"\r").unwrap_or(line));
         }
     }
 }
