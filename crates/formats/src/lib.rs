@@ -387,6 +387,7 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
     let check: Option<fn(&[u8])> = match canonical_format(format) {
         Some("msr") => Some(msr::check_fast_path),
         Some("disksim") => Some(disksim::check_fast_path),
+        Some("mqsim") => Some(mqsim::check_fast_path),
         _ => None,
     };
     if let Some(check) = check {
