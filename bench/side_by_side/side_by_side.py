@@ -8,8 +8,9 @@ Two comparisons (docs/benchmarks.md, "Side by side with DiskSim and MQSim"):
 * **disksim**: open arrivals (exponential gaps, mean 20 ms), 4–64 KiB in 4 KiB steps,
   uniform 4 KiB-aligned offsets over the whole drive, 2/3 reads, through the Seagate
   cheetah4LP (ST34501N) — DiskSim runs `cheetah4LP.parv` from `shared/disksim-valid/` on a
-  DiskSim ascii trace, wattio the same drive imported with `wattio disk import` on the same
-  file (`--format disksim`).
+  DiskSim ascii trace (in runs of `DISKSIM_CHUNK` requests: WD's DiskSim stops at 200,000),
+  wattio the same drive imported with `wattio disk import` on the same file (`--format
+  disksim`). The trace avoids the one track DiskSim hangs on (`DISKSIM_AVOID`).
 * **mqsim**: one request every 100 µs, 4–64 KiB in 4 KiB steps, uniform 4 KiB-aligned
   offsets over the logical capacity, 70 % reads, through MQSim's default `ssdconfig.xml`
   (trace-based flow, 70 % initial occupancy, write cache) and wattio's
@@ -18,8 +19,8 @@ Two comparisons (docs/benchmarks.md, "Side by side with DiskSim and MQSim"):
 Both peers are built from `<checkout>/../shared/{disksim,mqsim}-src/` (or `$WATTIO_SHARED`)
 with their own `build.sh`, into a cache (`--cache`, default `target/side_by_side/`) keyed by
 the tarball's hash, so later runs reuse them (DiskSim builds in ~40 s at -j1, MQSim in
-~2 min on two cores). A peer whose sources or build tools are absent
-is skipped with the reason; wattio still runs. Traces are generated from `--seed` (Python's
+~2 min on two cores). A peer whose sources or build tools are absent is skipped with the
+reason; wattio still runs. Traces are generated from `--seed` (Python's
 `random.Random`, algorithm below) and cached too.
 
 Each program runs `--repeat` times as a child process; the figures are its wall time
