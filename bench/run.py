@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [
     ["cargo", "bench", "-q", "-p", "wattio-engine", "--bench", "sim"],
     [sys.executable, "bench/python_function.py"],
+    # Builds DiskSim and MQSim from ../shared on first use; skips a peer it cannot build.
+    [sys.executable, "bench/side_by_side/side_by_side.py"],
 ]
 
 

@@ -12,7 +12,7 @@ import copy
 import itertools
 import json
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from pathlib import Path
 
 import tomllib
@@ -144,6 +144,10 @@ def sweep(
         if workers == 1:
             results = [_run_point(t) for t in tasks]
         else:
+            # Imported here: it pulls in multiprocessing, a third of `wattio run`'s
+            # start-up, which only a parallel sweep needs.
+            from concurrent.futures import ProcessPoolExecutor
+
             with ProcessPoolExecutor(max_workers=workers) as ex:
                 results = list(ex.map(_run_point, tasks))
     by_index = dict(results)

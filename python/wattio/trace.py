@@ -1,8 +1,8 @@
 """Traces from Python: read any supported format into a pandas DataFrame, summarize it.
 
 Formats: columnar (wattio's Parquet trace), msr, fiu, blkparse, spc, alibaba, tencent,
-disksim, disksim-validate, fio. ``format=None`` detects the format from the extension and
-the first line. Every reader normalizes to nanoseconds and bytes and reports what it assumed;
+disksim, disksim-validate, fio, mqsim. ``format=None`` detects the format from the extension
+and the first line (never mqsim, whose lines are also DiskSim ascii lines: give it). Every reader normalizes to nanoseconds and bytes and reports what it assumed;
 ``read`` puts that report in ``df.attrs["assumptions"]``.
 """
 

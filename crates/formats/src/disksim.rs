@@ -6,7 +6,7 @@
 //!   on a real drive, replayed closed-loop with one request outstanding.
 
 use crate::error::{FormatError, Location};
-use crate::lines::{format_decimal, parse_u64, FieldError, Fields};
+use crate::lines::{digits, format_decimal, parse_u64, FieldError, Fields};
 use crate::text::{sectors, DevKey, LineFormat, OwnedKey, Parsed, Raw};
 use crate::writer::TraceWriter;
 use std::fs::File;
@@ -32,31 +32,12 @@ impl LineFormat for DisksimAscii {
     fn absolute_clock(&self) -> bool {
         false
     }
+    #[inline]
     fn parse<'a>(&mut self, line: &'a [u8]) -> Result<Parsed<'a>, FieldError> {
-        let mut f = Fields::ws(line);
-        if f.is_empty() {
-            return Ok(Parsed::Skip);
+        match parse_fast(line) {
+            Some(r) => Ok(Parsed::Record(r)),
+            None => parse_general(line),
         }
-        let time = f.decimal(1_000_000, "an arrival time in ms")?;
-        let dev = f.u64("a device number")?;
-        let blk = f.u64("a block number (512 B)")?;
-        let blk_col = f.col;
-        let cnt = f.u64("a block count (512 B)")?;
-        let cnt_col = f.col;
-        let fl = f.req("flags in hex (bit 0 = read)")?;
-        let flags = parse_hex(fl).ok_or_else(|| f.bad(fl, "flags in hex (bit 0 = read)"))?;
-        if let Some(x) = f.next_field() {
-            return Err(f.bad(x, "end of line after flags (5 fields)"));
-        }
-        Ok(Parsed::Record(Raw {
-            time,
-            op: if flags & 1 == 1 { Op::Read } else { Op::Write },
-            offset: sectors(blk, blk_col)?,
-            len: sectors(cnt, cnt_col)?,
-            dev: DevKey::Num(dev),
-            stream: 0,
-            measured: None,
-        }))
     }
     fn assumptions(&self) -> Vec<String> {
         vec![
@@ -70,6 +51,106 @@ impl LineFormat for DisksimAscii {
             .parse()
             .map(OwnedKey::Num)
             .map_err(|_| format!("`{sel}` is not a device number"))
+    }
+}
+
+/// The field-by-field parser: every spacing DiskSim's `sscanf` accepts, `0x` flags, times
+/// with any number of decimals (rounded to the ns), and an error naming the column and the
+/// expected form of whatever it refuses.
+pub(crate) fn parse_general(line: &[u8]) -> Result<Parsed<'_>, FieldError> {
+    let mut f = Fields::ws(line);
+    if f.is_empty() {
+        return Ok(Parsed::Skip);
+    }
+    let time = f.decimal(1_000_000, "an arrival time in ms")?;
+    let dev = f.u64("a device number")?;
+    let blk = f.u64("a block number (512 B)")?;
+    let blk_col = f.col;
+    let cnt = f.u64("a block count (512 B)")?;
+    let cnt_col = f.col;
+    let fl = f.req("flags in hex (bit 0 = read)")?;
+    let flags = parse_hex(fl).ok_or_else(|| f.bad(fl, "flags in hex (bit 0 = read)"))?;
+    if let Some(x) = f.next_field() {
+        return Err(f.bad(x, "end of line after flags (5 fields)"));
+    }
+    Ok(Parsed::Record(Raw {
+        time,
+        op: if flags & 1 == 1 { Op::Read } else { Op::Write },
+        offset: sectors(blk, blk_col)?,
+        len: sectors(cnt, cnt_col)?,
+        dev: DevKey::Num(dev),
+        stream: 0,
+        measured: None,
+    }))
+}
+
+/// One pass over a plain line — `I[.F] devno blkno bcount flags`, one space or tab between
+/// fields, at most 6 decimals (no rounding), flags as bare hex digits, nothing after them —
+/// as the generators and DiskSim's own traces write it. `None` for anything else, which
+/// then goes to [`parse_general`]: the fast path either gives the general parser's record
+/// or defers, so it never changes what is accepted or how an error reads (a unit test and
+/// the `disksim` fuzz target compare the two). Parsing was a third of `wattio run`'s time on
+/// a DiskSim trace (docs/benchmarks.md).
+#[inline]
+pub(crate) fn parse_fast(line: &[u8]) -> Option<Raw<'_>> {
+    let (int, mut p) = digits(line, 0)?;
+    let mut time = int.checked_mul(1_000_000)?;
+    if line.get(p) == Some(&b'.') {
+        let (frac, end) = digits(line, p + 1)?;
+        let k = end - p - 1;
+        if k > 6 {
+            return None;
+        }
+        time = time.checked_add(frac * 10u64.pow((6 - k) as u32))?;
+        p = end;
+    }
+    let dev = field(line, &mut p)?;
+    let blk = field(line, &mut p)?;
+    let cnt = field(line, &mut p)?;
+    if !matches!(line.get(p), Some(b' ' | b'\t')) {
+        return None;
+    }
+    let hex = &line[p + 1..];
+    if hex.is_empty() || hex.len() > 16 {
+        return None;
+    }
+    let mut flags = 0u64;
+    for &b in hex {
+        flags = flags << 4 | (b as char).to_digit(16)? as u64;
+    }
+    Some(Raw {
+        time,
+        op: if flags & 1 == 1 { Op::Read } else { Op::Write },
+        offset: blk.checked_mul(512)?,
+        len: cnt.checked_mul(512)?,
+        dev: DevKey::Num(dev),
+        stream: 0,
+        measured: None,
+    })
+}
+
+/// One separator (space or tab), then decimal digits.
+#[inline(always)]
+fn field(line: &[u8], p: &mut usize) -> Option<u64> {
+    if !matches!(line.get(*p), Some(b' ' | b'\t')) {
+        return None;
+    }
+    let (v, end) = digits(line, *p + 1)?;
+    *p = end;
+    Some(v)
+}
+
+/// Panics if the fast path reads `line` differently from the general parser (used by the
+/// unit tests and the disksim fuzz target).
+pub fn check_fast_path(line: &[u8]) {
+    if let Some(fast) = parse_fast(line) {
+        match parse_general(line) {
+            Ok(Parsed::Record(r)) => assert_eq!(fast, r, "fast and general parsers disagree"),
+            _ => panic!(
+                "fast path accepted a line the general parser refuses: {:?}",
+                String::from_utf8_lossy(line)
+            ),
+        }
     }
 }
 
@@ -244,5 +325,79 @@ impl TraceWriter for DisksimAsciiWriter {
             .flush()
             .map_err(|e| FormatError::io(&self.file, &e))?;
         Ok(self.rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_path_takes_plain_lines_and_agrees_with_the_general_parser() {
+        let r = parse_fast(b"13.191135\t30\t0\t5\t1").unwrap();
+        assert_eq!(
+            r,
+            Raw {
+                time: 13_191_135,
+                op: Op::Read,
+                offset: 0,
+                len: 2560,
+                dev: DevKey::Num(30),
+                stream: 0,
+                measured: None,
+            }
+        );
+        // Fewer decimals are scaled; no decimals is whole ms; flags are hex.
+        let w = parse_fast(b"7.5 2 576560 6 a").unwrap();
+        assert_eq!(
+            (w.time, w.op, w.offset, w.len, w.dev),
+            (7_500_000, Op::Write, 576_560 * 512, 3072, DevKey::Num(2))
+        );
+        assert_eq!(parse_fast(b"7 0 0 8 F").unwrap().time, 7_000_000);
+        for l in [
+            &b"13.191135\t30\t0\t5\t1"[..],
+            b"7.5 2 576560 6 a",
+            b"7 0 0 8 F",
+        ] {
+            check_fast_path(l);
+        }
+    }
+
+    #[test]
+    fn fast_path_leaves_everything_unusual_to_the_general_parser() {
+        let lines: &[&[u8]] = &[
+            b"",
+            b" 1.0 0 0 8 1",
+            b"1.0  0 0 8 1",
+            b"1.0 0 0 8 1 ",
+            b"1.0 0 0 8 0x1",
+            b"1.0 0 0 8",
+            b"1.0 0 0 8 1 7",
+            b"1.1234567 0 0 8 1",
+            b"1. 0 0 8 1",
+            b".5 0 0 8 1",
+            b"1.0 0 0 8 12345678901234567",
+            b"1.0 0 36028797018963968 8 1",
+            b"18446744073709551 0 0 8 1",
+            b"1.0 0 0 8 g",
+        ];
+        for l in lines {
+            assert!(
+                parse_fast(l).is_none(),
+                "{:?} took the fast path",
+                String::from_utf8_lossy(l)
+            );
+            check_fast_path(l);
+        }
+        // Every one-byte change of a plain line: either the same record as the general
+        // parser, or deferred to it.
+        let base = b"13.191135 30 576560 5 1";
+        for i in 0..base.len() {
+            for b in [b' ', b'\t', b'.', b'0', b'9', b'a', b'x', b'-', 0xff] {
+                let mut l = base.to_vec();
+                l[i] = b;
+                check_fast_path(&l);
+            }
+        }
     }
 }

@@ -3,8 +3,8 @@
 //! * Readers for the block-trace formats users bring — MSR Cambridge ([`msr`]), FIU
 //!   ([`fiu`]), blkparse text ([`blkparse`]), SPC/UMass ([`spc`]), Alibaba ([`alibaba`]),
 //!   Tencent CBS ([`tencent`]), DiskSim ascii and validate ([`disksim`]), fio iolog v2/v3
-//!   ([`fio`]) — each normalizing to [`Request`]s in ns and bytes and reporting what it
-//!   assumed. [`open_trace`] picks one by name or by sniffing.
+//!   ([`fio`]), MQSim's trace-based flow ([`mqsim`]) — each normalizing to [`Request`]s in
+//!   ns and bytes and reporting what it assumed. [`open_trace`] picks one by name or by sniffing.
 //! * wattio's columnar trace file ([`columnar`]) and writers for DiskSim ascii and fio v3.
 //! * [`stats`] (idle gaps, footprint, …), [`slice`] and [`convert`].
 
@@ -20,6 +20,7 @@ pub mod fiu;
 #[cfg(feature = "columnar")]
 mod footer;
 pub mod lines;
+pub mod mqsim;
 pub mod msr;
 pub mod slice;
 pub mod spc;
@@ -52,6 +53,7 @@ pub const READ_FORMATS: &[&str] = &[
     "disksim",
     "disksim-validate",
     "fio",
+    "mqsim",
 ];
 
 /// How to read a trace.
@@ -84,6 +86,7 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
         "disksim" | "disksim-ascii" | "ascii" => "disksim",
         "disksim-validate" | "validate" => "disksim-validate",
         "fio" | "fio-v2" | "fio-v3" | "fio2" | "fio3" | "iolog" => "fio",
+        "mqsim" => "mqsim",
         _ => return None,
     })
 }
@@ -259,6 +262,7 @@ pub fn text_reader<R: Read + Send + 'static>(
         Some("disksim") => boxed(r, name, disksim::DisksimAscii, opts, how),
         Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
         Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),
+        Some("mqsim") => boxed(r, name, mqsim::Mqsim, opts, how),
         _ => Err(
             FormatError::file(&name, format!("`{format}` is not a text trace format"))
                 .with_expected(format!("one of {}", READ_FORMATS[1..].join(", "))),
@@ -380,9 +384,15 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
         }
     }
     let _ = sniff(data);
-    if canonical_format(format) == Some("msr") {
+    let check: Option<fn(&[u8])> = match canonical_format(format) {
+        Some("msr") => Some(msr::check_fast_path),
+        Some("disksim") => Some(disksim::check_fast_path),
+        Some("mqsim") => Some(mqsim::check_fast_path),
+        _ => None,
+    };
+    if let Some(check) = check {
         for line in data.split(|&b| b == b'\n') {
-            msr::check_fast_path(line.strip_suffix(b"\r").unwrap_or(line));
+            check(line.strip_suffix(b"\r").unwrap_or(line));
         }
     }
 }

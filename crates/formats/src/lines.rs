@@ -353,6 +353,27 @@ pub fn parse_decimal(f: &[u8], scale: u64) -> Option<u64> {
     Some(v)
 }
 
+/// The decimal digits at `start..`, up to the first non-digit: their value and where they
+/// end. At most 19 digits, so the value cannot overflow and needs no checked arithmetic;
+/// `None` for no digit or more than 19 (the fast paths leave those to the general parsers).
+#[inline(always)]
+pub(crate) fn digits(line: &[u8], start: usize) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut i = start;
+    while let Some(&b) = line.get(i) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    if i == start || i - start > 19 {
+        return None;
+    }
+    Some((v, i))
+}
+
 /// Writes `ns / scale` as a decimal with exactly `digits` fractional digits (the inverse
 /// of [`parse_decimal`] when `10^digits == scale`).
 pub fn format_decimal(out: &mut Vec<u8>, ns: u64, scale: u64, digits: usize) {

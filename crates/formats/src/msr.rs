@@ -4,7 +4,7 @@
 //! 1601-01-01), Offset and Size are bytes, Type is `Read` or `Write`. Hostname and disk number
 //! together name a volume (`hm,1`, published as the file `hm_1.csv`).
 
-use crate::lines::{FieldError, Fields};
+use crate::lines::{digits, FieldError, Fields};
 use crate::text::{DevKey, LineFormat, OwnedKey, Parsed, Raw};
 use wattio_core::Op;
 
@@ -174,24 +174,6 @@ fn number(line: &[u8], p: &mut usize) -> Option<u64> {
 fn last_number(line: &[u8], p: usize) -> Option<u64> {
     let (v, end) = digits(line, p)?;
     (end == line.len()).then_some(v)
-}
-
-#[inline(always)]
-fn digits(line: &[u8], start: usize) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut i = start;
-    while let Some(&b) = line.get(i) {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-        i += 1;
-    }
-    if i == start || i - start > 19 {
-        return None;
-    }
-    Some((v, i))
 }
 
 /// Panics if the fast path accepts `line` differently from the general parser (used by the

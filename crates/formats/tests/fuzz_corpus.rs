@@ -16,6 +16,7 @@ fn every_fuzz_seed_passes_the_reader_invariants() {
         "disksim",
         "disksim_validate",
         "fio",
+        "mqsim",
     ];
     let mut seeds = 0;
     for t in targets {
@@ -32,7 +33,7 @@ fn every_fuzz_seed_passes_the_reader_invariants() {
             seeds += 1;
         }
     }
-    assert!(seeds >= 18);
+    assert!(seeds >= 21);
 }
 
 /// The columnar seeds through the columnar fuzz entry, and what the hand-made ones must

@@ -243,6 +243,38 @@ fn disksim_ascii_every_field_ms_blocks_hex_flags() {
 }
 
 #[test]
+fn mqsim_every_field_ns_sectors_one_device() {
+    // MQSim's trace-based flow: integer ns, 512 B sectors, 0 = write / 1 = read; the devno
+    // column is ignored (one flow onto the whole drive), so 3 and 13 both land on device 0.
+    let t = "938513000 4 264719034 16 0
+938828000 13 197570570 8 1
+
+938944000 0 0 1 1
+";
+    let (v, a) = read_opts("mqsim", t, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(938_513_000, Op::Write, 264_719_034 * 512, 8192, 0, 0, None),
+            req(938_828_000, Op::Read, 197_570_570 * 512, 4096, 0, 0, None),
+            req(938_944_000, Op::Read, 0, 512, 0, 0, None),
+        ]
+    );
+    assert!(
+        a.iter().any(|x| x.contains("devno column is ignored")),
+        "{a:?}"
+    );
+    // Device selection: only device 0 exists.
+    assert_eq!(read_opts("mqsim", t, &sel("0")).0.len(), 3);
+    let e = read_all(t.as_bytes(), "mqsim", &sel("4"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one flow onto one device, 0"), "{e}");
+    // Never sniffed: the same line is a DiskSim ascii line.
+    assert_eq!(wattio_formats::sniff(t.as_bytes()), Some("disksim"));
+}
+
+#[test]
 fn disksim_validate_closed_loop_arrivals_and_measured_service() {
     let t = "W Hit    4583176   4    663.00000  45422.00000
 R Miss   3962268  12   6657.50000  64047.00000
@@ -419,6 +451,41 @@ fn malformed_inputs_name_line_column_and_expected_form() {
             "disksim",
             "1.0 0 0 8 1 7\n",
             "<input>:1:13: bad field `7` (expected end of line",
+        ),
+        (
+            "mqsim",
+            "1.5 0 0 8 1\n",
+            "<input>:1:1: bad field `1.5` (expected an arrival time in integer ns)",
+        ),
+        (
+            "mqsim",
+            "10 0 010 8 1\n",
+            "<input>:1:6: bad field `010` (expected a start address in 512 B sectors, without a leading 0",
+        ),
+        (
+            "mqsim",
+            "10 0 0x10 8 1\n",
+            "<input>:1:6: bad field `0x10` (expected a start address in 512 B sectors, without a leading 0",
+        ),
+        (
+            "mqsim",
+            "10 0 16 8 2\n",
+            "<input>:1:11: bad field `2` (expected a type: 0 (write) or 1 (read))",
+        ),
+        (
+            "mqsim",
+            "10 0 16 8\n",
+            "<input>:1:10: line ends early (expected a type: 0 (write) or 1 (read))",
+        ),
+        (
+            "mqsim",
+            "10 0 16 8 1 1\n",
+            "<input>:1:13: bad field `1` (expected end of line after the type",
+        ),
+        (
+            "mqsim",
+            "20 0 16 8 1\n10 0 16 8 1\n",
+            "<input>:2:1: arrival goes backwards",
         ),
         (
             "disksim-validate",
