@@ -921,6 +921,13 @@ fn serve_conn(
                     events.pop_front();
                     continue;
                 }
+                // A client that can no longer take replies gets no reads (nobody will see
+                // the data); its writes, flushes and trims are still carried out below, so
+                // a write it sent in full before it vanished is not lost.
+                if matches!(c.kind, proto::CmdKind::Read) && conn.broken.load(Ordering::Acquire) {
+                    events.pop_front();
+                    continue;
+                }
                 if !conn.try_admit(c.held_bytes() + REQUEST_COST) {
                     break;
                 }
@@ -978,10 +985,8 @@ fn serve_conn(
             session.submit_batch(&sink, id, export, &mut batch);
         }
         conn.uncork();
-        if (soft_end && events.is_empty())
-            || conn.closing.load(Ordering::Acquire)
-            || conn.broken.load(Ordering::Acquire)
-        {
+        // A broken connection is read to its end (see above), not dropped at once.
+        if (soft_end && events.is_empty()) || conn.closing.load(Ordering::Acquire) {
             break;
         }
         // Deadlines.
