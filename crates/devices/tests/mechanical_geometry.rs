@@ -173,6 +173,25 @@ fn write_through_waits_for_media() {
 }
 
 #[test]
+fn fua_write_goes_through_a_write_back_cache() {
+    // The same write as `write_through_waits_for_media`, on a drive with write-back
+    // (`fast_write_level` 2) and a write-hit overhead of 0.1 ms: without FUA it completes
+    // once the data is in (0.1 ms, no bus time); with FUA once the media has it: seek
+    // from 0.1 to 1.3 ms, wait for angle 0.30 (3.0 ms), write 0.1 ms → 3.1 ms.
+    let mut wb = def();
+    wb.cache.fast_write_level = 2;
+    wb.controller.write_hit_after_read_ms = 0.1;
+    let mut d = MechanicalDisk::new(wb.clone()).unwrap();
+    assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
+    let mut d = MechanicalDisk::new(wb).unwrap();
+    let fua = Io {
+        fua: true,
+        ..io(Op::Write, 200, 1)
+    };
+    assert_eq!(d.service(0, &fua).total(), 3_100_000);
+}
+
+#[test]
 fn timing_table_round_trips_through_toml() {
     let text = toml::to_string(&def()).unwrap();
     let table: toml::Table = toml::from_str(&text).unwrap();

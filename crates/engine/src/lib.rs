@@ -3,12 +3,14 @@
 //! * [`config`] — the run config (TOML).
 //! * [`assemble`] — config → devices + stack (shared with the live executor).
 //! * [`sim`] — the discrete-event loop.
+//! * [`probe`] — the geometry probe against a device model.
 //! * [`summary`], [`tables`] — what a run writes: `summary.json`, `requests.parquet`,
 //!   `timeline.parquet`, `energy.parquet`.
 
 pub mod assemble;
 pub mod config;
 pub mod fuzz;
+pub mod probe;
 pub mod sim;
 pub mod summary;
 pub mod tables;

@@ -6,11 +6,13 @@
 //! |---|---|---|---|
 //! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
+//! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
 //!
 //! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
 //! [`registry::KINDS`]; a page `docs/functions/<kind>.md`.
 
 pub mod external;
+pub mod geometry;
 pub mod power;
 pub mod registry;

@@ -897,8 +897,9 @@ impl MechanicalDisk {
     }
 
     /// Service one request arriving at `t` (ms), returning (end, first seek, first
-    /// latency, overhead) in ms.
-    fn access(&mut self, t: f64, op: Op, lbn: u64, count: u64) -> (f64, f64, f64, f64) {
+    /// latency, overhead) in ms. A `fua` write completes only once on the media, whatever
+    /// the write-back setting (SCSI/ATA Force Unit Access).
+    fn access(&mut self, t: f64, op: Op, lbn: u64, count: u64, fua: bool) -> (f64, f64, f64, f64) {
         let read = op == Op::Read;
         let bt = self.def.controller.bus_ms_per_sector;
         let end_lbn = lbn + count;
@@ -1111,7 +1112,8 @@ impl MechanicalDisk {
         let c = &self.def.controller;
         let data_start = cmd_done + c.data_prep_ms;
         let bus_end = data_start + count as f64 * bt;
-        let fast = self.def.cache.enabled
+        let fast = !fua
+            && self.def.cache.enabled
             && match self.def.cache.fast_write_level {
                 0 => false,
                 1 => self.dirty_until <= t,
@@ -1208,7 +1210,7 @@ impl Timing for MechanicalDisk {
         let t = ns_to_ms(start);
         match io.op {
             Op::Read | Op::Write => {
-                let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count);
+                let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count, io.fua);
                 let total = ms_to_ns(fin - t);
                 let seek_ns = ms_to_ns(seek).min(total);
                 let rotate_ns = ms_to_ns(lat).min(total - seek_ns);

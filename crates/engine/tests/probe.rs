@@ -1,0 +1,184 @@
+//! The geometry probe against mechanical models whose layout is known: every track
+//! boundary it reports must be the model's.
+
+use std::path::Path;
+use wattio_core::device::Timing;
+use wattio_devices::disksim::import_parv;
+use wattio_devices::mechanical::layout::{LayoutDef, Zone};
+use wattio_devices::mechanical::seek::SeekDef;
+use wattio_devices::mechanical::{CacheDef, ControllerDef, MechanicalDef, MechanicalDisk};
+use wattio_engine::probe::probe;
+use wattio_functions::geometry::probe::{Params, Report, TrackRun};
+
+/// The model's own track runs over `lbas` (from its geometry): consecutive LBAs on one
+/// (cylinder, surface) form a track; runs of tracks of one length merge.
+fn truth(disk: &MechanicalDisk, lbas: std::ops::Range<u64>) -> Vec<TrackRun> {
+    let g = disk.geometry().unwrap();
+    let mut tracks: Vec<(u64, u64)> = Vec::new(); // (first, len)
+    let mut last = None;
+    for lba in lbas {
+        let l = g.locate(lba * 512).unwrap();
+        let key = (l.cylinder, l.surface);
+        if last == Some(key) {
+            tracks.last_mut().unwrap().1 += 1;
+        } else {
+            tracks.push((lba, 1));
+            last = Some(key);
+        }
+    }
+    let mut runs: Vec<TrackRun> = Vec::new();
+    for (first, len) in tracks {
+        match runs.last_mut() {
+            Some(r) if r.spt == len => r.last_lba = first + len - 1,
+            _ => runs.push(TrackRun {
+                first_lba: first,
+                last_lba: first + len - 1,
+                spt: len,
+            }),
+        }
+    }
+    runs
+}
+
+/// Probe `[0, end)` and compare with the truth: every run but the last (whose final
+/// track has no boundary after it) exactly, the last up to the probe's tail.
+fn check(name: &str, def: MechanicalDef, end: u64) -> Report {
+    let disk = MechanicalDisk::new(def.clone()).unwrap();
+    let want = truth(&disk, 0..end);
+    let params = Params {
+        end_lba: Some(end),
+        ..Params::default()
+    };
+    let r = probe(name, Box::new(disk), params).unwrap();
+    assert!(r.done, "{name}: {:?}", r.stopped);
+    let (tail_first, tail_last) = r.tail.expect("a tail");
+    assert_eq!(tail_last, end - 1);
+    let mut got = r.runs.clone();
+    // The tail is the model's last track(s): fold it in to compare.
+    match got.last_mut() {
+        Some(l) if (tail_last - tail_first + 1) % l.spt == 0 => l.last_lba = tail_last,
+        _ => got.push(TrackRun {
+            first_lba: tail_first,
+            last_lba: tail_last,
+            spt: tail_last - tail_first + 1,
+        }),
+    }
+    if let Some(k) = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k)) {
+        panic!(
+            "{name}: probe and model differ from run {k}: probe {:?}, model {:?}",
+            &got[k.saturating_sub(1)..(k + 3).min(got.len())],
+            &want[k.saturating_sub(1)..(k + 3).min(want.len())]
+        );
+    }
+    r
+}
+
+/// 7200 rpm, 4 surfaces, three zones (320, 300 and 260 sectors per track), skews of
+/// 40 sectors per track switch and 60 per cylinder switch (≥ 1 ms: above the 500 µs
+/// settle threshold), a write-back cache the probe's FUA writes must go through.
+fn three_zones() -> MechanicalDef {
+    let zone = |first_cyl, last_cyl, spt| Zone {
+        first_cyl,
+        last_cyl,
+        blocks_per_track: spt,
+        first_block_offset: 0.0,
+        empty_front: 0,
+        track_skew: 40.0 * spt as f64 / 320.0,
+        cyl_skew: 60.0 * spt as f64 / 320.0,
+        spares: 0,
+        slips: vec![],
+        defects: vec![],
+    };
+    MechanicalDef {
+        model: "hdd-mechanical".into(),
+        surfaces: 4,
+        cylinders: 60,
+        rpm: 7200.0,
+        head_switch_ms: 0.8,
+        write_settle_ms: 0.1,
+        seek: SeekDef::Extracted {
+            table: vec![(1, 0.9), (59, 6.0)],
+        },
+        layout: LayoutDef {
+            mapping: 0,
+            sparing: 0,
+            range_size: 1,
+            zones: vec![zone(0, 19, 320), zone(20, 39, 300), zone(40, 59, 260)],
+        },
+        controller: ControllerDef {
+            bus_ms_per_sector: 0.01,
+            write_hit_after_write_ms: 0.2,
+            write_miss_after_write_ms: 0.3,
+            ..ControllerDef::default()
+        },
+        cache: CacheDef {
+            enabled: true,
+            segments: 4,
+            segment_blocks: 512,
+            separate_write_segment: false,
+            read_water: 0.0,
+            write_water: 0.0,
+            continuous_read: 0,
+            max_read_ahead: 0,
+            read_ahead_over_requested: true,
+            fast_write_level: 2,
+            read_hits_on_write_data: true,
+            read_ahead_on_idle_hit: false,
+            zero_latency_read: false,
+            read_any_free_blocks: false,
+        },
+        scheduler: "fcfs".into(),
+        sources: toml::Table::new(),
+    }
+}
+
+#[test]
+fn probe_finds_every_boundary_of_a_three_zone_disk() {
+    let def = three_zones();
+    let blocks = MechanicalDisk::new(def.clone()).unwrap().capacity() / 512;
+    let r = check("three-zones", def, blocks);
+    assert_eq!(
+        r.zones(2),
+        vec![
+            (0, 20 * 4 * 320 - 1, 320),
+            (25_600, 25_600 + 20 * 4 * 300 - 1, 300),
+            // The last zone's final track is the tail.
+            (49_600, 49_600 + 20 * 4 * 260 - 260 - 1, 260)
+        ]
+    );
+}
+
+/// The real drives of DiskSim's validation set: zoned layouts with skews, spare
+/// sectors and slips, as extracted from the drives.
+#[test]
+fn probe_recovers_the_disksim_validation_drives() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
+    if !dir.is_dir() {
+        eprintln!(
+            "skipped: {} is absent (the shared data beside the checkout)",
+            dir.display()
+        );
+        return;
+    }
+    let mut parvs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parv"))
+        .collect();
+    parvs.sort();
+    for parv in parvs {
+        let name = parv.file_stem().unwrap().to_string_lossy().to_string();
+        let imp = import_parv(&parv).unwrap();
+        let blocks = MechanicalDisk::new(imp.timing.clone()).unwrap().capacity() / 512;
+        let t = std::time::Instant::now();
+        let r = check(&name, imp.timing, blocks);
+        eprintln!(
+            "{name}: {blocks} blocks, {} probes, {} runs, {} zones, {:.1} s simulated, {:?}",
+            r.probes,
+            r.runs.len(),
+            r.zones(2).len(),
+            r.finished_at_ns as f64 / 1e9,
+            t.elapsed()
+        );
+    }
+}
