@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 use wattio_core::device::{Service, Timing};
+use wattio_core::geometry::{Geometry, Location};
 use wattio_core::io::{Io, Status};
 use wattio_core::time::Nanos;
 
@@ -22,6 +23,142 @@ pub struct Faults {
     /// naming it.
     #[serde(default)]
     pub missing: bool,
+    /// Bad sectors in physical coordinates (surfaces, cylinders, an angular window),
+    /// mapped through the model's geometry to EIO ranges when the device is built: the
+    /// failure patterns of failed disks (thesis ch. 6), see [`Region`].
+    #[serde(default)]
+    pub region: Vec<Region>,
+}
+
+/// A physical region of bad sectors: on the tracks of `surfaces` (default: all) over
+/// cylinders `cylinders[0]..=cylinders[1]`, every `every`-th cylinder from the first, the
+/// sectors whose start lies in the angular window `angle ± width / 2` (fractions of a
+/// revolution, in the model's frame; default: whole tracks).
+///
+/// The thesis's case studies are regions: a radial scratch is one surface, a cylinder range
+/// and a narrow window; a band of consecutive bad sectors on all surfaces is a few whole
+/// cylinders; a servo fault repeating every k tracks is `every = k` on some surfaces.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    #[serde(default)]
+    pub surfaces: Option<Vec<u32>>,
+    pub cylinders: [u32; 2],
+    #[serde(default = "one")]
+    pub every: u32,
+    #[serde(default)]
+    pub angle: Option<f64>,
+    #[serde(default)]
+    pub width: Option<f64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Region {
+    fn validate(&self, key: &str) -> Result<(), String> {
+        let [c0, c1] = self.cylinders;
+        if c0 > c1 {
+            return Err(format!(
+                "{key}.cylinders: expected [first, last] with first ≤ last, got [{c0}, {c1}]"
+            ));
+        }
+        if self.every == 0 {
+            return Err(format!("{key}.every: expected a whole number ≥ 1, got 0"));
+        }
+        match (self.angle, self.width) {
+            (None, None) => {}
+            (Some(a), Some(w)) => {
+                if !(a.is_finite() && (0.0..1.0).contains(&a)) {
+                    return Err(format!(
+                        "{key}.angle: expected a fraction of a revolution in [0, 1), got {a}"
+                    ));
+                }
+                if !(w.is_finite() && w > 0.0 && w <= 1.0) {
+                    return Err(format!(
+                        "{key}.width: expected a fraction of a revolution in (0, 1], got {w}"
+                    ));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "{key}: give both `angle` and `width` (an angular window), or neither (whole tracks)"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn holds(&self, l: &Location) -> bool {
+        let [c0, c1] = self.cylinders;
+        if l.cylinder < c0 || l.cylinder > c1 || !(l.cylinder - c0).is_multiple_of(self.every) {
+            return false;
+        }
+        if let Some(s) = &self.surfaces {
+            if !s.contains(&l.surface) {
+                return false;
+            }
+        }
+        match (self.angle, self.width) {
+            (Some(a), Some(w)) => {
+                // Circular distance between the sector's start and the window's centre.
+                let d = (l.angle - a).rem_euclid(1.0);
+                d.min(1.0 - d) <= w / 2.0
+            }
+            _ => true,
+        }
+    }
+}
+
+/// The byte ranges `[from, to)` of `regions` on a device of `capacity` bytes with geometry
+/// `g`, in sectors of `sector` bytes, merged and sorted. Cylinders grow with the LBA in
+/// every layout the mechanical model has, so each region's cylinders are found by binary
+/// search and only their LBAs are visited.
+pub fn region_ranges(
+    regions: &[Region],
+    g: &dyn Geometry,
+    capacity: u64,
+    sector: u64,
+) -> Vec<[u64; 2]> {
+    let sectors = capacity / sector;
+    let cyl_of = |lba: u64| g.locate(lba * sector).map_or(u32::MAX, |l| l.cylinder);
+    // The first LBA whose cylinder is ≥ c.
+    let first_at = |c: u32| {
+        let (mut lo, mut hi) = (0u64, sectors);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if cyl_of(mid) < c {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for r in regions {
+        let from = first_at(r.cylinders[0]);
+        let to = first_at(r.cylinders[1].saturating_add(1));
+        for lba in from..to {
+            if g.locate(lba * sector).is_some_and(|l| r.holds(&l)) {
+                let (a, b) = (lba * sector, (lba + 1) * sector);
+                match out.last_mut() {
+                    Some(last) if last[1] == a => last[1] = b,
+                    _ => out.push([a, b]),
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    let mut merged: Vec<[u64; 2]> = Vec::with_capacity(out.len());
+    for [a, b] in out {
+        match merged.last_mut() {
+            Some(last) if a <= last[1] => last[1] = last[1].max(b),
+            _ => merged.push([a, b]),
+        }
+    }
+    merged
 }
 
 impl Faults {
@@ -33,6 +170,9 @@ impl Faults {
                     "{prefix}.eio[{i}]: expected [from, to) with from < to, got [{from}, {to}]"
                 ));
             }
+        }
+        for (i, r) in self.region.iter().enumerate() {
+            r.validate(&format!("{prefix}.region[{i}]"))?;
         }
         if let Some(s) = self.slow {
             if !(s.is_finite() && s > 0.0 && s <= 1e6) {
@@ -54,13 +194,27 @@ pub struct Faulty {
 }
 
 impl Faulty {
-    pub fn new(inner: Box<dyn Timing>, faults: &Faults) -> Faulty {
-        Faulty {
+    /// Wrap `inner`; physical regions need its geometry (an error names the device model
+    /// kind that lacks one).
+    pub fn new(inner: Box<dyn Timing>, faults: &Faults) -> Result<Faulty, String> {
+        let mut eio = faults.eio.clone();
+        if !faults.region.is_empty() {
+            let g = inner.geometry().ok_or(
+                "fault.region: bad sectors in physical coordinates need a model with a mechanical layout (e.g. `hdd-mechanical`)",
+            )?;
+            eio.extend(region_ranges(&faults.region, &*g, inner.capacity(), 512));
+        }
+        Ok(Faulty {
             inner,
-            eio: faults.eio.clone(),
+            eio,
             slow: faults.slow.unwrap_or(1.0),
             failed: 0,
-        }
+        })
+    }
+
+    /// The byte ranges that fail, explicit and mapped from regions.
+    pub fn eio(&self) -> &[[u64; 2]] {
+        &self.eio
     }
 }
 
@@ -142,7 +296,7 @@ mod tests {
     fn eio_on_a_range_and_a_slower_device() {
         let faults: Faults = toml::from_str("eio = [[8192, 12288]]\nslow = 2.5").unwrap();
         faults.validate("device[0].fault").unwrap();
-        let mut t = Faulty::new(Box::new(Flat), &faults);
+        let mut t = Faulty::new(Box::new(Flat), &faults).unwrap();
         let at = |op, off, len| Request::new(0, op, off, len).io(0);
         let s = t.service(0, &at(Op::Read, 0, 4096));
         assert_eq!(s.status, Status::Ok);
@@ -175,5 +329,24 @@ mod tests {
             "device[0].fault.slow: expected a multiplier in (0, 1e6], got 0"
         );
         assert!(toml::from_str::<Faults>("slowness = 2").is_err());
+    }
+
+    #[test]
+    fn regions_need_a_model_with_geometry() {
+        let faults = Faults {
+            region: vec![Region {
+                surfaces: None,
+                cylinders: [0, 1],
+                every: 1,
+                angle: None,
+                width: None,
+            }],
+            ..Faults::default()
+        };
+        let e = Faulty::new(Box::new(Flat), &faults).err().unwrap();
+        assert!(
+            e.starts_with("fault.region: bad sectors in physical coordinates need"),
+            "{e}"
+        );
     }
 }

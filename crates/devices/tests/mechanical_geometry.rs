@@ -340,3 +340,88 @@ fn geometry_queries_answer_from_the_models_layout_seek_and_rotation() {
     assert_eq!(g.locate(2000 * 512), None);
     assert_eq!(g.seek_time(0, 1 << 40, false), None);
 }
+
+#[test]
+fn physical_fault_regions_map_to_the_lbas_under_them() {
+    use wattio_devices::fault::{Faults, Faulty, Region};
+    // `def()`: 2 surfaces, 100 sectors per track, track skew 10 and cylinder skew 20
+    // sectors. Sector s of (cylinder c, head h) starts at angle
+    // frac((c·(surfaces − 1) + h)·10 + c·20 + s) / 100), and is LBA 200c + 100h + s.
+    let faulty = |region: Vec<Region>| {
+        let faults = Faults {
+            region,
+            ..Faults::default()
+        };
+        Faulty::new(Box::new(MechanicalDisk::new(def()).unwrap()), &faults)
+            .unwrap()
+            .eio()
+            .to_vec()
+    };
+    // A radial scratch on surface 1 over cylinders 2–3 at angle 0.5 ± 0.025:
+    // (2, 1): offset 3·10 + 40 = 70, so s = 78..=82 → LBAs 578..=582;
+    // (3, 1): offset 4·10 + 60 = 100 ≡ 0, so s = 48..=52 → LBAs 748..=752.
+    let scratch = Region {
+        surfaces: Some(vec![1]),
+        cylinders: [2, 3],
+        every: 1,
+        angle: Some(0.5),
+        width: Some(0.05),
+    };
+    assert_eq!(
+        faulty(vec![scratch]),
+        vec![[578 * 512, 583 * 512], [748 * 512, 753 * 512]]
+    );
+    // A servo-like fault: whole tracks of surface 0 on every third cylinder.
+    let servo = Region {
+        surfaces: Some(vec![0]),
+        cylinders: [0, 9],
+        every: 3,
+        angle: None,
+        width: None,
+    };
+    let want: Vec<[u64; 2]> = [0u64, 3, 6, 9]
+        .iter()
+        .map(|c| [c * 200 * 512, (c * 200 + 100) * 512])
+        .collect();
+    assert_eq!(faulty(vec![servo]), want);
+    // A band over all surfaces of cylinders 4–5 is one consecutive run.
+    let band = Region {
+        surfaces: None,
+        cylinders: [4, 5],
+        every: 1,
+        angle: None,
+        width: None,
+    };
+    assert_eq!(faulty(vec![band]), vec![[800 * 512, 1200 * 512]]);
+}
+
+#[test]
+fn fault_regions_are_checked_and_need_geometry() {
+    use wattio_devices::fault::{Faults, Region};
+    let r = Region {
+        surfaces: None,
+        cylinders: [5, 4],
+        every: 1,
+        angle: Some(0.2),
+        width: None,
+    };
+    let f = Faults {
+        region: vec![r.clone()],
+        ..Faults::default()
+    };
+    assert_eq!(
+        f.validate("device[0].fault").unwrap_err(),
+        "device[0].fault.region[0].cylinders: expected [first, last] with first ≤ last, got [5, 4]"
+    );
+    let f = Faults {
+        region: vec![Region {
+            cylinders: [4, 5],
+            ..r
+        }],
+        ..Faults::default()
+    };
+    assert_eq!(
+        f.validate("device[0].fault").unwrap_err(),
+        "device[0].fault.region[0]: give both `angle` and `width` (an angular window), or neither (whole tracks)"
+    );
+}

@@ -105,7 +105,7 @@ pub fn assemble(
             .build_timing()
             .map_err(|e| format!("device `{name}`: {e}"))?;
         if let Some(f) = &fault {
-            timing = Box::new(Faulty::new(timing, f));
+            timing = Box::new(Faulty::new(timing, f).map_err(|e| format!("device `{name}`: {e}"))?);
         }
         let initial =
             match initial {

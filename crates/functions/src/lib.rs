@@ -14,5 +14,6 @@
 
 pub mod external;
 pub mod geometry;
+pub mod placement;
 pub mod power;
 pub mod registry;

@@ -1,0 +1,214 @@
+//! Failure-aware replica placement (thesis ch. 6): where a block's replica goes relative to
+//! the block, in physical terms, and how well each choice survives a failure pattern.
+//!
+//! A [`Strategy`] maps a block to the LBA of its replica through the device's
+//! [`Geometry`]: the other half of the same track, the same angle on the next cylinder,
+//! on another surface of the same cylinder, a few cylinders away, or in another zone.
+//! [`score`] measures a strategy against the bad sectors of a failure pattern (byte
+//! ranges, e.g. from `wattio_devices::fault::region_ranges`): of the blocks whose
+//! original is bad, the fraction whose replica is bad too (lost), and what keeping the
+//! replica costs — the positioning time from the block to its replica (seek plus
+//! rotation), the price of every resynchronising write.
+
+use serde::Serialize;
+use wattio_core::geometry::{Geometry, Location};
+use wattio_core::time::Nanos;
+
+/// Where a block's replica goes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "strategy")]
+pub enum Strategy {
+    /// Half a revolution further on the same track.
+    SameTrack,
+    /// The same angle on the same surface of the next cylinder.
+    AdjacentTrack,
+    /// The same angle on the next surface of the same cylinder.
+    OtherSurface,
+    /// The same angle on the same surface, `cylinders` cylinders further in.
+    CylindersAway { cylinders: u32 },
+    /// The same angle on the same surface, half the disk's cylinders away (another zone).
+    OtherZone,
+}
+
+impl Strategy {
+    pub fn name(&self) -> String {
+        match self {
+            Strategy::SameTrack => "same-track".into(),
+            Strategy::AdjacentTrack => "adjacent-track".into(),
+            Strategy::OtherSurface => "other-surface".into(),
+            Strategy::CylindersAway { cylinders } => format!("{cylinders}-cylinders-away"),
+            Strategy::OtherZone => "other-zone".into(),
+        }
+    }
+}
+
+/// Physical → logical lookups over a geometry (which answers only logical → physical).
+/// Cylinders grow with the LBA in every layout wattio models, so a cylinder's LBAs are
+/// found by binary search.
+pub struct Placer<'g> {
+    g: &'g dyn Geometry,
+    sectors: u64,
+    sector: u64,
+    cylinders: u32,
+    surfaces: u32,
+}
+
+impl<'g> Placer<'g> {
+    /// `capacity` in bytes, `sector` the LBA size.
+    pub fn new(g: &'g dyn Geometry, capacity: u64, sector: u64) -> Result<Placer<'g>, String> {
+        let sectors = capacity / sector;
+        let last = sectors
+            .checked_sub(1)
+            .and_then(|l| g.locate(l * sector))
+            .ok_or("placement: the device has no sectors")?;
+        let mut p = Placer {
+            g,
+            sectors,
+            sector,
+            cylinders: last.cylinder + 1,
+            surfaces: 1,
+        };
+        // Surfaces: the most seen on one cylinder (the first full one).
+        let (a, b) = p.cylinder_lbas(0);
+        let mut seen = 0u32;
+        for lba in a..b {
+            if let Some(l) = p.at(lba) {
+                seen = seen.max(l.surface + 1);
+            }
+        }
+        p.surfaces = seen.max(1);
+        Ok(p)
+    }
+
+    fn at(&self, lba: u64) -> Option<Location> {
+        self.g.locate(lba * self.sector)
+    }
+
+    pub fn cylinders(&self) -> u32 {
+        self.cylinders
+    }
+
+    pub fn surfaces(&self) -> u32 {
+        self.surfaces
+    }
+
+    /// LBAs `[from, to)` of cylinder `c`.
+    pub fn cylinder_lbas(&self, c: u32) -> (u64, u64) {
+        let first = |c: u32| {
+            let (mut lo, mut hi) = (0u64, self.sectors);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if self.at(mid).map_or(u32::MAX, |l| l.cylinder) < c {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        (first(c), first(c.saturating_add(1)))
+    }
+
+    /// The LBA on (`cylinder`, `surface`) whose start is nearest `angle` (circularly), if
+    /// that track holds any.
+    pub fn lba_at(&self, cylinder: u32, surface: u32, angle: f64) -> Option<u64> {
+        let (a, b) = self.cylinder_lbas(cylinder);
+        let mut best: Option<(f64, u64)> = None;
+        for lba in a..b {
+            let Some(l) = self.at(lba) else { continue };
+            if l.surface != surface {
+                continue;
+            }
+            let d = (l.angle - angle).rem_euclid(1.0);
+            let d = d.min(1.0 - d);
+            if best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, lba));
+            }
+        }
+        best.map(|(_, lba)| lba)
+    }
+
+    /// The replica's LBA for `lba` under `s` (`None` past the end, or where the target
+    /// track does not exist, e.g. the last cylinder's next one).
+    pub fn replica(&self, s: Strategy, lba: u64) -> Option<u64> {
+        let l = self.at(lba)?;
+        let half = (l.angle + 0.5).rem_euclid(1.0);
+        match s {
+            Strategy::SameTrack => self.lba_at(l.cylinder, l.surface, half),
+            Strategy::AdjacentTrack => self.lba_at(l.cylinder.checked_add(1)?, l.surface, l.angle),
+            Strategy::OtherSurface => {
+                self.lba_at(l.cylinder, (l.surface + 1) % self.surfaces, l.angle)
+            }
+            Strategy::CylindersAway { cylinders } => {
+                let c = l.cylinder.checked_add(cylinders)?;
+                (c < self.cylinders).then_some(())?;
+                self.lba_at(c, l.surface, l.angle)
+            }
+            Strategy::OtherZone => {
+                let c = (l.cylinder + self.cylinders / 2) % self.cylinders;
+                self.lba_at(c, l.surface, l.angle)
+            }
+        }
+    }
+}
+
+/// How a strategy fares against one failure pattern.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Score {
+    pub strategy: String,
+    /// Blocks whose original sector is bad (replicas placed for them).
+    pub bad_originals: u64,
+    /// Of those, the ones whose replica is bad too.
+    pub lost: u64,
+    /// `lost / bad_originals` (0 when nothing was bad).
+    pub lost_fraction: f64,
+    /// Mean positioning time from a block to its replica (seek + rotation), over the
+    /// sampled blocks: what every resynchronisation pays.
+    pub mean_resync_ns: Nanos,
+}
+
+/// Score `strategy` on the blocks `lbas` (a sample of the disk) against bad byte ranges
+/// `bad` (sorted, `[from, to)`): every sampled block with a replica counts for the cost,
+/// the bad ones for the losses.
+pub fn score(p: &Placer, strategy: Strategy, lbas: &[u64], bad: &[[u64; 2]]) -> Score {
+    let is_bad = |lba: u64| {
+        let at = lba * p.sector;
+        let i = bad.partition_point(|r| r[1] <= at);
+        bad.get(i).is_some_and(|r| r[0] <= at)
+    };
+    let (mut bad_originals, mut lost, mut cost, mut n) = (0u64, 0u64, 0u128, 0u64);
+    for &lba in lbas {
+        let Some(r) = p.replica(strategy, lba) else {
+            continue;
+        };
+        if let Some(t) = p.g.seek_time(lba * p.sector, r * p.sector, true) {
+            let rot = p.at(lba).zip(p.at(r)).map_or(0.0, |(a, b)| {
+                (b.angle - a.angle).rem_euclid(1.0) * p.g.rotation_period() as f64
+            });
+            cost += t as u128 + rot as u128;
+            n += 1;
+        }
+        if is_bad(lba) {
+            bad_originals += 1;
+            lost += u64::from(is_bad(r));
+        }
+    }
+    Score {
+        strategy: strategy.name(),
+        bad_originals,
+        lost,
+        lost_fraction: if bad_originals == 0 {
+            0.0
+        } else {
+            lost as f64 / bad_originals as f64
+        },
+        mean_resync_ns: if n == 0 {
+            0
+        } else {
+            (cost / n as u128) as Nanos
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! Placement on a hand-built geometry, scored against hand-built faults.
+
+use super::*;
+
+/// 4 cylinders × 2 surfaces × 8 sectors, no skew: LBA = 16c + 8h + s, angle s/8;
+/// 10 ms a revolution, 1 ms per cylinder of seek, 0.5 ms for a head switch.
+#[derive(Debug)]
+struct Toy;
+impl Geometry for Toy {
+    fn locate(&self, offset: u64) -> Option<Location> {
+        let lba = offset / 512;
+        (lba < 64).then(|| Location {
+            zone: 0,
+            cylinder: (lba / 16) as u32,
+            surface: ((lba / 8) % 2) as u32,
+            sector: (lba % 8) as u32,
+            sectors_per_track: 8,
+            angle: (lba % 8) as f64 / 8.0,
+        })
+    }
+    fn rotation_period(&self) -> Nanos {
+        10_000_000
+    }
+    fn angle_at(&self, t: Nanos) -> f64 {
+        (t % 10_000_000) as f64 / 1e7
+    }
+    fn seek_time(&self, from: u64, to: u64, _write: bool) -> Option<Nanos> {
+        let (a, b) = (self.locate(from)?, self.locate(to)?);
+        let cyl = a.cylinder.abs_diff(b.cylinder) as u64 * 1_000_000;
+        let head = if a.surface != b.surface { 500_000 } else { 0 };
+        Some(cyl.max(head))
+    }
+}
+
+fn placer() -> Placer<'static> {
+    Placer::new(&Toy, 64 * 512, 512).unwrap()
+}
+
+#[test]
+fn the_toy_has_four_cylinders_of_two_surfaces() {
+    let p = placer();
+    assert_eq!((p.cylinders(), p.surfaces()), (4, 2));
+    assert_eq!(p.cylinder_lbas(2), (32, 48));
+    assert_eq!(p.lba_at(2, 1, 0.25), Some(42));
+}
+
+#[test]
+fn every_strategy_maps_lba_19_by_hand() {
+    // LBA 19 = cylinder 1, surface 0, sector 3 (angle 3/8).
+    let p = placer();
+    assert_eq!(p.replica(Strategy::SameTrack, 19), Some(16 + 7)); // sector 7: +1/2 rev
+    assert_eq!(p.replica(Strategy::AdjacentTrack, 19), Some(32 + 3));
+    assert_eq!(p.replica(Strategy::OtherSurface, 19), Some(16 + 8 + 3));
+    assert_eq!(
+        p.replica(Strategy::CylindersAway { cylinders: 2 }, 19),
+        Some(48 + 3)
+    );
+    assert_eq!(
+        p.replica(Strategy::CylindersAway { cylinders: 3 }, 19),
+        None
+    );
+    assert_eq!(p.replica(Strategy::OtherZone, 19), Some(48 + 3)); // (1 + 4/2) mod 4 = 3
+    assert_eq!(p.replica(Strategy::AdjacentTrack, 63), None);
+}
+
+#[test]
+fn a_scratch_on_one_surface_spares_other_surface_replicas_but_not_the_adjacent_track() {
+    // A radial scratch: sectors 2–3 of surface 0 on every cylinder.
+    let bad: Vec<[u64; 2]> = (0..4u64)
+        .map(|c| [(16 * c + 2) * 512, (16 * c + 4) * 512])
+        .collect();
+    let p = placer();
+    let all: Vec<u64> = (0..64).collect();
+    let adj = score(&p, Strategy::AdjacentTrack, &all, &bad);
+    // Bad originals with a next cylinder: cylinders 0–2, 2 sectors each; all lost.
+    assert_eq!((adj.bad_originals, adj.lost), (6, 6));
+    assert_eq!(adj.lost_fraction, 1.0);
+    let other = score(&p, Strategy::OtherSurface, &all, &bad);
+    assert_eq!((other.bad_originals, other.lost), (8, 0));
+    let same = score(&p, Strategy::SameTrack, &all, &bad);
+    assert_eq!((same.bad_originals, same.lost), (8, 0));
+    // Costs: same track = half a revolution (5 ms) for every block; other surface = the
+    // head switch (0.5 ms) and no rotation (same angle).
+    assert_eq!(same.mean_resync_ns, 5_000_000);
+    assert_eq!(other.mean_resync_ns, 500_000);
+}
+
+#[test]
+fn a_servo_fault_every_other_cylinder_defeats_two_cylinders_away() {
+    // Whole tracks of surface 0 on cylinders 0 and 2.
+    let bad = vec![[0, 8 * 512], [32 * 512, 40 * 512]];
+    let p = placer();
+    let all: Vec<u64> = (0..64).collect();
+    let away = score(&p, Strategy::CylindersAway { cylinders: 2 }, &all, &bad);
+    assert_eq!((away.bad_originals, away.lost), (8, 8));
+    let adj = score(&p, Strategy::AdjacentTrack, &all, &bad);
+    assert_eq!((adj.bad_originals, adj.lost), (16, 0));
+}
