@@ -54,3 +54,34 @@ def test_missing_file_is_a_user_error(tmp_path, capsys):
     rc = main(["disk", "import", str(tmp_path / "nope.parv")])
     assert rc == 2
     assert "nope.parv" in capsys.readouterr().err
+
+
+def test_probe_finds_the_zone_table_of_a_drive(capsys):
+    # hp_c2247a: eight zones, no spare sectors inside tracks, so every run is a zone;
+    # the first zone's SPT and the run count are the model's (crates/engine/tests/probe.rs
+    # checks every run of every drive against the layout itself).
+    rc = main(["disk", "probe", "--model", str(SHARED / "hp_c2247a.parv"), "--json"])
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["done"] and r["stopped"] is None
+    assert len(r["runs"]) == 8 and len(r["zones"]) == 8
+    assert r["runs"][0]["first_lba"] == 0
+    spts = [z["spt"] for z in r["zones"]]
+    assert spts == sorted(spts, reverse=True), "outer zones hold more sectors per track"
+    # Runs are contiguous and end where the tail begins.
+    for a, b in zip(r["runs"], r["runs"][1:]):
+        assert b["first_lba"] == a["last_lba"] + 1
+    assert r["tail"][0] == r["runs"][-1]["last_lba"] + 1
+
+
+def test_probe_refuses_a_model_without_platters(capsys):
+    rc = main(["disk", "probe", "--model", "samsung-870-evo-1tb"])
+    assert rc == 2
+    assert "has no mechanical layout" in capsys.readouterr().err
+
+
+def test_probe_option_errors_name_the_key(capsys):
+    rc = main(["disk", "probe", "--model", str(SHARED / "hp_c2247a.parv"), "--confirms", "0"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "probe.confirms: expected a whole number from 1 to 1000, got 0" in err

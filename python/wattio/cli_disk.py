@@ -1,4 +1,4 @@
-"""`wattio disk` subcommands: DiskSim parameter import and validation."""
+"""`wattio disk` subcommands: DiskSim parameter import and validation, the geometry probe."""
 
 from __future__ import annotations
 
@@ -43,6 +43,41 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    keys = {
+        "settle_us": args.settle_us,
+        "backtrack": args.backtrack,
+        "confirms": args.confirms,
+        "start_lba": args.start_lba,
+        "end_lba": args.end_lba,
+        "max_probes": args.max_probes,
+    }
+    table = "\n".join(f"{k} = {v}" for k, v in keys.items() if v is not None)
+    report = json.loads(_core().disk_probe(str(args.model), table, args.min_zone_tracks))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["done"] else 1
+    print(f"{'first LBA':>12} {'last LBA':>12} {'SPT':>6} {'tracks':>8}")
+    for r in report["runs"]:
+        tracks = (r["last_lba"] - r["first_lba"] + 1) // r["spt"]
+        print(f"{r['first_lba']:>12} {r['last_lba']:>12} {r['spt']:>6} {tracks:>8}")
+    if report["tail"]:
+        first, last = report["tail"]
+        print(f"{first:>12} {last:>12} {'?':>6} {'(tail)':>8}")
+    print(f"\nzones (stretches of < {args.min_zone_tracks} tracks folded in):")
+    for z in report["zones"]:
+        print(f"  LBA {z['first_lba']:>12} – {z['last_lba']:>12}: {z['spt']} sectors per track")
+    secs = report["finished_at_ns"] / 1e9
+    print(
+        f"\n{report['probes']} probe writes, {report['glitches']} glitches, "
+        f"{secs:.1f} s of simulated probing"
+    )
+    if not report["done"]:
+        print(f"wattio: probe stopped early: {report['stopped']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def add_commands(sub) -> None:
     """Register this area's subcommands on the top-level subparsers."""
     disk = sub.add_parser("disk", help="DiskSim drive import and validation")
@@ -58,3 +93,27 @@ def add_commands(sub) -> None:
     p.add_argument("trace", type=Path, help="DiskSim validate trace (NAME.trace)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_validate)
+
+    p = dsub.add_parser(
+        "probe",
+        help="find track boundaries by timing writes (thesis ch. 6) on a simulated drive",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        help="an hdd-mechanical catalogue name or TOML file, or a DiskSim .parv",
+    )
+    p.add_argument("--settle-us", type=float, help="response jump marking a boundary (500)")
+    p.add_argument("--backtrack", type=int, help="sectors to back up to confirm (5)")
+    p.add_argument("--confirms", type=int, help="jumps needed to take a boundary (10)")
+    p.add_argument("--start-lba", type=int)
+    p.add_argument("--end-lba", type=int, help="one past the last LBA (default: the end)")
+    p.add_argument("--max-probes", type=int)
+    p.add_argument(
+        "--min-zone-tracks",
+        type=int,
+        default=2,
+        help="fold stretches of fewer tracks (spare or slipped sectors) into their zone",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_probe)
