@@ -23,6 +23,10 @@ from wattio.api import _dump_toml, config_source, run
 from wattio.progress import steps
 
 
+#: How long ``scheduler=`` waits for a Dask scheduler to answer before giving up.
+CONNECT_TIMEOUT_S = 10
+
+
 def set_key(cfg: dict, key: str, value) -> None:
     """Set ``key`` — a dotted path such as ``function.0.timeout_s`` or ``workload.rate`` — in
     ``cfg``. Every step but the last must exist, so a misspelt key fails instead of adding a
@@ -176,7 +180,7 @@ def _executor(executor, scheduler, jobs, n):
                 f"--scheduler {scheduler}: Dask's `distributed` is not installed (pip install 'wattio[dask]')"
             ) from None
         try:
-            client = Client(scheduler, timeout=30)
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         except OSError as e:
             raise ValueError(f"--scheduler {scheduler}: cannot connect to the Dask scheduler: {e}") from None
         with client:
