@@ -28,7 +28,7 @@ def tutorial_blocks(readme: str) -> list[tuple[str, str]]:
     start = readme.index(SECTION)
     end = readme.find("\n## ", start + len(SECTION))
     section = readme[start : end if end > 0 else None]
-    return re.findall(r"^```(\w+)\n(.*?)^```$", section, flags=re.S | re.M)
+    return re.findall(r"^```(\w+)\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
 
 
 def shipped() -> dict[str, str]:

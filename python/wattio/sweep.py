@@ -22,7 +22,6 @@ from wattio import _core
 from wattio.api import _dump_toml, config_source, run
 from wattio.progress import steps
 
-
 #: How long ``scheduler=`` waits for a Dask scheduler to answer before giving up.
 CONNECT_TIMEOUT_S = 10
 
