@@ -69,8 +69,10 @@ def format_number(v: float) -> str:
 
 
 def format_duration(s: float) -> str:
-    """``s`` seconds in the unit a reader expects: 86,400 s → "24 h", 150 s → "2.5 min"."""
-    name, scale = time_unit(s)
+    """``s`` seconds in the unit a reader expects: 86,400 s → "24 h", 120 s → "2 min",
+    600.5 s → "10.01 min"."""
+    whole = [(n, k) for n, k in (("h", 3600.0), ("min", 60.0)) if s >= k and s % k == 0]
+    name, scale = whole[0] if whole else time_unit(s)
     v = s / scale
     return f"{v:,.0f} {name}" if abs(v - round(v)) < 1e-9 else f"{v:,.2f} {name}"
 
