@@ -75,7 +75,7 @@ def _run(tmp_path, duration):
 
 
 def test_report_of_a_long_run_aggregates_the_timeline(tmp_path):
-    r, out, page = _run(tmp_path, 14400)
+    r, _, page = _run(tmp_path, 14400)
     s = r.summary
     intervals = r.timeline().groupby("device", observed=True).size()
     assert (intervals > 600).all(), intervals  # enough to aggregate
@@ -94,7 +94,7 @@ def test_report_of_a_long_run_aggregates_the_timeline(tmp_path):
 
 
 def test_report_of_a_short_run_draws_intervals(tmp_path):
-    r, out, page = _run(tmp_path, 60)
+    _, out, page = _run(tmp_path, 60)
     assert "intervals, as they are" in page
     assert "time (s)" in page
     # Rewriting gives the same bytes (a report is a function of the run's files).

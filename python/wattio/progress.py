@@ -68,6 +68,11 @@ class RunProgress:
         self.seen_s = now_s
 
     def close(self) -> None:
+        """The run is over: show it complete (the callback comes every few thousand
+        requests, so the last call may be well short of the end), then clear the line."""
+        if self.total_s:
+            self.bar.update(self.total_s - self.seen_s)
+            self.bar.refresh()
         self.bar.close()
 
 

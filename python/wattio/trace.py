@@ -139,7 +139,7 @@ def write_frame(df, path: str | os.PathLike) -> int:
         if len(values) and (values.min() < 0 or values.max() > hi or (values != np.floor(values)).any()):
             bad = values[(values < 0) | (values > hi) | (values != np.floor(values))].index[0]
             raise ValueError(
-                f"trace DataFrame: column {name!r} row {bad}: {values[bad]!r} is not an integer in [0, {hi}]"
+                f"trace DataFrame: column {name!r} row {bad}: {values[bad].item()!r} is not an integer in [0, {hi}]"
             )
         if nullable:
             return pa.array([None if pd.isna(v) else int(v) for v in col], type=pa.uint64())
