@@ -476,8 +476,8 @@ def comparison_page(rows: list[dict], title: str, intro: str = "") -> str:
         body.append('<figure style="display:flex;gap:0">' + tradeoff_figure(g, "mean_latency_ms", "energy vs mean latency")
                     + tradeoff_figure(g, "p99_latency_ms", "energy vs p99 latency") + "</figure>")
         wear = wear_comparison_figure(g, "start/stop cycles vs rating")
-        if wear:
-            body.append(f"<figure>{wear}</figure>")
+        body.append(f"<figure>{wear}</figure>" if wear else
+                    '<p class="note">No drive of this group has a rated start/stop count in the catalogue.</p>')
         front_mean = pareto_front([r["mean_latency_ms"] for r in g], [r["energy_j"] for r in g])
         front_p99 = pareto_front([r["p99_latency_ms"] for r in g], [r["energy_j"] for r in g])
         base = g[0]["energy_j"]
