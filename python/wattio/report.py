@@ -55,6 +55,16 @@ SERVICE_YEARS = 5
 _BIN_WIDTHS = [1e-3, 1e-2, 0.1, 1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400]
 
 
+def _np(col) -> np.ndarray:
+    """A numeric Arrow column without nulls as a numpy array, read from its buffer: pyarrow's
+    own ``to_numpy`` imports pandas, a second or more of a one-run report's time."""
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    if arr.null_count:
+        raise ValueError(f"unexpected nulls in a {arr.type} column")
+    dtype = np.dtype({"double": "float64", "float": "float32"}.get(str(arr.type), str(arr.type)))
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
+
+
 def _dictionary(col) -> tuple[np.ndarray, list[str]]:
     """A dictionary-encoded (or plain string) Arrow column as (codes, names)."""
     import pyarrow as pa
@@ -62,7 +72,7 @@ def _dictionary(col) -> tuple[np.ndarray, list[str]]:
     arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
     if not pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_encode()
-    return arr.indices.to_numpy(zero_copy_only=False).astype(np.int64), arr.dictionary.to_pylist()
+    return _np(arr.indices).astype(np.int64), [str(v) for v in arr.dictionary]
 
 
 def _device_order(codes: np.ndarray, names: list[str]) -> list[int]:
@@ -87,8 +97,8 @@ def timeline_figure(timeline, duration_s: float) -> str | None:
         return None
     dev_codes, dev_names = _dictionary(timeline.column("device"))
     st_codes, st_names = _dictionary(timeline.column("state"))
-    start = timeline.column("start_ns").to_numpy() / 1e9
-    end = timeline.column("end_ns").to_numpy() / 1e9
+    start = _np(timeline.column("start_ns")) / 1e9
+    end = _np(timeline.column("end_ns")) / 1e9
     span = max(float(end.max()), duration_s)
     fig = Figure()
     xaxis = Axis(0, span, time=True)
@@ -130,7 +140,7 @@ def energy_figure(energy) -> str | None:
         return None
     dev_codes, dev_names = _dictionary(energy.column("device"))
     st_codes, st_names = _dictionary(energy.column("state"))
-    joules = energy.column("energy_j").to_numpy()
+    joules = _np(energy.column("energy_j"))
     order = _device_order(dev_codes, dev_names)
     totals = np.array([joules[dev_codes == c].sum() for c in order])
     kilo = totals.max() >= 1e4
@@ -161,7 +171,7 @@ def latency_figure(requests) -> str | None:
     into queueing, power wait (spin-up) and service. ``requests``: ``requests.parquet``."""
     if requests is None or requests.num_rows == 0:
         return None
-    lat = requests.column("latency_ns").to_numpy() / 1e6
+    lat = _np(requests.column("latency_ns")) / 1e6
     dev_codes, dev_names = _dictionary(requests.column("device"))
     order = _device_order(dev_codes, dev_names)
     fig = Figure()
@@ -186,7 +196,7 @@ def latency_figure(requests) -> str | None:
     p.vline(p99, label=f"p99 {format_number(p99)} ms")
     p.frame(title="CDF (log scale)")
 
-    parts = {k: requests.column(k).to_numpy() / 1e6 for k in ("queue_ns", "power_wait_ns", "service_ns")}
+    parts = {k: _np(requests.column(k)) / 1e6 for k in ("queue_ns", "power_wait_ns", "service_ns")}
     means = {k: np.array([v[dev_codes == c].mean() for c in order]) for k, v in parts.items()}
     total = sum(means.values())
     gap = 40 + 7 * max(len(dev_names[c]) for c in order)
@@ -211,8 +221,8 @@ def blocks_figure(requests, duration_s: float = 0.0) -> str | None:
     arrival, reads and writes in two colours."""
     if requests is None or requests.num_rows == 0:
         return None
-    arrival = requests.column("arrival_ns").to_numpy() / 1e9
-    offset = requests.column("offset").to_numpy() / 1e9
+    arrival = _np(requests.column("arrival_ns")) / 1e9
+    offset = _np(requests.column("offset")) / 1e9
     dev_codes, dev_names = _dictionary(requests.column("device"))
     op_codes, op_names = _dictionary(requests.column("op"))
     order = _device_order(dev_codes, dev_names)
