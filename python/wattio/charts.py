@@ -170,6 +170,9 @@ class Panel:
                  yaxis: Axis | None):
         self.fig, self.x0, self.y0, self.w, self.h = fig, x0, y0, w, h
         self.xaxis, self.yaxis = xaxis, yaxis
+        #: Where this panel's elements start in the figure: :meth:`frame` puts the grid
+        #: there, under the data.
+        self.mark = len(fig.parts)
         #: Boxes of the point labels placed so far, kept apart by :meth:`marker`.
         self.labels: list[tuple[float, float, float, float]] = []
 
@@ -185,10 +188,11 @@ class Panel:
         ticks; ``xticks=False`` leaves the x labels to a panel below sharing the axis."""
         f = self.fig
         x1, y1 = self.x0 + self.w, self.y0 + self.h
+        lines = []
         for v, text in self.xaxis.ticks():
             x = float(self.px(v))
             if grid:
-                f.add(f'<line x1="{_n(x)}" y1="{_n(self.y0)}" x2="{_n(x)}" y2="{_n(y1)}" class="g"/>')
+                lines.append(f'<line x1="{_n(x)}" y1="{_n(self.y0)}" x2="{_n(x)}" y2="{_n(y1)}" class="g"/>')
             if xticks:
                 f.add(f'<text x="{_n(x)}" y="{_n(y1 + 14)}" text-anchor="middle" class="t">{text}</text>')
         if xticks and self.xaxis.label:
@@ -198,7 +202,7 @@ class Panel:
         for v, text in labels:
             y = float(self.py(v)) if ylabels is None else v
             if grid and ylabels is None:
-                f.add(f'<line x1="{_n(self.x0)}" y1="{_n(y)}" x2="{_n(x1)}" y2="{_n(y)}" class="g"/>')
+                lines.append(f'<line x1="{_n(self.x0)}" y1="{_n(y)}" x2="{_n(x1)}" y2="{_n(y)}" class="g"/>')
             f.add(f'<text x="{_n(self.x0 - 5)}" y="{_n(y + 4)}" text-anchor="end" class="t">'
                   f"{html.escape(str(text))}</text>")
         if self.yaxis is not None and self.yaxis.label and ylabels is None:
@@ -207,6 +211,7 @@ class Panel:
                   f"{html.escape(self.yaxis.label)}</text>")
         f.add(f'<rect x="{_n(self.x0)}" y="{_n(self.y0)}" width="{_n(self.w)}" height="{_n(self.h)}" '
               f'class="frame"/>')
+        f.parts[self.mark:self.mark] = lines
         if title:
             f.add(f'<text x="{_n(self.x0)}" y="{_n(self.y0 - 6)}" class="pt">{html.escape(title)}</text>')
         if title_right:
@@ -341,7 +346,8 @@ class Figure:
             else:
                 leg.append(f'<rect x="{lx}" y="{y - 6}" width="16" height="12" fill="{color}"/>')
             leg.append(f'<text x="{lx + 22}" y="{y + 4}">{html.escape(label)}</text>')
-        height = self.y + 8
+        # Tall enough for the legend too: a one-bar chart can have more legend rows than bars.
+        height = max(self.y + 8, (34 if self.title else 16) + 18 * len(self.legend_items))
         head = f'<text x="{self.left}" y="18" class="ft">{html.escape(self.title)}</text>' if self.title else ""
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {_n(height)}" '
