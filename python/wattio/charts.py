@@ -294,7 +294,8 @@ class Panel:
         if label:
             right = X < self.x0 + self.w / 2
             tx, anchor = (X + 4, "start") if right else (X - 4, "end")
-            self.fig.add(f'<text x="{_n(tx)}" y="{_n(self.y0 + 13)}" text-anchor="{anchor}" class="t">'
+            # Above the plot area, where no bar or curve can cover it.
+            self.fig.add(f'<text x="{_n(tx)}" y="{_n(self.y0 - 4)}" text-anchor="{anchor}" class="t">'
                          f"{html.escape(label)}</text>")
 
 

@@ -285,7 +285,7 @@ def wear_figure(summary: dict) -> str | None:
     budget = 100 / SERVICE_YEARS
     fig = Figure(title="Start/stop cycles per year at this run's rate, as % of the drive's rating")
     p = fig.panel(Axis(0, max(float(used.max()), budget) * 1.1, label="% of rated start/stop cycles per year"),
-                  Axis(len(rows), 0), 26 * len(rows) + 8, gap=8)
+                  Axis(len(rows), 0), 26 * len(rows) + 8, gap=18)
     over = used > budget
     for i in range(len(rows)):
         p.rects(0, used[i], i + 0.2, i + 0.8, "#D55E00" if over[i] else "#009E73",
@@ -456,7 +456,7 @@ def wear_comparison_figure(rows: list[dict], title: str = "") -> str | None:
     budget = 100 / SERVICE_YEARS
     fig = Figure(width=960, left=110, legend_width=150, title=title)
     p = fig.panel(Axis(0, max(float(used.max()), budget) * 1.1, label="% of rated start/stop cycles per year"),
-                  Axis(len(rows), 0), 22 * len(rows) + 8, gap=8)
+                  Axis(len(rows), 0), 22 * len(rows) + 8, gap=18)
     for i, r in enumerate(rows):
         p.rects(0, used[i], i + 0.18, i + 0.82, "#D55E00" if used[i] > budget else "#009E73",
                 title=f"{r['label']}: {r['spin_ups']:,} spin-ups, {r['max_cycles_per_year']:,.0f}/year "
