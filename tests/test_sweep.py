@@ -63,6 +63,47 @@ def test_cli(tmp_path, wattio_cli):
         s = json.loads((out / f"{i:04d}" / "summary.json").read_text())
         assert r["energy_j"] == s["energy_j"]
     assert json.loads((out / "points.json").read_text())[1] == {"dir": "0001", "function.0.timeout_s": 60}
+    page = (out / "comparison.html").read_text()
+    assert page.count("<svg") == 2  # energy vs mean and vs p99 latency (no start/stop rating)
+    assert "function.0.timeout_s=60" in page
     bad = wattio_cli("sweep", cfg, "--set", "function.0.timeout", check=False)
     assert bad.returncode == 2
     assert "expected KEY=VALUE" in bad.stderr
+
+
+@pytest.mark.slow
+def test_dask_cluster_gives_the_local_result(tmp_path, wattio_cli):
+    """A real Dask cluster on loopback (worker processes): through a Client in Python and
+    through `wattio sweep --scheduler`, the same table as a sweep in this process, and every
+    point ran as a task on the cluster."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    grid = {"function.0.timeout_s": [2, 30], "run.seed": [1, 2]}
+    local = wattio.sweep(cfg, grid, jobs=1)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                     dashboard_address=None) as cluster,
+        Client(cluster) as client,
+        get_task_stream(client) as tasks,
+    ):
+        on_client = wattio.sweep(cfg, grid, executor=client)
+        p = wattio_cli("sweep", cfg, "--set", "function.0.timeout_s=2,30", "--set", "run.seed=1,2",
+                       "--scheduler", cluster.scheduler_address, "--json", "--out", tmp_path / "out")
+    assert on_client.equals(local)
+    assert p.stdout and json.loads(p.stdout) == local.to_dict(orient="records")
+    ran = [t for t in tasks.data if "_run_point" in t["key"]]
+    assert len(ran) == 8, [t["key"] for t in tasks.data]
+    assert len({t["worker"] for t in ran}) >= 1
+    page = (tmp_path / "out" / "comparison.html").read_text()
+    assert "function.0.timeout_s=2,run.seed=1" in page
+
+
+def test_unreachable_scheduler_is_a_user_error(monkeypatch):
+    import sys
+
+    # The module, not the function `wattio.sweep` that shadows it on the package.
+    monkeypatch.setattr(sys.modules["wattio.sweep"], "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(ValueError, match=r"--scheduler tcp://127.0.0.1:9: cannot connect to the Dask scheduler"):
+        wattio.sweep(SMALL, {"run.seed": [1]}, scheduler="tcp://127.0.0.1:9")

@@ -28,7 +28,9 @@ def test_read_msr_into_dataframe_with_ns_and_bytes(msr: Path) -> None:
     df = trace.read(msr)
     assert list(df.columns) == trace.COLUMNS
     assert df["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
-    assert df["op"].tolist() == [0, 1, 1]
+    assert df["op"].tolist() == ["read", "write", "write"]
+    assert list(df["op"].cat.categories) == trace.OPS
+    assert df["arrival_ns"].dtype == "int64"
     assert df["offset"].tolist() == [3_154_227_200, 4096, 0]
     assert df["len"].tolist() == [4096, 512, 65536]
     assert df["dev"].tolist() == [0, 0, 1]

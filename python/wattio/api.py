@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomllib
 
 from wattio import _core
-from wattio.progress import Progress
+from wattio.progress import RunProgress, enabled
 
 
 def _load_class(spec: str, base: Path):
@@ -71,6 +74,10 @@ def config_source(config, base_dir=None) -> tuple[str, str, Path]:
     return str(config), "config", Path(base_dir or ".")
 
 
+#: ``status`` values of ``requests.parquet`` (crates/engine/src/tables.rs, STATUS_NAMES).
+STATUSES = ["ok", "io-error", "invalid", "no-space", "not-supported"]
+
+
 @dataclass
 class Run:
     """A finished run: its summary and, if it wrote them, its tables."""
@@ -88,18 +95,32 @@ class Run:
         path = self.out_dir / f"{name}.parquet"
         if not path.exists():
             raise ValueError(f"{path}: not written (see [output] in the config)")
-        return pd.read_parquet(path)
+        df = pd.read_parquet(path)
+        # Every device, state, op and status can be counted, even those without rows.
+        if "device" in df:
+            df["device"] = df["device"].cat.set_categories(list(self.summary["devices"]))
+        return df
 
     def requests(self):
-        """One row per host request: arrival/finish/latency and its breakdown (ns)."""
-        return self._table("requests")
+        """One row per host request, in completion order: ``arrival_ns``, ``finish_ns``,
+        ``latency_ns`` and its split ``queue_ns`` + ``power_wait_ns`` + ``service_ns``
+        (int64 nanoseconds), ``op`` and ``status`` (categoricals), ``device`` (categorical
+        name) and ``dev`` (its index), ``offset`` and ``len`` (bytes)."""
+        from wattio.trace import OPS
+
+        df = self._table("requests")
+        df["op"] = df["op"].cat.set_categories(OPS)
+        df["status"] = df["status"].cat.set_categories(STATUSES)
+        return df
 
     def timeline(self):
-        """Power-mode intervals per device (start_s, end_s, state)."""
+        """Power-mode intervals per device: ``device``, ``state`` (categoricals),
+        ``start_ns``, ``end_ns`` (int64 nanoseconds)."""
         return self._table("timeline")
 
     def energy(self):
-        """The closed energy ledger: device × state residency, entries, joules."""
+        """The closed energy ledger: ``device`` × ``state`` with ``is_transition``,
+        ``watts``, ``residency_ns``, ``entries`` and ``energy_j``."""
         return self._table("energy")
 
     def devices(self):
@@ -124,7 +145,7 @@ class Run:
 def run(
     config,
     *,
-    trace: str | Path | None = None,
+    trace=None,
     trace_format: str | None = None,
     out: str | Path | None = None,
     functions: dict | None = None,
@@ -134,45 +155,63 @@ def run(
 ) -> Run:
     """Run a config: a path to a TOML file, TOML text, or a dict.
 
-    ``functions`` maps stack positions of ``kind = "python"`` functions to objects; by default
-    they are built from the config's ``class`` and ``params``.
+    ``trace`` replays a trace instead of the config's workload: a path (any format wattio
+    reads; ``trace_format`` names it when detection cannot) or a pandas DataFrame with the
+    columns of :func:`wattio.trace.read` (at least ``arrival_ns``, ``op``, ``offset``,
+    ``len``). ``functions`` maps stack positions of ``kind = "python"`` functions to
+    objects; by default they are built from the config's ``class`` and ``params``.
+    ``progress`` shows bars (default: on a terminal or in a notebook).
     """
     text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
     cfg = tomllib.loads(text)
     funcs = python_functions(cfg, base, given=functions)
-    bar = None
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if progress:
-        run_sec = cfg.get("run", {})
-        horizon = run_sec.get("until_s") or cfg.get("workload", {}).get("duration_s")
-        bar = Progress(
-            label=run_sec.get("name", ""),
-            total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
-        )
-    out_dir = Path(out) if out is not None else None
-    try:
-        text_summary = _core.run_config(
-            text,
-            origin=origin,
-            base_dir=str(base),
-            trace=str(trace) if trace is not None else None,
-            trace_format=trace_format,
-            out_dir=str(out_dir) if out_dir is not None else None,
-            progress=bar,
-            functions=funcs,
-        )
-    finally:
-        if bar:
-            bar.close()
+    with _trace_path(trace, trace_format) as (trace_path, fmt):
+        bar = None
+        if enabled(progress):
+            run_sec = cfg.get("run", {})
+            horizon = run_sec.get("until_s") or cfg.get("workload", {}).get("duration_s")
+            bar = RunProgress(
+                label=run_sec.get("name", ""),
+                total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
+            )
+        out_dir = Path(out) if out is not None else None
+        try:
+            text_summary = _core.run_config(
+                text,
+                origin=origin,
+                base_dir=str(base),
+                trace=trace_path,
+                trace_format=fmt,
+                out_dir=str(out_dir) if out_dir is not None else None,
+                progress=bar,
+                functions=funcs,
+            )
+        finally:
+            if bar:
+                bar.close()
     r = Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text)
     want_report = cfg.get("output", {}).get("report", True) if report is None else report
     if out_dir is not None and want_report:
         from wattio.report import write_report
 
-        write_report(out_dir)
+        write_report(out_dir, progress=progress)
     return r
+
+
+@contextlib.contextmanager
+def _trace_path(trace, trace_format):
+    """``trace`` as (path, format) for the core: a DataFrame is written to a temporary
+    columnar file that lives while the run reads it."""
+    if trace is None or isinstance(trace, (str, os.PathLike)):
+        yield (os.fspath(trace) if trace is not None else None), trace_format
+        return
+    from wattio.trace import write_frame
+
+    with tempfile.TemporaryDirectory(prefix="wattio-frame-") as d:
+        path = Path(d) / "trace.parquet"
+        write_frame(trace, path)
+        yield str(path), "columnar"
 
 
 def load(out_dir: str | Path) -> Run:

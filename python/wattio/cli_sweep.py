@@ -25,9 +25,12 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--trace", help="trace file to replay instead of the config's workload")
     p.add_argument("--format", dest="trace_format", help="trace format (default: detect)")
-    p.add_argument("--out", help="write each point's run output to OUT/NNNN (and OUT/points.json)")
+    p.add_argument("--out", help="write each point's run output to OUT/NNNN (and OUT/points.json, "
+                   "OUT/comparison.html)")
     p.add_argument("--report", action="store_true", help="write report.html for each point (needs --out)")
     p.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of cores)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the points on this Dask cluster (needs wattio[dask]; see docs/sweeps.md)")
     p.add_argument("--csv", help="also write the table as CSV")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.set_defaults(func=cmd_sweep)
@@ -50,6 +53,7 @@ def cmd_sweep(args) -> int:
         out=args.out,
         report=args.report,
         jobs=args.jobs,
+        scheduler=args.scheduler,
     )
     if args.csv:
         df.to_csv(args.csv, index=False)

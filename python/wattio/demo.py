@@ -3,11 +3,14 @@ five-disk server, under every spin-down policy wattio ships, side by side."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from wattio.api import run
+from wattio.progress import steps
+from wattio.report import comparison_row, write_comparison
 
 #: Machine → (device table, workload table). Workload: bursts of page-sized reads and some
 #: writes (a web server's page loads and logs), peaking at 14:00, quiet at night.
@@ -85,14 +88,18 @@ def _one(args):
     return machine, policy, r.summary
 
 
-def run_demo(out: str | Path | None = None, report: bool = True, jobs: int = 2) -> list[dict]:
-    """Run every machine × policy; returns one row per run."""
+def run_demo(out: str | Path | None = None, report: bool = True, jobs: int = 2,
+             progress: bool | None = None) -> list[dict]:
+    """Run every machine × policy; returns one row per run. With ``out``, each run writes
+    ``out/<machine>-<policy>/``, and ``out/demo.json`` and ``out/comparison.html`` compare
+    them."""
     tasks = [(m, p, str(out) if out else None, report) for m in MACHINES for p in POLICIES]
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            results = list(ex.map(_one, tasks))
-    else:
-        results = [_one(t) for t in tasks]
+    with contextlib.ExitStack() as stack, steps(len(tasks), "demo", progress) as done:
+        ex = stack.enter_context(ProcessPoolExecutor(max_workers=jobs)) if jobs > 1 else None
+        results = []
+        for r in ex.map(_one, tasks) if ex else map(_one, tasks):
+            results.append(r)
+            done()
     rows = []
     for machine, policy, s in results:
         rows.append(
@@ -108,6 +115,14 @@ def run_demo(out: str | Path | None = None, report: bool = True, jobs: int = 2) 
         )
     if out:
         Path(out, "demo.json").write_text(json.dumps(rows, indent=2) + "\n")
+        link = "report.html" if report else "summary.json"
+        write_comparison(
+            Path(out, "comparison.html"),
+            [comparison_row(s, policy, machine, f"{machine}-{policy}/{link}") for machine, policy, s in results],
+            "wattio demo: spin-down policies side by side",
+            "A day of diurnal web-server-like I/O on a one-disk laptop (Toshiba MK1234GSX) and a "
+            "five-disk server (Seagate Constellation ES.3), under each policy.",
+        )
     return rows
 
 

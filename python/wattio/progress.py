@@ -1,46 +1,90 @@
-"""A progress line for long runs: requests done, rate, simulated time, ETA."""
+"""Progress bars for runs, reports, the demo and sweeps: tqdm's ``auto`` bars, which are
+widgets in a Jupyter notebook and a line on a terminal.
+
+Shown by default when someone is watching: stderr is a terminal, or the code runs in a
+notebook kernel (where stderr is not a terminal but the bar renders in the cell).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import sys
-import time
 
 
-class Progress:
-    def __init__(self, total: int | None = None, label: str = "", stream=None, min_interval=0.2,
-                 total_sim_ns: int | None = None):
-        self.total = total
-        self.total_sim_ns = total_sim_ns
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.min_interval = min_interval
-        self.shown = False
+def watching() -> bool:
+    """Whether a progress bar would be seen: a terminal, or a Jupyter kernel."""
+    if sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
+        return True
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def enabled(progress: bool | None) -> bool:
+    return watching() if progress is None else bool(progress)
+
+
+def bar(**kwargs):
+    """A tqdm bar: the notebook widget where one can be drawn, else the terminal line
+    (a notebook without ipywidgets gets the text bar instead of an error)."""
+    try:
+        from tqdm.auto import tqdm
+
+        return tqdm(**kwargs)
+    except ImportError:
+        from tqdm.std import tqdm
+
+        return tqdm(**kwargs)
+
+
+class RunProgress:
+    """The simulator's progress callback (called with requests done and simulated ns):
+    a bar over simulated time when the horizon is known, else a running count."""
+
+    def __init__(self, label: str = "", total_sim_ns: int | None = None):
+        self.total_s = total_sim_ns / 1e9 if total_sim_ns else None
+        self.bar = bar(
+            total=self.total_s,
+            desc=label or "run",
+            unit="sim s",
+            unit_scale=False,
+            leave=False,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:,.0f}/{total:,.0f} sim s "
+            "[{elapsed}<{remaining}{postfix}]"
+            if self.total_s
+            else "{desc}: {n:,.0f} sim s [{elapsed}{postfix}]",
+            mininterval=0.2,
+        )
+        self.seen_s = 0.0
 
     def __call__(self, done: int, sim_ns: int) -> None:
-        now = time.monotonic()
-        if now - self.last < self.min_interval:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        rate = done / elapsed
-        parts = [self.label, f"{done:,} req", f"{rate / 1e6:.2f} M req/s", f"sim {sim_ns / 1e9:,.0f} s"]
-        frac = None
-        if self.total:
-            frac = min(done / self.total, 1.0)
-        elif self.total_sim_ns:
-            frac = min(sim_ns / self.total_sim_ns, 1.0)
-        if frac is not None:
-            eta = elapsed * (1 - frac) / frac if frac > 0 else 0.0
-            bar = "#" * int(frac * 20)
-            parts.insert(1, f"[{bar:<20}] {frac * 100:5.1f}%")
-            parts.append(f"ETA {eta:5.1f} s")
-        self.stream.write("\r" + "  ".join(p for p in parts if p) + "\x1b[K")
-        self.stream.flush()
-        self.shown = True
+        now_s = sim_ns / 1e9
+        if self.total_s:
+            now_s = min(now_s, self.total_s)
+        self.bar.set_postfix_str(f"{done:,} requests", refresh=False)
+        self.bar.update(now_s - self.seen_s)
+        self.seen_s = now_s
 
     def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+        """The run is over: show it complete (the callback comes every few thousand
+        requests, so the last call may be well short of the end), then clear the line."""
+        if self.total_s:
+            self.bar.update(self.total_s - self.seen_s)
+            self.bar.refresh()
+        self.bar.close()
+
+
+@contextlib.contextmanager
+def steps(total: int, desc: str, progress: bool | None, leave: bool = True):
+    """A bar over ``total`` steps of work; yields the function that marks one done (which
+    does nothing when the bar is off)."""
+    if not enabled(progress):
+        yield lambda: None
+        return
+    b = bar(total=total, desc=desc, leave=leave, mininterval=0.1)
+    try:
+        yield lambda: b.update(1)
+    finally:
+        b.close()

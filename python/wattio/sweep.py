@@ -2,23 +2,28 @@
 
 Every point is an ordinary run (a pure function of its config, trace and seed), so a sweep's
 result does not depend on how its points are scheduled: in this process, in a local process
-pool, or on a cluster through any :class:`concurrent.futures.Executor` (a Dask
-``client.get_executor()``, a Ray or MPI pool executor, …) whose workers can import wattio.
+pool, on a Dask cluster (``scheduler="tcp://HOST:PORT"`` or a ``distributed.Client``), or
+through any :class:`concurrent.futures.Executor` (Ray, MPI, …) whose workers can import
+wattio.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
 import os
-from concurrent.futures import Executor
 from pathlib import Path
 
 import tomllib
 
 from wattio import _core
 from wattio.api import _dump_toml, config_source, run
+from wattio.progress import steps
+
+#: How long ``scheduler=`` waits for a Dask scheduler to answer before giving up.
+CONNECT_TIMEOUT_S = 10
 
 
 def set_key(cfg: dict, key: str, value) -> None:
@@ -101,17 +106,22 @@ def sweep(
     out: str | Path | None = None,
     report: bool = False,
     jobs: int | None = None,
-    executor: Executor | None = None,
+    executor=None,
+    scheduler: str | None = None,
     base_dir: str | Path | None = None,
+    progress: bool | None = None,
 ):
     """Run ``config`` once per point of ``grid`` and return a pandas DataFrame, one row per
     point in grid order: the swept values, then the summary figures (requests, energy,
     latency, spin-ups, energy per device).
 
-    ``jobs`` local worker processes (default: the machine's cores), or any ``executor``
-    (e.g. a cluster's). With ``out``, point *i* writes a normal run output to ``out/i``
-    (``out/points.json`` says which point is which). Python-written functions are imported
-    by each worker from the config's ``class``.
+    Where the points run: ``jobs`` local worker processes (default: the machine's cores);
+    or ``executor``, a ``distributed.Client`` or any :class:`concurrent.futures.Executor`;
+    or ``scheduler``, the address of a Dask scheduler (``tcp://HOST:PORT``) to connect to
+    for this sweep. With ``out``, point *i* writes a normal run output to ``out/i``
+    (``out/points.json`` says which point is which) and ``out/comparison.html`` compares
+    the points. Python-written functions are imported by each worker from the config's
+    ``class``; a trace and ``out`` must be paths the workers can reach.
     """
     import pandas as pd
 
@@ -132,26 +142,62 @@ def sweep(
         tasks.append(
             (i, text, str(base), str(trace) if trace else None, trace_format, str(out) if out else None, report)
         )
+    if executor is not None and scheduler is not None:
+        raise ValueError("sweep: give executor= or scheduler=, not both")
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
         Path(out, "points.json").write_text(
             json.dumps([{"dir": f"{i:04d}", **p} for i, p in enumerate(pts)], indent=2, default=str) + "\n"
         )
-    if executor is not None:
-        results = list(executor.map(_run_point, tasks))
-    else:
-        workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-        if workers == 1:
-            results = [_run_point(t) for t in tasks]
-        else:
-            # Imported here: it pulls in multiprocessing, a third of `wattio run`'s
-            # start-up, which only a parallel sweep needs.
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=workers) as ex:
-                results = list(ex.map(_run_point, tasks))
+    with _executor(executor, scheduler, jobs, len(tasks)) as ex, steps(len(tasks), "sweep", progress) as done:
+        results = []
+        for r in (ex.map(_run_point, tasks) if ex is not None else map(_run_point, tasks)):
+            results.append(r)
+            done()
     by_index = dict(results)
+    if out:
+        from wattio.report import comparison_row, write_comparison
+
+        rows = [
+            comparison_row(by_index[i], _label(p), link=f"{i:04d}/report.html" if report else f"{i:04d}/summary.json")
+            for i, p in enumerate(pts)
+        ]
+        write_comparison(Path(out, "comparison.html"), rows, f"wattio sweep: {origin}",
+                         f"{len(pts)} points of {', '.join(grid)}.")
     return pd.DataFrame([_row(p, by_index[i]) for i, p in enumerate(pts)])
+
+
+@contextlib.contextmanager
+def _executor(executor, scheduler, jobs, n):
+    """Where the points run (None: in this process). A Dask client is used through its
+    ``concurrent.futures`` face; one made here from ``scheduler`` is closed afterwards."""
+    if scheduler is not None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ValueError(
+                f"--scheduler {scheduler}: Dask's `distributed` is not installed (pip install 'wattio[dask]')"
+            ) from None
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except OSError as e:
+            raise ValueError(f"--scheduler {scheduler}: cannot connect to the Dask scheduler: {e}") from None
+        with client:
+            yield client.get_executor()
+        return
+    if executor is not None:
+        yield executor.get_executor() if hasattr(executor, "get_executor") else executor
+        return
+    workers = max(1, min(jobs or os.cpu_count() or 1, n))
+    if workers == 1:
+        yield None
+        return
+    # Imported here: it pulls in multiprocessing, a third of `wattio run`'s start-up,
+    # which only a parallel sweep needs.
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        yield ex
 
 
 def parse_set(arg: str) -> tuple[str, list]:

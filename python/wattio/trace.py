@@ -2,8 +2,12 @@
 
 Formats: columnar (wattio's Parquet trace), msr, fiu, blkparse, spc, alibaba, tencent,
 disksim, disksim-validate, fio, mqsim. ``format=None`` detects the format from the extension
-and the first line (never mqsim, whose lines are also DiskSim ascii lines: give it). Every reader normalizes to nanoseconds and bytes and reports what it assumed;
-``read`` puts that report in ``df.attrs["assumptions"]``.
+and the first line (never mqsim, whose lines are also DiskSim ascii lines: give it). Every
+reader normalizes to nanoseconds and bytes and reports what it assumed; ``read`` puts that
+report in ``df.attrs["assumptions"]``.
+
+A DataFrame with these columns (``read``'s, or built by hand) is itself a trace:
+``wattio.run(config, trace=df)`` replays it (:func:`write_frame` is how).
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ COLUMNS = [
     "call_site",
     "measured_ns",
 ]
-OPS = {0: "read", 1: "write", 2: "flush", 3: "discard"}
+#: ``op`` names in the order of the request model's codes (0 read, 1 write, …).
+OPS = ["read", "write", "flush", "discard"]
+#: Columns a DataFrame trace must have; the others default (dev and stream 0, ids null).
+REQUIRED = ["arrival_ns", "op", "offset", "len"]
+#: The columnar trace's format version (crates/formats/src/columnar.rs, VERSION_KEY).
+_VERSION = {b"wattio.trace.version": b"1"}
 
 
 def formats() -> tuple[list[str], list[str]]:
@@ -54,9 +63,10 @@ def read(
 ):
     """The trace at ``path`` as a DataFrame with the columnar trace's columns.
 
-    ``op`` is the request model's code (0 read, 1 write, 2 flush, 3 discard); ``OPS`` maps it
-    to names. Non-columnar traces are converted through a temporary columnar file, so the
-    result is identical to ``wattio trace convert`` followed by a read.
+    ``arrival_ns``, ``offset``, ``len`` and ``measured_ns`` are int64 (nanoseconds, bytes; a
+    missing ``measured_ns`` is ``<NA>``), ``op`` a categorical of :data:`OPS`. Non-columnar
+    traces are converted through a temporary columnar file, so the result is identical to
+    ``wattio trace convert`` followed by a read.
     """
     import pyarrow.parquet as pq
 
@@ -76,9 +86,98 @@ def read(
                 str(p), str(out), format, "columnar", lenient, device, action
             )
             table = pq.read_table(out)
-    df = table.to_pandas()
+    df = _pandas_types(table.to_pandas())
     df.attrs["assumptions"] = list(assumptions)
     return df
+
+
+def _pandas_types(df):
+    """The columnar trace's unsigned columns as pandas works with them: quantities as int64
+    (differences of uint64 wrap around), ``op`` as named categories."""
+    import pandas as pd
+
+    for c in ("arrival_ns", "offset", "len"):
+        df[c] = df[c].astype("int64")
+    df["measured_ns"] = df["measured_ns"].astype("Int64")
+    df["op"] = pd.Categorical.from_codes(df["op"].astype("int64"), categories=OPS)
+    return df
+
+
+def write_frame(df, path: str | os.PathLike) -> int:
+    """Write a DataFrame as a columnar trace file; returns the number of requests.
+
+    Needs ``arrival_ns`` (integers, or timedeltas), ``op`` (names in :data:`OPS`, any case,
+    or their codes), ``offset`` and ``len`` (bytes); takes ``dev``, ``stream``, ``file``,
+    ``call_site`` and ``measured_ns`` if present. Anything else is ignored. A missing column
+    or a value out of its range is a ValueError naming the column.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"trace: expected a path or a pandas DataFrame, got {type(df).__name__}")
+    types = _arrow_types()
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"trace DataFrame: missing column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(c) for c in missing)} (needs {', '.join(REQUIRED)}; optional: dev, "
+            f"stream, file, call_site, measured_ns; has: {', '.join(map(str, df.columns)) or 'none'})"
+        )
+
+    def ints(name, hi, nullable=False):
+        col = df[name]
+        if pd.api.types.is_timedelta64_dtype(col):
+            col = col.dt.total_seconds() * 1e9 if col.isna().any() else col.astype("int64")
+        if col.isna().any() and not nullable:
+            raise ValueError(f"trace DataFrame: column {name!r} has missing values (row {int(col.isna().idxmax())})")
+        values = col.dropna()
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            raise ValueError(f"trace DataFrame: column {name!r} is {col.dtype}, expected integers")
+        if len(values) and (values.min() < 0 or values.max() > hi or (values != np.floor(values)).any()):
+            bad = values[(values < 0) | (values > hi) | (values != np.floor(values))].index[0]
+            raise ValueError(
+                f"trace DataFrame: column {name!r} row {bad}: {values[bad].item()!r} is not an integer in [0, {hi}]"
+            )
+        if nullable:
+            return pa.array([None if pd.isna(v) else int(v) for v in col], type=pa.uint64())
+        return pa.array(values.to_numpy().astype(np.uint64)).cast(types[name])
+
+    op = df["op"]
+    if isinstance(op.dtype, pd.CategoricalDtype) or op.dtype == object or pd.api.types.is_string_dtype(op):
+        names = op.astype(str).str.lower()
+        codes = names.map({n: i for i, n in enumerate(OPS)})
+        if codes.isna().any():
+            bad = codes.isna().idxmax()
+            raise ValueError(f"trace DataFrame: column 'op' row {bad}: {op[bad]!r} is not one of {', '.join(OPS)}")
+        df = df.assign(op=codes.astype("int64"))
+    n = len(df)
+    cols = {
+        "arrival_ns": ints("arrival_ns", 2**63 - 1),
+        "op": ints("op", len(OPS) - 1),
+        "offset": ints("offset", 2**63 - 1),
+        "len": ints("len", 2**32 - 1),
+        "dev": ints("dev", 2**16 - 1) if "dev" in df else pa.array(np.zeros(n, np.uint16)),
+        "stream": ints("stream", 2**32 - 1) if "stream" in df else pa.array(np.zeros(n, np.uint32)),
+    }
+    for name in ("file", "call_site", "measured_ns"):
+        cols[name] = ints(name, 2**64 - 1, nullable=True) if name in df else pa.nulls(n, pa.uint64())
+    schema = pa.schema([pa.field(c, types[c], nullable=c in ("file", "call_site", "measured_ns")) for c in COLUMNS],
+                       metadata=_VERSION)
+    pq.write_table(pa.table(cols, schema=schema), path)
+    return n
+
+
+def _arrow_types():
+    """The columnar trace's Arrow types (crates/formats/src/columnar.rs, `schema`)."""
+    import pyarrow as pa
+
+    return {"arrival_ns": pa.uint64(), "op": pa.uint8(), "offset": pa.uint64(), "len": pa.uint32(),
+            "dev": pa.uint16(), "stream": pa.uint32(), "file": pa.uint64(), "call_site": pa.uint64(),
+            "measured_ns": pa.uint64()}
+
 
 
 def stats(

@@ -102,13 +102,14 @@ pub fn run(
     };
     if let Some(dir) = &opts.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let names: Vec<String> = asm.devices.iter().map(|d| d.info.name.clone()).collect();
         if cfg.output.requests {
             sink.requests = Some(tables::RequestsTable::create(
                 &dir.join("requests.parquet"),
+                &names,
             )?);
         }
         if cfg.output.timeline {
-            let names = asm.devices.iter().map(|d| d.info.name.clone()).collect();
             let slots = asm.devices.iter().map(|d| d.spec().slot_names()).collect();
             let initial = asm.devices.iter().map(|d| d.ledger().current()).collect();
             sink.timeline = Some(tables::TimelineTable::create(
@@ -134,9 +135,12 @@ pub fn run(
             .devices
             .iter()
             .flat_map(|d| {
-                d.ledger_rows(outcome.end)
-                    .into_iter()
-                    .map(|r| (d.info.name.clone(), r))
+                let mut rows = d.ledger_rows(outcome.end);
+                rows.extend(tables::per_operation_row(
+                    d.ledger().op_energy_j(),
+                    d.counters().ios,
+                ));
+                rows.into_iter().map(|r| (d.info.name.clone(), r))
             })
             .collect();
         tables::write_energy(&dir.join("energy.parquet"), &rows)?;

@@ -1,10 +1,14 @@
 //! Parquet tables a run writes, streamed in row groups so memory stays flat.
+//!
+//! The schemas are chosen for pandas: every time is a signed 64-bit count of nanoseconds
+//! (`*_ns`; unsigned columns would make differences wrap around), every table names its
+//! device, and names with few values (device, state, op, status) are dictionary-encoded, so
+//! they arrive as categoricals.
 
 use crate::sim::HostRequest;
-use arrow_array::builder::{
-    Float64Builder, StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder,
-};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::{Int64Builder, StringDictionaryBuilder};
+use arrow_array::types::{Int8Type, UInt16Type};
+use arrow_array::{ArrayRef, DictionaryArray, Int8Array, RecordBatch, StringArray, UInt16Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
@@ -57,7 +61,12 @@ impl ParquetOut {
     }
 }
 
-fn status_code(s: Status) -> u8 {
+/// `op` values in the order of the request model's codes (`Op as u8`).
+pub const OP_NAMES: [&str; 4] = ["read", "write", "flush", "discard"];
+/// `status` values, as a Python function sees them in `Completion.status`.
+pub const STATUS_NAMES: [&str; 5] = ["ok", "io-error", "invalid", "no-space", "not-supported"];
+
+fn status_code(s: Status) -> i8 {
     match s {
         Status::Ok => 0,
         Status::IoError => 1,
@@ -67,72 +76,96 @@ fn status_code(s: Status) -> u8 {
     }
 }
 
+fn dict(name: &str, key: DataType) -> Field {
+    Field::new(
+        name,
+        DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8)),
+        false,
+    )
+}
+
 /// `requests.parquet`: one row per host request, in completion order.
 pub struct RequestsTable {
     out: ParquetOut,
-    id: UInt64Builder,
-    arrival: UInt64Builder,
-    finish: UInt64Builder,
-    latency: UInt64Builder,
-    queue: UInt64Builder,
-    power_wait: UInt64Builder,
-    service: UInt64Builder,
-    op: UInt8Builder,
-    dev: UInt16Builder,
-    offset: UInt64Builder,
-    len: UInt32Builder,
-    status: UInt8Builder,
+    /// Dictionaries of the `device`, `op` and `status` columns (keys: device id and codes).
+    devices: Arc<StringArray>,
+    ops: Arc<StringArray>,
+    statuses: Arc<StringArray>,
+    id: Int64Builder,
+    arrival: Int64Builder,
+    finish: Int64Builder,
+    latency: Int64Builder,
+    queue: Int64Builder,
+    power_wait: Int64Builder,
+    service: Int64Builder,
+    op: Vec<i8>,
+    dev: Vec<u16>,
+    offset: Int64Builder,
+    len: Int64Builder,
+    status: Vec<i8>,
     rows: usize,
 }
 
+/// Nanoseconds (or bytes) as the tables' signed 64-bit integers; 2^63 ns is 292 years, so
+/// only a corrupt value can exceed it, and it saturates rather than turning negative.
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 impl RequestsTable {
-    pub fn create(path: &Path) -> Result<RequestsTable, String> {
-        let u64f = |n: &str| Field::new(n, DataType::UInt64, false);
+    /// `devices[d]` is the name of device id `d`.
+    pub fn create(path: &Path, devices: &[String]) -> Result<RequestsTable, String> {
+        let i64f = |n: &str| Field::new(n, DataType::Int64, false);
         let schema = Arc::new(Schema::new(vec![
-            u64f("id"),
-            u64f("arrival_ns"),
-            u64f("finish_ns"),
-            u64f("latency_ns"),
-            u64f("queue_ns"),
-            u64f("power_wait_ns"),
-            u64f("service_ns"),
-            Field::new("op", DataType::UInt8, false),
+            i64f("id"),
+            i64f("arrival_ns"),
+            i64f("finish_ns"),
+            i64f("latency_ns"),
+            i64f("queue_ns"),
+            i64f("power_wait_ns"),
+            i64f("service_ns"),
+            dict("op", DataType::Int8),
+            dict("device", DataType::UInt16),
             Field::new("dev", DataType::UInt16, false),
-            u64f("offset"),
-            Field::new("len", DataType::UInt32, false),
-            Field::new("status", DataType::UInt8, false),
+            i64f("offset"),
+            i64f("len"),
+            dict("status", DataType::Int8),
         ]));
         Ok(RequestsTable {
             out: ParquetOut::create(path, schema)?,
-            id: UInt64Builder::with_capacity(BATCH),
-            arrival: UInt64Builder::with_capacity(BATCH),
-            finish: UInt64Builder::with_capacity(BATCH),
-            latency: UInt64Builder::with_capacity(BATCH),
-            queue: UInt64Builder::with_capacity(BATCH),
-            power_wait: UInt64Builder::with_capacity(BATCH),
-            service: UInt64Builder::with_capacity(BATCH),
-            op: UInt8Builder::with_capacity(BATCH),
-            dev: UInt16Builder::with_capacity(BATCH),
-            offset: UInt64Builder::with_capacity(BATCH),
-            len: UInt32Builder::with_capacity(BATCH),
-            status: UInt8Builder::with_capacity(BATCH),
+            devices: Arc::new(StringArray::from_iter_values(devices)),
+            ops: Arc::new(StringArray::from_iter_values(OP_NAMES)),
+            statuses: Arc::new(StringArray::from_iter_values(STATUS_NAMES)),
+            id: Int64Builder::with_capacity(BATCH),
+            arrival: Int64Builder::with_capacity(BATCH),
+            finish: Int64Builder::with_capacity(BATCH),
+            latency: Int64Builder::with_capacity(BATCH),
+            queue: Int64Builder::with_capacity(BATCH),
+            power_wait: Int64Builder::with_capacity(BATCH),
+            service: Int64Builder::with_capacity(BATCH),
+            op: Vec::with_capacity(BATCH),
+            dev: Vec::with_capacity(BATCH),
+            offset: Int64Builder::with_capacity(BATCH),
+            len: Int64Builder::with_capacity(BATCH),
+            status: Vec::with_capacity(BATCH),
             rows: 0,
         })
     }
 
     pub fn push(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
-        self.id.append_value(r.id);
-        self.arrival.append_value(r.arrival);
-        self.finish.append_value(r.finished);
-        self.latency.append_value(r.finished - r.arrival);
-        self.queue.append_value(r.breakdown.queue_ns);
-        self.power_wait.append_value(r.breakdown.power_wait_ns);
-        self.service.append_value(r.breakdown.service_ns);
-        self.op.append_value(r.io.op as u8);
-        self.dev.append_value(r.io.dev);
-        self.offset.append_value(r.io.offset);
-        self.len.append_value(r.io.len);
-        self.status.append_value(status_code(r.status));
+        self.id.append_value(i64_of(r.id));
+        self.arrival.append_value(i64_of(r.arrival));
+        self.finish.append_value(i64_of(r.finished));
+        self.latency.append_value(i64_of(r.finished - r.arrival));
+        self.queue.append_value(i64_of(r.breakdown.queue_ns));
+        self.power_wait
+            .append_value(i64_of(r.breakdown.power_wait_ns));
+        self.service.append_value(i64_of(r.breakdown.service_ns));
+        self.op.push(r.io.op as i8);
+        self.dev.push(r.io.dev);
+        self.offset.append_value(i64_of(r.io.offset));
+        self.len.append_value(i64::from(r.io.len));
+        self.status.push(status_code(r.status));
         self.rows += 1;
         if self.rows == BATCH {
             self.flush()?;
@@ -144,6 +177,14 @@ impl RequestsTable {
         if self.rows == 0 {
             return Ok(());
         }
+        let keyed = |keys: Int8Array, values: &Arc<StringArray>| -> Result<ArrayRef, String> {
+            DictionaryArray::<Int8Type>::try_new(keys, values.clone())
+                .map(|a| Arc::new(a) as ArrayRef)
+                .map_err(|e| e.to_string())
+        };
+        let dev = UInt16Array::from(std::mem::take(&mut self.dev));
+        let device = DictionaryArray::<UInt16Type>::try_new(dev.clone(), self.devices.clone())
+            .map_err(|e| format!("{}: {e}", self.out.path))?;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.id.finish()),
             Arc::new(self.arrival.finish()),
@@ -152,11 +193,15 @@ impl RequestsTable {
             Arc::new(self.queue.finish()),
             Arc::new(self.power_wait.finish()),
             Arc::new(self.service.finish()),
-            Arc::new(self.op.finish()),
-            Arc::new(self.dev.finish()),
+            keyed(Int8Array::from(std::mem::take(&mut self.op)), &self.ops)?,
+            Arc::new(device),
+            Arc::new(dev),
             Arc::new(self.offset.finish()),
             Arc::new(self.len.finish()),
-            Arc::new(self.status.finish()),
+            keyed(
+                Int8Array::from(std::mem::take(&mut self.status)),
+                &self.statuses,
+            )?,
         ];
         self.out.write(cols)?;
         self.rows = 0;
@@ -169,18 +214,18 @@ impl RequestsTable {
     }
 }
 
-/// `timeline.parquet`: power-mode intervals per device (`device`, `state`, `start_s`,
-/// `end_s`). Busy sub-states are folded into the ready state around them.
+/// `timeline.parquet`: power-mode intervals per device (`device`, `state`, `start_ns`,
+/// `end_ns`). Busy sub-states are folded into the ready state around them.
 pub struct TimelineTable {
     out: ParquetOut,
     names: Vec<Vec<String>>,
     devices: Vec<String>,
     /// Open interval per device: (slot, start).
     open: Vec<(usize, Nanos)>,
-    device: StringBuilder,
-    state: StringBuilder,
-    start: Float64Builder,
-    end: Float64Builder,
+    device: StringDictionaryBuilder<UInt16Type>,
+    state: StringDictionaryBuilder<UInt16Type>,
+    start: Int64Builder,
+    end: Int64Builder,
     rows: usize,
 }
 
@@ -193,20 +238,20 @@ impl TimelineTable {
         initial: Vec<usize>,
     ) -> Result<TimelineTable, String> {
         let schema = Arc::new(Schema::new(vec![
-            Field::new("device", DataType::Utf8, false),
-            Field::new("state", DataType::Utf8, false),
-            Field::new("start_s", DataType::Float64, false),
-            Field::new("end_s", DataType::Float64, false),
+            dict("device", DataType::UInt16),
+            dict("state", DataType::UInt16),
+            Field::new("start_ns", DataType::Int64, false),
+            Field::new("end_ns", DataType::Int64, false),
         ]));
         Ok(TimelineTable {
             out: ParquetOut::create(path, schema)?,
             names: slots,
             devices,
             open: initial.into_iter().map(|s| (s, 0)).collect(),
-            device: StringBuilder::new(),
-            state: StringBuilder::new(),
-            start: Float64Builder::new(),
-            end: Float64Builder::new(),
+            device: StringDictionaryBuilder::new(),
+            state: StringDictionaryBuilder::new(),
+            start: Int64Builder::new(),
+            end: Int64Builder::new(),
             rows: 0,
         })
     }
@@ -214,10 +259,15 @@ impl TimelineTable {
     fn emit(&mut self, dev: usize, end: Nanos) -> Result<(), String> {
         let (slot, start) = self.open[dev];
         if end > start {
-            self.device.append_value(&self.devices[dev]);
-            self.state.append_value(&self.names[dev][slot]);
-            self.start.append_value(start as f64 / 1e9);
-            self.end.append_value(end as f64 / 1e9);
+            let path = &self.out.path;
+            self.device
+                .append(&self.devices[dev])
+                .map_err(|e| format!("{path}: {e}"))?;
+            self.state
+                .append(&self.names[dev][slot])
+                .map_err(|e| format!("{path}: {e}"))?;
+            self.start.append_value(i64_of(start));
+            self.end.append_value(i64_of(end));
             self.rows += 1;
             if self.rows == BATCH {
                 self.flush()?;
@@ -260,39 +310,58 @@ impl TimelineTable {
     }
 }
 
-/// `energy.parquet`: the closed ledgers, one row per device and slot.
+/// The `energy.parquet` row of energy charged per operation on top of state power (an
+/// SSD's NAND reads, programs and erases), so the table sums to each device's energy: state
+/// `per_operation`, no residency, one entry per device I/O. None when there is none.
+pub fn per_operation_row(energy_j: f64, ios: u64) -> Option<wattio_core::ledger::LedgerRow> {
+    (energy_j > 0.0).then(|| wattio_core::ledger::LedgerRow {
+        slot: "per_operation".to_string(),
+        is_transition: false,
+        watts: 0.0,
+        residency_ns: 0,
+        entries: ios,
+        energy_j,
+    })
+}
+
+/// `energy.parquet`: the closed ledgers, one row per device and slot (and per-operation
+/// energy, [`per_operation_row`]).
 pub fn write_energy(
     path: &Path,
     rows: &[(String, wattio_core::ledger::LedgerRow)],
 ) -> Result<(), String> {
     let schema = Arc::new(Schema::new(vec![
-        Field::new("device", DataType::Utf8, false),
-        Field::new("state", DataType::Utf8, false),
+        dict("device", DataType::UInt16),
+        dict("state", DataType::UInt16),
         Field::new("is_transition", DataType::Boolean, false),
         Field::new("watts", DataType::Float64, false),
-        Field::new("residency_s", DataType::Float64, false),
-        Field::new("entries", DataType::UInt64, false),
+        Field::new("residency_ns", DataType::Int64, false),
+        Field::new("entries", DataType::Int64, false),
         Field::new("energy_j", DataType::Float64, false),
     ]));
     let mut out = ParquetOut::create(path, schema)?;
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(arrow_array::StringArray::from_iter_values(
-            rows.iter().map(|r| r.0.as_str()),
-        )),
-        Arc::new(arrow_array::StringArray::from_iter_values(
-            rows.iter().map(|r| r.1.slot.as_str()),
-        )),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.0.as_str())
+                .collect::<DictionaryArray<UInt16Type>>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.1.slot.as_str())
+                .collect::<DictionaryArray<UInt16Type>>(),
+        ),
         Arc::new(arrow_array::BooleanArray::from(
             rows.iter().map(|r| r.1.is_transition).collect::<Vec<_>>(),
         )),
         Arc::new(arrow_array::Float64Array::from_iter_values(
             rows.iter().map(|r| r.1.watts),
         )),
-        Arc::new(arrow_array::Float64Array::from_iter_values(
-            rows.iter().map(|r| r.1.residency_ns as f64 / 1e9),
+        Arc::new(arrow_array::Int64Array::from_iter_values(
+            rows.iter().map(|r| i64_of(r.1.residency_ns)),
         )),
-        Arc::new(arrow_array::UInt64Array::from_iter_values(
-            rows.iter().map(|r| r.1.entries),
+        Arc::new(arrow_array::Int64Array::from_iter_values(
+            rows.iter().map(|r| i64_of(r.1.entries)),
         )),
         Arc::new(arrow_array::Float64Array::from_iter_values(
             rows.iter().map(|r| r.1.energy_j),
