@@ -3,7 +3,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::Path;
+use wattio_core::device::Timing;
+use wattio_devices::catalogue::{Catalogue, DeviceSpec};
 use wattio_devices::disksim;
+use wattio_devices::mechanical::MechanicalDisk;
 
 /// Import a DiskSim `.parv`: returns (catalogue TOML text, unsupported parameters).
 #[pyfunction]
@@ -21,39 +24,82 @@ fn disk_validate(parv: &str, trace: &str) -> PyResult<String> {
     serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// A disk model with platters: a DiskSim `.parv`, a catalogue TOML file or an embedded
+/// catalogue name.
+fn mechanical(source: &str) -> Result<Box<dyn Timing>, String> {
+    let path = Path::new(source);
+    let timing = if source.ends_with(".parv") {
+        let imp = disksim::import_parv(path)?;
+        Box::new(MechanicalDisk::new(imp.timing)?) as Box<dyn Timing>
+    } else if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
+        DeviceSpec::from_toml(source, &text).and_then(|s| s.build_timing())?
+    } else {
+        Catalogue::embedded().and_then(|c| c.get(source)?.build_timing())?
+    };
+    if timing.geometry().is_none() {
+        return Err(format!(
+            "{source}: this model has no mechanical layout (use an `hdd-mechanical` model or a DiskSim .parv)"
+        ));
+    }
+    Ok(timing)
+}
+
+/// Failure-aware placement (thesis ch. 6): map the `[[region]]` tables of `regions` (TOML,
+/// the keys of `[[device.fault.region]]`) onto `source`'s platters, and score every replica
+/// strategy (`cylinders-away` once per entry of `away`) on the bad sectors and on every
+/// `step`-th sector. Returns JSON: `{"bad_sectors", "scores": [...]}`.
+#[pyfunction]
+fn placement_scores(source: &str, regions: &str, away: Vec<u32>, step: u64) -> PyResult<String> {
+    use wattio_devices::fault::{region_ranges, Region};
+    use wattio_functions::placement::replica::{score, Placer, Strategy};
+    let err = |e: String| PyValueError::new_err(e);
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Regions {
+        region: Vec<Region>,
+    }
+    let r: Regions = toml::from_str(regions).map_err(|e| err(format!("regions: {e}")))?;
+    let timing = mechanical(source).map_err(err)?;
+    let g = timing.geometry().expect("checked by mechanical()");
+    let capacity = timing.capacity();
+    let bad = region_ranges(&r.region, &*g, capacity, 512);
+    let placer = Placer::new(&*g, capacity, 512).map_err(err)?;
+    let mut sample: Vec<u64> = bad.iter().flat_map(|[a, b]| a / 512..b / 512).collect();
+    let bad_sectors = sample.len() as u64;
+    sample.extend((0..capacity / 512).step_by(step.max(1) as usize));
+    sample.sort_unstable();
+    sample.dedup();
+    let mut strategies = vec![
+        Strategy::SameTrack,
+        Strategy::AdjacentTrack,
+        Strategy::OtherSurface,
+    ];
+    strategies.extend(
+        away.iter()
+            .map(|&cylinders| Strategy::CylindersAway { cylinders }),
+    );
+    strategies.push(Strategy::OtherZone);
+    let scores: Vec<_> = strategies
+        .into_iter()
+        .map(|s| score(&placer, s, &sample, &bad))
+        .collect();
+    Ok(serde_json::json!({"bad_sectors": bad_sectors, "scores": scores}).to_string())
+}
+
 /// Run the geometry probe in simulation against `source` — a DiskSim `.parv`, a catalogue
 /// TOML file or an embedded catalogue name — with `table` (the `geometry-probe` keys, as
 /// TOML text). Returns the report as JSON, with `zones` folded over runs of fewer than
 /// `min_zone_tracks` tracks.
 #[pyfunction]
 fn disk_probe(source: &str, table: &str, min_zone_tracks: u64) -> PyResult<String> {
-    use wattio_devices::catalogue::{Catalogue, DeviceSpec};
     use wattio_functions::geometry::probe::Params;
     let err = |e: String| PyValueError::new_err(e);
     let table: toml::Table = table
         .parse()
         .map_err(|e: toml::de::Error| err(format!("probe options: {e}")))?;
     let params = Params::parse(&table, "probe").map_err(err)?;
-    let path = Path::new(source);
-    let timing = if source.ends_with(".parv") {
-        let imp = disksim::import_parv(path).map_err(err)?;
-        let disk = wattio_devices::mechanical::MechanicalDisk::new(imp.timing).map_err(err)?;
-        Box::new(disk) as Box<dyn wattio_core::device::Timing>
-    } else if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("{source}: {e}")))?;
-        DeviceSpec::from_toml(source, &text)
-            .and_then(|s| s.build_timing())
-            .map_err(err)?
-    } else {
-        Catalogue::embedded()
-            .and_then(|c| c.get(source)?.build_timing())
-            .map_err(err)?
-    };
-    if timing.geometry().is_none() {
-        return Err(err(format!(
-            "{source}: the probe times a rotating disk, and this model has no mechanical layout (use an `hdd-mechanical` model or a DiskSim .parv)"
-        )));
-    }
+    let timing = mechanical(source).map_err(err)?;
     let report = wattio_engine::probe::probe(source, timing, params).map_err(err)?;
     let zones: Vec<_> = report
         .zones(min_zone_tracks)
@@ -67,6 +113,7 @@ fn disk_probe(source: &str, table: &str, min_zone_tracks: u64) -> PyResult<Strin
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(disk_probe, m)?)?;
+    m.add_function(wrap_pyfunction!(placement_scores, m)?)?;
     m.add_function(wrap_pyfunction!(disk_import, m)?)?;
     m.add_function(wrap_pyfunction!(disk_validate, m)?)?;
     Ok(())

@@ -110,22 +110,45 @@ impl<'g> Placer<'g> {
     }
 
     /// The LBA on (`cylinder`, `surface`) whose start is nearest `angle` (circularly), if
-    /// that track holds any.
+    /// that track holds any. Walks the cylinder track by track (a track's LBAs are
+    /// consecutive), then estimates the sector from the angle and looks around it, so it
+    /// costs a few lookups rather than one per sector of the cylinder.
     pub fn lba_at(&self, cylinder: u32, surface: u32, angle: f64) -> Option<u64> {
         let (a, b) = self.cylinder_lbas(cylinder);
-        let mut best: Option<(f64, u64)> = None;
-        for lba in a..b {
-            let Some(l) = self.at(lba) else { continue };
-            if l.surface != surface {
-                continue;
+        let mut t0 = a;
+        let track = loop {
+            if t0 >= b {
+                return None;
             }
-            let d = (l.angle - angle).rem_euclid(1.0);
-            let d = d.min(1.0 - d);
-            if best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, lba));
+            let l = self.at(t0)?;
+            if l.surface == surface {
+                break l;
+            }
+            t0 += u64::from(l.sectors_per_track.saturating_sub(l.sector).max(1));
+        };
+        // The track's LBAs: from t0 while on this (cylinder, surface).
+        let spt = u64::from(track.sectors_per_track.max(1));
+        let ahead = ((angle - track.angle).rem_euclid(1.0) * spt as f64).round() as u64 % spt;
+        let dist = |lba: u64| {
+            self.at(lba)
+                .filter(|l| l.cylinder == cylinder && l.surface == surface)
+                .map(|l| {
+                    let d = (l.angle - angle).rem_euclid(1.0);
+                    d.min(1.0 - d)
+                })
+        };
+        let guess = t0 + ahead;
+        let mut best: Option<(f64, u64)> = None;
+        // Slipped or spare sectors shift the estimate by a few sectors at most.
+        for lba in guess.saturating_sub(3)..=guess + 3 {
+            if let Some(d) = dist(lba) {
+                if best.is_none_or(|(bd, _)| d < bd) {
+                    best = Some((d, lba));
+                }
             }
         }
-        best.map(|(_, lba)| lba)
+        best.or_else(|| dist(t0).map(|d| (d, t0)))
+            .map(|(_, lba)| lba)
     }
 
     /// The replica's LBA for `lba` under `s` (`None` past the end, or where the target
