@@ -63,6 +63,23 @@ pub struct TraceConfig {
     pub path: String,
     #[serde(default)]
     pub format: Option<String>,
+    /// The generic reader's column mapping (`FIELD=COLUMN[:UNIT],…`, see docs/formats.md);
+    /// implies `format = "csv"`.
+    #[serde(default)]
+    pub columns: Option<String>,
+    /// The generic reader's field delimiter (default `,`).
+    #[serde(default)]
+    pub delimiter: Option<String>,
+    /// The generic reader: is the first line a header (default: sniffed)?
+    #[serde(default)]
+    pub header: Option<bool>,
+    /// Keep one device/volume/LUN of the trace (its key: `hm_1`, `8,16`, …) as dev 0.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Skip bad lines (counted and quoted in the summary) and run empty or implausible
+    /// traces with a warning instead of failing.
+    #[serde(default)]
+    pub lenient: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]
