@@ -289,7 +289,7 @@ def test_replay_reports_every_request_of_a_capture(tmp_path):
     trace = tmp_path / "t.txt"
     trace.write_text("0 read 0 4096 0 0\n1000000 write 8192 4096 0 0\n2000000 flush 0 0 0 0\n")
     r = subprocess.run(
-        _wattio("replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2"),
+        _wattio("replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2", "--json"),
         check=False,
         capture_output=True,
         text=True,
