@@ -12,6 +12,7 @@ from pathlib import Path
 import tomllib
 
 from wattio import _core
+from wattio.outdir import fresh_output, run_id
 from wattio.progress import Progress
 
 
@@ -79,12 +80,16 @@ class Run:
     out_dir: Path | None = None
     config_text: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
+    #: The id in ``out_dir``'s marker when this run wrote it (see ``wattio.outdir``).
+    run_id: str | None = None
 
     def _table(self, name: str):
         import pandas as pd
 
         if self.out_dir is None:
             raise ValueError("this run wrote no tables (give out=DIR)")
+        if self.run_id is not None and run_id(self.out_dir) != self.run_id:
+            raise ValueError(f"{self.out_dir}: now holds another run's outputs, not this run's")
         path = self.out_dir / f"{name}.parquet"
         if not path.exists():
             raise ValueError(f"{path}: not written (see [output] in the config)")
@@ -131,11 +136,14 @@ def run(
     progress: bool | None = None,
     base_dir: str | Path | None = None,
     report: bool | None = None,
+    **trace_options,
 ) -> Run:
     """Run a config: a path to a TOML file, TOML text, or a dict.
 
     ``functions`` maps stack positions of ``kind = "python"`` functions to objects; by default
-    they are built from the config's ``class`` and ``params``.
+    they are built from the config's ``class`` and ``params``. ``out`` is replaced as a whole
+    (``wattio.outdir``). ``trace_options`` are how to read the trace, as on the command line:
+    ``lenient``, ``device``, ``action``, ``columns``, ``delimiter``, ``header``.
     """
     text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
@@ -152,33 +160,64 @@ def run(
             total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
         )
     out_dir = Path(out) if out is not None else None
-    try:
-        text_summary = _core.run_config(
+    want_report = cfg.get("output", {}).get("report", True) if report is None else report
+
+    def simulate(into: Path | None) -> str:
+        try:
+            text_summary = _core.run_config(
+                text,
+                origin=origin,
+                base_dir=str(base),
+                trace=str(trace) if trace is not None else None,
+                trace_format=trace_format,
+                out_dir=str(into) if into is not None else None,
+                progress=bar,
+                functions=funcs,
+                **trace_options,
+            )
+        finally:
+            if bar:
+                bar.close()
+        if into is not None and want_report:
+            from wattio.report import write_report
+
+            write_report(into)
+        return text_summary
+
+    if out_dir is None:
+        return Run(summary=json.loads(simulate(None)), config_text=text)
+    with fresh_output(out_dir) as tmp:
+        text_summary = simulate(tmp)
+    return Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text, run_id=run_id(out_dir))
+
+
+def check(config, *, trace=None, trace_format=None, functions=None, base_dir=None, **trace_options) -> dict:
+    """Everything ``run`` validates — config, catalogue, devices, functions (Python classes
+    imported and constructed), the whole trace read and judged — without simulating; raises
+    what ``run`` would raise. Returns what was checked (devices, functions, trace requests
+    and span, the reader's assumptions and, with ``lenient``, warnings)."""
+    text, origin, base = config_source(config, base_dir)
+    _core.check_config(text, origin)
+    funcs = python_functions(tomllib.loads(text), base, given=functions)
+    return json.loads(
+        _core.check_run(
             text,
             origin=origin,
             base_dir=str(base),
             trace=str(trace) if trace is not None else None,
             trace_format=trace_format,
-            out_dir=str(out_dir) if out_dir is not None else None,
-            progress=bar,
             functions=funcs,
+            **trace_options,
         )
-    finally:
-        if bar:
-            bar.close()
-    r = Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text)
-    want_report = cfg.get("output", {}).get("report", True) if report is None else report
-    if out_dir is not None and want_report:
-        from wattio.report import write_report
-
-        write_report(out_dir)
-    return r
+    )
 
 
 def load(out_dir: str | Path) -> Run:
     """A run previously written to ``out_dir``."""
     out_dir = Path(out_dir)
-    return Run(summary=json.loads((out_dir / "summary.json").read_text()), out_dir=out_dir)
+    return Run(
+        summary=json.loads((out_dir / "summary.json").read_text()), out_dir=out_dir, run_id=run_id(out_dir)
+    )
 
 
 def _dump_toml(d: dict, prefix: str = "") -> str:
