@@ -1,5 +1,6 @@
-//! The run config (TOML). Deserialization errors come from `toml` with the line, column and
-//! key; semantic checks here name the key path (`function[1].timeout_s: …`).
+//! The run config (TOML). Deserialization errors come from `toml` with the line and column,
+//! prefixed with the full key path (`serde_path_to_error`); semantic checks here name the
+//! key path too (`function[1].timeout_s: …`).
 
 use serde::Deserialize;
 use wattio_devices::fault::Faults;
@@ -129,9 +130,19 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// Parse and check a config. `origin` names the file in errors.
+    /// Parse and check a config. `origin` names the file in errors, which also name the full
+    /// key path (`run.seed: TOML parse error at line 5, column 8 …`).
     pub fn from_toml(origin: &str, text: &str) -> Result<RunConfig, String> {
-        let cfg: RunConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let de = toml::Deserializer::parse(text).map_err(|e| format!("{origin}: {e}"))?;
+        let cfg: RunConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path.is_empty() || path == "." {
+                format!("{origin}: {inner}")
+            } else {
+                format!("{origin}: {path}: {inner}")
+            }
+        })?;
         cfg.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(cfg)
     }

@@ -84,8 +84,9 @@ impl TraceSource for Watch<'_> {
         let start = out.len();
         let r = self.inner.fill(out, max);
         // On an error the requests before it are in `out` too.
-        let new = out.get(start..).unwrap_or_default().to_vec();
-        self.saw(&new);
+        if let Some(new) = out.get(start..) {
+            self.saw(new);
+        }
         r
     }
 

@@ -113,3 +113,25 @@ fn check_refuses_what_assembly_refuses_without_simulating() {
     assert_eq!(e, r);
     assert!(e.starts_with("device[1].model: "), "{e}");
 }
+
+#[test]
+fn config_type_errors_name_the_full_key_path() {
+    let e = wattio_engine::RunConfig::from_toml(
+        "c.toml",
+        "[run]\nseed = \"x\"\n[[device]]\nname = \"d\"\nmodel = \"m\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("c.toml: run.seed: TOML parse error at line 2, column 8"),
+        "{e}"
+    );
+    let e = wattio_engine::RunConfig::from_toml(
+        "c.toml",
+        "[[device]]\nname = \"d\"\nmodel = \"m\"\n[[device]]\nname = \"e\"\ncount = -1\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("c.toml: device[1].count: TOML parse error at line 6"),
+        "{e}"
+    );
+}
