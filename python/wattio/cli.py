@@ -59,11 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (UserError, ValueError, OSError, RuntimeError) as e:
-        print(f"wattio: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        # A user's Python function raised it during a run: a user error, located.
+        where = getattr(e, "wattio_context", None)
+        if where is None and not isinstance(e, (UserError, ValueError, OSError, RuntimeError)):
+            raise
+        print(f"wattio: error: {where or e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

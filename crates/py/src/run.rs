@@ -370,9 +370,11 @@ impl PyFunction {
     }
 }
 
-/// The exception a user's function raised, as a RuntimeError that says which function and
-/// method, where (file and line of the innermost frame) and when (simulated time): a user
-/// error like a bad config, not a crash of wattio. The original is its `__cause__`.
+/// The exception a user's function raised, marked with which function and method, where
+/// (file and line of the innermost frame) and when (simulated time): the exception itself
+/// propagates from `wattio.run` unchanged, with that sentence in its `wattio_context`
+/// attribute (which the CLI prints as a user error, exit code 2) and, where Python has
+/// them (3.11+), in its notes.
 fn located(py: Python<'_>, e: PyErr, label: &str, method: &str, now: Option<Nanos>) -> PyErr {
     let mut place = String::new();
     if let Some(tb) = e.traceback(py) {
@@ -397,18 +399,19 @@ fn located(py: Python<'_>, e: PyErr, label: &str, method: &str, now: Option<Nano
         Some(t) => format!(", simulated time {:.6} s", t as f64 / 1e9),
         None => String::new(),
     };
-    let what = e
-        .value(py)
+    let value = e.value(py);
+    let what = value
         .get_type()
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "exception".into());
-    let out = PyRuntimeError::new_err(format!(
-        "{label}: {method} raised {what}: {}{place}{when}",
-        e.value(py)
-    ));
-    out.set_cause(py, Some(e));
-    out
+    let msg = format!("{label}: {method} raised {what}: {value}{place}{when}");
+    // Best effort: an exception type that refuses attributes still propagates as it is.
+    let _ = value.setattr("wattio_context", &msg);
+    if value.hasattr("add_note").unwrap_or(false) {
+        let _ = value.call_method1("add_note", (format!("wattio: {msg}"),));
+    }
+    e
 }
 
 impl Function for PyFunction {
