@@ -223,6 +223,11 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     assert err == ""
 
 
+def test_trace_options_without_a_trace_are_refused(small, wattio_cli):
+    e = _error(wattio_cli("run", small, "--device", "hm_1", "--lenient", "--quiet", check=False))
+    assert "--lenient, --device: how to read a trace, but this run has none" in e, e
+
+
 def test_convert_keeps_from_and_to_as_aliases(tmp_path, msr, wattio_cli):
     for flags in (["--from", "msr", "--to", "fio"], ["--format", "msr", "--output-format", "fio"]):
         out = tmp_path / "t.log"

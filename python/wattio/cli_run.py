@@ -94,9 +94,18 @@ def _config(args):
     cfg = Path(args.config)
     if not cfg.exists():
         raise OSError(f"{cfg}: no such config file")
+    parsed = apply_sets(tomllib.loads(cfg.read_text()), args.sets)
+    if args.trace is None and "trace" not in parsed:
+        given = [f"--{k}" for k, v in read_options(args).items() if v not in (None, False)]
+        given += ["--format"] if args.trace_format else []
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: how to read a trace, but this run has none "
+                "(give --trace FILE or a [trace] table)"
+            )
     if not args.sets:
         return cfg, None
-    return apply_sets(tomllib.loads(cfg.read_text()), args.sets), cfg.parent
+    return parsed, cfg.parent
 
 
 def _warn(warnings) -> None:
