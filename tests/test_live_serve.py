@@ -289,7 +289,7 @@ def test_replay_reports_every_request_of_a_capture(tmp_path):
     trace = tmp_path / "t.txt"
     trace.write_text("0 read 0 4096 0 0\n1000000 write 8192 4096 0 0\n2000000 flush 0 0 0 0\n")
     r = subprocess.run(
-        _wattio("replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2"),
+        _wattio("replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2", "--json"),
         check=False,
         capture_output=True,
         text=True,
@@ -384,3 +384,34 @@ def test_serve_refuses_a_non_loopback_listen_without_allow_remote(tmp_path):
     )
     assert r.returncode != 0
     assert "--allow-remote" in r.stderr
+
+
+def test_replay_reads_the_trace_formats_run_reads(tmp_path):
+    """An MSR file (detected) and a CSV export through --columns replay like a capture."""
+    img = tmp_path / "disk.img"
+    img.write_bytes(os.urandom(1 << 20))
+    proc, sock = _start(tmp_path, "--image", str(img), "--name", "d")
+    msr = tmp_path / "hm_0.csv"
+    msr.write_text(
+        "128166372000000000,hm,0,Read,0,4096,100\n"
+        "128166372000100000,hm,0,Write,8192,4096,100\n"
+        "128166372000200000,hm,0,Read,4096,4096,100\n"
+    )
+    export = tmp_path / "export.txt"
+    export.write_text("t_ms;rw;lba;n\n0;R;0;8\n5;W;16;8\n")
+    runs = [
+        [str(msr)],
+        [str(export), "--columns", "time=t_ms:ms,op=rw,offset=lba:sectors,size=n:sectors", "--delimiter", ";"],
+    ]
+    reps = []
+    for args in runs:
+        r = subprocess.run(
+            _wattio("replay", *args, "--nbd", f"nbd+unix:///d?socket={sock}", "--json"),
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        reps.append(json.loads(r.stdout))
+    _stop(proc)
+    assert [(x["sent"], x["errors"]) for x in reps] == [(3, 0), (2, 0)]

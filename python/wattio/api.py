@@ -15,6 +15,7 @@ from pathlib import Path
 import tomllib
 
 from wattio import _core
+from wattio.outdir import fresh_output, run_id
 from wattio.progress import RunProgress, enabled
 
 
@@ -86,12 +87,16 @@ class Run:
     out_dir: Path | None = None
     config_text: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
+    #: The id in ``out_dir``'s marker when this run wrote it (see ``wattio.outdir``).
+    run_id: str | None = None
 
     def _table(self, name: str):
         import pandas as pd
 
         if self.out_dir is None:
             raise ValueError("this run wrote no tables (give out=DIR)")
+        if self.run_id is not None and run_id(self.out_dir) != self.run_id:
+            raise ValueError(f"{self.out_dir}: now holds another run's outputs, not this run's")
         path = self.out_dir / f"{name}.parquet"
         if not path.exists():
             raise ValueError(f"{path}: not written (see [output] in the config)")
@@ -152,51 +157,86 @@ def run(
     progress: bool | None = None,
     base_dir: str | Path | None = None,
     report: bool | None = None,
+    **trace_options,
 ) -> Run:
     """Run a config: a path to a TOML file, TOML text, or a dict.
 
     ``trace`` replays a trace instead of the config's workload: a path (any format wattio
     reads; ``trace_format`` names it when detection cannot) or a pandas DataFrame with the
     columns of :func:`wattio.trace.read` (at least ``arrival_ns``, ``op``, ``offset``,
-    ``len``). ``functions`` maps stack positions of ``kind = "python"`` functions to
-    objects; by default they are built from the config's ``class`` and ``params``.
-    ``progress`` shows bars (default: on a terminal or in a notebook).
+    ``len``). ``trace_options`` are how to read the trace, as on the command line:
+    ``lenient``, ``device``, ``action``, ``columns``, ``delimiter``, ``header``.
+    ``functions`` maps stack positions of ``kind = "python"`` functions to objects; by
+    default they are built from the config's ``class`` and ``params``. ``out`` is replaced
+    as a whole (``wattio.outdir``). ``progress`` shows bars (default: on a terminal or in a
+    notebook).
     """
     text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
     cfg = tomllib.loads(text)
     funcs = python_functions(cfg, base, given=functions)
+    out_dir = Path(out) if out is not None else None
+    want_report = cfg.get("output", {}).get("report", True) if report is None else report
+
+    def simulate(into: Path | None) -> str:
+        with _trace_path(trace, trace_format) as (trace_path, fmt):
+            bar = None
+            if enabled(progress):
+                run_sec = cfg.get("run", {})
+                horizon = run_sec.get("until_s") or cfg.get("workload", {}).get("duration_s")
+                bar = RunProgress(
+                    label=run_sec.get("name", ""),
+                    total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
+                )
+            try:
+                text_summary = _core.run_config(
+                    text,
+                    origin=origin,
+                    base_dir=str(base),
+                    trace=trace_path,
+                    trace_format=fmt,
+                    out_dir=str(into) if into is not None else None,
+                    progress=bar,
+                    functions=funcs,
+                    **trace_options,
+                )
+            finally:
+                if bar:
+                    bar.close()
+        if into is not None and want_report:
+            from wattio.report import write_report
+
+            write_report(into, progress=progress)
+        return text_summary
+
+    if out_dir is None:
+        return Run(summary=json.loads(simulate(None)), config_text=text)
+    with fresh_output(out_dir) as tmp:
+        text_summary = simulate(tmp)
+    return Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text, run_id=run_id(out_dir))
+
+
+def check(config, *, trace=None, trace_format=None, functions=None, base_dir=None, **trace_options) -> dict:
+    """Everything ``run`` validates — config, catalogue, devices, functions (Python classes
+    imported and constructed), the whole trace read and judged — without simulating; raises
+    what ``run`` would raise. Returns what was checked (devices, functions, trace requests
+    and span, the reader's assumptions and, with ``lenient``, warnings). ``trace`` may be a
+    DataFrame, as for ``run``."""
+    text, origin, base = config_source(config, base_dir)
+    _core.check_config(text, origin)
+    funcs = python_functions(tomllib.loads(text), base, given=functions)
     with _trace_path(trace, trace_format) as (trace_path, fmt):
-        bar = None
-        if enabled(progress):
-            run_sec = cfg.get("run", {})
-            horizon = run_sec.get("until_s") or cfg.get("workload", {}).get("duration_s")
-            bar = RunProgress(
-                label=run_sec.get("name", ""),
-                total_sim_ns=int(horizon * 1e9) if horizon and trace is None else None,
-            )
-        out_dir = Path(out) if out is not None else None
-        try:
-            text_summary = _core.run_config(
+        return json.loads(
+            _core.check_run(
                 text,
                 origin=origin,
                 base_dir=str(base),
                 trace=trace_path,
                 trace_format=fmt,
-                out_dir=str(out_dir) if out_dir is not None else None,
-                progress=bar,
                 functions=funcs,
+                **trace_options,
             )
-        finally:
-            if bar:
-                bar.close()
-    r = Run(summary=json.loads(text_summary), out_dir=out_dir, config_text=text)
-    want_report = cfg.get("output", {}).get("report", True) if report is None else report
-    if out_dir is not None and want_report:
-        from wattio.report import write_report
-
-        write_report(out_dir, progress=progress)
-    return r
+        )
 
 
 @contextlib.contextmanager
@@ -217,7 +257,9 @@ def _trace_path(trace, trace_format):
 def load(out_dir: str | Path) -> Run:
     """A run previously written to ``out_dir``."""
     out_dir = Path(out_dir)
-    return Run(summary=json.loads((out_dir / "summary.json").read_text()), out_dir=out_dir)
+    return Run(
+        summary=json.loads((out_dir / "summary.json").read_text()), out_dir=out_dir, run_id=run_id(out_dir)
+    )
 
 
 def _dump_toml(d: dict, prefix: str = "") -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import tomllib
 
+from wattio.cli_options import add_json_option, add_out_option, add_trace_read_options, read_options
+
 
 def _python_functions(config: str) -> dict:
     """The config's ``kind = "python"`` functions, instantiated as ``wattio run`` does."""
@@ -18,8 +20,6 @@ def _python_functions(config: str) -> dict:
 
 
 def _serve(args) -> int:
-    from wattio import _core
-
     if not args.image:
         raise ValueError("give CONFIG or at least one --image FILE")
     if (args.socket is None) == (args.listen is None):
@@ -31,7 +31,26 @@ def _serve(args) -> int:
 
     signal.signal(signal.SIGTERM, _term)
     functions = _python_functions(args.config) if args.config is not None else None
-    summary = _core.serve(
+    if args.out:
+        from wattio.outdir import fresh_output
+
+        with fresh_output(args.out) as tmp:
+            summary = _serve_into(args, functions, str(tmp))
+        print(f"wrote {args.out}/")
+    else:
+        summary = _serve_into(args, functions, None)
+    lat = summary["live"]["latency_us"]
+    print(
+        f"served {summary['requests']} requests ({summary['errors']} errors), "
+        f"p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, energy {summary['energy_j']:.3f} J"
+    )
+    return 0
+
+
+def _serve_into(args, functions, out):
+    from wattio import _core
+
+    return _core.serve(
         args.image,
         socket=args.socket,
         listen=args.listen,
@@ -40,7 +59,7 @@ def _serve(args) -> int:
         emulate=not args.no_emulate,
         spindown=args.spindown,
         capture=args.capture,
-        out=args.out,
+        out=out,
         direct=args.direct,
         read_only=args.read_only,
         workers=args.workers,
@@ -58,19 +77,20 @@ def _serve(args) -> int:
         handshake_timeout=args.handshake_timeout,
         reply_timeout=args.reply_timeout,
     )
-    lat = summary["live"]["latency_us"]
-    print(
-        f"served {summary['requests']} requests ({summary['errors']} errors), "
-        f"p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, energy {summary['energy_j']:.3f} J"
-    )
-    return 0
 
 
 def _replay(args) -> int:
     from wattio import _core
 
-    r = _core.replay_trace(args.trace, args.nbd, speed=args.speed)
-    print(json.dumps(r, indent=2))
+    r = _core.replay_trace(args.trace, args.nbd, speed=args.speed, format=args.trace_format, **read_options(args))
+    if args.json:
+        print(json.dumps(r, indent=2))
+    else:
+        print(
+            f"sent {r['sent']} requests ({r['errors']} errors, {r['skipped']} skipped) in "
+            f"{r['duration_s']:.3f} s; latency mean {r['latency_mean_us']:.1f} us, "
+            f"p50 {r['latency_p50_us']:.1f} us, p99 {r['latency_p99_us']:.1f} us"
+        )
     return 1 if r["errors"] else 0
 
 
@@ -139,7 +159,7 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--spindown", type=float, help="fixed-timeout spin-down layer (seconds)")
     p.add_argument("--capture", help="record every guest request to this trace file")
-    p.add_argument("--out", help="directory for summary.json and ledger.csv")
+    add_out_option(p, what="session's summary.json and ledger.csv")
     p.add_argument("--direct", action="store_true", help="open component devices with O_DIRECT")
     p.add_argument("--read-only", action="store_true")
     p.add_argument("--workers", type=int, default=4, help="I/O worker threads")
@@ -156,7 +176,11 @@ def add_commands(sub) -> None:
         "replay",
         help="replay a trace against an NBD server with its original timing",
     )
-    r.add_argument("trace", help="trace file (a `wattio serve --capture` file)")
+    r.add_argument(
+        "trace", help="trace file: a `wattio serve --capture` file or any trace `wattio run` reads"
+    )
+    add_trace_read_options(r)
+    add_json_option(r)
     r.add_argument(
         "--nbd", required=True, help="nbd+unix:///EXPORT?socket=PATH or nbd://HOST:PORT/EXPORT"
     )

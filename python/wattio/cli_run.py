@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
 import tomllib
 
+from wattio.cli_options import (
+    add_json_option,
+    add_out_option,
+    add_set_option,
+    add_trace_read_options,
+    apply_sets,
+    read_options,
+)
+
 
 def add_commands(sub) -> None:
     p = sub.add_parser("run", help="simulate a config", description="Simulate a run config (TOML).")
-    p.add_argument("config", help="run config (TOML)")
-    p.add_argument("--trace", help="trace file to replay instead of the config's workload")
-    p.add_argument("--format", dest="trace_format", help="trace format (default: detect)")
-    p.add_argument("--out", help="output directory (default: wattio-out/<config name>)")
+    _config_options(p)
+    add_out_option(p, what="outputs (default: wattio-out/<config name>)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
-    p.add_argument("--json", action="store_true", help="print summary.json instead of a table")
+    add_json_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_run)
 
@@ -27,13 +35,20 @@ def add_commands(sub) -> None:
         "server under always-on, fixed 5 s and 30 s timeouts, the adaptive and share policies "
         "and the oracle.",
     )
-    p.add_argument("--out", default="wattio-out/demo", help="output directory (default: %(default)s)")
+    add_out_option(p, default="wattio-out/demo")
     p.add_argument("--no-report", action="store_true", help="do not write report.html files")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (default: %(default)s)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("check", help="validate a config without running it")
-    p.add_argument("config")
+    p = sub.add_parser(
+        "check",
+        help="validate a config (and its trace) without running it",
+        description="Everything `wattio run` validates — the config, catalogue lookups, the "
+        "devices, every function built (Python classes imported and constructed), the whole "
+        "trace read and judged — without simulating.",
+    )
+    _config_options(p)
+    add_json_option(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("catalogue", help="list the embedded device catalogue")
@@ -65,50 +80,94 @@ def print_summary(s: dict) -> None:
         )
 
 
-def cmd_run(args) -> int:
-    from wattio.api import run
+def _config_options(p) -> None:
+    """What `run` and `check` share: the config, its changes, the trace and how to read it."""
+    p.add_argument("config", help="run config (TOML)")
+    add_set_option(p)
+    p.add_argument("--trace", help="trace file to replay instead of the config's workload")
+    add_trace_read_options(p)
 
+
+def _config(args):
+    """The config as `wattio.run`/`wattio.check` take it, with `--set` applied, and the
+    directory its relative paths resolve against."""
     cfg = Path(args.config)
     if not cfg.exists():
         raise OSError(f"{cfg}: no such config file")
-    out = Path(args.out) if args.out else Path("wattio-out") / cfg.stem
+    parsed = apply_sets(tomllib.loads(cfg.read_text()), args.sets)
+    if args.trace is None and "trace" not in parsed:
+        given = [f"--{k}" for k, v in read_options(args).items() if v not in (None, False)]
+        given += ["--format"] if args.trace_format else []
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: how to read a trace, but this run has none "
+                "(give --trace FILE or a [trace] table)"
+            )
+    if not args.sets:
+        return cfg, None
+    return parsed, cfg.parent
+
+
+def _warn(warnings) -> None:
+    for w in warnings:
+        print(f"wattio: WARNING: {w}", file=sys.stderr)
+
+
+def cmd_run(args) -> int:
+    from wattio.api import run
+    from wattio.outdir import check_replaceable
+
+    config, base = _config(args)
+    out = Path(args.out) if args.out else Path("wattio-out") / Path(args.config).stem
+    replacing = check_replaceable(out)
     t0 = time.monotonic()
     r = run(
-        cfg,
+        config,
+        base_dir=base,
         trace=args.trace,
         trace_format=args.trace_format,
         out=out,
         progress=False if args.quiet else None,
         report=False if args.no_report else None,
+        **read_options(args),
     )
+    _warn(r.summary.get("warnings", []))
     if args.json:
         print(json.dumps(r.summary, indent=2))
     else:
         print_summary(r.summary)
-        print(f"wrote {out}/ in {time.monotonic() - t0:.1f} s")
+        how = "replaced the previous run in" if replacing else "wrote"
+        print(f"{how} {out}/ in {time.monotonic() - t0:.1f} s")
     return 0
 
 
 def cmd_demo(args) -> int:
     from wattio.demo import format_table, run_demo
+    from wattio.outdir import check_replaceable, fresh_output
 
     t0 = time.monotonic()
-    rows = run_demo(args.out, report=not args.no_report, jobs=args.jobs)
+    replacing = check_replaceable(args.out)
+    with fresh_output(args.out) as tmp:
+        rows = run_demo(tmp, report=not args.no_report, jobs=args.jobs)
     print(format_table(rows))
-    print(f"\nwrote {args.out}/ (one run per directory: summary.json, tables, report.html) in {time.monotonic() - t0:.1f} s")
+    how = "replaced the previous demo in" if replacing else "wrote"
+    print(f"\n{how} {args.out}/ (one run per directory: summary.json, tables, report.html) in {time.monotonic() - t0:.1f} s")
     return 0
 
 
 def cmd_check(args) -> int:
-    from wattio import _core
-    from wattio.api import python_functions
+    from wattio.api import check
 
-    path = Path(args.config)
-    text = path.read_text()
-    _core.check_config(text, str(path))
-    # What a run would do next: import and construct the Python functions.
-    python_functions(tomllib.loads(text), path.parent)
-    print(f"{path}: ok")
+    config, base = _config(args)
+    r = check(config, base_dir=base, trace=args.trace, trace_format=args.trace_format, **read_options(args))
+    _warn(r["warnings"])
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    what = f"{r['devices']} device(s), {r['functions']} function(s)"
+    if r["trace_requests"] is not None:
+        what += f", trace of {r['trace_requests']:,} requests over {r['trace_span_s']:,.3f} s"
+    print(f"{args.config}: ok ({what})")
     return 0
 
 

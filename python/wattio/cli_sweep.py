@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from wattio.cli_options import add_json_option, add_out_option
+
 
 def add_commands(sub) -> None:
     p = sub.add_parser(
@@ -25,14 +27,13 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--trace", help="trace file to replay instead of the config's workload")
     p.add_argument("--format", dest="trace_format", help="trace format (default: detect)")
-    p.add_argument("--out", help="write each point's run output to OUT/NNNN (and OUT/points.json, "
-                   "OUT/comparison.html)")
+    add_out_option(p, what="points' run outputs, OUT/NNNN, OUT/points.json and OUT/comparison.html")
     p.add_argument("--report", action="store_true", help="write report.html for each point (needs --out)")
     p.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="run the points on this Dask cluster (needs wattio[dask]; see docs/sweeps.md)")
     p.add_argument("--csv", help="also write the table as CSV")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    add_json_option(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -45,16 +46,27 @@ def cmd_sweep(args) -> int:
         if k in grid:
             raise ValueError(f"--set {k}: given twice")
         grid[k] = vs
-    df = sweep(
-        args.config,
-        grid,
-        trace=args.trace,
-        trace_format=args.trace_format,
-        out=args.out,
-        report=args.report,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-    )
+    def run_sweep(out):
+        return sweep(
+            args.config,
+            grid,
+            trace=args.trace,
+            trace_format=args.trace_format,
+            out=out,
+            report=args.report,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+        )
+
+    if args.out:
+        from wattio.outdir import check_replaceable, fresh_output
+
+        if check_replaceable(args.out):
+            print(f"wattio: replacing the previous outputs in {args.out}/", file=sys.stderr)
+        with fresh_output(args.out) as tmp:
+            df = run_sweep(tmp)
+    else:
+        df = run_sweep(None)
     if args.csv:
         df.to_csv(args.csv, index=False)
     if args.json:

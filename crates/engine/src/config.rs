@@ -1,5 +1,6 @@
-//! The run config (TOML). Deserialization errors come from `toml` with the line, column and
-//! key; semantic checks here name the key path (`function[1].timeout_s: …`).
+//! The run config (TOML). Deserialization errors come from `toml` with the line and column,
+//! prefixed with the full key path (`serde_path_to_error`); semantic checks here name the
+//! key path too (`function[1].timeout_s: …`).
 
 use serde::Deserialize;
 use wattio_devices::fault::Faults;
@@ -63,6 +64,23 @@ pub struct TraceConfig {
     pub path: String,
     #[serde(default)]
     pub format: Option<String>,
+    /// The generic reader's column mapping (`FIELD=COLUMN[:UNIT],…`, see docs/formats.md);
+    /// implies `format = "csv"`.
+    #[serde(default)]
+    pub columns: Option<String>,
+    /// The generic reader's field delimiter (default `,`).
+    #[serde(default)]
+    pub delimiter: Option<String>,
+    /// The generic reader: is the first line a header (default: sniffed)?
+    #[serde(default)]
+    pub header: Option<bool>,
+    /// Keep one device/volume/LUN of the trace (its key: `hm_1`, `8,16`, …) as dev 0.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Skip bad lines (counted and quoted in the summary) and run empty or implausible
+    /// traces with a warning instead of failing.
+    #[serde(default)]
+    pub lenient: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -112,9 +130,19 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// Parse and check a config. `origin` names the file in errors.
+    /// Parse and check a config. `origin` names the file in errors, which also name the full
+    /// key path (`run.seed: TOML parse error at line 5, column 8 …`).
     pub fn from_toml(origin: &str, text: &str) -> Result<RunConfig, String> {
-        let cfg: RunConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let de = toml::Deserializer::parse(text).map_err(|e| format!("{origin}: {e}"))?;
+        let cfg: RunConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path.is_empty() || path == "." {
+                format!("{origin}: {inner}")
+            } else {
+                format!("{origin}: {path}: {inner}")
+            }
+        })?;
         cfg.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(cfg)
     }

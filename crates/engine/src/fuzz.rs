@@ -49,6 +49,7 @@ pub fn config(data: &[u8]) {
         RunOptions {
             out_dir: None,
             progress: None,
+            ..Default::default()
         },
     );
 }

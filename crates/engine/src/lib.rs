@@ -4,6 +4,8 @@
 //! * [`assemble`] — config → devices + stack (shared with the live executor).
 //! * [`sim`] — the discrete-event loop.
 //! * [`probe`] — the geometry probe against a device model.
+//! * [`plausibility`] — the checks a trace must pass to be run (shared by [`run`] and
+//!   [`check`]).
 //! * [`summary`], [`tables`] — what a run writes: `summary.json`, `requests.parquet`,
 //!   `timeline.parquet`, `energy.parquet`.
 
@@ -11,6 +13,7 @@ pub mod assemble;
 pub mod config;
 pub mod fuzz;
 pub mod probe;
+pub mod plausibility;
 pub mod sim;
 pub mod summary;
 pub mod tables;
@@ -24,6 +27,7 @@ pub use wattio_functions::registry::Registry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wattio_core::time::{secs_to_ns, Nanos};
+use wattio_core::TraceSource;
 use wattio_devices::Catalogue;
 use wattio_workload::Generator;
 
@@ -32,7 +36,7 @@ pub fn workload_opener(cfg: &RunConfig) -> Option<Opener> {
     let w = cfg.workload.clone()?;
     let seed = cfg.run.seed;
     Some(Arc::new(move || {
-        Generator::new(&w, seed).map(|g| Box::new(g) as Box<dyn wattio_core::TraceSource>)
+        Generator::new(&w, seed).map(|g| Box::new(g) as Box<dyn TraceSource>)
     }))
 }
 
@@ -46,11 +50,98 @@ pub fn catalogue_for(cfg: &RunConfig, base: &Path) -> Result<Catalogue, String> 
     Ok(cat)
 }
 
+/// Where a run's requests come from: it decides how long the run lasts and what is checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Input {
+    /// The config's generated `[workload]`: the run lasts at least its `duration_s`.
+    #[default]
+    Workload,
+    /// A trace (`--trace` or `[trace]`), which replaces any `[workload]`: the run lasts the
+    /// trace's span plus the drain of what is outstanding at its end, unless `[run] until_s`
+    /// sets the end. A trace with no requests or an implausible span
+    /// ([`plausibility`]) fails the run, or with `lenient` becomes a warning in
+    /// `summary.json`.
+    Trace { lenient: bool },
+}
+
+impl Input {
+    /// The least end of a run: a workload's duration (its ledgers cover the whole period
+    /// even if the last request came earlier); nothing for a trace.
+    pub fn min_end(self, cfg: &RunConfig) -> Nanos {
+        match self {
+            Input::Workload => cfg
+                .workload
+                .as_ref()
+                .map_or(0, |w| secs_to_ns(w.duration_s)),
+            Input::Trace { .. } => 0,
+        }
+    }
+}
+
+#[derive(Default)]
 pub struct RunOptions<'a> {
     /// Where to write tables and `summary.json` (nothing is written without it).
     pub out_dir: Option<PathBuf>,
     /// Called every [`sim::PROGRESS_EVERY`] requests with (requests, simulated ns).
     pub progress: Option<&'a mut dyn FnMut(u64, Nanos) -> Result<(), String>>,
+    pub input: Input,
+}
+
+/// What [`check`] found: the run is ready to simulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckReport {
+    pub devices: usize,
+    pub functions: usize,
+    /// Requests and span (ns) of the trace, when the run replays one.
+    pub trace: Option<(u64, Nanos)>,
+    pub assumptions: Vec<String>,
+    /// Trace problems let through by `lenient`.
+    pub warnings: Vec<String>,
+}
+
+/// Everything [`run`] validates before it simulates — the catalogue lookups, the devices'
+/// power and timing models, every function built and attached (Python classes included,
+/// through `registry`), the whole trace read and its plausibility — without simulating.
+pub fn check(
+    cfg: &RunConfig,
+    cat: &Catalogue,
+    opener: &Opener,
+    registry: &mut Registry<'_>,
+    input: Input,
+) -> Result<CheckReport, String> {
+    let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
+    let mut source = opener()?;
+    let mut report = CheckReport {
+        devices: asm.devices.len(),
+        functions: cfg.functions.len(),
+        trace: None,
+        assumptions: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if let Input::Trace { lenient } = input {
+        let mut watch = plausibility::Watch::new(source.as_mut());
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            buf.clear();
+            let n = watch.fill(&mut buf, 4096).map_err(|e| e.to_string())?;
+            if n < 4096 {
+                break;
+            }
+        }
+        report.trace = Some((watch.requests, watch.last.saturating_sub(watch.first)));
+        report.assumptions = watch.assumptions();
+        report.warnings = trace_verdict(&watch, lenient)?;
+    }
+    Ok(report)
+}
+
+/// The trace's problems: an error naming what the reader assumed, or (lenient) warnings.
+fn trace_verdict(watch: &plausibility::Watch<'_>, lenient: bool) -> Result<Vec<String>, String> {
+    let problems = watch.problems();
+    if problems.is_empty() || lenient {
+        return Ok(problems);
+    }
+    Err(plausibility::refusal(&problems, &watch.assumptions()))
 }
 
 struct OutputSink<'a> {
@@ -90,10 +181,8 @@ pub fn run(
 ) -> Result<Summary, String> {
     let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
     let mut source = opener()?;
-    let min_end = cfg
-        .workload
-        .as_ref()
-        .map_or(0, |w| secs_to_ns(w.duration_s));
+    let mut watch = plausibility::Watch::new(source.as_mut());
+    let min_end = opts.input.min_end(cfg);
     let until = cfg.run.until_s.map(secs_to_ns);
     let mut sink = OutputSink {
         requests: None,
@@ -122,8 +211,12 @@ pub fn run(
     }
     let models = asm.models.clone();
     let sim = Simulator::new(asm.stack, asm.devices);
-    let outcome = sim.run(source.as_mut(), until, min_end, &mut sink)?;
-    let summary = Summary::build(cfg.run.name.clone(), cfg.run.seed, &models, &outcome);
+    let outcome = sim.run(&mut watch, until, min_end, &mut sink)?;
+    let mut summary = Summary::build(cfg.run.name.clone(), cfg.run.seed, &models, &outcome);
+    if let Input::Trace { lenient } = opts.input {
+        // Before summary.json: a refused trace leaves no summary to mistake for a result.
+        summary.warnings = trace_verdict(&watch, lenient)?;
+    }
     if let Some(dir) = &opts.out_dir {
         if let Some(t) = sink.requests.take() {
             t.finish()?;

@@ -81,6 +81,9 @@ pub struct Summary {
     pub devices: BTreeMap<String, DeviceSummary>,
     pub functions: Vec<FunctionSummary>,
     pub trace: Vec<String>,
+    /// Problems of the trace a `lenient` run went ahead with (see `plausibility`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 fn ms(ns: Nanos) -> f64 {
@@ -142,6 +145,7 @@ impl Summary {
             devices,
             functions,
             trace: o.assumptions.clone(),
+            warnings: Vec::new(),
         }
     }
 }

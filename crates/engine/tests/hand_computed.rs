@@ -119,6 +119,7 @@ fn requests_past_the_end_of_a_device_fail_the_run_unless_tolerated() {
     let opts = || wattio_engine::RunOptions {
         out_dir: None,
         progress: None,
+        ..Default::default()
     };
     let cat = wattio_devices::Catalogue::default();
     let e = wattio_engine::run(

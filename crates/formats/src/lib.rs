@@ -5,6 +5,8 @@
 //!   Tencent CBS ([`tencent`]), DiskSim ascii and validate ([`disksim`]), fio iolog v2/v3
 //!   ([`fio`]), MQSim's trace-based flow ([`mqsim`]) — each normalizing to [`Request`]s in
 //!   ns and bytes and reporting what it assumed. [`open_trace`] picks one by name or by sniffing.
+//! * Any other delimited layout through a column mapping ([`delimited`], `--format csv
+//!   --columns SPEC`), with the same errors and assumptions report.
 //! * wattio's columnar trace file ([`columnar`]) and writers for DiskSim ascii and fio v3.
 //! * [`stats`] (idle gaps, footprint, …), [`slice`] and [`convert`].
 
@@ -13,6 +15,7 @@ pub mod blkparse;
 pub mod cloud;
 #[cfg(feature = "columnar")]
 pub mod columnar;
+pub mod delimited;
 pub mod disksim;
 pub mod error;
 pub mod fio;
@@ -54,6 +57,7 @@ pub const READ_FORMATS: &[&str] = &[
     "disksim-validate",
     "fio",
     "mqsim",
+    "csv",
 ];
 
 /// How to read a trace.
@@ -71,6 +75,13 @@ pub struct ReadOptions {
     pub keep_absolute_time: bool,
     /// Initial read buffer of text readers (default 1 MiB; small inputs can use less).
     pub buffer_size: Option<usize>,
+    /// The generic reader's column mapping (`--columns SPEC`, see [`delimited`]); implies
+    /// the `csv` format.
+    pub columns: Option<String>,
+    /// The generic reader's field delimiter (default `,`).
+    pub delimiter: Option<String>,
+    /// The generic reader: is the first line a header (default: sniffed)?
+    pub header: Option<bool>,
 }
 
 /// Resolves a user-given format name to the canonical one.
@@ -87,6 +98,7 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
         "disksim-validate" | "validate" => "disksim-validate",
         "fio" | "fio-v2" | "fio-v3" | "fio2" | "fio3" | "iolog" => "fio",
         "mqsim" => "mqsim",
+        "csv" | "delimited" => "csv",
         _ => return None,
     })
 }
@@ -154,6 +166,7 @@ pub fn open_trace(
 ) -> Result<Box<dyn TraceSource>, FormatError> {
     let name = path.display().to_string();
     let (fmt, how) = match format {
+        None if opts.columns.is_some() => ("csv", None),
         Some(f) => match canonical_format(f) {
             Some(c) => (c, None),
             None => {
@@ -263,6 +276,15 @@ pub fn text_reader<R: Read + Send + 'static>(
         Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
         Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),
         Some("mqsim") => boxed(r, name, mqsim::Mqsim, opts, how),
+        Some("csv") => {
+            let spec = opts.columns.as_deref().ok_or_else(|| {
+                FormatError::file(&name, "the csv format reads through a column mapping")
+                    .with_expected("--columns SPEC, e.g. time=1:s,op=2,offset=3:sectors,size=4")
+            })?;
+            let d = delimited::Delimited::new(spec, opts.delimiter.as_deref(), opts.header)
+                .map_err(|m| FormatError::file(&name, m))?;
+            boxed(r, name, d, opts, how)
+        }
         _ => Err(
             FormatError::file(&name, format!("`{format}` is not a text trace format"))
                 .with_expected(format!("one of {}", READ_FORMATS[1..].join(", "))),
@@ -345,43 +367,15 @@ pub fn convert(
 /// arrivals in order, no request past the end of the 64-bit byte space, errors that name a
 /// place. Panics (the fuzzer's signal) when a promise is broken.
 pub fn fuzz_read(format: &str, data: &[u8]) {
-    for lenient in [false, true] {
-        for action in [None, Some('Q')] {
-            let opts = ReadOptions {
-                lenient,
+    for action in [None, Some('Q')] {
+        fuzz_read_with(
+            format,
+            data,
+            &ReadOptions {
                 blkparse_action: action,
                 ..Default::default()
-            };
-            match read_all(data, format, &opts) {
-                Ok((reqs, assumptions)) => {
-                    assert!(
-                        !assumptions.is_empty(),
-                        "a reader always reports its assumptions"
-                    );
-                    let mut last = 0;
-                    for r in &reqs {
-                        assert!(r.arrival >= last, "arrivals out of order");
-                        last = r.arrival;
-                        assert!(
-                            r.offset.checked_add(r.len as u64).is_some(),
-                            "request past 2^64"
-                        );
-                    }
-                    if lenient {
-                        assert!(assumptions
-                            .iter()
-                            .any(|a| a.starts_with("lenient: skipped")));
-                    }
-                }
-                Err(e) => {
-                    assert!(!lenient || !e.message.is_empty());
-                    assert!(
-                        e.to_string().starts_with("<input>"),
-                        "error without a location: {e}"
-                    );
-                }
-            }
-        }
+            },
+        );
     }
     let _ = sniff(data);
     let check: Option<fn(&[u8])> = match canonical_format(format) {
@@ -393,6 +387,45 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
     if let Some(check) = check {
         for line in data.split(|&b| b == b'\n') {
             check(line.strip_suffix(b"\r").unwrap_or(line));
+        }
+    }
+}
+
+/// [`fuzz_read`]'s promises for one set of options, read strictly and leniently.
+pub fn fuzz_read_with(format: &str, data: &[u8], base: &ReadOptions) {
+    for lenient in [false, true] {
+        let opts = ReadOptions {
+            lenient,
+            ..base.clone()
+        };
+        match read_all(data, format, &opts) {
+            Ok((reqs, assumptions)) => {
+                assert!(
+                    !assumptions.is_empty(),
+                    "a reader always reports its assumptions"
+                );
+                let mut last = 0;
+                for r in &reqs {
+                    assert!(r.arrival >= last, "arrivals out of order");
+                    last = r.arrival;
+                    assert!(
+                        r.offset.checked_add(r.len as u64).is_some(),
+                        "request past 2^64"
+                    );
+                }
+                if lenient {
+                    assert!(assumptions
+                        .iter()
+                        .any(|a| a.starts_with("lenient: skipped")));
+                }
+            }
+            Err(e) => {
+                assert!(!lenient || !e.message.is_empty());
+                assert!(
+                    e.to_string().starts_with("<input>"),
+                    "error without a location: {e}"
+                );
+            }
         }
     }
 }

@@ -14,6 +14,8 @@ use wattio_core::{Nanos, Op, Request, TraceError, TraceSource};
 
 /// How many bad lines lenient mode quotes in its report.
 pub const QUOTED_ERRORS: usize = 5;
+/// How many keys of skipped devices a selection's report names.
+const SHOWN_KEYS: usize = 8;
 
 /// A device/volume/LUN key as it appears in the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +86,8 @@ pub trait LineFormat: Send {
             OwnedKey::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
         }
     }
-    /// Called once at the end of input, to complain about e.g. a missing header.
+    /// Called once at the end of input (or of its data part, [`Parsed::End`]), to complain
+    /// about e.g. a missing header.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
     }
@@ -201,6 +204,8 @@ pub struct TextSource<F: LineFormat, R: Read = File> {
     devs: DevMap,
     records: u64,
     other_devices: u64,
+    /// The first few keys of the devices a selection skipped, to show what there was.
+    other_keys: Vec<OwnedKey>,
     unsupported: HashMap<&'static str, u64>,
     bad_lines: u64,
     quoted: Vec<String>,
@@ -242,6 +247,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
             devs: DevMap::default(),
             records: 0,
             other_devices: 0,
+            other_keys: Vec::new(),
             unsupported: HashMap::new(),
             bad_lines: 0,
             quoted: Vec::new(),
@@ -321,6 +327,9 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
                 Ok(Parsed::Skip) => continue,
                 Ok(Parsed::End) => {
                     self.done = true;
+                    if let Err(m) = self.fmt.finish() {
+                        return Err(FormatError::file(&self.file, m));
+                    }
                     continue;
                 }
                 Ok(Parsed::Unsupported(what)) => {
@@ -354,6 +363,14 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
             };
             let Some(dev) = selected else {
                 self.other_devices += 1;
+                if self.other_keys.len() < SHOWN_KEYS
+                    && !self.other_keys.iter().any(|k| raw.dev.matches(k))
+                {
+                    self.other_keys.push(match raw.dev {
+                        DevKey::Num(n) => OwnedKey::Num(n),
+                        DevKey::Bytes(b) => OwnedKey::Bytes(b.to_vec()),
+                    });
+                }
                 continue;
             };
             let len = match u32::try_from(raw_len) {
@@ -435,11 +452,26 @@ impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
             v.push("time origin: kept the trace's absolute clock".into());
         }
         match &self.select {
-            Some(k) => v.push(format!(
-                "device: selected {} only (as dev 0); {} records of other devices skipped",
-                self.fmt.display_key(k),
-                self.other_devices
-            )),
+            Some(k) => {
+                let mut seen: Vec<String> = self
+                    .other_keys
+                    .iter()
+                    .map(|k| self.fmt.display_key(k))
+                    .collect();
+                if self.other_keys.len() == SHOWN_KEYS {
+                    seen.push("…".into());
+                }
+                let seen = if seen.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (keys seen: {})", seen.join(", "))
+                };
+                v.push(format!(
+                    "device: selected {} only (as dev 0); {} records of other devices skipped{seen}",
+                    self.fmt.display_key(k),
+                    self.other_devices
+                ))
+            }
             None => {
                 if !self.devs.order.is_empty() {
                     let shown: Vec<String> = self

@@ -7,6 +7,7 @@ use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wattio_formats::{open_trace, ReadOptions};
 use wattio_live::replay::{self, ReplayOptions, TextTrace};
 use wattio_live::server::{Limits, ListenAddr, Server, ServerOptions};
 use wattio_live::setup::{self, ServeSpec};
@@ -208,15 +209,55 @@ fn serve(
     Ok(json.call_method1("loads", (text,))?.unbind())
 }
 
-/// Replay a live capture against an NBD server; returns counts and latency percentiles.
+/// Is `path` a `wattio serve --capture` text file (its header line, or a first record in
+/// its `arrival_ns op offset len dev stream` form)?
+fn is_text_capture(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    if std::fs::File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .is_err()
+    {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    match text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(l) if l.starts_with("# wattio live capture") => true,
+        Some(l) => replay::parse_capture_line(l).is_ok(),
+        None => false,
+    }
+}
+
+/// Replay a trace against an NBD server — a `wattio serve --capture` text file, or any
+/// trace `wattio run` reads (its columnar capture included) — and return counts and latency
+/// percentiles.
 #[pyfunction]
-#[pyo3(signature = (trace, uri, speed=1.0))]
-fn replay_trace(py: Python<'_>, trace: PathBuf, uri: String, speed: f64) -> PyResult<PyObject> {
+#[pyo3(signature = (trace, uri, speed=1.0, format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[allow(clippy::too_many_arguments)]
+fn replay_trace(
+    py: Python<'_>,
+    trace: PathBuf,
+    uri: String,
+    speed: f64,
+    format: Option<String>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
+) -> PyResult<PyObject> {
+    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
     let r = py
         .allow_threads(|| {
-            let mut t = TextTrace::open(&trace).map_err(|e| e.to_string())?;
+            let mut t: Box<dyn wattio_core::TraceSource> =
+                if format.is_none() && read == ReadOptions::default() && is_text_capture(&trace) {
+                    Box::new(TextTrace::open(&trace).map_err(|e| e.to_string())?)
+                } else {
+                    open_trace(&trace, format.as_deref(), &read).map_err(|e| e.to_string())?
+                };
             replay::replay(
-                &mut t,
+                t.as_mut(),
                 &uri,
                 &ReplayOptions {
                     speed,

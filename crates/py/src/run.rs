@@ -15,7 +15,7 @@ use wattio_core::io::{Breakdown, Completion, Io, IoId, Op, Status};
 use wattio_core::power::PowerStateId;
 use wattio_core::time::Nanos;
 use wattio_engine::Registry;
-use wattio_engine::{Opener, RunConfig, RunOptions};
+use wattio_engine::{Input, Opener, RunConfig, RunOptions};
 use wattio_functions::external::python::PythonConfig;
 use wattio_functions::registry::BuildContext;
 
@@ -26,6 +26,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(check_run, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(functions, m)?)?;
     Ok(())
@@ -320,16 +321,20 @@ impl PyDevice {
 struct PyFunction {
     obj: Py<PyAny>,
     name: String,
+    /// `function[i] (class)`: where the config put it, for its errors.
+    label: String,
     acts: Py<PyActions>,
     error: Arc<Mutex<Option<PyErr>>>,
 }
 
 impl PyFunction {
-    /// Call `method(now, *args, out)` (without `out` when `with_actions` is false) under one
-    /// acquisition of the GIL, and move the actions it produced into `out`.
+    /// Call `method(*args, out)` (without `out` when `with_actions` is false) under one
+    /// acquisition of the GIL, and move the actions it produced into `out`; `now` dates an
+    /// exception it raises.
     fn call(
         &self,
         method: &str,
+        now: Option<Nanos>,
         args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>,
         with_actions: bool,
         out: &mut Actions,
@@ -356,12 +361,57 @@ impl PyFunction {
             })();
             if let Err(e) = r {
                 self.acts.bind(py).borrow_mut().list.clear();
+                let e = located(py, e, &self.label, method, now);
                 if let Ok(mut slot) = self.error.lock() {
                     slot.get_or_insert(e);
                 }
             }
         })
     }
+}
+
+/// The exception a user's function raised, marked with which function and method, where
+/// (file and line of the innermost frame) and when (simulated time): the exception itself
+/// propagates from `wattio.run` unchanged, with that sentence in its `wattio_context`
+/// attribute (which the CLI prints as a user error, exit code 2) and, where Python has
+/// them (3.11+), in its notes.
+fn located(py: Python<'_>, e: PyErr, label: &str, method: &str, now: Option<Nanos>) -> PyErr {
+    let mut place = String::new();
+    if let Some(tb) = e.traceback(py) {
+        let mut tb = tb.into_any();
+        while let Ok(next) = tb.getattr("tb_next") {
+            if next.is_none() {
+                break;
+            }
+            tb = next;
+        }
+        let file = tb
+            .getattr("tb_frame")
+            .and_then(|f| f.getattr("f_code"))
+            .and_then(|c| c.getattr("co_filename"))
+            .and_then(|f| f.extract::<String>());
+        let line = tb.getattr("tb_lineno").and_then(|l| l.extract::<u64>());
+        if let (Ok(file), Ok(line)) = (file, line) {
+            place = format!(" at {file}:{line}");
+        }
+    }
+    let when = match now {
+        Some(t) => format!(", simulated time {:.6} s", t as f64 / 1e9),
+        None => String::new(),
+    };
+    let value = e.value(py);
+    let what = value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "exception".into());
+    let msg = format!("{label}: {method} raised {what}: {value}{place}{when}");
+    // Best effort: an exception type that refuses attributes still propagates as it is.
+    let _ = value.setattr("wattio_context", &msg);
+    if value.hasattr("add_note").unwrap_or(false) {
+        let _ = value.call_method1("add_note", (format!("wattio: {msg}"),));
+    }
+    e
 }
 
 impl Function for PyFunction {
@@ -379,6 +429,7 @@ impl Function for PyFunction {
             let obj = self.obj.bind(py);
             if obj.hasattr("attach").unwrap_or(false) {
                 obj.call_method1("attach", (list,)).map_err(|e| {
+                    let e = located(py, e, &self.label, "attach", None);
                     let msg = e.to_string();
                     if let Ok(mut slot) = self.error.lock() {
                         slot.get_or_insert(e);
@@ -393,6 +444,7 @@ impl Function for PyFunction {
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         self.call(
             "on_start",
+            Some(now),
             |py| Ok(vec![now.into_pyobject(py)?.into_any()]),
             true,
             out,
@@ -402,6 +454,7 @@ impl Function for PyFunction {
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         self.call(
             "on_request",
+            Some(now),
             |py| {
                 Ok(vec![
                     now.into_pyobject(py)?.into_any(),
@@ -416,6 +469,7 @@ impl Function for PyFunction {
     fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
         self.call(
             "on_completion",
+            Some(now),
             |py| {
                 Ok(vec![
                     now.into_pyobject(py)?.into_any(),
@@ -430,6 +484,7 @@ impl Function for PyFunction {
     fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
         self.call(
             "on_timer",
+            Some(now),
             |py| {
                 Ok(vec![
                     now.into_pyobject(py)?.into_any(),
@@ -444,6 +499,7 @@ impl Function for PyFunction {
     fn on_power(&mut self, now: Nanos, device: u16, state: PowerStateId) {
         self.call(
             "on_power",
+            Some(now),
             |py| {
                 Ok(vec![
                     now.into_pyobject(py)?.into_any(),
@@ -475,23 +531,56 @@ impl Function for PyFunction {
     }
 }
 
-/// The opener for a config: its workload, or a trace file.
-fn opener_for(
-    cfg: &RunConfig,
-    base: &Path,
-    trace: Option<(String, Option<String>)>,
-) -> PyResult<Opener> {
-    let trace = trace.or_else(|| {
-        cfg.trace
-            .as_ref()
-            .map(|t| (base.join(&t.path).display().to_string(), t.format.clone()))
-    });
-    if let Some((path, format)) = trace {
-        return crate::trace::file_opener(PathBuf::from(path), format);
-    }
-    wattio_engine::workload_opener(cfg).ok_or_else(|| {
-        PyValueError::new_err("the config has no [workload] and no trace was given (--trace FILE)")
-    })
+/// How to read a `--trace` file (the CLI's vocabulary); with the config's `[trace]`
+/// instead, its keys apply and these override them where given.
+#[derive(Default)]
+struct TraceArgs {
+    path: Option<String>,
+    format: Option<String>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    csv: crate::trace::Csv,
+}
+
+/// The opener for a config — a trace file (`--trace` or `[trace]`) or its workload — and
+/// what kind of input that is.
+fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, Input)> {
+    let (path, format, read) = match (a.path, &cfg.trace) {
+        (Some(p), _) => (
+            p,
+            a.format,
+            crate::trace::opts(a.lenient, a.device, a.action, a.csv)?,
+        ),
+        (None, Some(t)) => {
+            let (columns, delimiter, header) = a.csv;
+            (
+                base.join(&t.path).display().to_string(),
+                a.format.or_else(|| t.format.clone()),
+                crate::trace::opts(
+                    a.lenient || t.lenient,
+                    a.device.or_else(|| t.device.clone()),
+                    a.action,
+                    (
+                        columns.or_else(|| t.columns.clone()),
+                        delimiter.or_else(|| t.delimiter.clone()),
+                        header.or(t.header),
+                    ),
+                )?,
+            )
+        }
+        (None, None) => {
+            let o = wattio_engine::workload_opener(cfg).ok_or_else(|| {
+                PyValueError::new_err(
+                    "the config has no [workload] and no trace was given (--trace FILE)",
+                )
+            })?;
+            return Ok((o, Input::Workload));
+        }
+    };
+    let lenient = read.lenient;
+    let opener = crate::trace::file_opener(PathBuf::from(path), format, read)?;
+    Ok((opener, Input::Trace { lenient }))
 }
 
 /// Parse and check a config; raises ValueError naming the key.
@@ -501,6 +590,88 @@ fn check_config(text: &str, origin: &str) -> PyResult<()> {
     RunConfig::from_toml(origin, text)
         .map(|_| ())
         .map_err(PyValueError::new_err)
+}
+
+/// Everything a run of this config needs before it simulates, built the one way both
+/// [`run_config`] and [`check_run`] use, so `wattio check` cannot drift from `wattio run`.
+struct Prepared {
+    cfg: RunConfig,
+    cat: wattio_devices::Catalogue,
+    opener: Opener,
+    input: Input,
+}
+
+fn prepare(text: &str, origin: &str, base_dir: &str, trace: TraceArgs) -> PyResult<Prepared> {
+    let cfg = RunConfig::from_toml(origin, text).map_err(PyValueError::new_err)?;
+    let base = PathBuf::from(base_dir);
+    let cat = wattio_engine::catalogue_for(&cfg, &base).map_err(PyValueError::new_err)?;
+    let (opener, input) = opener_for(&cfg, &base, trace)?;
+    Ok(Prepared {
+        cfg,
+        cat,
+        opener,
+        input,
+    })
+}
+
+/// What `wattio check` does: every validation of a run — the config, the catalogue, the
+/// devices, every function built and attached (the Python objects in `functions` too), the
+/// whole trace read and judged — without simulating. Returns a JSON report.
+#[pyfunction]
+#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, functions=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[allow(clippy::too_many_arguments)]
+fn check_run(
+    py: Python<'_>,
+    text: &str,
+    origin: &str,
+    base_dir: &str,
+    trace: Option<String>,
+    trace_format: Option<String>,
+    functions: Option<Bound<'_, PyDict>>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
+) -> PyResult<String> {
+    let p = prepare(
+        text,
+        origin,
+        base_dir,
+        TraceArgs {
+            path: trace,
+            format: trace_format,
+            lenient,
+            device,
+            action,
+            csv: (columns, delimiter, header),
+        },
+    )?;
+    let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
+    let mut external = python_functions(py, functions, error.clone())?;
+    let result = py.allow_threads(|| {
+        wattio_engine::check(
+            &p.cfg,
+            &p.cat,
+            &p.opener,
+            &mut Registry::new().with_external("python", &mut external),
+            p.input,
+        )
+    });
+    if let Some(e) = error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    let r = result.map_err(PyValueError::new_err)?;
+    let json = serde_json::json!({
+        "devices": r.devices,
+        "functions": r.functions,
+        "trace_requests": r.trace.map(|t| t.0),
+        "trace_span_s": r.trace.map(|t| t.1 as f64 / 1e9),
+        "assumptions": r.assumptions,
+        "warnings": r.warnings,
+    });
+    Ok(json.to_string())
 }
 
 /// Names and descriptions of the embedded device catalogue.
@@ -563,6 +734,7 @@ pub(crate) fn python_functions(
             Ok(Box::new(PyFunction {
                 obj,
                 name,
+                label: format!("{} ({})", ctx.key, p.class),
                 acts: Python::with_gil(|py| acts.clone_ref(py)),
                 error: err2.clone(),
             }))
@@ -573,7 +745,7 @@ pub(crate) fn python_functions(
 /// Run a config. `functions` maps stack positions of `kind = "python"` functions to the
 /// objects to use there. Returns `summary.json`'s text.
 #[pyfunction]
-#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, out_dir=None, progress=None, functions=None))]
+#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, out_dir=None, progress=None, functions=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_config(
     py: Python<'_>,
@@ -585,11 +757,26 @@ fn run_config(
     out_dir: Option<String>,
     progress: Option<Py<PyAny>>,
     functions: Option<Bound<'_, PyDict>>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
 ) -> PyResult<String> {
-    let cfg = RunConfig::from_toml(origin, text).map_err(PyValueError::new_err)?;
-    let base = PathBuf::from(base_dir);
-    let cat = wattio_engine::catalogue_for(&cfg, &base).map_err(PyValueError::new_err)?;
-    let opener = opener_for(&cfg, &base, trace.map(|t| (t, trace_format)))?;
+    let p = prepare(
+        text,
+        origin,
+        base_dir,
+        TraceArgs {
+            path: trace,
+            format: trace_format,
+            lenient,
+            device,
+            action,
+            csv: (columns, delimiter, header),
+        },
+    )?;
     let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
     let mut external = python_functions(py, functions, error.clone())?;
     let mut progress_fn = |n: u64, t: Nanos| -> Result<(), String> {
@@ -603,13 +790,14 @@ fn run_config(
     };
     let result = py.allow_threads(|| {
         wattio_engine::run(
-            &cfg,
-            &cat,
-            &opener,
+            &p.cfg,
+            &p.cat,
+            &p.opener,
             &mut Registry::new().with_external("python", &mut external),
             RunOptions {
                 out_dir: out_dir.map(PathBuf::from),
                 progress: Some(&mut progress_fn),
+                input: p.input,
             },
         )
     });

@@ -9,7 +9,14 @@ use wattio_formats::{
     ReadOptions, Slice, SliceOptions,
 };
 
-fn opts(lenient: bool, device: Option<String>, action: Option<String>) -> PyResult<ReadOptions> {
+/// How to read a trace, from the CLI's vocabulary (`--lenient`, `--device`, `--action`,
+/// `--columns`, `--delimiter`, `--header`).
+pub(crate) fn opts(
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    csv: Csv,
+) -> PyResult<ReadOptions> {
     let blkparse_action = match action.as_deref() {
         None => None,
         Some(a) if a.chars().count() == 1 => a.chars().next(),
@@ -25,8 +32,14 @@ fn opts(lenient: bool, device: Option<String>, action: Option<String>) -> PyResu
         blkparse_action,
         keep_absolute_time: false,
         buffer_size: None,
+        columns: csv.0,
+        delimiter: csv.1,
+        header: csv.2,
     })
 }
+
+/// The generic reader's (`--columns`, `--delimiter`, `--header`).
+pub(crate) type Csv = (Option<String>, Option<String>, Option<bool>);
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -34,7 +47,8 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 
 /// Statistics of a trace: JSON text (`text=False`) or the human-readable report.
 #[pyfunction]
-#[pyo3(signature = (path, format=None, lenient=false, device=None, action=None, text=false))]
+#[pyo3(signature = (path, format=None, lenient=false, device=None, action=None, text=false, columns=None, delimiter=None, header=None))]
+#[allow(clippy::too_many_arguments)]
 fn trace_stats(
     py: Python<'_>,
     path: &str,
@@ -43,8 +57,11 @@ fn trace_stats(
     device: Option<String>,
     action: Option<String>,
     text: bool,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
 ) -> PyResult<String> {
-    let o = opts(lenient, device, action)?;
+    let o = opts(lenient, device, action, (columns, delimiter, header))?;
     py.allow_threads(|| {
         let mut src = open_trace(Path::new(path), format.as_deref(), &o).map_err(err)?;
         let st = stats_of(src.as_mut()).map_err(err)?;
@@ -58,7 +75,7 @@ fn trace_stats(
 
 /// Converts a trace; returns (requests written, assumptions).
 #[pyfunction]
-#[pyo3(signature = (input, output, from_format=None, to_format=None, lenient=false, device=None, action=None))]
+#[pyo3(signature = (input, output, from_format=None, to_format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
 #[allow(clippy::too_many_arguments)]
 fn trace_convert(
     py: Python<'_>,
@@ -69,8 +86,11 @@ fn trace_convert(
     lenient: bool,
     device: Option<String>,
     action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
 ) -> PyResult<(u64, Vec<String>)> {
-    let o = opts(lenient, device, action)?;
+    let o = opts(lenient, device, action, (columns, delimiter, header))?;
     py.allow_threads(|| {
         let rep = wattio_formats::convert(
             Path::new(input),
@@ -86,7 +106,7 @@ fn trace_convert(
 
 /// Writes a time window / one device / a sped-up copy of a trace; returns (requests, assumptions).
 #[pyfunction]
-#[pyo3(signature = (input, output, from_format=None, to_format=None, start_s=None, end_s=None, dev=None, speedup=1.0, lenient=false, device=None, action=None))]
+#[pyo3(signature = (input, output, from_format=None, to_format=None, start_s=None, end_s=None, dev=None, speedup=1.0, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
 #[allow(clippy::too_many_arguments)]
 fn trace_slice(
     py: Python<'_>,
@@ -101,8 +121,11 @@ fn trace_slice(
     lenient: bool,
     device: Option<String>,
     action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
 ) -> PyResult<(u64, Vec<String>)> {
-    let o = opts(lenient, device, action)?;
+    let o = opts(lenient, device, action, (columns, delimiter, header))?;
     let secs = |s: Option<f64>, what: &str| -> PyResult<Option<u64>> {
         match s {
             None => Ok(None),
@@ -151,10 +174,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub fn file_opener(
     path: std::path::PathBuf,
     format: Option<String>,
+    read: ReadOptions,
 ) -> PyResult<wattio_engine::Opener> {
     // Fail now, with the reader's message, rather than at the first lookahead.
-    open_trace(&path, format.as_deref(), &ReadOptions::default()).map_err(err)?;
+    open_trace(&path, format.as_deref(), &read).map_err(err)?;
     Ok(std::sync::Arc::new(move || {
-        open_trace(&path, format.as_deref(), &ReadOptions::default()).map_err(|e| e.to_string())
+        open_trace(&path, format.as_deref(), &read).map_err(|e| e.to_string())
     }))
 }

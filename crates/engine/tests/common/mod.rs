@@ -80,6 +80,7 @@ pub fn run_quiet(cfg: &RunConfig, reqs: Vec<Request>) -> Summary {
         RunOptions {
             out_dir: None,
             progress: None,
+            ..Default::default()
         },
     )
     .unwrap()
