@@ -12,8 +12,8 @@
 pub mod assemble;
 pub mod config;
 pub mod fuzz;
-pub mod probe;
 pub mod plausibility;
+pub mod probe;
 pub mod sim;
 pub mod summary;
 pub mod tables;
