@@ -13,4 +13,5 @@
 
 pub mod external;
 pub mod power;
+pub mod raid;
 pub mod registry;

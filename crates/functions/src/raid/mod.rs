@@ -1,0 +1,3 @@
+//! Redundant arrays: striping with and without parity (`stripe`, `kind = "raid"`).
+
+pub mod stripe;
