@@ -6,6 +6,7 @@
 //! |---|---|---|---|
 //! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
+//! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
 //!
 //! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in

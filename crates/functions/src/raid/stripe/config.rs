@@ -90,7 +90,7 @@ impl RaidConfig {
     }
 
     pub fn build(self) -> Raid {
-        debug_assert!(self.chunk % PAGE == 0);
+        debug_assert!(self.chunk.is_multiple_of(PAGE));
         Raid::new(
             self.devices,
             self.level,

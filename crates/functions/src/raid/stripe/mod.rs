@@ -23,11 +23,16 @@
 //! Parity bytes are computed by the executor ([`Action::Xor`](wattio_core::Action::Xor)),
 //! which the integrity checker follows as combinations of versions.
 //!
-//! **Failures.** A member I/O that fails (EIO) marks the member failed (as md kicks a
-//! disk): from then on its pages are *degraded*: a read rebuilds the page from the other
-//! members (the first read straight into the host's buffer, the others into scratch, XOR-ed
-//! in), a write to it updates only the parity (reconstruct-write). A second failed member in
-//! a row makes that row's I/O fail with EIO.
+//! **Failures.** A member I/O that fails (EIO) marks that member's *page* bad (Linux md's
+//! bad-block list, in memory; a read of a larger piece that fails is first retried page by
+//! page, so only pages that fail alone are marked). A bad page is never read or written
+//! again: a read rebuilds it from the other members (the first read straight into the
+//! host's buffer, the others into scratch, XOR-ed in); a write to it updates only the
+//! parity (reconstruct-write). A row with two bad pages fails its I/O with EIO. Pages,
+//! not whole members, because the list is not persisted: after a restart a member kicked
+//! whole would be read again with stale content, while a bad page fails again and is found
+//! again. (A page whose write failed but whose read then succeeds would read stale after a
+//! restart; the fault model has no such page, md persists the list.)
 //!
 //! **The write hole.** A crash between a row's data and parity writes leaves parity that no
 //! longer matches the data, and a page rebuilt from it would be wrong. The layer cannot know
