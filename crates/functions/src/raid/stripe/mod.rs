@@ -158,8 +158,10 @@ pub struct Raid {
     next_scratch: u64,
     /// Per stripe, its row operations in order (the first runs).
     queues: HashMap<u64, VecDeque<u64>>,
-    /// Rows whose parity is known to match their data (stripe · pages per chunk + page).
-    known: HashSet<u64>,
+    /// Rows whose parity is known to match their data, a bit per row (stripe · pages per
+    /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
+    /// words, and by the rows written.
+    known: HashMap<u64, u64>,
     counters: Counters,
 }
 
@@ -211,7 +213,7 @@ impl Raid {
             next_io: 0,
             next_scratch: SCRATCH_BASE,
             queues: HashMap::new(),
-            known: HashSet::new(),
+            known: HashMap::new(),
             counters: Counters::default(),
         }
     }
@@ -225,7 +227,12 @@ impl Raid {
     }
 
     fn row_known(&self, stripe: u64, page: u64) -> bool {
-        self.assume_clean || self.known.contains(&self.row_key(stripe, page))
+        let key = self.row_key(stripe, page);
+        self.assume_clean
+            || self
+                .known
+                .get(&(key / 64))
+                .is_some_and(|w| w >> (key % 64) & 1 == 1)
     }
 
     /// Is member `disk`'s page of row (`stripe`, `page`) bad?
@@ -570,7 +577,7 @@ impl Raid {
             let op = &self.ops[&id];
             if status == Status::Ok && op.makes_known && !self.assume_clean {
                 let key = self.row_key(op.stripe, op.page);
-                self.known.insert(key);
+                *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
             }
             Some(status)
         } else if failed {
