@@ -218,3 +218,56 @@ fn a_bad_page_of_a_row_whose_parity_is_unknown_is_an_error_not_a_guess() {
     assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
     assert_eq!(h.counter("unknown_row_errors"), 1.0);
 }
+
+#[test]
+fn a_flush_goes_to_every_member_and_is_answered_once() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, false);
+    let io = Request::new(0, Op::Flush, 0, 0).io(9);
+    let subs = submitted(&h.request(0, io));
+    let devs: Vec<u16> = subs.iter().map(|s| s.dev).collect();
+    assert_eq!(devs, vec![0, 1, 2]);
+    assert!(subs.iter().all(|s| s.op == Op::Flush));
+    h.complete(1, subs[0], Status::Ok);
+    h.complete(1, subs[2], Status::Ok);
+    let r = replied(&h.complete(2, subs[1], Status::Ok));
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    // Past the end (2 data disks × 1 GB / 4 KiB stripes): refused without device work.
+    let cap = h.function().layout().capacity();
+    assert_eq!(cap, 2 * (1_000_000_000 / K) * K);
+    let a = h.request(3, Request::new(0, Op::Read, cap - K, 2 * K as u32).io(10));
+    assert!(submitted(&a).is_empty());
+    assert_eq!(replied(&a)[0].status, Status::Invalid);
+}
+
+#[test]
+fn a_row_with_two_bad_pages_answers_eio() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, true);
+    // Stripe 0: data d0, d1, parity d2. A write to chunk 0 is a reconstruct-write (one read,
+    // of d1); that read fails: d1's page is bad, and the write is planned again as a
+    // read-modify-write (old d0, old parity).
+    let io = host(1, Op::Write, 0, 1);
+    let reads = submitted(&h.request(0, io));
+    assert_eq!(shape(&reads), vec![(1, 0, Op::Read)]);
+    let reads = submitted(&h.complete(1, reads[0], Status::IoError));
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    h.complete(2, reads[0], Status::Ok);
+    let w = submitted(&h.complete(2, reads[1], Status::Ok));
+    assert_eq!(shape(&w), vec![(0, 0, Op::Write), (2, 0, Op::Write)]);
+    h.complete(3, w[0], Status::Ok);
+    assert_eq!(
+        replied(&h.complete(3, w[1], Status::Ok))[0].status,
+        Status::Ok
+    );
+    // Chunk 1 (on d1's bad page) is rebuilt at once from d0 and the parity; the parity
+    // read fails too: two bad pages in the row, nothing to rebuild from.
+    let io = host(2, Op::Read, 1, 1);
+    let reads = submitted(&h.request(4, io));
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    h.complete(5, reads[0], Status::Ok);
+    let r = replied(&h.complete(5, reads[1], Status::IoError));
+    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+    assert_eq!(h.counter("bad_pages"), 2.0);
+    // Another row of the same members is unaffected.
+    let s = submitted(&h.request(6, host(3, Op::Read, 2, 1)));
+    assert_eq!(shape(&s), vec![(2, 1, Op::Read)]);
+}
