@@ -2,7 +2,10 @@
 //! parametric HDD behind a fixed-timeout spin-down layer, no per-request output. Prints the
 //! rate and the peak resident memory for two trace lengths, to show memory stays flat.
 //!
-//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS]
+//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS] [raid0|raid5]
+//!
+//! With `raid0` or `raid5` the stack is that array (64 KiB chunks) over five Fujitsu
+//! MAP3367 (parametric), PARAID's disks, each behind the same spin-down layer.
 //!
 //! Rates are per CPU second of the benchmark thread, the median of three passes. "simulator" excludes the trace
 //! source's own time (measured around each block the source fills), "end-to-end" includes it.
@@ -38,6 +41,18 @@ popularity = { dist = "zipf", s = 0.9 }
 sequential_fraction = 0.3
 streams = 4
 "#;
+
+/// The array variants: `[[device]]` and `[[function]]` tables replacing the single disk's.
+fn array(level: u8) -> String {
+    let mut t = String::new();
+    for d in 0..5 {
+        t += &format!("[[device]]\nname = \"d{d}\"\nmodel = \"fujitsu-map3367\"\n\n");
+    }
+    t += &format!(
+        "[[function]]\nkind = \"raid\"\nlevel = {level}\ndevices = [\"d0\", \"d1\", \"d2\", \"d3\", \"d4\"]\n\n"
+    );
+    t
+}
 
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -143,11 +158,17 @@ struct Rates {
     wall: f64,
 }
 
-fn run(requests: u64) -> Rates {
-    let text = CONFIG.replace(
+fn run(requests: u64, level: Option<u8>) -> Rates {
+    let mut text = CONFIG.replace(
         "rate = 40",
         &format!("rate = 40\nmax_requests = {requests}"),
     );
+    if let Some(level) = level {
+        text = text.replace(
+            "[[device]]\nname = \"disk\"\nmodel = \"wd800-fs2\"\n",
+            &array(level),
+        );
+    }
     let cfg = RunConfig::from_toml("bench", &text).expect("config");
     let cat = Catalogue::embedded().expect("catalogue");
     let w = cfg.workload.clone().expect("workload");
@@ -211,14 +232,24 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(10_000_000);
+    let level = std::env::args().skip(1).find_map(|a| match a.as_str() {
+        "raid0" => Some(0),
+        "raid5" => Some(5),
+        _ => None,
+    });
     let small = big / 10;
-    let r_small = run(small);
+    let r_small = run(small, level);
     let rss_small = peak_rss_kib();
-    let r_big = run(big);
+    let r_big = run(big, level);
     let rss_big = peak_rss_kib();
-    println!(
-        "built-in stack: parametric HDD (wd800-fs2) + fixed 5 s spin-down, generated Poisson trace"
-    );
+    match level {
+        None => println!(
+            "built-in stack: parametric HDD (wd800-fs2) + fixed 5 s spin-down, generated Poisson trace"
+        ),
+        Some(l) => println!(
+            "RAID-{l} (64 KiB chunks) over five parametric Fujitsu MAP3367 + fixed 5 s spin-down, generated Poisson trace"
+        ),
+    }
     println!("rates in M requests per CPU second of the benchmark thread (wall in parentheses)");
     println!(
         "{:>12} {:>14} {:>12} {:>12} {:>12}",

@@ -7,7 +7,7 @@
 //! object runs under both.
 
 use crate::device::DeviceInfo;
-use crate::io::{Completion, DeviceId, Io};
+use crate::io::{Buf, Completion, DeviceId, Io};
 use crate::power::PowerStateId;
 use crate::time::Nanos;
 
@@ -33,6 +33,14 @@ pub enum Action {
     },
     CancelTimer {
         timer: TimerId,
+    },
+    /// Combine two buffers byte by byte: `dst ^= src` over `len` bytes (RAID parity: a
+    /// function that computes parity or reconstructs a block never sees the bytes, so the
+    /// executor does it). A scratch buffer that does not exist yet starts as zeros.
+    Xor {
+        dst: Buf,
+        src: Buf,
+        len: u32,
     },
 }
 
@@ -67,6 +75,10 @@ impl Actions {
     #[inline]
     pub fn cancel_timer(&mut self, timer: TimerId) {
         self.list.push(Action::CancelTimer { timer });
+    }
+    #[inline]
+    pub fn xor(&mut self, dst: Buf, src: Buf, len: u32) {
+        self.list.push(Action::Xor { dst, src, len });
     }
     #[inline]
     pub fn push(&mut self, a: Action) {

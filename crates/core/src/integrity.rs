@@ -201,6 +201,13 @@ pub struct Checker {
     /// sequence).
     not_durable: Vec<(u16, u64, u64, u64)>,
     counters: IntegrityCounters,
+    /// Parity: a block holding the XOR of several versions holds a *combination*, a
+    /// version number of its own standing for the set of versions XOR-ed (the sorted set,
+    /// and the number by set). XOR is the symmetric difference of sets, the initial (zero)
+    /// content the empty set, so a block reconstructed from parity and the other blocks of
+    /// its stripe reads back as exactly one version only if the parity matched them.
+    combos: HashMap<u64, Vec<u64>>,
+    combo_ids: HashMap<Vec<u64>, u64>,
     /// A fault found outside a host reply (a device I/O id reused while in flight): raised
     /// at the next host reply.
     fault: Option<String>,
@@ -243,6 +250,8 @@ impl Checker {
             dev_flushes: HashMap::new(),
             not_durable: Vec::new(),
             counters: IntegrityCounters::default(),
+            combos: HashMap::new(),
+            combo_ids: HashMap::new(),
             fault: None,
         })
     }
@@ -321,6 +330,54 @@ impl Checker {
         self.epoch += 1;
     }
 
+    /// The versions a block's content is the XOR of (`None`: undefined or garbage).
+    fn members(&self, v: u64) -> Option<Vec<u64>> {
+        match v {
+            INITIAL => Some(Vec::new()),
+            ANY | GARBAGE => None,
+            v => Some(self.combos.get(&v).cloned().unwrap_or_else(|| vec![v])),
+        }
+    }
+
+    /// The content `a ^ b`.
+    fn xor_of(&mut self, a: u64, b: u64) -> u64 {
+        let (Some(x), Some(y)) = (self.members(a), self.members(b)) else {
+            return if a == GARBAGE || b == GARBAGE {
+                GARBAGE
+            } else {
+                ANY
+            };
+        };
+        let mut set: Vec<u64> = x.iter().filter(|v| !y.contains(v)).copied().collect();
+        set.extend(y.iter().filter(|v| !x.contains(v)));
+        set.sort_unstable();
+        match set.len() {
+            0 => INITIAL,
+            1 => set[0],
+            _ => {
+                if let Some(&id) = self.combo_ids.get(&set) {
+                    return id;
+                }
+                let id = self.next_ver;
+                self.next_ver += 1;
+                self.combos.insert(id, set.clone());
+                self.combo_ids.insert(set, id);
+                id
+            }
+        }
+    }
+
+    /// A version as an error message names it (a combination by its members).
+    fn version_name(&self, v: u64) -> String {
+        match self.combos.get(&v) {
+            Some(set) => {
+                let vs: Vec<String> = set.iter().map(|&m| V(m).to_string()).collect();
+                format!("a parity combination of [{}]", vs.join(", "))
+            }
+            None => V(v).to_string(),
+        }
+    }
+
     fn raise(&mut self, e: String) {
         self.fault.get_or_insert(e);
     }
@@ -347,6 +404,42 @@ impl Checker {
 }
 
 impl DataObserver for Checker {
+    /// `dst ^= src`: block by block where the source holds a whole block (buffer positions
+    /// step by 512 bytes, the finest a block can start at within an I/O). A destination
+    /// not yet filled is zeros; a destination block whose source is not a whole block
+    /// (partly covered, never filled) becomes undefined.
+    fn xor(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
+        let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
+            return;
+        };
+        let size = 1u64 << self.shift;
+        let len = len as u64;
+        let mut k = 0;
+        while k < len {
+            let from = self.bufs.get(&(sk, soff + k)).copied();
+            let to = self.bufs.get(&(dk, doff + k)).copied();
+            let whole = k + size <= len;
+            match (from, to) {
+                (Some(f), t) if whole => {
+                    let v = self.xor_of(t.unwrap_or(INITIAL), f);
+                    self.bufs.insert((dk, doff + k), v);
+                    k += size;
+                    continue;
+                }
+                // The source's content here is not known block for block: whatever the
+                // destination held is now undefined.
+                (None, None) if whole => {
+                    self.bufs.insert((dk, doff + k), ANY);
+                }
+                (_, Some(_)) => {
+                    self.bufs.insert((dk, doff + k), ANY);
+                }
+                _ => {}
+            }
+            k += 512;
+        }
+    }
+
     fn host_request(&mut self, now: Nanos, io: &Io) {
         let issued = self.tick();
         match io.op {
@@ -559,7 +652,7 @@ impl DataObserver for Checker {
                         .writes
                         .iter()
                         .find(|w| w.ver == found)
-                        .map_or(V(found).to_string(), |w| {
+                        .map_or(self.version_name(found), |w| {
                             format!("{} [superseded]", self.request_name(w))
                         });
                     let size = 1u64 << self.shift;

@@ -43,7 +43,7 @@
 
 use crate::device::{DevEvent, DeviceRuntime};
 use crate::function::TimerId;
-use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Request, Status};
+use crate::io::{Breakdown, Buf, Completion, DeviceId, Io, Op, Request, Status};
 use crate::power::PowerStateId;
 use crate::stack::{Effects, Stack};
 use crate::stats::LatencyHistogram;
@@ -110,6 +110,20 @@ pub trait Executor {
 
     /// A function asked device `device`, which exists but has no model, for a power state.
     fn unmodelled_power(&mut self, device: DeviceId);
+
+    /// A function combined two buffers, `dst ^= src` over `len` bytes (RAID parity). An
+    /// executor that moves bytes (live) does it, creating a scratch buffer that does not
+    /// exist yet as zeros; the simulator moves none.
+    fn xor(
+        &mut self,
+        dst: Buf,
+        src: Buf,
+        len: u32,
+        hosts: &Hosts<Self::Host>,
+    ) -> Result<(), String> {
+        let _ = (dst, src, len, hosts);
+        Ok(())
+    }
 }
 
 /// Sees every data movement of a run in one place, for both executors: what the host
@@ -134,6 +148,10 @@ pub trait DataObserver {
         let _ = (now, done);
         Ok(())
     }
+    /// A function combined two buffers: `dst ^= src` over `len` bytes.
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        let _ = (now, dst, src, len);
+    }
 }
 
 /// The observer that observes nothing, and costs nothing.
@@ -154,6 +172,9 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
     fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
         (**self).host_reply(now, done)
+    }
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        (**self).xor(now, dst, src, len)
     }
 }
 
@@ -624,6 +645,13 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     fn cancel_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId) {
         if let Some(slot) = self.timers.get_mut(&(layer as u32, timer)) {
             slot.armed = None;
+        }
+    }
+
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        self.observer.xor(now, dst, src, len);
+        if let Err(e) = self.x.xor(dst, src, len, &self.hosts) {
+            self.fail(e);
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::device::DeviceInfo;
 use crate::function::{Action, Actions, Function, TimerId};
-use crate::io::{Completion, DeviceId, Io};
+use crate::io::{Buf, Completion, DeviceId, Io};
 use crate::power::PowerStateId;
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -33,6 +33,12 @@ pub enum Effect {
         layer: usize,
         timer: TimerId,
     },
+    /// `dst ^= src` over `len` bytes ([`Action::Xor`]).
+    Xor {
+        dst: Buf,
+        src: Buf,
+        len: u32,
+    },
 }
 
 /// The executor's side of a stack: what leaves the stack is carried out here, in the order
@@ -52,6 +58,8 @@ pub trait Effects {
     /// (Re-)arm timer `timer` of `layer` for `at`.
     fn set_timer(&mut self, now: Nanos, layer: usize, timer: TimerId, at: Nanos);
     fn cancel_timer(&mut self, now: Nanos, layer: usize, timer: TimerId);
+    /// `dst ^= src` over `len` bytes ([`Action::Xor`]).
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32);
 }
 
 impl Effects for Vec<Effect> {
@@ -72,6 +80,9 @@ impl Effects for Vec<Effect> {
     }
     fn cancel_timer(&mut self, _now: Nanos, layer: usize, timer: TimerId) {
         self.push(Effect::CancelTimer { layer, timer });
+    }
+    fn xor(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
+        self.push(Effect::Xor { dst, src, len });
     }
 }
 
@@ -239,6 +250,7 @@ impl Stack {
                 &Action::SetPower { device, state } => fx.set_power(now, device, state),
                 &Action::SetTimer { timer, at } => fx.set_timer(now, layer, timer, at),
                 &Action::CancelTimer { timer } => fx.cancel_timer(now, layer, timer),
+                &Action::Xor { dst, src, len } => fx.xor(now, dst, src, len),
             }
         }
         self.acts.clear();

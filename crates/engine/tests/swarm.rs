@@ -140,10 +140,18 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
     &xs[rng.below(xs.len() as u64) as usize]
 }
 
+/// Kinds that own the host volume's address space and spread it over several devices
+/// (arrays): drawn only at the top of a stack over 3–5 data devices, with per-device layers
+/// below them, since a layer that remaps pages across devices would alias their members.
+const ARRAYS: &[&str] = &["raid"];
+
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
-/// every function in the registry is in the swarm.
-fn function(rng: &mut Rng, names: &[String]) -> String {
-    let kinds: Vec<_> = KINDS.iter().filter(|k| k.swarm.is_some()).collect();
+/// every function in the registry is in the swarm (arrays when `array`, the others when not).
+fn function(rng: &mut Rng, names: &[String], array: bool) -> String {
+    let kinds: Vec<_> = KINDS
+        .iter()
+        .filter(|k| k.swarm.is_some() && ARRAYS.contains(&k.kind) == array)
+        .collect();
     let k = pick(rng, &kinds);
     let mut next = || rng.next_u64();
     let mut t = (k.swarm.expect("filtered"))(&mut Draw(&mut next), &SwarmDevices { names });
@@ -155,9 +163,10 @@ fn function(rng: &mut Rng, names: &[String]) -> String {
 
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut rng = Rng::new(seed);
-    let data_devs = 1 + rng.below(3) as usize;
+    let array = broken.is_none() && rng.below(3) == 0;
+    let data_devs = if array { 3 } else { 1 } + rng.below(3) as usize;
     let write_back = matches!(broken, Some(Broken::IgnoreFlush | Broken::EarlyAck))
-        || (broken.is_none() && rng.below(3) == 0);
+        || (broken.is_none() && !array && rng.below(3) == 0);
     let mut names: Vec<String> = (0..data_devs).map(|k| format!("d{k}")).collect();
     if write_back {
         names.push("cache".into());
@@ -195,13 +204,21 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut layers = Vec::new();
     let mut stack = Vec::new();
     for _ in 0..rng.below(2) {
-        stack.push(function(&mut rng, &names));
+        stack.push(function(&mut rng, &names, false));
+    }
+    if array {
+        // The array, then per-device layers below it: spin-down, a page splitter.
+        stack.push(function(&mut rng, &names, true));
+        if rng.below(2) == 0 {
+            stack.push(function(&mut rng, &names, false));
+        }
     }
     let map = match broken {
         Some(Broken::Alias) => Some(Map::Alias {
             from: rng.below(HOT_PAGES / 4),
             to: HOT_PAGES / 4 + rng.below(HOT_PAGES / 4),
         }),
+        _ if array => (rng.below(2) == 0).then_some(Map::Identity),
         _ if write_back || rng.below(3) > 0 => Some(if data_devs > 1 && rng.below(2) == 0 {
             Map::Stripe(names[..data_devs].to_vec())
         } else {
@@ -214,7 +231,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        stack.push(function(&mut rng, &names));
+        stack.push(function(&mut rng, &names, false));
     }
     if write_back {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
@@ -226,7 +243,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names));
+            stack.push(function(&mut rng, &names, false));
         }
     }
     for s in stack {

@@ -7,6 +7,7 @@
 //! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
 //! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
+//! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
 //!
 //! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
@@ -16,4 +17,5 @@ pub mod external;
 pub mod geometry;
 pub mod placement;
 pub mod power;
+pub mod raid;
 pub mod registry;

@@ -57,6 +57,7 @@ pub static KINDS: &[&Kind] = &[
     &crate::power::idle::KIND,
     &crate::external::python::KIND,
     &crate::geometry::probe::KIND,
+    &crate::raid::stripe::KIND,
 ];
 
 /// Look a kind up.

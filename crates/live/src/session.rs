@@ -1075,6 +1075,48 @@ impl Executor for Live {
         Ok(())
     }
 
+    fn xor(&mut self, dst: Buf, src: Buf, len: u32, hosts: &Hosts<HostReq>) -> Result<(), String> {
+        let len = len as usize;
+        let mut resolve = |b: Buf| -> Option<(Arc<Mutex<AlignedBuf>>, usize)> {
+            match b {
+                Buf::Host { id, offset } => {
+                    hosts.get(id).map(|h| (h.data.clone(), offset as usize))
+                }
+                // A scratch buffer a function computes into before any read filled it
+                // starts as zeros; the write that drains it frees it.
+                Buf::Scratch { id, offset } => Some((
+                    self.scratch
+                        .entry(id)
+                        .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0))
+                        .0
+                        .clone(),
+                    offset as usize,
+                )),
+                Buf::None => None,
+            }
+        };
+        let (Some((d, doff)), Some((s, soff))) = (resolve(dst), resolve(src)) else {
+            return Err(format!(
+                "xor of {len} bytes: {dst:?} ^= {src:?} names no buffer"
+            ));
+        };
+        let from: Vec<u8> = match lock(&s).as_slice().get(soff..soff + len) {
+            Some(b) => b.to_vec(),
+            None => return Err(format!("xor of {len} bytes: {src:?} is shorter")),
+        };
+        let mut d = lock(&d);
+        if matches!(dst, Buf::Scratch { .. }) {
+            d.ensure(doff + len);
+        }
+        match d.as_mut_slice().get_mut(doff..doff + len) {
+            Some(to) => {
+                to.iter_mut().zip(&from).for_each(|(t, f)| *t ^= f);
+                Ok(())
+            }
+            None => Err(format!("xor of {len} bytes: {dst:?} is shorter")),
+        }
+    }
+
     /// The model's half completes the I/O only if the real half has finished too.
     fn model_done(&mut self, now: Nanos, done: &mut Completion) -> bool {
         let key = (done.io.dev, done.io.id);

@@ -304,3 +304,75 @@ fn state_per_block_stays_bounded_by_durable_points() {
     assert!(c.bufs.is_empty() && c.reqs.is_empty());
     read_from(&mut c, 100_000, 5000, 0, 0, 0).unwrap();
 }
+
+/// RAID-5 in versions: parity P = D0 ^ D1 written to device 2; a degraded read of D1
+/// rebuilds it as P ^ D0 into the host's buffer. With P up to date the read holds D1's
+/// version; with P stale (D1 rewritten, parity not) it holds a combination and is caught.
+#[test]
+fn a_block_rebuilt_from_parity_holds_its_version_only_if_the_parity_matched() {
+    let parity = |c: &mut Checker, now: Nanos, n: u64| {
+        // Read D0 and D1 into scratch n at 0 and B, XOR them into scratch n+1, write that.
+        let s0 = Io::own(n, Op::Read, 0, 0, B as u32);
+        let mut s1 = Io::own(n, Op::Read, 1, 0, B as u32);
+        s1.buf = Buf::Scratch {
+            id: n,
+            offset: B as u32,
+        };
+        device(c, now, s0);
+        device(c, now, s1);
+        let p = Buf::Scratch {
+            id: n + 1,
+            offset: 0,
+        };
+        c.xor(now, p, s0.buf, B as u32);
+        c.xor(now, p, s1.buf, B as u32);
+        let mut w = Io::own(n + 1, Op::Write, 2, 0, B as u32);
+        w.buf = p;
+        device(c, now, w);
+    };
+    let rebuilt = |c: &mut Checker, now: Nanos, id: u64, n: u64| {
+        // Host read of volume block 1 (on device 1, failed): host ^= P, host ^= D0.
+        let io = host(id, Op::Read, 1, 1);
+        c.host_request(now, &io);
+        let p = Io::own(n, Op::Read, 2, 0, B as u32);
+        let d0 = Io::own(n + 1, Op::Read, 0, 0, B as u32);
+        device(c, now, p);
+        device(c, now, d0);
+        c.xor(now, io.buf, p.buf, B as u32);
+        c.xor(now, io.buf, d0.buf, B as u32);
+        c.host_reply(now, &ok(io, now))
+    };
+    let mut c = Checker::new(B as u32).unwrap();
+    // Volume block 0 lives on device 0, volume block 1 on device 1, both at block 0.
+    for (id, dev) in [(1u64, 0u16), (2, 1)] {
+        let io = host(id, Op::Write, dev as u64, 1);
+        c.host_request(1, &io);
+        device(&mut c, 1, to_dev(&io, dev, 0));
+        c.host_reply(1, &ok(io, 1)).unwrap();
+    }
+    parity(&mut c, 2, 100);
+    rebuilt(&mut c, 3, 3, 200).unwrap();
+    assert_eq!(c.counters().blocks_checked, 1);
+    // D1 rewritten without its parity: the rebuilt block is D0's old ^ D1's old ^ D0 = v2
+    // (the superseded version), caught.
+    let io = host(4, Op::Write, 1, 1);
+    c.host_request(4, &io);
+    device(&mut c, 4, to_dev(&io, 1, 0));
+    c.host_reply(4, &ok(io, 4)).unwrap();
+    let e = rebuilt(&mut c, 5, 5, 300).unwrap_err();
+    assert!(
+        e.contains("holds v2 (host request 2") && e.contains("[superseded]"),
+        "{e}"
+    );
+    // D0 rewritten without parity: P ^ D0' is a combination of three versions.
+    parity(&mut c, 6, 400);
+    let io = host(7, Op::Write, 0, 1);
+    c.host_request(7, &io);
+    device(&mut c, 7, to_dev(&io, 0, 0));
+    c.host_reply(7, &ok(io, 7)).unwrap();
+    let e = rebuilt(&mut c, 8, 8, 500).unwrap_err();
+    assert!(
+        e.contains("holds a parity combination of [v1, v4, v6]"),
+        "{e}"
+    );
+}

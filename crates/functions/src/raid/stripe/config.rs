@@ -1,0 +1,185 @@
+//! `kind = "raid"`: its configuration, checks, builder and swarm generator.
+
+use super::{Level, Parity, Raid, PAGE};
+use crate::registry::{self, range, Draw, Kind, SwarmDevices};
+use serde::Deserialize;
+
+pub static KIND: Kind = Kind {
+    kind: "raid",
+    module: "raid::stripe",
+    summary: "RAID-0 or RAID-5 over D devices: chunked striping, rotating parity, degraded reads",
+    source: "Patterson, Gibson, Katz, SIGMOD 1988; Linux md (raid0.c, raid5.c)",
+    doc: "docs/functions/raid.md",
+    check: |t, ctx| RaidConfig::parse(t, ctx.key).map(|_| ()),
+    build: |t, ctx| Ok(Box::new(RaidConfig::parse(t, ctx.key)?.build())),
+    swarm: Some(swarm),
+};
+
+/// Default chunk size, KiB: md's default of the paper's era (mdadm < 3.1; 512 KiB since).
+pub const DEFAULT_CHUNK_KIB: u64 = 64;
+/// Members at most: a bound on per-row work and buffers.
+pub const MAX_MEMBERS: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LayoutName {
+    LeftSymmetric,
+    LeftAsymmetric,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    level: u64,
+    devices: Vec<String>,
+    chunk_kib: Option<u64>,
+    layout: Option<LayoutName>,
+    assume_clean: Option<bool>,
+}
+
+/// A checked RAID configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RaidConfig {
+    pub level: Level,
+    pub devices: Vec<String>,
+    pub chunk: u64,
+    pub parity: Parity,
+    pub assume_clean: bool,
+}
+
+impl RaidConfig {
+    /// Parse and range-check a `kind = "raid"` table (without `kind`).
+    pub fn parse(t: &toml::Table, key: &str) -> Result<RaidConfig, String> {
+        let k: Keys = registry::parse(t, key)?;
+        let level = match k.level {
+            0 => Level::Raid0,
+            5 => Level::Raid5,
+            v => return Err(format!("{key}.level: expected 0 or 5, got {v}")),
+        };
+        let min = if level == Level::Raid5 { 3 } else { 1 };
+        if k.devices.len() < min || k.devices.len() > MAX_MEMBERS {
+            return Err(format!(
+                "{key}.devices: RAID-{} takes {min} to {MAX_MEMBERS} devices, got {}",
+                k.level,
+                k.devices.len()
+            ));
+        }
+        let chunk_kib = match k.chunk_kib {
+            Some(c) => range::count(&format!("{key}.chunk_kib"), c, 4, 65536)?,
+            None => DEFAULT_CHUNK_KIB,
+        };
+        if !chunk_kib.is_power_of_two() {
+            return Err(format!(
+                "{key}.chunk_kib: expected a power of two, got {chunk_kib}"
+            ));
+        }
+        let parity = match (k.layout, level) {
+            (Some(_), Level::Raid0) => {
+                return Err(format!("{key}.layout: RAID-0 has no parity to lay out"))
+            }
+            (Some(LayoutName::LeftAsymmetric), _) => Parity::LeftAsymmetric,
+            _ => Parity::LeftSymmetric,
+        };
+        Ok(RaidConfig {
+            level,
+            devices: k.devices,
+            chunk: chunk_kib * 1024,
+            parity,
+            assume_clean: k.assume_clean.unwrap_or(false),
+        })
+    }
+
+    pub fn build(self) -> Raid {
+        debug_assert!(self.chunk.is_multiple_of(PAGE));
+        Raid::new(
+            self.devices,
+            self.level,
+            self.parity,
+            self.chunk,
+            self.assume_clean,
+        )
+    }
+}
+
+/// A random valid configuration over the swarm's data devices: RAID-5 when there are three
+/// or more, small chunks so that the swarm's few hot pages span stripes.
+fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
+    let mut t = toml::Table::new();
+    let five = devices.names.len() >= 3 && d.chance(0.75);
+    t.insert("level".into(), (if five { 5 } else { 0 }).into());
+    let names: Vec<toml::Value> = devices.names.iter().map(|n| n.clone().into()).collect();
+    t.insert("devices".into(), toml::Value::Array(names));
+    t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16, 64])).into());
+    if five && d.chance(0.5) {
+        t.insert("layout".into(), "left-asymmetric".into());
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<RaidConfig, String> {
+        RaidConfig::parse(&toml::from_str(text).unwrap(), "function[0]")
+    }
+
+    #[test]
+    fn defaults_and_errors_name_their_key() {
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']").unwrap();
+        assert_eq!(
+            (c.level, c.chunk, c.parity, c.assume_clean),
+            (Level::Raid5, 65536, Parity::LeftSymmetric, false)
+        );
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlayout = 'left-asymmetric'").unwrap();
+        assert_eq!(c.parity, Parity::LeftAsymmetric);
+        let cases = [
+            (
+                "level = 1\ndevices = ['a']",
+                "function[0].level: expected 0 or 5, got 1",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b']",
+                "function[0].devices: RAID-5 takes 3 to 64 devices, got 2",
+            ),
+            (
+                "level = 0\ndevices = ['a']\nchunk_kib = 2",
+                "function[0].chunk_kib: expected a whole number from 4 to 65536, got 2",
+            ),
+            (
+                "level = 0\ndevices = ['a']\nchunk_kib = 48",
+                "function[0].chunk_kib: expected a power of two, got 48",
+            ),
+            (
+                "level = 0\ndevices = ['a']\nlayout = 'left-symmetric'",
+                "function[0].layout: RAID-0 has no parity to lay out",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).unwrap_err(), want, "{text}");
+        }
+        let e = parse("level = 5\ndevices = ['a', 'b', 'c']\nlayout = 'right'").unwrap_err();
+        assert!(
+            e.starts_with("function[0].layout: unknown variant `right`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_swarm_draw_is_valid() {
+        let mut x = 11u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        for n in 1..=5 {
+            let names: Vec<String> = (0..n).map(|k| format!("d{k}")).collect();
+            for _ in 0..100 {
+                let t = swarm(&mut Draw(&mut next), &SwarmDevices { names: &names });
+                parse(&toml::to_string(&t).unwrap()).unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,861 @@
+//! Striped arrays above D devices: RAID-0 and RAID-5 (`kind = "raid"`).
+//!
+//! One module for both levels: they share the address mapping ([`Layout`]), the splitting
+//! of host I/O into chunk pieces and the flush fan-out; RAID-5 adds the parity column and
+//! the write and degraded-read paths below. (PARAID's gears are RAIDs of the same level
+//! over fewer disks, so they reuse the same mapping.)
+//!
+//! **RAID-0**: a read or write is split into chunk pieces (`wattio_core::fanout`), one
+//! sub-I/O per piece; an error on any piece is the request's error (no redundancy).
+//!
+//! **RAID-5** works, for writes and reconstruction, a *page row* at a time: the same
+//! 4 KiB page ([`PAGE`]) of every member's chunk of one stripe — Linux md's stripe cache
+//! unit (STRIPE_SIZE = PAGE_SIZE). Rows of one stripe are serialized (a write or a
+//! reconstruction waits for the one before it), so parity never mixes two writes.
+//! A write to a row is one of
+//!
+//! * **full-row**: every data page overwritten: parity = XOR of the new data, no reads;
+//! * **reconstruct-write**: read the data pages not overwritten, parity = XOR of all;
+//!   used when the row's parity is not known to be consistent (see below), when the
+//!   failed member's page is overwritten, or when it reads fewer pages than
+//! * **read-modify-write**: read the old data and the old parity, parity ^= old ^ new.
+//!
+//! Parity bytes are computed by the executor ([`Action::Xor`](wattio_core::Action::Xor)),
+//! which the integrity checker follows as combinations of versions.
+//!
+//! **Failures.** A member I/O that fails (EIO) marks that member's *page* bad (Linux md's
+//! bad-block list, in memory; a read of a larger piece that fails is first retried page by
+//! page, so only pages that fail alone are marked). A bad page is never read or written
+//! again: a read rebuilds it from the other members (the first read straight into the
+//! host's buffer, the others into scratch, XOR-ed in); a write to it updates only the
+//! parity (reconstruct-write). A row with two bad pages fails its I/O with EIO. Pages,
+//! not whole members, because the list is not persisted: after a restart a member kicked
+//! whole would be read again with stale content, while a bad page fails again and is found
+//! again. (A page whose write failed but whose read then succeeds would read stale after a
+//! restart; the fault model has no such page, md persists the list.)
+//!
+//! **The write hole.** A crash between a row's data and parity writes leaves parity that no
+//! longer matches the data, and a page rebuilt from it would be wrong. The layer cannot know
+//! which rows a crash tore: the sans-I/O contract gives a function no way to read back
+//! metadata it persisted (it never sees bytes), so md's write-intent bitmap or journal has
+//! no equivalent yet. It therefore tracks, in memory, the rows whose parity it *knows*
+//! matches their data — rows it wrote whole (full-row or reconstruct-write of the whole
+//! page) since it started — and rebuilds only those. A degraded read of any other row fails
+//! with EIO rather than return a guess; a write to an unknown row is a reconstruct-write
+//! when it can be, which makes the row known. After a crash (or any restart) every row is
+//! unknown again. `assume_clean = true` declares every row consistent at start (true of
+//! fresh, zeroed members), as `mdadm --assume-clean` does.
+
+mod config;
+mod layout;
+
+pub use config::{RaidConfig, KIND};
+pub use layout::{Layout, Level, Parity, Place};
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use wattio_core::device::DeviceInfo;
+use wattio_core::fanout::{Fanout, Step};
+use wattio_core::function::{Actions, Function};
+use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::time::Nanos;
+
+/// The RAID-5 row unit, bytes: md's STRIPE_SIZE.
+pub const PAGE: u64 = 4096;
+
+/// Scratch buffer ids of this layer start here (scratch ids are shared by the stack: other
+/// layers number theirs from 0).
+const SCRATCH_BASE: u64 = 1 << 48;
+
+/// One data page's part of a row write: data chunk `k`, bytes `a..b` of the page, from
+/// `delta` bytes into the host buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Piece {
+    k: usize,
+    a: u32,
+    b: u32,
+    delta: u32,
+}
+
+#[derive(Clone, Debug)]
+enum Work {
+    /// Write `pieces` of a row.
+    Write(Vec<Piece>),
+    /// Rebuild bytes `a..b` of data chunk `k`'s page into the host buffer at `delta`.
+    Rebuild(Piece),
+}
+
+/// How a row write goes (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Plan {
+    Full,
+    /// The parity member failed: write the data only.
+    DataOnly,
+    Rcw {
+        lo: u32,
+        hi: u32,
+    },
+    Rmw {
+        lo: u32,
+        hi: u32,
+    },
+    /// A read that failed as part of a larger piece, retried alone on its own page.
+    Direct,
+}
+
+/// Who a row operation answers.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    /// A fan-out sub-I/O standing for the operation (never submitted).
+    Sub(Io),
+    /// A healthy-member read that failed and is rebuilt page by page.
+    Held(u64),
+}
+
+/// A row operation: one page row of one stripe, for one host request.
+struct RowOp {
+    owner: Owner,
+    stripe: u64,
+    page: u64,
+    work: Work,
+    plan: Plan,
+    /// Member I/Os still out in the current phase.
+    out: u32,
+    /// The phase hit an error (the members are already marked failed).
+    failed: bool,
+    writing: bool,
+    /// Scratch buffer of the attempt (a retry starts from a fresh, zeroed one).
+    scratch: u64,
+    /// The row's parity is known to match its data once the writes land.
+    makes_known: bool,
+}
+
+/// A failed healthy-member read being rebuilt.
+struct Held {
+    sub: Completion,
+    left: u32,
+    status: Status,
+}
+
+/// The layer.
+pub struct Raid {
+    name: String,
+    names: Vec<String>,
+    assume_clean: bool,
+    layout: Layout,
+    devs: Vec<DeviceId>,
+    /// Member index by device id (`usize::MAX`: not a member).
+    member: Vec<usize>,
+    /// Bad pages: (member, member page). See the module docs.
+    bad: HashSet<(usize, u64)>,
+    fanout: Fanout,
+    held: HashMap<u64, Held>,
+    next_held: u64,
+    ops: HashMap<u64, RowOp>,
+    next_op: u64,
+    /// Member I/O number → its row operation.
+    ios: HashMap<u64, u64>,
+    next_io: u64,
+    next_scratch: u64,
+    /// Per stripe, its row operations in order (the first runs).
+    queues: HashMap<u64, VecDeque<u64>>,
+    /// Rows whose parity is known to match their data, a bit per row (stripe · pages per
+    /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
+    /// words, and by the rows written.
+    known: HashMap<u64, u64>,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    full_row: u64,
+    rcw: u64,
+    rmw: u64,
+    rebuilt_rows: u64,
+    unknown_row_errors: u64,
+    bad_pages: u64,
+    direct_rows: u64,
+}
+
+impl Raid {
+    /// A RAID over the named devices, in member order; `chunk` bytes (a multiple of
+    /// [`PAGE`]).
+    pub fn new(
+        names: Vec<String>,
+        level: Level,
+        parity: Parity,
+        chunk: u64,
+        assume_clean: bool,
+    ) -> Raid {
+        let name = match level {
+            Level::Raid0 => "raid0",
+            Level::Raid5 => "raid5",
+        };
+        Raid {
+            name: name.into(),
+            names,
+            assume_clean,
+            layout: Layout {
+                level,
+                parity,
+                disks: 0,
+                chunk,
+                stripes: 0,
+            },
+            devs: Vec::new(),
+            member: Vec::new(),
+            bad: HashSet::new(),
+            fanout: Fanout::new(),
+            held: HashMap::new(),
+            next_held: 0,
+            ops: HashMap::new(),
+            next_op: 0,
+            ios: HashMap::new(),
+            next_io: 0,
+            next_scratch: SCRATCH_BASE,
+            queues: HashMap::new(),
+            known: HashMap::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn row_key(&self, stripe: u64, page: u64) -> u64 {
+        stripe * (self.layout.chunk / PAGE) + page
+    }
+
+    fn row_known(&self, stripe: u64, page: u64) -> bool {
+        let key = self.row_key(stripe, page);
+        self.assume_clean
+            || self
+                .known
+                .get(&(key / 64))
+                .is_some_and(|w| w >> (key % 64) & 1 == 1)
+    }
+
+    /// Is member `disk`'s page of row (`stripe`, `page`) bad?
+    fn is_bad(&self, disk: usize, stripe: u64, page: u64) -> bool {
+        !self.bad.is_empty() && self.bad.contains(&(disk, self.row_key(stripe, page)))
+    }
+
+    /// A row operation's I/O to `dev` at `offset` (one page row) failed: that page is bad.
+    fn mark_bad(&mut self, dev: DeviceId, offset: u64) {
+        let m = self.member.get(dev as usize).copied().unwrap_or(usize::MAX);
+        if m != usize::MAX && self.bad.insert((m, offset / PAGE)) {
+            self.counters.bad_pages += 1;
+        }
+    }
+
+    fn member_io(&mut self, op: u64, kind: Op, disk: usize, offset: u64, len: u32, buf: Buf) -> Io {
+        let n = self.next_io;
+        self.next_io = (self.next_io + 1) & (IoId::SUB - 1);
+        self.ios.insert(n, op);
+        let mut io = Io::own(n, kind, self.devs[disk], offset, len);
+        io.buf = buf;
+        io
+    }
+
+    /// Queue a row operation behind the others of its stripe.
+    fn enqueue(&mut self, owner: Owner, stripe: u64, page: u64, work: Work, out: &mut Actions) {
+        let id = self.next_op;
+        self.next_op += 1;
+        self.ops.insert(
+            id,
+            RowOp {
+                owner,
+                stripe,
+                page,
+                work,
+                plan: Plan::DataOnly,
+                out: 0,
+                failed: false,
+                writing: false,
+                scratch: 0,
+                makes_known: false,
+            },
+        );
+        let q = self.queues.entry(stripe).or_default();
+        q.push_back(id);
+        if q.len() == 1 {
+            self.run_queue(stripe, out);
+        }
+    }
+
+    /// Start the stripe's first operation; those that end at once make way for the next.
+    fn run_queue(&mut self, stripe: u64, out: &mut Actions) {
+        loop {
+            let Some(&id) = self.queues.get(&stripe).and_then(|q| q.front()) else {
+                self.queues.remove(&stripe);
+                return;
+            };
+            match self.start(id, out) {
+                None => return,
+                Some(status) => self.end_op(id, status, out),
+            }
+        }
+    }
+
+    /// Operation `id` is over: answer its owner, take it off its stripe's queue (the
+    /// caller runs the queue on).
+    fn end_op(&mut self, id: u64, status: Status, out: &mut Actions) {
+        let op = self.ops.remove(&id).expect("a live operation");
+        if let Some(q) = self.queues.get_mut(&op.stripe) {
+            q.pop_front();
+        }
+        match op.owner {
+            Owner::Sub(io) => self.sub_done(io, status, out),
+            Owner::Held(key) => {
+                let h = self.held.get_mut(&key).expect("held read");
+                h.left -= 1;
+                if status != Status::Ok {
+                    h.status = status;
+                }
+                if h.left == 0 {
+                    let h = self.held.remove(&key).expect("present");
+                    self.sub_done(h.sub.io, h.status, out);
+                }
+            }
+        }
+    }
+
+    fn sub_done(&mut self, io: Io, status: Status, out: &mut Actions) {
+        let done = Completion {
+            io,
+            status,
+            finished: 0,
+            breakdown: Breakdown::default(),
+        };
+        if let Step::Reply(c) = self.fanout.complete(&done) {
+            out.reply(c);
+        }
+    }
+
+    /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
+    fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
+        let (stripe, page, work, owner) = {
+            let op = &self.ops[&id];
+            (op.stripe, op.page, op.work.clone(), op.owner)
+        };
+        let scratch = self.next_scratch;
+        self.next_scratch += 1;
+        let l = self.layout;
+        let n = l.data_disks();
+        let fdata: Vec<bool> = (0..n)
+            .map(|k| self.is_bad(l.data_disk(stripe, k), stripe, page))
+            .collect();
+        let pd = l.parity_disk(stripe).expect("row operations are RAID-5's");
+        let fparity = self.is_bad(pd, stripe, page);
+        let failures = fdata.iter().filter(|&&f| f).count() + usize::from(fparity);
+        let base = l.member_offset(stripe, page * PAGE);
+        let slot = |k: usize| Buf::Scratch {
+            id: scratch,
+            offset: (k as u64 * PAGE) as u32,
+        };
+        let known = self.row_known(stripe, page);
+        let mut reads: Vec<(usize, u32, u32, Buf)> = Vec::new();
+        let mut plan = Plan::DataOnly;
+        let mut makes_known = known;
+        match work {
+            Work::Rebuild(p) if !fdata[p.k] => {
+                // Not known bad: read the page itself first.
+                plan = Plan::Direct;
+                let dst = self.host_buf(owner).at(p.delta);
+                reads.push((l.data_disk(stripe, p.k), p.a, p.b, dst));
+            }
+            Work::Rebuild(p) => {
+                if failures > 1 {
+                    return Some(Status::IoError);
+                }
+                if !known {
+                    self.counters.unknown_row_errors += 1;
+                    return Some(Status::IoError);
+                }
+                // The first surviving member straight into the host's buffer, the others
+                // into scratch, XOR-ed in when all are back.
+                let dst = self.host_buf(owner).at(p.delta);
+                let mut first = true;
+                for j in (0..n)
+                    .filter(|&j| j != p.k)
+                    .map(|j| l.data_disk(stripe, j))
+                    .chain([pd])
+                {
+                    let buf = if first { dst } else { slot(j).at(p.a) };
+                    first = false;
+                    reads.push((j, p.a, p.b, buf));
+                }
+            }
+            Work::Write(ref pieces) => {
+                if failures > 1 {
+                    return Some(Status::IoError);
+                }
+                let mut covered = vec![None; n];
+                for p in pieces {
+                    covered[p.k] = Some(*p);
+                }
+                let lo = pieces.iter().map(|p| p.a).min().expect("a piece");
+                let hi = pieces.iter().map(|p| p.b).max().expect("a piece");
+                let whole = |p: &Option<Piece>| p.is_some_and(|p| p.a == 0 && p.b as u64 == PAGE);
+                // Reconstruct-write reads, over lo..hi, every data page not overwritten
+                // there whole; it needs them all readable.
+                let rcw: Vec<usize> = (0..n)
+                    .filter(|&k| !covered[k].is_some_and(|p: Piece| p.a == lo && p.b == hi))
+                    .collect();
+                let rcw_ok = rcw.iter().all(|&k| !fdata[k]);
+                let touched_failed = pieces.iter().any(|p| fdata[p.k]);
+                if covered.iter().all(whole) {
+                    plan = Plan::Full;
+                    makes_known = true;
+                } else if fparity {
+                    plan = Plan::DataOnly;
+                } else if rcw_ok && (!known || touched_failed || rcw.len() < pieces.len() + 1) {
+                    plan = Plan::Rcw { lo, hi };
+                    makes_known = known || (lo == 0 && hi as u64 == PAGE);
+                    for &k in &rcw {
+                        reads.push((l.data_disk(stripe, k), lo, hi, slot(k).at(lo)));
+                    }
+                } else if !touched_failed {
+                    plan = Plan::Rmw { lo, hi };
+                    for p in pieces {
+                        reads.push((l.data_disk(stripe, p.k), p.a, p.b, slot(p.k).at(p.a)));
+                    }
+                    reads.push((pd, lo, hi, slot(n).at(lo)));
+                } else {
+                    // The failed member's page is overwritten in part: its other bytes
+                    // live only in the parity, which a partial update cannot keep.
+                    return Some(Status::IoError);
+                }
+                match plan {
+                    Plan::Full => self.counters.full_row += 1,
+                    Plan::Rcw { .. } => self.counters.rcw += 1,
+                    Plan::Rmw { .. } => self.counters.rmw += 1,
+                    Plan::DataOnly | Plan::Direct => {}
+                }
+            }
+        }
+        {
+            let op = self.ops.get_mut(&id).expect("op");
+            op.scratch = scratch;
+            op.plan = plan;
+            op.makes_known = makes_known;
+            op.failed = false;
+            op.writing = false;
+            op.out = reads.len() as u32;
+        }
+        if reads.is_empty() {
+            return self.write_phase(id, out);
+        }
+        for (disk, a, b, buf) in reads {
+            let io = self.member_io(id, Op::Read, disk, base + a as u64, b - a, buf);
+            out.submit(io);
+        }
+        None
+    }
+
+    /// The buffer of the host I/O an owner answers.
+    fn host_buf(&self, owner: Owner) -> Buf {
+        match owner {
+            Owner::Sub(io) => io.buf,
+            Owner::Held(key) => self.held[&key].sub.io.buf,
+        }
+    }
+
+    /// The reads of a write are back: compute the parity and write. `Some` if it ended.
+    fn write_phase(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
+        let op = &self.ops[&id];
+        let Work::Write(pieces) = &op.work else {
+            unreachable!("only writes have a write phase")
+        };
+        let pieces = pieces.clone();
+        let (stripe, page, plan, scratch) = (op.stripe, op.page, op.plan, op.scratch);
+        let host = self.host_buf(op.owner);
+        let l = self.layout;
+        let n = l.data_disks();
+        let slot = |k: usize| Buf::Scratch {
+            id: scratch,
+            offset: (k as u64 * PAGE) as u32,
+        };
+        let par = slot(n);
+        let base = l.member_offset(stripe, page * PAGE);
+        let pd = l.parity_disk(stripe).expect("raid5");
+        let mut parity = None;
+        match plan {
+            Plan::Full => {
+                for p in &pieces {
+                    out.xor(par, host.at(p.delta), PAGE as u32);
+                }
+                parity = Some((0, PAGE as u32));
+            }
+            Plan::DataOnly | Plan::Direct => {}
+            Plan::Rcw { lo, hi } => {
+                for k in 0..n {
+                    match pieces.iter().find(|p| p.k == k) {
+                        Some(p) if p.a == lo && p.b == hi => {
+                            out.xor(par.at(lo), host.at(p.delta), hi - lo)
+                        }
+                        other => {
+                            out.xor(par.at(lo), slot(k).at(lo), hi - lo);
+                            if let Some(p) = other {
+                                out.xor(par.at(p.a), slot(k).at(p.a), p.b - p.a);
+                                out.xor(par.at(p.a), host.at(p.delta), p.b - p.a);
+                            }
+                        }
+                    }
+                }
+                parity = Some((lo, hi));
+            }
+            Plan::Rmw { lo, hi } => {
+                for p in &pieces {
+                    out.xor(par.at(p.a), slot(p.k).at(p.a), p.b - p.a);
+                    out.xor(par.at(p.a), host.at(p.delta), p.b - p.a);
+                }
+                parity = Some((lo, hi));
+            }
+        }
+        let mut writes = Vec::new();
+        for p in &pieces {
+            let disk = l.data_disk(stripe, p.k);
+            if !self.is_bad(disk, stripe, page) {
+                writes.push((disk, p.a, p.b, host.at(p.delta)));
+            }
+        }
+        if let Some((lo, hi)) = parity {
+            if !self.is_bad(pd, stripe, page) {
+                writes.push((pd, lo, hi, par.at(lo)));
+            }
+        }
+        if writes.is_empty() {
+            return Some(self.row_status(stripe, page));
+        }
+        let fua = match self.ops[&id].owner {
+            Owner::Sub(io) => io.fua,
+            Owner::Held(_) => false,
+        };
+        {
+            let op = self.ops.get_mut(&id).expect("op");
+            op.writing = true;
+            op.out = writes.len() as u32;
+        }
+        for (disk, a, b, buf) in writes {
+            let mut io = self.member_io(id, Op::Write, disk, base + a as u64, b - a, buf);
+            io.fua = fua;
+            out.submit(io);
+        }
+        None
+    }
+
+    /// A row is served while at most one of its members has failed.
+    fn row_status(&self, stripe: u64, page: u64) -> Status {
+        let l = &self.layout;
+        let failed = (0..l.data_disks())
+            .map(|k| l.data_disk(stripe, k))
+            .chain(l.parity_disk(stripe))
+            .filter(|&d| self.is_bad(d, stripe, page))
+            .count();
+        if failed > 1 {
+            Status::IoError
+        } else {
+            Status::Ok
+        }
+    }
+
+    /// A member I/O of row operation `id` finished.
+    fn op_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
+        if done.status != Status::Ok {
+            self.mark_bad(done.io.dev, done.io.offset);
+        }
+        let op = self.ops.get_mut(&id).expect("a live operation");
+        op.out -= 1;
+        op.failed |= done.status != Status::Ok;
+        if op.out > 0 {
+            return;
+        }
+        let (stripe, page, failed, writing) = (op.stripe, op.page, op.failed, op.writing);
+        let ended = if writing {
+            let status = self.row_status(stripe, page);
+            let op = &self.ops[&id];
+            if status == Status::Ok && op.makes_known && !self.assume_clean {
+                let key = self.row_key(op.stripe, op.page);
+                *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
+            }
+            Some(status)
+        } else if failed {
+            // A member failed under the reads: plan again around it.
+            self.start(id, out)
+        } else {
+            match self.ops[&id].work.clone() {
+                Work::Rebuild(_) if self.ops[&id].plan == Plan::Direct => {
+                    self.counters.direct_rows += 1;
+                    Some(Status::Ok)
+                }
+                Work::Rebuild(p) => {
+                    let op = &self.ops[&id];
+                    let dst = self.host_buf(op.owner).at(p.delta);
+                    let (scratch, stripe) = (op.scratch, op.stripe);
+                    let l = self.layout;
+                    let pd = l.parity_disk(stripe).expect("raid5");
+                    let members: Vec<usize> = (0..l.data_disks())
+                        .filter(|&j| j != p.k)
+                        .map(|j| l.data_disk(stripe, j))
+                        .chain([pd])
+                        .collect();
+                    for &j in &members[1..] {
+                        let src = Buf::Scratch {
+                            id: scratch,
+                            offset: (j as u64 * PAGE) as u32 + p.a,
+                        };
+                        out.xor(dst, src, p.b - p.a);
+                    }
+                    self.counters.rebuilt_rows += 1;
+                    Some(Status::Ok)
+                }
+                Work::Write(_) => self.write_phase(id, out),
+            }
+        };
+        if let Some(status) = ended {
+            self.end_op(id, status, out);
+            self.run_queue(stripe, out);
+        }
+    }
+
+    /// Bytes `from..to` of data chunk `k`, cut at page-row boundaries: (page, piece), with
+    /// `delta` where `from` lands in the host buffer.
+    fn rows(k: usize, from: u64, to: u64, delta: u32) -> Vec<(u64, Piece)> {
+        let mut rows = Vec::new();
+        let mut at = from;
+        while at < to {
+            let page = at / PAGE;
+            let end = ((page + 1) * PAGE).min(to);
+            rows.push((
+                page,
+                Piece {
+                    k,
+                    a: (at - page * PAGE) as u32,
+                    b: (end - page * PAGE) as u32,
+                    delta: delta + (at - from) as u32,
+                },
+            ));
+            at = end;
+        }
+        rows
+    }
+
+    /// The chunk pieces of `io`: (place, length, delta into the host buffer).
+    fn pieces(&self, io: &Io) -> Vec<(Place, u32, u32)> {
+        let mut v = Vec::new();
+        let mut at = io.offset;
+        while at < io.end() {
+            let p = self.layout.locate(at);
+            let len = (self.layout.chunk - p.in_chunk).min(io.end() - at);
+            v.push((p, len as u32, (at - io.offset) as u32));
+            at += len;
+        }
+        v
+    }
+
+    fn read(&mut self, io: Io, out: &mut Actions) {
+        let key = self.fanout.begin(io);
+        // Every sub-I/O first: a rebuild that fails at once answers its part at once, and
+        // the parent must not look complete before its other parts exist.
+        let subs: Vec<(Place, u32, Io)> = self
+            .pieces(&io)
+            .into_iter()
+            .map(|(p, len, delta)| {
+                let offset = self.layout.member_offset(p.stripe, p.in_chunk);
+                (
+                    p,
+                    len,
+                    self.fanout.sub(key, delta, len, self.devs[p.disk], offset),
+                )
+            })
+            .collect();
+        for (p, len, sub) in subs {
+            let pages = p.in_chunk / PAGE..(p.in_chunk + len as u64).div_ceil(PAGE);
+            if self.layout.level == Level::Raid5
+                && pages.into_iter().any(|q| self.is_bad(p.disk, p.stripe, q))
+            {
+                let rows = Self::rows(p.k, p.in_chunk, p.in_chunk + len as u64, 0);
+                let hkey = self.next_held;
+                self.next_held += 1;
+                self.held.insert(
+                    hkey,
+                    Held {
+                        sub: Completion::ok(sub, 0, Breakdown::default()),
+                        left: rows.len() as u32,
+                        status: Status::Ok,
+                    },
+                );
+                for (page, piece) in rows {
+                    self.enqueue(Owner::Held(hkey), p.stripe, page, Work::Rebuild(piece), out);
+                }
+            } else {
+                out.submit(sub);
+            }
+        }
+    }
+
+    fn write(&mut self, io: Io, out: &mut Actions) {
+        if self.layout.level == Level::Raid0 {
+            let key = self.fanout.begin(io);
+            for (p, len, delta) in self.pieces(&io) {
+                let offset = self.layout.member_offset(p.stripe, p.in_chunk);
+                out.submit(self.fanout.sub(key, delta, len, self.devs[p.disk], offset));
+            }
+            return;
+        }
+        // Group the write's page pieces by row, in volume order of their first piece.
+        let mut rows: BTreeMap<(u64, u64), Vec<Piece>> = BTreeMap::new();
+        for (p, len, delta) in self.pieces(&io) {
+            for (page, piece) in Self::rows(p.k, p.in_chunk, p.in_chunk + len as u64, delta) {
+                rows.entry((p.stripe, page)).or_default().push(piece);
+            }
+        }
+        let key = self.fanout.begin(io);
+        let subs: Vec<(u64, u64, Vec<Piece>, Io)> = rows
+            .into_iter()
+            .map(|((stripe, page), pieces)| {
+                let sub = self.fanout.sub(key, 0, 0, 0, 0);
+                (stripe, page, pieces, sub)
+            })
+            .collect();
+        for (stripe, page, pieces, sub) in subs {
+            self.enqueue(Owner::Sub(sub), stripe, page, Work::Write(pieces), out);
+        }
+    }
+}
+
+impl Function for Raid {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        let mut devs = Vec::new();
+        let mut size = u64::MAX;
+        for n in &self.names {
+            let Some(d) = devices.iter().find(|d| &d.name == n) else {
+                let all: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                return Err(format!(
+                    "devices: unknown device `{n}` (devices: {})",
+                    all.join(", ")
+                ));
+            };
+            if devs.contains(&d.id) {
+                return Err(format!("devices: `{n}` is named twice"));
+            }
+            devs.push(d.id);
+            size = size.min(d.capacity);
+        }
+        let min = match self.layout.level {
+            Level::Raid0 => 1,
+            Level::Raid5 => 3,
+        };
+        if devs.len() < min {
+            return Err(format!(
+                "devices: {} needs at least {min} members, got {}",
+                self.name,
+                devs.len()
+            ));
+        }
+        self.layout.disks = devs.len();
+        self.layout.stripes = size / self.layout.chunk;
+        self.member = vec![usize::MAX; devices.len()];
+        for (m, &d) in devs.iter().enumerate() {
+            self.member[d as usize] = m;
+        }
+        self.devs = devs;
+        Ok(())
+    }
+
+    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+        if io.op != Op::Flush && io.end() > self.layout.capacity() {
+            out.reply(Completion {
+                io,
+                status: Status::Invalid,
+                finished: 0,
+                breakdown: Breakdown::default(),
+            });
+            return;
+        }
+        match io.op {
+            Op::Flush => {
+                let live = self.devs.clone();
+                let key = self.fanout.begin(io);
+                for d in live {
+                    out.submit(self.fanout.sub(key, 0, 0, d, 0));
+                }
+            }
+            _ if io.len == 0 => out.reply(Completion::ok(io, 0, Breakdown::default())),
+            Op::Read => self.read(io, out),
+            Op::Write => self.write(io, out),
+            // RAID-5 cannot pass a discard down without breaking parity; a discard is
+            // advisory (its content after is unspecified), so it is answered at once.
+            Op::Discard if self.layout.level == Level::Raid5 => {
+                out.reply(Completion::ok(io, 0, Breakdown::default()))
+            }
+            Op::Discard => self.write(io, out),
+        }
+    }
+
+    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+        if done.io.id.is_own() && !done.io.id.is_sub() {
+            let n = done.io.id.0 & (IoId::SUB - 1);
+            let Some(id) = self.ios.remove(&n) else {
+                return;
+            };
+            return self.op_io_done(id, &done, out);
+        }
+        // A chunk piece: a failed RAID-5 read is retried page by page, and pages that
+        // fail alone are rebuilt from the other members.
+        if done.status == Status::IoError
+            && done.io.op == Op::Read
+            && self.layout.level == Level::Raid5
+        {
+            let m = self.member[done.io.dev as usize];
+            let member_off = done.io.offset;
+            let stripe = member_off / self.layout.chunk;
+            let in_chunk = member_off % self.layout.chunk;
+            let k = (0..self.layout.data_disks())
+                .find(|&k| self.layout.data_disk(stripe, k) == m)
+                .expect("a data piece");
+            let rows = Self::rows(k, in_chunk, in_chunk + done.io.len as u64, 0);
+            let hkey = self.next_held;
+            self.next_held += 1;
+            self.held.insert(
+                hkey,
+                Held {
+                    sub: done,
+                    left: rows.len() as u32,
+                    status: Status::Ok,
+                },
+            );
+            for (page, piece) in rows {
+                self.enqueue(Owner::Held(hkey), stripe, page, Work::Rebuild(piece), out);
+            }
+            return;
+        }
+        if let Step::Reply(c) = self.fanout.complete(&done) {
+            out.reply(c);
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        let c = &self.counters;
+        [
+            ("full_row_writes", c.full_row),
+            ("reconstruct_writes", c.rcw),
+            ("read_modify_writes", c.rmw),
+            ("rebuilt_rows", c.rebuilt_rows),
+            ("retried_rows", c.direct_rows),
+            ("unknown_row_errors", c.unknown_row_errors),
+            ("bad_pages", c.bad_pages),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v as f64))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,273 @@
+//! The RAID layer driven by hand: which member I/Os and parity computations it issues.
+
+use super::*;
+use wattio_core::function::Action;
+use wattio_core::testing::{disk, replied, submitted, Harness};
+use wattio_core::Request;
+
+const K: u64 = 4096;
+
+fn raid(level: Level, parity: Parity, disks: usize, clean: bool) -> Harness<Raid> {
+    let names: Vec<String> = (0..disks).map(|d| format!("d{d}")).collect();
+    let devs = (0..disks)
+        .map(|d| disk(d as u16, &format!("d{d}")))
+        .collect();
+    Harness::new(Raid::new(names, level, parity, K, clean), devs).unwrap()
+}
+
+fn host(id: u64, op: Op, block: u64, blocks: u64) -> Io {
+    Request::new(0, op, block * K, (blocks * K) as u32).io(id)
+}
+
+/// (device, member offset in pages, op) of the submitted I/Os, in order.
+fn shape(ios: &[Io]) -> Vec<(u16, u64, Op)> {
+    ios.iter()
+        .map(|io| (io.dev, io.offset / K, io.op))
+        .collect()
+}
+
+fn xors(actions: &[Action]) -> Vec<(Buf, Buf, u32)> {
+    actions
+        .iter()
+        .filter_map(|a| match *a {
+            Action::Xor { dst, src, len } => Some((dst, src, len)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn host_buf(id: u64, offset: u64) -> Buf {
+    Buf::Host {
+        id,
+        offset: offset as u32,
+    }
+}
+
+#[test]
+fn raid0_splits_a_read_into_chunk_pieces_round_robin() {
+    let mut h = raid(Level::Raid0, Parity::LeftSymmetric, 3, false);
+    // Blocks 2..6: chunk 2 on d2 (stripe 0), chunks 3, 4, 5 on d0, d1, d2 (stripe 1).
+    let io = host(1, Op::Read, 2, 4);
+    let subs = submitted(&h.request(0, io));
+    assert_eq!(
+        shape(&subs),
+        vec![
+            (2, 0, Op::Read),
+            (0, 1, Op::Read),
+            (1, 1, Op::Read),
+            (2, 1, Op::Read)
+        ]
+    );
+    let bufs: Vec<Buf> = subs.iter().map(|s| s.buf).collect();
+    assert_eq!(bufs, (0..4).map(|k| host_buf(1, k * K)).collect::<Vec<_>>());
+    for (i, s) in subs.iter().enumerate() {
+        let r = h.complete(1, *s, Status::Ok);
+        assert_eq!(replied(&r).len(), usize::from(i == 3));
+    }
+    // A device error is the request's error: RAID-0 has no redundancy.
+    let io = host(2, Op::Read, 0, 1);
+    let s = submitted(&h.request(2, io))[0];
+    let r = replied(&h.complete(3, s, Status::IoError));
+    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+}
+
+#[test]
+fn raid5_full_row_write_of_table_i_row_2() {
+    // Table I's five-disk gear, row 2: blocks 5–8 on disks 1, 2, 3, 5 and (5-8) on disk 4.
+    let mut h = raid(Level::Raid5, Parity::LeftAsymmetric, 5, false);
+    let io = host(7, Op::Write, 4, 4);
+    let a = h.request(0, io);
+    let p = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: (4 * K) as u32,
+    };
+    assert_eq!(
+        xors(&a),
+        (0..4)
+            .map(|k| (p, host_buf(7, k * K), K as u32))
+            .collect::<Vec<_>>(),
+        "parity = 5 ^ 6 ^ 7 ^ 8, no reads"
+    );
+    let w = submitted(&a);
+    assert_eq!(
+        shape(&w),
+        vec![
+            (0, 1, Op::Write),
+            (1, 1, Op::Write),
+            (2, 1, Op::Write),
+            (4, 1, Op::Write),
+            (3, 1, Op::Write)
+        ]
+    );
+    assert_eq!(
+        w[3].buf,
+        host_buf(7, 3 * K),
+        "block 8 from the host's fourth page"
+    );
+    assert_eq!(w[4].buf, p);
+    assert!(
+        a.iter().position(|x| matches!(x, Action::Xor { .. }))
+            < a.iter().position(|x| matches!(x, Action::Submit(_)))
+    );
+    for (i, s) in w.iter().enumerate() {
+        let r = replied(&h.complete(1, *s, Status::Ok));
+        assert_eq!(r.len(), usize::from(i == 4));
+    }
+    assert_eq!(h.counter("full_row_writes"), 1.0);
+}
+
+#[test]
+fn raid5_small_write_reads_old_data_and_parity_then_writes_both() {
+    // Left-symmetric, 4 disks: chunk 4 is data chunk 1 of stripe 1 (parity on d2), on d0.
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 4, true);
+    let io = host(3, Op::Write, 4, 1);
+    let a = h.request(0, io);
+    let reads = submitted(&a);
+    assert_eq!(shape(&reads), vec![(0, 1, Op::Read), (2, 1, Op::Read)]);
+    let old = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: K as u32,
+    };
+    let par = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: (3 * K) as u32,
+    };
+    assert_eq!((reads[0].buf, reads[1].buf), (old, par));
+    assert!(h.complete(1, reads[0], Status::Ok).is_empty());
+    let a = h.complete(2, reads[1], Status::Ok);
+    assert_eq!(
+        xors(&a),
+        vec![(par, old, K as u32), (par, host_buf(3, 0), K as u32)],
+        "parity ^= old ^ new"
+    );
+    let w = submitted(&a);
+    assert_eq!(shape(&w), vec![(0, 1, Op::Write), (2, 1, Op::Write)]);
+    assert_eq!((w[0].buf, w[1].buf), (host_buf(3, 0), par));
+    h.complete(3, w[0], Status::Ok);
+    let r = replied(&h.complete(4, w[1], Status::Ok));
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    assert_eq!(h.counter("read_modify_writes"), 1.0);
+}
+
+#[test]
+fn a_write_to_a_row_of_unknown_parity_reconstructs_it_and_a_second_waits_for_the_first() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 4, false);
+    // Chunk 4 on d0 (stripe 1, parity d2); the other data: chunk 3 on d3, chunk 5 on d1.
+    let first = h.request(0, host(1, Op::Write, 4, 1));
+    assert_eq!(
+        shape(&submitted(&first)),
+        vec![(3, 1, Op::Read), (1, 1, Op::Read)]
+    );
+    // A second write to the same stripe issues nothing until the first is done.
+    assert!(h.request(1, host(2, Op::Write, 5, 1)).is_empty());
+    let reads = submitted(&first);
+    h.complete(2, reads[0], Status::Ok);
+    let a = h.complete(2, reads[1], Status::Ok);
+    let w = submitted(&a);
+    assert_eq!(shape(&w), vec![(0, 1, Op::Write), (2, 1, Op::Write)]);
+    assert_eq!(xors(&a).len(), 3, "parity = d3 ^ new ^ d1");
+    h.complete(3, w[0], Status::Ok);
+    let a = h.complete(3, w[1], Status::Ok);
+    assert_eq!(replied(&a).len(), 1);
+    // The row is now known: the second write is a read-modify-write (old d1, parity).
+    assert_eq!(
+        shape(&submitted(&a)),
+        vec![(1, 1, Op::Read), (2, 1, Op::Read)]
+    );
+    assert_eq!(h.counter("reconstruct_writes"), 1.0);
+    assert_eq!(h.counter("read_modify_writes"), 1.0);
+}
+
+#[test]
+fn a_bad_page_is_rebuilt_from_the_others_into_the_hosts_buffer() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, true);
+    // Chunk 1 (stripe 0: parity d2, data d0, d1) is on d1.
+    let io = host(5, Op::Read, 1, 1);
+    let s = submitted(&h.request(0, io))[0];
+    assert_eq!((s.dev, s.offset), (1, 0));
+    // It fails; the page alone is retried, fails again, and is rebuilt: d0 straight into
+    // the host's buffer, parity into scratch, XOR-ed in.
+    let retry = submitted(&h.complete(1, s, Status::IoError));
+    assert_eq!(shape(&retry), vec![(1, 0, Op::Read)]);
+    assert_eq!(retry[0].buf, host_buf(5, 0));
+    let a = h.complete(2, retry[0], Status::IoError);
+    let rebuild = submitted(&a);
+    assert_eq!(shape(&rebuild), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    assert_eq!(rebuild[0].buf, host_buf(5, 0));
+    h.complete(3, rebuild[0], Status::Ok);
+    let a = h.complete(3, rebuild[1], Status::Ok);
+    assert_eq!(xors(&a), vec![(host_buf(5, 0), rebuild[1].buf, K as u32)]);
+    let r = replied(&a);
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    assert_eq!(h.counter("bad_pages"), 1.0);
+    // The next read of the page goes to the rebuild at once; a write to it updates only
+    // the parity (reconstruct-write: read d0, parity = d0 ^ new).
+    let a = h.request(4, host(6, Op::Write, 1, 1));
+    assert_eq!(shape(&submitted(&a)), vec![(0, 0, Op::Read)]);
+    let a = h.complete(5, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&submitted(&a)), vec![(2, 0, Op::Write)]);
+}
+
+#[test]
+fn a_bad_page_of_a_row_whose_parity_is_unknown_is_an_error_not_a_guess() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, false);
+    let io = host(5, Op::Read, 1, 1);
+    let s = submitted(&h.request(0, io))[0];
+    let retry = submitted(&h.complete(1, s, Status::IoError))[0];
+    let r = replied(&h.complete(2, retry, Status::IoError));
+    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+    assert_eq!(h.counter("unknown_row_errors"), 1.0);
+}
+
+#[test]
+fn a_flush_goes_to_every_member_and_is_answered_once() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, false);
+    let io = Request::new(0, Op::Flush, 0, 0).io(9);
+    let subs = submitted(&h.request(0, io));
+    let devs: Vec<u16> = subs.iter().map(|s| s.dev).collect();
+    assert_eq!(devs, vec![0, 1, 2]);
+    assert!(subs.iter().all(|s| s.op == Op::Flush));
+    h.complete(1, subs[0], Status::Ok);
+    h.complete(1, subs[2], Status::Ok);
+    let r = replied(&h.complete(2, subs[1], Status::Ok));
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    // Past the end (2 data disks × 1 GB / 4 KiB stripes): refused without device work.
+    let cap = h.function().layout().capacity();
+    assert_eq!(cap, 2 * (1_000_000_000 / K) * K);
+    let a = h.request(3, Request::new(0, Op::Read, cap - K, 2 * K as u32).io(10));
+    assert!(submitted(&a).is_empty());
+    assert_eq!(replied(&a)[0].status, Status::Invalid);
+}
+
+#[test]
+fn a_row_with_two_bad_pages_answers_eio() {
+    let mut h = raid(Level::Raid5, Parity::LeftSymmetric, 3, true);
+    // Stripe 0: data d0, d1, parity d2. A write to chunk 0 is a reconstruct-write (one read,
+    // of d1); that read fails: d1's page is bad, and the write is planned again as a
+    // read-modify-write (old d0, old parity).
+    let io = host(1, Op::Write, 0, 1);
+    let reads = submitted(&h.request(0, io));
+    assert_eq!(shape(&reads), vec![(1, 0, Op::Read)]);
+    let reads = submitted(&h.complete(1, reads[0], Status::IoError));
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    h.complete(2, reads[0], Status::Ok);
+    let w = submitted(&h.complete(2, reads[1], Status::Ok));
+    assert_eq!(shape(&w), vec![(0, 0, Op::Write), (2, 0, Op::Write)]);
+    h.complete(3, w[0], Status::Ok);
+    assert_eq!(
+        replied(&h.complete(3, w[1], Status::Ok))[0].status,
+        Status::Ok
+    );
+    // Chunk 1 (on d1's bad page) is rebuilt at once from d0 and the parity; the parity
+    // read fails too: two bad pages in the row, nothing to rebuild from.
+    let io = host(2, Op::Read, 1, 1);
+    let reads = submitted(&h.request(4, io));
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    h.complete(5, reads[0], Status::Ok);
+    let r = replied(&h.complete(5, reads[1], Status::IoError));
+    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+    assert_eq!(h.counter("bad_pages"), 2.0);
+    // Another row of the same members is unaffected.
+    let s = submitted(&h.request(6, host(3, Op::Read, 2, 1)));
+    assert_eq!(shape(&s), vec![(2, 1, Op::Read)]);
+}
