@@ -5,12 +5,14 @@
 //! | kind | module | mechanism | source |
 //! |---|---|---|---|
 //! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
+//! | `exces` | [`cache::exces`] | external flash cache planned by page popularity (EXCES) | Useche et al., HPCA 2008 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
 //!
 //! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
 //! [`registry::KINDS`]; a page `docs/functions/<kind>.md`.
 
+pub mod cache;
 pub mod external;
 pub mod power;
 pub mod registry;

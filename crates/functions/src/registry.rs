@@ -53,7 +53,11 @@ pub struct Kind {
 }
 
 /// Every kind. One line per function.
-pub static KINDS: &[&Kind] = &[&crate::power::idle::KIND, &crate::external::python::KIND];
+pub static KINDS: &[&Kind] = &[
+    &crate::power::idle::KIND,
+    &crate::external::python::KIND,
+    &crate::cache::exces::KIND,
+];
 
 /// Look a kind up.
 pub fn kind(name: &str) -> Option<&'static Kind> {
