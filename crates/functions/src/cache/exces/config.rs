@@ -9,7 +9,8 @@ use wattio_core::time::{secs_to_ns, Nanos};
 pub static KIND: Kind = Kind {
     kind: "exces",
     module: "cache::exces",
-    summary: "EXCES: a flash cache that prefetches popular pages and buffers writes so the disk sleeps",
+    summary:
+        "EXCES: a flash cache that prefetches popular pages and buffers writes so the disk sleeps",
     source: "Useche et al., EXCES: EXternal Caching in Energy Saving Storage Systems, HPCA 2008",
     doc: "docs/functions/exces.md",
     check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
@@ -166,10 +167,7 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         d.pick(devices.names).clone()
     };
     t.insert("disk".into(), disk.into());
-    t.insert(
-        "flash".into(),
-        format!("spare-{}", d.below(1 << 32)).into(),
-    );
+    t.insert("flash".into(), format!("spare-{}", d.below(1 << 32)).into());
     t.insert("cache_pages".into(), (1 + d.below(40) as i64).into());
     let q = *d.pick(&[0.001, 0.01, 0.1]);
     t.insert("quantum_s".into(), q.into());

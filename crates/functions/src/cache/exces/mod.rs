@@ -39,9 +39,9 @@ pub mod topk;
 pub use config::{Absorb, Params, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH};
 
 use ranker::{Decay, PageRanker};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use topk::{TopK, Update};
-use wattio_core::copy::{CopyJob, CopyStep, Copier};
+use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function};
@@ -83,6 +83,12 @@ struct Move {
     writing: bool,
     /// A foreground write stopped it: its remaining steps are dropped.
     stopped: bool,
+    /// The copy's I/O is out (the move ends when it and any handoff are back).
+    copy_out: bool,
+    /// A foreground write went to the destination (the disk) while the page stays mapped
+    /// (reads go on to the origin): the generation it superseded. The entry goes when
+    /// that write is on the disk, unless the page was written again meanwhile.
+    handoff: Option<u32>,
 }
 
 /// One ECD page and its indirection-map entry.
@@ -211,6 +217,7 @@ struct Counters {
     race_reads_to_origin: u64,
     race_writes_to_destination: u64,
     race_writes_to_origin: u64,
+    race_handoffs: u64,
     clean_victims: u64,
     reconfigurations: u64,
     pages_flushed: u64,
@@ -266,6 +273,9 @@ pub struct Exces {
     /// A write reached the disk since the last disk flush was sent.
     disk_unflushed: bool,
     subs: Vec<Io>,
+    /// I/O passed through (to other devices, discards, past the disk's end), under ids of
+    /// the layer's fan-out: ids from above may collide with the layer's own.
+    passing: HashSet<IoId>,
     c: Counters,
 }
 
@@ -301,6 +311,7 @@ impl Exces {
             job_copies_left: 0,
             disk_unflushed: false,
             subs: Vec::new(),
+            passing: HashSet::new(),
             c: Counters::default(),
             p,
         }
@@ -623,10 +634,16 @@ impl Exces {
                 self.pages.get_mut(&page).expect("tracked").writes += 1;
                 let paper_rule = whole && !m.writing;
                 match (m.dir, paper_rule) {
-                    // To the destination (the disk); the ECD copy is stale: drop its entry.
+                    // To the destination (the disk). Until it is there the ECD copy is
+                    // what reads may see (the write is in flight), so the entry stays
+                    // until then (`handoff_done`).
                     (Dir::EcdToDisk, true) => {
                         self.c.race_writes_to_destination += 1;
-                        self.unmap(slot);
+                        let s = &mut self.slots[slot as usize];
+                        let gen = s.gen;
+                        if let Some(m) = &mut s.moving {
+                            m.handoff = Some(gen);
+                        }
                         out.submit(sub);
                     }
                     // To the origin: the page stays mapped, dirty.
@@ -751,6 +768,8 @@ impl Exces {
                     dir: Dir::EcdToDisk,
                     writing: false,
                     stopped: false,
+                    copy_out: true,
+                    handoff: None,
                 });
                 let read = self.copier.start(CopyJob {
                     tag: TAG_MOVE << 32 | slot as u64,
@@ -788,6 +807,8 @@ impl Exces {
                     dir: Dir::DiskToEcd,
                     writing: false,
                     stopped: false,
+                    copy_out: true,
+                    handoff: None,
                 });
                 let read = self.copier.start(CopyJob {
                     tag: TAG_MOVE << 32 | slot as u64,
@@ -814,14 +835,8 @@ impl Exces {
     fn move_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
         let m = self.slots[slot as usize]
             .moving
-            .take()
             .expect("a move of this page");
-        if let Some(r) = &mut self.reconfig {
-            r.in_flight -= 1;
-        }
-        if m.stopped {
-            self.release(slot);
-        } else {
+        if !m.stopped {
             match (m.dir, status) {
                 // Algorithm 2, line 7: the entry goes after the copy.
                 (Dir::EcdToDisk, Status::Ok) => {
@@ -836,6 +851,33 @@ impl Exces {
                 (Dir::DiskToEcd, _) => self.unmap(slot),
             }
         }
+        if m.handoff.is_none() {
+            self.end_move(now, slot, out);
+        }
+    }
+
+    /// The foreground write that took over a page moving to the disk is back: the disk
+    /// holds the page now, unless it failed or the page was written again since.
+    fn handoff_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
+        let s = &mut self.slots[slot as usize];
+        let m = s.moving.as_mut().expect("a move of this page");
+        let superseded = m.handoff.take().expect("a handoff");
+        let copy_out = m.copy_out;
+        if status == Status::Ok && s.gen == superseded {
+            self.c.race_handoffs += 1;
+            self.unmap(slot);
+        }
+        if !copy_out {
+            self.end_move(now, slot, out);
+        }
+    }
+
+    fn end_move(&mut self, now: Nanos, slot: u32, out: &mut Actions) {
+        self.slots[slot as usize].moving = None;
+        if let Some(r) = &mut self.reconfig {
+            r.in_flight -= 1;
+        }
+        self.release(slot);
         self.pump(now, out);
     }
 
@@ -928,14 +970,32 @@ impl Exces {
         out.reply(c);
     }
 
+    /// Send `io` on unchanged but for its id.
+    fn pass(&mut self, io: Io, out: &mut Actions) {
+        let key = self.fanout.begin(io);
+        let sub = self.fanout.sub(key, 0, io.len, io.dev, io.offset);
+        self.passing.insert(sub.id);
+        out.submit(sub);
+    }
+
     /// A page of a host request is back.
     fn sub_done(&mut self, now: Nanos, done: &Completion, out: &mut Actions) {
         let io = done.io;
         if io.dev == self.disk {
             if io.op == Op::Write {
                 self.disk_unflushed = true;
-                if let Some(p) = self.pages.get_mut(&(io.offset / PAGE)) {
-                    p.writes -= 1;
+                let p = self
+                    .pages
+                    .get_mut(&(io.offset / PAGE))
+                    .expect("a page written is tracked");
+                p.writes -= 1;
+                let slot = p.slot;
+                if slot != NO_SLOT
+                    && self.slots[slot as usize]
+                        .moving
+                        .is_some_and(|m| m.handoff.is_some())
+                {
+                    self.handoff_done(now, slot, done.status, out);
                 }
             }
             return;
@@ -991,10 +1051,7 @@ impl Function for Exces {
             None => have.min(MAX_CACHE_PAGES),
         };
         if k == 0 {
-            return Err(format!(
-                "flash: `{}` holds no 4 KiB page",
-                flash.name
-            ));
+            return Err(format!("flash: `{}` holds no 4 KiB page", flash.name));
         }
         self.disk = disk.id;
         self.flash = flash.id;
@@ -1020,7 +1077,7 @@ impl Function for Exces {
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         if io.dev != self.disk {
-            return out.submit(io);
+            return self.pass(io, out);
         }
         match io.op {
             Op::Flush => {
@@ -1043,21 +1100,23 @@ impl Function for Exces {
                 }
                 self.subs = subs;
             }
-            _ => out.submit(io),
+            _ => self.pass(io, out),
         }
     }
 
     fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
         let id = done.io.id;
-        if !id.is_own() {
-            if done.io.dev == self.disk && done.io.op == Op::Write {
-                self.disk_unflushed = true;
-            }
-            return out.reply(done);
-        }
         if id.is_sub() {
-            self.sub_done(now, &done, out);
+            let passed = self.passing.remove(&id);
+            if passed {
+                if done.io.dev == self.disk && done.io.op == Op::Write {
+                    self.disk_unflushed = true;
+                }
+            } else {
+                self.sub_done(now, &done, out);
+            }
             match self.fanout.complete(&done) {
+                Step::Reply(c) if passed => out.reply(c),
                 Step::Reply(c) => self.host_done(now, c, out),
                 Step::Pending | Step::NotMine => {}
             }
@@ -1065,8 +1124,12 @@ impl Function for Exces {
         }
         if id == IoId::own(self.flush_id) {
             let mut job = self.running.take().expect("a job's flush");
-            if done.status != Status::Ok && job.status == Status::Ok {
-                job.status = done.status;
+            if done.status != Status::Ok {
+                // Nothing is known durable: the next FLUSH flushes the disk again.
+                self.disk_unflushed = true;
+                if job.status == Status::Ok {
+                    job.status = done.status;
+                }
             }
             out.reply(Completion {
                 io: job.io,
@@ -1082,10 +1145,8 @@ impl Function for Exces {
         if done.io.dev == self.flash {
             self.slots[slot as usize].busy -= 1;
         }
-        if done.io.op == Op::Write {
-            if done.io.dev == self.disk && done.status == Status::Ok {
-                self.disk_unflushed = true;
-            }
+        if done.io.op == Op::Write && done.io.dev == self.disk && done.status == Status::Ok {
+            self.disk_unflushed = true;
         }
         match self.copier.complete(&done) {
             CopyStep::Write(w) => {
@@ -1095,8 +1156,8 @@ impl Function for Exces {
                         .as_mut()
                         .expect("a move of this page");
                     if m.stopped {
+                        m.copy_out = false;
                         self.copier.abandon(&w);
-                        self.release(slot);
                         return self.move_done(now, slot, Status::Ok, out);
                     }
                     m.writing = true;
@@ -1109,6 +1170,9 @@ impl Function for Exces {
             }
             CopyStep::Done { status, .. } => {
                 if kind == TAG_MOVE {
+                    if let Some(m) = &mut self.slots[slot as usize].moving {
+                        m.copy_out = false;
+                    }
                     self.move_done(now, slot, status, out);
                 } else {
                     self.write_back_done(now, slot, status, out);
@@ -1150,6 +1214,7 @@ impl Function for Exces {
                 c.race_writes_to_destination as f64,
             ),
             ("race_writes_to_origin", c.race_writes_to_origin as f64),
+            ("race_handoffs", c.race_handoffs as f64),
             ("clean_victims", c.clean_victims as f64),
             ("reconfigurations", c.reconfigurations as f64),
             ("pages_flushed", c.pages_flushed as f64),
@@ -1163,7 +1228,10 @@ impl Function for Exces {
             ("cpu_ops_per_io", per_io(c.work)),
             ("tracked_pages", self.pages.len() as f64),
             ("topk_pages", self.topk.len() as f64),
-            ("mapped_pages", self.slots.iter().filter(|s| s.mapped()).count() as f64),
+            (
+                "mapped_pages",
+                self.slots.iter().filter(|s| s.mapped()).count() as f64,
+            ),
             ("dirty_pages", self.dirty_pages as f64),
             ("memory_bytes_map", mem_map as f64),
             ("memory_bytes_rankers", mem_rankers as f64),
