@@ -55,9 +55,10 @@ struct Keys {
     reconfig_depth: Option<u64>,
 }
 
-/// The most ECD pages a layer manages: 2^31 pages of 4 KiB is 8 TiB of flash, and keeps
-/// an ECD page number in 32 bits (the paper's 4 B map entries).
-pub const MAX_CACHE_PAGES: u64 = 1 << 31;
+/// The most ECD pages a layer manages: 2^26 pages of 4 KiB is 256 GiB of flash, whose map
+/// takes about 3 GiB of memory (the layer's per-ECD-page state is ~48 B); the bound keeps a
+/// config from allocating more.
+pub const MAX_CACHE_PAGES: u64 = 1 << 26;
 /// The most copies a reconfiguration keeps in flight.
 pub const MAX_DEPTH: u64 = 1024;
 const DAY_S: f64 = 86_400.0;
@@ -217,7 +218,7 @@ mod tests {
             ),
             (
                 "disk = 'd'\nflash = 'f'\ncache_pages = 0",
-                "function[0].cache_pages: expected a whole number from 1 to 2147483648, got 0",
+                "function[0].cache_pages: expected a whole number from 1 to 67108864, got 0",
             ),
             (
                 "disk = 'd'\nflash = 'f'\nquantum_s = -1",

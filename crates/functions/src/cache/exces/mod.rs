@@ -39,7 +39,7 @@ pub mod topk;
 pub use config::{Absorb, Params, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH};
 
 use ranker::{Decay, PageRanker};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use topk::{TopK, Update};
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
@@ -251,9 +251,11 @@ pub struct Exces {
     clean_in: VecDeque<u32>,
     /// Page I/O waiting for a buffered write to land, by ECD page.
     waiting: HashMap<u32, Vec<Io>>,
-    /// Top-k pages not in the ECD, and ECD pages not in the top-k: set ≠ contents.
-    topk_unmapped: u64,
-    mapped_not_topk: u64,
+    /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
+    /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
+    /// planning costs what it moves, not k (ordered sets: deterministic plans).
+    incoming: BTreeSet<u64>,
+    outgoing: BTreeSet<u32>,
     dirty_pages: u64,
     disk_asleep: bool,
     /// Per power state of the disk: can it serve I/O (idle, active, seek)?
@@ -294,8 +296,8 @@ impl Exces {
             clean_out: VecDeque::new(),
             clean_in: VecDeque::new(),
             waiting: HashMap::new(),
-            topk_unmapped: 0,
-            mapped_not_topk: 0,
+            incoming: BTreeSet::new(),
+            outgoing: BTreeSet::new(),
             dirty_pages: 0,
             disk_asleep: false,
             disk_ready: Vec::new(),
@@ -383,15 +385,21 @@ impl Exces {
         p.in_topk = inside;
         let slot = p.slot;
         match (inside, mapped) {
-            (true, true) => self.mapped_not_topk -= 1,
-            (true, false) => self.topk_unmapped += 1,
+            (true, true) => {
+                self.outgoing.remove(&slot);
+            }
+            (true, false) => {
+                self.incoming.insert(page);
+            }
             (false, true) => {
-                self.mapped_not_topk += 1;
+                self.outgoing.insert(slot);
                 if !self.slots[slot as usize].dirty {
                     self.clean_out.push_back(slot);
                 }
             }
-            (false, false) => self.topk_unmapped -= 1,
+            (false, false) => {
+                self.incoming.remove(&page);
+            }
         }
     }
 
@@ -426,9 +434,9 @@ impl Exces {
             self.dirty_pages += 1;
         }
         if inside {
-            self.topk_unmapped -= 1;
+            self.incoming.remove(&page);
         } else {
-            self.mapped_not_topk += 1;
+            self.outgoing.insert(slot);
         }
     }
 
@@ -447,9 +455,9 @@ impl Exces {
         let p = self.pages.get_mut(&page).expect("a mapped page is tracked");
         p.slot = NO_SLOT;
         if p.in_topk {
-            self.topk_unmapped += 1;
+            self.incoming.insert(page);
         } else {
-            self.mapped_not_topk -= 1;
+            self.outgoing.remove(&slot);
         }
         self.release(slot);
     }
@@ -685,7 +693,7 @@ impl Exces {
         self.c.misses += 1;
         self.misses.record(now);
         if self.should_reconfigure(now) {
-            self.plan(now);
+            self.plan();
             self.pump(now, out);
         }
     }
@@ -693,22 +701,21 @@ impl Exces {
     /// The trigger's three conditions (and none under way).
     fn should_reconfigure(&self, now: Nanos) -> bool {
         self.reconfig.is_none()
-            && (self.topk_unmapped > 0 || self.mapped_not_topk > 0)
+            && !(self.incoming.is_empty() && self.outgoing.is_empty())
             && self.misses.per_minute() > self.p.miss_threshold_per_min
             && self
                 .last_reconfig_end
                 .is_none_or(|t| now.saturating_sub(t) >= self.p.min_interval)
     }
 
-    /// The plan: outgoing (clean pages unmapped now, dirty ones listed), then incoming.
-    fn plan(&mut self, _now: Nanos) {
+    /// The plan: outgoing (clean pages unmapped now, dirty ones listed), then incoming,
+    /// most popular first.
+    fn plan(&mut self) {
         self.c.reconfigurations += 1;
         let mut r = Reconfig::default();
-        for slot in 0..self.slots.len() as u32 {
+        let outgoing: Vec<u32> = self.outgoing.iter().copied().collect();
+        for slot in outgoing {
             let s = self.slots[slot as usize];
-            if !s.mapped() || self.pages[&s.page].in_topk {
-                continue;
-            }
             if s.dirty || s.filling || s.moving.is_some() {
                 r.outgoing.push_back(slot);
             } else {
@@ -716,12 +723,25 @@ impl Exces {
                 self.unmap(slot);
             }
         }
+        // Only as many pages can come in as there will be ECD pages for: the free ones and
+        // those the dirty outgoing pages leave. The most popular of them, in rank order
+        // (selection, then a sort of what was selected: the plan costs what it moves).
+        let room = self.free.len() + r.outgoing.len();
         let pages = &self.pages;
-        r.incoming = self
-            .topk
-            .pages_desc()
-            .filter(|pg| pages[pg].slot == NO_SLOT)
+        let mut incoming: Vec<(f64, u64)> = self
+            .incoming
+            .iter()
+            .map(|&p| (pages[&p].ranker.rank, p))
             .collect();
+        let order = |a: &(f64, u64), b: &(f64, u64)| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1));
+        if incoming.len() > room {
+            if room > 0 {
+                incoming.select_nth_unstable_by(room - 1, order);
+            }
+            incoming.truncate(room);
+        }
+        incoming.sort_unstable_by(order);
+        r.incoming = incoming.into_iter().map(|(_, p)| p).collect();
         self.reconfig = Some(r);
     }
 
