@@ -69,6 +69,24 @@ impl Copier {
         io
     }
 
+    /// The copy an I/O of the copier belongs to (its read or its write).
+    pub fn job(&self, io: &Io) -> Option<CopyJob> {
+        if !io.id.is_own() || io.id.is_sub() {
+            return None;
+        }
+        self.jobs.get(&(io.id.0 & (IoId::SUB - 1))).copied()
+    }
+
+    /// Forget the copy whose read returned `write`, without submitting it: the function
+    /// stopped the copy while its read was out (EXCES: a foreground write to a page being
+    /// moved supersedes the moved data).
+    pub fn abandon(&mut self, write: &Io) -> Option<CopyJob> {
+        if !write.id.is_own() || write.id.is_sub() {
+            return None;
+        }
+        self.jobs.remove(&(write.id.0 & (IoId::SUB - 1)))
+    }
+
     /// A completion reached the layer.
     pub fn complete(&mut self, done: &Completion) -> CopyStep {
         let id = done.io.id;
@@ -143,6 +161,20 @@ mod tests {
             }
         );
         assert_eq!(c.in_flight(), 0);
+    }
+
+    #[test]
+    fn an_abandoned_copy_is_forgotten() {
+        let mut c = Copier::new(5);
+        let r = c.start(job(3));
+        assert_eq!(c.job(&r), Some(job(3)));
+        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok)) else {
+            panic!("expected the write")
+        };
+        assert_eq!(c.abandon(&w), Some(job(3)));
+        assert_eq!(c.in_flight(), 0);
+        assert_eq!(c.job(&w), None);
+        assert_eq!(c.complete(&ok(w, Status::Ok)), CopyStep::NotMine);
     }
 
     #[test]

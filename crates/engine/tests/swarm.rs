@@ -146,8 +146,11 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
 const ARRAYS: &[&str] = &["raid"];
 
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
-/// every function in the registry is in the swarm (arrays when `array`, the others when not).
-fn function(rng: &mut Rng, names: &[String], array: bool) -> String {
+/// every function in the registry is in the swarm (arrays when `array`, the others when
+/// not). A generator may name a device `spare-…` that is not among `names` (a cache's own
+/// flash device): it is added to `spares`, and the swarm declares it as a small flash card
+/// no other layer uses.
+fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<String>) -> String {
     let kinds: Vec<_> = KINDS
         .iter()
         .filter(|k| k.swarm.is_some() && ARRAYS.contains(&k.kind) == array)
@@ -155,6 +158,11 @@ fn function(rng: &mut Rng, names: &[String], array: bool) -> String {
     let k = pick(rng, &kinds);
     let mut next = || rng.next_u64();
     let mut t = (k.swarm.expect("filtered"))(&mut Draw(&mut next), &SwarmDevices { names });
+    for v in t.values() {
+        if let Some(name) = v.as_str().filter(|n| n.starts_with("spare-")) {
+            spares.push(name.to_string());
+        }
+    }
     t.insert("kind".into(), k.kind.into());
     let mut doc = toml::Table::new();
     doc.insert("function".into(), toml::Value::Array(vec![t.into()]));
@@ -203,14 +211,15 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     // write-back cache at the bottom below a page layer (it works a page at a time).
     let mut layers = Vec::new();
     let mut stack = Vec::new();
+    let mut spares = Vec::new();
     for _ in 0..rng.below(2) {
-        stack.push(function(&mut rng, &names, false));
+        stack.push(function(&mut rng, &names, false, &mut spares));
     }
     if array {
         // The array, then per-device layers below it: spin-down, a page splitter.
-        stack.push(function(&mut rng, &names, true));
+        stack.push(function(&mut rng, &names, true, &mut spares));
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false));
+            stack.push(function(&mut rng, &names, false, &mut spares));
         }
     }
     let map = match broken {
@@ -231,7 +240,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        stack.push(function(&mut rng, &names, false));
+        stack.push(function(&mut rng, &names, false, &mut spares));
     }
     if write_back {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
@@ -243,11 +252,14 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false));
+            stack.push(function(&mut rng, &names, false, &mut spares));
         }
     }
     for s in stack {
         config += &s;
+    }
+    for name in &spares {
+        config += &format!("[[device]]\nname = \"{name}\"\n{FLASH}\n");
     }
     // The workload: mixed reads, writes (some FUA), FLUSH and discards on overlapping pages,
     // a few not page-aligned.
@@ -336,6 +348,8 @@ struct Outcome {
     blocks_checked: u64,
     blocks_unverified: u64,
     refused: bool,
+    /// Every layer's counters, summed by name: what the functions did.
+    counters: std::collections::BTreeMap<String, f64>,
 }
 
 fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
@@ -406,6 +420,11 @@ fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
             .run(&mut src, until, 0, &mut replies)
             .map_err(ctx)?;
         let end = o.end;
+        for layer in o.stack.layers() {
+            for (name, v) in layer.counters() {
+                *out.counters.entry(name).or_default() += v;
+            }
+        }
         let mut devs = o.devices;
         // Energy conservation: every device's residency covers the run so far, exactly.
         for d in &devs {
@@ -471,6 +490,9 @@ fn swarm() {
                 total.blocks_checked += o.blocks_checked;
                 total.blocks_unverified += o.blocks_unverified;
                 total.refused |= o.refused;
+                for (name, v) in o.counters {
+                    *total.counters.entry(name).or_default() += v;
+                }
             }
             Err(e) => panic!(
                 "swarm seed {seed} failed: {e}\nreproduce: {}",
@@ -486,6 +508,24 @@ fn swarm() {
             total.lost_in_crashes > 0 && total.errors > 0 && total.refused,
             "{total:?}"
         );
+        // The cache's mechanisms all ran: buffering, reconfigurations both ways, the race
+        // rules and the write-back of FLUSH/FUA.
+        for c in [
+            "absorbed_writes",
+            "read_hits",
+            "pages_prefetched",
+            "pages_flushed",
+            "race_reads_to_origin",
+            "race_writes_to_destination",
+            "race_writes_to_origin",
+            "pages_written_back",
+            "clean_victims",
+        ] {
+            assert!(
+                total.counters.get(c).is_some_and(|&v| v > 0.0),
+                "{c}: {total:?}"
+            );
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! | kind | module | mechanism | source |
 //! |---|---|---|---|
 //! | `spindown` | [`power::idle`] | spin-down after idleness: fixed, adaptive, share, oracle | Douglis et al. 1995; Helmbold et al. 1996 |
+//! | `exces` | [`cache::exces`] | external flash cache planned by page popularity (EXCES) | Useche et al., HPCA 2008 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
 //! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
 //! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
@@ -13,6 +14,7 @@
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
 //! [`registry::KINDS`]; a page `docs/functions/<kind>.md`.
 
+pub mod cache;
 pub mod external;
 pub mod geometry;
 pub mod placement;

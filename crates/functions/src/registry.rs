@@ -58,6 +58,7 @@ pub static KINDS: &[&Kind] = &[
     &crate::external::python::KIND,
     &crate::geometry::probe::KIND,
     &crate::raid::stripe::KIND,
+    &crate::cache::exces::KIND,
 ];
 
 /// Look a kind up.

@@ -80,6 +80,11 @@ impl Function for Pages {
 
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
         let key = self.fanout.begin(io);
+        // I/O to a device outside the stripe set (a cache's own flash device) passes.
+        if matches!(self.map, Map::Stripe(_)) && !self.devs.contains(&io.dev) {
+            out.submit(self.fanout.sub(key, 0, io.len, io.dev, io.offset));
+            return;
+        }
         if io.op == Op::Flush || io.len == 0 {
             let targets = match (&self.map, io.op) {
                 (Map::Stripe(_), Op::Flush) => self.devs.clone(),

@@ -1,0 +1,1271 @@
+//! EXCES: an external flash cache (the ECD) in front of a laptop disk that prefetches
+//! popular pages, serves reads and buffers writes so the disk stays asleep (Useche et al.,
+//! HPCA 2008; digest `reference/exces.md`).
+//!
+//! One layer above the disk and the ECD. Per host request to the disk:
+//!
+//! 1. **Page access tracker** ([`ranker`]): every 4 KiB page touched is ranked by decayed
+//!    per-quantum access counts; a changed rank updates the [`topk`] set (k = ECD pages).
+//! 2. **Indirector** (Algorithm 1, per page of the split request, with
+//!    [`Fanout`](wattio_core::fanout::Fanout)): a mapped page goes to its ECD page (a write
+//!    sets its dirty bit); an unmapped whole-page write while the disk sleeps (or always,
+//!    [`Absorb`]) takes a free, else a clean, ECD page and maps it dirty; everything else
+//!    goes to the disk and is an **ECD miss**. An unmapped partial-page write goes to the
+//!    disk (buffering it would leave the rest of the ECD page invalid).
+//! 3. **Trigger**, on each miss: top-k ≠ ECD contents, misses over the last window above
+//!    the threshold (per minute), and the minimum interval since the last reconfiguration.
+//! 4. **Planner**: ECD pages outside the top-k leave (clean ones are unmapped at once,
+//!    dirty ones are flushed), top-k pages outside the ECD come in, most popular first.
+//! 5. **Reconfigurator** (Algorithm 2, with [`Copier`](wattio_core::copy::Copier)): phase
+//!    ECD→disk first (the map entry is deleted *after* the copy), then disk→ECD (the entry
+//!    is added, clean, *before* the copy). Races with foreground I/O: a read of a page in
+//!    flight goes to the origin; a whole-page write while the copy's read is out goes to the
+//!    destination and stops the move. Where the paper's write rule would be unsafe — a
+//!    partial write, or the copy's write already out — the write goes to the origin (the
+//!    ECD→disk move keeps the page mapped dirty; the disk→ECD move drops its entry) and the
+//!    move stops: the moved data must never land on top of newer data.
+//!
+//! **Durability** (until the on-flash map lands): a FLUSH, and a FUA write after its data
+//! is in place, is a *job*: copy every dirty ECD page to the disk, flush the disk, then
+//! reply. So every durable write is on the disk, a crash loses only the (volatile) map,
+//! and the layer restarts empty; a FLUSH is also the clean unload. Jobs and
+//! reconfiguration copies never run at once (a job waits for the moves in flight; moves
+//! wait for jobs), so two copies of one page never race.
+
+mod config;
+pub mod ranker;
+pub mod topk;
+
+pub use config::{Absorb, Params, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH};
+
+use ranker::{Decay, PageRanker};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use topk::{TopK, Update};
+use wattio_core::copy::{Copier, CopyJob, CopyStep};
+use wattio_core::device::DeviceInfo;
+use wattio_core::fanout::{Fanout, Step};
+use wattio_core::function::{Actions, Function};
+use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::power::PowerStateId;
+use wattio_core::time::Nanos;
+
+/// The page: EXCES tracks, maps and moves data in 4 KiB pages.
+pub const PAGE: u64 = 4096;
+const NO_SLOT: u32 = u32::MAX;
+const NO_PAGE: u64 = u64::MAX;
+/// Device-queue priority of reconfiguration and write-back copies: behind the guest.
+const COPY_PRIORITY: i8 = -1;
+/// Buckets of the sliding miss window.
+const MISS_BUCKETS: usize = 60;
+
+/// What the layer knows of one disk page it has seen.
+#[derive(Clone, Copy, Debug)]
+struct Page {
+    ranker: PageRanker,
+    in_topk: bool,
+    /// The ECD page it is mapped to, or `NO_SLOT`.
+    slot: u32,
+    /// Host writes to it in flight (to either device): a move of it would race them.
+    writes: u32,
+}
+
+/// Which way a reconfiguration copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    EcdToDisk,
+    DiskToEcd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Move {
+    dir: Dir,
+    /// The copy's write is out (its read came back).
+    writing: bool,
+    /// A foreground write stopped it: its remaining steps are dropped.
+    stopped: bool,
+    /// The copy's I/O is out (the move ends when it and any handoff are back).
+    copy_out: bool,
+    /// A foreground write went to the destination (the disk) while the page stays mapped
+    /// (reads go on to the origin): the generation it superseded. The entry goes when
+    /// that write is on the disk, unless the page was written again meanwhile.
+    handoff: Option<u32>,
+}
+
+/// One ECD page and its indirection-map entry.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The disk page mapped here, or `NO_PAGE`.
+    page: u64,
+    dirty: bool,
+    /// Bumped by every write, so a copy cleans only what it copied.
+    gen: u32,
+    /// The layer's I/O on this ECD page in flight: it is not reused before they are back.
+    busy: u32,
+    /// A buffered write of an unmapped page is out: the page holds no valid data until it
+    /// lands, so other I/O to it waits.
+    filling: bool,
+    moving: Option<Move>,
+    /// Unmapped while busy: goes to the free list when its I/O is back.
+    free_pending: bool,
+}
+
+impl Slot {
+    const FREE: Slot = Slot {
+        page: NO_PAGE,
+        dirty: false,
+        gen: 0,
+        busy: 0,
+        filling: false,
+        moving: None,
+        free_pending: false,
+    };
+
+    fn mapped(&self) -> bool {
+        self.page != NO_PAGE
+    }
+
+    /// A clean victim for a buffered write.
+    fn reusable_clean(&self) -> bool {
+        self.mapped() && !self.dirty && !self.filling && self.moving.is_none() && self.busy == 0
+    }
+}
+
+/// Misses over a sliding window, in `MISS_BUCKETS` buckets.
+#[derive(Clone, Debug)]
+struct MissWindow {
+    bucket: Nanos,
+    counts: [u64; MISS_BUCKETS],
+    /// Absolute index of the newest bucket.
+    head: u64,
+    total: u64,
+}
+
+impl MissWindow {
+    fn new(window: Nanos) -> MissWindow {
+        MissWindow {
+            bucket: (window / MISS_BUCKETS as u64).max(1),
+            counts: [0; MISS_BUCKETS],
+            head: 0,
+            total: 0,
+        }
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        let b = now / self.bucket;
+        if b <= self.head {
+            return;
+        }
+        if b - self.head >= MISS_BUCKETS as u64 {
+            self.counts = [0; MISS_BUCKETS];
+            self.total = 0;
+        } else {
+            for i in self.head + 1..=b {
+                let c = &mut self.counts[(i % MISS_BUCKETS as u64) as usize];
+                self.total -= *c;
+                *c = 0;
+            }
+        }
+        self.head = b;
+    }
+
+    fn record(&mut self, now: Nanos) {
+        self.advance(now);
+        self.counts[(self.head % MISS_BUCKETS as u64) as usize] += 1;
+        self.total += 1;
+    }
+
+    /// Misses in the window, scaled to a minute.
+    fn per_minute(&self) -> f64 {
+        self.total as f64 * 60e9 / (self.bucket * MISS_BUCKETS as u64) as f64
+    }
+}
+
+/// A reconfiguration under way: the plan's two lists.
+#[derive(Clone, Debug, Default)]
+struct Reconfig {
+    outgoing: VecDeque<u32>,
+    incoming: VecDeque<u64>,
+    /// Copies out (stopped ones included until their I/O is back).
+    in_flight: usize,
+    /// In phase disk→ECD.
+    incoming_phase: bool,
+}
+
+/// A FLUSH (or FUA write) being made durable.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    io: Io,
+    status: Status,
+}
+
+/// What a copy is for (the copier's tag: `kind << 32 | slot`).
+const TAG_MOVE: u64 = 1;
+const TAG_WRITE_BACK: u64 = 2;
+
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    requests: u64,
+    page_requests: u64,
+    read_hits: u64,
+    write_hits: u64,
+    absorbed_writes: u64,
+    misses: u64,
+    read_misses: u64,
+    write_misses: u64,
+    partial_write_misses: u64,
+    waited_for_fill: u64,
+    race_reads_to_origin: u64,
+    race_writes_to_destination: u64,
+    race_writes_to_origin: u64,
+    race_handoffs: u64,
+    clean_victims: u64,
+    reconfigurations: u64,
+    pages_flushed: u64,
+    pages_prefetched: u64,
+    clean_unmapped: u64,
+    flush_jobs: u64,
+    pages_written_back: u64,
+    ranker_folds: u64,
+    topk_updates: u64,
+    rescales: u64,
+    /// Structure operations (map lookups, rank folds, top-k updates): the CPU-cost proxy.
+    work: u64,
+}
+
+/// The EXCES layer.
+pub struct Exces {
+    p: Params,
+    name: String,
+    disk: DeviceId,
+    flash: DeviceId,
+    disk_pages: u64,
+    decay: Decay,
+    pages: HashMap<u64, Page>,
+    topk: TopK,
+    slots: Vec<Slot>,
+    /// Free ECD pages (a stack: the lowest numbers first at the start).
+    free: Vec<u32>,
+    /// Clean-victim candidates, oldest first, checked when taken: clean pages outside the
+    /// top-k, and the others.
+    clean_out: VecDeque<u32>,
+    clean_in: VecDeque<u32>,
+    /// Page I/O waiting for a buffered write to land, by ECD page.
+    waiting: HashMap<u32, Vec<Io>>,
+    /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
+    /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
+    /// planning costs what it moves, not k (ordered sets: deterministic plans).
+    incoming: BTreeSet<u64>,
+    outgoing: BTreeSet<u32>,
+    dirty_pages: u64,
+    disk_asleep: bool,
+    /// Per power state of the disk: can it serve I/O (idle, active, seek)?
+    disk_ready: Vec<bool>,
+    misses: MissWindow,
+    last_reconfig_end: Option<Nanos>,
+    reconfig: Option<Reconfig>,
+    fanout: Fanout,
+    copier: Copier,
+    /// Own I/O number of the disk flushes of jobs.
+    flush_id: u64,
+    jobs: VecDeque<Job>,
+    running: Option<Job>,
+    /// The running job's copies: (ECD page, disk page, generation copied).
+    job_pages: Vec<(u32, u64, u32)>,
+    job_copies_left: usize,
+    /// A write reached the disk since the last disk flush was sent.
+    disk_unflushed: bool,
+    subs: Vec<Io>,
+    /// I/O passed through (to other devices, discards, past the disk's end), under ids of
+    /// the layer's fan-out: ids from above may collide with the layer's own.
+    passing: HashSet<IoId>,
+    c: Counters,
+}
+
+impl Exces {
+    pub fn new(p: Params) -> Exces {
+        Exces {
+            name: "exces".into(),
+            disk: 0,
+            flash: 0,
+            disk_pages: 0,
+            decay: Decay::new(p.quantum, p.half_life),
+            pages: HashMap::new(),
+            topk: TopK::new(0),
+            slots: Vec::new(),
+            free: Vec::new(),
+            clean_out: VecDeque::new(),
+            clean_in: VecDeque::new(),
+            waiting: HashMap::new(),
+            incoming: BTreeSet::new(),
+            outgoing: BTreeSet::new(),
+            dirty_pages: 0,
+            disk_asleep: false,
+            disk_ready: Vec::new(),
+            misses: MissWindow::new(p.miss_window),
+            last_reconfig_end: None,
+            reconfig: None,
+            fanout: Fanout::new(),
+            copier: Copier::new(0),
+            flush_id: 0,
+            jobs: VecDeque::new(),
+            running: None,
+            job_pages: Vec::new(),
+            job_copies_left: 0,
+            disk_unflushed: false,
+            subs: Vec::new(),
+            passing: HashSet::new(),
+            c: Counters::default(),
+            p,
+        }
+    }
+
+    /// ECD pages (k).
+    pub fn cache_pages(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The ECD page disk page `page` is mapped to, and its dirty bit.
+    pub fn mapping(&self, page: u64) -> Option<(u32, bool)> {
+        let s = self.pages.get(&page)?.slot;
+        (s != NO_SLOT).then(|| (s, self.slots[s as usize].dirty))
+    }
+
+    /// Is `page` in the top-k set?
+    pub fn in_topk(&self, page: u64) -> bool {
+        self.pages.get(&page).is_some_and(|p| p.in_topk)
+    }
+
+    /// `page`'s folded rank, in the current base's units.
+    pub fn rank(&self, page: u64) -> f64 {
+        self.pages.get(&page).map_or(0.0, |p| p.ranker.rank)
+    }
+
+    pub fn reconfiguring(&self) -> bool {
+        self.reconfig.is_some()
+    }
+
+    // ---- popularity -------------------------------------------------------------------
+
+    /// Record an access to `page`; fold and re-rank when its history fills.
+    fn track(&mut self, now: Nanos, page: u64) {
+        let q = self.decay.quantum_of(now);
+        if let Some(f) = self.decay.rescale(q) {
+            self.rescale(f);
+        }
+        self.c.work += 1;
+        let decay = &self.decay;
+        let e = self.pages.entry(page).or_insert(Page {
+            ranker: PageRanker::default(),
+            in_topk: false,
+            slot: NO_SLOT,
+            writes: 0,
+        });
+        let old = e.ranker.rank;
+        if !e.ranker.access(q, decay) {
+            return;
+        }
+        let (new, was_in, mapped) = (e.ranker.rank, e.in_topk, e.slot != NO_SLOT);
+        self.c.ranker_folds += 1;
+        self.c.topk_updates += 1;
+        self.c.work += 2;
+        match self.topk.update(page, was_in.then_some(old), new) {
+            Update::Moved | Update::Out => {}
+            Update::Entered { evicted } => {
+                self.set_topk(page, true, mapped);
+                if let Some(out) = evicted {
+                    let m = self.pages[&out].slot != NO_SLOT;
+                    self.set_topk(out, false, m);
+                }
+            }
+        }
+    }
+
+    fn set_topk(&mut self, page: u64, inside: bool, mapped: bool) {
+        let p = self.pages.get_mut(&page).expect("a ranked page is tracked");
+        p.in_topk = inside;
+        let slot = p.slot;
+        match (inside, mapped) {
+            (true, true) => {
+                self.outgoing.remove(&slot);
+            }
+            (true, false) => {
+                self.incoming.insert(page);
+            }
+            (false, true) => {
+                self.outgoing.insert(slot);
+                if !self.slots[slot as usize].dirty {
+                    self.clean_out.push_back(slot);
+                }
+            }
+            (false, false) => {
+                self.incoming.remove(&page);
+            }
+        }
+    }
+
+    /// Every rank × `factor` (the decay's base moved forward): the order is unchanged.
+    fn rescale(&mut self, factor: f64) {
+        self.c.rescales += 1;
+        for p in self.pages.values_mut() {
+            p.ranker.rank *= factor;
+        }
+        let pages = &self.pages;
+        let inside: Vec<(f64, u64)> = self
+            .topk
+            .pages_desc()
+            .map(|pg| (pages[&pg].ranker.rank, pg))
+            .collect();
+        self.topk.rebuild(inside.into_iter());
+    }
+
+    // ---- the indirection map ----------------------------------------------------------
+
+    fn map(&mut self, page: u64, slot: u32, dirty: bool) {
+        let p = self.pages.get_mut(&page).expect("a mapped page is tracked");
+        debug_assert_eq!(p.slot, NO_SLOT);
+        p.slot = slot;
+        let inside = p.in_topk;
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(!s.mapped() && !s.free_pending);
+        s.page = page;
+        s.dirty = dirty;
+        s.gen = s.gen.wrapping_add(1);
+        if dirty {
+            self.dirty_pages += 1;
+        }
+        if inside {
+            self.incoming.remove(&page);
+        } else {
+            self.outgoing.insert(slot);
+        }
+    }
+
+    /// Delete `slot`'s map entry; the ECD page is free once its I/O is back.
+    fn unmap(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        let page = s.page;
+        debug_assert!(s.mapped());
+        if s.dirty {
+            self.dirty_pages -= 1;
+        }
+        s.page = NO_PAGE;
+        s.dirty = false;
+        s.filling = false;
+        s.free_pending = true;
+        let p = self.pages.get_mut(&page).expect("a mapped page is tracked");
+        p.slot = NO_SLOT;
+        if p.in_topk {
+            self.incoming.insert(page);
+        } else {
+            self.outgoing.remove(&slot);
+        }
+        self.release(slot);
+    }
+
+    /// An unmapped ECD page with nothing in flight goes back to the free list.
+    fn release(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        if s.free_pending && s.busy == 0 && s.moving.is_none() {
+            s.free_pending = false;
+            self.free.push(slot);
+        }
+    }
+
+    fn set_dirty(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        s.gen = s.gen.wrapping_add(1);
+        if !s.dirty {
+            s.dirty = true;
+            self.dirty_pages += 1;
+        }
+    }
+
+    fn set_clean(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        if s.dirty {
+            s.dirty = false;
+            self.dirty_pages -= 1;
+        }
+        let inside = self.pages[&s.page].in_topk;
+        match self.p.victim {
+            Victim::OutsideTopKFirst if !inside => self.clean_out.push_back(slot),
+            _ => self.clean_in.push_back(slot),
+        }
+        self.compact_victims();
+    }
+
+    /// Candidates are checked when taken, so stale ones pile up: drop them past 2k.
+    fn compact_victims(&mut self) {
+        let limit = 2 * self.slots.len() + 16;
+        for q in [&mut self.clean_out, &mut self.clean_in] {
+            if q.len() > limit {
+                let mut seen = vec![false; self.slots.len()];
+                q.retain(|&s| {
+                    let keep = !seen[s as usize] && self.slots[s as usize].mapped();
+                    seen[s as usize] = true;
+                    keep
+                });
+            }
+        }
+    }
+
+    /// A free ECD page, else a clean one (unmapped here) per the victim rule.
+    fn allocate(&mut self) -> Option<u32> {
+        if let Some(s) = self.free.pop() {
+            return Some(s);
+        }
+        let victim = self.take_clean(true).or_else(|| self.take_clean(false))?;
+        self.c.clean_victims += 1;
+        self.unmap(victim);
+        let s = self.free.pop();
+        debug_assert_eq!(s, Some(victim));
+        s
+    }
+
+    fn take_clean(&mut self, outside: bool) -> Option<u32> {
+        let n = if outside {
+            self.clean_out.len()
+        } else {
+            self.clean_in.len()
+        };
+        for _ in 0..n {
+            let q = if outside {
+                &mut self.clean_out
+            } else {
+                &mut self.clean_in
+            };
+            let s = q.pop_front()?;
+            let slot = &self.slots[s as usize];
+            if !slot.mapped() || slot.dirty {
+                continue;
+            }
+            let page_inside = self.pages[&slot.page].in_topk;
+            if outside && page_inside {
+                // Back in the top-k: a candidate of the other queue.
+                self.clean_in.push_back(s);
+                continue;
+            }
+            if slot.reusable_clean() {
+                return Some(s);
+            }
+            // Busy for now: keep its place at the back.
+            let q = if outside {
+                &mut self.clean_out
+            } else {
+                &mut self.clean_in
+            };
+            q.push_back(s);
+        }
+        None
+    }
+
+    // ---- the indirector (Algorithm 1) --------------------------------------------------
+
+    fn submit_flash(&mut self, io: Io, out: &mut Actions) {
+        self.slots[(io.offset / PAGE) as usize].busy += 1;
+        out.submit(io);
+    }
+
+    fn to_slot(&self, sub: Io, slot: u32) -> Io {
+        Io {
+            dev: self.flash,
+            offset: slot as u64 * PAGE + sub.offset % PAGE,
+            ..sub
+        }
+    }
+
+    /// Route one page of a split request.
+    fn route(&mut self, now: Nanos, sub: Io, out: &mut Actions) {
+        self.c.work += 1;
+        let page = sub.offset / PAGE;
+        let whole = sub.len as u64 == PAGE;
+        let write = sub.op == Op::Write;
+        let slot = self.pages[&page].slot;
+        if slot == NO_SLOT {
+            if write {
+                let absorb = match self.p.absorb {
+                    Absorb::Standby => self.disk_asleep,
+                    Absorb::Always => true,
+                };
+                if whole && absorb {
+                    if let Some(s) = self.allocate() {
+                        self.c.absorbed_writes += 1;
+                        self.map(page, s, true);
+                        self.slots[s as usize].filling = true;
+                        self.pages.get_mut(&page).expect("tracked").writes += 1;
+                        let io = self.to_slot(sub, s);
+                        return self.submit_flash(io, out);
+                    }
+                }
+                self.c.write_misses += 1;
+                if !whole {
+                    self.c.partial_write_misses += 1;
+                }
+                self.pages.get_mut(&page).expect("tracked").writes += 1;
+            } else {
+                self.c.read_misses += 1;
+            }
+            out.submit(sub);
+            return self.miss(now, out);
+        }
+        let s = self.slots[slot as usize];
+        if s.filling {
+            self.c.waited_for_fill += 1;
+            self.waiting.entry(slot).or_default().push(sub);
+            return;
+        }
+        match s.moving.filter(|m| !m.stopped) {
+            None => {
+                if write {
+                    self.c.write_hits += 1;
+                    self.set_dirty(slot);
+                    self.pages.get_mut(&page).expect("tracked").writes += 1;
+                } else {
+                    self.c.read_hits += 1;
+                }
+                let io = self.to_slot(sub, slot);
+                self.submit_flash(io, out);
+            }
+            Some(m) if !write => {
+                // A read of a page in flight goes to the origin.
+                self.c.race_reads_to_origin += 1;
+                match m.dir {
+                    Dir::EcdToDisk => {
+                        let io = self.to_slot(sub, slot);
+                        self.submit_flash(io, out);
+                    }
+                    Dir::DiskToEcd => out.submit(sub),
+                }
+            }
+            Some(m) => {
+                self.stop_move(slot);
+                self.pages.get_mut(&page).expect("tracked").writes += 1;
+                let paper_rule = whole && !m.writing;
+                match (m.dir, paper_rule) {
+                    // To the destination (the disk). Until it is there the ECD copy is
+                    // what reads may see (the write is in flight), so the entry stays
+                    // until then (`handoff_done`).
+                    (Dir::EcdToDisk, true) => {
+                        self.c.race_writes_to_destination += 1;
+                        let s = &mut self.slots[slot as usize];
+                        let gen = s.gen;
+                        if let Some(m) = &mut s.moving {
+                            m.handoff = Some(gen);
+                        }
+                        out.submit(sub);
+                    }
+                    // To the origin: the page stays mapped, dirty.
+                    (Dir::EcdToDisk, false) => {
+                        self.c.race_writes_to_origin += 1;
+                        self.set_dirty(slot);
+                        let io = self.to_slot(sub, slot);
+                        self.submit_flash(io, out);
+                    }
+                    // To the destination (the ECD page): it holds the page once this lands.
+                    (Dir::DiskToEcd, true) => {
+                        self.c.race_writes_to_destination += 1;
+                        self.set_dirty(slot);
+                        self.slots[slot as usize].filling = true;
+                        let io = self.to_slot(sub, slot);
+                        self.submit_flash(io, out);
+                    }
+                    // To the origin (the disk); the half-filled ECD page is dropped.
+                    (Dir::DiskToEcd, false) => {
+                        self.c.race_writes_to_origin += 1;
+                        self.unmap(slot);
+                        out.submit(sub);
+                    }
+                }
+            }
+        }
+    }
+
+    fn stop_move(&mut self, slot: u32) {
+        if let Some(m) = &mut self.slots[slot as usize].moving {
+            m.stopped = true;
+        }
+    }
+
+    // ---- trigger, planner, reconfigurator (Algorithm 2) --------------------------------
+
+    /// An ECD miss: count it and evaluate the trigger.
+    fn miss(&mut self, now: Nanos, out: &mut Actions) {
+        self.c.misses += 1;
+        self.misses.record(now);
+        if self.should_reconfigure(now) {
+            self.plan();
+            self.pump(now, out);
+        }
+    }
+
+    /// The trigger's three conditions (and none under way).
+    fn should_reconfigure(&self, now: Nanos) -> bool {
+        self.reconfig.is_none()
+            && !(self.incoming.is_empty() && self.outgoing.is_empty())
+            && self.misses.per_minute() > self.p.miss_threshold_per_min
+            && self
+                .last_reconfig_end
+                .is_none_or(|t| now.saturating_sub(t) >= self.p.min_interval)
+    }
+
+    /// The plan: outgoing (clean pages unmapped now, dirty ones listed), then incoming,
+    /// most popular first.
+    fn plan(&mut self) {
+        self.c.reconfigurations += 1;
+        let mut r = Reconfig::default();
+        let outgoing: Vec<u32> = self.outgoing.iter().copied().collect();
+        for slot in outgoing {
+            let s = self.slots[slot as usize];
+            if s.dirty || s.filling || s.moving.is_some() {
+                r.outgoing.push_back(slot);
+            } else {
+                self.c.clean_unmapped += 1;
+                self.unmap(slot);
+            }
+        }
+        // Only as many pages can come in as there will be ECD pages for: the free ones and
+        // those the dirty outgoing pages leave. The most popular of them, in rank order
+        // (selection, then a sort of what was selected: the plan costs what it moves).
+        let room = self.free.len() + r.outgoing.len();
+        let pages = &self.pages;
+        let mut incoming: Vec<(f64, u64)> = self
+            .incoming
+            .iter()
+            .map(|&p| (pages[&p].ranker.rank, p))
+            .collect();
+        let order = |a: &(f64, u64), b: &(f64, u64)| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1));
+        if incoming.len() > room {
+            if room > 0 {
+                incoming.select_nth_unstable_by(room - 1, order);
+            }
+            incoming.truncate(room);
+        }
+        incoming.sort_unstable_by(order);
+        r.incoming = incoming.into_iter().map(|(_, p)| p).collect();
+        self.reconfig = Some(r);
+    }
+
+    /// Start copies (jobs first, then the plan's moves) as far as the rules allow.
+    fn pump(&mut self, now: Nanos, out: &mut Actions) {
+        loop {
+            if self.running.is_some() {
+                return;
+            }
+            if !self.jobs.is_empty() {
+                if self.reconfig.as_ref().is_some_and(|r| r.in_flight > 0) {
+                    return;
+                }
+                if !self.start_job(now, out) {
+                    continue;
+                }
+                return;
+            }
+            self.advance_reconfig(now, out);
+            return;
+        }
+    }
+
+    fn advance_reconfig(&mut self, now: Nanos, out: &mut Actions) {
+        let Some(mut r) = self.reconfig.take() else {
+            return;
+        };
+        if !r.incoming_phase {
+            while r.in_flight < self.p.reconfig_depth {
+                let Some(slot) = r.outgoing.pop_front() else {
+                    break;
+                };
+                let s = self.slots[slot as usize];
+                let movable = s.mapped()
+                    && s.dirty
+                    && !s.filling
+                    && s.moving.is_none()
+                    && !self.pages[&s.page].in_topk
+                    && self.pages[&s.page].writes == 0;
+                if !movable {
+                    continue;
+                }
+                self.slots[slot as usize].moving = Some(Move {
+                    dir: Dir::EcdToDisk,
+                    writing: false,
+                    stopped: false,
+                    copy_out: true,
+                    handoff: None,
+                });
+                let read = self.copier.start(CopyJob {
+                    tag: TAG_MOVE << 32 | slot as u64,
+                    from_dev: self.flash,
+                    from: slot as u64 * PAGE,
+                    to_dev: self.disk,
+                    to: s.page * PAGE,
+                    len: PAGE as u32,
+                    priority: COPY_PRIORITY,
+                    fua: false,
+                });
+                self.submit_flash(read, out);
+                r.in_flight += 1;
+            }
+            if r.outgoing.is_empty() && r.in_flight == 0 {
+                r.incoming_phase = true;
+            }
+        }
+        if r.incoming_phase {
+            while r.in_flight < self.p.reconfig_depth {
+                let Some(page) = r.incoming.pop_front() else {
+                    break;
+                };
+                let p = self.pages[&page];
+                if !p.in_topk || p.slot != NO_SLOT || p.writes > 0 {
+                    continue;
+                }
+                let Some(slot) = self.free.pop() else {
+                    r.incoming.clear();
+                    break;
+                };
+                // Algorithm 2, lines 2–3: the entry first, clean, then the copy.
+                self.map(page, slot, false);
+                self.slots[slot as usize].moving = Some(Move {
+                    dir: Dir::DiskToEcd,
+                    writing: false,
+                    stopped: false,
+                    copy_out: true,
+                    handoff: None,
+                });
+                let read = self.copier.start(CopyJob {
+                    tag: TAG_MOVE << 32 | slot as u64,
+                    from_dev: self.disk,
+                    from: page * PAGE,
+                    to_dev: self.flash,
+                    to: slot as u64 * PAGE,
+                    len: PAGE as u32,
+                    priority: COPY_PRIORITY,
+                    fua: false,
+                });
+                out.submit(read);
+                r.in_flight += 1;
+            }
+            if r.incoming.is_empty() && r.in_flight == 0 {
+                self.last_reconfig_end = Some(now);
+                return;
+            }
+        }
+        self.reconfig = Some(r);
+    }
+
+    /// A move's copy is over (done, failed, or abandoned after a stop).
+    fn move_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
+        let m = self.slots[slot as usize]
+            .moving
+            .expect("a move of this page");
+        if !m.stopped {
+            match (m.dir, status) {
+                // Algorithm 2, line 7: the entry goes after the copy.
+                (Dir::EcdToDisk, Status::Ok) => {
+                    self.c.pages_flushed += 1;
+                    self.unmap(slot);
+                }
+                (Dir::EcdToDisk, _) => {}
+                (Dir::DiskToEcd, Status::Ok) => {
+                    self.c.pages_prefetched += 1;
+                    self.set_clean(slot);
+                }
+                (Dir::DiskToEcd, _) => self.unmap(slot),
+            }
+        }
+        if m.handoff.is_none() {
+            self.end_move(now, slot, out);
+        }
+    }
+
+    /// The foreground write that took over a page moving to the disk is back: the disk
+    /// holds the page now, unless it failed or the page was written again since.
+    fn handoff_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
+        let s = &mut self.slots[slot as usize];
+        let m = s.moving.as_mut().expect("a move of this page");
+        let superseded = m.handoff.take().expect("a handoff");
+        let copy_out = m.copy_out;
+        if status == Status::Ok && s.gen == superseded {
+            self.c.race_handoffs += 1;
+            self.unmap(slot);
+        }
+        if !copy_out {
+            self.end_move(now, slot, out);
+        }
+    }
+
+    fn end_move(&mut self, now: Nanos, slot: u32, out: &mut Actions) {
+        self.slots[slot as usize].moving = None;
+        if let Some(r) = &mut self.reconfig {
+            r.in_flight -= 1;
+        }
+        self.release(slot);
+        self.pump(now, out);
+    }
+
+    // ---- durability: write-back jobs -------------------------------------------------
+
+    /// Start the next job; false if it finished at once (nothing to write back).
+    fn start_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        let job = self.jobs.pop_front().expect("a job is queued");
+        self.c.flush_jobs += 1;
+        self.running = Some(job);
+        self.job_pages.clear();
+        for slot in 0..self.slots.len() as u32 {
+            let s = self.slots[slot as usize];
+            if s.mapped() && s.dirty && !s.filling {
+                self.job_pages.push((slot, s.page, s.gen));
+            }
+        }
+        self.job_copies_left = self.job_pages.len();
+        for k in 0..self.job_pages.len() {
+            let (slot, page, _) = self.job_pages[k];
+            let read = self.copier.start(CopyJob {
+                tag: TAG_WRITE_BACK << 32 | slot as u64,
+                from_dev: self.flash,
+                from: slot as u64 * PAGE,
+                to_dev: self.disk,
+                to: page * PAGE,
+                len: PAGE as u32,
+                priority: COPY_PRIORITY,
+                fua: false,
+            });
+            self.submit_flash(read, out);
+        }
+        if self.job_pages.is_empty() {
+            return self.flush_disk(now, out);
+        }
+        true
+    }
+
+    /// The job's last step; false if the disk has nothing to flush (the job is over).
+    fn flush_disk(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        if !self.disk_unflushed {
+            let job = self.running.take().expect("a job runs");
+            out.reply(Completion {
+                io: job.io,
+                status: job.status,
+                finished: now,
+                breakdown: Breakdown::default(),
+            });
+            return false;
+        }
+        self.disk_unflushed = false;
+        let f = Io {
+            buf: Buf::None,
+            ..Io::own(self.flush_id, Op::Flush, self.disk, 0, 0)
+        };
+        out.submit(f);
+        true
+    }
+
+    fn write_back_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
+        let (_, page, gen) = *self
+            .job_pages
+            .iter()
+            .find(|(s, _, _)| *s == slot)
+            .expect("a page of the running job");
+        let job = self.running.as_mut().expect("a job runs");
+        if status != Status::Ok && job.status == Status::Ok {
+            job.status = status;
+        }
+        let s = self.slots[slot as usize];
+        if status == Status::Ok && s.page == page && s.gen == gen && s.dirty {
+            self.c.pages_written_back += 1;
+            self.set_clean(slot);
+        }
+        self.job_copies_left -= 1;
+        if self.job_copies_left == 0 && !self.flush_disk(now, out) {
+            self.pump(now, out);
+        }
+    }
+
+    fn host_done(&mut self, now: Nanos, c: Completion, out: &mut Actions) {
+        if c.io.op == Op::Write && c.io.fua && c.status == Status::Ok {
+            // Durable only once every dirty page and the disk's cache are written back.
+            self.jobs.push_back(Job {
+                io: c.io,
+                status: Status::Ok,
+            });
+            return self.pump(now, out);
+        }
+        out.reply(c);
+    }
+
+    /// Send `io` on unchanged but for its id.
+    fn pass(&mut self, io: Io, out: &mut Actions) {
+        let key = self.fanout.begin(io);
+        let sub = self.fanout.sub(key, 0, io.len, io.dev, io.offset);
+        self.passing.insert(sub.id);
+        out.submit(sub);
+    }
+
+    /// A page of a host request is back.
+    fn sub_done(&mut self, now: Nanos, done: &Completion, out: &mut Actions) {
+        let io = done.io;
+        if io.dev == self.disk {
+            if io.op == Op::Write {
+                self.disk_unflushed = true;
+                let p = self
+                    .pages
+                    .get_mut(&(io.offset / PAGE))
+                    .expect("a page written is tracked");
+                p.writes -= 1;
+                let slot = p.slot;
+                if slot != NO_SLOT
+                    && self.slots[slot as usize]
+                        .moving
+                        .is_some_and(|m| m.handoff.is_some())
+                {
+                    self.handoff_done(now, slot, done.status, out);
+                }
+            }
+            return;
+        }
+        let slot = (io.offset / PAGE) as u32;
+        self.slots[slot as usize].busy -= 1;
+        if io.op == Op::Write {
+            let s = self.slots[slot as usize];
+            if let Some(p) = self.pages.get_mut(&s.page) {
+                p.writes -= 1;
+            }
+            if s.filling {
+                self.slots[slot as usize].filling = false;
+                if done.status != Status::Ok {
+                    // The buffered write failed: the disk still holds the page.
+                    self.unmap(slot);
+                }
+                for w in self.waiting.remove(&slot).unwrap_or_default() {
+                    self.route(now, w, out);
+                }
+            }
+        }
+        self.release(slot);
+    }
+}
+
+impl Function for Exces {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        let find = |name: &str, role: &str| {
+            devices.iter().find(|d| d.name == name).ok_or_else(|| {
+                let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "{role}: unknown device `{name}` (devices: {})",
+                    names.join(", ")
+                )
+            })
+        };
+        let disk = find(&self.p.disk, "disk")?;
+        let flash = find(&self.p.flash, "flash")?;
+        let have = flash.capacity / PAGE;
+        let k = match self.p.cache_pages {
+            Some(k) if k > have => {
+                return Err(format!(
+                    "cache_pages: {k} pages of 4 KiB do not fit on `{}` ({have} pages)",
+                    flash.name
+                ))
+            }
+            Some(k) => k,
+            None => have.min(MAX_CACHE_PAGES),
+        };
+        if k == 0 {
+            return Err(format!("flash: `{}` holds no 4 KiB page", flash.name));
+        }
+        self.disk = disk.id;
+        self.flash = flash.id;
+        self.disk_pages = disk.capacity / PAGE;
+        self.disk_ready = disk.power.states.iter().map(|s| s.ready).collect();
+        self.name = format!("exces-{}", k);
+        self.slots = vec![Slot::FREE; k as usize];
+        self.free = (0..k as u32).rev().collect();
+        self.topk = TopK::new(k as usize);
+        // Own I/O numbers: copies from the flash device's id up, so two EXCES layers on
+        // two ECDs never share scratch buffers; the job flush just below them.
+        let base = (1u64 << 60) | (self.flash as u64) << 44;
+        self.copier = Copier::new(base + 1);
+        self.flush_id = base;
+        Ok(())
+    }
+
+    fn on_start(&mut self, now: Nanos, _out: &mut Actions) {
+        self.decay.start = now;
+        self.misses = MissWindow::new(self.p.miss_window);
+        self.misses.advance(now);
+    }
+
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        if io.dev != self.disk {
+            return self.pass(io, out);
+        }
+        match io.op {
+            Op::Flush => {
+                self.jobs.push_back(Job {
+                    io,
+                    status: Status::Ok,
+                });
+                self.pump(now, out);
+            }
+            // Past the disk's end or empty: the disk answers it.
+            Op::Read | Op::Write if io.len > 0 && io.end() <= self.disk_pages * PAGE => {
+                self.c.requests += 1;
+                let mut subs = std::mem::take(&mut self.subs);
+                subs.clear();
+                self.fanout.split(io, PAGE, &mut subs);
+                self.c.page_requests += subs.len() as u64;
+                for &sub in &subs {
+                    self.track(now, sub.offset / PAGE);
+                    self.route(now, sub, out);
+                }
+                self.subs = subs;
+            }
+            _ => self.pass(io, out),
+        }
+    }
+
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        let id = done.io.id;
+        if id.is_sub() {
+            let passed = self.passing.remove(&id);
+            if passed {
+                if done.io.dev == self.disk && done.io.op == Op::Write {
+                    self.disk_unflushed = true;
+                }
+            } else {
+                self.sub_done(now, &done, out);
+            }
+            match self.fanout.complete(&done) {
+                Step::Reply(c) if passed => out.reply(c),
+                Step::Reply(c) => self.host_done(now, c, out),
+                Step::Pending | Step::NotMine => {}
+            }
+            return;
+        }
+        if id == IoId::own(self.flush_id) {
+            let mut job = self.running.take().expect("a job's flush");
+            if done.status != Status::Ok {
+                // Nothing is known durable: the next FLUSH flushes the disk again.
+                self.disk_unflushed = true;
+                if job.status == Status::Ok {
+                    job.status = done.status;
+                }
+            }
+            out.reply(Completion {
+                io: job.io,
+                status: job.status,
+                ..done
+            });
+            return self.pump(now, out);
+        }
+        // A copy: reconfiguration or write-back.
+        let job = self.copier.job(&done.io).expect("an I/O of the copier");
+        let slot = (job.tag & u32::MAX as u64) as u32;
+        let kind = job.tag >> 32;
+        if done.io.dev == self.flash {
+            self.slots[slot as usize].busy -= 1;
+        }
+        if done.io.op == Op::Write && done.io.dev == self.disk && done.status == Status::Ok {
+            self.disk_unflushed = true;
+        }
+        match self.copier.complete(&done) {
+            CopyStep::Write(w) => {
+                if kind == TAG_MOVE {
+                    let m = self.slots[slot as usize]
+                        .moving
+                        .as_mut()
+                        .expect("a move of this page");
+                    if m.stopped {
+                        m.copy_out = false;
+                        self.copier.abandon(&w);
+                        return self.move_done(now, slot, Status::Ok, out);
+                    }
+                    m.writing = true;
+                }
+                if w.dev == self.flash {
+                    self.submit_flash(w, out);
+                } else {
+                    out.submit(w);
+                }
+            }
+            CopyStep::Done { status, .. } => {
+                if kind == TAG_MOVE {
+                    if let Some(m) = &mut self.slots[slot as usize].moving {
+                        m.copy_out = false;
+                    }
+                    self.move_done(now, slot, status, out);
+                } else {
+                    self.write_back_done(now, slot, status, out);
+                }
+                self.release(slot);
+            }
+            CopyStep::NotMine => {}
+        }
+    }
+
+    fn on_power(&mut self, _now: Nanos, device: DeviceId, state: PowerStateId) {
+        if device == self.disk {
+            // `on_power` reports stable states: asleep = one that cannot serve I/O.
+            self.disk_asleep = !self.disk_ready.get(state as usize).copied().unwrap_or(true);
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        let c = &self.c;
+        let k = self.slots.len().max(1) as f64;
+        let mem_map = self.slots.len() * std::mem::size_of::<Slot>();
+        let mem_rankers = self.pages.len() * (std::mem::size_of::<Page>() + 8);
+        let mem_topk = self.topk.len() * 16;
+        let per_io = |x: u64| x as f64 / c.requests.max(1) as f64;
+        [
+            ("requests", c.requests as f64),
+            ("page_requests", c.page_requests as f64),
+            ("read_hits", c.read_hits as f64),
+            ("write_hits", c.write_hits as f64),
+            ("absorbed_writes", c.absorbed_writes as f64),
+            ("ecd_misses", c.misses as f64),
+            ("read_misses", c.read_misses as f64),
+            ("write_misses", c.write_misses as f64),
+            ("partial_write_misses", c.partial_write_misses as f64),
+            ("waited_for_fill", c.waited_for_fill as f64),
+            ("race_reads_to_origin", c.race_reads_to_origin as f64),
+            (
+                "race_writes_to_destination",
+                c.race_writes_to_destination as f64,
+            ),
+            ("race_writes_to_origin", c.race_writes_to_origin as f64),
+            ("race_handoffs", c.race_handoffs as f64),
+            ("clean_victims", c.clean_victims as f64),
+            ("reconfigurations", c.reconfigurations as f64),
+            ("pages_flushed", c.pages_flushed as f64),
+            ("pages_prefetched", c.pages_prefetched as f64),
+            ("clean_unmapped", c.clean_unmapped as f64),
+            ("flush_jobs", c.flush_jobs as f64),
+            ("pages_written_back", c.pages_written_back as f64),
+            ("rank_folds", c.ranker_folds as f64),
+            ("topk_updates", c.topk_updates as f64),
+            ("rank_rescales", c.rescales as f64),
+            ("cpu_ops_per_io", per_io(c.work)),
+            ("tracked_pages", self.pages.len() as f64),
+            ("topk_pages", self.topk.len() as f64),
+            (
+                "mapped_pages",
+                self.slots.iter().filter(|s| s.mapped()).count() as f64,
+            ),
+            ("dirty_pages", self.dirty_pages as f64),
+            ("memory_bytes_map", mem_map as f64),
+            ("memory_bytes_rankers", mem_rankers as f64),
+            ("memory_bytes_topk", mem_topk as f64),
+            (
+                "memory_bytes_per_cached_page",
+                (mem_map + mem_topk) as f64 / k,
+            ),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,528 @@
+//! The mechanisms pinned by hand-computed cases, driven through the scripted harness. The
+//! test disk (`wattio_core::testing::disk`) is device 0, the ECD (`always_on`) device 1.
+
+use super::ranker::{Decay, PageRanker};
+use super::topk::{TopK, Update};
+use super::*;
+use wattio_core::function::Action;
+use wattio_core::io::Request;
+use wattio_core::testing::{always_on, disk, replied, submitted, Harness};
+use wattio_core::time::NS_PER_S;
+
+const S: Nanos = NS_PER_S;
+const P: u64 = PAGE;
+
+#[test]
+fn the_rankers_decay_by_hand() {
+    // Quanta of 10 s, half-life 20 s: h = 2 quanta, an access in quantum q weighs 2^(q/2).
+    let d = Decay::new(10 * S, 20 * S);
+    assert_eq!(d.quantum_of(39 * S), 3);
+    let mut r = PageRanker::default();
+    // Accesses in quanta 0, 0, 2: nothing folded yet (last_acc holds 3 of 4).
+    assert!(!r.access(0, &d));
+    assert!(!r.access(0, &d));
+    assert!(!r.access(2, &d));
+    assert_eq!((r.rank, r.pending()), (0.0, 3));
+    // The fourth, in quantum 4, folds: 1 + 1 + 2 + 4 = 8.
+    assert!(r.access(4, &d));
+    assert_eq!((r.rank, r.pending()), (8.0, 0));
+    // Seen from quantum 4 that is the paper's decayed sum: 8 / 2^(4/2) = 2 =
+    // 2^-2 + 2^-2 + 2^-1 + 2^0 (each access halved per 2 quanta of age).
+    assert_eq!(r.rank / d.weight(4), 0.25 + 0.25 + 0.5 + 1.0);
+    // A page with the same four accesses one quantum each later ranks √2 higher.
+    let mut later = PageRanker::default();
+    for q in [1, 1, 3, 5] {
+        later.access(q, &d);
+    }
+    assert!((later.rank / r.rank - 2f64.sqrt()).abs() < 1e-12);
+}
+
+#[test]
+fn the_decay_base_moves_before_weights_overflow() {
+    let mut d = Decay::new(S, 2 * S); // h = 2 quanta
+    assert_eq!(d.rescale(511), None, "2^255.5 is still in range");
+    // At quantum 512 the newest weight would be 2^256: the base moves there and every rank
+    // is scaled by 2^-256, so the new weight of quantum 512 is 1.
+    assert_eq!(d.rescale(512), Some(2f64.powi(-256)));
+    assert_eq!(d.base, 512);
+    assert_eq!(d.weight(512), 1.0);
+    assert_eq!(d.weight(514), 2.0);
+}
+
+#[test]
+fn top_k_membership_by_hand() {
+    let mut t = TopK::new(2);
+    assert_eq!(t.threshold(), None);
+    assert_eq!(t.update(10, None, 3.0), Update::Entered { evicted: None });
+    assert_eq!(t.update(11, None, 1.0), Update::Entered { evicted: None });
+    assert_eq!(t.threshold(), Some(1.0));
+    // Not above the minimum (equal is not enough): stays out.
+    assert_eq!(t.update(12, None, 1.0), Update::Out);
+    // Above it: 11 leaves.
+    assert_eq!(
+        t.update(12, None, 2.0),
+        Update::Entered { evicted: Some(11) }
+    );
+    assert_eq!(t.pages_desc().collect::<Vec<_>>(), vec![10, 12]);
+    // A page inside whose rank grew is repositioned.
+    assert_eq!(t.update(12, Some(2.0), 5.0), Update::Moved);
+    assert_eq!(t.pages_desc().collect::<Vec<_>>(), vec![12, 10]);
+    assert_eq!(t.threshold(), Some(3.0));
+}
+
+fn params(cache: u64) -> Params {
+    Params {
+        disk: "disk".into(),
+        flash: "ecd".into(),
+        cache_pages: Some(cache),
+        miss_threshold_per_min: 2.0,
+        ..Params::default()
+    }
+}
+
+fn harness(p: Params) -> Harness<Exces> {
+    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    assert_eq!(h.start(0), vec![]);
+    h
+}
+
+fn io(id: u64, op: Op, offset: u64, len: u32) -> Io {
+    Request::new(0, op, offset, len).io(id)
+}
+
+/// (device, offset, length, operation) of each I/O submitted.
+fn shape(actions: &[Action]) -> Vec<(u16, u64, u32, Op)> {
+    submitted(actions)
+        .iter()
+        .map(|i| (i.dev, i.offset, i.len, i.op))
+        .collect()
+}
+
+/// Complete every submitted I/O in `actions` at `now`; the actions they cause.
+fn complete_all(h: &mut Harness<Exces>, now: Nanos, actions: &[Action]) -> Vec<Action> {
+    let mut all = Vec::new();
+    for i in submitted(actions) {
+        all.extend(h.complete(now, i, Status::Ok));
+    }
+    all
+}
+
+/// Buffer whole-page writes of `pages` while the disk sleeps (they take ECD pages 0, 1, …
+/// in order) and let them land.
+fn buffer(h: &mut Harness<Exces>, now: Nanos, pages: &[u64]) {
+    for (k, &pg) in pages.iter().enumerate() {
+        let a = h.request(now, io(100 + k as u64, Op::Write, pg * P, P as u32));
+        assert_eq!(shape(&a)[0].0, 1, "page {pg} is buffered in the ECD");
+        let back = complete_all(h, now, &a);
+        assert_eq!(replied(&back).len(), 1);
+    }
+}
+
+#[test]
+fn algorithm_1_on_the_papers_split_example() {
+    // Fig. 7: disk page 0 → ECD page 5, disk page 2 → ECD page 4, page 1 unmapped. (No
+    // reconfiguration here: the trigger's threshold is out of reach.)
+    let mut p = params(8);
+    p.miss_threshold_per_min = 1e9;
+    let mut h = harness(p);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[10, 11, 12, 13, 2, 0]);
+    assert_eq!(h.function().mapping(0), Some((5, true)));
+    assert_eq!(h.function().mapping(2), Some((4, true)));
+    assert_eq!(h.function().mapping(1), None);
+    // A read over the second half of page 0, all of page 1 and the first half of page 2.
+    let a = h.request(2 * S, io(1, Op::Read, 2048, 8192));
+    assert_eq!(
+        shape(&a),
+        vec![
+            (1, 5 * P + 2048, 2048, Op::Read),
+            (0, P, 4096, Op::Read),
+            (1, 4 * P, 2048, Op::Read),
+        ]
+    );
+    // The host buffer follows each piece.
+    let bufs: Vec<_> = submitted(&a).iter().map(|i| i.buf).collect();
+    assert_eq!(
+        bufs,
+        [0, 2048, 6144].map(|offset| Buf::Host { id: 1, offset })
+    );
+    assert_eq!(h.counter("read_hits"), 2.0);
+    assert_eq!(h.counter("read_misses"), 1.0);
+    // One reply, when the last piece is back.
+    let subs = submitted(&a);
+    assert!(replied(&h.complete(3 * S, subs[1], Status::Ok)).is_empty());
+    assert!(replied(&h.complete(3 * S, subs[0], Status::Ok)).is_empty());
+    let r = replied(&h.complete(3 * S, subs[2], Status::Ok));
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].io, io(1, Op::Read, 2048, 8192));
+    // The same span written while the disk sleeps: the mapped parts go to their ECD pages,
+    // the whole unmapped page 1 is buffered in the next free ECD page (6), dirty.
+    let a = h.request(4 * S, io(2, Op::Write, 2048, 8192));
+    assert_eq!(
+        shape(&a),
+        vec![
+            (1, 5 * P + 2048, 2048, Op::Write),
+            (1, 6 * P, 4096, Op::Write),
+            (1, 4 * P, 2048, Op::Write),
+        ]
+    );
+    assert_eq!(h.function().mapping(1), Some((6, true)));
+    complete_all(&mut h, 4 * S, &a);
+    // An unmapped partial-page write goes to the disk even while it sleeps: an ECD miss.
+    let misses = h.counter("ecd_misses");
+    let a = h.request(5 * S, io(3, Op::Write, 7 * P + 512, 1024));
+    assert_eq!(shape(&a), vec![(0, 7 * P + 512, 1024, Op::Write)]);
+    assert_eq!(h.counter("ecd_misses"), misses + 1.0);
+    assert_eq!(h.counter("partial_write_misses"), 1.0);
+    // With the disk awake an unmapped whole-page write goes to the disk too (Algorithm 1
+    // absorbs only in STANDBY) …
+    h.power(6 * S, 0, "idle");
+    let a = h.request(6 * S, io(4, Op::Write, 20 * P, P as u32));
+    assert_eq!(shape(&a), vec![(0, 20 * P, 4096, Op::Write)]);
+    // … and a mapped page's write still goes to the ECD.
+    let a = h.request(6 * S, io(5, Op::Write, 0, P as u32));
+    assert_eq!(shape(&a), vec![(1, 5 * P, 4096, Op::Write)]);
+}
+
+#[test]
+fn write_absorption_always_takes_free_then_clean_pages() {
+    let mut p = params(2);
+    p.absorb = Absorb::Always;
+    p.miss_threshold_per_min = 1e9;
+    let mut h = harness(p);
+    // Disk awake, yet buffered (absorb = always): pages 0 and 1 fill the ECD.
+    buffer(&mut h, S, &[30, 31]);
+    // No free page, no clean page: the next write goes to the disk.
+    let a = h.request(S, io(1, Op::Write, 32 * P, P as u32));
+    assert_eq!(shape(&a), vec![(0, 32 * P, 4096, Op::Write)]);
+    complete_all(&mut h, S, &a);
+    // A FLUSH writes both back (ECD → disk copies, then a disk flush) and cleans them.
+    let a = h.request(2 * S, io(2, Op::Flush, 0, 0));
+    assert_eq!(
+        shape(&a),
+        vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
+    );
+    let w = complete_all(&mut h, 2 * S, &a);
+    assert_eq!(
+        shape(&w),
+        vec![(0, 30 * P, 4096, Op::Write), (0, 31 * P, 4096, Op::Write)]
+    );
+    let f = complete_all(&mut h, 2 * S, &w);
+    assert_eq!(shape(&f), vec![(0, 0, 0, Op::Flush)]);
+    assert!(
+        replied(&f).is_empty(),
+        "durable only once the disk is flushed"
+    );
+    let r = complete_all(&mut h, 2 * S, &f);
+    assert_eq!(replied(&r)[0].io, io(2, Op::Flush, 0, 0));
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    // Now a write takes the oldest clean page (ECD page 0), and page 30 leaves the ECD.
+    let a = h.request(3 * S, io(3, Op::Write, 33 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Write)]);
+    assert_eq!(h.function().mapping(30), None);
+    assert_eq!(h.function().mapping(33), Some((0, true)));
+    assert_eq!(h.counter("clean_victims"), 1.0);
+}
+
+#[test]
+fn a_flush_with_nothing_to_write_back_leaves_the_sleeping_disk_alone() {
+    let mut h = harness(params(4));
+    h.power(S, 0, "standby");
+    let f = io(1, Op::Flush, 0, 0);
+    let a = h.request(S, f);
+    assert_eq!(shape(&a), vec![]);
+    assert_eq!(replied(&a)[0].io, f);
+}
+
+#[test]
+fn the_triggers_three_conditions() {
+    // (1) set = contents: misses alone never reconfigure.
+    let mut h = harness(params(4));
+    for k in 0..3 {
+        let a = h.request(S, io(k, Op::Read, 50 * P, P as u32));
+        complete_all(&mut h, S, &a);
+    }
+    assert_eq!(h.counter("ecd_misses"), 3.0);
+    assert_eq!(
+        h.counter("reconfigurations"),
+        0.0,
+        "top-k is empty, the ECD too"
+    );
+    // The fourth access folds page 50's history: it enters the top-k, is not in the ECD,
+    // the miss rate is 4/min > 2/min and there was no reconfiguration: fire. The plan's
+    // incoming page is mapped (clean) and its copy starts behind the miss.
+    let a = h.request(2 * S, io(3, Op::Read, 50 * P, P as u32));
+    assert!(h.function().in_topk(50));
+    assert_eq!(h.counter("reconfigurations"), 1.0);
+    assert_eq!(
+        shape(&a),
+        vec![(0, 50 * P, 4096, Op::Read), (0, 50 * P, 4096, Op::Read)]
+    );
+    assert_eq!(
+        submitted(&a)[1].priority,
+        -1,
+        "the copy runs behind the guest"
+    );
+    assert_eq!(h.function().mapping(50), Some((0, false)));
+    let w = complete_all(&mut h, 2 * S, &a);
+    assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
+    complete_all(&mut h, 3 * S, &w);
+    assert!(!h.function().reconfiguring());
+    assert_eq!(h.counter("pages_prefetched"), 1.0);
+    // Now a hit.
+    let a = h.request(4 * S, io(9, Op::Read, 50 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Read)]);
+    complete_all(&mut h, 4 * S, &a);
+    // (3) Page 51 enters the top-k 7 s after the last reconfiguration ended (at 3 s):
+    // the rate is high and the set differs, but a minute has not passed.
+    for k in 0..4 {
+        let a = h.request(10 * S, io(20 + k, Op::Read, 51 * P, P as u32));
+        complete_all(&mut h, 10 * S, &a);
+    }
+    assert!(h.function().in_topk(51));
+    assert_eq!(h.counter("reconfigurations"), 1.0);
+    // At 63 s a minute has passed since 3 s; the window (the last 60 one-second buckets)
+    // has let the misses of 1 s and 2 s slide out and holds the 4 of 10 s and this one:
+    // 5/min > 2/min, and page 51 is still outside the ECD: fire.
+    let a = h.request(63 * S, io(30, Op::Read, 52 * P, P as u32));
+    assert_eq!(h.counter("reconfigurations"), 2.0);
+    assert_eq!(h.function().mapping(51), Some((1, false)));
+    complete_all(&mut h, 63 * S, &a);
+}
+
+#[test]
+fn the_trigger_waits_for_the_miss_rate() {
+    // (2) With the paper's 1000 misses/min, four misses do not reconfigure.
+    let mut p = params(4);
+    p.miss_threshold_per_min = 1000.0;
+    let mut h = harness(p);
+    for k in 0..4 {
+        let a = h.request(S, io(k, Op::Read, 50 * P, P as u32));
+        complete_all(&mut h, S, &a);
+    }
+    assert!(h.function().in_topk(50));
+    assert_eq!(h.counter("reconfigurations"), 0.0);
+    // With 4/min: four misses at 1 s are not above it, and by 62 s they slid out.
+    let mut p = params(4);
+    p.miss_threshold_per_min = 4.0;
+    let mut h = harness(p);
+    for k in 0..4 {
+        let a = h.request(S, io(k, Op::Read, 50 * P, P as u32));
+        complete_all(&mut h, S, &a);
+    }
+    assert_eq!(
+        h.counter("reconfigurations"),
+        0.0,
+        "4/min is not above 4/min"
+    );
+    let a = h.request(62 * S, io(9, Op::Read, 60 * P, P as u32));
+    complete_all(&mut h, 62 * S, &a);
+    assert_eq!(h.counter("reconfigurations"), 0.0);
+    let a = h.request(62 * S, io(10, Op::Read, 61 * P, P as u32));
+    complete_all(&mut h, 62 * S, &a);
+    assert_eq!(
+        h.counter("reconfigurations"),
+        0.0,
+        "the first four slid out"
+    );
+}
+
+/// One ECD page holding page 7 dirty, disk awake, and page 3 about to enter the top-k:
+/// with a threshold of 3 misses/min the trigger fires on page 3's fourth miss (the ECD's
+/// page 7, outside the top-k, already differs from it). Returns the layer and the actions
+/// of that request.
+fn outgoing_and_incoming() -> (Harness<Exces>, Vec<Action>) {
+    let mut p = params(1);
+    p.miss_threshold_per_min = 3.0;
+    let mut h = harness(p);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[7]);
+    h.power(2 * S, 0, "idle");
+    for k in 0..3 {
+        let a = h.request(3 * S, io(k, Op::Read, 3 * P, P as u32));
+        complete_all(&mut h, 3 * S, &a);
+    }
+    assert_eq!(
+        h.counter("reconfigurations"),
+        0.0,
+        "3/min is not above 3/min"
+    );
+    let a = h.request(4 * S, io(3, Op::Read, 3 * P, P as u32));
+    (h, a)
+}
+
+#[test]
+fn algorithm_2_flushes_outgoing_first_and_maps_incoming_before_the_copy() {
+    let (mut h, a) = outgoing_and_incoming();
+    assert_eq!(h.counter("reconfigurations"), 1.0);
+    // The miss goes to the disk, and phase ECD→disk starts: read ECD page 0.
+    assert_eq!(
+        shape(&a),
+        vec![(0, 3 * P, 4096, Op::Read), (1, 0, 4096, Op::Read)]
+    );
+    let miss = submitted(&a)[0];
+    h.complete(4 * S, miss, Status::Ok);
+    let w = h.complete(4 * S, submitted(&a)[1], Status::Ok);
+    assert_eq!(shape(&w), vec![(0, 7 * P, 4096, Op::Write)]);
+    // The entry stays until the copy is on the disk …
+    assert_eq!(h.function().mapping(7), Some((0, true)));
+    assert_eq!(h.function().mapping(3), None, "phase disk→ECD waits");
+    let next = h.complete(5 * S, submitted(&w)[0], Status::Ok);
+    // … then goes; phase disk→ECD maps page 3 (clean) before its copy's read is back.
+    assert_eq!(h.function().mapping(7), None);
+    assert_eq!(shape(&next), vec![(0, 3 * P, 4096, Op::Read)]);
+    assert_eq!(h.function().mapping(3), Some((0, false)));
+    let w = h.complete(6 * S, submitted(&next)[0], Status::Ok);
+    assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
+    complete_all(&mut h, 6 * S, &w);
+    assert!(!h.function().reconfiguring());
+    assert_eq!(h.counter("pages_flushed"), 1.0);
+    assert_eq!(h.counter("pages_prefetched"), 1.0);
+}
+
+#[test]
+fn races_during_ecd_to_disk_read_the_origin_and_writes_stop_the_move() {
+    let (mut h, a) = outgoing_and_incoming();
+    let copy_read = submitted(&a)[1];
+    // A read of page 7 while it moves goes to the origin, the ECD.
+    let r = h.request(4 * S, io(40, Op::Read, 7 * P, P as u32));
+    assert_eq!(shape(&r), vec![(1, 0, 4096, Op::Read)]);
+    assert_eq!(h.counter("race_reads_to_origin"), 1.0);
+    // A whole-page write goes to the destination, the disk. While it is out the ECD copy
+    // stays mapped: reads may still see it, as they may see the write.
+    let w = h.request(4 * S, io(41, Op::Write, 7 * P, P as u32));
+    assert_eq!(shape(&w), vec![(0, 7 * P, 4096, Op::Write)]);
+    assert_eq!(h.counter("race_writes_to_destination"), 1.0);
+    let r2 = h.request(4 * S, io(43, Op::Read, 7 * P, P as u32));
+    assert_eq!(shape(&r2), vec![(1, 0, 4096, Op::Read)]);
+    // The move stopped: its read comes back and nothing is written.
+    let back = h.complete(5 * S, copy_read, Status::Ok);
+    assert_eq!(shape(&back), vec![]);
+    assert_eq!(h.counter("pages_flushed"), 0.0);
+    // The write is on the disk: the entry goes.
+    assert_eq!(h.function().mapping(7), Some((0, true)));
+    complete_all(&mut h, 5 * S, &w);
+    assert_eq!(h.function().mapping(7), None);
+    assert_eq!(h.counter("race_handoffs"), 1.0);
+    complete_all(&mut h, 5 * S, &r2);
+    // The ECD page is not free while the foreground read is out, so phase disk→ECD finds
+    // no page for page 3 and the reconfiguration ends (the next trigger retries).
+    assert!(!h.function().reconfiguring());
+    assert_eq!(h.function().mapping(3), None);
+    let rest = h.complete(5 * S, submitted(&r)[0], Status::Ok);
+    assert_eq!(replied(&rest).len(), 1);
+    // Now free: a buffered write takes it.
+    h.power(6 * S, 0, "standby");
+    let a = h.request(6 * S, io(42, Op::Write, 8 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Write)]);
+}
+
+/// Runs phase ECD→disk of [`outgoing_and_incoming`] to its end: returns the disk→ECD
+/// copy's read of page 3 (page 3 is then mapped to ECD page 0, clean).
+fn to_incoming_phase() -> (Harness<Exces>, Io) {
+    let (mut h, a) = outgoing_and_incoming();
+    let w = complete_all(&mut h, 4 * S, &a);
+    let next = complete_all(&mut h, 5 * S, &w);
+    assert_eq!(shape(&next), vec![(0, 3 * P, 4096, Op::Read)]);
+    assert_eq!(h.function().mapping(3), Some((0, false)));
+    let read = submitted(&next)[0];
+    (h, read)
+}
+
+#[test]
+fn races_during_disk_to_ecd_read_the_origin_and_writes_take_the_destination() {
+    let (mut h, copy_read) = to_incoming_phase();
+    // A read of page 3 while it moves goes to the origin, the disk, though it is mapped.
+    let r = h.request(6 * S, io(50, Op::Read, 3 * P, P as u32));
+    assert_eq!(shape(&r), vec![(0, 3 * P, 4096, Op::Read)]);
+    assert_eq!(h.counter("race_reads_to_origin"), 1.0);
+    // A whole-page write goes to the destination, the ECD page, now dirty.
+    let w = h.request(6 * S, io(51, Op::Write, 3 * P, P as u32));
+    assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
+    assert_eq!(h.function().mapping(3), Some((0, true)));
+    assert_eq!(h.counter("race_writes_to_destination"), 1.0);
+    // The move stopped: its read comes back and its (older) data is not written.
+    assert_eq!(shape(&h.complete(7 * S, copy_read, Status::Ok)), vec![]);
+    assert_eq!(h.counter("pages_prefetched"), 0.0);
+    assert!(!h.function().reconfiguring());
+    complete_all(&mut h, 7 * S, &w);
+    complete_all(&mut h, 7 * S, &r);
+    // From now on page 3 is read from the ECD.
+    let a = h.request(8 * S, io(52, Op::Read, 3 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Read)]);
+}
+
+#[test]
+fn a_partial_write_during_disk_to_ecd_goes_to_the_origin_and_drops_the_entry() {
+    let (mut h, copy_read) = to_incoming_phase();
+    // Half a page: the ECD page does not hold the rest yet, so the write goes to the disk
+    // and the move stops with the entry deleted.
+    let w = h.request(6 * S, io(60, Op::Write, 3 * P + 1024, 2048));
+    assert_eq!(shape(&w), vec![(0, 3 * P + 1024, 2048, Op::Write)]);
+    assert_eq!(h.function().mapping(3), None);
+    assert_eq!(h.counter("race_writes_to_origin"), 1.0);
+    assert_eq!(shape(&h.complete(7 * S, copy_read, Status::Ok)), vec![]);
+}
+
+#[test]
+fn a_write_while_the_copys_write_is_out_goes_to_the_origin() {
+    // Phase ECD→disk with the copy's disk write out: a write to the disk now could be
+    // overtaken by the older copy, so it goes to the ECD page and the page stays mapped.
+    let (mut h, a) = outgoing_and_incoming();
+    let w = h.complete(4 * S, submitted(&a)[1], Status::Ok);
+    assert_eq!(shape(&w), vec![(0, 7 * P, 4096, Op::Write)]);
+    let fg = h.request(4 * S, io(70, Op::Write, 7 * P, P as u32));
+    assert_eq!(shape(&fg), vec![(1, 0, 4096, Op::Write)]);
+    assert_eq!(h.counter("race_writes_to_origin"), 1.0);
+    // The copy lands, but the entry stays: the ECD holds the newer data, dirty.
+    h.complete(5 * S, submitted(&w)[0], Status::Ok);
+    assert_eq!(h.function().mapping(7), Some((0, true)));
+    assert_eq!(h.counter("pages_flushed"), 0.0);
+}
+
+#[test]
+fn a_read_waits_for_the_buffered_write_that_fills_its_page() {
+    let mut h = harness(params(2));
+    h.power(S, 0, "standby");
+    let w = h.request(S, io(1, Op::Write, 9 * P, P as u32));
+    assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
+    // The ECD page holds nothing valid until the write lands: the read waits in the layer.
+    let r = h.request(S, io(2, Op::Read, 9 * P, P as u32));
+    assert_eq!(shape(&r), vec![]);
+    assert_eq!(h.counter("waited_for_fill"), 1.0);
+    let back = h.complete(2 * S, submitted(&w)[0], Status::Ok);
+    assert_eq!(replied(&back).len(), 1);
+    assert_eq!(shape(&back), vec![(1, 0, 4096, Op::Read)]);
+}
+
+#[test]
+fn a_fua_write_is_acknowledged_once_written_back_and_flushed() {
+    let mut h = harness(params(2));
+    h.power(S, 0, "standby");
+    let mut f = io(1, Op::Write, 9 * P, P as u32);
+    f.fua = true;
+    let a = h.request(S, f);
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Write)]);
+    let copy = complete_all(&mut h, S, &a);
+    assert!(replied(&copy).is_empty());
+    assert_eq!(shape(&copy), vec![(1, 0, 4096, Op::Read)]);
+    let wb = complete_all(&mut h, S, &copy);
+    assert_eq!(shape(&wb), vec![(0, 9 * P, 4096, Op::Write)]);
+    let fl = complete_all(&mut h, S, &wb);
+    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
+    let r = complete_all(&mut h, 2 * S, &fl);
+    assert_eq!(replied(&r)[0].io, f);
+    assert_eq!(h.function().mapping(9), Some((0, false)));
+}
+
+#[test]
+fn counters_report_cost_and_memory() {
+    let mut h = harness(params(4));
+    let a = h.request(S, io(1, Op::Read, 0, 3 * P as u32));
+    complete_all(&mut h, S, &a);
+    // One request of three pages: three tracker updates and three lookups.
+    assert_eq!(h.counter("page_requests"), 3.0);
+    assert_eq!(h.counter("cpu_ops_per_io"), 6.0);
+    assert_eq!(h.counter("tracked_pages"), 3.0);
+    assert!(h.counter("memory_bytes_per_cached_page") > 0.0);
+}
