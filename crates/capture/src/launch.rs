@@ -199,7 +199,12 @@ pub fn capture_launch(command: &[String], out: &Path) -> Result<LaunchCapture, C
     drop(blocks);
 
     let pids: BTreeSet<u32> = inserts.iter().map(|p| p.pid).chain([pid]).collect();
-    let (block_reqs, mut notes) = matcher.finish(t0);
+    let (block_reqs, block_notes) = matcher.finish(t0);
+    // The matcher saw every process's requests on every device; say so.
+    let mut notes: Vec<String> = block_notes
+        .into_iter()
+        .map(|n| format!("block layer, all processes: {n}"))
+        .collect();
     let total_block = block_reqs.len();
     let mut rows: Vec<Request> = block_reqs
         .into_iter()
