@@ -9,6 +9,8 @@
 //!   --columns SPEC`), with the same errors and assumptions report.
 //! * wattio's columnar trace file ([`columnar`]) and writers for DiskSim ascii and fio v3.
 //! * [`stats`] (idle gaps, footprint, …), [`slice`] and [`convert`].
+//! * [`filecalls`] and [`launch`]: the conventions of the columnar traces `wattio capture
+//!   files` (file-level system calls) and `wattio capture launch` (cold launches) write.
 
 pub mod alibaba;
 pub mod blkparse;
@@ -18,10 +20,12 @@ pub mod columnar;
 pub mod delimited;
 pub mod disksim;
 pub mod error;
+pub mod filecalls;
 pub mod fio;
 pub mod fiu;
 #[cfg(feature = "columnar")]
 mod footer;
+pub mod launch;
 pub mod lines;
 pub mod mqsim;
 pub mod msr;
