@@ -9,10 +9,9 @@ import json
 import os
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from wattio import _core
 from wattio.outdir import fresh_output, run_id

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from wattio.cli_options import add_json_option, add_out_option, add_trace_read_options, read_options
 

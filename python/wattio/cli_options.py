@@ -5,7 +5,6 @@ adders instead of declaring their own options."""
 from __future__ import annotations
 
 import argparse
-
 import tomllib
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from wattio.cli_options import (
     add_json_option,

@@ -14,9 +14,8 @@ import copy
 import itertools
 import json
 import os
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from wattio import _core
 from wattio.api import _dump_toml, config_source, run
