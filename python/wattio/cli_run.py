@@ -96,6 +96,9 @@ def cmd_demo(args) -> int:
     rows = run_demo(args.out, report=not args.no_report, jobs=args.jobs)
     print(format_table(rows))
     print(f"\nwrote {args.out}/ (one run per directory: summary.json, tables, report.html) in {time.monotonic() - t0:.1f} s")
+    from wattio.reproduce import demo_footer
+
+    print("\n" + demo_footer())
     return 0
 
 
