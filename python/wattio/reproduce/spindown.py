@@ -268,7 +268,8 @@ SHARE_RANKS = {"share": 1, "fixed 60 s": 2}
 
 def _share_run(quick: bool) -> Outcome:
     df, notes = grid(quick)
-    values = {f"{x.workload}: {x.policy}": x.energy_j for x in df.itertuples() if x.policy in SHARE_RANKS}
+    energy = df.set_index(["workload", "policy"])["energy_j"]
+    values = {f"{w}: {p}": float(energy[w, p]) for w in _workloads(df) for p in SHARE_RANKS}
     return Outcome(
         values=values,
         table=df,
