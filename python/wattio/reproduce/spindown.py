@@ -310,7 +310,7 @@ def headline() -> str:
     r = runs((w,), ("always-on", "fixed 5 s", "fixed T_be", "oracle"), True).set_index("policy")
     save = r["saving_vs_always_on_pct"]
     return (
-        f"spin-down on the captured '{w}' trace (first {QUICK_SECONDS} s): the oracle saves "
+        f"spin-down on the captured '{w}' trace (at most {QUICK_SECONDS} s): the oracle saves "
         f"{save['oracle']:.1f} % vs always-on, fixed 5 s {save['fixed 5 s']:.1f} %, break-even "
         f"timeout {save['fixed T_be']:.1f} %"
     )
