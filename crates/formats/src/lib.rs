@@ -15,6 +15,7 @@ pub mod cloud;
 pub mod columnar;
 pub mod disksim;
 pub mod error;
+pub mod filecalls;
 pub mod fio;
 pub mod fiu;
 #[cfg(feature = "columnar")]

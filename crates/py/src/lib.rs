@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod capture;
 mod disk;
 mod live;
 mod run;
@@ -15,5 +16,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trace::register(m)?;
     disk::register(m)?;
     live::register(m)?;
+    capture::register(m)?;
     Ok(())
 }

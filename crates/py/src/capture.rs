@@ -1,0 +1,50 @@
+//! Bindings for `wattio capture`: the capture runs with the GIL released; SIGINT/SIGTERM
+//! during it stop the command and clean up (see wattio-capture's interrupt module), and the
+//! result says so.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use wattio_capture::{capture_block as capture, capture_files as files, BlockOptions};
+
+/// Captures the block requests of `command` on `image`; returns the result as JSON.
+#[pyfunction]
+#[pyo3(signature = (image, out, command, fs="ext4".to_string(), size=None, setup=None, drop_caches=false, buffer_kb=16384))]
+#[allow(clippy::too_many_arguments)]
+fn capture_block(
+    py: Python<'_>,
+    image: PathBuf,
+    out: PathBuf,
+    command: Vec<String>,
+    fs: String,
+    size: Option<u64>,
+    setup: Option<String>,
+    drop_caches: bool,
+    buffer_kb: u32,
+) -> PyResult<String> {
+    let mut o = BlockOptions::new(image, out, command);
+    o.fs = fs;
+    o.size = size;
+    o.setup = setup;
+    o.drop_caches = drop_caches;
+    o.buffer_kb = buffer_kb;
+    py.allow_threads(|| {
+        let r = capture(&o).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    })
+}
+
+/// Captures the file-level calls of `command` through strace; returns the result as JSON.
+#[pyfunction]
+fn capture_files(py: Python<'_>, out: PathBuf, command: Vec<String>) -> PyResult<String> {
+    py.allow_threads(|| {
+        let r = files(&command, &out).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(capture_block, m)?)?;
+    m.add_function(wrap_pyfunction!(capture_files, m)?)?;
+    Ok(())
+}
