@@ -33,12 +33,20 @@ from wattio.reproduce.rules import Bound, SameOrdering
 #: EXCES's laptop disk (machine 'shiriu'), the catalogue entry all runs use.
 DISK = "toshiba-mk1234gsx"
 
-#: Library workloads (``workloads/NAME/``) and the paper workload each stands in for.
-WORKLOADS = {
-    "developer": "BLTK Developer (edits and a compile with human-like idle gaps)",
-    "office": "BLTK Office (OpenOffice editing)",
-    "postmark": "PostMark (small files, write-heavy)",
+#: Library workloads (``workloads/NAME/``, captured block traces) and the paper workload each
+#: stands in for (their READMEs say how they differ).
+LIBRARY = {
+    "developer": "BLTK Developer",
+    "office": "BLTK Office",
+    "postmark": "PostMark",
+    "webserver": "PARAID's UCLA web-server trace",
+    "checkout": "FS2's cvs update",
 }
+#: The captured sessions are time-compressed and their idle gaps are short next to a laptop
+#: disk's break-even time, so one generated workload with long gaps is run beside them,
+#: labelled as generated: a day of `wattio demo`'s laptop workload (diurnal, web-like bursts).
+GENERATED = {"laptop-day (generated)": ("laptop", "wattio demo's laptop workload, one day")}
+WORKLOADS = [*LIBRARY, *GENERATED]
 
 #: Seconds of each trace a quick run replays (the full run replays all of it).
 QUICK_SECONDS = 900
@@ -78,7 +86,16 @@ class Setup:
 BARE_DISK = Setup()
 
 
-def config(trace: str, policy: str, until_s: float | None, setup: Setup = BARE_DISK) -> str:
+def _workload_table(source: str) -> str:
+    """The run config's workload: a library trace (its path) or a generated workload's name."""
+    if source in GENERATED:
+        from wattio.demo import MACHINES
+
+        return MACHINES[GENERATED[source][0]][1]
+    return f'[trace]\npath = "{source}"\nformat = "columnar"\n'
+
+
+def config(source: str, policy: str, until_s: float | None, setup: Setup = BARE_DISK) -> str:
     keys = "".join(
         f"{k} = {v!r}\n" if not isinstance(v, str) else f'{k} = "{v}"\n'
         for k, v in POLICIES[policy].items()
@@ -87,7 +104,7 @@ def config(trace: str, policy: str, until_s: float | None, setup: Setup = BARE_D
     return (
         f'[run]\nname = "{policy}"\nseed = 1\n{until}\n{setup.devices}\n{setup.above}\n'
         f'[[function]]\nkind = "spindown"\ndevices = ["disk"]\n{keys}\n'
-        f'[trace]\npath = "{trace}"\nformat = "columnar"\n\n'
+        f"{_workload_table(source)}\n"
         "[output]\nrequests = false\ntimeline = false\nreport = false\n"
     )
 
@@ -118,14 +135,15 @@ def _row(workload: str, policy: str, s: dict) -> dict:
 
 
 def available() -> tuple[dict[str, str], list[str]]:
-    """The library workloads present here (name -> trace path) and notes on those absent."""
+    """The workloads present here (name -> trace path, or the name itself for a generated
+    one) and notes on the library's absent ones."""
     traces, notes = {}, []
-    for w in WORKLOADS:
+    for w in LIBRARY:
         try:
             traces[w] = str(library.block_trace(w))
         except NotRunnable as e:
             notes.append(f"skipped: {e}")
-    return traces, notes
+    return {**traces, **{g: g for g in GENERATED}}, notes
 
 
 def trace_end_s(path: str) -> float:
@@ -148,7 +166,10 @@ def runs(workloads: tuple[str, ...], policies: tuple[str, ...], quick: bool, set
     tasks = [(w, p) for w in workloads for p in policies]
     # A run ends with its trace; `until_s` past the end would add idle time, so a quick run
     # cuts only traces longer than QUICK_SECONDS.
-    until = {w: QUICK_SECONDS if quick and trace_end_s(traces[w]) > QUICK_SECONDS else None for w in workloads}
+    until = {
+        w: QUICK_SECONDS if quick and w in LIBRARY and trace_end_s(traces[w]) > QUICK_SECONDS else None
+        for w in workloads
+    }
     with ProcessPoolExecutor(max_workers=2) as ex:
         summaries = list(ex.map(_one, [(traces[w], p, until[w], setup) for w, p in tasks]))
     df = pd.DataFrame([_row(w, p, s) for (w, _), (p, s) in zip(tasks, summaries)])
@@ -164,27 +185,29 @@ def runs(workloads: tuple[str, ...], policies: tuple[str, ...], quick: bool, set
 
 
 def grid(quick: bool):
-    """Every library workload present under every policy: (table, notes); NotRunnable when
-    the library has none of them. The notes say, per workload, whether any idle gap is long
+    """Every workload under every policy: (table, notes); NotRunnable when a library
+    workload is absent. The notes say, per captured workload, whether any idle gap is long
     enough for a spin-down to pay (longer than the break-even time): where none is, every
     sensible policy ties with always-on and the comparisons are weak."""
     from wattio.trace import stats
 
-    traces, notes = available()
-    if not traces:
-        raise NotRunnable("no library workload with a block trace: " + "; ".join(notes))
+    traces, missing = available()
+    if missing:
+        raise NotRunnable("; ".join(missing))
     df = runs(tuple(traces), tuple(POLICIES), quick)
     tbe = df[df["policy"] == "fixed T_be"].set_index("workload")["timeout_s"]
-    df["longest_idle_gap_s"] = df["workload"].map({w: stats(t)["idle_gaps"]["max_ns"] / 1e9 for w, t in traces.items()})
-    gaps = df.drop_duplicates("workload").set_index("workload")["longest_idle_gap_s"]
-    lines = []
-    for w, t in traces.items():
+    gaps = {w: stats(traces[w])["idle_gaps"]["max_ns"] / 1e9 for w in LIBRARY}
+    df["longest_idle_gap_s"] = df["workload"].map(gaps)
+    notes = []
+    for w, paper_workload in LIBRARY.items():
         pays = "" if gaps[w] > tbe[w] else ": no idle period pays for a spin-down"
-        lines.append(f"{w}: workloads/{w}/{Path(t).name}, longest idle gap {gaps[w]:.1f} s, "
-                     f"break-even time {tbe[w]:.1f} s{pays}")
+        notes.append(f"{w} (captured, stands in for {paper_workload}): workloads/{w}/"
+                     f"{Path(traces[w]).name}, longest idle gap {gaps[w]:.1f} s, break-even "
+                     f"time {tbe[w]:.1f} s{pays}")
+    notes += [f"{g}: {what}, simulated by wattio's generator" for g, (_, what) in GENERATED.items()]
     if quick:
-        lines.append(f"quick: at most the first {QUICK_SECONDS} s of each trace")
-    return df, tuple(lines + notes)
+        notes.append(f"quick: at most the first {QUICK_SECONDS} s of each captured trace")
+    return df, tuple(notes)
 
 
 def _workloads(df) -> list[str]:
@@ -290,7 +313,7 @@ SHARE_RANKS = {"share": 1, "fixed 60 s": 2}
 def _share_run(quick: bool) -> Outcome:
     df, notes = grid(quick)
     energy = df.set_index(["workload", "policy"])["energy_j"]
-    values = {f"{w}: {p}": float(energy[w, p]) for w in _workloads(df) for p in SHARE_RANKS}
+    values = {f"{w}: {p}": float(energy[w, p]) for w in LIBRARY for p in SHARE_RANKS}
     return Outcome(
         values=values,
         table=df,
@@ -307,13 +330,16 @@ SHARE = Experiment(
     "MobiCom 1996 (and Helmbold, Long, Sconyers, Sherrod, MONET 5(4), 2000)",
     reproduces="the abstract's result: share 'reduces the power consumption of the disk to about "
     "half ... of the energy consumed by a one minute fixed time-out'",
-    paper_values={f"{w}: {p}": r for w in WORKLOADS for p, r in SHARE_RANKS.items()},
+    paper_values={f"{w}: {p}": r for w in LIBRARY for p, r in SHARE_RANKS.items()},
     rule=SameOrdering(tolerance_percent=0.5, group_separator=": "),
     quantity="energy rank (paper) / energy J (wattio)",
     differs="The paper simulated HP C2474s disk traces with its own energy model; wattio replays "
     "captured stand-in traces on a modelled laptop disk (Toshiba MK1234GSX). 'About half' "
     "depends on the disk and the traces, so the rule is the ordering, not the ratio; a "
-    "workload that never idles a minute ties (both never spin down).",
+    "workload that never idles a minute ties (both never spin down). The paper's result is "
+    "about real traces, so the rule covers the captured workloads only; on the generated "
+    "laptop day (memoryless bursts) share uses slightly more than the 60 s timeout (see the "
+    "table), which this experiment does not count as a verdict.",
     run=_share_run,
     functions=("spindown",),
     sources=(("share parameters: wattio's defaults, the paper's learning rate 4 and share rate 0.08, "
@@ -324,17 +350,15 @@ EXPERIMENTS = (ORACLE, BREAK_EVEN, SHARE)
 
 
 def headline() -> str:
-    traces, notes = available()
-    if not traces:
-        return f"spin-down: not run ({'; '.join(notes)})"
-    w = next(iter(traces))
-    r = runs((w,), ("always-on", "fixed 5 s", "fixed T_be", "oracle"), True).set_index("policy")
-    save = r["saving_vs_always_on_pct"]
-    return (
-        f"spin-down on the captured '{w}' trace (at most {QUICK_SECONDS} s): the oracle saves "
-        f"{save['oracle']:.1f} % vs always-on, fixed 5 s {save['fixed 5 s']:.1f} %, break-even "
-        f"timeout {save['fixed T_be']:.1f} %"
-    )
+    traces, _ = available()
+    shown = [w for w in ("developer", *GENERATED) if w in traces]
+    df = runs(tuple(shown), ("always-on", "fixed 5 s", "fixed T_be", "oracle"), True)
+    parts = []
+    for w in shown:
+        save = df[df["workload"] == w].set_index("policy")["saving_vs_always_on_pct"]
+        parts.append(f"{w}: oracle {save['oracle']:.1f} %, break-even timeout "
+                     f"{save['fixed T_be']:.1f} %, fixed 5 s {save['fixed 5 s']:.1f} %")
+    return "energy saved vs always-on (quick) — " + "; ".join(parts)
 
 
 SYSTEM = System(prefix="spindown", title="Disk spin-down policies", experiments=EXPERIMENTS,
