@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.wattio-installed
 SOURCES := $(shell find crates python catalogue -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) -not -path '*/fuzz/*' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: demo test install rust-test lint py-test fuzz bench clean
+.PHONY: demo test install rust-test lint py-test fuzz bench workloads clean
 
 demo: install
 	$(VENV)/bin/wattio demo
@@ -43,6 +43,10 @@ py-test:
 
 bench: install
 	$(PY) bench/run.py
+
+# Re-capture the workload library (root; minutes each; not part of `make test`).
+workloads: install
+	for r in workloads/*/run.sh; do bash "$$r" || exit 1; done
 
 clean:
 	rm -rf $(VENV) target wattio-out

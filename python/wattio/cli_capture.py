@@ -76,6 +76,15 @@ def _files(args) -> int:
     return _report(result, args.out, args.json, what)
 
 
+def _launch(args) -> int:
+    from wattio import _core
+
+    result = json.loads(_core.capture_launch(args.out, _command(args)))
+    what = (f"{result['page_cache_insertions']} page-cache insertions and "
+            f"{result['block_requests']} block requests of {len(result['pids'])} processes")
+    return _report(result, args.out, args.json, what)
+
+
 def add_commands(sub) -> None:
     """Register this area's subcommands on the top-level subparsers."""
     c = sub.add_parser("capture", help="record a real command's I/O as a trace (root)")
@@ -113,3 +122,15 @@ def add_commands(sub) -> None:
     f.add_argument("--json", action="store_true", help="print the result as JSON")
     f.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG…]")
     f.set_defaults(func=_files)
+
+    la = csub.add_parser(
+        "launch",
+        help="a cold launch of COMMAND: page-cache insertions and block requests (root)",
+        description="Drop the page cache, run COMMAND and record the pages its process tree "
+        "brings into the page cache and the block requests it issues, from the launch's "
+        "start to its end (COMMAND's exit), as a launch trace (docs/capture.md).",
+    )
+    la.add_argument("--out", "-o", required=True, help="launch trace to write (.parquet)")
+    la.add_argument("--json", action="store_true", help="print the result as JSON")
+    la.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG…]")
+    la.set_defaults(func=_launch)

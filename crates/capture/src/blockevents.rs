@@ -94,6 +94,20 @@ fn parse_dev(t: &str) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
+/// The part of a trace line before `: EVENT:` — `COMM-PID [CPU] FLAGS TIMESTAMP` (the
+/// command name may contain spaces and dashes) — as (timestamp ns, pid).
+pub fn parse_head(head: &str) -> Result<(u64, u32), String> {
+    let ts_start = head.rfind(' ').map_or(0, |i| i + 1);
+    let ts_ns = parse_ts(&head[ts_start..]).ok_or("no timestamp before the event name")?;
+    let cpu = head[..ts_start].rfind('[').ok_or("no [CPU] field")?;
+    let task = head[..cpu].trim_end();
+    let pid = task
+        .rsplit_once('-')
+        .and_then(|(_, p)| p.parse().ok())
+        .ok_or("no COMM-PID before the [CPU] field")?;
+    Ok((ts_ns, pid))
+}
+
 /// Parses one line of `trace_pipe`. Errors say what was wrong with the line.
 pub fn parse_line(line: &str) -> Result<Line, String> {
     let line = line.trim_end();
@@ -115,17 +129,8 @@ pub fn parse_line(line: &str) -> Result<Line, String> {
         (None, Some(i)) => (false, i),
         (None, None) => return Ok(Line::Other),
     };
-    let head = &line[..at];
+    let (ts_ns, pid) = parse_head(&line[..at])?;
     let body = &line[at + if issue { 18 } else { 21 }..];
-    // head: `COMM-PID [CPU] FLAGS TS`; the command name may contain spaces and dashes.
-    let ts_start = head.rfind(' ').map_or(0, |i| i + 1);
-    let ts_ns = parse_ts(&head[ts_start..]).ok_or("no timestamp before the event name")?;
-    let cpu = head[..ts_start].rfind('[').ok_or("no [CPU] field")?;
-    let task = head[..cpu].trim_end();
-    let pid = task
-        .rsplit_once('-')
-        .and_then(|(_, p)| p.parse().ok())
-        .ok_or("no COMM-PID before the [CPU] field")?;
     let mut t = body.split(' ').filter(|s| !s.is_empty());
     let dev = t
         .next()

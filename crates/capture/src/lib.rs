@@ -6,6 +6,8 @@
 //! * [`blockevents`] — the parser of those tracefs event lines and the issue/complete matcher.
 //! * [`files`] — `wattio capture files`: file-level system calls through strace ([`strace`]
 //!   parses its output and reconstructs file offsets), as a file-call trace.
+//! * [`launch`] — `wattio capture launch`: a cold launch's page-cache insertions and block
+//!   requests between its start and end.
 //! * The machinery underneath, each piece a guard that undoes itself on every exit path
 //!   (success, failing command, SIGINT/SIGTERM, error): [`tracefs`] (a private tracing
 //!   instance), [`image`] (mkfs, loop device, mount), [`command`] (the traced command in its
@@ -18,9 +20,11 @@ pub mod error;
 pub mod files;
 pub mod image;
 pub mod interrupt;
+pub mod launch;
 pub mod strace;
 pub mod tracefs;
 
 pub use block::{capture_block, BlockCapture, BlockOptions};
 pub use error::CaptureError;
 pub use files::{capture_files, FilesCapture};
+pub use launch::{capture_launch, LaunchCapture};

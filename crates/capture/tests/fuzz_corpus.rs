@@ -4,10 +4,13 @@
 
 use std::path::Path;
 
+/// A fuzz target's entry function.
+type Entry = fn(&[u8]);
+
 #[test]
 fn every_fuzz_seed_passes_the_parser_invariants() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    let targets: [(&str, fn(&[u8])); 2] = [
+    let targets: [(&str, Entry); 2] = [
         (
             "blockevents",
             wattio_capture::blockevents::fuzz_block_events,

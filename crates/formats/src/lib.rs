@@ -7,6 +7,8 @@
 //!   ns and bytes and reporting what it assumed. [`open_trace`] picks one by name or by sniffing.
 //! * wattio's columnar trace file ([`columnar`]) and writers for DiskSim ascii and fio v3.
 //! * [`stats`] (idle gaps, footprint, …), [`slice`] and [`convert`].
+//! * [`filecalls`] and [`launch`]: the conventions of the columnar traces `wattio capture
+//!   files` (file-level system calls) and `wattio capture launch` (cold launches) write.
 
 pub mod alibaba;
 pub mod blkparse;
@@ -20,6 +22,7 @@ pub mod fio;
 pub mod fiu;
 #[cfg(feature = "columnar")]
 mod footer;
+pub mod launch;
 pub mod lines;
 pub mod mqsim;
 pub mod msr;

@@ -5,7 +5,9 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use wattio_capture::{capture_block as capture, capture_files as files, BlockOptions};
+use wattio_capture::{
+    capture_block as capture, capture_files as files, capture_launch as launch, BlockOptions,
+};
 
 /// Captures the block requests of `command` on `image`; returns the result as JSON.
 #[pyfunction]
@@ -43,8 +45,18 @@ fn capture_files(py: Python<'_>, out: PathBuf, command: Vec<String>) -> PyResult
     })
 }
 
+/// Captures a cold launch of `command`; returns the result as JSON.
+#[pyfunction]
+fn capture_launch(py: Python<'_>, out: PathBuf, command: Vec<String>) -> PyResult<String> {
+    py.allow_threads(|| {
+        let r = launch(&command, &out).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capture_block, m)?)?;
     m.add_function(wrap_pyfunction!(capture_files, m)?)?;
+    m.add_function(wrap_pyfunction!(capture_launch, m)?)?;
     Ok(())
 }

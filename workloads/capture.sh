@@ -1,0 +1,38 @@
+# Sourced by every workloads/NAME/run.sh: capture_block IMAGE_SIZE SETUP -- COMMAND…
+# runs `wattio capture block` on a fresh scratch image (created, used, deleted), writes
+# NAME/trace.parquet, and records how and where it was captured and its `wattio trace stats`
+# in NAME/README.md between the `<!-- capture -->` markers. Needs root.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
+name=$(basename "$here")
+repo=$(cd "$here/../.." && pwd)
+if [ -z "${WATTIO:-}" ]; then
+  if [ -x "$repo/.venv/bin/wattio" ]; then WATTIO=$repo/.venv/bin/wattio; else WATTIO=wattio; fi
+fi
+scratch=${WATTIO_SCRATCH:-/var/tmp}
+
+capture_block() {
+  local size=$1 setup=$2
+  shift 3 # SIZE SETUP --
+  img="$scratch/wattio-workload-$name.img"
+  rm -f "$img"
+  trap 'rm -f "$img"' EXIT
+  local start
+  start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  "$WATTIO" capture block --image "$img" --size "$size" --setup "$setup" --drop-caches \
+    --out "$here/trace.parquet" -- "$@"
+  local stats
+  stats=$("$WATTIO" trace stats "$here/trace.parquet")
+  local machine
+  machine="$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME"); image: $size ext4 on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
+  python3 - "$here/README.md" "$start" "$machine" "$stats" "$(du -h "$here/trace.parquet" | cut -f1)" <<'PY'
+import sys
+readme, start, machine, stats, size = sys.argv[1:]
+text = open(readme).read()
+head, _, rest = text.partition("<!-- capture -->")
+_, _, tail = rest.partition("<!-- /capture -->")
+block = (f"<!-- capture -->\nCaptured {start} on {machine}; trace.parquet is {size}.\n\n"
+         f"`wattio trace stats trace.parquet`:\n\n```text\n{stats.rstrip()}\n```\n<!-- /capture -->")
+open(readme, "w").write(head + block + tail)
+PY
+}
