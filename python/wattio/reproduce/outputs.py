@@ -108,7 +108,8 @@ def write_html(results: list[Result], out: Path, quick: bool) -> Path:
             for k, p in e.paper_values.items()
         )
         svg = out / e.name / "figure.svg"
-        fig = svg.read_text()[svg.read_text().find("<svg"):] if svg.exists() else ""
+        fig = svg.read_text() if svg.exists() else ""
+        fig = fig[fig.find("<svg") :]  # inline: drop the XML prolog
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in (r.outcome.notes if r.outcome else []))
         reason = f"<p><b>reason:</b> {html.escape(r.reason)}</p>" if r.reason else ""
         failing = "".join(f"<li>{html.escape(x)}</li>" for x in r.check.evidence if not x.startswith("ok"))

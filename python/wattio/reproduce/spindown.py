@@ -1,9 +1,9 @@
 """The spin-down family (`kind = "spindown"`, docs/functions/spindown.md) against the offline
-oracle on the workload library's captured traces.
+oracle on the workload library's captured traces (and one generated workload, labelled).
 
-Every experiment here runs the same grid — each library workload replayed on EXCES's laptop
-disk (Toshiba MK1234GSX, `catalogue/toshiba-mk1234gsx.toml`) under every policy — and checks a
-published result on it. The grid is computed once per process and shared.
+Every experiment here runs the same grid — each workload on EXCES's laptop disk (Toshiba
+MK1234GSX, `catalogue/toshiba-mk1234gsx.toml`) under every policy — and checks a published
+result on it. The grid is computed once per process and shared.
 
 * ``spindown-oracle-lower-bound`` — the offline optimum uses the least energy: no online
   policy beats it (each idle period's sleep-or-stay decision is independent, so deciding each
@@ -272,7 +272,8 @@ ORACLE = Experiment(
     rule=Bound(upper=False),
     quantity="energy / oracle's energy",
     differs="A theorem, not a measurement: checked on wattio's simulator replaying captured "
-    "traces on a modelled laptop disk, with spin-up and spin-down latencies (the oracle wakes "
+    "traces (and a generated day) on a modelled laptop disk, with spin-up and spin-down "
+    "latencies (the oracle wakes "
     "the disk just in time; an online policy's late requests can shift later idle periods).",
     run=_oracle_run,
     functions=("spindown",),
