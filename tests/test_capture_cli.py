@@ -102,7 +102,7 @@ def test_file_calls_capture(tmp_path, wattio_cli):
     res = json.loads(p.stdout)
     assert res["exit_code"] == 0
     t = pq.read_table(out)
-    files = json.loads(t.schema.metadata[b"wattio.files"])
+    files = json.loads(pq.read_metadata(out).metadata[b"wattio.files"])
     fid = files.index(str(data))
     rows = [r for r in t.to_pylist() if r["file"] == fid]
     assert [(r["op"], r["offset"], r["len"], r["call_site"]) for r in rows] == [(0, 4000, 123, 3)]

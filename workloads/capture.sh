@@ -1,7 +1,8 @@
-# Sourced by every workloads/NAME/run.sh: capture_block IMAGE_SIZE SETUP -- COMMAND…
-# runs `wattio capture block` on a fresh scratch image (created, used, deleted), writes
-# NAME/trace.parquet, and records how and where it was captured and its `wattio trace stats`
-# in NAME/README.md between the `<!-- capture -->` markers. Needs root.
+# Sourced by every workloads/NAME/run.sh: `capture_block IMAGE_SIZE SETUP -- COMMAND…` runs
+# `wattio capture block` on a fresh scratch image (created, used, deleted); `capture_files --
+# COMMAND…` runs `wattio capture files`, `capture_launch -- COMMAND…` `wattio capture launch`. Both write NAME/trace.parquet and record how and where
+# it was captured and its `wattio trace stats` in NAME/README.md between the
+# `<!-- capture -->` markers. Needs root.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
 name=$(basename "$here")
@@ -21,13 +22,34 @@ capture_block() {
   start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   "$WATTIO" capture block --image "$img" --size "$size" --setup "$setup" --drop-caches \
     --out "$here/trace.parquet" -- "$@"
-  local stats
+  record "$start" "; image: $size ext4 on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
+}
+
+capture_files() {
+  shift # --
+  local start
+  start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  "$WATTIO" capture files --out "$here/trace.parquet" -- "$@"
+  record "$start" "; file-level calls through strace"
+}
+
+capture_launch() {
+  shift # --
+  local start
+  start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  "$WATTIO" capture launch --out "$here/trace.parquet" -- "$@"
+  record "$start" "; a cold launch (page cache dropped) from the root file system on $(findmnt -n -o SOURCE /)"
+}
+
+record() {
+  local start=$1 extra=$2 stats machine
   stats=$("$WATTIO" trace stats "$here/trace.parquet")
-  local machine
-  machine="$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME"); image: $size ext4 on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
-  python3 - "$here/README.md" "$start" "$machine" "$stats" "$(du -h "$here/trace.parquet" | cut -f1)" <<'PY'
+  machine="$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")$extra"
+  printf '%s\n' "$stats" > "$here/.stats.txt"
+  python3 - "$here/README.md" "$start" "$machine" "$here/.stats.txt" "$(du -h "$here/trace.parquet" | cut -f1)" <<'PY'
 import sys
-readme, start, machine, stats, size = sys.argv[1:]
+readme, start, machine, stats_file, size = sys.argv[1:]
+stats = open(stats_file).read()
 text = open(readme).read()
 head, _, rest = text.partition("<!-- capture -->")
 _, _, tail = rest.partition("<!-- /capture -->")
@@ -35,4 +57,5 @@ block = (f"<!-- capture -->\nCaptured {start} on {machine}; trace.parquet is {si
          f"`wattio trace stats trace.parquet`:\n\n```text\n{stats.rstrip()}\n```\n<!-- /capture -->")
 open(readme, "w").write(head + block + tail)
 PY
+  rm -f "$here/.stats.txt"
 }

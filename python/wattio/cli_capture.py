@@ -39,8 +39,7 @@ def _report(result: dict, out: str, as_json: bool, what: str) -> int:
         print(json.dumps(result, indent=2))
     else:
         span = result["span_ns"] / 1e9
-        print(f"wrote {result['requests']} requests over {span:.3f} s to {out} ({what})",
-              file=sys.stderr)
+        print(f"wrote {out}: {what}, over {span:.3f} s", file=sys.stderr)
         for n in result["notes"]:
             print(f"  {n}", file=sys.stderr)
     if result["interrupted"] is not None:
@@ -65,14 +64,16 @@ def _block(args) -> int:
         args.buffer_kb,
     )
     result = json.loads(out)
-    return _report(result, args.out, args.json, f"device {result['device']}")
+    what = f"{result['requests']} requests on {result['device']}"
+    return _report(result, args.out, args.json, what)
 
 
 def _files(args) -> int:
     from wattio import _core
 
     result = json.loads(_core.capture_files(args.out, _command(args)))
-    what = f"{result['files']} files, {result['events']} open/close/lseek/mmap events"
+    what = (f"{result['requests']} data calls on {result['files']} files, "
+            f"{result['events']} open/close/lseek/mmap events")
     return _report(result, args.out, args.json, what)
 
 

@@ -410,7 +410,8 @@ pub fn fuzz_block_events(data: &[u8]) {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = include_str!("../fuzz/corpus/blockevents/loop-ext4-dd-sync-fstrim.txt");
+    const SAMPLE: &str =
+        include_str!("../fuzz/corpus/blockevents/seed-loop-ext4-dd-sync-fstrim.txt");
 
     #[test]
     fn issue_and_complete_lines_parse_exactly() {

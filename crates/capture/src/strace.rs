@@ -345,7 +345,7 @@ mod tests {
     use super::*;
 
     const SAMPLE: &str =
-        include_str!("../fuzz/corpus/strace/python-pread-pwrite-lseek-readv-mmap.txt");
+        include_str!("../fuzz/corpus/strace/seed-python-pread-pwrite-lseek-readv-mmap.txt");
 
     #[test]
     fn lines_parse_exactly() {
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn unknown_positions_are_counted_and_pipes_skipped() {
-        let text = include_str!("../fuzz/corpus/strace/append-inherited-pipe-preadv.txt");
+        let text = include_str!("../fuzz/corpus/strace/seed-append-inherited-pipe-preadv.txt");
         let mut t = Tracker::default();
         for l in text.lines() {
             if let Some(c) = parse_line(l).unwrap() {
