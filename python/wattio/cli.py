@@ -8,9 +8,18 @@ import argparse
 import os
 import sys
 
-from wattio import cli_capture, cli_disk, cli_examples, cli_live, cli_run, cli_sweep, cli_trace
+from wattio import (
+    cli_capture,
+    cli_disk,
+    cli_examples,
+    cli_live,
+    cli_reproduce,
+    cli_run,
+    cli_sweep,
+    cli_trace,
+)
 
-AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_examples]
+AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_reproduce, cli_examples]
 
 
 class UserError(Exception):

@@ -151,6 +151,9 @@ def cmd_demo(args) -> int:
     print(format_table(rows))
     how = "replaced the previous demo in" if replacing else "wrote"
     print(f"\n{how} {args.out}/ (one run per directory: summary.json, tables, report.html) in {time.monotonic() - t0:.1f} s")
+    from wattio.reproduce import demo_footer
+
+    print("\n" + demo_footer())
     return 0
 
 
