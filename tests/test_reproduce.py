@@ -131,23 +131,36 @@ def test_docs_reproduce_md_is_generated_from_the_current_experiments():
         assert outputs.row_md(k, p, r.outcome.values[k]) in md
 
 
+#: Experiments whose verdict is known not to hold, with why (also in docs/reproduce.md). Strict:
+#: one that starts to hold fails this test too, so the entry is removed when it is fixed.
+KNOWN_FAILURES = {
+    "exces-fig8-spin-down-timeouts": (
+        "the captured office and postmark stand-ins never idle longer than the Toshiba disk's "
+        "32.9 s break-even time (longest gaps 8.7 s and less), so every timeout only adds "
+        "spin-ups; the paper's BLTK sessions idle for minutes (workloads/office/README.md)"
+    ),
+}
+
+
 @pytest.mark.slow
 def test_quick_run_holds_everywhere(tmp_path, wattio_cli):
     """CI's reproduction: every experiment at reduced length; a verdict that does not hold
-    fails the build (the command exits 1 then)."""
+    fails the build (the command exits 1 then), but for the known failures listed above."""
     p = wattio_cli("reproduce", "--quick", "--json", "--out", tmp_path, check=False)
     doc = json.loads(p.stdout)
     assert set(doc) == {"experiments"}
     got = {x["name"]: x for x in doc["experiments"]}
     assert list(got) == [e.name for e in reproduce.EXPERIMENTS]
-    bad = {n: x for n, x in got.items() if x["verdict"] == FAILS}
+    bad = {n: x for n, x in got.items() if x["verdict"] == FAILS and n not in KNOWN_FAILURES}
     assert not bad, json.dumps(bad, indent=1)
+    still = {n for n in KNOWN_FAILURES if got[n]["verdict"] == FAILS}
+    assert still == set(KNOWN_FAILURES), "a known failure holds now: remove it from KNOWN_FAILURES"
     # Not-run only where the function an experiment needs is not registered yet (the library's
     # traces are committed, so a missing workload is a failure here).
     kinds = reproduce._registered_kinds()
     waiting = {e.name for e in reproduce.EXPERIMENTS if not set(e.functions) <= kinds}
     assert {n for n, x in got.items() if x["verdict"] == NOT_RUN} == waiting
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == (1 if KNOWN_FAILURES else 0), p.stderr
     for x in doc["experiments"]:
         assert set(x) == {"name", "paper", "wattio", "rule", "verdict"}
         assert x["verdict"] == NOT_RUN or set(x["wattio"]) >= set(x["paper"])
