@@ -769,6 +769,16 @@ impl Function for Raid {
     }
 
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+        // I/O for a device outside the array (a cache's own flash device, say) is not the
+        // array's volume: it passes through untouched.
+        if self
+            .member
+            .get(io.dev as usize)
+            .is_none_or(|&m| m == usize::MAX)
+        {
+            out.submit(io);
+            return;
+        }
         if io.op != Op::Flush && io.end() > self.layout.capacity() {
             out.reply(Completion {
                 io,
@@ -799,6 +809,16 @@ impl Function for Raid {
     }
 
     fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+        if self
+            .member
+            .get(done.io.dev as usize)
+            .is_none_or(|&m| m == usize::MAX)
+        {
+            // A pass-through I/O to a device outside the array (whatever its id: a layer
+            // above may have made it its own).
+            out.reply(done);
+            return;
+        }
         if done.io.id.is_own() && !done.io.id.is_sub() {
             let n = done.io.id.0 & (IoId::SUB - 1);
             let Some(id) = self.ios.remove(&n) else {

@@ -271,3 +271,25 @@ fn a_row_with_two_bad_pages_answers_eio() {
     let s = submitted(&h.request(6, host(3, Op::Read, 2, 1)));
     assert_eq!(shape(&s), vec![(2, 1, Op::Read)]);
 }
+
+#[test]
+fn io_for_a_device_outside_the_array_passes_through() {
+    // Members d0..d2, and a flash card (device 3) a cache above the array uses for itself:
+    // its I/O — with an id the cache made its own — is neither striped nor answered here.
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let mut devs: Vec<_> = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+    devs.push(disk(3, "flash"));
+    let mut h = Harness::new(
+        Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true),
+        devs,
+    )
+    .unwrap();
+    let mut io = Io::own(7, Op::Write, 3, 5 * K, K as u32);
+    io.fua = true;
+    assert_eq!(submitted(&h.request(0, io)), vec![io]);
+    let done: Vec<Io> = replied(&h.complete(10, io, Status::Ok))
+        .iter()
+        .map(|c| c.io)
+        .collect();
+    assert_eq!(done, vec![io]);
+}
