@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wattio import cli_disk, cli_live, cli_run, cli_sweep, cli_trace
+from wattio import cli_capture_memory, cli_disk, cli_live, cli_run, cli_sweep, cli_trace
 
-AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live]
+AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture_memory]
 
 
 class UserError(Exception):

@@ -32,9 +32,12 @@ def _print_assumptions(assumptions) -> None:
 
 
 def _stats(args) -> int:
-    out = _core.trace_stats(
-        args.file, args.format, args.lenient, args.device, args.action, not args.json
-    )
+    if _core.memtrace_is(args.file):  # a memory trace (wattio capture memory)
+        out = _core.memtrace_stats(args.file, not args.json)
+    else:
+        out = _core.trace_stats(
+            args.file, args.format, args.lenient, args.device, args.action, not args.json
+        )
     if args.json:
         print(json.dumps(json.loads(out), indent=2))
     else:

@@ -20,6 +20,8 @@ pub mod fiu;
 #[cfg(feature = "columnar")]
 mod footer;
 pub mod lines;
+#[cfg(feature = "columnar")]
+pub mod memtrace;
 pub mod mqsim;
 pub mod msr;
 pub mod slice;

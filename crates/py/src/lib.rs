@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod disk;
 mod live;
+mod memtrace;
 mod run;
 mod trace;
 
@@ -15,5 +16,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trace::register(m)?;
     disk::register(m)?;
     live::register(m)?;
+    memtrace::register(m)?;
     Ok(())
 }
