@@ -303,7 +303,11 @@ impl<'a> Fill<'a> {
 /// boolean, found by fuzzing; fixed in parquet 60): a corrupt trace must not take the whole
 /// run down. Only calls into those crates are wrapped, so a panic in wattio's own code still
 /// surfaces. The reader is not used again after such an error.
-pub(crate) fn contain<R>(file: &str, at: Location, f: impl FnOnce() -> R) -> Result<R, FormatError> {
+pub(crate) fn contain<R>(
+    file: &str,
+    at: Location,
+    f: impl FnOnce() -> R,
+) -> Result<R, FormatError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
         let what = p
             .downcast_ref::<&str>()

@@ -450,8 +450,7 @@ impl StatsBuilder {
                     let last = (r.offset + len - 1) / PAGE;
                     for p in first..=last {
                         // 48 bits of page number (1 EiB) under the 16-bit device id.
-                        self.pages
-                            .add((r.dev as u64) << 48 | (p & ((1 << 48) - 1)));
+                        self.pages.add((r.dev as u64) << 48 | (p & ((1 << 48) - 1)));
                     }
                 }
             }

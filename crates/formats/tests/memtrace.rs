@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use wattio_formats::memtrace::{
-    convert_raw, memtrace_stats, CacheGeometry, ConvertOptions, MemKind, MemRecord,
-    MemTraceReader, RawReader, MAP_BRK, MAP_R, MAP_STARTUP, MAP_W,
+    convert_raw, memtrace_stats, CacheGeometry, ConvertOptions, MemKind, MemRecord, MemTraceReader,
+    RawReader, MAP_BRK, MAP_R, MAP_STARTUP, MAP_W,
 };
 
 /// Encodes a raw stream as the tool does (wm_main.c's FORMAT comment).
@@ -73,12 +73,21 @@ fn cached_process(pid: u32, start_us: u64) -> (Vec<u8>, Vec<MemRecord>) {
     let mut new = old.clone();
     new[0] = 0xff;
     new[9] = 0x01;
-    r.u8(5).v(0).v(0x400000).v(8192).v(u64::from(MAP_R | MAP_STARTUP)); // map
+    r.u8(5)
+        .v(0)
+        .v(0x400000)
+        .v(8192)
+        .v(u64::from(MAP_R | MAP_STARTUP)); // map
     r.u8(1).v(10).z(0x1000).u8(1); // fill 0x1000 for a store
     r.u8(2).v(5).z(0x40).bytes(&old); // write-back of 0x1040
-    r.bytes(&[0b0000_0001, 0b0000_0010, 0, 0, 0, 0, 0, 0]).bytes(&[0xff, 0x01]);
+    r.bytes(&[0b0000_0001, 0b0000_0010, 0, 0, 0, 0, 0, 0])
+        .bytes(&[0xff, 0x01]);
     r.u8(7).v(0).v(42); // mark 42
-    r.u8(5).v(3).v(0x600000).v(4096).v(u64::from(MAP_R | MAP_W | MAP_BRK));
+    r.u8(5)
+        .v(3)
+        .v(0x600000)
+        .v(4096)
+        .v(u64::from(MAP_R | MAP_W | MAP_BRK));
     r.u8(6).v(1).v(0x400000).v(8192).v(0);
     r.u8(8).v(2).z(-1); // exit, code -1
     for c in [100u64, 20, 1, 1, 0, 0] {
@@ -93,7 +102,14 @@ fn cached_process(pid: u32, start_us: u64) -> (Vec<u8>, Vec<MemRecord>) {
         rec(pid, 10, MemKind::Fill, 0x1000, 64, 1),
         wb,
         rec(pid, 15, MemKind::Mark, 42, 0, 0),
-        rec(pid, 18, MemKind::Map, 0x600000, 4096, MAP_R | MAP_W | MAP_BRK),
+        rec(
+            pid,
+            18,
+            MemKind::Map,
+            0x600000,
+            4096,
+            MAP_R | MAP_W | MAP_BRK,
+        ),
         rec(pid, 19, MemKind::Unmap, 0x400000, 8192, 0),
         rec(pid, 21, MemKind::Exit, 0, 0, u32::MAX),
     ];
@@ -135,7 +151,11 @@ fn raw_files_convert_to_rows_in_process_start_order() {
     assert_eq!(rep.processes[0].exit_code, Some(-1));
     assert_eq!(rep.processes[0].exit_icount, Some(21));
     assert_eq!(
-        (rep.processes[0].accesses, rep.processes[0].l1_misses, rep.processes[0].fills),
+        (
+            rep.processes[0].accesses,
+            rep.processes[0].l1_misses,
+            rep.processes[0].fills
+        ),
         (100, 20, 1)
     );
     let got = read_all(&out);
@@ -169,7 +189,9 @@ fn raw_files_convert_to_rows_in_process_start_order() {
     // 0x1000 and 0x1040 share a page; two processes
     assert_eq!((st.pages_touched, st.pages_touched_exact), (2, true));
     assert!(st.notes.is_empty(), "{:?}", st.notes);
-    assert!(st.to_text().contains("write-backs: 2 (0 silent), 128 bytes"));
+    assert!(st
+        .to_text()
+        .contains("write-backs: 2 (0 silent), 128 bytes"));
     std::fs::remove_dir_all(d).ok();
 }
 
@@ -213,7 +235,10 @@ fn uncached_stores_and_truncation_per_process() {
     assert_eq!(rep.processes[0].exit_code, None);
     assert_eq!(read_all(&out).len(), 3);
     let st = memtrace_stats(MemTraceReader::open(&out).unwrap()).unwrap();
-    assert_eq!((st.total.loads, st.total.stores, st.total.bit_changes), (1, 1, 1));
+    assert_eq!(
+        (st.total.loads, st.total.stores, st.total.bit_changes),
+        (1, 1, 1)
+    );
     assert_eq!(
         st.notes,
         vec![
@@ -285,7 +310,10 @@ fn malformed_raw_streams_fail_at_their_offset() {
     assert!(with(&|r| {
         r.u8(7).v(u64::MAX).v(0).u8(7).v(1).v(0);
     })
-    .starts_with(&format!("t.raw@byte {}: instruction count past 2^64", h + 12)));
+    .starts_with(&format!(
+        "t.raw@byte {}: instruction count past 2^64",
+        h + 12
+    )));
     assert!(with(&|r| {
         r.u8(5).v(0).v(0).v(0).v(128);
     })
@@ -326,9 +354,17 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
     use std::sync::Arc;
 
     let d = tmpdir("columnar");
-    let geometry = r#"{"line":64,"l1_bytes":32768,"l1_ways":8,"l2_bytes":1048576,"l2_ways":16,"cache":true}"#;
+    let geometry =
+        r#"{"line":64,"l1_bytes":32768,"l1_ways":8,"l2_bytes":1048576,"l2_ways":16,"cache":true}"#;
     // rows: (pid, icount, kind, size, old, new)
-    type Row = (u32, u64, u8, u64, Option<&'static [u8]>, Option<&'static [u8]>);
+    type Row = (
+        u32,
+        u64,
+        u8,
+        u64,
+        Option<&'static [u8]>,
+        Option<&'static [u8]>,
+    );
     let file = |name: &str, rows: &[Row], meta: &[(&str, &str)]| -> PathBuf {
         let p = d.join(name);
         let (mut pid, mut ic, mut kind, mut addr, mut size, mut flags) = (
@@ -368,10 +404,14 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
             .set_key_value_metadata(Some(kv))
             .build();
         let schema = wattio_formats::memtrace::schema();
-        let mut w =
-            ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), schema.clone(), Some(props))
-                .unwrap();
-        w.write(&RecordBatch::try_new(schema, cols).unwrap()).unwrap();
+        let mut w = ArrowWriter::try_new(
+            std::fs::File::create(&p).unwrap(),
+            schema.clone(),
+            Some(props),
+        )
+        .unwrap();
+        w.write(&RecordBatch::try_new(schema, cols).unwrap())
+            .unwrap();
         w.close().unwrap();
         p
     };
@@ -401,15 +441,32 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
     let p = file("kind.parquet", &[start, (1, 5, 9, 0, None, None)], &ok_meta);
     assert_eq!(
         err_of(&p),
-        format!("{}@row 1: kind code 9 (expected 0 to 8 (docs/capture-memory.md))", name(&p))
+        format!(
+            "{}@row 1: kind code 9 (expected 0 to 8 (docs/capture-memory.md))",
+            name(&p)
+        )
     );
     let p = file("nostart.parquet", &[(1, 0, 0, 64, None, None)], &ok_meta);
-    assert!(err_of(&p).ends_with("@row 0: process 1's rows begin with a fill row (expected a start row first)"));
-    let p = file("back.parquet", &[start, (1, 5, 0, 64, None, None), (1, 4, 0, 64, None, None)], &ok_meta);
+    assert!(err_of(&p)
+        .ends_with("@row 0: process 1's rows begin with a fill row (expected a start row first)"));
+    let p = file(
+        "back.parquet",
+        &[start, (1, 5, 0, 64, None, None), (1, 4, 0, 64, None, None)],
+        &ok_meta,
+    );
     assert!(err_of(&p).contains("@row 2: icount 4 is before the previous row's 5"));
-    let p = file("short.parquet", &[start, (1, 5, 1, 64, Some(&[0; 8]), Some(&[0; 8]))], &ok_meta);
-    assert!(err_of(&p).contains("@row 1: writeback of 64 bytes without old and new values of that length"));
-    let p = file("extra.parquet", &[start, (1, 5, 0, 64, Some(&[0]), None)], &ok_meta);
+    let p = file(
+        "short.parquet",
+        &[start, (1, 5, 1, 64, Some(&[0; 8]), Some(&[0; 8]))],
+        &ok_meta,
+    );
+    assert!(err_of(&p)
+        .contains("@row 1: writeback of 64 bytes without old and new values of that length"));
+    let p = file(
+        "extra.parquet",
+        &[start, (1, 5, 0, 64, Some(&[0]), None)],
+        &ok_meta,
+    );
     assert!(err_of(&p).contains("@row 1: fill row with old/new values"));
     std::fs::write(d.join("junk.parquet"), b"PAR1 not really").unwrap();
     assert!(err_of(&d.join("junk.parquet")).contains("not a Parquet file"));
@@ -425,13 +482,20 @@ fn every_memtrace_fuzz_seed_passes_the_reader_invariants() {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("seed"))
+        })
         .collect();
     files.sort();
     assert!(files.len() >= 4, "{} seeds", files.len());
     let d = tmpdir("fuzz");
     for f in &files {
-        wattio_formats::memtrace::fuzz_memtrace(&std::fs::read(f).unwrap(), &d.join("s.parquet"), 1 << 16);
+        wattio_formats::memtrace::fuzz_memtrace(
+            &std::fs::read(f).unwrap(),
+            &d.join("s.parquet"),
+            1 << 16,
+        );
     }
     std::fs::remove_dir_all(d).ok();
 }

@@ -35,7 +35,8 @@ fn memtrace_convert(
 #[pyo3(signature = (path, text=false))]
 fn memtrace_stats(py: Python<'_>, path: PathBuf, text: bool) -> PyResult<String> {
     py.allow_threads(|| {
-        let st = memtrace::memtrace_stats(MemTraceReader::open(&path).map_err(err)?).map_err(err)?;
+        let st =
+            memtrace::memtrace_stats(MemTraceReader::open(&path).map_err(err)?).map_err(err)?;
         if text {
             Ok(st.to_text())
         } else {

@@ -6,6 +6,9 @@ fuzz_target!(|data: &[u8]| {
     // into errors by the reader (`columnar::contain`), so the default hook comes back.
     static QUIET: std::sync::Once = std::sync::Once::new();
     QUIET.call_once(|| drop(std::panic::take_hook()));
-    let scratch = std::env::temp_dir().join(format!("wattio-fuzz-memtrace-{}.parquet", std::process::id()));
+    let scratch = std::env::temp_dir().join(format!(
+        "wattio-fuzz-memtrace-{}.parquet",
+        std::process::id()
+    ));
     wattio_formats::memtrace::fuzz_memtrace(data, &scratch, 1 << 16);
 });

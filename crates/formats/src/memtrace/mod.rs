@@ -29,7 +29,9 @@ pub use stats::{memtrace_stats, MemTraceStats};
 use crate::columnar::{check_chunk_ranges, check_footer, contain};
 use crate::error::{FormatError, Location};
 use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
-use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64Array, UInt8Array};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64Array, UInt8Array,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
@@ -230,14 +232,21 @@ impl MemTraceWriter {
             KeyValue::new(VERSION_KEY.to_string(), VERSION.to_string()),
             KeyValue::new(
                 CACHE_KEY.to_string(),
-                serde_json::to_string(geometry).map_err(|e| FormatError::file(&file, e.to_string()))?,
+                serde_json::to_string(geometry)
+                    .map_err(|e| FormatError::file(&file, e.to_string()))?,
             ),
         ];
-        kv.extend(provenance.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
+        kv.extend(
+            provenance
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        );
         // Compressed, unlike block traces: old and new line contents dominate the size and
         // repeat a lot (zero pages, unchanged bytes); times and addresses are delta-coded.
         let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(9).map_err(|e| pq_err(&file, e))?))
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(9).map_err(|e| pq_err(&file, e))?,
+            ))
             .set_key_value_metadata(Some(kv));
         for c in ["icount", "addr"] {
             props = props
@@ -496,16 +505,27 @@ impl MemTraceReader {
         }
         let geometry: CacheGeometry = meta(CACHE_KEY)
             .and_then(|v| serde_json::from_str(v).ok())
-            .ok_or_else(|| bad(format!("no readable `{CACHE_KEY}`"), "the cache geometry as JSON"))?;
-        geometry
-            .check()
-            .map_err(|e| bad(format!("cache geometry: {e}"), "a geometry the tool accepts"))?;
+            .ok_or_else(|| {
+                bad(
+                    format!("no readable `{CACHE_KEY}`"),
+                    "the cache geometry as JSON",
+                )
+            })?;
+        geometry.check().map_err(|e| {
+            bad(
+                format!("cache geometry: {e}"),
+                "a geometry the tool accepts",
+            )
+        })?;
         // The footer's size is bounded by the file's, so parsing its table is too; the count
         // is bounded on top so per-process state stays small.
         let processes: Vec<Process> = match meta(PROCESSES_KEY) {
             None => Vec::new(),
             Some(v) => serde_json::from_str(v).map_err(|e| {
-                bad(format!("`{PROCESSES_KEY}`: {e}"), "the process table as JSON")
+                bad(
+                    format!("`{PROCESSES_KEY}`: {e}"),
+                    "the process table as JSON",
+                )
             })?,
         };
         if processes.len() > MAX_PROCESSES {
@@ -601,7 +621,11 @@ impl MemTraceReader {
             ($name:expr, $ty:ty) => {{
                 let c = col($name)?;
                 let a = c.as_any().downcast_ref::<$ty>().ok_or_else(|| {
-                    FormatError::new(file, Location::Row(row), format!("column `{}` of the wrong type", $name))
+                    FormatError::new(
+                        file,
+                        Location::Row(row),
+                        format!("column `{}` of the wrong type", $name),
+                    )
                 })?;
                 if a.len() <= i || a.is_null(i) {
                     None
@@ -613,8 +637,12 @@ impl MemTraceReader {
         macro_rules! need {
             ($name:expr, $ty:ty) => {
                 get!($name, $ty).ok_or_else(|| {
-                    FormatError::new(file, Location::Row(row), format!("null in column `{}`", $name))
-                        .with_expected("a value in every non-nullable column")
+                    FormatError::new(
+                        file,
+                        Location::Row(row),
+                        format!("null in column `{}`", $name),
+                    )
+                    .with_expected("a value in every non-nullable column")
                 })?
             };
         }
@@ -627,7 +655,10 @@ impl MemTraceReader {
         let old: Option<Vec<u8>> = get!("old", BinaryArray);
         let new: Option<Vec<u8>> = get!("new", BinaryArray);
         let Some(kind) = MemKind::from_code(kind) else {
-            return Err(self.row_err(format!("kind code {kind}"), "0 to 8 (docs/capture-memory.md)"));
+            return Err(self.row_err(
+                format!("kind code {kind}"),
+                "0 to 8 (docs/capture-memory.md)",
+            ));
         };
         if kind.has_values() {
             let ok = size >= 1
@@ -636,12 +667,18 @@ impl MemTraceReader {
                 && new.as_ref().is_some_and(|v| v.len() as u64 == size);
             if !ok {
                 return Err(self.row_err(
-                    format!("{} of {size} bytes without old and new values of that length", kind.name()),
+                    format!(
+                        "{} of {size} bytes without old and new values of that length",
+                        kind.name()
+                    ),
                     &format!("old and new of `size` bytes, at most {MAX_VALUE_BYTES}"),
                 ));
             }
         } else if old.is_some() || new.is_some() {
-            return Err(self.row_err(format!("{} row with old/new values", kind.name()), "values only on write-backs and stores"));
+            return Err(self.row_err(
+                format!("{} row with old/new values", kind.name()),
+                "values only on write-backs and stores",
+            ));
         }
         if self.pid != Some(pid) {
             if kind != MemKind::Start {
@@ -655,7 +692,10 @@ impl MemTraceReader {
         }
         if icount < self.icount {
             return Err(self.row_err(
-                format!("icount {icount} is before the previous row's {}", self.icount),
+                format!(
+                    "icount {icount} is before the previous row's {}",
+                    self.icount
+                ),
                 "non-decreasing time within a process",
             ));
         }
@@ -701,20 +741,29 @@ impl Iterator for MemTraceReader {
 pub fn fuzz_memtrace(data: &[u8], scratch: &Path, max_rows: usize) {
     let mut raw_rows = Vec::new();
     match RawReader::new(data, "<input>") {
-        Err(e) => assert!(e.to_string().starts_with("<input>"), "error without a location: {e}"),
+        Err(e) => assert!(
+            e.to_string().starts_with("<input>"),
+            "error without a location: {e}"
+        ),
         Ok(mut r) => {
             raw_rows.push(r.start_record());
             loop {
                 match r.next_record() {
                     Ok(Some(rec)) => {
                         if let Some(v) = &rec.old {
-                            assert!(v.len() <= MAX_VALUE_BYTES && Some(v.len()) == rec.new.as_ref().map(Vec::len));
+                            assert!(
+                                v.len() <= MAX_VALUE_BYTES
+                                    && Some(v.len()) == rec.new.as_ref().map(Vec::len)
+                            );
                         }
                         raw_rows.push(rec);
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        assert!(e.to_string().starts_with("<input>@byte "), "error without an offset: {e}");
+                        assert!(
+                            e.to_string().starts_with("<input>@byte "),
+                            "error without an offset: {e}"
+                        );
                         raw_rows.clear();
                         break;
                     }
@@ -731,20 +780,31 @@ pub fn fuzz_memtrace(data: &[u8], scratch: &Path, max_rows: usize) {
                     w.write(rec).expect("writing a parsed row");
                 }
                 w.finish(&[r.process]).expect("closing the scratch file");
-                let back: Result<Vec<MemRecord>, FormatError> =
-                    MemTraceReader::open(scratch).expect("reopening what was written").collect();
-                assert_eq!(back.expect("reading back what was written"), raw_rows, "round trip");
+                let back: Result<Vec<MemRecord>, FormatError> = MemTraceReader::open(scratch)
+                    .expect("reopening what was written")
+                    .collect();
+                assert_eq!(
+                    back.expect("reading back what was written"),
+                    raw_rows,
+                    "round trip"
+                );
             }
         }
     }
     match MemTraceReader::from_bytes(data.to_vec(), "<input>") {
-        Err(e) => assert!(e.to_string().starts_with("<input>"), "error without a location: {e}"),
+        Err(e) => assert!(
+            e.to_string().starts_with("<input>"),
+            "error without a location: {e}"
+        ),
         Ok(r) => {
             for rec in r.take(max_rows) {
                 match rec {
                     Ok(rec) => assert!(!rec.kind.has_values() || rec.old.is_some()),
                     Err(e) => {
-                        assert!(e.to_string().starts_with("<input>"), "error without a location: {e}");
+                        assert!(
+                            e.to_string().starts_with("<input>"),
+                            "error without a location: {e}"
+                        );
                         break;
                     }
                 }

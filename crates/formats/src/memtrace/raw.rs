@@ -179,7 +179,8 @@ impl<R: Read> RawReader<R> {
 
     fn bytes(&mut self, n: usize) -> Result<Option<Vec<u8>>, FormatError> {
         let mut v = vec![0u8; n];
-        let got = read_full(&mut self.input, &mut v).map_err(|e| FormatError::io(&self.file, &e))?;
+        let got =
+            read_full(&mut self.input, &mut v).map_err(|e| FormatError::io(&self.file, &e))?;
         self.pos += got as u64;
         Ok((got == n).then_some(v))
     }
@@ -205,7 +206,9 @@ impl<R: Read> RawReader<R> {
     }
 
     fn zigzag(&mut self) -> Result<Option<i64>, FormatError> {
-        Ok(self.varint()?.map(|v| ((v >> 1) as i64) ^ -((v & 1) as i64)))
+        Ok(self
+            .varint()?
+            .map(|v| ((v >> 1) as i64) ^ -((v & 1) as i64)))
     }
 
     /// The next record; `None` at the end. A file cut inside a record ends there, the offset
@@ -253,7 +256,11 @@ impl<R: Read> RawReader<R> {
         }
         let dt = need!(self.varint());
         self.icount = self.icount.checked_add(dt).ok_or_else(|| {
-            self.err(at, "instruction count past 2^64", "a plausible instruction count")
+            self.err(
+                at,
+                "instruction count past 2^64",
+                "a plausible instruction count",
+            )
         })?;
         let mut r = MemRecord {
             pid: self.process.pid,
@@ -372,9 +379,8 @@ impl<R: Read> RawReader<R> {
             _ => {
                 r.kind = MemKind::Exit;
                 let code = need!(self.zigzag());
-                let code = i32::try_from(code).map_err(|_| {
-                    self.err(at, format!("exit code {code}"), "a 32-bit exit code")
-                })?;
+                let code = i32::try_from(code)
+                    .map_err(|_| self.err(at, format!("exit code {code}"), "a 32-bit exit code"))?;
                 r.flags = code as u32;
                 let mut counts = [0u64; 6];
                 for c in &mut counts {

@@ -83,7 +83,8 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
     let mut rows = 0u64;
     let mut order = 0usize;
     let mut cur: Option<(u32, Traffic)> = None;
-    let mut flush = |cur: &mut Option<(u32, Traffic)>, per: &mut BTreeMap<u32, (usize, Traffic)>| {
+    let mut flush = |cur: &mut Option<(u32, Traffic)>,
+                     per: &mut BTreeMap<u32, (usize, Traffic)>| {
         if let Some((pid, t)) = cur.take() {
             let e = per.entry(pid).or_insert_with(|| {
                 order += 1;
@@ -141,7 +142,10 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
             MemKind::Start | MemKind::Exit => false,
         };
         if traffic {
-            let (first, last) = (rec.addr >> PAGE_SHIFT, rec.addr.saturating_add(rec.size.max(1) - 1) >> PAGE_SHIFT);
+            let (first, last) = (
+                rec.addr >> PAGE_SHIFT,
+                rec.addr.saturating_add(rec.size.max(1) - 1) >> PAGE_SHIFT,
+            );
             // An access spans at most two pages (sizes are at most a line or a store of
             // 256 bytes; loads are bounded to two pages here so a crafted size cannot spin).
             for p in first..=last.min(first + 1) {
@@ -188,7 +192,10 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
             ));
         }
         if let Some(at) = p.cut_at {
-            notes.push(format!("process {}: its raw file ended inside a record at byte {at} (killed?)", p.pid));
+            notes.push(format!(
+                "process {}: its raw file ended inside a record at byte {at} (killed?)",
+                p.pid
+            ));
         } else if p.exit_code.is_none() {
             notes.push(format!("process {}: no exit recorded", p.pid));
         }
@@ -236,7 +243,11 @@ impl MemTraceStats {
             "none (every load and store recorded)".to_string()
         };
         let t = &self.total;
-        s += &format!("memory trace: {} rows, {} processes\n", self.rows, self.processes.len());
+        s += &format!(
+            "memory trace: {} rows, {} processes\n",
+            self.rows,
+            self.processes.len()
+        );
         s += &format!("cache modelled: {cache}\n");
         s += &format!("instructions: {}\n", t.instructions);
         if g.cache {
@@ -246,7 +257,10 @@ impl MemTraceStats {
             );
             s += &format!(
                 "write-backs: {} ({} silent), {} bytes; {:.3} per 1000 instructions\n",
-                t.writebacks, t.silent_writebacks, t.bytes_written, self.writes_per_kilo_instruction
+                t.writebacks,
+                t.silent_writebacks,
+                t.bytes_written,
+                self.writes_per_kilo_instruction
             );
         } else {
             s += &format!("loads: {}, {} bytes\n", t.loads, t.bytes_read);
@@ -264,7 +278,10 @@ impl MemTraceStats {
             self.pages_touched,
             self.pages_touched * 4 / 1024
         );
-        s += &format!("mappings: {} mapped, {} unmapped; marks: {}\n", t.maps, t.unmaps, t.marks);
+        s += &format!(
+            "mappings: {} mapped, {} unmapped; marks: {}\n",
+            t.maps, t.unmaps, t.marks
+        );
         s += "per process:\n";
         for p in &self.processes {
             let cmd: String = p.command.chars().take(60).collect();
