@@ -10,7 +10,6 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-
 from wattio import cli
 from wattio.cli_capture_memory import capture, tool_source
 
@@ -118,7 +117,7 @@ def probe(tmp_path_factory):
 
 def test_uncached_stores_carry_exact_old_and_new_bytes(probe, tmp_path):
     out = tmp_path / "raw.parquet"
-    status, rep = capture([str(probe)], out, cache=False)
+    status, _ = capture([str(probe)], out, cache=False)
     assert status == 3
     rows = _rows(out)
     buf = _mark_values(rows)[0]

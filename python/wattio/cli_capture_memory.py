@@ -60,7 +60,10 @@ def build_tool() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{TOOL}-", dir=out.parent))
     try:
         r = subprocess.run(
-            ["make", "-s", "-C", str(src), f"OUT={tmp}"], capture_output=True, text=True
+            ["make", "-s", "-C", str(src), f"OUT={tmp}"],
+            check=False,
+            capture_output=True,
+            text=True,
         )
         if r.returncode != 0:
             raise RuntimeError(f"building the {TOOL} Valgrind tool failed:\n{r.stderr}{r.stdout}")
@@ -100,7 +103,8 @@ def capture(
     libdir = build_tool()
     raw = Path(keep_raw) if keep_raw else Path(tempfile.mkdtemp(prefix="wattio-mem-"))
     raw.mkdir(parents=True, exist_ok=True)
-    for old in raw.glob("*.raw"):
+    # <pid>.raw, and <pid>.raw.N for the Nth program a process exec'd
+    for old in raw.glob("*.raw*"):
         old.unlink()
     argv = [
         "valgrind",
@@ -129,7 +133,7 @@ def capture(
             # files, then keep what was captured.
             proc.send_signal(signal.SIGINT)
             status = proc.wait()
-        files = sorted(raw.glob("*.raw"))
+        files = sorted(raw.glob("*.raw*"))
         if not files:
             logs = "".join(p.read_text(errors="replace") for p in sorted(raw.glob("*.log")))
             raise RuntimeError(f"valgrind wrote no trace (exit status {status}):\n{logs}")

@@ -185,7 +185,9 @@ fn raw_files_convert_to_rows_in_process_start_order() {
     assert_eq!(st.total.bytes_written, 128);
     assert_eq!(st.total.instructions, 42);
     assert!((st.bit_change_fraction - 18.0 / 1024.0).abs() < 1e-12);
-    assert!((st.writes_per_kilo_instruction - 2.0 * 1000.0 / 42.0).abs() < 1e-9);
+    // rates over the span the traffic covers: up to the write-back at 15, twice
+    assert_eq!(st.total.traffic_instructions, 30);
+    assert!((st.writes_per_kilo_instruction - 2.0 * 1000.0 / 30.0).abs() < 1e-9);
     // 0x1000 and 0x1040 share a page; two processes
     assert_eq!((st.pages_touched, st.pages_touched_exact), (2, true));
     assert!(st.notes.is_empty(), "{:?}", st.notes);

@@ -47,6 +47,7 @@
 #include "pub_tool_clientstate.h"
 #include "pub_tool_xarray.h"
 #include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
 #include "wattio_mem.h"
 
 enum { TAG_FILL = 1, TAG_WB, TAG_LOAD, TAG_STORE, TAG_MAP, TAG_UNMAP, TAG_MARK, TAG_EXIT };
@@ -552,11 +553,18 @@ static Bool wm_client_request(ThreadId tid, UWord *args, UWord *ret)
    return True;
 }
 
-/* Opens this process's trace file and writes its header. */
+/* Opens this process's trace file and writes its header. A file of that name already
+   there is an earlier image of the same pid (a program that exec'd this one, or the forked
+   child that did): this image's file gets a suffix (.1, .2, ...) instead of replacing it. */
 static void open_output(void)
 {
    HChar *name = VG_(expand_file_name)("--wm-out", clo_out);
-   SysRes r = VG_(open)(name, VKI_O_CREAT | VKI_O_TRUNC | VKI_O_WRONLY, VKI_S_IRUSR | VKI_S_IWUSR);
+   HChar alt[4096];
+   SysRes r = VG_(open)(name, VKI_O_CREAT | VKI_O_EXCL | VKI_O_WRONLY, VKI_S_IRUSR | VKI_S_IWUSR);
+   for (Int k = 1; sr_isError(r) && k < 1000; k++) {
+      VG_(snprintf)(alt, sizeof alt, "%s.%d", name, k);
+      r = VG_(open)(alt, VKI_O_CREAT | VKI_O_EXCL | VKI_O_WRONLY, VKI_S_IRUSR | VKI_S_IWUSR);
+   }
    if (sr_isError(r)) {
       VG_(umsg)("wattio-mem: cannot create %s\n", name);
       VG_(exit)(1);
@@ -590,7 +598,7 @@ static void open_output(void)
 
 /* fork: the child gets its own file (named with its own pid); the parent's buffered records
    are written first so they are not duplicated into the child's. If the child then execs a
-   traced program, that program's file has the same name and replaces this one. */
+   traced program, that program's file is the next one of the same pid (open_output). */
 static void wm_fork_pre(ThreadId tid) { if (out_fd >= 0) out_flush(); }
 
 static void wm_fork_child(ThreadId tid)
@@ -600,6 +608,17 @@ static void wm_fork_child(ThreadId tid)
    last_icount = icount;
    last_addr = 0;
 }
+
+/* execve replaces the image without calling fini: write back the caches and the buffer
+   first (the memory is still there), so the image's trace is complete up to the exec. */
+static void wm_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
+{
+   if (sysno != __NR_execve && sysno != __NR_execveat) return;
+   if (clo_cache) cache_flush();
+   out_flush();
+}
+
+static void wm_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs, SysRes res) {}
 
 /* ---- options, init, exit ---- */
 static Bool is_pow2(Long v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -679,6 +698,7 @@ static void wm_pre_clo_init(void)
    VG_(track_die_mem_brk)(wm_brk_shrink);
    VG_(track_copy_mem_remap)(wm_remap);
    VG_(atfork)(wm_fork_pre, NULL, wm_fork_child);
+   VG_(needs_syscall_wrapper)(wm_pre_syscall, wm_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(wm_pre_clo_init)

@@ -432,7 +432,8 @@ pub fn is_memtrace(path: &Path) -> bool {
 
 /// Reads a memory trace row by row: an iterator of [`MemRecord`]s that checks every row
 /// (known kind, values present exactly where the kind has them and as long as `size`,
-/// time non-decreasing within a process, each process's rows starting with its start row).
+/// time non-decreasing within a process image, each image's rows starting with its start
+/// row; an exec'd program is a new image of the same pid).
 pub struct MemTraceReader {
     file: String,
     reader: ParquetRecordBatchReader,
@@ -680,15 +681,16 @@ impl MemTraceReader {
                 "values only on write-backs and stores",
             ));
         }
-        if self.pid != Some(pid) {
-            if kind != MemKind::Start {
-                return Err(self.row_err(
-                    format!("process {pid}'s rows begin with a {} row", kind.name()),
-                    "a start row first",
-                ));
-            }
+        // A start row begins a process image: a new pid, or the program a process exec'd
+        // (same pid, its own clock).
+        if kind == MemKind::Start {
             self.pid = Some(pid);
             self.icount = 0;
+        } else if self.pid != Some(pid) {
+            return Err(self.row_err(
+                format!("process {pid}'s rows begin with a {} row", kind.name()),
+                "a start row first",
+            ));
         }
         if icount < self.icount {
             return Err(self.row_err(

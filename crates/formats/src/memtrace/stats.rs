@@ -29,6 +29,9 @@ pub struct Traffic {
     pub marks: u64,
     /// The largest instruction count seen (the process's length in instructions).
     pub instructions: u64,
+    /// The largest instruction count of a traffic row: the span the traffic covers, which
+    /// is shorter than `instructions` in a truncated trace (rates are over this span).
+    pub traffic_instructions: u64,
 }
 
 impl Traffic {
@@ -46,6 +49,7 @@ impl Traffic {
         self.unmaps += o.unmaps;
         self.marks += o.marks;
         self.instructions += o.instructions;
+        self.traffic_instructions += o.traffic_instructions;
     }
 }
 
@@ -63,7 +67,8 @@ pub struct MemTraceStats {
     pub rows: u64,
     pub geometry: CacheGeometry,
     pub total: Traffic,
-    /// Fills and write-backs (or loads and stores) per 1000 instructions.
+    /// Fills and write-backs (or loads and stores) per 1000 instructions of the span the
+    /// traffic covers.
     pub reads_per_kilo_instruction: f64,
     pub writes_per_kilo_instruction: f64,
     /// Fraction of written bits that change (bit changes / bits written).
@@ -142,6 +147,7 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
             MemKind::Start | MemKind::Exit => false,
         };
         if traffic {
+            t.traffic_instructions = t.traffic_instructions.max(rec.icount);
             let (first, last) = (
                 rec.addr >> PAGE_SHIFT,
                 rec.addr.saturating_add(rec.size.max(1) - 1) >> PAGE_SHIFT,
@@ -177,7 +183,8 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
         total.add(&p.traffic);
     }
     let mut notes = Vec::new();
-    for p in r.processes() {
+    let images = r.processes();
+    for (k, p) in images.iter().enumerate() {
         if p.dirty_dropped > 0 {
             notes.push(format!(
                 "process {}: {} dirty lines lost when their memory was unmapped (not written back)",
@@ -196,15 +203,16 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
                 "process {}: its raw file ended inside a record at byte {at} (killed?)",
                 p.pid
             ));
-        } else if p.exit_code.is_none() {
+        } else if p.exit_code.is_none() && !images[k + 1..].iter().any(|q| q.pid == p.pid) {
+            // (an image followed by another of the same pid exec'd it: no exit is expected)
             notes.push(format!("process {}: no exit recorded", p.pid));
         }
     }
     let per_ki = |n: u64| {
-        if total.instructions == 0 {
+        if total.traffic_instructions == 0 {
             0.0
         } else {
-            n as f64 * 1000.0 / total.instructions as f64
+            n as f64 * 1000.0 / total.traffic_instructions as f64
         }
     };
     let (pages_touched, pages_touched_exact) = pages.count();
@@ -249,7 +257,10 @@ impl MemTraceStats {
             self.processes.len()
         );
         s += &format!("cache modelled: {cache}\n");
-        s += &format!("instructions: {}\n", t.instructions);
+        s += &format!(
+            "instructions: {} ({} covered by the traffic rows)\n",
+            t.instructions, t.traffic_instructions
+        );
         if g.cache {
             s += &format!(
                 "fills: {} ({} for stores), {} bytes; {:.3} per 1000 instructions\n",
