@@ -291,7 +291,7 @@ impl<R: Read> RawReader<R> {
                     };
                     return Err(self.err(at, format!("record tag {tag} in this trace"), mode));
                 }
-                if matches!(tag, TAG_FILL | TAG_WB) && r.addr % line as u64 != 0 {
+                if matches!(tag, TAG_FILL | TAG_WB) && !r.addr.is_multiple_of(line as u64) {
                     return Err(self.err(
                         at,
                         format!("line address {:#x} not aligned to {line} bytes", r.addr),
