@@ -510,3 +510,28 @@ fn every_memtrace_fuzz_seed_passes_the_reader_invariants() {
     assert!(MemTraceReader::from_bytes(cut, "<cut>").is_err());
     std::fs::remove_dir_all(d).ok();
 }
+
+/// The workload library's memory traces (workloads/mem-*) read back through the checked
+/// iterator, with the figures their READMEs print.
+#[test]
+fn workload_memory_traces_read_back_with_their_readme_figures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
+    for (name, rows, fills, writebacks, processes) in [
+        ("mem-bzip2", 300_041, 177_005, 122_995, 1),
+        ("mem-gcc", 310_038, 180_048, 129_765, 3),
+        ("mem-oltp", 46_118, 29_098, 16_954, 1),
+    ] {
+        let r = MemTraceReader::open(&root.join(name).join("trace.parquet")).unwrap();
+        let st = memtrace_stats(r).unwrap();
+        assert_eq!(
+            (
+                st.rows,
+                st.total.fills,
+                st.total.writebacks,
+                st.processes.len()
+            ),
+            (rows, fills, writebacks, processes),
+            "{name}"
+        );
+    }
+}
