@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from wattio import cli_capture_memory
+
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -90,6 +92,7 @@ def add_commands(sub) -> None:
     """Register this area's subcommands on the top-level subparsers."""
     c = sub.add_parser("capture", help="record a real command's I/O as a trace (root)")
     csub = c.add_subparsers(dest="capture_command", metavar="MODE", required=True)
+    cli_capture_memory.add_memory_command(csub)
 
     b = csub.add_parser(
         "block",

@@ -15,7 +15,10 @@ def _print_assumptions(assumptions) -> None:
 
 
 def _stats(args) -> int:
-    out = _core.trace_stats(args.file, args.trace_format, text=not args.json, **read_options(args))
+    if _core.memtrace_is(args.file):  # a memory trace (wattio capture memory)
+        out = _core.memtrace_stats(args.file, not args.json)
+    else:
+        out = _core.trace_stats(args.file, args.trace_format, text=not args.json, **read_options(args))
     if args.json:
         print(json.dumps(json.loads(out), indent=2))
     else:

@@ -305,7 +305,11 @@ impl<'a> Fill<'a> {
 /// boolean, found by fuzzing; fixed in parquet 60): a corrupt trace must not take the whole
 /// run down. Only calls into those crates are wrapped, so a panic in wattio's own code still
 /// surfaces. The reader is not used again after such an error.
-fn contain<R>(file: &str, at: Location, f: impl FnOnce() -> R) -> Result<R, FormatError> {
+pub(crate) fn contain<R>(
+    file: &str,
+    at: Location,
+    f: impl FnOnce() -> R,
+) -> Result<R, FormatError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
         let what = p
             .downcast_ref::<&str>()
@@ -322,7 +326,7 @@ fn contain<R>(file: &str, at: Location, f: impl FnOnce() -> R) -> Result<R, Form
 }
 
 /// Runs [`crate::footer::check`] on the footer before the Parquet crate decodes it.
-fn check_footer<T: parquet::file::reader::ChunkReader>(
+pub(crate) fn check_footer<T: parquet::file::reader::ChunkReader>(
     input: &T,
     file_len: u64,
     file: &str,
@@ -348,7 +352,7 @@ fn check_footer<T: parquet::file::reader::ChunkReader>(
 /// Every column chunk must lie inside the file. The Parquet crate trusts the footer here: a
 /// negative offset trips an assertion, and a huge length becomes the capacity of the buffer
 /// it reads the chunk into, so a corrupt footer would abort the process instead of failing.
-fn check_chunk_ranges(
+pub(crate) fn check_chunk_ranges(
     file: &str,
     md: &parquet::file::metadata::ParquetMetaData,
     file_len: u64,

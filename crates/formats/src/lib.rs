@@ -27,6 +27,8 @@ pub mod fiu;
 mod footer;
 pub mod launch;
 pub mod lines;
+#[cfg(feature = "columnar")]
+pub mod memtrace;
 pub mod mqsim;
 pub mod msr;
 pub mod slice;

@@ -310,6 +310,39 @@ impl Hll {
     }
 }
 
+/// Distinct keys (pages), counted exactly up to [`FOOTPRINT_EXACT_CAP`], then estimated.
+pub(crate) struct Footprint {
+    exact: Option<HashSet<u64>>,
+    hll: Hll,
+}
+
+impl Footprint {
+    pub(crate) fn new() -> Self {
+        Footprint {
+            exact: Some(HashSet::new()),
+            hll: Hll::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, key: u64) {
+        self.hll.add(key);
+        if let Some(set) = &mut self.exact {
+            set.insert(key);
+            if set.len() > FOOTPRINT_EXACT_CAP {
+                self.exact = None;
+            }
+        }
+    }
+
+    /// The count and whether it is exact.
+    pub(crate) fn count(&self) -> (u64, bool) {
+        match &self.exact {
+            Some(set) => (set.len() as u64, true),
+            None => (self.hll.estimate(), false),
+        }
+    }
+}
+
 /// Accumulates [`TraceStats`] one request at a time.
 pub struct StatsBuilder {
     requests: u64,
@@ -327,8 +360,7 @@ pub struct StatsBuilder {
     idle: LogHist,
     idle_over: IdleAcc,
     measured: LogHist,
-    pages: Option<HashSet<u64>>,
-    hll: Hll,
+    pages: Footprint,
     sequential: u64,
     devs: BTreeMap<u16, DevAcc>,
 }
@@ -357,8 +389,7 @@ impl StatsBuilder {
             idle: LogHist::new(),
             idle_over: IdleAcc::default(),
             measured: LogHist::new(),
-            pages: Some(HashSet::new()),
-            hll: Hll::new(),
+            pages: Footprint::new(),
             sequential: 0,
             devs: BTreeMap::new(),
         }
@@ -419,14 +450,7 @@ impl StatsBuilder {
                     let last = (r.offset + len - 1) / PAGE;
                     for p in first..=last {
                         // 48 bits of page number (1 EiB) under the 16-bit device id.
-                        let key = (r.dev as u64) << 48 | (p & ((1 << 48) - 1));
-                        self.hll.add(key);
-                        if let Some(set) = &mut self.pages {
-                            set.insert(key);
-                            if set.len() > FOOTPRINT_EXACT_CAP {
-                                self.pages = None;
-                            }
-                        }
+                        self.pages.add((r.dev as u64) << 48 | (p & ((1 << 48) - 1)));
                     }
                 }
             }
@@ -461,10 +485,7 @@ impl StatsBuilder {
                 },
             })
             .collect();
-        let (footprint_pages, footprint_exact) = match &self.pages {
-            Some(s) => (s.len() as u64, true),
-            None => (self.hll.estimate(), false),
-        };
+        let (footprint_pages, footprint_exact) = self.pages.count();
         let devices = self
             .devs
             .iter()

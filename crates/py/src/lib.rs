@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod capture;
 mod disk;
 mod live;
+mod memtrace;
 mod run;
 mod trace;
 
@@ -17,5 +18,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     disk::register(m)?;
     live::register(m)?;
     capture::register(m)?;
+    memtrace::register(m)?;
     Ok(())
 }

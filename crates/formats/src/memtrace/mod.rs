@@ -1,0 +1,816 @@
+//! Memory traces: a program's main-memory traffic, as the `wattio-mem` Valgrind tool
+//! (`tools/valgrind/wattio-mem`) sees it behind a modelled L1/L2 cache, with the process
+//! and mapping events that power-aware memory (PAVM's active ranks) and NVM caches (bit
+//! changes per write-back) need.
+//!
+//! The file is Parquet, Zstandard-compressed, one row per event, rows grouped by process in
+//! order of process start and, within a process, in order of time. Columns:
+//!
+//! | column | type | meaning |
+//! |---|---|---|
+//! | `pid` | UInt32 | process id |
+//! | `icount` | UInt64 | guest instructions the process executed before the event |
+//! | `kind` | UInt8 | [`MemKind`] |
+//! | `addr` | UInt64 | virtual address; start: start time (µs since the epoch); mark: its value |
+//! | `size` | UInt64 | bytes (line size, access size, mapping length) |
+//! | `flags` | UInt32 | fill: 1 if caused by a store; map/unmap: [`MAP_R`]… bits; start: parent pid; exit: exit code |
+//! | `old`, `new` | Binary, nullable | write-back and store: the bytes before and after |
+//!
+//! Key-value metadata: `wattio.memtrace.version`, `wattio.memtrace.cache` (the geometry,
+//! JSON), `wattio.memtrace.processes` (per process: command line, exit code, the tool's
+//! counters, JSON) and free-form provenance.
+
+mod raw;
+pub mod stats;
+
+pub use raw::{CacheGeometry, RawReader, MAGIC as RAW_MAGIC};
+pub use stats::{memtrace_stats, MemTraceStats};
+
+use crate::columnar::{check_chunk_ranges, check_footer, contain};
+use crate::error::{FormatError, Location};
+use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64Array, UInt8Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub const VERSION_KEY: &str = "wattio.memtrace.version";
+pub const VERSION: &str = "1";
+pub const CACHE_KEY: &str = "wattio.memtrace.cache";
+pub const PROCESSES_KEY: &str = "wattio.memtrace.processes";
+/// Longest `old`/`new` value: a line (at most 256 bytes) or a store record (the tool splits
+/// longer stores).
+pub const MAX_VALUE_BYTES: usize = 256;
+/// Most processes one trace may describe (the metadata table is held in memory).
+pub const MAX_PROCESSES: usize = 1 << 16;
+
+/// Mapping flags (`flags` of map and unmap rows).
+pub const MAP_R: u32 = 1;
+pub const MAP_W: u32 = 2;
+pub const MAP_X: u32 = 4;
+/// A mapping that existed when the program started (executable, loader, stack).
+pub const MAP_STARTUP: u32 = 16;
+/// Heap growth or shrinkage through brk.
+pub const MAP_BRK: u32 = 32;
+/// The two halves of an mremap.
+pub const MAP_REMAP: u32 = 64;
+const MAP_KNOWN: u32 = MAP_R | MAP_W | MAP_X | MAP_STARTUP | MAP_BRK | MAP_REMAP;
+
+const BATCH_ROWS: usize = 64 * 1024;
+const READ_BATCH_ROWS: usize = 4096;
+
+/// What a row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum MemKind {
+    /// A line read from memory into the L2 (a load miss, or a store's write-allocate).
+    Fill = 0,
+    /// A dirty line written back to memory, with its old and new content.
+    WriteBack = 1,
+    /// Uncached traces: one load.
+    Load = 2,
+    /// Uncached traces: one store, with the bytes before and after.
+    Store = 3,
+    /// The process started (first row of each process).
+    Start = 4,
+    /// The process exited (the last row, if it did).
+    Exit = 5,
+    /// Memory mapped (startup mapping, mmap, brk growth, mremap target).
+    Map = 6,
+    /// Memory unmapped (munmap, brk shrinkage, mremap source).
+    Unmap = 7,
+    /// A mark the program set (`WATTIO_MEM_MARK`); the caches were emptied before it.
+    Mark = 8,
+}
+
+impl MemKind {
+    pub const ALL: [MemKind; 9] = [
+        MemKind::Fill,
+        MemKind::WriteBack,
+        MemKind::Load,
+        MemKind::Store,
+        MemKind::Start,
+        MemKind::Exit,
+        MemKind::Map,
+        MemKind::Unmap,
+        MemKind::Mark,
+    ];
+
+    pub fn from_code(c: u8) -> Option<MemKind> {
+        MemKind::ALL.get(usize::from(c)).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemKind::Fill => "fill",
+            MemKind::WriteBack => "writeback",
+            MemKind::Load => "load",
+            MemKind::Store => "store",
+            MemKind::Start => "start",
+            MemKind::Exit => "exit",
+            MemKind::Map => "map",
+            MemKind::Unmap => "unmap",
+            MemKind::Mark => "mark",
+        }
+    }
+
+    /// Rows that carry old and new bytes.
+    pub fn has_values(self) -> bool {
+        matches!(self, MemKind::WriteBack | MemKind::Store)
+    }
+}
+
+/// One row of a memory trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemRecord {
+    pub pid: u32,
+    pub icount: u64,
+    pub kind: MemKind,
+    pub addr: u64,
+    pub size: u64,
+    pub flags: u32,
+    pub old: Option<Vec<u8>>,
+    pub new: Option<Vec<u8>>,
+}
+
+impl MemRecord {
+    /// Bits that differ between `old` and `new` (0 for rows without values).
+    pub fn bit_changes(&self) -> u64 {
+        match (&self.old, &self.new) {
+            (Some(o), Some(n)) => o
+                .iter()
+                .zip(n)
+                .map(|(a, b)| u64::from((a ^ b).count_ones()))
+                .sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// One process of a trace (the `wattio.memtrace.processes` metadata).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Wall-clock start, µs since the epoch.
+    pub start_us: u64,
+    pub command: String,
+    /// `None` if the trace ends before the process exited.
+    pub exit_code: Option<i32>,
+    pub exit_icount: Option<u64>,
+    /// The tool's counters at exit: cache accesses (per line touched), L1 misses, fills,
+    /// write-backs, dirty lines lost to an unmap, traffic records left out by
+    /// `--wm-max-records`.
+    pub accesses: u64,
+    pub l1_misses: u64,
+    pub fills: u64,
+    pub writebacks: u64,
+    pub dirty_dropped: u64,
+    pub records_dropped: u64,
+    /// Rows of this process left out when converting with a per-process limit.
+    #[serde(default)]
+    pub rows_truncated: u64,
+    /// The raw file ended inside a record at this byte offset (the process was killed).
+    #[serde(default)]
+    pub cut_at: Option<u64>,
+}
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("pid", DataType::UInt32, false),
+        Field::new("icount", DataType::UInt64, false),
+        Field::new("kind", DataType::UInt8, false),
+        Field::new("addr", DataType::UInt64, false),
+        Field::new("size", DataType::UInt64, false),
+        Field::new("flags", DataType::UInt32, false),
+        Field::new("old", DataType::Binary, true),
+        Field::new("new", DataType::Binary, true),
+    ]))
+}
+
+fn pq_err(file: &str, e: impl std::fmt::Display) -> FormatError {
+    FormatError::file(file, format!("Parquet: {e}"))
+}
+
+/// Streams records into a memory-trace file. The process table and geometry go into the
+/// footer at [`MemTraceWriter::finish`].
+pub struct MemTraceWriter {
+    file: String,
+    writer: ArrowWriter<File>,
+    pid: UInt32Builder,
+    icount: UInt64Builder,
+    kind: UInt8Builder,
+    addr: UInt64Builder,
+    size: UInt64Builder,
+    flags: UInt32Builder,
+    old: BinaryBuilder,
+    new: BinaryBuilder,
+    pending: usize,
+    rows: u64,
+}
+
+impl MemTraceWriter {
+    pub fn create(
+        path: &Path,
+        geometry: &CacheGeometry,
+        provenance: &[(String, String)],
+    ) -> Result<Self, FormatError> {
+        let file = path.display().to_string();
+        let mut kv = vec![
+            KeyValue::new(VERSION_KEY.to_string(), VERSION.to_string()),
+            KeyValue::new(
+                CACHE_KEY.to_string(),
+                serde_json::to_string(geometry)
+                    .map_err(|e| FormatError::file(&file, e.to_string()))?,
+            ),
+        ];
+        kv.extend(
+            provenance
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        );
+        // Compressed, unlike block traces: old and new line contents dominate the size and
+        // repeat a lot (zero pages, unchanged bytes); times and addresses are delta-coded.
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(9).map_err(|e| pq_err(&file, e))?,
+            ))
+            .set_key_value_metadata(Some(kv));
+        for c in ["icount", "addr"] {
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from(c), false)
+                .set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
+        }
+        let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
+        let writer =
+            ArrowWriter::try_new(f, schema(), Some(props.build())).map_err(|e| pq_err(&file, e))?;
+        Ok(MemTraceWriter {
+            file,
+            writer,
+            pid: UInt32Builder::new(),
+            icount: UInt64Builder::new(),
+            kind: UInt8Builder::new(),
+            addr: UInt64Builder::new(),
+            size: UInt64Builder::new(),
+            flags: UInt32Builder::new(),
+            old: BinaryBuilder::new(),
+            new: BinaryBuilder::new(),
+            pending: 0,
+            rows: 0,
+        })
+    }
+
+    pub fn write(&mut self, r: &MemRecord) -> Result<(), FormatError> {
+        self.pid.append_value(r.pid);
+        self.icount.append_value(r.icount);
+        self.kind.append_value(r.kind as u8);
+        self.addr.append_value(r.addr);
+        self.size.append_value(r.size);
+        self.flags.append_value(r.flags);
+        self.old.append_option(r.old.as_deref());
+        self.new.append_option(r.new.as_deref());
+        self.pending += 1;
+        self.rows += 1;
+        if self.pending >= BATCH_ROWS {
+            self.flush_batch()?;
+        }
+        Ok(())
+    }
+
+    fn flush_batch(&mut self) -> Result<(), FormatError> {
+        if self.pending == 0 {
+            return Ok(());
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.pid.finish()),
+            Arc::new(self.icount.finish()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.addr.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.flags.finish()),
+            Arc::new(self.old.finish()),
+            Arc::new(self.new.finish()),
+        ];
+        self.pending = 0;
+        let batch = RecordBatch::try_new(schema(), cols).map_err(|e| pq_err(&self.file, e))?;
+        self.writer.write(&batch).map_err(|e| pq_err(&self.file, e))
+    }
+
+    /// Writes the process table and closes the file; returns the rows written.
+    pub fn finish(mut self, processes: &[Process]) -> Result<u64, FormatError> {
+        self.flush_batch()?;
+        let table = serde_json::to_string(processes).map_err(|e| pq_err(&self.file, e))?;
+        self.writer
+            .append_key_value_metadata(KeyValue::new(PROCESSES_KEY.to_string(), table));
+        self.writer.close().map_err(|e| pq_err(&self.file, e))?;
+        Ok(self.rows)
+    }
+}
+
+/// How [`convert_raw`] builds a trace.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// Keep at most this many traffic rows (fills, write-backs, loads, stores) per process,
+    /// the first ones; process, mapping and mark rows are always kept. The rows left out
+    /// are counted in [`Process::rows_truncated`].
+    pub max_traffic_per_process: Option<u64>,
+    pub provenance: Vec<(String, String)>,
+}
+
+/// What [`convert_raw`] wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConvertReport {
+    pub rows: u64,
+    pub processes: Vec<Process>,
+    pub geometry: CacheGeometry,
+}
+
+/// Converts the tool's raw files (one per process) into one memory trace. Processes are
+/// ordered by start time (then pid); all must have been captured with the same geometry.
+pub fn convert_raw(
+    inputs: &[PathBuf],
+    output: &Path,
+    opts: &ConvertOptions,
+) -> Result<ConvertReport, FormatError> {
+    if inputs.is_empty() {
+        return Err(FormatError::file(
+            output.display().to_string(),
+            "no raw trace files to convert",
+        ));
+    }
+    if inputs.len() > MAX_PROCESSES {
+        return Err(FormatError::file(
+            output.display().to_string(),
+            format!("{} raw files", inputs.len()),
+        )
+        .with_expected(format!("at most {MAX_PROCESSES} processes")));
+    }
+    let open = |p: &PathBuf| -> Result<RawReader<std::io::BufReader<File>>, FormatError> {
+        let name = p.display().to_string();
+        let f = File::open(p).map_err(|e| FormatError::io(&name, &e))?;
+        RawReader::new(std::io::BufReader::with_capacity(1 << 16, f), &name)
+    };
+    let mut order = Vec::with_capacity(inputs.len());
+    for p in inputs {
+        let r = open(p)?;
+        order.push((r.process.start_us, r.process.pid, p.clone(), r.geometry));
+    }
+    order.sort_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
+    let geometry = order[0].3;
+    if let Some(o) = order.iter().find(|o| o.3 != geometry) {
+        return Err(FormatError::file(
+            o.2.display().to_string(),
+            "captured with another cache geometry than the other processes",
+        ));
+    }
+    let mut w = MemTraceWriter::create(output, &geometry, &opts.provenance)?;
+    let mut processes = Vec::with_capacity(order.len());
+    for (_, _, path, _) in &order {
+        let mut r = open(path)?;
+        w.write(&r.start_record())?;
+        let mut traffic = 0u64;
+        let mut truncated = 0u64;
+        while let Some(rec) = r.next_record()? {
+            if matches!(
+                rec.kind,
+                MemKind::Fill | MemKind::WriteBack | MemKind::Load | MemKind::Store
+            ) {
+                if opts.max_traffic_per_process.is_some_and(|m| traffic >= m) {
+                    truncated += 1;
+                    continue;
+                }
+                traffic += 1;
+            }
+            w.write(&rec)?;
+        }
+        let mut p = r.process;
+        p.rows_truncated = truncated;
+        processes.push(p);
+    }
+    let rows = w.finish(&processes)?;
+    Ok(ConvertReport {
+        rows,
+        processes,
+        geometry,
+    })
+}
+
+/// Whether the Parquet file at `path` is a memory trace (its footer has the version key):
+/// how `wattio trace stats` picks the reader. Reads the footer only, as carefully as the
+/// readers do; anything unreadable is "no" (the block-trace reader then says what is wrong).
+pub fn is_memtrace(path: &Path) -> bool {
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
+    let Ok(len) = f.metadata().map(|m| m.len()) else {
+        return false;
+    };
+    let name = path.display().to_string();
+    if check_footer(&f, len, &name).is_err() {
+        return false;
+    }
+    let md = contain(&name, Location::File, || {
+        parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&f)
+    });
+    matches!(md, Ok(Ok(md)) if md
+        .file_metadata()
+        .key_value_metadata()
+        .is_some_and(|kv| kv.iter().any(|k| k.key == VERSION_KEY)))
+}
+
+/// Reads a memory trace row by row: an iterator of [`MemRecord`]s that checks every row
+/// (known kind, values present exactly where the kind has them and as long as `size`,
+/// time non-decreasing within a process image, each image's rows starting with its start
+/// row; an exec'd program is a new image of the same pid).
+pub struct MemTraceReader {
+    file: String,
+    reader: ParquetRecordBatchReader,
+    batch: Option<RecordBatch>,
+    pos: usize,
+    row: u64,
+    pid: Option<u32>,
+    icount: u64,
+    geometry: CacheGeometry,
+    processes: Vec<Process>,
+    provenance: Vec<(String, String)>,
+    failed: bool,
+}
+
+impl MemTraceReader {
+    pub fn open(path: &Path) -> Result<Self, FormatError> {
+        let file = path.display().to_string();
+        let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
+        Self::from_chunks(f, file)
+    }
+
+    /// A memory trace held in memory (`name` is used in errors; the fuzz target's entry).
+    pub fn from_bytes(data: Vec<u8>, name: &str) -> Result<Self, FormatError> {
+        Self::from_chunks(bytes::Bytes::from(data), name.to_string())
+    }
+
+    fn from_chunks<T: parquet::file::reader::ChunkReader + 'static>(
+        input: T,
+        file: String,
+    ) -> Result<Self, FormatError> {
+        let file_len = input.len();
+        check_footer(&input, file_len, &file)?;
+        let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let builder = contain(&file, Location::File, || {
+            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
+        })?
+        .map_err(|e| {
+            FormatError::file(&file, format!("not a Parquet file: {e}"))
+                .with_expected("a wattio memory trace (Parquet)")
+        })?;
+        check_chunk_ranges(&file, builder.metadata(), file_len)?;
+        let provenance: Vec<(String, String)> = builder
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kvs| {
+                kvs.iter()
+                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let meta = |key: &str| provenance.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let bad = |msg: String, expected: &str| {
+            FormatError::file(&file, msg).with_expected(expected.to_string())
+        };
+        match meta(VERSION_KEY) {
+            Some(v) if v == VERSION => {}
+            Some(v) => {
+                return Err(bad(
+                    format!("memory trace version `{v}` is not supported"),
+                    &format!("{VERSION_KEY} = \"{VERSION}\""),
+                ))
+            }
+            None => {
+                return Err(bad(
+                    format!("Parquet file without `{VERSION_KEY}` metadata"),
+                    "a wattio memory trace (written by `wattio capture memory`)",
+                ))
+            }
+        }
+        let geometry: CacheGeometry = meta(CACHE_KEY)
+            .and_then(|v| serde_json::from_str(v).ok())
+            .ok_or_else(|| {
+                bad(
+                    format!("no readable `{CACHE_KEY}`"),
+                    "the cache geometry as JSON",
+                )
+            })?;
+        geometry.check().map_err(|e| {
+            bad(
+                format!("cache geometry: {e}"),
+                "a geometry the tool accepts",
+            )
+        })?;
+        // The footer's size is bounded by the file's, so parsing its table is too; the count
+        // is bounded on top so per-process state stays small.
+        let processes: Vec<Process> = match meta(PROCESSES_KEY) {
+            None => Vec::new(),
+            Some(v) => serde_json::from_str(v).map_err(|e| {
+                bad(
+                    format!("`{PROCESSES_KEY}`: {e}"),
+                    "the process table as JSON",
+                )
+            })?,
+        };
+        if processes.len() > MAX_PROCESSES {
+            return Err(bad(
+                format!("{} processes", processes.len()),
+                &format!("at most {MAX_PROCESSES}"),
+            ));
+        }
+        let want = schema();
+        for fld in want.fields() {
+            match builder.schema().field_with_name(fld.name()) {
+                Ok(have) if have.data_type() == fld.data_type() => {}
+                Ok(have) => {
+                    return Err(bad(
+                        format!("column `{}` has type {}", fld.name(), have.data_type()),
+                        &format!("type {}", fld.data_type()),
+                    ))
+                }
+                Err(_) => {
+                    return Err(bad(
+                        format!("column `{}` is missing", fld.name()),
+                        "the wattio memory-trace schema (docs/capture-memory.md)",
+                    ))
+                }
+            }
+        }
+        let reader = contain(&file, Location::File, || {
+            builder.with_batch_size(READ_BATCH_ROWS).build()
+        })?
+        .map_err(|e| pq_err(&file, e))?;
+        Ok(MemTraceReader {
+            file,
+            reader,
+            batch: None,
+            pos: 0,
+            row: 0,
+            pid: None,
+            icount: 0,
+            geometry,
+            processes,
+            provenance,
+            failed: false,
+        })
+    }
+
+    pub fn geometry(&self) -> &CacheGeometry {
+        &self.geometry
+    }
+
+    /// The process table (command lines, exit codes, the tool's counters).
+    pub fn processes(&self) -> &[Process] {
+        &self.processes
+    }
+
+    pub fn provenance(&self) -> &[(String, String)] {
+        &self.provenance
+    }
+
+    fn row_err(&self, msg: String, expected: &str) -> FormatError {
+        FormatError::new(&self.file, Location::Row(self.row), msg).with_expected(expected)
+    }
+
+    fn next_row(&mut self) -> Result<Option<MemRecord>, FormatError> {
+        loop {
+            if let Some(b) = &self.batch {
+                if self.pos < b.num_rows() {
+                    break;
+                }
+            }
+            let reader = &mut self.reader;
+            let next = contain(&self.file, Location::Row(self.row), || reader.next())?;
+            match next {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(self.row_err(format!("Parquet: {e}"), "readable pages")),
+                Some(Ok(b)) => {
+                    self.batch = Some(b);
+                    self.pos = 0;
+                }
+            }
+        }
+        let Some(b) = &self.batch else {
+            return Ok(None);
+        };
+        let i = self.pos;
+        let file = &self.file;
+        let row = self.row;
+        let col = |name: &str| {
+            b.column_by_name(name).ok_or_else(|| {
+                FormatError::new(file, Location::Row(row), format!("column `{name}` missing"))
+            })
+        };
+        macro_rules! get {
+            ($name:expr, $ty:ty) => {{
+                let c = col($name)?;
+                let a = c.as_any().downcast_ref::<$ty>().ok_or_else(|| {
+                    FormatError::new(
+                        file,
+                        Location::Row(row),
+                        format!("column `{}` of the wrong type", $name),
+                    )
+                })?;
+                if a.len() <= i || a.is_null(i) {
+                    None
+                } else {
+                    Some(a.value(i).to_owned())
+                }
+            }};
+        }
+        macro_rules! need {
+            ($name:expr, $ty:ty) => {
+                get!($name, $ty).ok_or_else(|| {
+                    FormatError::new(
+                        file,
+                        Location::Row(row),
+                        format!("null in column `{}`", $name),
+                    )
+                    .with_expected("a value in every non-nullable column")
+                })?
+            };
+        }
+        let pid: u32 = need!("pid", UInt32Array);
+        let icount: u64 = need!("icount", UInt64Array);
+        let kind: u8 = need!("kind", UInt8Array);
+        let addr: u64 = need!("addr", UInt64Array);
+        let size: u64 = need!("size", UInt64Array);
+        let flags: u32 = need!("flags", UInt32Array);
+        let old: Option<Vec<u8>> = get!("old", BinaryArray);
+        let new: Option<Vec<u8>> = get!("new", BinaryArray);
+        let Some(kind) = MemKind::from_code(kind) else {
+            return Err(self.row_err(
+                format!("kind code {kind}"),
+                "0 to 8 (docs/capture-memory.md)",
+            ));
+        };
+        if kind.has_values() {
+            let ok = size >= 1
+                && size <= MAX_VALUE_BYTES as u64
+                && old.as_ref().is_some_and(|v| v.len() as u64 == size)
+                && new.as_ref().is_some_and(|v| v.len() as u64 == size);
+            if !ok {
+                return Err(self.row_err(
+                    format!(
+                        "{} of {size} bytes without old and new values of that length",
+                        kind.name()
+                    ),
+                    &format!("old and new of `size` bytes, at most {MAX_VALUE_BYTES}"),
+                ));
+            }
+        } else if old.is_some() || new.is_some() {
+            return Err(self.row_err(
+                format!("{} row with old/new values", kind.name()),
+                "values only on write-backs and stores",
+            ));
+        }
+        // A start row begins a process image: a new pid, or the program a process exec'd
+        // (same pid, its own clock).
+        if kind == MemKind::Start {
+            self.pid = Some(pid);
+            self.icount = 0;
+        } else if self.pid != Some(pid) {
+            return Err(self.row_err(
+                format!("process {pid}'s rows begin with a {} row", kind.name()),
+                "a start row first",
+            ));
+        }
+        if icount < self.icount {
+            return Err(self.row_err(
+                format!(
+                    "icount {icount} is before the previous row's {}",
+                    self.icount
+                ),
+                "non-decreasing time within a process",
+            ));
+        }
+        self.icount = icount;
+        self.pos += 1;
+        self.row += 1;
+        Ok(Some(MemRecord {
+            pid,
+            icount,
+            kind,
+            addr,
+            size,
+            flags,
+            old,
+            new,
+        }))
+    }
+}
+
+impl Iterator for MemTraceReader {
+    type Item = Result<MemRecord, FormatError>;
+
+    /// The next row; after an error, `None`.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.next_row() {
+            Ok(r) => r.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The memory-trace fuzz target's entry (and its corpus test's): `data` as the tool's raw
+/// stream, converted to a columnar trace in `scratch` and read back, which must give the
+/// same rows; and `data` as a columnar memory trace. Panics when a promise is broken: no
+/// panic inside, errors that name the input, round trips that agree. At most `max_rows`
+/// rows are read (a tiny Parquet file can declare billions).
+pub fn fuzz_memtrace(data: &[u8], scratch: &Path, max_rows: usize) {
+    let mut raw_rows = Vec::new();
+    match RawReader::new(data, "<input>") {
+        Err(e) => assert!(
+            e.to_string().starts_with("<input>"),
+            "error without a location: {e}"
+        ),
+        Ok(mut r) => {
+            raw_rows.push(r.start_record());
+            loop {
+                match r.next_record() {
+                    Ok(Some(rec)) => {
+                        if let Some(v) = &rec.old {
+                            assert!(
+                                v.len() <= MAX_VALUE_BYTES
+                                    && Some(v.len()) == rec.new.as_ref().map(Vec::len)
+                            );
+                        }
+                        raw_rows.push(rec);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        assert!(
+                            e.to_string().starts_with("<input>@byte "),
+                            "error without an offset: {e}"
+                        );
+                        raw_rows.clear();
+                        break;
+                    }
+                }
+                if raw_rows.len() >= max_rows {
+                    raw_rows.clear();
+                    break;
+                }
+            }
+            if !raw_rows.is_empty() {
+                let geometry = r.geometry;
+                let mut w = MemTraceWriter::create(scratch, &geometry, &[]).expect("scratch file");
+                for rec in &raw_rows {
+                    w.write(rec).expect("writing a parsed row");
+                }
+                w.finish(&[r.process]).expect("closing the scratch file");
+                let back: Result<Vec<MemRecord>, FormatError> = MemTraceReader::open(scratch)
+                    .expect("reopening what was written")
+                    .collect();
+                assert_eq!(
+                    back.expect("reading back what was written"),
+                    raw_rows,
+                    "round trip"
+                );
+            }
+        }
+    }
+    match MemTraceReader::from_bytes(data.to_vec(), "<input>") {
+        Err(e) => assert!(
+            e.to_string().starts_with("<input>"),
+            "error without a location: {e}"
+        ),
+        Ok(r) => {
+            for rec in r.take(max_rows) {
+                match rec {
+                    Ok(rec) => assert!(!rec.kind.has_values() || rec.old.is_some()),
+                    Err(e) => {
+                        assert!(
+                            e.to_string().starts_with("<input>"),
+                            "error without a location: {e}"
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
