@@ -148,18 +148,24 @@ fn probe_finds_every_boundary_of_a_three_zone_disk() {
     );
 }
 
-/// The real drives of DiskSim's validation set: zoned layouts with skews, spare
-/// sectors and slips, as extracted from the drives.
-#[test]
-fn probe_recovers_the_disksim_validation_drives() {
+/// DiskSim's validation drives, beside the checkout (`None`, said on stderr, when absent).
+fn drives() -> Option<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
     if !dir.is_dir() {
         eprintln!(
             "skipped: {} is absent (the shared data beside the checkout)",
             dir.display()
         );
-        return;
+        return None;
     }
+    Some(dir)
+}
+
+/// The real drives of DiskSim's validation set: zoned layouts with skews, spare
+/// sectors and slips, as extracted from the drives.
+#[test]
+fn probe_recovers_the_disksim_validation_drives() {
+    let Some(dir) = drives() else { return };
     let mut parvs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -189,14 +195,7 @@ fn probe_recovers_the_disksim_validation_drives() {
 #[test]
 fn placer_lookup_matches_a_full_scan_on_real_layouts() {
     use wattio_functions::placement::replica::Placer;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
-    if !dir.is_dir() {
-        eprintln!(
-            "skipped: {} is absent (the shared data beside the checkout)",
-            dir.display()
-        );
-        return;
-    }
+    let Some(dir) = drives() else { return };
     for name in ["atlas10k", "barracuda", "cheetah4LP"] {
         let imp = import_parv(&dir.join(format!("{name}.parv"))).unwrap();
         let disk = MechanicalDisk::new(imp.timing).unwrap();
