@@ -107,3 +107,23 @@ def test_unreachable_scheduler_is_a_user_error(monkeypatch):
     monkeypatch.setattr(sys.modules["wattio.sweep"], "CONNECT_TIMEOUT_S", 1)
     with pytest.raises(ValueError, match=r"--scheduler tcp://127.0.0.1:9: cannot connect to the Dask scheduler"):
         wattio.sweep(SMALL, {"run.seed": [1]}, scheduler="tcp://127.0.0.1:9")
+
+
+def test_cli_reads_traces_as_run_does(tmp_path, wattio_cli):
+    # The same trace-reading vocabulary as `wattio run`: a CSV export, one device of it.
+    t = tmp_path / "export.csv"
+    t.write_text(
+        "timestamp_s,dev,rwbs,sector,nr_sectors\n"
+        "0.0,8:16,RS,2048,8\n1.0,8:16,W,4096,16\n2.0,8:32,WS,8192,8\n20.0,8:16,R,2048,128\n"
+    )
+    spec = "time=timestamp_s:s,device=dev,op=rwbs:read=R/RS;write=W/WS,offset=sector:sectors,size=nr_sectors:sectors"
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    p = wattio_cli(
+        "sweep", cfg, "--set", "function.0.timeout_s=1,60", "--trace", t,
+        "--columns", spec, "--device", "8:16", "--json", "--jobs", "1",
+    )
+    rows = json.loads(p.stdout)
+    assert [r["requests"] for r in rows] == [3, 3]
+    # A 19 s gap: the 1 s timeout spins the disk down once, the 60 s one never.
+    assert [r["spin_ups"] for r in rows] == [1, 0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from wattio.cli_options import add_json_option, add_out_option
+from wattio.cli_options import add_json_option, add_out_option, add_trace_read_options, read_options
 
 
 def add_commands(sub) -> None:
@@ -26,7 +26,7 @@ def add_commands(sub) -> None:
         help="a swept key and its values (TOML values: 5, 0.5, true, \"name\"); repeat for more keys",
     )
     p.add_argument("--trace", help="trace file to replay instead of the config's workload")
-    p.add_argument("--format", dest="trace_format", help="trace format (default: detect)")
+    add_trace_read_options(p)
     add_out_option(p, what="points' run outputs, OUT/NNNN, OUT/points.json and OUT/comparison.html")
     p.add_argument("--report", action="store_true", help="write report.html for each point (needs --out)")
     p.add_argument("--jobs", type=int, default=None, help="parallel runs (default: number of cores)")
@@ -56,6 +56,7 @@ def cmd_sweep(args) -> int:
             report=args.report,
             jobs=args.jobs,
             scheduler=args.scheduler,
+            **read_options(args),
         )
 
     if args.out:

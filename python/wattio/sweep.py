@@ -72,9 +72,18 @@ def _label(point: dict) -> str:
 
 def _run_point(task):
     """Runs in a worker: one point of a sweep. Returns its summary as a dict."""
-    index, text, base, trace, trace_format, out, report = task
+    index, text, base, trace, trace_format, trace_options, out, report = task
     sub = Path(out) / f"{index:04d}" if out else None
-    r = run(text, base_dir=base, trace=trace, trace_format=trace_format, out=sub, progress=False, report=report)
+    r = run(
+        text,
+        base_dir=base,
+        trace=trace,
+        trace_format=trace_format,
+        out=sub,
+        progress=False,
+        report=report,
+        **trace_options,
+    )
     return index, r.summary
 
 
@@ -109,6 +118,7 @@ def sweep(
     scheduler: str | None = None,
     base_dir: str | Path | None = None,
     progress: bool | None = None,
+    **trace_options,
 ):
     """Run ``config`` once per point of ``grid`` and return a pandas DataFrame, one row per
     point in grid order: the swept values, then the summary figures (requests, energy,
@@ -120,7 +130,9 @@ def sweep(
     for this sweep. With ``out``, point *i* writes a normal run output to ``out/i``
     (``out/points.json`` says which point is which) and ``out/comparison.html`` compares
     the points. Python-written functions are imported by each worker from the config's
-    ``class``; a trace and ``out`` must be paths the workers can reach.
+    ``class``; a trace and ``out`` must be paths the workers can reach. ``trace_options``
+    are how to read the trace, as for :func:`wattio.run` (``lenient``, ``device``, ``action``,
+    ``columns``, ``delimiter``, ``header``).
     """
     import pandas as pd
 
@@ -139,7 +151,16 @@ def sweep(
         except ValueError as e:
             raise ValueError(f"sweep point {i} ({_label(p)}): {e}") from None
         tasks.append(
-            (i, text, str(base), str(trace) if trace else None, trace_format, str(out) if out else None, report)
+            (
+                i,
+                text,
+                str(base),
+                str(trace) if trace else None,
+                trace_format,
+                trace_options,
+                str(out) if out else None,
+                report,
+            )
         )
     if executor is not None and scheduler is not None:
         raise ValueError("sweep: give executor= or scheduler=, not both")
