@@ -381,6 +381,41 @@ pub(crate) fn check_chunk_ranges(
     Ok(())
 }
 
+/// Open a Parquet file with the checks every wattio Parquet reader needs (columnar traces,
+/// memory traces): the footer and every column chunk's byte range within the file, the
+/// reader's own panics contained, and the Arrow schema derived from the Parquet schema
+/// rather than decoded from the embedded `ARROW:schema` flatbuffer — arrow-ipc panics on a
+/// corrupt one (found by fuzzing), and the Parquet schema's unsigned-integer annotations
+/// give the same types. `expected` says what the file should have been.
+pub(crate) fn open_parquet<T: parquet::file::reader::ChunkReader + 'static>(
+    input: T,
+    file: &str,
+    expected: &str,
+) -> Result<ParquetRecordBatchReaderBuilder<T>, FormatError> {
+    let file_len = input.len();
+    check_footer(&input, file_len, file)?;
+    let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder = contain(file, Location::File, || {
+        ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
+    })?
+    .map_err(|e| {
+        FormatError::file(file, format!("not a Parquet file: {e}")).with_expected(expected)
+    })?;
+    check_chunk_ranges(file, builder.metadata(), file_len)?;
+    Ok(builder)
+}
+
+/// A Parquet file's key-value metadata as (key, value) pairs (a missing value is empty).
+pub(crate) fn key_values(md: &parquet::file::metadata::FileMetaData) -> Vec<(String, String)> {
+    md.key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl ColumnarReader {
     pub fn open(path: &Path) -> Result<Self, FormatError> {
         let file = path.display().to_string();
@@ -398,30 +433,10 @@ impl ColumnarReader {
         input: T,
         file: String,
     ) -> Result<Self, FormatError> {
-        let file_len = input.len();
-        check_footer(&input, file_len, &file)?;
-        // The Arrow schema is derived from the Parquet schema, not decoded from the embedded
-        // `ARROW:schema` flatbuffer: arrow-ipc panics on a corrupt one (found by fuzzing),
-        // and the Parquet schema's unsigned-integer annotations give the same types.
-        let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder = contain(&file, Location::File, || {
-            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
-        })?
-        .map_err(|e| {
-            FormatError::file(&file, format!("not a Parquet file: {e}"))
-                .with_expected("a wattio columnar trace (Parquet)")
-        })?;
-        check_chunk_ranges(&file, builder.metadata(), file_len)?;
+        let builder = open_parquet(input, &file, "a wattio columnar trace (Parquet)")?;
         let md = builder.metadata().file_metadata();
         let total = u64::try_from(md.num_rows()).unwrap_or(0);
-        let provenance: Vec<(String, String)> = md
-            .key_value_metadata()
-            .map(|kvs| {
-                kvs.iter()
-                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let provenance = key_values(md);
         match provenance.iter().find(|(k, _)| k == VERSION_KEY) {
             Some((_, v)) if v == VERSION => {}
             Some((_, v)) => {

@@ -26,16 +26,14 @@ pub mod stats;
 pub use raw::{CacheGeometry, RawReader, MAGIC as RAW_MAGIC};
 pub use stats::{memtrace_stats, MemTraceStats};
 
-use crate::columnar::{check_chunk_ranges, check_footer, contain};
+use crate::columnar::{check_footer, contain, key_values, open_parquet};
 use crate::error::{FormatError, Location};
 use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
 use arrow_array::{
     Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
-};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -464,27 +462,8 @@ impl MemTraceReader {
         input: T,
         file: String,
     ) -> Result<Self, FormatError> {
-        let file_len = input.len();
-        check_footer(&input, file_len, &file)?;
-        let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder = contain(&file, Location::File, || {
-            ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
-        })?
-        .map_err(|e| {
-            FormatError::file(&file, format!("not a Parquet file: {e}"))
-                .with_expected("a wattio memory trace (Parquet)")
-        })?;
-        check_chunk_ranges(&file, builder.metadata(), file_len)?;
-        let provenance: Vec<(String, String)> = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .map(|kvs| {
-                kvs.iter()
-                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let builder = open_parquet(input, &file, "a wattio memory trace (Parquet)")?;
+        let provenance = key_values(builder.metadata().file_metadata());
         let meta = |key: &str| provenance.iter().find(|(k, _)| k == key).map(|(_, v)| v);
         let bad = |msg: String, expected: &str| {
             FormatError::file(&file, msg).with_expected(expected.to_string())
