@@ -143,6 +143,36 @@ def test_serve_with_emulated_disk_accounts_energy_in_the_ledger(tmp_path):
     assert energy["energy_j"].sum() == pytest.approx(dev["energy_j"], rel=1e-9)
 
 
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_serve_with_emulated_ssd_writes_the_per_operation_energy_row(tmp_path):
+    """An emulated SSD charges NAND energy per operation on top of state power; the live
+    energy.parquet and ledger.csv carry it as the simulator's `per_operation` row, so the
+    tables sum to summary.json's energy as a simulated run's do."""
+    img = tmp_path / "ssd.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(
+        tmp_path, "--image", str(img), "--model", "samsung-870-evo-1tb", "--out", str(out)
+    )
+    uri = f"nbd+unix:///ssd.img?socket={sock}"
+    subprocess.run(
+        ["qemu-io", "-f", "raw", "-c", "write -P 0x5a 0 65536", "-c", "read -P 0x5a 0 65536", uri],
+        check=True,
+        capture_output=True,
+    )
+    _stop(proc)
+    s = json.loads((out / "summary.json").read_text())
+    (name,) = s["devices"]
+    dev = s["devices"][name]
+    energy = pd.read_parquet(out / "energy.parquet")
+    op = energy[energy["state"] == "per_operation"]
+    assert op["entries"].tolist() == [dev["ios"]] and dev["ios"] >= 2
+    assert op["residency_ns"].tolist() == [0] and op["energy_j"].iloc[0] > 0
+    assert energy["energy_j"].sum() == pytest.approx(dev["energy_j"], rel=1e-9)
+    ledger = (out / "ledger.csv").read_text().splitlines()
+    assert any(line.startswith(f"{name},per_operation,false,0,0,{dev['ios']},") for line in ledger)
+
+
 CONFIG = """
 catalogue = [{catalogue!r}]
 

@@ -266,6 +266,26 @@ impl DeviceRuntime {
         self.ledger.rows(&self.info.power, now)
     }
 
+    /// The rows of `energy.parquet` for this device, the same for a simulated and a live
+    /// run: [`Self::ledger_rows`] plus, when the device charges energy per operation on top
+    /// of state power (an SSD's NAND reads, programs and erases), a row `per_operation`
+    /// with no residency and one entry per device I/O.
+    pub fn energy_rows(&self, now: Nanos) -> Vec<LedgerRow> {
+        let mut rows = self.ledger_rows(now);
+        let op_j = self.ledger.op_energy_j();
+        if op_j > 0.0 {
+            rows.push(LedgerRow {
+                slot: "per_operation".to_string(),
+                is_transition: false,
+                watts: 0.0,
+                residency_ns: 0,
+                entries: self.counters.ios,
+                energy_j: op_j,
+            });
+        }
+        rows
+    }
+
     pub fn energy_j(&self, now: Nanos) -> f64 {
         self.ledger.energy_at(&self.info.power, now)
     }

@@ -228,12 +228,9 @@ pub fn run(
             .devices
             .iter()
             .flat_map(|d| {
-                let mut rows = d.ledger_rows(outcome.end);
-                rows.extend(tables::per_operation_row(
-                    d.ledger().op_energy_j(),
-                    d.counters().ios,
-                ));
-                rows.into_iter().map(|r| (d.info.name.clone(), r))
+                d.energy_rows(outcome.end)
+                    .into_iter()
+                    .map(|r| (d.info.name.clone(), r))
             })
             .collect();
         tables::write_energy(&dir.join("energy.parquet"), &rows)?;

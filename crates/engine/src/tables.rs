@@ -310,22 +310,8 @@ impl TimelineTable {
     }
 }
 
-/// The `energy.parquet` row of energy charged per operation on top of state power (an
-/// SSD's NAND reads, programs and erases), so the table sums to each device's energy: state
-/// `per_operation`, no residency, one entry per device I/O. None when there is none.
-pub fn per_operation_row(energy_j: f64, ios: u64) -> Option<wattio_core::ledger::LedgerRow> {
-    (energy_j > 0.0).then(|| wattio_core::ledger::LedgerRow {
-        slot: "per_operation".to_string(),
-        is_transition: false,
-        watts: 0.0,
-        residency_ns: 0,
-        entries: ios,
-        energy_j,
-    })
-}
-
 /// `energy.parquet`: the closed ledgers, one row per device and slot (and per-operation
-/// energy, [`per_operation_row`]).
+/// energy: `DeviceRuntime::energy_rows`).
 pub fn write_energy(
     path: &Path,
     rows: &[(String, wattio_core::ledger::LedgerRow)],

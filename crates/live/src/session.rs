@@ -528,7 +528,7 @@ impl Session {
             .devices()
             .iter()
             .zip(&self.shared.backends)
-            .filter_map(|(r, b)| r.as_ref().map(|r| (b.name.clone(), r.ledger_rows(now))))
+            .filter_map(|(r, b)| r.as_ref().map(|r| (b.name.clone(), r.energy_rows(now))))
             .collect();
         let function_counters = g
             .stack
