@@ -116,7 +116,7 @@ def test_serve_with_emulated_disk_accounts_energy_in_the_ledger(tmp_path):
         "--model",
         str(FIXTURE),
         "--spindown",
-        "0.2",
+        "1.0",
         "--out",
         str(out),
     )
@@ -124,7 +124,10 @@ def test_serve_with_emulated_disk_accounts_energy_in_the_ledger(tmp_path):
     subprocess.run(
         ["qemu-io", "-f", "raw", "-c", "read 0 4096", uri], check=True, capture_output=True
     )
-    time.sleep(0.6)  # idle 0.2 s, then a 0.1 s spin-down: the disk ends in standby
+    # idle 1 s, then a 0.1 s spin-down: the disk ends in standby. 1 s, not less: qemu-io's
+    # closing flush may come a few hundred ms after its read on a loaded machine, and a
+    # shorter timeout then spins the disk down twice.
+    time.sleep(1.5)
     _stop(proc)
     s = json.loads((out / "summary.json").read_text())
     (name,) = s["devices"]
@@ -187,7 +190,7 @@ model = "fast-spinup-laptop-disk"
 [[function]]
 kind = "spindown"
 policy = "fixed"
-timeout_s = 0.2
+timeout_s = 1.0
 """
 
 
@@ -198,7 +201,7 @@ def _serve_laptop(
     [[function]] body) if given; returns (server, socket, image, output directory)."""
     text = CONFIG.format(catalogue=str(FIXTURE.parent))
     if function is not None:
-        text = text.replace('kind = "spindown"\npolicy = "fixed"\ntimeout_s = 0.2', function)
+        text = text.replace('kind = "spindown"\npolicy = "fixed"\ntimeout_s = 1.0', function)
         assert function in text
     cfg = tmp_path / "run.toml"
     cfg.write_text(text)
@@ -226,7 +229,7 @@ def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_sch
     r = _qemu_io(sock, "write -P 0xa5 0 65536", "read -P 0xa5 0 65536")
     assert r.returncode == 0, r.stderr
     assert "Pattern verification failed" not in r.stdout
-    time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down: the disk ends in standby
+    time.sleep(1.5)  # idle 1 s, then the 0.1 s spin-down: the disk ends in standby
     _stop(proc)
     assert img.read_bytes()[:65536] == b"\xa5" * 65536
     s = json.loads((out / "summary.json").read_text())
@@ -254,17 +257,17 @@ def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_sch
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 def test_serve_config_runs_a_python_function_live(tmp_path):
     """The same Python spin-down class `wattio run` uses (examples/spindown.py), live: it
-    sees the guest's requests, spins the emulated disk down after 0.2 s idle, and its
+    sees the guest's requests, spins the emulated disk down after 1 s idle, and its
     counters reach the summary."""
     examples = Path(__file__).resolve().parent.parent / "examples"
     proc, sock, img, out = _serve_laptop(
         tmp_path,
         f'kind = "python"\nclass = "{examples / "spindown.py"}:FixedTimeout"\n'
-        "params = { timeout_s = 0.2 }",
+        "params = { timeout_s = 1.0 }",
     )
     r = _qemu_io(sock, "write -P 0x3c 8192 4096")
     assert r.returncode == 0, r.stderr
-    time.sleep(0.6)  # idle 0.2 s, then the 0.1 s spin-down
+    time.sleep(1.5)  # idle 1 s, then the 0.1 s spin-down
     _stop(proc)
     assert img.read_bytes()[8192 : 8192 + 4096] == b"\x3c" * 4096
     s = json.loads((out / "summary.json").read_text())
