@@ -8,6 +8,7 @@
 use crate::line::{self, Encoding, Flags, Line, Programmed, LINE_BITS};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// No way: an unowned write buffer, no last write-accessed block.
 const NONE: u8 = u8::MAX;
@@ -118,10 +119,32 @@ impl Traffic {
     }
 }
 
+/// A hash of line keys: one multiply (keys are line numbers, not attacker-chosen; SipHash
+/// cost more than the rest of an LLC miss).
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Maps keyed by line number.
+pub type LineMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
 /// Main memory below the LLC: the content of every line it has seen (unseen lines are zero).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Memory {
-    pub lines: HashMap<u64, Line>,
+    pub lines: LineMap<Line>,
 }
 
 impl Memory {

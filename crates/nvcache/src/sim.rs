@@ -5,7 +5,7 @@
 use crate::cost::{self, Clock, Costs};
 use crate::l1::{L1Stats, L1};
 use crate::line::{self, Line, LINE_BYTES};
-use crate::llc::{Llc, LlcConfig, Memory, Traffic};
+use crate::llc::{LineMap, Llc, LlcConfig, Memory, Traffic};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -100,10 +100,10 @@ fn err(path: &Path, e: impl std::fmt::Display) -> String {
 /// The content of memory at the start of the trace, as far as the trace shows it: the old
 /// bytes of each line's first write-back, and of each byte's first store. Also whether the
 /// trace is a load/store one.
-fn initial_memory(path: &Path) -> Result<(HashMap<u64, Line>, bool), String> {
+fn initial_memory(path: &Path) -> Result<(LineMap<Line>, bool), String> {
     let reader = MemTraceReader::open(path).map_err(|e| e.to_string())?;
     let through_l1 = !reader.geometry().cache;
-    let mut known: HashMap<u64, (Line, u64)> = HashMap::new();
+    let mut known: LineMap<(Line, u64)> = LineMap::default();
     for r in reader {
         let r = r.map_err(|e| e.to_string())?;
         match (r.kind, &r.old) {
