@@ -167,13 +167,18 @@ pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
     let mut last: HashMap<u32, u64> = HashMap::new();
     for r in reader {
         let r = r.map_err(|e| e.to_string())?;
-        // A new image of a process restarts its instruction count.
-        let prev = last.insert(r.pid, r.icount).unwrap_or(0);
-        instructions += if r.icount >= prev {
-            r.icount - prev
-        } else {
-            r.icount
-        };
+        // Time is the instructions the traffic rows span, per process image (a truncated
+        // trace's exit row lies far beyond its last traffic row; an exec restarts the count).
+        match r.kind {
+            MemKind::Start => {
+                last.insert(r.pid, r.icount);
+            }
+            MemKind::Fill | MemKind::WriteBack | MemKind::Load | MemKind::Store => {
+                let prev = last.insert(r.pid, r.icount).unwrap_or(0);
+                instructions += r.icount.saturating_sub(prev);
+            }
+            _ => {}
+        }
         let key = line_key(r.pid, r.addr);
         match r.kind {
             MemKind::Fill => {
