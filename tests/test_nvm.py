@@ -4,10 +4,8 @@ relations between schemes that hold on any trace."""
 import json
 
 import pytest
-
-from wattio import nvm
-
 from conftest import ROOT
+from wattio import nvm
 
 TRACE = ROOT / "workloads" / "nvm-apps" / "sqlite.parquet"
 

@@ -28,7 +28,7 @@ impl L1 {
     /// An L1 of `bytes` bytes and `ways` ways of 64-byte lines (a power-of-two set count).
     pub fn new(bytes: u64, ways: u32) -> Result<Self, String> {
         let lines = bytes / line::LINE_BYTES as u64;
-        if ways == 0 || lines == 0 || lines % u64::from(ways) != 0 {
+        if ways == 0 || lines == 0 || !lines.is_multiple_of(u64::from(ways)) {
             return Err(format!(
                 "L1 of {bytes} bytes, {ways} ways: expected whole sets of 64-byte lines"
             ));

@@ -7,6 +7,7 @@ use crate::l1::{L1Stats, L1};
 use crate::line::{self, Line, LINE_BYTES};
 use crate::llc::{LineMap, Llc, LlcConfig, Memory, Traffic};
 use serde::{Deserialize, Serialize};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::Path;
 use wattio_formats::memtrace::{MemKind, MemRecord, MemTraceReader};
@@ -147,6 +148,21 @@ fn line_of(path: &Path, r: &MemRecord, bytes: &[u8]) -> Result<Line, String> {
     Ok(line::from_bytes(b))
 }
 
+/// Brings line `key`'s content at the trace's start into memory the first time the run
+/// meets it; false if the trace never shows that content.
+fn seed(mem: &mut Memory, initial: &LineMap<Line>, key: u64) -> bool {
+    match mem.lines.entry(key) {
+        Entry::Occupied(_) => true,
+        Entry::Vacant(e) => match initial.get(&key) {
+            Some(l) => {
+                e.insert(*l);
+                true
+            }
+            None => false,
+        },
+    }
+}
+
 /// Runs the trace at `path` through the hierarchy of `cfg`.
 pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
     let mut h = Hierarchy::new(cfg)?;
@@ -182,13 +198,8 @@ pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
         let key = line_key(r.pid, r.addr);
         match r.kind {
             MemKind::Fill => {
-                if !h.mem.lines.contains_key(&key) {
-                    match initial.get(&key) {
-                        Some(l) => {
-                            h.mem.lines.insert(key, *l);
-                        }
-                        None => fills_unknown += 1,
-                    }
+                if !seed(&mut h.mem, &initial, key) {
+                    fills_unknown += 1;
                 }
                 h.llc.read(key, &mut h.mem);
             }
@@ -207,11 +218,7 @@ pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
                 let mut a = r.addr;
                 while a < r.addr.saturating_add(r.size) {
                     let k = line_key(r.pid, a);
-                    if !h.mem.lines.contains_key(&k) {
-                        if let Some(l) = initial.get(&k) {
-                            h.mem.lines.insert(k, *l);
-                        }
-                    }
+                    seed(&mut h.mem, &initial, k);
                     a = (a | (LINE_BYTES as u64 - 1)).saturating_add(1);
                 }
                 h.access(r.pid, r.addr, r.size, r.new.as_deref());

@@ -136,8 +136,8 @@ FIG3_PRAM = Experiment(
     quantity="rank (paper: DI −22 %, HC −42 %) / PRAM bit changes normalized to DW (wattio)",
     differs=DIFFERS,
     run=_fig3_pram,
-    sources=("Fig. 3 text: 'the bit change reductions of the PRAM cache partition were 22% for DI "
-             "and 42% for HC'",),
+    sources=(("Fig. 3 text: 'the bit change reductions of the PRAM cache partition were 22% for DI "
+             "and 42% for HC'"),),
 )
 
 FIG3_TOTAL = Experiment(
