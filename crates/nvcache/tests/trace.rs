@@ -158,7 +158,7 @@ fn loads_and_stores_go_through_the_l1_with_their_bytes() {
 }
 
 #[test]
-fn a_trace_with_other_line_sizes_is_refused_by_name() {
+fn a_missing_trace_and_a_bad_l1_are_errors_naming_them() {
     let path = std::env::temp_dir().join(format!("nvcache-{}-none.parquet", std::process::id()));
     let err = run_trace(&path, &config(Encoding::Dw, None)).unwrap_err();
     assert!(
