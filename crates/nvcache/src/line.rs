@@ -26,6 +26,21 @@ pub fn from_bytes(b: &[u8; LINE_BYTES]) -> Line {
 
 /// Writes `bytes` into `line` at byte offset `off` (`off + bytes.len() <= 64`).
 pub fn put_bytes(line: &mut Line, off: usize, bytes: &[u8]) {
+    let n = bytes.len();
+    if n > 0 && n <= 8 && off % 8 + n <= 8 {
+        // Within one word (nearly every store): one masked merge.
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(bytes);
+        let shift = (off % 8) * 8;
+        let mask = if n == 8 {
+            u64::MAX
+        } else {
+            ((1u64 << (n * 8)) - 1) << shift
+        };
+        let w = &mut line[off / 8];
+        *w = (*w & !mask) | ((u64::from_le_bytes(v) << shift) & mask);
+        return;
+    }
     for (i, &b) in bytes.iter().enumerate() {
         let at = off + i;
         let shift = (at % 8) * 8;

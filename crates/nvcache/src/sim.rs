@@ -81,6 +81,18 @@ impl Hierarchy {
 
     /// A load (`store` None) or store of `size` bytes at `addr`, split at line boundaries.
     pub fn access(&mut self, pid: u32, addr: u64, size: u64, store: Option<&[u8]>) {
+        let off = (addr % LINE_BYTES as u64) as usize;
+        if size >= 1 && off as u64 + size <= LINE_BYTES as u64 {
+            // Within one line (nearly every access).
+            self.l1.access(
+                line_key(pid, addr),
+                off,
+                store,
+                &mut self.llc,
+                &mut self.mem,
+            );
+            return;
+        }
         let mut at = addr;
         let end = addr.saturating_add(size.max(1));
         while at < end {

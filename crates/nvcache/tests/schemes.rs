@@ -292,3 +292,16 @@ fn cell_energies_and_areas_follow_the_cited_cells() {
     let extra = (4096.0 * 512.0 * 57.5 + 65536.0 * 9.0) * 8100e-18 * 1e6;
     assert!((cost::area_mm2(&hc) - cost::area_mm2(&dw) - extra).abs() < 1e-9);
 }
+
+#[test]
+fn stores_merge_their_bytes_into_the_line() {
+    let mut l = [u64::MAX; 8];
+    line::put_bytes(&mut l, 8, &[1, 2, 3, 4, 5, 6, 7, 8]); // one aligned word
+    assert_eq!(l[1], 0x0807_0605_0403_0201);
+    line::put_bytes(&mut l, 1, &[0]); // one byte inside a word
+    assert_eq!(l[0], 0xFFFF_FFFF_FFFF_00FF);
+    line::put_bytes(&mut l, 14, &[0xAA, 0xBB, 0xCC, 0xDD]); // across two words
+    assert_eq!((l[1], l[2]), (0xBBAA_0605_0403_0201, 0xFFFF_FFFF_FFFF_DDCC));
+    line::put_bytes(&mut l, 56, &[0; 8]); // the last word
+    assert_eq!(l[7], 0);
+}
