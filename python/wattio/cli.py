@@ -13,13 +13,14 @@ from wattio import (
     cli_disk,
     cli_examples,
     cli_live,
+    cli_nvm,
     cli_reproduce,
     cli_run,
     cli_sweep,
     cli_trace,
 )
 
-AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_reproduce, cli_examples]
+AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_reproduce, cli_examples, cli_nvm]
 
 
 class UserError(Exception):

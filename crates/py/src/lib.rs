@@ -7,6 +7,7 @@ mod capture;
 mod disk;
 mod live;
 mod memtrace;
+mod nvcache;
 mod run;
 mod trace;
 
@@ -19,5 +20,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     live::register(m)?;
     capture::register(m)?;
     memtrace::register(m)?;
+    nvcache::register(m)?;
     Ok(())
 }

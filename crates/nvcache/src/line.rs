@@ -1,0 +1,203 @@
+//! One 64-byte cache line as eight little-endian words, and how a write of a new line into
+//! a PRAM frame is encoded: every bit (the baseline), only the changed bits (differential
+//! write, read-before-write) or data inverting per n-bit unit with one flag bit per unit.
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes per line: the captures' line size, fixed so a line is eight machine words.
+pub const LINE_BYTES: usize = 64;
+/// Bits per line.
+pub const LINE_BITS: u32 = 512;
+
+/// A line's 512 bits; byte `i` is bits `8i..8i+8` of word `i / 8` (little-endian).
+pub type Line = [u64; 8];
+
+/// Flag bits of a frame under data inverting: one per unit, at most 256 (2-bit units).
+pub type Flags = [u64; 4];
+
+/// A line from 64 bytes.
+pub fn from_bytes(b: &[u8; LINE_BYTES]) -> Line {
+    let mut l = [0u64; 8];
+    for (w, c) in l.iter_mut().zip(b.chunks_exact(8)) {
+        *w = u64::from_le_bytes(c.try_into().expect("8-byte chunk"));
+    }
+    l
+}
+
+/// Writes `bytes` into `line` at byte offset `off` (`off + bytes.len() <= 64`).
+pub fn put_bytes(line: &mut Line, off: usize, bytes: &[u8]) {
+    let n = bytes.len();
+    if n > 0 && n <= 8 && off % 8 + n <= 8 {
+        // Within one word (nearly every store): one masked merge.
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(bytes);
+        let shift = (off % 8) * 8;
+        let mask = if n == 8 {
+            u64::MAX
+        } else {
+            ((1u64 << (n * 8)) - 1) << shift
+        };
+        let w = &mut line[off / 8];
+        *w = (*w & !mask) | ((u64::from_le_bytes(v) << shift) & mask);
+        return;
+    }
+    for (i, &b) in bytes.iter().enumerate() {
+        let at = off + i;
+        let shift = (at % 8) * 8;
+        let w = &mut line[at / 8];
+        *w = (*w & !(0xffu64 << shift)) | (u64::from(b) << shift);
+    }
+}
+
+/// Bits that differ between two lines.
+pub fn diff_bits(a: &Line, b: &Line) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+/// How a PRAM write is carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Encoding {
+    /// Baseline: every cell of the line is programmed on every write.
+    Bl,
+    /// Differential write: the array compares and programs only cells whose value changes.
+    Dw,
+    /// Read-before-write: the controller reads the old line first, then programs only the
+    /// changed cells (the same bit changes as DW, plus one array read per write).
+    Rbw,
+    /// Data inverting with `unit`-bit units (2..=64, a power of two): each unit is stored
+    /// as is or inverted, whichever changes fewer cells counting its flag bit.
+    Di { unit: u32 },
+}
+
+impl Encoding {
+    /// Checks the unit size of data inverting.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Encoding::Di { unit } if !(2..=64).contains(unit) || !unit.is_power_of_two() => Err(
+                format!("data-inverting unit {unit} bits: expected a power of two from 2 to 64"),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Flag bits per line (data inverting only).
+    pub fn flag_bits(&self) -> u32 {
+        match self {
+            Encoding::Di { unit } => LINE_BITS / unit,
+            _ => 0,
+        }
+    }
+
+    /// Whether each write reads the line first (RBW).
+    pub fn reads_before_write(&self) -> bool {
+        matches!(self, Encoding::Rbw)
+    }
+}
+
+/// What one write did to a frame: the cells programmed, as masks over the data and the
+/// flag bits (the wear), and their count (the bit changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Programmed {
+    pub data: Line,
+    pub flags: Flags,
+    pub bits: u32,
+}
+
+/// Writes the logical line `new` into a frame holding the stored bits `stored` and flags
+/// `flags` under `enc`; updates both and returns the cells programmed.
+pub fn write(enc: Encoding, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
+    match enc {
+        Encoding::Bl => {
+            *stored = *new;
+            Programmed {
+                data: [u64::MAX; 8],
+                flags: [0; 4],
+                bits: LINE_BITS,
+            }
+        }
+        Encoding::Dw | Encoding::Rbw => {
+            let mut data = [0u64; 8];
+            for i in 0..8 {
+                data[i] = stored[i] ^ new[i];
+            }
+            *stored = *new;
+            let bits = data.iter().map(|w| w.count_ones()).sum();
+            Programmed {
+                data,
+                flags: [0; 4],
+                bits,
+            }
+        }
+        Encoding::Di { unit } => write_inverting(unit, stored, flags, new),
+    }
+}
+
+fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
+    let per_word = 64 / unit;
+    let unit_mask = if unit == 64 {
+        u64::MAX
+    } else {
+        (1u64 << unit) - 1
+    };
+    let mut prog = Programmed {
+        data: [0; 8],
+        flags: [0; 4],
+        bits: 0,
+    };
+    for w in 0..8 {
+        let mut out = 0u64;
+        for u in 0..per_word {
+            let shift = u * unit;
+            let m = unit_mask << shift;
+            let f = w as u32 * per_word + u;
+            let (fw, fb) = ((f / 64) as usize, f % 64);
+            let flag = (flags[fw] >> fb) & 1;
+            // Cells that change if the unit is stored as is, or inverted (flag included).
+            let plain = ((stored[w] ^ new[w]) & m).count_ones() + flag as u32;
+            let inverted = ((stored[w] ^ !new[w]) & m).count_ones() + (1 - flag as u32);
+            let (bits, new_flag) = if inverted < plain {
+                (!new[w] & m, 1)
+            } else {
+                (new[w] & m, 0)
+            };
+            out |= bits;
+            if new_flag != flag {
+                prog.flags[fw] |= 1 << fb;
+                flags[fw] ^= 1 << fb;
+            }
+        }
+        prog.data[w] = stored[w] ^ out;
+        stored[w] = out;
+    }
+    prog.bits = prog
+        .data
+        .iter()
+        .chain(&prog.flags)
+        .map(|w| w.count_ones())
+        .sum();
+    prog
+}
+
+/// The logical line a frame holds: its stored bits with inverted units turned back.
+pub fn decode(enc: Encoding, stored: &Line, flags: &Flags) -> Line {
+    let Encoding::Di { unit } = enc else {
+        return *stored;
+    };
+    let per_word = 64 / unit;
+    let unit_mask = if unit == 64 {
+        u64::MAX
+    } else {
+        (1u64 << unit) - 1
+    };
+    let mut out = *stored;
+    for (w, word) in out.iter_mut().enumerate() {
+        for u in 0..per_word {
+            let f = w as u32 * per_word + u;
+            if (flags[(f / 64) as usize] >> (f % 64)) & 1 == 1 {
+                *word ^= unit_mask << (u * unit);
+            }
+        }
+    }
+    out
+}

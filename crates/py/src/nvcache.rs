@@ -1,0 +1,23 @@
+//! Bindings for the non-volatile cache simulator (`wattio nvm`, `wattio reproduce nvm`).
+//! The work runs with the GIL released.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use wattio_nvcache::{run_trace, SimConfig};
+
+/// Runs a memory trace through an L1 and a PRAM LLC; `config` and the result are JSON.
+#[pyfunction]
+fn nvcache_run(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<String> {
+    let cfg: SimConfig = serde_json::from_str(config)
+        .map_err(|e| PyValueError::new_err(format!("nvcache config: {e}")))?;
+    py.allow_threads(|| {
+        let rep = run_trace(&path, &cfg).map_err(PyValueError::new_err)?;
+        serde_json::to_string(&rep).map_err(|e| PyValueError::new_err(e.to_string()))
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(nvcache_run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,60 @@
+"""`wattio nvm`: run a memory trace through an L1 and a PRAM (+ STT-RAM) last-level cache
+and print its bit-level write traffic, energy, lifetime and area (docs/nvcache.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from wattio import nvm
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = units.get(t[-1:], 1)
+    try:
+        return int(t[:-1] if t[-1:] in units else t) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size {text!r}: expected bytes, or a number with K, M or G") from None
+
+
+def _run(args) -> int:
+    cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways, n_th=args.n_th,
+                      set_rotation=args.set_rotation, line_rotation=args.line_rotation,
+                      l1_bytes=args.l1_size, l1_ways=args.l1_ways)
+    rep = nvm.simulate(args.trace, cache)
+    s = nvm.summary(rep)
+    if args.json:
+        rep.pop("heat_map")
+        print(json.dumps({"summary": s, "report": rep}, indent=1))
+        return 0
+    print(f"{args.trace}: scheme {args.scheme}, LLC {args.llc_size >> 10} KiB {args.llc_ways}-way"
+          f"{'' if rep['through_l1'] else ' (behind the capture’s own L1)'}")
+    print(f"PRAM bit changes: n_lower {s['n_lower']}, n_upper {s['n_upper']}, n_swap {s['n_swap']}, "
+          f"n_wl {s['n_wl']} (total {s['pram_bits']}); STT-RAM n_wb {s['n_wb']}")
+    print(f"LLC: {s['llc_reads']} reads ({s['llc_read_hits']} hits), {s['llc_writes']} writes, {s['swaps']} swaps")
+    years = s["lifetime_s"] / (365.25 * 86400)
+    print(f"energy {s['energy_j'] * 1e3:.3f} mJ over {s['seconds']:.4f} s; most-written cell "
+          f"{s['max_pram_cell_writes']} writes: lifetime {s['lifetime_s']:.4g} s ({years:.3g} years); "
+          f"array area {s['area_mm2']:.3f} mm²")
+    if s["fills_unknown"]:
+        print(f"note: {s['fills_unknown']} fills of lines the trace never showed the content of (taken as zeros)")
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("nvm", help="bit-level PRAM/STT-RAM cache simulation of a memory trace")
+    nsub = p.add_subparsers(dest="nvm_command", metavar="SUBCOMMAND", required=True)
+    r = nsub.add_parser("run", help="one memory trace through an L1 and a non-volatile LLC")
+    r.add_argument("trace", help="a memory trace (wattio capture memory)")
+    r.add_argument("--scheme", default="dw", help=f"write scheme: {nvm.SCHEME_HELP} (default dw)")
+    r.add_argument("--llc-size", type=_size, default=256 << 10, help="LLC bytes (default 256K)")
+    r.add_argument("--llc-ways", type=int, default=8, help="LLC ways (default 8)")
+    r.add_argument("--n-th", type=int, default=4, help="hybrid cache: N_th (default 4)")
+    r.add_argument("--set-rotation", type=int, help="wear levelling: rotate sets every N PRAM writes")
+    r.add_argument("--line-rotation", type=int, help="wear levelling: rotate a set's ways every N writes to it")
+    r.add_argument("--l1-size", type=_size, default=32 << 10, help="L1D bytes, load/store traces (default 32K)")
+    r.add_argument("--l1-ways", type=int, default=8, help="L1D ways (default 8)")
+    r.add_argument("--json", action="store_true", help="the whole report as JSON")
+    r.set_defaults(func=_run)

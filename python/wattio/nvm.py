@@ -1,0 +1,77 @@
+"""The non-volatile cache simulator (crates/nvcache, docs/nvcache.md) from Python.
+
+A *scheme* names how the PRAM last-level cache writes: ``bl`` (every cell), ``dw``
+(differential write), ``rbw`` (read-before-write), ``diN`` (data inverting per N-bit unit),
+``hc`` (the hybrid PRAM + STT-RAM cache, DW in PRAM) and ``hc+diN``. Wear levelling is
+separate: ``set_rotation`` and ``line_rotation`` intervals in PRAM line writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEME_HELP = "bl, dw, rbw, diN (N = 2..64, a power of two), hc, hc+diN"
+
+
+def encoding(scheme: str) -> tuple[dict, bool]:
+    """The LLC encoding of a scheme and whether it has the hybrid cache's write buffers."""
+    s = scheme.strip().lower()
+    hybrid = s == "hc" or s.startswith("hc+")
+    rest = "dw" if s == "hc" else s[3:] if hybrid else s
+    if rest in ("bl", "dw", "rbw"):
+        return {"kind": rest}, hybrid
+    m = re.fullmatch(r"di(\d+)", rest)
+    if m:
+        return {"kind": "di", "unit": int(m.group(1))}, hybrid
+    raise ValueError(f"scheme {scheme!r}: expected one of {SCHEME_HELP}")
+
+
+@dataclass(frozen=True)
+class Cache:
+    """An L1 + PRAM LLC configuration."""
+
+    scheme: str = "dw"
+    llc_bytes: int = 256 * 1024
+    llc_ways: int = 8
+    n_th: int = 4
+    set_rotation: int | None = None
+    line_rotation: int | None = None
+    l1_bytes: int = 32 * 1024
+    l1_ways: int = 8
+
+    def config(self) -> dict:
+        enc, hybrid = encoding(self.scheme)
+        return {
+            "l1_bytes": self.l1_bytes,
+            "l1_ways": self.l1_ways,
+            "llc": {
+                "bytes": self.llc_bytes,
+                "ways": self.llc_ways,
+                "encoding": enc,
+                "hybrid": {"n_th": self.n_th} if hybrid else None,
+                "wear_levelling": {"set_rotation": self.set_rotation, "line_rotation": self.line_rotation},
+            },
+        }
+
+
+def simulate(trace: str | Path, cache: Cache) -> dict:
+    """Runs a memory trace through ``cache``; the report (docs/nvcache.md) as a dict."""
+    from wattio import _core
+
+    return json.loads(_core.nvcache_run(str(trace), json.dumps(cache.config())))
+
+
+def summary(report: dict) -> dict:
+    """The headline numbers of a report: bit changes by cause, energy, lifetime, area."""
+    t, c = report["traffic"], report["costs"]
+    return {
+        "n_lower": t["n_lower"], "n_upper": t["n_upper"], "n_swap": t["n_swap"], "n_wb": t["n_wb"],
+        "n_wl": t["n_wl"], "pram_bits": t["n_lower"] + t["n_upper"] + t["n_swap"] + t["n_wl"],
+        "llc_reads": t["reads"], "llc_read_hits": t["read_hits"], "llc_writes": t["writes"],
+        "swaps": t["swaps"], "max_pram_cell_writes": report["max_pram_cell_writes"],
+        "seconds": report["seconds"], "energy_j": c["total_j"], "lifetime_s": c["lifetime_s"],
+        "area_mm2": c["area_mm2"], "fills_unknown": report["fills_unknown"],
+    }

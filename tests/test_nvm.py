@@ -1,0 +1,47 @@
+"""`wattio nvm` and wattio.nvm: scheme names, a run on a committed stand-in, and the
+relations between schemes that hold on any trace."""
+
+import json
+
+import pytest
+from conftest import ROOT
+from wattio import nvm
+
+TRACE = ROOT / "workloads" / "nvm-apps" / "sqlite.parquet"
+
+
+def test_scheme_names():
+    assert nvm.encoding("dw") == ({"kind": "dw"}, False)
+    assert nvm.encoding("HC") == ({"kind": "dw"}, True)
+    assert nvm.encoding("hc+di4") == ({"kind": "di", "unit": 4}, True)
+    assert nvm.encoding("di16") == ({"kind": "di", "unit": 16}, False)
+    with pytest.raises(ValueError, match="scheme 'di'"):
+        nvm.encoding("di")
+
+
+def test_schemes_on_a_stand_in():
+    dw = nvm.summary(nvm.simulate(TRACE, nvm.Cache("dw")))
+    rbw = nvm.summary(nvm.simulate(TRACE, nvm.Cache("rbw")))
+    bl = nvm.summary(nvm.simulate(TRACE, nvm.Cache("bl")))
+    hc = nvm.simulate(TRACE, nvm.Cache("hc", n_th=2))
+    t = hc["traffic"]
+    # The trace's 100,000 rows are the LLC's reads and writes, whatever the scheme.
+    assert (dw["llc_reads"] + dw["llc_writes"], t["reads"] + t["writes"]) == (100_000, 100_000)
+    # RBW programs the same cells as DW; BL programs all 512 of every PRAM write.
+    assert rbw["pram_bits"] == dw["pram_bits"]
+    assert bl["pram_bits"] == 512 * bl["llc_reads"] - 512 * bl["llc_read_hits"] + 512 * bl["llc_writes"]
+    # HC never writes more PRAM bits on L1 write-backs than DW, and its fills are the same lines.
+    assert t["n_upper"] + t["n_swap"] < dw["n_upper"]
+    assert t["buffer_writes"] > 0 and t["swaps"] > 0
+    assert hc["through_l1"] is False and hc["costs"]["area_mm2"] > dw["area_mm2"]
+
+
+def test_cli_run_json_and_errors(wattio_cli, tmp_path):
+    p = wattio_cli("nvm", "run", TRACE, "--scheme", "hc+di8", "--llc-size", "128K", "--json")
+    doc = json.loads(p.stdout)
+    assert doc["report"]["config"]["llc"]["bytes"] == 128 * 1024
+    assert doc["summary"]["n_wb"] > 0 and "heat_map" not in doc["report"]
+    bad = wattio_cli("nvm", "run", TRACE, "--llc-size", "100K", check=False)
+    assert bad.returncode == 2 and "power-of-two number of 64-byte-line sets" in bad.stderr
+    missing = wattio_cli("nvm", "run", tmp_path / "none.parquet", check=False)
+    assert missing.returncode == 2 and "none.parquet" in missing.stderr
