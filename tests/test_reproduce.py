@@ -137,7 +137,9 @@ KNOWN_FAILURES = {
     "exces-fig8-spin-down-timeouts": (
         "the captured office and postmark stand-ins never idle longer than the Toshiba disk's "
         "32.9 s break-even time (longest gaps 8.7 s and less), so every timeout only adds "
-        "spin-ups; the paper's BLTK sessions idle for minutes (workloads/office/README.md)"
+        "spin-ups; the paper's BLTK sessions idle for minutes (workloads/office/README.md); "
+        "and EXCES writes its dirty pages back at every FLUSH (no on-flash map yet), so it "
+        "cannot hold the disk asleep across the stand-ins' fsyncs either"
     ),
     "exces-fig9-developer-savings": (
         "EXCES makes every FLUSH durable by writing its dirty pages back to the disk (no "
