@@ -1017,7 +1017,13 @@ impl Exces {
             .find(|(s, _, _)| *s == slot)
             .expect("a page of the running job");
         let job = self.running.as_mut().expect("a job runs");
-        if status != Status::Ok && job.status == Status::Ok {
+        // A FLUSH fails if any page failed to go back; a FUA write only if one of its own
+        // pages did (another page's bad sector says nothing of its data, and a layer above
+        // would take the error as its write lost).
+        let concerns = job.io.is_some_and(|io| {
+            io.op == Op::Flush || (io.offset / PAGE..io.end().div_ceil(PAGE)).contains(&page)
+        });
+        if status != Status::Ok && job.status == Status::Ok && concerns {
             job.status = status;
         }
         let s = self.slots[slot as usize];

@@ -516,6 +516,45 @@ fn a_fua_write_is_acknowledged_once_written_back_and_flushed() {
 }
 
 #[test]
+fn another_pages_failed_write_back_fails_a_flush_but_not_a_fua_write() {
+    let mut h = harness(params(2));
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[5]); // ECD page 0, dirty; its disk sector will fail
+    let mut f = io(1, Op::Write, 9 * P, P as u32);
+    f.fua = true;
+    let a = h.request(S, f);
+    assert_eq!(shape(&a), vec![(1, P, 4096, Op::Write)]);
+    let copies = complete_all(&mut h, S, &a);
+    assert_eq!(
+        shape(&copies),
+        vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
+    );
+    let wb = complete_all(&mut h, S, &copies);
+    assert_eq!(
+        shape(&wb),
+        vec![(0, 5 * P, 4096, Op::Write), (0, 9 * P, 4096, Op::Write)]
+    );
+    let w = submitted(&wb);
+    assert!(h.complete(S, w[0], Status::IoError).is_empty());
+    let fl = h.complete(S, w[1], Status::Ok);
+    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
+    // The FUA write's own page is on the disk and flushed: it succeeds.
+    let r = complete_all(&mut h, S, &fl);
+    assert_eq!(replied(&r)[0].io, f);
+    assert_eq!(replied(&r)[0].status, Status::Ok);
+    assert_eq!(h.function().mapping(5), Some((0, true)), "still dirty");
+    // A FLUSH covers page 5 too: its write-back fails again, and so does the FLUSH.
+    let fl = io(2, Op::Flush, 0, 0);
+    let c = h.request(2 * S, fl);
+    let wb = complete_all(&mut h, 2 * S, &c);
+    let mut r = h.complete(2 * S, submitted(&wb)[0], Status::IoError);
+    let more = complete_all(&mut h, 2 * S, &r);
+    r.extend(more);
+    assert_eq!(replied(&r)[0].io, fl);
+    assert_eq!(replied(&r)[0].status, Status::IoError);
+}
+
+#[test]
 fn counters_report_cost_and_memory() {
     let mut h = harness(params(4));
     let a = h.request(S, io(1, Op::Read, 0, 3 * P as u32));
