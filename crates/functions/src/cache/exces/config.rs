@@ -28,6 +28,17 @@ pub enum Absorb {
     Always,
 }
 
+/// What a page's rank is: the paper's popularity, or recency (the LRU baseline).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ranking {
+    /// Decayed per-quantum access counts, folded every `last_acc[4]` accesses (the paper).
+    Popularity,
+    /// The time of the last access, at every access: the top-k set is the k most recently
+    /// used pages, so the layer is an LRU cache (the baseline the issue asks for).
+    Recency,
+}
+
 /// Which clean ECD page a buffered write takes when no page is free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -53,6 +64,11 @@ struct Keys {
     absorb_writes: Option<Absorb>,
     victim: Option<Victim>,
     reconfig_depth: Option<u64>,
+    ranking: Option<Ranking>,
+    dirty_threshold: Option<f64>,
+    clean_idle_s: Option<f64>,
+    clean_on_spin_up: Option<bool>,
+    readahead_pages: Option<u64>,
 }
 
 /// The most ECD pages a layer manages: 2^26 pages of 4 KiB is 256 GiB of flash, whose map
@@ -61,6 +77,8 @@ struct Keys {
 pub const MAX_CACHE_PAGES: u64 = 1 << 26;
 /// The most copies a reconfiguration keeps in flight.
 pub const MAX_DEPTH: u64 = 1024;
+/// The most pages a read miss reads ahead (64 MiB; laptop mode's is 3–4 MiB).
+pub const MAX_READAHEAD: u64 = 1 << 14;
 const DAY_S: f64 = 86_400.0;
 
 /// A checked EXCES configuration.
@@ -78,6 +96,18 @@ pub struct Params {
     pub absorb: Absorb,
     pub victim: Victim,
     pub reconfig_depth: usize,
+    pub ranking: Ranking,
+    /// Write every dirty page back once more than this fraction of the k pages is dirty
+    /// (1 = never: EXCES keeps dirty pages until they leave the top-k).
+    pub dirty_threshold: f64,
+    /// Write every dirty page back when the disk is spinning and the host has sent it
+    /// nothing for this long (`None`: never).
+    pub clean_idle: Option<Nanos>,
+    /// Write every dirty page back when a miss wakes the sleeping disk (laptop mode).
+    pub clean_on_spin_up: bool,
+    /// A read miss also ranks the next this-many pages as accessed, so the next
+    /// reconfiguration prefetches them (laptop mode's large read-ahead).
+    pub readahead_pages: u64,
 }
 
 impl Default for Params {
@@ -96,6 +126,11 @@ impl Default for Params {
             absorb: Absorb::Standby,
             victim: Victim::OutsideTopKFirst,
             reconfig_depth: 8,
+            ranking: Ranking::Popularity,
+            dirty_threshold: 1.0,
+            clean_idle: None,
+            clean_on_spin_up: false,
+            readahead_pages: 0,
         }
     }
 }
@@ -141,6 +176,22 @@ impl Params {
             reconfig_depth: match k.reconfig_depth {
                 Some(n) => range::count(&path("reconfig_depth"), n, 1, MAX_DEPTH)? as usize,
                 None => d.reconfig_depth,
+            },
+            ranking: k.ranking.unwrap_or(d.ranking),
+            dirty_threshold: match k.dirty_threshold {
+                Some(v) => range::within(&path("dirty_threshold"), v, 0.0, 1.0)?,
+                None => d.dirty_threshold,
+            },
+            clean_idle: match k.clean_idle_s {
+                Some(v) => {
+                    Some(range::within(&path("clean_idle_s"), v, 1e-3, DAY_S).map(secs_to_ns)?)
+                }
+                None => None,
+            },
+            clean_on_spin_up: k.clean_on_spin_up.unwrap_or(d.clean_on_spin_up),
+            readahead_pages: match k.readahead_pages {
+                Some(n) => range::count(&path("readahead_pages"), n, 0, MAX_READAHEAD)?,
+                None => d.readahead_pages,
             },
             disk: k.disk,
             flash: k.flash,
@@ -188,6 +239,21 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         (*d.pick(&["outside-top-k-first", "oldest-clean"])).into(),
     );
     t.insert("reconfig_depth".into(), (1 + d.below(8) as i64).into());
+    // The baselines' knobs: LRU (recency, a dirty threshold, idle cleaning) and laptop
+    // mode (write-back when the disk wakes, read-ahead).
+    t.insert(
+        "ranking".into(),
+        (*d.pick(&["popularity", "recency"])).into(),
+    );
+    t.insert(
+        "dirty_threshold".into(),
+        (*d.pick(&[1.0, 0.5, 0.1, 0.0])).into(),
+    );
+    if d.chance(0.5) {
+        t.insert("clean_idle_s".into(), (*d.pick(&[0.001, 0.01, 0.1])).into());
+    }
+    t.insert("clean_on_spin_up".into(), d.chance(0.5).into());
+    t.insert("readahead_pages".into(), (d.below(4) as i64).into());
     t
 }
 

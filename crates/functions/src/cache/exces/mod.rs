@@ -36,7 +36,9 @@ mod config;
 pub mod ranker;
 pub mod topk;
 
-pub use config::{Absorb, Params, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH};
+pub use config::{
+    Absorb, Params, Ranking, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH, MAX_READAHEAD,
+};
 
 use ranker::{Decay, PageRanker};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -191,12 +193,16 @@ struct Reconfig {
     incoming_phase: bool,
 }
 
-/// A FLUSH (or FUA write) being made durable.
+/// A FLUSH (or FUA write) being made durable, or (no `io`) a cleaning: the dirty
+/// threshold, idle cleaning or a spin-up asked for every dirty page to go to the disk.
 #[derive(Clone, Copy, Debug)]
 struct Job {
-    io: Io,
+    io: Option<Io>,
     status: Status,
 }
+
+/// The idle-cleaning timer (the layer's only timer).
+const IDLE_TIMER: u64 = 0;
 
 /// What a copy is for (the copier's tag: `kind << 32 | slot`).
 const TAG_MOVE: u64 = 1;
@@ -225,6 +231,8 @@ struct Counters {
     clean_unmapped: u64,
     flush_jobs: u64,
     pages_written_back: u64,
+    cleanings: u64,
+    readahead_ranked: u64,
     ranker_folds: u64,
     topk_updates: u64,
     rescales: u64,
@@ -269,6 +277,8 @@ pub struct Exces {
     flush_id: u64,
     jobs: VecDeque<Job>,
     running: Option<Job>,
+    /// A cleaning is queued (one is enough: it writes back every dirty page).
+    cleaning_queued: bool,
     /// The running job's copies: (ECD page, disk page, generation copied).
     job_pages: Vec<(u32, u64, u32)>,
     job_copies_left: usize,
@@ -309,6 +319,7 @@ impl Exces {
             flush_id: 0,
             jobs: VecDeque::new(),
             running: None,
+            cleaning_queued: false,
             job_pages: Vec::new(),
             job_copies_left: 0,
             disk_unflushed: false,
@@ -348,9 +359,12 @@ impl Exces {
 
     /// Record an access to `page`; fold and re-rank when its history fills.
     fn track(&mut self, now: Nanos, page: u64) {
+        let recency = self.p.ranking == Ranking::Recency;
         let q = self.decay.quantum_of(now);
-        if let Some(f) = self.decay.rescale(q) {
-            self.rescale(f);
+        if !recency {
+            if let Some(f) = self.decay.rescale(q) {
+                self.rescale(f);
+            }
         }
         self.c.work += 1;
         let decay = &self.decay;
@@ -361,7 +375,11 @@ impl Exces {
             writes: 0,
         });
         let old = e.ranker.rank;
-        if !e.ranker.access(q, decay) {
+        if recency {
+            // The rank is the time of the last access (exact in an f64 for 104 days of
+            // nanoseconds; ties are broken by page number in the top-k set).
+            e.ranker.rank = now as f64;
+        } else if !e.ranker.access(q, decay) {
             return;
         }
         let (new, was_in, mapped) = (e.ranker.rank, e.in_topk, e.slot != NO_SLOT);
@@ -604,6 +622,7 @@ impl Exces {
                 self.pages.get_mut(&page).expect("tracked").writes += 1;
             } else {
                 self.c.read_misses += 1;
+                self.read_ahead(now, page);
             }
             out.submit(sub);
             return self.miss(now, out);
@@ -680,6 +699,29 @@ impl Exces {
         }
     }
 
+    /// A read miss: the next `readahead_pages` pages (within the disk) count as accessed.
+    fn read_ahead(&mut self, now: Nanos, page: u64) {
+        let end = (page + 1 + self.p.readahead_pages).min(self.disk_pages);
+        for next in page + 1..end {
+            self.c.readahead_ranked += 1;
+            self.track(now, next);
+        }
+    }
+
+    /// Queue a cleaning (every dirty page back to the disk) unless one is queued or
+    /// nothing is dirty.
+    fn clean(&mut self, now: Nanos, out: &mut Actions) {
+        if self.cleaning_queued || self.dirty_pages == 0 {
+            return;
+        }
+        self.cleaning_queued = true;
+        self.jobs.push_back(Job {
+            io: None,
+            status: Status::Ok,
+        });
+        self.pump(now, out);
+    }
+
     fn stop_move(&mut self, slot: u32) {
         if let Some(m) = &mut self.slots[slot as usize].moving {
             m.stopped = true;
@@ -692,6 +734,10 @@ impl Exces {
     fn miss(&mut self, now: Nanos, out: &mut Actions) {
         self.c.misses += 1;
         self.misses.record(now);
+        if self.p.clean_on_spin_up && self.disk_asleep {
+            // The miss wakes the disk: make good use of it (laptop mode).
+            self.clean(now, out);
+        }
         if self.should_reconfigure(now) {
             self.plan();
             self.pump(now, out);
@@ -906,7 +952,12 @@ impl Exces {
     /// Start the next job; false if it finished at once (nothing to write back).
     fn start_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
         let job = self.jobs.pop_front().expect("a job is queued");
-        self.c.flush_jobs += 1;
+        if job.io.is_some() {
+            self.c.flush_jobs += 1;
+        } else {
+            self.c.cleanings += 1;
+            self.cleaning_queued = false;
+        }
         self.running = Some(job);
         self.job_pages.clear();
         for slot in 0..self.slots.len() as u32 {
@@ -940,12 +991,14 @@ impl Exces {
     fn flush_disk(&mut self, now: Nanos, out: &mut Actions) -> bool {
         if !self.disk_unflushed {
             let job = self.running.take().expect("a job runs");
-            out.reply(Completion {
-                io: job.io,
-                status: job.status,
-                finished: now,
-                breakdown: Breakdown::default(),
-            });
+            if let Some(io) = job.io {
+                out.reply(Completion {
+                    io,
+                    status: job.status,
+                    finished: now,
+                    breakdown: Breakdown::default(),
+                });
+            }
             return false;
         }
         self.disk_unflushed = false;
@@ -964,7 +1017,13 @@ impl Exces {
             .find(|(s, _, _)| *s == slot)
             .expect("a page of the running job");
         let job = self.running.as_mut().expect("a job runs");
-        if status != Status::Ok && job.status == Status::Ok {
+        // A FLUSH fails if any page failed to go back; a FUA write only if one of its own
+        // pages did (another page's bad sector says nothing of its data, and a layer above
+        // would take the error as its write lost).
+        let concerns = job.io.is_some_and(|io| {
+            io.op == Op::Flush || (io.offset / PAGE..io.end().div_ceil(PAGE)).contains(&page)
+        });
+        if status != Status::Ok && job.status == Status::Ok && concerns {
             job.status = status;
         }
         let s = self.slots[slot as usize];
@@ -982,7 +1041,7 @@ impl Exces {
         if c.io.op == Op::Write && c.io.fua && c.status == Status::Ok {
             // Durable only once every dirty page and the disk's cache are written back.
             self.jobs.push_back(Job {
-                io: c.io,
+                io: Some(c.io),
                 status: Status::Ok,
             });
             return self.pump(now, out);
@@ -1077,7 +1136,13 @@ impl Function for Exces {
         self.flash = flash.id;
         self.disk_pages = disk.capacity / PAGE;
         self.disk_ready = disk.power.states.iter().map(|s| s.ready).collect();
-        self.name = format!("exces-{}", k);
+        // The LRU and laptop-mode baselines are this layer ranking by recency: say so in
+        // reports.
+        let what = match self.p.ranking {
+            Ranking::Popularity => "exces",
+            Ranking::Recency => "lru",
+        };
+        self.name = format!("{what}-{k}");
         self.slots = vec![Slot::FREE; k as usize];
         self.free = (0..k as u32).rev().collect();
         self.topk = TopK::new(k as usize);
@@ -1102,7 +1167,7 @@ impl Function for Exces {
         match io.op {
             Op::Flush => {
                 self.jobs.push_back(Job {
-                    io,
+                    io: Some(io),
                     status: Status::Ok,
                 });
                 self.pump(now, out);
@@ -1119,6 +1184,12 @@ impl Function for Exces {
                     self.route(now, sub, out);
                 }
                 self.subs = subs;
+                if self.dirty_pages as f64 > self.p.dirty_threshold * self.slots.len() as f64 {
+                    self.clean(now, out);
+                }
+                if let Some(idle) = self.p.clean_idle {
+                    out.set_timer(IDLE_TIMER, now + idle);
+                }
             }
             _ => self.pass(io, out),
         }
@@ -1151,11 +1222,13 @@ impl Function for Exces {
                     job.status = done.status;
                 }
             }
-            out.reply(Completion {
-                io: job.io,
-                status: job.status,
-                ..done
-            });
+            if let Some(io) = job.io {
+                out.reply(Completion {
+                    io,
+                    status: job.status,
+                    ..done
+                });
+            }
             return self.pump(now, out);
         }
         // A copy: reconfiguration or write-back.
@@ -1203,6 +1276,14 @@ impl Function for Exces {
         }
     }
 
+    fn on_timer(&mut self, now: Nanos, _timer: u64, out: &mut Actions) {
+        // Idle cleaning: the host left the disk alone for `clean_idle_s`; write back while
+        // it still spins (a sleeping disk is not woken for it).
+        if !self.disk_asleep {
+            self.clean(now, out);
+        }
+    }
+
     fn on_power(&mut self, _now: Nanos, device: DeviceId, state: PowerStateId) {
         if device == self.disk {
             // `on_power` reports stable states: asleep = one that cannot serve I/O.
@@ -1242,6 +1323,8 @@ impl Function for Exces {
             ("clean_unmapped", c.clean_unmapped as f64),
             ("flush_jobs", c.flush_jobs as f64),
             ("pages_written_back", c.pages_written_back as f64),
+            ("cleanings", c.cleanings as f64),
+            ("readahead_ranked", c.readahead_ranked as f64),
             ("rank_folds", c.ranker_folds as f64),
             ("topk_updates", c.topk_updates as f64),
             ("rank_rescales", c.rescales as f64),

@@ -516,6 +516,45 @@ fn a_fua_write_is_acknowledged_once_written_back_and_flushed() {
 }
 
 #[test]
+fn another_pages_failed_write_back_fails_a_flush_but_not_a_fua_write() {
+    let mut h = harness(params(2));
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[5]); // ECD page 0, dirty; its disk sector will fail
+    let mut f = io(1, Op::Write, 9 * P, P as u32);
+    f.fua = true;
+    let a = h.request(S, f);
+    assert_eq!(shape(&a), vec![(1, P, 4096, Op::Write)]);
+    let copies = complete_all(&mut h, S, &a);
+    assert_eq!(
+        shape(&copies),
+        vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
+    );
+    let wb = complete_all(&mut h, S, &copies);
+    assert_eq!(
+        shape(&wb),
+        vec![(0, 5 * P, 4096, Op::Write), (0, 9 * P, 4096, Op::Write)]
+    );
+    let w = submitted(&wb);
+    assert!(h.complete(S, w[0], Status::IoError).is_empty());
+    let fl = h.complete(S, w[1], Status::Ok);
+    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
+    // The FUA write's own page is on the disk and flushed: it succeeds.
+    let r = complete_all(&mut h, S, &fl);
+    assert_eq!(replied(&r)[0].io, f);
+    assert_eq!(replied(&r)[0].status, Status::Ok);
+    assert_eq!(h.function().mapping(5), Some((0, true)), "still dirty");
+    // A FLUSH covers page 5 too: its write-back fails again, and so does the FLUSH.
+    let fl = io(2, Op::Flush, 0, 0);
+    let c = h.request(2 * S, fl);
+    let wb = complete_all(&mut h, 2 * S, &c);
+    let mut r = h.complete(2 * S, submitted(&wb)[0], Status::IoError);
+    let more = complete_all(&mut h, 2 * S, &r);
+    r.extend(more);
+    assert_eq!(replied(&r)[0].io, fl);
+    assert_eq!(replied(&r)[0].status, Status::IoError);
+}
+
+#[test]
 fn counters_report_cost_and_memory() {
     let mut h = harness(params(4));
     let a = h.request(S, io(1, Op::Read, 0, 3 * P as u32));
@@ -525,4 +564,152 @@ fn counters_report_cost_and_memory() {
     assert_eq!(h.counter("cpu_ops_per_io"), 6.0);
     assert_eq!(h.counter("tracked_pages"), 3.0);
     assert!(h.counter("memory_bytes_per_cached_page") > 0.0);
+}
+
+// ---- the baselines: LRU (recency ranking, dirty threshold, idle cleaning) and laptop mode --
+
+/// An LRU write-back cache: recency ranking, a trigger at every miss, writes always buffered.
+fn lru(cache: u64) -> Params {
+    Params {
+        ranking: Ranking::Recency,
+        miss_threshold_per_min: 0.0,
+        min_interval: 0,
+        absorb: Absorb::Always,
+        ..params(cache)
+    }
+}
+
+/// Read `page` at `now` and let everything it starts (the miss, a fill) land.
+fn read_all(h: &mut Harness<Exces>, now: Nanos, id: u64, page: u64) -> Vec<(u16, u64, u32, Op)> {
+    let a = h.request(now, io(id, Op::Read, page * P, P as u32));
+    let first = shape(&a);
+    let mut next = complete_all(h, now, &a);
+    while !submitted(&next).is_empty() {
+        next = complete_all(h, now, &next);
+    }
+    first
+}
+
+#[test]
+fn recency_ranking_is_lru_replacement() {
+    let mut h = harness(lru(2));
+    assert_eq!(h.function().name(), "lru-2");
+    // A miss fills its page (the plan's incoming list): disk read for the host, then the
+    // fill's read behind it; the page is mapped clean into ECD page 0.
+    assert_eq!(
+        read_all(&mut h, S, 1, 10),
+        vec![(0, 10 * P, 4096, Op::Read), (0, 10 * P, 4096, Op::Read)]
+    );
+    assert_eq!(
+        h.function().rank(10),
+        S as f64,
+        "rank = time of the last access"
+    );
+    assert_eq!(h.function().mapping(10), Some((0, false)));
+    read_all(&mut h, 2 * S, 2, 11);
+    assert_eq!(h.function().mapping(11), Some((1, false)));
+    // Page 10 is used again (a hit): now 11 is the least recently used ...
+    assert_eq!(read_all(&mut h, 3 * S, 3, 10), vec![(1, 0, 4096, Op::Read)]);
+    // ... so a miss of page 12 evicts 11 (clean: just unmapped), not 10, which was filled
+    // first (LRU, not FIFO), and 12 takes the freed ECD page.
+    read_all(&mut h, 4 * S, 4, 12);
+    assert_eq!(h.function().mapping(11), None);
+    assert_eq!(h.function().mapping(10), Some((0, false)));
+    assert_eq!(h.function().mapping(12), Some((1, false)));
+    assert_eq!(h.counter("clean_unmapped"), 1.0);
+    assert_eq!(h.counter("reconfigurations"), 3.0);
+}
+
+#[test]
+fn the_dirty_threshold_writes_every_dirty_page_back() {
+    let mut p = lru(4);
+    p.miss_threshold_per_min = 1e9; // no fills: only the buffered writes matter here
+    p.dirty_threshold = 0.5;
+    let mut h = harness(p);
+    // Two dirty pages of four: not above half.
+    buffer(&mut h, S, &[30, 31]);
+    assert_eq!(h.counter("cleanings"), 0.0);
+    // The third is: a cleaning copies every dirty page that holds data (the third's own
+    // write is still out, so not it) to the disk, behind the host's write.
+    let a = h.request(2 * S, io(7, Op::Write, 32 * P, P as u32));
+    assert_eq!(
+        shape(&a),
+        vec![
+            (1, 2 * P, 4096, Op::Write),
+            (1, 0, 4096, Op::Read),
+            (1, P, 4096, Op::Read)
+        ]
+    );
+    assert_eq!(h.counter("cleanings"), 1.0);
+    let w = complete_all(&mut h, 2 * S, &a);
+    assert_eq!(replied(&w).len(), 1, "the host's write");
+    assert_eq!(
+        shape(&w),
+        vec![(0, 30 * P, 4096, Op::Write), (0, 31 * P, 4096, Op::Write)]
+    );
+    let f = complete_all(&mut h, 2 * S, &w);
+    assert_eq!(shape(&f), vec![(0, 0, 0, Op::Flush)]);
+    let r = complete_all(&mut h, 2 * S, &f);
+    assert!(replied(&r).is_empty(), "a cleaning answers nobody");
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    assert_eq!(h.function().mapping(32), Some((2, true)));
+    assert_eq!(h.counter("dirty_pages"), 1.0);
+    assert_eq!(h.counter("flush_jobs"), 0.0);
+}
+
+#[test]
+fn idle_cleaning_writes_back_while_the_disk_spins_and_not_once_it_sleeps() {
+    let mut p = lru(4);
+    p.miss_threshold_per_min = 1e9;
+    p.clean_idle = Some(2 * S);
+    let mut h = harness(p);
+    let a = h.request(S, io(1, Op::Write, 30 * P, P as u32));
+    assert!(a.contains(&Action::SetTimer {
+        timer: IDLE_TIMER,
+        at: 3 * S
+    }));
+    complete_all(&mut h, S, &a);
+    // Two idle seconds with the disk spinning: page 30 goes back.
+    let c = h.timer(3 * S, IDLE_TIMER);
+    assert_eq!(shape(&c), vec![(1, 0, 4096, Op::Read)]);
+    let w = complete_all(&mut h, 3 * S, &c);
+    let f = complete_all(&mut h, 3 * S, &w);
+    complete_all(&mut h, 3 * S, &f);
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    // Dirty again, but the disk has gone to sleep: the timer leaves it asleep.
+    let a = h.request(4 * S, io(2, Op::Write, 30 * P, P as u32));
+    complete_all(&mut h, 4 * S, &a);
+    h.power(5 * S, 0, "standby");
+    assert_eq!(shape(&h.timer(6 * S, IDLE_TIMER)), vec![]);
+    assert_eq!(h.counter("cleanings"), 1.0);
+}
+
+#[test]
+fn laptop_mode_writes_back_when_a_miss_wakes_the_disk_and_reads_ahead() {
+    let mut p = lru(8);
+    p.clean_on_spin_up = true;
+    p.readahead_pages = 2;
+    let mut h = harness(p);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[30]);
+    // A read miss wakes the disk: every dirty page goes back now (the copy's ECD read
+    // behind the host's disk read), and pages 41 and 42 are ranked as read ahead.
+    let a = h.request(2 * S, io(5, Op::Read, 40 * P, P as u32));
+    assert_eq!(
+        shape(&a),
+        vec![(0, 40 * P, 4096, Op::Read), (1, 0, 4096, Op::Read)]
+    );
+    assert_eq!(h.counter("cleanings"), 1.0);
+    assert_eq!(h.counter("readahead_ranked"), 2.0);
+    assert!((40..=42).all(|pg| h.function().in_topk(pg)));
+    assert!(!h.function().in_topk(43));
+    // The plan waits for the cleaning (copies of one page never race); once it is done
+    // the three pages are filled.
+    let mut next = complete_all(&mut h, 2 * S, &a);
+    while !submitted(&next).is_empty() {
+        next = complete_all(&mut h, 2 * S, &next);
+    }
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    assert!((40..=42).all(|pg| h.function().mapping(pg).is_some()));
+    assert_eq!(h.counter("pages_prefetched"), 3.0);
 }
