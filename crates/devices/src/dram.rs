@@ -488,10 +488,14 @@ impl Rank {
                 self.ledger.enter(target as usize, t + lat);
                 self.busy_until = t + lat;
             }
-            _ => self.ledger.enter(target as usize, t),
+            _ => {
+                self.ledger.enter(target as usize, t);
+                // Later commands must not go back before this one.
+                self.busy_until = t;
+            }
         }
         self.state = target;
-        self.busy_until.max(t)
+        self.busy_until
     }
 
     /// The ledger as of `now` (at or after the end of the last operation).
