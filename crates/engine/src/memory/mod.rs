@@ -18,7 +18,8 @@
 //! ```
 //!
 //! Time is virtual nanoseconds. A read stalls its process until its data is back (the
-//! processor waits on a cache miss), a write-back is posted. A run is a pure function of
+//! processor waits on a cache miss); a write-back is posted to a one-entry write buffer:
+//! the process waits only until the controller starts serving it. A run is a pure function of
 //! (config, workload, seed).
 
 mod alloc;
@@ -533,7 +534,9 @@ impl Run {
                     self.response_sum += u128::from(served.done - now);
                     if write {
                         self.writes += 1;
-                        self.cpus[c].clock = now;
+                        // A one-entry write buffer: the process goes on once the
+                        // controller has taken the write, so writes cannot queue unbounded.
+                        self.cpus[c].clock = served.start;
                     } else {
                         self.reads += 1;
                         self.cpus[c].clock = served.done;

@@ -11,7 +11,7 @@ pub enum ProcEvent {
     /// Computation that touches no memory (cache hits), `ns` long.
     Compute(Nanos),
     /// After `gap` ns of computation, one line of memory at `vaddr`: a read stalls the
-    /// process until the data is back; a write (a write-back) is posted.
+    /// process until the data is back; a write (a write-back) until the controller takes it.
     Access {
         gap: Nanos,
         vaddr: u64,
