@@ -1,5 +1,9 @@
 //! The memory simulator end to end: hand-computed runs, conservation of every rank's time,
-//! PAVM on a scripted mix, and bad configs.
+//! PAVM on a scripted mix, and bad configs; the reproductions of Huang 2006's tables are
+//! modules of this one test binary (one link instead of three).
+
+mod mixes;
+mod table_3_2;
 
 use proptest::prelude::*;
 use std::path::Path;
