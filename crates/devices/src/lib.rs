@@ -11,9 +11,13 @@
 //! | `hdd-mechanical` | [`mechanical`] | DiskSim-grade disk: zones, skews, seek table, cache, queue |
 //! | `flash`          | [`flash`]      | a simple flash device: per-page latencies and bandwidth |
 //! | `ssd`            | [`ssd`]        | channels, ways, dies, page-mapped FTL with GC |
+//!
+//! Main memory is modelled per DRAM rank in [`dram`] (`catalogue/dram/NAME.toml`: memspec
+//! currents or published per-rank watts), driven by the memory simulator.
 
 pub mod catalogue;
 pub mod disksim;
+pub mod dram;
 pub mod fault;
 pub mod flash;
 pub mod hdd;

@@ -4,6 +4,8 @@
 //! * [`assemble`] — config → devices + stack (shared with the live executor).
 //! * [`sim`] — the discrete-event loop.
 //! * [`probe`] — the geometry probe against a device model.
+//! * [`memory`] — the memory simulator: processes, pages and DRAM ranks under a memory
+//!   policy.
 //! * [`plausibility`] — the checks a trace must pass to be run (shared by [`run`] and
 //!   [`check`]).
 //! * [`summary`], [`tables`] — what a run writes: `summary.json`, `requests.parquet`,
@@ -12,6 +14,7 @@
 pub mod assemble;
 pub mod config;
 pub mod fuzz;
+pub mod memory;
 pub mod plausibility;
 pub mod probe;
 pub mod sim;

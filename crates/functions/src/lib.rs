@@ -10,6 +10,10 @@
 //! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
 //! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
 //!
+//!
+//! Memory power policies (NOPM, IPD, ISR, HW, HW–SW, PAVM) are plug-ins of their own
+//! interface, [`memory::MemPolicy`], driven by the memory simulator (`wattio_engine::memory`).
+//!
 //! Adding a function: a directory `src/<family>/<mechanism>/` with its config (a
 //! [`registry::Kind`]), builder, tests and nothing of anyone else's; one line in
 //! [`registry::KINDS`]; a page `docs/functions/<kind>.md`.
@@ -17,6 +21,7 @@
 pub mod cache;
 pub mod external;
 pub mod geometry;
+pub mod memory;
 pub mod placement;
 pub mod power;
 pub mod raid;

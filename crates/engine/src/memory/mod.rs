@@ -1,0 +1,715 @@
+//! The memory simulator: processes scheduled on CPUs, their pages placed on DRAM ranks,
+//! every main-memory access served by a rank, and a memory policy
+//! ([`wattio_functions::memory`]) deciding when ranks sleep (Huang 2006, ch. 2–4).
+//!
+//! ```text
+//!  processes (trace or synthetic streams)
+//!        │ events: compute, access(vaddr, R/W), map, unmap
+//!        ▼
+//!  scheduler: round robin over `cpus`, `quantum_ns` slices ──► policy.on_switch
+//!        │ access at the process's clock
+//!        ▼
+//!  page table (one-entry TLB, then hash) ── first touch ──► allocator: policy.place
+//!        │ rank (rank-fill: the page's rank; rank-spread: line % ranks)      or default
+//!        ▼
+//!  controller: one access at a time on the channel ──► policy.before/after_access
+//!        ▼
+//!  Rank (wattio_devices::dram): state machine + ledger     policy.on_tick every tREFI
+//! ```
+//!
+//! Time is virtual nanoseconds. A read stalls its process until its data is back (the
+//! processor waits on a cache miss); a write-back is posted to a one-entry write buffer:
+//! the process waits only until the controller starts serving it. A run is a pure function of
+//! (config, workload, seed).
+
+mod alloc;
+pub mod workload;
+
+use alloc::{Frames, PageTable};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::path::Path;
+use wattio_core::time::secs_to_ns;
+use wattio_core::Nanos;
+use wattio_devices::dram::{Rank, RankSpec, STANDBY, STATE_NAMES};
+use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
+use wattio_workload::Rng;
+pub use workload::{load_memtrace, Hitting, ProcEvent, ProcessStream, Recorded, Streaming};
+
+/// How physical addresses map to ranks.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Interleave {
+    /// A page lies on one rank; ranks fill one after the other (the thesis's preference).
+    RankFill,
+    /// Consecutive lines go to consecutive ranks.
+    RankSpread,
+}
+
+/// Where a page goes when the policy does not say.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Any rank with free pages, at random (seeded): a long-running kernel's free lists hand
+    /// out pages from all over memory (Table 2.1: one process on 10 of 12 ranks).
+    Scatter,
+    /// The lowest rank with free pages (sequential allocation).
+    Sequential,
+}
+
+/// The machine and the policy of a memory run (`[memory]` of a config).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemConfig {
+    /// A DRAM part of `catalogue/dram/`.
+    pub part: String,
+    pub ranks: usize,
+    #[serde(default = "one")]
+    pub cpus: usize,
+    /// Scheduler time slice.
+    #[serde(default = "quantum")]
+    pub quantum_ns: Nanos,
+    /// Time a context switch takes after the decision (the window PAVM's early wake uses).
+    #[serde(default = "switch")]
+    pub switch_ns: Nanos,
+    /// Bytes per memory access (the cache line); 0: the trace's.
+    #[serde(default)]
+    pub line_bytes: u32,
+    #[serde(default = "page")]
+    pub page_bytes: u64,
+    #[serde(default = "fill")]
+    pub interleave: Interleave,
+    #[serde(default = "scatter")]
+    pub placement: Placement,
+    pub seed: u64,
+    pub policy: PolicyConfig,
+}
+
+fn one() -> usize {
+    1
+}
+fn quantum() -> Nanos {
+    10_000_000
+}
+fn switch() -> Nanos {
+    1_000
+}
+fn page() -> u64 {
+    4096
+}
+fn fill() -> Interleave {
+    Interleave::RankFill
+}
+fn scatter() -> Placement {
+    Placement::Scatter
+}
+
+/// Per-rank outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct RankSummary {
+    /// ns per state, in the order of `states`.
+    pub residency_ns: Vec<Nanos>,
+    pub exit_ns: Nanos,
+    pub energy_j: f64,
+    pub reads: u64,
+    pub writes: u64,
+    pub delayed_pd: u64,
+    pub delayed_sr: u64,
+}
+
+/// The outcome of a memory run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemSummary {
+    pub policy: String,
+    pub part: String,
+    pub states: Vec<String>,
+    /// Time until the last process finished.
+    pub runtime_ns: Nanos,
+    pub energy_j: f64,
+    pub avg_power_w: f64,
+    pub reads: u64,
+    pub writes: u64,
+    pub mean_response_ns: f64,
+    pub delayed_pd: u64,
+    pub delayed_sr: u64,
+    pub switches: u64,
+    pub pages_touched: u64,
+    pub ranks: Vec<RankSummary>,
+    pub counters: Vec<(String, f64)>,
+}
+
+struct Proc {
+    pid: u32,
+    stream: Box<dyn ProcessStream>,
+    pages: PageTable,
+    /// One-entry TLB: (virtual page, physical page).
+    tlb: Option<(u64, u64)>,
+    shared: Vec<(u64, u64)>,
+}
+
+struct Cpu {
+    clock: Nanos,
+    current: Option<usize>,
+    quantum_end: Nanos,
+}
+
+/// A memory run under construction: add processes, then [`run`](MemSim::run).
+pub struct MemSim {
+    cfg: MemConfig,
+    spec: RankSpec,
+    procs: Vec<Proc>,
+    line_bytes: u32,
+}
+
+const MAX_RANKS: usize = 4096;
+const MAX_CPUS: usize = 256;
+
+impl MemSim {
+    pub fn new(cfg: &MemConfig) -> Result<MemSim, String> {
+        let spec = RankSpec::named(&cfg.part).map_err(|e| format!("memory.part: {e}"))?;
+        if !(1..=MAX_RANKS).contains(&cfg.ranks) {
+            return Err(format!(
+                "memory.ranks: expected 1..={MAX_RANKS}, got {}",
+                cfg.ranks
+            ));
+        }
+        if !(1..=MAX_CPUS).contains(&cfg.cpus) {
+            return Err(format!(
+                "memory.cpus: expected 1..={MAX_CPUS}, got {}",
+                cfg.cpus
+            ));
+        }
+        if cfg.quantum_ns == 0 || cfg.quantum_ns > secs_to_ns(1e4) {
+            return Err(format!(
+                "memory.quantum_ns: expected 1 ns ..= 10^4 s, got {}",
+                cfg.quantum_ns
+            ));
+        }
+        if cfg.switch_ns > secs_to_ns(1.0) {
+            return Err(format!(
+                "memory.switch_ns: at most 1 s, got {}",
+                cfg.switch_ns
+            ));
+        }
+        if !cfg.page_bytes.is_power_of_two() || !(512..=1 << 30).contains(&cfg.page_bytes) {
+            return Err(format!(
+                "memory.page_bytes: expected a power of two in 512..=2^30, got {}",
+                cfg.page_bytes
+            ));
+        }
+        if cfg.line_bytes != 0
+            && (!cfg.line_bytes.is_power_of_two()
+                || !(8..=4096).contains(&cfg.line_bytes)
+                || u64::from(cfg.line_bytes) > cfg.page_bytes)
+        {
+            return Err(format!(
+                "memory.line_bytes: expected 0 (the trace's) or a power of two in 8..=4096 no larger than a page, got {}",
+                cfg.line_bytes
+            ));
+        }
+        if spec.rank_bytes < cfg.page_bytes {
+            return Err("memory.page_bytes: larger than a rank".into());
+        }
+        if cfg.interleave == Interleave::RankSpread && cfg.policy.kind.starts_with("pavm") {
+            return Err(
+                "memory.interleave: PAVM places pages on ranks, which rank-spread interleaving does not allow (use rank-fill)".into(),
+            );
+        }
+        // Build once here so a bad policy table fails before any trace is read.
+        memory::build(&cfg.policy, &spec, cfg.ranks, cfg.cpus)?;
+        Ok(MemSim {
+            cfg: cfg.clone(),
+            spec,
+            procs: Vec::new(),
+            line_bytes: cfg.line_bytes,
+        })
+    }
+
+    /// Add a process. Processes start together at time 0, in the order added.
+    pub fn add(&mut self, stream: Box<dyn ProcessStream>) -> u32 {
+        let pid = self.procs.len() as u32 + 1;
+        self.procs.push(Proc {
+            pid,
+            stream,
+            pages: PageTable::default(),
+            tlb: None,
+            shared: Vec::new(),
+        });
+        pid
+    }
+
+    /// Add every process of a memory trace; the trace's line size is used unless the
+    /// config sets one.
+    pub fn add_memtrace(&mut self, path: &Path, ns_per_instruction: f64) -> Result<(), String> {
+        if !(ns_per_instruction.is_finite() && (0.0..=1e6).contains(&ns_per_instruction)) {
+            return Err(format!(
+                "ns_per_instruction: expected a number in [0, 1e6], got {ns_per_instruction}"
+            ));
+        }
+        let (procs, line) = load_memtrace(path, ns_per_instruction)?;
+        if self.line_bytes == 0 {
+            self.line_bytes = line;
+        }
+        for p in procs {
+            self.add(Box::new(Recorded::new(p.events)));
+        }
+        Ok(())
+    }
+
+    pub fn run(self) -> Result<MemSummary, String> {
+        Run::new(self)?.run()
+    }
+}
+
+struct Run {
+    cfg: MemConfig,
+    spec: RankSpec,
+    policy: Box<dyn MemPolicy>,
+    ranks: Vec<Rank>,
+    frames: Frames,
+    procs: Vec<Proc>,
+    cpus: Vec<Cpu>,
+    runq: VecDeque<usize>,
+    running: Vec<Option<u32>>,
+    rng: Rng,
+    page_shift: u32,
+    line_shift: u32,
+    service: Nanos,
+    bus_free: Nanos,
+    tick: Option<(Nanos, Nanos)>,
+    reads: u64,
+    writes: u64,
+    response_sum: u128,
+    switches: u64,
+    pages_touched: u64,
+}
+
+impl Run {
+    fn new(sim: MemSim) -> Result<Run, String> {
+        let MemSim {
+            cfg,
+            spec,
+            procs,
+            line_bytes,
+        } = sim;
+        let line_bytes = if line_bytes == 0 { 64 } else { line_bytes };
+        if u64::from(line_bytes) > cfg.page_bytes {
+            return Err(format!(
+                "memory.line_bytes: the trace's {line_bytes}-byte lines exceed a {}-byte page",
+                cfg.page_bytes
+            ));
+        }
+        let policy = memory::build(&cfg.policy, &spec, cfg.ranks, cfg.cpus)?;
+        let ranks = (0..cfg.ranks)
+            .map(|_| Rank::new(&spec, STANDBY, 0))
+            .collect();
+        let frames = Frames::new(cfg.ranks, spec.rank_bytes / cfg.page_bytes);
+        let tick = policy.tick_period().map(|p| (p, p));
+        let mut runq: VecDeque<usize> = (0..procs.len()).collect();
+        let mut cpus: Vec<Cpu> = (0..cfg.cpus)
+            .map(|_| Cpu {
+                clock: 0,
+                current: None,
+                quantum_end: cfg.quantum_ns,
+            })
+            .collect();
+        let mut running = vec![None; cfg.cpus];
+        for (c, cpu) in cpus.iter_mut().enumerate() {
+            cpu.current = runq.pop_front();
+            running[c] = cpu.current.map(|i| procs[i].pid);
+        }
+        Ok(Run {
+            rng: Rng::new(cfg.seed),
+            page_shift: cfg.page_bytes.trailing_zeros(),
+            line_shift: line_bytes.trailing_zeros(),
+            service: spec.access_ns(line_bytes),
+            cfg,
+            spec,
+            policy,
+            ranks,
+            frames,
+            procs,
+            cpus,
+            runq,
+            running,
+            bus_free: 0,
+            tick,
+            reads: 0,
+            writes: 0,
+            response_sum: 0,
+            switches: 0,
+            pages_touched: 0,
+        })
+    }
+
+    /// Run the policy's ticks due up to `now`.
+    #[inline]
+    fn ticks(&mut self, now: Nanos) {
+        while let Some((next, period)) = self.tick {
+            if next > now {
+                break;
+            }
+            let mut mem = Mem {
+                spec: &self.spec,
+                ranks: &mut self.ranks,
+            };
+            self.policy.on_tick(next, &mut mem);
+            self.tick = Some((next + period, period));
+        }
+    }
+
+    /// The physical page of `vpage` for process `pi`, allocated on first touch.
+    #[inline]
+    fn translate(&mut self, pi: usize, vpage: u64) -> Result<u64, String> {
+        let p = &mut self.procs[pi];
+        if let Some((v, f)) = p.tlb {
+            if v == vpage {
+                return Ok(f);
+            }
+        }
+        let frame = match p.pages.get(&vpage) {
+            Some(&f) => f,
+            None => self.first_touch(pi, vpage)?,
+        };
+        self.procs[pi].tlb = Some((vpage, frame));
+        Ok(frame)
+    }
+
+    #[cold]
+    fn first_touch(&mut self, pi: usize, vpage: u64) -> Result<u64, String> {
+        let vaddr = vpage << self.page_shift;
+        let p = &self.procs[pi];
+        let pid = p.pid;
+        let shared = p.shared.iter().any(|&(s, e)| s <= vaddr && vaddr < e);
+        let free = self.frames.free();
+        let wanted = self
+            .policy
+            .place(pid, shared, free)
+            .filter(|&r| r < free.len() && free[r] > 0);
+        let r = match wanted {
+            Some(r) => Some(r),
+            None => match self.cfg.placement {
+                Placement::Sequential => free.iter().position(|&f| f > 0),
+                Placement::Scatter => {
+                    let n = free.len();
+                    let start = self.rng.below(n as u64) as usize;
+                    (0..n).map(|i| (start + i) % n).find(|&r| free[r] > 0)
+                }
+            },
+        };
+        let Some(r) = r else {
+            return Err(format!(
+                "out of simulated memory: {} ranks of {} MiB hold {} pages, all in use (more ranks or a larger part are needed)",
+                self.cfg.ranks,
+                self.spec.rank_bytes >> 20,
+                self.pages_touched
+            ));
+        };
+        let frame = self.frames.alloc(r).expect("rank has a free page");
+        self.pages_touched += 1;
+        self.procs[pi].pages.insert(vpage, frame);
+        if self.cfg.interleave == Interleave::RankFill {
+            self.policy.on_map(pid, r);
+        }
+        Ok(frame)
+    }
+
+    fn unmap(&mut self, pi: usize, vaddr: u64, len: u64) {
+        let first = vaddr >> self.page_shift;
+        let last = vaddr.saturating_add(len.max(1) - 1) >> self.page_shift;
+        let pid = self.procs[pi].pid;
+        let p = &mut self.procs[pi];
+        p.tlb = None;
+        let mut gone = Vec::new();
+        if last - first < p.pages.len() as u64 {
+            for v in first..=last {
+                if let Some(f) = p.pages.remove(&v) {
+                    gone.push(f);
+                }
+            }
+        } else {
+            p.pages.retain(|&v, &mut f| {
+                let keep = v < first || v > last;
+                if !keep {
+                    gone.push(f);
+                }
+                keep
+            });
+        }
+        p.shared
+            .retain(|&(s, e)| e <= vaddr || s >= vaddr.saturating_add(len));
+        for f in gone {
+            let r = self.frames.rank_of(f);
+            self.frames.release(f);
+            if self.cfg.interleave == Interleave::RankFill {
+                self.policy.on_unmap(pid, r);
+            }
+        }
+    }
+
+    /// The rank a line of physical page `frame` lies on.
+    #[inline]
+    fn rank_of(&self, frame: u64, vaddr: u64) -> usize {
+        match self.cfg.interleave {
+            Interleave::RankFill => self.frames.rank_of(frame),
+            Interleave::RankSpread => {
+                let lines_per_page = self.page_shift - self.line_shift;
+                let line = (frame << lines_per_page)
+                    | ((vaddr >> self.line_shift) & ((1 << lines_per_page) - 1));
+                (line % self.cfg.ranks as u64) as usize
+            }
+        }
+    }
+
+    /// Switch `cpu` to the next process in the run queue (or to none) at its clock.
+    fn switch(&mut self, c: usize, requeue: bool) {
+        let prev = self.cpus[c].current;
+        if requeue {
+            if let Some(p) = prev {
+                self.runq.push_back(p);
+            }
+        }
+        let next = self.runq.pop_front();
+        self.cpus[c].current = next;
+        self.running[c] = next.map(|i| self.procs[i].pid);
+        let now = self.cpus[c].clock;
+        self.ticks(now);
+        let (prev_pid, next_pid) = (prev.map(|i| self.procs[i].pid), self.running[c]);
+        let running = std::mem::take(&mut self.running);
+        let mut mem = Mem {
+            spec: &self.spec,
+            ranks: &mut self.ranks,
+        };
+        self.policy
+            .on_switch(now, c, prev_pid, next_pid, &running, &mut mem);
+        self.running = running;
+        self.switches += 1;
+        let cpu = &mut self.cpus[c];
+        // Switching to nothing (the last process exited) costs no time the run sees.
+        if next.is_some() {
+            cpu.clock = now + self.cfg.switch_ns;
+        }
+        cpu.quantum_end = cpu.clock + self.cfg.quantum_ns;
+    }
+
+    fn exit(&mut self, pi: usize) {
+        let pages: Vec<u64> = self.procs[pi].pages.keys().copied().collect();
+        for v in pages {
+            self.unmap(pi, v << self.page_shift, 1 << self.page_shift);
+        }
+        self.policy.on_exit(self.procs[pi].pid);
+        // Nothing more will be read from it.
+        self.procs[pi].stream = Box::new(Recorded::new(Vec::new()));
+    }
+
+    fn run(mut self) -> Result<MemSummary, String> {
+        // The CPU that is furthest behind runs next, so time advances in order.
+        while let Some(c) = (0..self.cpus.len())
+            .filter(|&c| self.cpus[c].current.is_some())
+            .min_by_key(|&c| self.cpus[c].clock)
+        {
+            let pi = self.cpus[c].current.expect("filtered");
+            match self.procs[pi].stream.next_event() {
+                None => {
+                    self.exit(pi);
+                    self.switch(c, false);
+                    continue;
+                }
+                Some(ProcEvent::Compute(ns)) => self.cpus[c].clock += ns,
+                Some(ProcEvent::Access { gap, vaddr, write }) => {
+                    let now = self.cpus[c].clock + gap;
+                    self.ticks(now);
+                    let frame = self.translate(pi, vaddr >> self.page_shift)?;
+                    let r = self.rank_of(frame, vaddr);
+                    let pid = self.procs[pi].pid;
+                    let mut mem = Mem {
+                        spec: &self.spec,
+                        ranks: &mut self.ranks,
+                    };
+                    self.policy.before_access(now, pid, r, &mut mem);
+                    let at = now.max(self.bus_free);
+                    let served = mem.ranks[r].access(mem.spec, at, write, self.service);
+                    self.policy.after_access(served.done, pid, r, &mut mem);
+                    self.bus_free = served.done;
+                    self.response_sum += u128::from(served.done - now);
+                    if write {
+                        self.writes += 1;
+                        // A one-entry write buffer: the process goes on once the
+                        // controller has taken the write, so writes cannot queue unbounded.
+                        self.cpus[c].clock = served.start;
+                    } else {
+                        self.reads += 1;
+                        self.cpus[c].clock = served.done;
+                    }
+                }
+                Some(ProcEvent::Map { vaddr, len, shared }) => {
+                    if shared {
+                        self.procs[pi]
+                            .shared
+                            .push((vaddr, vaddr.saturating_add(len)));
+                    }
+                }
+                Some(ProcEvent::Unmap { vaddr, len }) => self.unmap(pi, vaddr, len),
+            }
+            if self.cpus[c].clock >= self.cpus[c].quantum_end {
+                if self.runq.is_empty() {
+                    self.cpus[c].quantum_end = self.cpus[c].clock + self.cfg.quantum_ns;
+                } else {
+                    self.switch(c, true);
+                }
+            }
+        }
+        let runtime = self.cpus.iter().map(|c| c.clock).max().unwrap_or(0);
+        let end = self
+            .ranks
+            .iter()
+            .map(|r| r.busy_until())
+            .max()
+            .unwrap_or(0)
+            .max(runtime);
+        self.ticks(end);
+        let mut mem = Mem {
+            spec: &self.spec,
+            ranks: &mut self.ranks,
+        };
+        self.policy.on_end(end, &mut mem);
+        // A command at the end may still be finishing an exit.
+        let end = self
+            .ranks
+            .iter()
+            .map(|r| r.busy_until())
+            .max()
+            .unwrap_or(0)
+            .max(end);
+        let ranks: Vec<RankSummary> = self
+            .ranks
+            .iter()
+            .map(|r| RankSummary {
+                residency_ns: r.residency(end).to_vec(),
+                exit_ns: r.exit_residency(&self.spec, end),
+                energy_j: r.energy_j(&self.spec, end),
+                reads: r.reads,
+                writes: r.writes,
+                delayed_pd: r.delayed_pd,
+                delayed_sr: r.delayed_sr,
+            })
+            .collect();
+        let energy_j: f64 = ranks.iter().map(|r| r.energy_j).sum();
+        let accesses = self.reads + self.writes;
+        Ok(MemSummary {
+            policy: self.policy.name().to_string(),
+            part: self.spec.name.clone(),
+            states: STATE_NAMES.iter().map(|s| s.to_string()).collect(),
+            runtime_ns: end,
+            energy_j,
+            avg_power_w: wattio_devices::dram::mean_watts(energy_j, end),
+            reads: self.reads,
+            writes: self.writes,
+            mean_response_ns: if accesses == 0 {
+                0.0
+            } else {
+                self.response_sum as f64 / accesses as f64
+            },
+            delayed_pd: ranks.iter().map(|r| r.delayed_pd).sum(),
+            delayed_sr: ranks.iter().map(|r| r.delayed_sr).sum(),
+            switches: self.switches,
+            pages_touched: self.pages_touched,
+            ranks,
+            counters: self.policy.counters(),
+        })
+    }
+}
+
+/// One `[[process]]` of a memory-run config.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", tag = "kind")]
+pub enum ProcessDef {
+    /// Every process of a captured memory trace (a path relative to the config's folder).
+    Trace {
+        path: String,
+        /// CPU time per instruction between accesses (the thesis's 1.6 GHz PowerPC at one
+        /// instruction per cycle: 0.625).
+        ns_per_instruction: f64,
+    },
+    /// A streaming, cache-missing process (Table 3.2).
+    Stream {
+        accesses: u64,
+        gap_ns: Nanos,
+        #[serde(default = "stream_span")]
+        span_bytes: u64,
+    },
+    /// A process whose accesses all hit in the cache: computation only.
+    Compute { total_ns: Nanos },
+}
+
+fn stream_span() -> u64 {
+    16 << 20
+}
+
+/// A memory run's config: `[memory]` and its `[[process]]` list.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemRunConfig {
+    pub memory: MemConfig,
+    #[serde(rename = "process")]
+    pub processes: Vec<ProcessDef>,
+}
+
+/// Most processes one config may list (each trace may add more).
+const MAX_PROCESS_DEFS: usize = 1024;
+
+/// Parse and run a memory-run config (TOML text; trace paths relative to `base`).
+pub fn run_config(text: &str, base: &Path) -> Result<MemSummary, String> {
+    let de = toml::Deserializer::parse(text).map_err(|e| format!("memory config: {e}"))?;
+    let cfg: MemRunConfig = serde_path_to_error::deserialize(de)
+        .map_err(|e| format!("memory config: {}: {}", e.path(), e.inner()))?;
+    if cfg.processes.is_empty() || cfg.processes.len() > MAX_PROCESS_DEFS {
+        return Err(format!(
+            "process: expected 1..={MAX_PROCESS_DEFS} [[process]] tables, got {}",
+            cfg.processes.len()
+        ));
+    }
+    let mut sim = MemSim::new(&cfg.memory)?;
+    for (i, p) in cfg.processes.iter().enumerate() {
+        match p {
+            ProcessDef::Trace {
+                path,
+                ns_per_instruction,
+            } => sim
+                .add_memtrace(&base.join(path), *ns_per_instruction)
+                .map_err(|e| format!("process[{i}]: {e}"))?,
+            ProcessDef::Stream {
+                accesses,
+                gap_ns,
+                span_bytes,
+            } => {
+                if *span_bytes == 0 || *span_bytes > 1 << 40 || *gap_ns > secs_to_ns(1.0) {
+                    return Err(format!(
+                        "process[{i}]: span_bytes must be in 1..=2^40 and gap_ns at most 1 s"
+                    ));
+                }
+                let line = u64::from(if sim.line_bytes == 0 {
+                    64
+                } else {
+                    sim.line_bytes
+                });
+                // Each stream in its own part of the address space.
+                sim.add(Box::new(Streaming {
+                    remaining: *accesses,
+                    gap: *gap_ns,
+                    next: 0,
+                    line,
+                    span: *span_bytes,
+                    base: (i as u64 + 1) << 40,
+                }));
+            }
+            ProcessDef::Compute { total_ns } => {
+                sim.add(Box::new(Hitting {
+                    remaining: *total_ns,
+                    chunk: 10_000,
+                }));
+            }
+        }
+    }
+    sim.run()
+}

@@ -1,0 +1,237 @@
+//! The memory simulator end to end: hand-computed runs, conservation of every rank's time,
+//! PAVM on a scripted mix, and bad configs; the reproductions of Huang 2006's tables are
+//! modules of this one test binary (one link instead of three).
+
+mod mixes;
+mod table_3_2;
+
+use proptest::prelude::*;
+use std::path::Path;
+use wattio_engine::memory::{
+    run_config, Interleave, MemConfig, MemSim, MemSummary, Placement, ProcEvent, Recorded,
+};
+use wattio_functions::memory::PolicyConfig;
+
+fn cfg(kind: &str, ranks: usize) -> MemConfig {
+    MemConfig {
+        part: "ddr-400-thesis".into(),
+        ranks,
+        cpus: 1,
+        quantum_ns: 1_000_000,
+        switch_ns: 1000,
+        line_bytes: 128,
+        page_bytes: 4096,
+        interleave: Interleave::RankFill,
+        placement: Placement::Sequential,
+        seed: 1,
+        policy: PolicyConfig {
+            kind: kind.into(),
+            hw: Default::default(),
+            pavm: Default::default(),
+        },
+    }
+}
+
+fn stream(n: u64, gap: u64) -> Box<Recorded> {
+    Box::new(Recorded::new(
+        (0..n)
+            .map(|i| ProcEvent::Access {
+                gap,
+                vaddr: i * 128,
+                write: false,
+            })
+            .collect(),
+    ))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs()
+}
+
+/// Ten reads, 30 ns of computation before each, 70 ns each (tRCD 15 + CL 15 + 40 ns burst).
+#[test]
+fn hand_computed_runs() {
+    let mut sim = MemSim::new(&cfg("nopm", 1)).unwrap();
+    sim.add(stream(10, 30));
+    let s = sim.run().unwrap();
+    assert_eq!(s.runtime_ns, 1000);
+    assert_eq!(s.reads, 10);
+    assert!(close(s.mean_response_ns, 70.0));
+    assert!(
+        close(s.energy_j, 2.2 * 300e-9 + 4.2 * 700e-9),
+        "{}",
+        s.energy_j
+    );
+    // ISR: every read but the first finds self refresh and waits 1000 ns.
+    let mut sim = MemSim::new(&cfg("isr", 1)).unwrap();
+    sim.add(stream(10, 30));
+    let s = sim.run().unwrap();
+    assert_eq!(s.delayed_sr, 9);
+    assert_eq!(s.runtime_ns, 100 + 9 * 1100);
+    let sr = s.ranks[0].residency_ns[4];
+    assert_eq!(sr, 9 * 30);
+    assert!(close(
+        s.energy_j,
+        2.2 * 30e-9 + 4.2 * 700e-9 + 0.167 * 270e-9 + 2.2 * 9000e-9
+    ));
+    // IPD: 5 ns each.
+    let mut sim = MemSim::new(&cfg("ipd", 1)).unwrap();
+    sim.add(stream(10, 30));
+    let s = sim.run().unwrap();
+    assert_eq!((s.delayed_pd, s.runtime_ns), (9, 1000 + 45));
+}
+
+/// Two processes on two ranks with sequential placement: each process's pages fill a rank
+/// of its own under PAVM, and at every switch the other's rank goes to self refresh.
+#[test]
+fn pavm_keeps_the_idle_process_rank_asleep() {
+    let page_lines = 4096 / 128;
+    // 64 MB rank = 16384 pages: 2 processes × 100 pages each.
+    let mk = |base: u64| {
+        Box::new(Recorded::new(
+            (0..20_000u64)
+                .map(|i| ProcEvent::Access {
+                    gap: 200,
+                    vaddr: base + (i % (100 * page_lines)) * 128,
+                    write: false,
+                })
+                .collect(),
+        ))
+    };
+    let run = |kind: &str| -> MemSummary {
+        let mut c = cfg(kind, 2);
+        c.placement = Placement::Scatter;
+        let mut sim = MemSim::new(&c).unwrap();
+        sim.add(mk(0));
+        sim.add(mk(1 << 30));
+        sim.run().unwrap()
+    };
+    let nopm = run("nopm");
+    let pavm = run("pavm");
+    // Scatter spreads both processes over both ranks: PAVM's worst fit gives each its own.
+    let sr = |s: &MemSummary, r: usize| s.ranks[r].residency_ns[4];
+    assert!(sr(&pavm, 0) > 0 && sr(&pavm, 1) > 0);
+    // Each rank sleeps while the other process runs: about half the run.
+    for r in 0..2 {
+        let frac = sr(&pavm, r) as f64 / pavm.runtime_ns as f64;
+        assert!((0.4..0.6).contains(&frac), "rank {r}: {frac}");
+    }
+    assert!(pavm.avg_power_w < 0.8 * nopm.avg_power_w);
+    // Early wake: hardly any access waits (only a process's first page).
+    assert!(pavm.delayed_sr <= 2, "{}", pavm.delayed_sr);
+    assert!((pavm.runtime_ns as f64) < 1.01 * nopm.runtime_ns as f64);
+}
+
+const KINDS: [&str; 8] = [
+    "nopm",
+    "ipd",
+    "isr",
+    "hw",
+    "hw-sw",
+    "pavm",
+    "pavm+ipd",
+    "pavm+hw-sw",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Whatever the policy and workload, every rank's residency (states and exits) sums to
+    /// the run, and every access is served once.
+    #[test]
+    fn rank_time_is_conserved(
+        kind in 0..KINDS.len(),
+        ranks in 1usize..5,
+        spread in any::<bool>(),
+        quantum in 1_000u64..200_000,
+        events in proptest::collection::vec(
+            (0u8..4, 0u64..20_000, 0u64..(1 << 22), any::<bool>()), 1..300),
+        procs in 1usize..4,
+    ) {
+        let mut c = cfg(KINDS[kind], ranks);
+        c.quantum_ns = quantum;
+        if spread && !KINDS[kind].starts_with("pavm") {
+            c.interleave = Interleave::RankSpread;
+        }
+        let mut sim = MemSim::new(&c).unwrap();
+        let mut expected = 0;
+        for p in 0..procs {
+            let evs: Vec<ProcEvent> = events
+                .iter()
+                .skip(p)
+                .step_by(procs)
+                .map(|&(k, gap, addr, w)| match k {
+                    0 => ProcEvent::Compute(gap),
+                    1 => ProcEvent::Map { vaddr: addr & !4095, len: 8192, shared: w },
+                    2 => ProcEvent::Unmap { vaddr: addr & !4095, len: 4096 },
+                    _ => ProcEvent::Access { gap, vaddr: addr, write: w },
+                })
+                .collect();
+            expected += evs.iter().filter(|e| matches!(e, ProcEvent::Access { .. })).count() as u64;
+            sim.add(Box::new(Recorded::new(evs)));
+        }
+        let s = sim.run().unwrap();
+        prop_assert_eq!(s.reads + s.writes, expected);
+        for (i, r) in s.ranks.iter().enumerate() {
+            let total: u64 = r.residency_ns.iter().sum::<u64>() + r.exit_ns;
+            prop_assert_eq!(total, s.runtime_ns, "rank {}", i);
+        }
+        let served: u64 = s.ranks.iter().map(|r| r.reads + r.writes).sum();
+        prop_assert_eq!(served, expected);
+    }
+}
+
+#[test]
+fn configs_parse_and_bad_ones_name_the_key() {
+    let text = r#"
+        [memory]
+        part = "ddr-400-thesis"
+        ranks = 1
+        line_bytes = 128
+        seed = 1
+        [memory.policy]
+        kind = "hw"
+        [[process]]
+        kind = "stream"
+        accesses = 1000
+        gap_ns = 10
+        [[process]]
+        kind = "compute"
+        total_ns = 100000
+    "#;
+    let s = run_config(text, Path::new(".")).unwrap();
+    assert_eq!(s.reads, 1000);
+    assert_eq!(s.policy, "hw");
+    let e = run_config(&text.replace("\"hw\"", "\"hw9\""), Path::new(".")).unwrap_err();
+    assert!(
+        e.contains("memory.policy.kind: unknown policy `hw9`"),
+        "{e}"
+    );
+    let e = run_config(&text.replace("ranks = 1", "ranks = 0"), Path::new(".")).unwrap_err();
+    assert!(e.starts_with("memory.ranks"), "{e}");
+    let e = run_config(&text.replace("gap_ns = 10", "gap_ns = -1"), Path::new(".")).unwrap_err();
+    assert!(e.contains("process[0]") || e.contains("process"), "{e}");
+    let e = run_config(
+        &text.replace("kind = \"hw\"", "kind = \"hw\"\nhw.sr_check = \"never\""),
+        Path::new("."),
+    )
+    .unwrap_err();
+    assert!(e.contains("memory.policy.hw.sr_check"), "{e}");
+    let trace = text.replace(
+        "kind = \"stream\"\n        accesses = 1000\n        gap_ns = 10",
+        "kind = \"trace\"\n        path = \"nope.parquet\"\n        ns_per_instruction = 1.0",
+    );
+    let e = run_config(&trace, Path::new("/nonexistent")).unwrap_err();
+    assert!(
+        e.starts_with("process[0]:") && e.contains("nope.parquet"),
+        "{e}"
+    );
+    // Too little memory is an error, not a panic: one 64 MB rank, a stream over 128 MB.
+    let e = run_config(
+        &text
+            .replace("gap_ns = 10", "gap_ns = 10\nspan_bytes = 134217728")
+            .replace("accesses = 1000", "accesses = 1100000"),
+        Path::new("."),
+    )
+    .unwrap_err();
+    assert!(e.contains("out of simulated memory"), "{e}");
+}

@@ -1,0 +1,174 @@
+//! Memory power policies: who decides when a DRAM rank sleeps, and where a process's pages
+//! go (Huang 2006, ch. 2–4).
+//!
+//! A memory policy is a sans-I/O plug-in like a storage [`Function`](wattio_core::Function),
+//! but with its own interface, [`MemPolicy`]: memory runs make tens of millions of accesses,
+//! each a few nanoseconds of model work, so the policy is called directly by the memory
+//! simulator (`wattio_engine::memory`) and commands the ranks through [`Mem`] rather than
+//! through `Action`s and the kernel's event heap. Time still arrives with each call; a
+//! policy never reads a clock.
+//!
+//! | kind | module | what decides |
+//! |---|---|---|
+//! | `nopm` | [`immediate`] | nothing: idle ranks stay in standby |
+//! | `ipd` | [`immediate`] | powerdown as soon as a rank has no outstanding access |
+//! | `isr` | [`immediate`] | self refresh as soon as a rank has no outstanding access |
+//! | `hw` | [`hw`] | the per-rank self-refresh threshold predictor of Fig. 2.9 |
+//! | `hw-sw` | [`hw`] | the same, with its history saved and restored per process (ch. 3) |
+//! | `pavm` | [`pavm`] | active-rank sets at context switches, preferred-rank allocation (ch. 2) |
+//! | `pavm+ipd` | [`pavm`] | PAVM, and IPD inside a process's active ranks |
+//! | `pavm+hw-sw` | [`pavm`] | PAVM telling the context-aware PMU the active ranks (ch. 3) |
+//!
+//! Policies are built from a `[memory.policy]` table by [`build`]; every parameter is
+//! documented in `docs/functions/memory-*.md`.
+
+pub mod hw;
+pub mod immediate;
+pub mod pavm;
+
+use serde::Deserialize;
+use wattio_core::{Nanos, PowerStateId};
+use wattio_devices::dram::{Rank, RankSpec};
+
+/// The ranks a policy commands, and their part.
+pub struct Mem<'a> {
+    pub spec: &'a RankSpec,
+    pub ranks: &'a mut [Rank],
+}
+
+impl Mem<'_> {
+    /// Command rank `r` into `state` at `now` (or when its current operation ends).
+    #[inline]
+    pub fn set(&mut self, r: usize, now: Nanos, state: PowerStateId) -> Nanos {
+        self.ranks[r].set_state(self.spec, now, state)
+    }
+}
+
+/// A memory power policy. Every hook has a default that does nothing, so a policy
+/// implements only what it decides.
+pub trait MemPolicy: Send {
+    fn name(&self) -> &str;
+
+    /// The rank a newly touched page of `pid` should come from, given each rank's free
+    /// pages; `None` leaves the choice to the allocator's default placement.
+    fn place(&mut self, _pid: u32, _shared: bool, _free: &[u64]) -> Option<usize> {
+        None
+    }
+
+    /// A page of `pid` was mapped on rank `r` (or unmapped from it).
+    fn on_map(&mut self, _pid: u32, _r: usize) {}
+    fn on_unmap(&mut self, _pid: u32, _r: usize) {}
+    /// `pid` exited (its pages have been unmapped).
+    fn on_exit(&mut self, _pid: u32) {}
+
+    /// The scheduler decided, at `now`, to run `next` on `cpu` after `prev`; `running` is
+    /// every CPU's process after the switch. The switch itself takes the simulator's
+    /// `switch_ns` after `now`: a rank woken here is ready that much earlier.
+    fn on_switch(
+        &mut self,
+        _now: Nanos,
+        _cpu: usize,
+        _prev: Option<u32>,
+        _next: Option<u32>,
+        _running: &[Option<u32>],
+        _mem: &mut Mem,
+    ) {
+    }
+
+    /// Just before an access by `pid` to rank `r` arrives at `now`.
+    fn before_access(&mut self, _now: Nanos, _pid: u32, _r: usize, _mem: &mut Mem) {}
+
+    /// Just after an access to rank `r` was served, ending at `done`.
+    fn after_access(&mut self, _done: Nanos, _pid: u32, _r: usize, _mem: &mut Mem) {}
+
+    /// The policy's periodic tick, if it has one (the PMU runs every tREFI).
+    fn tick_period(&self) -> Option<Nanos> {
+        None
+    }
+    fn on_tick(&mut self, _now: Nanos, _mem: &mut Mem) {}
+
+    /// At the end of the run, before the ledgers close.
+    fn on_end(&mut self, _now: Nanos, _mem: &mut Mem) {}
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+}
+
+/// A `[memory.policy]` table: `kind` and that kind's parameters.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    pub kind: String,
+    /// HW, HW–SW: the predictor (Fig. 2.9).
+    #[serde(default)]
+    pub hw: hw::HwConfig,
+    /// PAVM and its combinations.
+    #[serde(default)]
+    pub pavm: pavm::PavmConfig,
+}
+
+/// Every kind [`build`] knows, with a one-line summary.
+pub const KINDS: &[(&str, &str)] = &[
+    ("nopm", "no power management: idle ranks stay in standby"),
+    (
+        "ipd",
+        "immediate powerdown when a rank has no outstanding access",
+    ),
+    (
+        "isr",
+        "immediate self refresh when a rank has no outstanding access",
+    ),
+    (
+        "hw",
+        "per-rank self-refresh threshold predictor (Huang Fig. 2.9)",
+    ),
+    (
+        "hw-sw",
+        "context-aware PMU: HW's history per process x rank, saved at switches",
+    ),
+    (
+        "pavm",
+        "power-aware virtual memory: active ranks per process, preferred-rank allocation",
+    ),
+    (
+        "pavm+ipd",
+        "PAVM, with immediate powerdown inside the active ranks",
+    ),
+    (
+        "pavm+hw-sw",
+        "PAVM telling the context-aware PMU the active ranks",
+    ),
+];
+
+/// Build a policy for `ranks` ranks of `spec` run on `cpus` CPUs.
+pub fn build(
+    cfg: &PolicyConfig,
+    spec: &RankSpec,
+    ranks: usize,
+    cpus: usize,
+) -> Result<Box<dyn MemPolicy>, String> {
+    use wattio_devices::dram::{POWERDOWN, SELF_REFRESH, STANDBY};
+    let hw = || hw::Hw::new(&cfg.hw, spec, ranks, false, cpus);
+    let hwsw = || hw::Hw::new(&cfg.hw, spec, ranks, true, cpus);
+    let pavm = |inner: Option<Box<dyn MemPolicy>>| {
+        pavm::Pavm::new(&cfg.pavm, ranks, inner).map(|p| Box::new(p) as Box<dyn MemPolicy>)
+    };
+    Ok(match cfg.kind.as_str() {
+        "nopm" => Box::new(immediate::Immediate::new("nopm", STANDBY)),
+        "ipd" => Box::new(immediate::Immediate::new("ipd", POWERDOWN)),
+        "isr" => Box::new(immediate::Immediate::new("isr", SELF_REFRESH)),
+        "hw" => Box::new(hw()?),
+        "hw-sw" => Box::new(hwsw()?),
+        "pavm" => pavm(None)?,
+        "pavm+ipd" => pavm(Some(Box::new(immediate::Immediate::new("ipd", POWERDOWN))))?,
+        "pavm+hw-sw" => pavm(Some(Box::new(hwsw()?)))?,
+        other => {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
+            return Err(format!(
+                "memory.policy.kind: unknown policy `{other}` (expected one of: {})",
+                names.join(", ")
+            ));
+        }
+    })
+}

@@ -1,0 +1,307 @@
+//! PAVM, power-aware virtual memory (Huang 2006, ch. 2): the operating system keeps each
+//! process's pages on few ranks and, at every context switch, powers down every rank the
+//! running processes do not use.
+//!
+//! * **Active ranks α_i**: one counter per process and rank, +1 when a page of the process
+//!   is mapped on the rank, −1 when it is unmapped; the rank is in α_i while its counter is
+//!   positive (shared-library pages count for each process that maps them).
+//! * **At a context switch**: the ranks in the union of the running processes' α go to
+//!   standby, woken at the switch decision so the exit overlaps the switch itself
+//!   (`early_wake`); every other rank goes to self refresh.
+//! * **Preferred ranks ρ_i** (worst fit): a process's first page comes from the rank with
+//!   the most free pages, which joins ρ_i; later pages come from ρ_i while it has room, then
+//!   again from the rank with the most free pages, which joins ρ_i.
+//! * **DLL aggregation** (`dll_aggregation`): shared-library pages ignore ρ and fill the
+//!   ranks in order from rank 0, so the libraries every process maps sit on few ranks.
+//!
+//! Inside the active ranks PAVM alone leaves idle ranks in standby; `pavm+ipd` adds
+//! immediate powerdown, `pavm+hw-sw` the context-aware PMU (the inner policy gets every
+//! hook; PAVM's switch decision runs after the PMU has restored the incoming history).
+//!
+//! Not modelled (documented in docs/functions/memory-pavm.md): page migration by kmigrated,
+//! DMA and kernel-thread rules (the traces have neither), pages shared between processes
+//! (the traces cannot tell which file a mapping comes from).
+
+use super::{Mem, MemPolicy};
+use serde::Deserialize;
+use std::collections::HashMap;
+use wattio_core::Nanos;
+use wattio_devices::dram::{SELF_REFRESH, STANDBY};
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PavmConfig {
+    /// Shared-library pages fill ranks from rank 0, ignoring ρ.
+    pub dll_aggregation: bool,
+    /// Wake the incoming process's active ranks at the switch decision.
+    pub early_wake: bool,
+}
+
+impl Default for PavmConfig {
+    fn default() -> Self {
+        PavmConfig {
+            dll_aggregation: true,
+            early_wake: true,
+        }
+    }
+}
+
+pub struct Pavm {
+    name: String,
+    cfg: PavmConfig,
+    ranks: usize,
+    alpha: HashMap<u32, Vec<u32>>,
+    rho: HashMap<u32, Vec<usize>>,
+    inner: Option<Box<dyn MemPolicy>>,
+    active: Vec<bool>,
+    switches: u64,
+    woken: u64,
+    slept: u64,
+}
+
+impl Pavm {
+    pub fn new(
+        cfg: &PavmConfig,
+        ranks: usize,
+        inner: Option<Box<dyn MemPolicy>>,
+    ) -> Result<Pavm, String> {
+        let name = match &inner {
+            None => "pavm".to_string(),
+            Some(p) => format!("pavm+{}", p.name()),
+        };
+        Ok(Pavm {
+            name,
+            cfg: cfg.clone(),
+            ranks,
+            alpha: HashMap::new(),
+            rho: HashMap::new(),
+            inner,
+            active: vec![false; ranks],
+            switches: 0,
+            woken: 0,
+            slept: 0,
+        })
+    }
+
+    /// The active ranks of `pid` (α), in rank order.
+    pub fn active_ranks(&self, pid: u32) -> Vec<usize> {
+        self.alpha
+            .get(&pid)
+            .map(|c| (0..c.len()).filter(|&r| c[r] > 0).collect())
+            .unwrap_or_default()
+    }
+
+    /// The preferred ranks of `pid` (ρ), in the order they were added.
+    pub fn preferred_ranks(&self, pid: u32) -> &[usize] {
+        self.rho.get(&pid).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// The rank with the most free pages (the lowest on ties), if any has one.
+fn most_free(free: &[u64]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (r, &f) in free.iter().enumerate() {
+        if f > 0 && best.is_none_or(|b| f > free[b]) {
+            best = Some(r);
+        }
+    }
+    best
+}
+
+impl MemPolicy for Pavm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn place(&mut self, pid: u32, shared: bool, free: &[u64]) -> Option<usize> {
+        if shared && self.cfg.dll_aggregation {
+            return free.iter().position(|&f| f > 0);
+        }
+        let rho = self.rho.entry(pid).or_default();
+        if let Some(&r) = rho.iter().find(|&&r| free[r] > 0) {
+            return Some(r);
+        }
+        let r = most_free(free)?;
+        rho.push(r);
+        Some(r)
+    }
+
+    fn on_map(&mut self, pid: u32, r: usize) {
+        let n = self.ranks;
+        self.alpha.entry(pid).or_insert_with(|| vec![0; n])[r] += 1;
+        if let Some(p) = &mut self.inner {
+            p.on_map(pid, r);
+        }
+    }
+
+    fn on_unmap(&mut self, pid: u32, r: usize) {
+        if let Some(c) = self.alpha.get_mut(&pid) {
+            c[r] = c[r].saturating_sub(1);
+        }
+        if let Some(p) = &mut self.inner {
+            p.on_unmap(pid, r);
+        }
+    }
+
+    fn on_exit(&mut self, pid: u32) {
+        self.alpha.remove(&pid);
+        self.rho.remove(&pid);
+        if let Some(p) = &mut self.inner {
+            p.on_exit(pid);
+        }
+    }
+
+    fn on_switch(
+        &mut self,
+        now: Nanos,
+        cpu: usize,
+        prev: Option<u32>,
+        next: Option<u32>,
+        running: &[Option<u32>],
+        mem: &mut Mem,
+    ) {
+        if let Some(p) = &mut self.inner {
+            p.on_switch(now, cpu, prev, next, running, mem);
+        }
+        self.switches += 1;
+        self.active.iter_mut().for_each(|a| *a = false);
+        for pid in running.iter().flatten() {
+            if let Some(c) = self.alpha.get(pid) {
+                for (a, &n) in self.active.iter_mut().zip(c) {
+                    *a |= n > 0;
+                }
+            }
+        }
+        for r in 0..self.ranks {
+            let state = mem.ranks[r].state();
+            if self.active[r] {
+                if self.cfg.early_wake && state == SELF_REFRESH {
+                    mem.set(r, now, STANDBY);
+                    self.woken += 1;
+                }
+            } else if state != SELF_REFRESH {
+                mem.set(r, now, SELF_REFRESH);
+                self.slept += 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn before_access(&mut self, now: Nanos, pid: u32, r: usize, mem: &mut Mem) {
+        if let Some(p) = &mut self.inner {
+            p.before_access(now, pid, r, mem);
+        }
+    }
+
+    #[inline]
+    fn after_access(&mut self, done: Nanos, pid: u32, r: usize, mem: &mut Mem) {
+        if let Some(p) = &mut self.inner {
+            p.after_access(done, pid, r, mem);
+        }
+    }
+
+    fn tick_period(&self) -> Option<Nanos> {
+        self.inner.as_ref().and_then(|p| p.tick_period())
+    }
+
+    fn on_tick(&mut self, now: Nanos, mem: &mut Mem) {
+        if let Some(p) = &mut self.inner {
+            p.on_tick(now, mem);
+        }
+    }
+
+    fn on_end(&mut self, now: Nanos, mem: &mut Mem) {
+        if let Some(p) = &mut self.inner {
+            p.on_end(now, mem);
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        let mut v = vec![
+            ("switches".to_string(), self.switches as f64),
+            ("ranks_woken_early".to_string(), self.woken as f64),
+            ("ranks_put_to_self_refresh".to_string(), self.slept as f64),
+        ];
+        if let Some(p) = &self.inner {
+            v.extend(p.counters());
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattio_devices::dram::{Rank, RankSpec, POWERDOWN};
+
+    /// A scripted mix on 4 ranks: placement by worst fit into ρ, DLL pages from rank 0,
+    /// α from the mapped pages, and the switch powering exactly α of the incoming process.
+    #[test]
+    fn active_sets_and_preferred_allocation() {
+        let spec = RankSpec::named("ddr-400-thesis").unwrap();
+        let mut p = Pavm::new(&PavmConfig::default(), 4, None).unwrap();
+        let mut free = vec![10u64, 30, 20, 30];
+        let alloc = |p: &mut Pavm, pid: u32, shared: bool, free: &mut [u64]| {
+            let r = p.place(pid, shared, free).unwrap();
+            free[r] -= 1;
+            p.on_map(pid, r);
+            r
+        };
+        // Process 1: worst fit picks rank 1 (30 free, lowest of the tie), then stays there.
+        assert_eq!(alloc(&mut p, 1, false, &mut free), 1);
+        for _ in 0..28 {
+            assert_eq!(alloc(&mut p, 1, false, &mut free), 1);
+        }
+        // Process 2 starts: rank 3 has the most free now.
+        assert_eq!(alloc(&mut p, 2, false, &mut free), 3);
+        // Rank 1 fills up (1 left): process 1's next page, then it spills to the most free
+        // rank (3: 29 left), which joins ρ_1.
+        assert_eq!(alloc(&mut p, 1, false, &mut free), 1);
+        assert_eq!(free[1], 0);
+        assert_eq!(alloc(&mut p, 1, false, &mut free), 3);
+        assert_eq!(p.preferred_ranks(1), &[1, 3]);
+        // Shared-library pages go to rank 0 whoever touches them.
+        assert_eq!(alloc(&mut p, 2, true, &mut free), 0);
+        assert_eq!(p.active_ranks(1), vec![1, 3]);
+        assert_eq!(p.active_ranks(2), vec![0, 3]);
+        // Unmapping process 1's only page on rank 3 shrinks α_1.
+        p.on_unmap(1, 3);
+        assert_eq!(p.active_ranks(1), vec![1]);
+
+        // Switch to process 2 at 1000: ranks 0 and 3 ready, 1 and 2 in self refresh.
+        let mut ranks: Vec<Rank> = (0..4).map(|_| Rank::new(&spec, STANDBY, 0)).collect();
+        ranks[3] = Rank::new(&spec, SELF_REFRESH, 0);
+        let mut mem = Mem {
+            spec: &spec,
+            ranks: &mut ranks,
+        };
+        p.on_switch(1000, 0, Some(1), Some(2), &[Some(2)], &mut mem);
+        let states: Vec<_> = mem.ranks.iter().map(|r| r.state()).collect();
+        assert_eq!(states, vec![STANDBY, SELF_REFRESH, SELF_REFRESH, STANDBY]);
+        // Rank 3 was woken early: ready at 2000, so an access after the switch is not
+        // delayed.
+        let a = mem.ranks[3].access(&spec, 2000, false, 70);
+        assert_eq!((a.start, a.woke_from), (2000, None));
+        // Process 2 exits: nothing is active at the next switch to no process.
+        p.on_exit(2);
+        p.on_switch(5000, 0, Some(2), None, &[None], &mut mem);
+        assert!(mem.ranks.iter().all(|r| r.state() == SELF_REFRESH));
+        assert_eq!(p.active_ranks(2), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn inner_policy_gets_the_hooks() {
+        let spec = RankSpec::named("ddr-400-thesis").unwrap();
+        let ipd = super::super::immediate::Immediate::new("ipd", POWERDOWN);
+        let mut p = Pavm::new(&PavmConfig::default(), 1, Some(Box::new(ipd))).unwrap();
+        assert_eq!(p.name(), "pavm+ipd");
+        let mut ranks = vec![Rank::new(&spec, STANDBY, 0)];
+        let mut mem = Mem {
+            spec: &spec,
+            ranks: &mut ranks,
+        };
+        let a = mem.ranks[0].access(&spec, 0, false, 70);
+        p.after_access(a.done, 1, 0, &mut mem);
+        assert_eq!(mem.ranks[0].state(), POWERDOWN);
+    }
+}
