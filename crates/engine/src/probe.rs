@@ -51,9 +51,7 @@ const CACHE_SEGMENT_BLOCKS: u32 = 256;
 /// skews, rotation, head switch, the seek table, one overhead for every command. What the
 /// probe cannot see is a documented default, said so in `sources`.
 pub fn drive_spec(r: &Report) -> Result<MechanicalDef, String> {
-    use wattio_devices::mechanical::layout::{
-        LayoutDef, Zone, NO_SPARING, SECTPERTRACK_SPARING,
-    };
+    use wattio_devices::mechanical::layout::{LayoutDef, Zone, NO_SPARING, SECTPERTRACK_SPARING};
     use wattio_devices::mechanical::seek::SeekDef;
     use wattio_devices::mechanical::{CacheDef, ControllerDef};
     let m = r
@@ -194,7 +192,8 @@ pub fn spec_toml(
             name: "on".into(),
             watts: 0.0,
             spinning: true,
-            source: "assumed: placeholder; a timing probe sees no power, replace from a datasheet".into(),
+            source: "assumed: placeholder; a timing probe sees no power, replace from a datasheet"
+                .into(),
         }],
         transitions: vec![],
     });

@@ -557,10 +557,11 @@ fn fine_shots(scans: &mut [Scan], res: &[f64]) -> Vec<Shot> {
         let coarse: Vec<u64> = coarse(sc).collect();
         let r = &res[i..i + coarse.len()];
         i += coarse.len();
-        let (arg, least) = r
-            .iter()
-            .enumerate()
-            .fold((0, f64::INFINITY), |a, (j, &v)| if v < a.1 { (j, v) } else { a });
+        let (arg, least) =
+            r.iter().enumerate().fold(
+                (0, f64::INFINITY),
+                |a, (j, &v)| if v < a.1 { (j, v) } else { a },
+            );
         sc.least = least;
         let at = coarse[arg];
         sc.offsets = (1..sc.step)

@@ -86,7 +86,7 @@ impl Default for Params {
             max_probes: 100_000_000,
             mechanics: false,
             repeats: 3,
-            skew_tracks: 24,
+            skew_tracks: 64,
         }
     }
 }
