@@ -442,6 +442,23 @@ impl Extractor {
             );
             z.cyl_skew = mode(&cyl, spr).unwrap_or(0.0);
             z.head_skew = mode(&head, spr).unwrap_or(z.cyl_skew);
+            if s > 2 {
+                // Head switches are the usual boundary, whichever track of a cylinder the
+                // zone's first LBA sits on (spare or slipped tracks shift it: hp_c2247a).
+                if let Some(usual) = mode(&z.boundary_skews, spr) {
+                    let other: Vec<f64> = z
+                        .boundary_skews
+                        .iter()
+                        .copied()
+                        .filter(|&k| {
+                            let d = (k - usual).rem_euclid(spr);
+                            d.min(spr - d) >= 0.5
+                        })
+                        .collect();
+                    z.head_skew = usual;
+                    z.cyl_skew = mode(&other, spr).unwrap_or(usual);
+                }
+            }
         }
         Ok(())
     }
