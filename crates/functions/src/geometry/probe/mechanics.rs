@@ -198,7 +198,7 @@ pub struct Extractor {
 }
 
 impl Extractor {
-    /// Start from phase one's runs and zones; `None` (with why) when there is too little
+    /// Start from phase one's runs and zones; an error says why when there is too little
     /// to measure.
     pub fn new(
         k: Knobs,
@@ -426,20 +426,16 @@ impl Extractor {
         self.out.surfaces_found = found;
         for z in self.out.zones.iter_mut() {
             let spr = z.sectors_per_rev as f64;
-            let (head, cyl): (Vec<f64>, Vec<f64>) = (
-                z.boundary_skews
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| (*j as u64 + 1) % s as u64 != 0)
-                    .map(|x| *x.1)
-                    .collect(),
-                z.boundary_skews
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| (*j as u64 + 1) % s as u64 == 0)
-                    .map(|x| *x.1)
-                    .collect(),
-            );
+            // The boundary after a cylinder's last track is a cylinder switch.
+            let mut cyl = Vec::new();
+            let mut head = Vec::new();
+            for (j, &k) in z.boundary_skews.iter().enumerate() {
+                if (j as u64 + 1).is_multiple_of(s as u64) {
+                    cyl.push(k);
+                } else {
+                    head.push(k);
+                }
+            }
             z.cyl_skew = mode(&cyl, spr).unwrap_or(0.0);
             z.head_skew = mode(&head, spr).unwrap_or(z.cyl_skew);
             if s > 2 {
@@ -652,7 +648,7 @@ fn surfaces(skews: &[f64], spr: f64) -> Option<u32> {
         differs
             .iter()
             .enumerate()
-            .all(|(j, &d)| d == ((j + 1) % s == 0))
+            .all(|(j, &d)| d == (j + 1).is_multiple_of(s))
             .then_some(s as u32)
     })
 }
