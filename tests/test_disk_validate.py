@@ -85,3 +85,28 @@ def test_probe_option_errors_name_the_key(capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert "probe.confirms: expected a whole number from 1 to 1000, got 0" in err
+
+
+def test_probe_spec_is_runnable_and_probes_back_the_same(tmp_path, capsys):
+    # The second phase on hp_c2247a writes a spec; probing that spec (a catalogue TOML file)
+    # gives back the same rotation, surfaces, zones and skews (crates/engine/tests/probe.rs
+    # holds the extracted values to the model's own).
+    spec = tmp_path / "hp.toml"
+    rc = main(
+        ["disk", "probe", "--model", str(SHARED / "hp_c2247a.parv"), "--spec", str(spec), "--json"]
+    )
+    assert rc == 0
+    first = json.loads(capsys.readouterr().out)["mechanics"]
+    assert first["surfaces_found"] and first["surfaces"] == 13
+    assert abs(60e9 / first["rotation_ns"] - 5400.0) < 0.01
+    rc = main(
+        ["disk", "probe", "--model", str(spec), "--spec", str(tmp_path / "again.toml"), "--json"]
+    )
+    assert rc == 0
+    again = json.loads(capsys.readouterr().out)["mechanics"]
+    key = lambda m: [
+        (z["spt"], z["sectors_per_rev"], z["head_skew"], z["cyl_skew"]) for z in m["zones"]
+    ]
+    assert key(again) == key(first)
+    assert again["surfaces"] == first["surfaces"]
+    assert abs(again["rotation_ns"] - first["rotation_ns"]) < 2

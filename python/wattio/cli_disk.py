@@ -51,9 +51,15 @@ def cmd_probe(args) -> int:
         "start_lba": args.start_lba,
         "end_lba": args.end_lba,
         "max_probes": args.max_probes,
+        "repeats": args.repeats,
+        "skew_tracks": args.skew_tracks,
     }
     table = "\n".join(f"{k} = {v}" for k, v in keys.items() if v is not None)
+    if args.spec:
+        table += "\nmechanics = true"
     report = json.loads(_core().disk_probe(str(args.model), table, args.min_zone_tracks))
+    if args.spec and "spec" in report:
+        Path(args.spec).write_text(report["spec"])
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["done"] else 1
@@ -72,7 +78,24 @@ def cmd_probe(args) -> int:
         f"\n{report['probes']} probe writes, {report['glitches']} glitches, "
         f"{secs:.1f} s of simulated probing"
     )
-    if not report["done"]:
+    m = report.get("mechanics")
+    if m:
+        print(
+            f"\nrotation {m['rotation_ns'] / 1e6:.4f} ms ({60e9 / m['rotation_ns']:.1f} rpm), "
+            f"overhead {m['overhead_ns'] / 1e6:.3f} ms, head switch {m['head_switch_ns'] / 1e6:.3f} ms, "
+            f"{m['surfaces']} surfaces{'' if m['surfaces_found'] else ' (not found: 1 assumed)'}, "
+            f"write-back cache: {'yes' if m['write_back'] else 'no'}"
+        )
+        print(f"{'first LBA':>12} {'SPT':>6} {'per rev':>7} {'head skew':>9} {'cyl skew':>8}")
+        for z in m["zones"]:
+            print(
+                f"{z['first_lba']:>12} {z['spt']:>6} {z['sectors_per_rev']:>7} "
+                f"{z['head_skew']:>9.2f} {z['cyl_skew']:>8.2f}"
+            )
+        print("seek (cylinders: ms): " + ", ".join(f"{d}: {t / 1e6:.2f}" for d, t in m["seek"]))
+    if args.spec and "spec" in report:
+        print(f"wrote {args.spec} (its [power] table is a placeholder: add the datasheet's)")
+    if report["stopped"]:
         print(f"wattio: probe stopped early: {report['stopped']}", file=sys.stderr)
         return 1
     return 0
@@ -109,6 +132,13 @@ def add_commands(sub) -> None:
     p.add_argument("--start-lba", type=int)
     p.add_argument("--end-lba", type=int, help="one past the last LBA (default: the end)")
     p.add_argument("--max-probes", type=int)
+    p.add_argument(
+        "--spec",
+        type=Path,
+        help="also time the mechanics (second phase) and write a runnable drive spec here",
+    )
+    p.add_argument("--repeats", type=int, help="second phase: times each shot is taken (3)")
+    p.add_argument("--skew-tracks", type=int, help="second phase: boundaries per zone (64)")
     p.add_argument(
         "--min-zone-tracks",
         type=int,

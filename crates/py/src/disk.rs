@@ -108,6 +108,15 @@ fn disk_probe(source: &str, table: &str, min_zone_tracks: u64) -> PyResult<Strin
         .collect();
     let mut v = serde_json::to_value(&report).map_err(|e| err(e.to_string()))?;
     v["zones"] = serde_json::Value::Array(zones);
+    if report.mechanics.is_some() {
+        // The second phase ran: the runnable drive spec it gives, as catalogue TOML.
+        let def = wattio_engine::probe::drive_spec(&report).map_err(err)?;
+        let name = Path::new(source)
+            .file_stem()
+            .map_or(source.into(), |s| s.to_string_lossy());
+        let text = wattio_engine::probe::spec_toml(&name, source, &def, None).map_err(err)?;
+        v["spec"] = serde_json::Value::String(text);
+    }
     Ok(v.to_string())
 }
 

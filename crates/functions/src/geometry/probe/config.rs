@@ -33,6 +33,9 @@ struct Keys {
     start_lba: Option<u64>,
     end_lba: Option<u64>,
     max_probes: Option<u64>,
+    mechanics: Option<bool>,
+    repeats: Option<u32>,
+    skew_tracks: Option<u32>,
 }
 
 impl Params {
@@ -81,6 +84,8 @@ impl Params {
             1,
             MAX_PROBES_LIMIT,
         )?;
+        let repeats = count("repeats", k.repeats, d.repeats)?;
+        let skew_tracks = count("skew_tracks", k.skew_tracks, d.skew_tracks)?;
         Ok(Params {
             device: k.device,
             sector_bytes,
@@ -92,6 +97,9 @@ impl Params {
             start_lba,
             end_lba: k.end_lba,
             max_probes,
+            mechanics: k.mechanics.unwrap_or(d.mechanics),
+            repeats,
+            skew_tracks,
         })
     }
 }

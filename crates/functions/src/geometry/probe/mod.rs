@@ -31,8 +31,10 @@
 //! disturb the timing.
 
 mod config;
+mod mechanics;
 
 pub use config::{KIND, MAX_PROBES_LIMIT};
+pub use mechanics::{Mechanics, ZoneMechanics};
 
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
@@ -60,6 +62,13 @@ pub struct Params {
     /// One past the last LBA to probe (default: the device's end).
     pub end_lba: Option<u64>,
     pub max_probes: u64,
+    /// Run the second phase (rotation, skews, surfaces, head switch, seek curve) after
+    /// the track boundaries.
+    pub mechanics: bool,
+    /// Second phase: times each shot is taken (the least response is kept).
+    pub repeats: u32,
+    /// Second phase: boundaries timed from each zone's first track.
+    pub skew_tracks: u32,
 }
 
 impl Default for Params {
@@ -75,6 +84,9 @@ impl Default for Params {
             start_lba: 0,
             end_lba: None,
             max_probes: 100_000_000,
+            mechanics: false,
+            repeats: 3,
+            skew_tracks: 64,
         }
     }
 }
@@ -104,12 +116,14 @@ pub struct Report {
     pub probes: u64,
     /// Candidate boundaries that did not confirm.
     pub glitches: u64,
-    /// The whole range was probed.
+    /// The whole range was probed (phase one: the track boundaries).
     pub done: bool,
     /// Why the probe stopped early (`max_probes`, an I/O error).
     pub stopped: Option<String>,
     /// When the last probe write completed (the probe's own duration from a start at 0).
     pub finished_at_ns: Nanos,
+    /// The second phase's findings (with `mechanics = true`, once it is done).
+    pub mechanics: Option<Mechanics>,
 }
 
 impl Report {
@@ -162,6 +176,8 @@ pub struct GeometryProbe {
     seq: u64,
     report: Arc<Mutex<Report>>,
     finished: bool,
+    /// The second phase, once the first is done.
+    extractor: Option<mechanics::Extractor>,
 }
 
 impl GeometryProbe {
@@ -189,6 +205,7 @@ impl GeometryProbe {
             seq: 0,
             report: report.clone(),
             finished: false,
+            extractor: None,
         };
         (probe, report)
     }
@@ -199,30 +216,77 @@ impl GeometryProbe {
     }
 
     fn issue(&mut self, now: Nanos, out: &mut Actions) {
+        self.write(now, self.scan.i, true, out);
+    }
+
+    fn write(&mut self, now: Nanos, lba: u64, fua: bool, out: &mut Actions) {
         let mut io = Io::own(
             self.seq,
             Op::Write,
             self.dev,
-            self.scan.i * self.p.sector_bytes as u64,
+            lba * self.p.sector_bytes as u64,
             self.p.write_sectors * self.p.sector_bytes,
         );
-        // Through any write cache to the media: the timing is the platter's.
-        io.fua = true;
+        // Through any write cache to the media: the timing is the platter's. (The second
+        // phase's one plain write asks whether there is a write-back cache.)
+        io.fua = fua;
         self.seq += 1;
         self.sent_at = now;
         self.report().probes += 1;
         out.submit(io);
     }
 
-    fn finish(&mut self, now: Nanos, stopped: Option<String>) {
-        self.finished = true;
+    /// Phase one is over: start the second phase if asked (and possible), else stop.
+    fn phase_one_done(&mut self, now: Nanos, out: &mut Actions) {
         let (wl, end) = (self.scan.warp_location, self.end);
-        let mut r = self.report();
-        r.finished_at_ns = now;
-        if stopped.is_none() {
+        {
+            let mut r = self.report();
             r.done = true;
             r.tail = (wl < end).then(|| (wl, end - 1));
         }
+        if !self.p.mechanics {
+            return self.finish(now, None);
+        }
+        let (runs, zones) = {
+            let r = self.report();
+            (r.runs.clone(), r.zones(2))
+        };
+        let knobs = mechanics::Knobs {
+            write_sectors: self.p.write_sectors as u64,
+            repeats: self.p.repeats,
+            skew_tracks: self.p.skew_tracks as u64,
+        };
+        match mechanics::Extractor::new(knobs, &runs, zones) {
+            Ok(mut x) => {
+                let next = x.start();
+                self.extractor = Some(x);
+                self.follow(now, next, out);
+            }
+            Err(e) => self.finish(now, Some(e)),
+        }
+    }
+
+    /// Do what the second phase asks.
+    fn follow(&mut self, now: Nanos, next: mechanics::Next, out: &mut Actions) {
+        match next {
+            mechanics::Next::Write(_, _) if self.report().probes >= self.p.max_probes => self
+                .finish(
+                    now,
+                    Some(format!("max_probes ({}) reached", self.p.max_probes)),
+                ),
+            mechanics::Next::Write(lba, fua) => self.write(now, lba, fua, out),
+            mechanics::Next::Done(Ok(m)) => {
+                self.report().mechanics = Some(m);
+                self.finish(now, None);
+            }
+            mechanics::Next::Done(Err(e)) => self.finish(now, Some(e)),
+        }
+    }
+
+    fn finish(&mut self, now: Nanos, stopped: Option<String>) {
+        self.finished = true;
+        let mut r = self.report();
+        r.finished_at_ns = now;
         r.stopped = stopped;
     }
 
@@ -421,6 +485,10 @@ impl Function for GeometryProbe {
             return;
         }
         let atime = now.saturating_sub(self.sent_at);
+        if let Some(x) = self.extractor.as_mut() {
+            let next = x.completed(atime);
+            return self.follow(now, next, out);
+        }
         match self.step(atime) {
             Some(next) if self.report().probes < self.p.max_probes => {
                 self.scan.i = next;
@@ -430,7 +498,7 @@ impl Function for GeometryProbe {
                 now,
                 Some(format!("max_probes ({}) reached", self.p.max_probes)),
             ),
-            None => self.finish(now, None),
+            None => self.phase_one_done(now, out),
         }
     }
 
