@@ -49,7 +49,7 @@
 mod config;
 mod layout;
 
-pub use config::{RaidConfig, KIND};
+pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -216,6 +216,13 @@ impl Raid {
             known: HashMap::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Number this layer's scratch buffers from `base` (PARAID drives several RAIDs in one
+    /// layer: each needs its own range).
+    pub fn scratch_base(mut self, base: u64) -> Raid {
+        self.next_scratch = base;
+        self
     }
 
     pub fn layout(&self) -> &Layout {

@@ -1,0 +1,1 @@
+//! The PARAID layer driven by hand.
