@@ -182,6 +182,8 @@ pub struct Paraid {
     original_writes: u64,
     /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
     dirty: BTreeMap<(usize, u64), Dirty>,
+    /// Entries of `dirty` whose replica is the newer side.
+    replicas: u64,
     copying: HashMap<(usize, u64), Copying>,
     copier: Copier,
     pending: HashMap<u64, Pending>,
@@ -215,6 +217,7 @@ impl Paraid {
             settle_mark: None,
             original_writes: 0,
             dirty: BTreeMap::new(),
+            replicas: 0,
             copying: HashMap::new(),
             copier: Copier::new(COPY_BASE),
             pending: HashMap::new(),
@@ -317,10 +320,14 @@ impl Paraid {
         });
         let mut write = None;
         if tracked && matches!(io.op, Op::Write | Op::Discard) {
-            let d = self.dirty.entry(key).or_insert(Dirty {
-                side,
-                version: 0,
-                writes: 0,
+            let replicas = &mut self.replicas;
+            let d = self.dirty.entry(key).or_insert_with(|| {
+                *replicas += u64::from(side == Side::Replica);
+                Dirty {
+                    side,
+                    version: 0,
+                    writes: 0,
+                }
             });
             debug_assert_eq!(d.side, side, "a chunk has one newer side");
             d.side = side;
@@ -361,13 +368,19 @@ impl Paraid {
         let Some(p) = self.pending.remove(&(done.io.id.0 & (IoId::SUB - 1))) else {
             return;
         };
+        let mut copyable = false;
         if let Some(key) = p.write {
             if let Some(d) = self.dirty.get_mut(&key) {
                 d.version += 1;
                 d.writes -= 1;
+                // A chunk a copy skipped for this write may be copied now.
+                copyable = d.writes == 0 && (self.target.is_some() || d.side == Side::Replica);
             }
         }
         self.deliver(now, p.origin, Completion { io: p.io, ..done }, out);
+        if copyable {
+            self.pump(now, out);
+        }
     }
 
     fn deliver(&mut self, now: Nanos, origin: Origin, done: Completion, out: &mut Actions) {
@@ -396,6 +409,7 @@ impl Paraid {
                                 .is_some_and(|d| d.version == c.version && d.writes == 0)
                             {
                                 self.dirty.remove(&key);
+                                self.replicas -= u64::from(c.from == Side::Replica);
                             }
                         }
                         _ => self.counters.copy_errors += 1,
@@ -424,6 +438,7 @@ impl Paraid {
         // Otherwise: replica-newer chunks of disks that are on go back to them.
         let (disks, from) = match self.target {
             Some(t) => (self.leaving(self.gear, t), Side::Original),
+            None if self.replicas == 0 => return,
             None => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
         };
         let mut start = Vec::new();
