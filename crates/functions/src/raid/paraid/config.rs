@@ -81,7 +81,9 @@ impl ParaidConfig {
             ));
         }
         let gears: Vec<usize> = k.gears.iter().map(|&g| g as usize).collect();
-        if gears.len() < 2 || gears.last() != Some(&k.devices.len()) || shares(level, &gears).is_none()
+        if gears.len() < 2
+            || gears.last() != Some(&k.devices.len())
+            || shares(level, &gears).is_none()
         {
             let min = if level == Level::Raid5 { 3 } else { 1 };
             return Err(format!(
@@ -107,7 +109,9 @@ impl ParaidConfig {
             _ => Parity::LeftSymmetric,
         };
         let secs = |name: &str, v: Option<f64>, default: f64, lo: f64, hi: f64| {
-            v.map_or(Ok(default), |v| range::within(&format!("{key}.{name}"), v, lo, hi))
+            v.map_or(Ok(default), |v| {
+                range::within(&format!("{key}.{name}"), v, lo, hi)
+            })
         };
         let sample = secs("sample_s", k.sample_s, 1.0, 1e-3, 3600.0)?;
         let window = match k.window {
@@ -186,5 +190,11 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         (if d.chance(0.5) { "lowest" } else { "highest" }).into(),
     );
     t.insert("copies".into(), (*d.pick(&[1i64, 4])).into());
+    // The paper's ration (10 cycles a day) holds the array up after a few shifts; a large
+    // one lets the swarm's seconds shift many times.
+    t.insert(
+        "rated_cycles".into(),
+        (*d.pick(&[20_000i64, 1_000_000_000])).into(),
+    );
     t
 }

@@ -27,9 +27,9 @@
 use super::model::shares;
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
-use wattio_core::copy::{CopyJob, CopyStep, Copier};
+use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
@@ -155,6 +155,7 @@ struct Counters {
     downshifts: u64,
     copies: u64,
     copy_errors: u64,
+    abandoned: u64,
     host_ios: u64,
     refused_by_ration: u64,
 }
@@ -185,6 +186,8 @@ pub struct Paraid {
     /// Entries of `dirty` whose replica is the newer side.
     replicas: u64,
     copying: HashMap<(usize, u64), Copying>,
+    /// Chunks whose copy failed since the last sample.
+    failed: HashSet<(usize, u64)>,
     copier: Copier,
     pending: HashMap<u64, Pending>,
     next: u64,
@@ -195,7 +198,9 @@ pub struct Paraid {
     monitor: Periodic,
     /// Reads and writes of the host per sample, over the window.
     mix: VecDeque<(u64, u64)>,
-    sleep: Vec<PowerStateId>,
+    /// Each disk's deepest sleep state (`None`: it has none, and stays on in every gear:
+    /// the gears still route, nothing is spun down).
+    sleep: Vec<Option<PowerStateId>>,
     idle: Vec<PowerStateId>,
     time_in: Vec<Nanos>,
     since: Nanos,
@@ -219,6 +224,7 @@ impl Paraid {
             dirty: BTreeMap::new(),
             replicas: 0,
             copying: HashMap::new(),
+            failed: HashSet::new(),
             copier: Copier::new(COPY_BASE),
             pending: HashMap::new(),
             next: 0,
@@ -257,8 +263,7 @@ impl Paraid {
 
     /// The level holding disk `disk`'s replica (none for the lowest gear's disks).
     fn replica_level(&self, disk: usize) -> Option<usize> {
-        (0..self.p.gears.len() - 1)
-            .find(|&g| self.p.gears[g] <= disk && disk < self.p.gears[g + 1])
+        (0..self.p.gears.len() - 1).find(|&g| self.p.gears[g] <= disk && disk < self.p.gears[g + 1])
     }
 
     fn id(&mut self) -> u64 {
@@ -289,7 +294,11 @@ impl Paraid {
     /// Send `io` (a member I/O of `origin`, or a copy's at physical offset `io.offset`) to
     /// its disk or that disk's replica: `side` forces the choice (copies).
     fn route(&mut self, now: Nanos, origin: Origin, io: Io, side: Option<Side>, out: &mut Actions) {
-        let Some(&disk) = self.member.get(io.dev as usize).filter(|&&m| m != usize::MAX) else {
+        let Some(&disk) = self
+            .member
+            .get(io.dev as usize)
+            .filter(|&&m| m != usize::MAX)
+        else {
             // Not an array device: passes through (the RAID answers its completion).
             out.submit(io);
             return;
@@ -301,13 +310,28 @@ impl Paraid {
         if io.op == Op::Flush {
             if self.is_on(disk) {
                 let n = self.id();
-                self.pending.insert(n, Pending { origin, io, write: None });
-                out.submit(Io { id: IoId::own(n), ..io });
+                self.pending.insert(
+                    n,
+                    Pending {
+                        origin,
+                        io,
+                        write: None,
+                    },
+                );
+                out.submit(Io {
+                    id: IoId::own(n),
+                    ..io
+                });
             } else {
                 // A disk is flushed before it is spun down and written through its replica
                 // after: its bytes are on the disks that are on, which the same flush reaches
                 // (a RAID flushes every member).
-                self.deliver(now, origin, Completion::ok(io, now, Breakdown::default()), out);
+                self.deliver(
+                    now,
+                    origin,
+                    Completion::ok(io, now, Breakdown::default()),
+                    out,
+                );
             }
             return;
         }
@@ -412,7 +436,20 @@ impl Paraid {
                                 self.replicas -= u64::from(c.from == Side::Replica);
                             }
                         }
-                        _ => self.counters.copy_errors += 1,
+                        _ => {
+                            // Not retried before the next sample; a downshift that cannot
+                            // bring a leaving disk's replica up to date is abandoned.
+                            self.counters.copy_errors += 1;
+                            self.failed.insert(key);
+                            if self
+                                .target
+                                .is_some_and(|t| self.leaving(self.gear, t).contains(&key.0))
+                            {
+                                self.target = None;
+                                self.settle_mark = None;
+                                self.counters.abandoned += 1;
+                            }
+                        }
                     }
                     self.pump(now, out);
                 }
@@ -447,7 +484,11 @@ impl Paraid {
             if start.len() >= room {
                 break;
             }
-            if d.side == from && d.writes == 0 && !self.copying.contains_key(&key) {
+            if d.side == from
+                && d.writes == 0
+                && !self.copying.contains_key(&key)
+                && !self.failed.contains(&key)
+            {
                 start.push((key, d.version));
             }
         }
@@ -498,12 +539,18 @@ impl Paraid {
         }
         self.switch(now, t);
         for disk in leaving {
-            self.ration.cycled(now, disk);
-            out.set_power(self.devs[disk], self.sleep[disk]);
+            self.spin_down(now, disk, out);
         }
         self.target = None;
         self.settle_mark = None;
         self.counters.downshifts += 1;
+    }
+
+    fn spin_down(&mut self, now: Nanos, disk: usize, out: &mut Actions) {
+        if let Some(sleep) = self.sleep[disk] {
+            self.ration.cycled(now, disk);
+            out.set_power(self.devs[disk], sleep);
+        }
     }
 
     fn switch(&mut self, now: Nanos, gear: usize) {
@@ -518,7 +565,9 @@ impl Paraid {
         let from = self.gear;
         self.switch(now, from + 1);
         for disk in self.leaving(from + 1, from) {
-            out.set_power(self.devs[disk], self.idle[disk]);
+            if self.sleep[disk].is_some() {
+                out.set_power(self.devs[disk], self.idle[disk]);
+            }
         }
         self.counters.upshifts += 1;
         self.pump(now, out);
@@ -544,13 +593,8 @@ impl Function for Paraid {
             if devs.contains(&d.id) {
                 return Err(format!("devices: `{n}` is named twice"));
             }
-            let Some(sleep) = d.power.deepest_sleep() else {
-                return Err(format!(
-                    "devices: device `{n}` has no sleep state to spin down to"
-                ));
-            };
             devs.push(d.id);
-            self.sleep.push(sleep);
+            self.sleep.push(d.power.deepest_sleep());
             self.idle.push(d.power.idle);
             size = size.min(d.capacity);
         }
@@ -609,8 +653,7 @@ impl Function for Paraid {
         self.mix.push_back((0, 0));
         self.monitor.start(now, out);
         for disk in self.p.gears[self.gear]..self.devs.len() {
-            self.ration.cycled(now, disk);
-            out.set_power(self.devs[disk], self.sleep[disk]);
+            self.spin_down(now, disk, out);
         }
     }
 
@@ -651,6 +694,10 @@ impl Function for Paraid {
             return;
         }
         self.switch(now, self.gear);
+        if !self.failed.is_empty() {
+            self.failed.clear();
+            self.pump(now, out);
+        }
         let u = self.busy.sample(now) as f64 / self.p.shift.sample as f64;
         let (reads, writes) = self
             .mix
@@ -694,6 +741,7 @@ impl Function for Paraid {
             ("downshifts", c.downshifts as f64),
             ("propagation_copies", c.copies as f64),
             ("propagation_errors", c.copy_errors as f64),
+            ("downshifts_abandoned", c.abandoned as f64),
             ("dirty_chunks", self.dirty.len() as f64),
             ("host_ios", c.host_ios as f64),
             ("samples_held_by_ration", c.refused_by_ration as f64),

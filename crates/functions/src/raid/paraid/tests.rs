@@ -84,7 +84,10 @@ fn regions_follow_eq1_in_whole_chunks() {
     assert_eq!(regions(Level::Raid0, &[2, 5], 100), Some(vec![60, 40]));
     // RAID-5 {3,5}: 1/2, 1/2; {3,4,5}: 1/3, 1/6, 1/2 of 120 chunks.
     assert_eq!(regions(Level::Raid5, &[3, 5], 100), Some(vec![50, 50]));
-    assert_eq!(regions(Level::Raid5, &[3, 4, 5], 120), Some(vec![40, 20, 60]));
+    assert_eq!(
+        regions(Level::Raid5, &[3, 4, 5], 120),
+        Some(vec![40, 20, 60])
+    );
     // Rounding: 101 chunks of RAID-5 {3,5}: 50.5 → 50 for the original, 50 soft.
     assert_eq!(regions(Level::Raid5, &[3, 5], 101), Some(vec![50, 50]));
     // 7 chunks of RAID-0 {2,5}: 2.8 → 2 (3 would need 3 + 9/2 → 5 = 8 > 7).
@@ -100,7 +103,10 @@ fn a_low_gear_writes_a_spun_down_disks_blocks_into_its_replica() {
     let start = h.start(0);
     // Disks 2, 3, 4 go to standby at once.
     let standby = h.state(2, "standby");
-    assert_eq!(powers(&start), vec![(2, standby), (3, standby), (4, standby)]);
+    assert_eq!(
+        powers(&start),
+        vec![(2, standby), (3, standby), (4, standby)]
+    );
     // Host block 7: chunk 7 → stripe 1, member 2, member offset 1 chunk. Disk 2 is down:
     // its replica is volume byte (2 − 2)·top + 1 chunk of the soft RAID-0 over disks 0, 1
     // → chunk 1 → disk 1, stripe 0, at the soft region's base (top chunks).
@@ -143,7 +149,9 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     assert_eq!(shape(&r), vec![(0, base, Op::Read, 0, false)]);
     let w = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&w), vec![(1, 0, Op::Write, -1, true)]);
-    assert!(h.complete(NS_PER_S, submitted(&w)[0], Status::Ok).is_empty());
+    assert!(h
+        .complete(NS_PER_S, submitted(&w)[0], Status::Ok)
+        .is_empty());
     assert!(h.function().dirty().is_empty());
     settle(&mut h, NS_PER_S, held);
     settle(&mut h, NS_PER_S, r);
@@ -158,14 +166,20 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     // An idle second: U′ = 0 → downshift, but first the stale replica is brought up to
     // date (read disk 1, write disk 0), then disk 1 is flushed, and only then spun down.
     let a = h.timer(2 * NS_PER_S, 0);
-    assert_eq!(h.function().gear(), 1, "still in the high gear while propagating");
+    assert_eq!(
+        h.function().gear(),
+        1,
+        "still in the high gear while propagating"
+    );
     assert_eq!(shape(&a), vec![(1, K, Op::Read, -1, false)]);
     // A host write to that chunk while the copy's read is out: the copy must not clear it.
     let hw = h.request(2 * NS_PER_S, host(6, Op::Write, 3, 1));
     assert_eq!(shape(&hw), vec![(1, K, Op::Write, 0, false)]);
     let w = h.complete(2 * NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&w), vec![(0, base + K, Op::Write, -1, true)]);
-    assert!(h.complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok).is_empty());
+    assert!(h
+        .complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok)
+        .is_empty());
     assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Original);
     // The host write lands: a second copy starts.
     let again = h.complete(2 * NS_PER_S, submitted(&hw)[0], Status::Ok);
@@ -213,7 +227,10 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     let w = h.complete(1, submitted(&a)[3], Status::Ok);
     assert_eq!(
         shape(&w),
-        vec![(0, top * K, Op::Write, 0, false), (2, top * K, Op::Write, 0, false)]
+        vec![
+            (0, top * K, Op::Write, 0, false),
+            (2, top * K, Op::Write, 0, false)
+        ]
     );
     // The soft parity is the new page (the top row's parity, in the top RAID's scratch
     // buffer) ^ disk 1's page.
@@ -228,7 +245,11 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     assert_eq!(h.function().dirty()[&(3, 0)].side, Side::Replica);
     let mut replies = settle(&mut h, 2, w);
     for io in submitted(&a)[..3].iter() {
-        replies.extend(replied(&h.complete(2, *io, Status::Ok)).iter().map(|c| c.io));
+        replies.extend(
+            replied(&h.complete(2, *io, Status::Ok))
+                .iter()
+                .map(|c| c.io),
+        );
     }
     assert_eq!(replies, vec![host(1, Op::Write, 0, 3)]);
 }
