@@ -58,10 +58,13 @@ fn raid5_parity_lands_in_the_member_images() {
     .unwrap();
     let sock = d.path("s");
     let srv = Server::start(session, &ListenAddr::Unix(sock.clone())).unwrap();
-    // The array is served as host volume 0 (export `d0`; 4 KiB chunks, left-symmetric:
+    // The array is one export, `raid5`, of the array's size (two data members of 1 MiB;
+    // the members are not exported on their own). 4 KiB chunks, left-symmetric:
     // stripe 0 = chunk 0 on d0, chunk 1 on d1, parity on d2; stripe 1 = parity on d1,
-    // chunk 2 on d2, chunk 3 on d0).
-    let mut c = Client::connect(&uri(&sock, "d0")).unwrap();
+    // chunk 2 on d2, chunk 3 on d0.
+    assert!(Client::connect(&uri(&sock, "d1")).is_err());
+    let mut c = Client::connect(&uri(&sock, "raid5")).unwrap();
+    assert_eq!(c.size, 2 << 20);
     // A full row: parity = chunk 0 ^ chunk 1, no reads.
     let w = pattern(7, 2 * K);
     assert_eq!(c.write(0, &w, true).unwrap().error, 0);

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
-use wattio_core::function::{Action, Actions, Function, TimerId};
+use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
@@ -580,6 +580,10 @@ impl Function for Paraid {
     }
 
     fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        // Attaching again (live: with the images' sizes) starts over.
+        self.levels.clear();
+        self.sleep.clear();
+        self.idle.clear();
         let mut devs = Vec::new();
         let mut size = u64::MAX;
         for n in &self.names {
@@ -731,6 +735,13 @@ impl Function for Paraid {
                 }
             }
         }
+    }
+
+    fn volume(&self) -> Option<Volume> {
+        Some(Volume {
+            name: "paraid".into(),
+            ..self.levels.last()?.volume()?
+        })
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

@@ -55,7 +55,7 @@ pub use layout::{Layout, Level, Parity, Place};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
-use wattio_core::function::{Actions, Function};
+use wattio_core::function::{Actions, Function, Volume};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::time::Nanos;
 
@@ -865,6 +865,15 @@ impl Function for Raid {
         if let Step::Reply(c) = self.fanout.complete(&done) {
             out.reply(c);
         }
+    }
+
+    fn volume(&self) -> Option<Volume> {
+        Some(Volume {
+            name: self.name.clone(),
+            dev: *self.devs.first()?,
+            size: self.layout.capacity(),
+            members: self.devs.clone(),
+        })
     }
 
     fn counters(&self) -> Vec<(String, f64)> {
