@@ -125,6 +125,11 @@ fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
         .unwrap_or_else(|| panic!("{text}"));
     let f: Vec<&str> = line.split(';').collect();
     assert_eq!(f[4], "0", "fio error: {text}");
+    // The status line shows the array's gear (0 or 1 here).
+    let snap = srv.session().snapshot();
+    let line = wattio_live::report::status_line(&snap, 1.0);
+    let gear = snap.gears[0].1;
+    assert!(line.contains(&format!(" | paraid gear={gear}")), "{line}");
     let summary = srv.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(summary.stats.errors, 0);
     let c = &summary
@@ -134,7 +139,6 @@ fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
         .unwrap()
         .1;
     let get = |k: &str| c.iter().find(|(n, _)| n == k).unwrap().1;
-    eprintln!("paraid counters: {c:?}");
     assert!(get("upshifts") >= 1.0 && get("downshifts") >= 1.0, "{c:?}");
     assert!(get("propagation_copies") > 0.0, "{c:?}");
 }
