@@ -189,8 +189,9 @@ pub struct Paraid {
     /// Chunks whose copy failed since the last sample.
     failed: HashSet<(usize, u64)>,
     copier: Copier,
-    pending: HashMap<u64, Pending>,
-    next: u64,
+    /// I/O sent down, by the own-I/O number it was renamed to (a slab: numbers are reused).
+    pending: Vec<Option<Pending>>,
+    free: Vec<u64>,
     pool: Vec<Actions>,
     busy: Busy,
     shifter: Shifter,
@@ -226,8 +227,8 @@ impl Paraid {
             copying: HashMap::new(),
             failed: HashSet::new(),
             copier: Copier::new(COPY_BASE),
-            pending: HashMap::new(),
-            next: 0,
+            pending: Vec::new(),
+            free: Vec::new(),
             pool: Vec::new(),
             busy: Busy::default(),
             shifter: Shifter::new(p.shift.clone()),
@@ -266,10 +267,18 @@ impl Paraid {
         (0..self.p.gears.len() - 1).find(|&g| self.p.gears[g] <= disk && disk < self.p.gears[g + 1])
     }
 
-    fn id(&mut self) -> u64 {
-        let n = self.next;
-        self.next = (self.next + 1) & (IoId::SUB - 1);
-        n
+    /// Keep `p` until its I/O is back; the own-I/O number to send it down under.
+    fn rename(&mut self, p: Pending) -> u64 {
+        match self.free.pop() {
+            Some(n) => {
+                self.pending[n as usize] = Some(p);
+                n
+            }
+            None => {
+                self.pending.push(Some(p));
+                (self.pending.len() - 1) as u64
+            }
+        }
     }
 
     fn take_acts(&mut self) -> Actions {
@@ -309,15 +318,11 @@ impl Paraid {
         };
         if io.op == Op::Flush {
             if self.is_on(disk) {
-                let n = self.id();
-                self.pending.insert(
-                    n,
-                    Pending {
-                        origin,
-                        io,
-                        write: None,
-                    },
-                );
+                let n = self.rename(Pending {
+                    origin,
+                    io,
+                    write: None,
+                });
                 out.submit(Io {
                     id: IoId::own(n),
                     ..io
@@ -362,8 +367,7 @@ impl Paraid {
                 self.original_writes += 1;
             }
         }
-        let n = self.id();
-        self.pending.insert(n, Pending { origin, io, write });
+        let n = self.rename(Pending { origin, io, write });
         match side {
             Side::Original => out.submit(Io {
                 id: IoId::own(n),
@@ -389,9 +393,11 @@ impl Paraid {
 
     /// An I/O the layer sent down (to a device or a replica level) is back.
     fn returned(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-        let Some(p) = self.pending.remove(&(done.io.id.0 & (IoId::SUB - 1))) else {
+        let n = done.io.id.0 & (IoId::SUB - 1);
+        let Some(p) = self.pending.get_mut(n as usize).and_then(Option::take) else {
             return;
         };
+        self.free.push(n);
         let mut copyable = false;
         if let Some(key) = p.write {
             if let Some(d) = self.dirty.get_mut(&key) {
@@ -522,18 +528,15 @@ impl Paraid {
             // write to an original meanwhile means another round.
             self.settle_mark = Some(self.original_writes);
             for disk in leaving {
-                let n = self.id();
-                let io = Io::own(n, Op::Flush, self.devs[disk], 0, 0);
-                self.pending.insert(
-                    n,
-                    Pending {
-                        origin: Origin::Settle,
-                        io,
-                        write: None,
-                    },
-                );
+                let dev = self.devs[disk];
+                let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
+                let n = self.rename(Pending {
+                    origin: Origin::Settle,
+                    io: flush(0),
+                    write: None,
+                });
                 self.settling += 1;
-                out.submit(io);
+                out.submit(flush(n));
             }
             return;
         }
