@@ -2,10 +2,12 @@
 //! parametric HDD behind a fixed-timeout spin-down layer, no per-request output. Prints the
 //! rate and the peak resident memory for two trace lengths, to show memory stays flat.
 //!
-//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS] [raid0|raid5|exces]
+//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS] [raid0|raid5|paraid0|paraid5|exces]
 //!
 //! With `raid0` or `raid5` the stack is that array (64 KiB chunks) over five Fujitsu
-//! MAP3367 (parametric), PARAID's disks, each behind the same spin-down layer. With
+//! MAP3367 (parametric), PARAID's disks, each behind the same spin-down layer; with
+//! `paraid0` or `paraid5` it is PARAID over them (gears {2,5} RAID-0 / {3,5} RAID-5, the
+//! paper's, with their default policy), which spins disks down itself (no spin-down layer). With
 //! `exces`, the stack is EXCES (a 256 MiB cache on the paper's CompactFlash card) in
 //! front of the paper's laptop disk with the paper's 5 s spin-down, on a 1 GiB footprint.
 //!
@@ -52,6 +54,19 @@ fn array(level: u8) -> String {
     }
     t += &format!(
         "[[function]]\nkind = \"raid\"\nlevel = {level}\ndevices = [\"d0\", \"d1\", \"d2\", \"d3\", \"d4\"]\n\n"
+    );
+    t
+}
+
+/// PARAID over the same five disks (the paper's gears), in place of array + spin-down.
+fn paraid(level: u8) -> String {
+    let gears = if level == 0 { "[2, 5]" } else { "[3, 5]" };
+    let mut t = String::new();
+    for d in 0..5 {
+        t += &format!("[[device]]\nname = \"d{d}\"\nmodel = \"fujitsu-map3367\"\n\n");
+    }
+    t += &format!(
+        "[[function]]\nkind = \"paraid\"\nlevel = {level}\ngears = {gears}\ndevices = [\"d0\", \"d1\", \"d2\", \"d3\", \"d4\"]\n\n"
     );
     t
 }
@@ -275,7 +290,18 @@ fn main() {
         None
     };
     let exces = arg("exces");
+    let gears = if arg("paraid0") {
+        Some(0)
+    } else if arg("paraid5") {
+        Some(5)
+    } else {
+        None
+    };
     let config = match level {
+        None if gears.is_some() => CONFIG.replace(
+            "[[device]]\nname = \"disk\"\nmodel = \"wd800-fs2\"\n\n[[function]]\nkind = \"spindown\"\npolicy = \"fixed\"\ntimeout_s = 5\n",
+            &paraid(gears.unwrap_or(0)),
+        ),
         Some(l) => CONFIG.replace(
             "[[device]]\nname = \"disk\"\nmodel = \"wd800-fs2\"\n",
             &array(l),
@@ -289,6 +315,11 @@ fn main() {
     let r_big = run(&config, big);
     let rss_big = peak_rss_kib();
     match level {
+        None if gears.is_some() => println!(
+            "PARAID-{} (gears {}, 64 KiB chunks) over five parametric Fujitsu MAP3367, generated Poisson trace",
+            gears.unwrap_or(0),
+            if gears == Some(0) { "{2,5}" } else { "{3,5}" }
+        ),
         Some(l) => println!(
             "RAID-{l} (64 KiB chunks) over five parametric Fujitsu MAP3367 + fixed 5 s spin-down, generated Poisson trace"
         ),

@@ -145,6 +145,25 @@ pub trait Function: Send {
     fn counters(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+
+    /// The host volume this layer presents in place of its member devices (an array), once
+    /// attached. Live, `wattio serve` exports it instead of the members.
+    fn volume(&self) -> Option<Volume> {
+        None
+    }
+}
+
+/// A host volume a layer presents over several devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Volume {
+    /// Export name.
+    pub name: String,
+    /// The host device id requests to it carry.
+    pub dev: DeviceId,
+    /// Bytes.
+    pub size: u64,
+    /// The devices it is made of (not exported on their own).
+    pub members: Vec<DeviceId>,
 }
 
 impl<F: Function + ?Sized> Function for Box<F> {
@@ -171,5 +190,8 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn counters(&self) -> Vec<(String, f64)> {
         (**self).counters()
+    }
+    fn volume(&self) -> Option<Volume> {
+        (**self).volume()
     }
 }

@@ -35,7 +35,7 @@ pub mod time;
 pub mod trace;
 
 pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
-pub use function::{Action, Actions, Function, TimerId};
+pub use function::{Action, Actions, Function, TimerId, Volume};
 pub use geometry::{Geometry, Location};
 pub use integrity::Checker;
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};

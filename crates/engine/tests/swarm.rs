@@ -143,7 +143,7 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
 /// Kinds that own the host volume's address space and spread it over several devices
 /// (arrays): drawn only at the top of a stack over 3–5 data devices, with per-device layers
 /// below them, since a layer that remaps pages across devices would alias their members.
-const ARRAYS: &[&str] = &["raid"];
+const ARRAYS: &[&str] = &["raid", "paraid"];
 
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
 /// every function in the registry is in the swarm (arrays when `array`, the others when
@@ -297,6 +297,11 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut crashes: Vec<Nanos> = (0..rng.below(3)).map(|_| rng.below(end.max(1))).collect();
     if broken == Some(Broken::IgnoreFlush) && crashes.is_empty() {
         crashes.push(end / 2 + rng.below(end / 2 + 1));
+    }
+    // PARAID does not persist its dirty list yet (docs/functions/paraid.md): after a crash
+    // it cannot know which copy of a chunk is the newer, so its scenarios draw no crash.
+    if config.contains("kind = \"paraid\"") {
+        crashes.clear();
     }
     crashes.sort_unstable();
     crashes.dedup();
@@ -520,6 +525,10 @@ fn swarm() {
             "race_writes_to_origin",
             "pages_written_back",
             "clean_victims",
+            // PARAID shifted both ways and propagated.
+            "upshifts",
+            "downshifts",
+            "propagation_copies",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),

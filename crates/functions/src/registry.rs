@@ -59,6 +59,7 @@ pub static KINDS: &[&Kind] = &[
     &crate::geometry::probe::KIND,
     &crate::raid::stripe::KIND,
     &crate::cache::exces::KIND,
+    &crate::raid::paraid::KIND,
 ];
 
 /// Look a kind up.

@@ -163,6 +163,9 @@ pub fn status_line(s: &Snapshot, interval_s: f64) -> String {
         us(s.window_p50_ns),
         s.inflight
     );
+    for (layer, gear) in &s.gears {
+        line.push_str(&format!(" | {layer} gear={gear}"));
+    }
     for d in &s.devices {
         if d.emulated {
             line.push_str(&format!(" | {}: {} {:.2}J", d.name, d.state, d.energy_j));

@@ -253,6 +253,8 @@ pub struct Snapshot {
     pub window_ops: u64,
     pub window_p50_ns: Nanos,
     pub devices: Vec<DeviceStatus>,
+    /// The current gear of each layer that has one (PARAID's `gear` counter): (layer, gear).
+    pub gears: Vec<(String, u64)>,
 }
 
 /// What a session leaves behind: the live counters, and the stack and device runtimes as
@@ -482,6 +484,15 @@ impl Session {
             window_ops,
             window_p50_ns,
             devices: g.device_status(&self.shared.backends, now),
+            gears: g
+                .stack
+                .layers()
+                .iter()
+                .filter_map(|l| {
+                    let gear = l.counters().into_iter().find(|(n, _)| n == "gear")?;
+                    Some((l.name().to_string(), gear.1 as u64))
+                })
+                .collect(),
         }
     }
 

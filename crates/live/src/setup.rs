@@ -211,8 +211,8 @@ pub fn build_from_config_with(
         models: asm.models.clone(),
     };
     let mut devices = Vec::new();
-    let mut exports = Vec::new();
-    for (i, rt) in asm.devices.into_iter().enumerate() {
+    let mut infos = Vec::new();
+    for rt in asm.devices {
         let name = rt.info.name.clone();
         let path = c
             .images
@@ -224,18 +224,57 @@ pub fn build_from_config_with(
         cs.name = name.clone();
         cs.direct = c.direct;
         let backend = Backend::open(&cs)?;
-        let mut e = ExportInfo::new(name.clone(), backend.size());
-        e.rotational = rt.spec().states.iter().any(|s| s.spinning);
+        infos.push(DeviceInfo {
+            capacity: rt.info.capacity.min(backend.size()),
+            ..rt.info.clone()
+        });
+        devices.push(DeviceSetup {
+            backend,
+            runtime: Some(rt),
+        });
+    }
+    // Functions lay data out by capacity (an array's regions): an image smaller than its
+    // model is what they may use, so the stack is attached again with the images' sizes.
+    let mut stack = asm.stack;
+    if devices.iter().zip(&infos).any(|(d, i)| {
+        d.runtime
+            .as_ref()
+            .is_some_and(|rt| rt.info.capacity != i.capacity)
+    }) {
+        stack.attach(&infos)?;
+    }
+    // An array's volume is exported in place of its members (and first: the default).
+    let volumes: Vec<_> = stack.layers().iter().filter_map(|l| l.volume()).collect();
+    let spinning = |dev: u16| {
+        devices[dev as usize]
+            .runtime
+            .as_ref()
+            .is_some_and(|rt| rt.spec().states.iter().any(|s| s.spinning))
+    };
+    let mut exports = Vec::new();
+    for v in &volumes {
+        let mut e = ExportInfo::new(v.name.clone(), v.size);
+        e.rotational = spinning(v.dev);
+        if c.direct {
+            e.min_block = 512;
+        }
+        exports.push(ExportSpec {
+            info: e,
+            host_dev: v.dev,
+        });
+    }
+    for (i, d) in devices.iter().enumerate() {
+        if volumes.iter().any(|v| v.members.contains(&(i as u16))) {
+            continue;
+        }
+        let mut e = ExportInfo::new(d.backend.name.clone(), d.backend.size());
+        e.rotational = spinning(i as u16);
         if c.direct {
             e.min_block = 512;
         }
         exports.push(ExportSpec {
             info: e,
             host_dev: i as u16,
-        });
-        devices.push(DeviceSetup {
-            backend,
-            runtime: Some(rt),
         });
     }
     for (n, _) in &c.images {
@@ -250,7 +289,7 @@ pub fn build_from_config_with(
         None => None,
     };
     Session::start(
-        asm.stack,
+        stack,
         devices,
         exports,
         SessionOptions {

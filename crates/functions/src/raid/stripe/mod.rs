@@ -49,13 +49,13 @@
 mod config;
 mod layout;
 
-pub use config::{RaidConfig, KIND};
+pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
-use wattio_core::function::{Actions, Function};
+use wattio_core::function::{Actions, Function, Volume};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::time::Nanos;
 
@@ -216,6 +216,13 @@ impl Raid {
             known: HashMap::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Number this layer's scratch buffers from `base` (PARAID drives several RAIDs in one
+    /// layer: each needs its own range).
+    pub fn scratch_base(mut self, base: u64) -> Raid {
+        self.next_scratch = base;
+        self
     }
 
     pub fn layout(&self) -> &Layout {
@@ -858,6 +865,15 @@ impl Function for Raid {
         if let Step::Reply(c) = self.fanout.complete(&done) {
             out.reply(c);
         }
+    }
+
+    fn volume(&self) -> Option<Volume> {
+        Some(Volume {
+            name: self.name.clone(),
+            dev: *self.devs.first()?,
+            size: self.layout.capacity(),
+            members: self.devs.clone(),
+        })
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

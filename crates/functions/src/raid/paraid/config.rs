@@ -1,0 +1,200 @@
+//! `kind = "paraid"`: its configuration, checks, builder and swarm generator.
+
+use super::layer::{Paraid, Params};
+use super::model::shares;
+use super::policy::ShiftParams;
+use crate::raid::stripe::{Level, Parity, DEFAULT_CHUNK_KIB, MAX_MEMBERS};
+use crate::registry::{self, range, Draw, Kind, SwarmDevices};
+use serde::Deserialize;
+use wattio_core::time::NS_PER_S;
+
+pub static KIND: Kind = Kind {
+    kind: "paraid",
+    module: "raid::paraid",
+    summary: "PARAID: gears of RAID-0/RAID-5 over the first G_i disks, soft-state replicas, gear shifting by load",
+    source: "Weddle, Oldham, Qian, Wang, Reiher, Kuenning, ACM TOS 3(3), 2007",
+    doc: "docs/functions/paraid.md",
+    check: |t, ctx| ParaidConfig::parse(t, ctx.key).map(|_| ()),
+    build: |t, ctx| {
+        let c = ParaidConfig::parse(t, ctx.key)?;
+        Ok(Box::new(Paraid::new(c.devices, c.params)))
+    },
+    swarm: Some(swarm),
+};
+
+const DAY_S: f64 = 86_400.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LayoutName {
+    LeftSymmetric,
+    LeftAsymmetric,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Start {
+    Highest,
+    Lowest,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    level: u64,
+    devices: Vec<String>,
+    gears: Vec<u64>,
+    chunk_kib: Option<u64>,
+    layout: Option<LayoutName>,
+    assume_clean: Option<bool>,
+    sample_s: Option<f64>,
+    window: Option<u64>,
+    threshold: Option<f64>,
+    w: Option<f64>,
+    rated_cycles: Option<u64>,
+    life_years: Option<f64>,
+    period_h: Option<f64>,
+    start: Option<Start>,
+    copies: Option<u64>,
+}
+
+/// A checked PARAID configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParaidConfig {
+    pub devices: Vec<String>,
+    pub params: Params,
+}
+
+impl ParaidConfig {
+    /// Parse and range-check a `kind = "paraid"` table (without `kind`).
+    pub fn parse(t: &toml::Table, key: &str) -> Result<ParaidConfig, String> {
+        let k: Keys = registry::parse(t, key)?;
+        let level = match k.level {
+            0 => Level::Raid0,
+            5 => Level::Raid5,
+            v => return Err(format!("{key}.level: expected 0 or 5, got {v}")),
+        };
+        if k.devices.len() > MAX_MEMBERS {
+            return Err(format!(
+                "{key}.devices: at most {MAX_MEMBERS} devices, got {}",
+                k.devices.len()
+            ));
+        }
+        let gears: Vec<usize> = k.gears.iter().map(|&g| g as usize).collect();
+        if gears.len() < 2
+            || gears.last() != Some(&k.devices.len())
+            || shares(level, &gears).is_none()
+        {
+            let min = if level == Level::Raid5 { 3 } else { 1 };
+            return Err(format!(
+                "{key}.gears: expected at least two increasing disk counts from {min} up, the last = the {} devices, got {:?}",
+                k.devices.len(),
+                k.gears
+            ));
+        }
+        let chunk_kib = match k.chunk_kib {
+            Some(c) => range::count(&format!("{key}.chunk_kib"), c, 4, 65536)?,
+            None => DEFAULT_CHUNK_KIB,
+        };
+        if !chunk_kib.is_power_of_two() {
+            return Err(format!(
+                "{key}.chunk_kib: expected a power of two, got {chunk_kib}"
+            ));
+        }
+        let parity = match (k.layout, level) {
+            (Some(_), Level::Raid0) => {
+                return Err(format!("{key}.layout: RAID-0 has no parity to lay out"))
+            }
+            (Some(LayoutName::LeftAsymmetric), _) => Parity::LeftAsymmetric,
+            _ => Parity::LeftSymmetric,
+        };
+        let secs = |name: &str, v: Option<f64>, default: f64, lo: f64, hi: f64| {
+            v.map_or(Ok(default), |v| {
+                range::within(&format!("{key}.{name}"), v, lo, hi)
+            })
+        };
+        let sample = secs("sample_s", k.sample_s, 1.0, 1e-3, 3600.0)?;
+        let window = match k.window {
+            Some(w) => range::count(&format!("{key}.window"), w, 1, 100_000)?,
+            None => 32,
+        } as usize;
+        let threshold = secs("threshold", k.threshold, 0.8, 1e-6, 1.0)?;
+        let default_w = if level == Level::Raid5 { 1.5 } else { 1.0 };
+        let w = secs("w", k.w, default_w, 1.0, 10.0)?;
+        let rated = match k.rated_cycles {
+            Some(r) => Some(range::count(&format!("{key}.rated_cycles"), r, 1, 1 << 40)?),
+            None => None,
+        };
+        let life = secs("life_years", k.life_years, 5.0, 1e-6, 100.0)?;
+        let period = secs("period_h", k.period_h, 24.0, 1e-6, 24.0 * 3650.0)?;
+        let copies = match k.copies {
+            Some(c) => range::count(&format!("{key}.copies"), c, 1, 1024)?,
+            None => 4,
+        } as usize;
+        let ns = |s: f64| (s * NS_PER_S as f64).round() as u64;
+        Ok(ParaidConfig {
+            devices: k.devices,
+            params: Params {
+                level,
+                parity,
+                chunk: chunk_kib * 1024,
+                gears,
+                shift: ShiftParams {
+                    sample: ns(sample).max(1),
+                    window,
+                    threshold,
+                    w,
+                },
+                rated,
+                life: ns(life * 365.0 * DAY_S),
+                period: ns(period * 3600.0).max(1),
+                start_low: k.start == Some(Start::Lowest),
+                copies,
+                assume_clean: k.assume_clean.unwrap_or(false),
+            },
+        })
+    }
+}
+
+/// A random valid configuration over the swarm's data devices: two gears (three when there
+/// are enough disks), a short window so that gears shift within the swarm's seconds.
+fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
+    let n = devices.names.len();
+    let mut t = toml::Table::new();
+    let five = n >= 4 && d.chance(0.6);
+    let min = if five { 3 } else { 1 };
+    let names: Vec<toml::Value> = devices.names.iter().map(|n| n.clone().into()).collect();
+    let mut gears = vec![];
+    if n > min + 1 && d.chance(0.3) {
+        gears.push(min as i64);
+        gears.push(min as i64 + 1);
+    } else {
+        gears.push((min + d.below((n - min) as u64) as usize) as i64);
+    }
+    gears.push(n as i64);
+    t.insert("level".into(), (if five { 5 } else { 0 }).into());
+    t.insert("devices".into(), toml::Value::Array(names));
+    t.insert(
+        "gears".into(),
+        toml::Value::Array(gears.into_iter().map(Into::into).collect()),
+    );
+    t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16])).into());
+    if five && d.chance(0.5) {
+        t.insert("layout".into(), "left-asymmetric".into());
+    }
+    t.insert("sample_s".into(), (*d.pick(&[0.05, 0.2, 0.5])).into());
+    t.insert("window".into(), (*d.pick(&[1i64, 2, 4])).into());
+    t.insert("threshold".into(), (*d.pick(&[0.05, 0.3, 0.8])).into());
+    t.insert(
+        "start".into(),
+        (if d.chance(0.5) { "lowest" } else { "highest" }).into(),
+    );
+    t.insert("copies".into(), (*d.pick(&[1i64, 4])).into());
+    // The paper's ration (10 cycles a day) holds the array up after a few shifts; a large
+    // one lets the swarm's seconds shift many times.
+    t.insert(
+        "rated_cycles".into(),
+        (*d.pick(&[20_000i64, 1_000_000_000])).into(),
+    );
+    t
+}

@@ -1,0 +1,771 @@
+//! The PARAID layer: gears as nested RAIDs of one level over the first `G_i` disks.
+//!
+//! **Regions.** Every disk holds, from offset 0, the region of the original RAID (level
+//! `M − 1`, all `D` disks), then the soft-state regions of the gears below, highest first.
+//! Level `g < M − 1` is a RAID over disks `0..G_g` whose *volume* holds the whole used part
+//! of every disk in `G_g..G_{g+1}` (bytes `0..base_g`, base_g = the sum of the regions above
+//! it), one after another: disk m's byte x lives at volume offset `(m − G_g)·base_g + x`.
+//! Sizes follow Eq. 1 ([`shares`]), rounded down to whole chunks (see [`regions`]).
+//!
+//! **Routing** happens where a level's RAID issues a member I/O (disk m, byte x): to disk
+//! m if it is on in the current gear, else as a request to its replica level's RAID, whose
+//! own member I/Os are routed the same way (nested gears). Each level is a
+//! [`Raid`](crate::raid::stripe::Raid): parity, degraded reads and row serialisation are
+//! the RAID layer's, unchanged. The layer renames every I/O it sends down (its own ids) and
+//! restores it on the way back, so the levels' ids and scratch buffers never collide.
+//!
+//! **The dirty list** ([`Dirty`]), a chunk of a disk that can be spun down is either clean
+//! (original and replica equal) or has one newer side: written on the original while the
+//! replica is stale, or written through the replica while the disk was down. A chunk whose
+//! replica is newer is served from the replica, whatever the gear, until propagation copies
+//! it back; a downshift copies every original-newer chunk of the disks it spins down to
+//! the replicas first (full propagation), flushes those disks, then switches and spins them
+//! down. An upshift switches at once (clean chunks go to the disks as they spin up) and
+//! copies the replica-newer chunks back in the background (on demand until then).
+//! Propagation is [`Copier`] copies, one chunk each, at priority −1 and FUA.
+
+use super::model::shares;
+use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
+use crate::raid::stripe::{Level, Parity, Raid};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::Range;
+use wattio_core::copy::{Copier, CopyJob, CopyStep};
+use wattio_core::device::DeviceInfo;
+use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
+use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::periodic::Periodic;
+use wattio_core::power::PowerStateId;
+use wattio_core::time::Nanos;
+
+const MONITOR: TimerId = 0;
+/// Own-I/O numbers of propagation copies (they name the copies' scratch buffers too).
+const COPY_BASE: u64 = 1 << 46;
+/// Scratch ids of level g's RAID start at `RAID_SCRATCH + g·2^40`.
+const RAID_SCRATCH: u64 = 1 << 48;
+/// Device-queue priority of propagation I/O: below the host's 0.
+pub const PROPAGATION_PRIORITY: i8 = -1;
+/// Rated start/stop cycles when neither the table nor the catalogue gives them (the paper).
+pub const DEFAULT_RATED_CYCLES: u64 = 20_000;
+
+/// The layer's parameters (checked by `config`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    pub level: Level,
+    pub parity: Parity,
+    /// Chunk size, bytes.
+    pub chunk: u64,
+    /// Disks per gear, increasing; the last is every device.
+    pub gears: Vec<usize>,
+    pub shift: ShiftParams,
+    /// Rated start/stop cycles; `None`: the catalogue's `rated_start_stop` (else 20,000).
+    pub rated: Option<u64>,
+    pub life: Nanos,
+    pub period: Nanos,
+    /// Start in the lowest gear (else the highest).
+    pub start_low: bool,
+    /// Propagation copies in flight at most.
+    pub copies: usize,
+    pub assume_clean: bool,
+}
+
+/// Which copy of a chunk is the newer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Original,
+    Replica,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::Original => Side::Replica,
+            Side::Replica => Side::Original,
+        }
+    }
+}
+
+/// A dirty chunk: which side is newer, a version bumped by every write to it (submitted or
+/// completed), and the writes in flight. A copy clears the entry only if no write was
+/// submitted or completed while it ran and none is in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dirty {
+    pub side: Side,
+    version: u64,
+    writes: u32,
+}
+
+/// Chunks per disk of each level's region (index = gear), from Eq. 1's shares of a
+/// lowest-gear disk of `chunks` chunks: the original RAID's share rounded down, each
+/// soft-state region just large enough for the disks it stands for, the original's share
+/// lowered chunk by chunk until the sum fits (rounding costs a few chunks).
+pub fn regions(level: Level, gears: &[usize], chunks: u64) -> Option<Vec<u64>> {
+    let s = shares(level, gears)?;
+    let m = gears.len();
+    let data = |g: usize| match level {
+        Level::Raid0 => gears[g] as u64,
+        Level::Raid5 => gears[g] as u64 - 1,
+    };
+    let mut top = (s[m - 1] * chunks as f64).floor() as u64;
+    while top > 0 {
+        let mut sizes = vec![0; m];
+        sizes[m - 1] = top;
+        let mut base = top;
+        for g in (0..m - 1).rev() {
+            let need = (gears[g + 1] - gears[g]) as u64 * base;
+            sizes[g] = need.div_ceil(data(g));
+            base += sizes[g];
+        }
+        if base <= chunks {
+            return Some(sizes);
+        }
+        top -= 1;
+    }
+    None
+}
+
+/// Who an I/O the layer sent down belongs to.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    /// A member I/O of level g's RAID.
+    Level(usize),
+    /// A propagation copy's read or write.
+    Copy,
+    /// The flush of a disk about to be spun down.
+    Settle,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    origin: Origin,
+    /// The I/O as its origin issued it.
+    io: Io,
+    /// The dirty chunk a tracked write counts against.
+    write: Option<(usize, u64)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Copying {
+    from: Side,
+    version: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    upshifts: u64,
+    downshifts: u64,
+    copies: u64,
+    copy_errors: u64,
+    abandoned: u64,
+    host_ios: u64,
+    refused_by_ration: u64,
+}
+
+pub struct Paraid {
+    p: Params,
+    names: Vec<String>,
+    devs: Vec<DeviceId>,
+    /// Disk index by device id (`usize::MAX`: not a member).
+    member: Vec<usize>,
+    /// Level g's RAID (the last: the original).
+    levels: Vec<Raid>,
+    /// Level g's region starts at `base[g]` bytes on each of its disks.
+    base: Vec<u64>,
+    /// The gear requests are routed by: disks `0..gears[gear]` are on.
+    gear: usize,
+    /// A downshift waiting for its propagation.
+    target: Option<usize>,
+    /// Settle flushes out.
+    settling: u32,
+    /// `original_writes` when the settle flushes went out.
+    settle_mark: Option<u64>,
+    /// Tracked writes sent to originals (a downshift settles when none came since its
+    /// flushes went out).
+    original_writes: u64,
+    /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
+    dirty: BTreeMap<(usize, u64), Dirty>,
+    /// Entries of `dirty` whose replica is the newer side.
+    replicas: u64,
+    copying: HashMap<(usize, u64), Copying>,
+    /// Chunks whose copy failed since the last sample.
+    failed: HashSet<(usize, u64)>,
+    copier: Copier,
+    /// I/O sent down, by the own-I/O number it was renamed to (a slab: numbers are reused).
+    pending: Vec<Option<Pending>>,
+    free: Vec<u64>,
+    pool: Vec<Actions>,
+    busy: Busy,
+    shifter: Shifter,
+    ration: Ration,
+    monitor: Periodic,
+    /// Reads and writes of the host per sample, over the window.
+    mix: VecDeque<(u64, u64)>,
+    /// Each disk's deepest sleep state (`None`: it has none, and stays on in every gear:
+    /// the gears still route, nothing is spun down).
+    sleep: Vec<Option<PowerStateId>>,
+    idle: Vec<PowerStateId>,
+    time_in: Vec<Nanos>,
+    since: Nanos,
+    counters: Counters,
+}
+
+impl Paraid {
+    pub fn new(names: Vec<String>, p: Params) -> Paraid {
+        let m = p.gears.len();
+        Paraid {
+            names,
+            devs: Vec::new(),
+            member: Vec::new(),
+            levels: Vec::new(),
+            base: vec![0; m],
+            gear: if p.start_low { 0 } else { m - 1 },
+            target: None,
+            settling: 0,
+            settle_mark: None,
+            original_writes: 0,
+            dirty: BTreeMap::new(),
+            replicas: 0,
+            copying: HashMap::new(),
+            failed: HashSet::new(),
+            copier: Copier::new(COPY_BASE),
+            pending: Vec::new(),
+            free: Vec::new(),
+            pool: Vec::new(),
+            busy: Busy::default(),
+            shifter: Shifter::new(p.shift.clone()),
+            ration: Ration::new(0, 1, 1, 1),
+            monitor: Periodic::new(MONITOR, p.shift.sample),
+            mix: VecDeque::new(),
+            sleep: Vec::new(),
+            idle: Vec::new(),
+            time_in: vec![0; m],
+            since: 0,
+            counters: Counters::default(),
+            p,
+        }
+    }
+
+    /// The gear requests are routed by (index into the gears).
+    pub fn gear(&self) -> usize {
+        self.gear
+    }
+
+    /// The dirty list: (disk, chunk) → entry.
+    pub fn dirty(&self) -> &BTreeMap<(usize, u64), Dirty> {
+        &self.dirty
+    }
+
+    fn top(&self) -> usize {
+        self.levels.len() - 1
+    }
+
+    fn is_on(&self, disk: usize) -> bool {
+        disk < self.p.gears[self.gear]
+    }
+
+    /// The level holding disk `disk`'s replica (none for the lowest gear's disks).
+    fn replica_level(&self, disk: usize) -> Option<usize> {
+        (0..self.p.gears.len() - 1).find(|&g| self.p.gears[g] <= disk && disk < self.p.gears[g + 1])
+    }
+
+    /// Keep `p` until its I/O is back; the own-I/O number to send it down under.
+    fn rename(&mut self, p: Pending) -> u64 {
+        match self.free.pop() {
+            Some(n) => {
+                self.pending[n as usize] = Some(p);
+                n
+            }
+            None => {
+                self.pending.push(Some(p));
+                (self.pending.len() - 1) as u64
+            }
+        }
+    }
+
+    fn take_acts(&mut self) -> Actions {
+        self.pool.pop().unwrap_or_default()
+    }
+
+    /// Carry out level g's actions: member I/Os are routed, replies go up.
+    fn drive(&mut self, now: Nanos, g: usize, acts: &mut Actions, out: &mut Actions) {
+        for a in acts.drain() {
+            match a {
+                Action::Submit(io) => self.route(now, Origin::Level(g), io, None, out),
+                Action::Reply(c) if g == self.top() => {
+                    self.busy.leave(now);
+                    out.reply(c);
+                }
+                Action::Reply(c) => self.returned(now, c, out),
+                other => out.push(other),
+            }
+        }
+    }
+
+    /// Send `io` (a member I/O of `origin`, or a copy's at physical offset `io.offset`) to
+    /// its disk or that disk's replica: `side` forces the choice (copies).
+    fn route(&mut self, now: Nanos, origin: Origin, io: Io, side: Option<Side>, out: &mut Actions) {
+        let Some(&disk) = self
+            .member
+            .get(io.dev as usize)
+            .filter(|&&m| m != usize::MAX)
+        else {
+            // Not an array device: passes through (the RAID answers its completion).
+            out.submit(io);
+            return;
+        };
+        let x = match origin {
+            Origin::Level(g) => self.base[g] + io.offset,
+            Origin::Copy | Origin::Settle => io.offset,
+        };
+        if io.op == Op::Flush {
+            if self.is_on(disk) {
+                let n = self.rename(Pending {
+                    origin,
+                    io,
+                    write: None,
+                });
+                out.submit(Io {
+                    id: IoId::own(n),
+                    ..io
+                });
+            } else {
+                // A disk is flushed before it is spun down and written through its replica
+                // after: its bytes are on the disks that are on, which the same flush reaches
+                // (a RAID flushes every member).
+                self.deliver(
+                    now,
+                    origin,
+                    Completion::ok(io, now, Breakdown::default()),
+                    out,
+                );
+            }
+            return;
+        }
+        let key = (disk, x / self.p.chunk);
+        let tracked = disk >= self.p.gears[0] && side.is_none();
+        let side = side.unwrap_or_else(|| match self.dirty.get(&key) {
+            Some(d) if d.side == Side::Replica => Side::Replica,
+            _ if self.is_on(disk) => Side::Original,
+            _ => Side::Replica,
+        });
+        let mut write = None;
+        if tracked && matches!(io.op, Op::Write | Op::Discard) {
+            let replicas = &mut self.replicas;
+            let d = self.dirty.entry(key).or_insert_with(|| {
+                *replicas += u64::from(side == Side::Replica);
+                Dirty {
+                    side,
+                    version: 0,
+                    writes: 0,
+                }
+            });
+            debug_assert_eq!(d.side, side, "a chunk has one newer side");
+            d.side = side;
+            d.version += 1;
+            d.writes += 1;
+            write = Some(key);
+            if side == Side::Original {
+                self.original_writes += 1;
+            }
+        }
+        let n = self.rename(Pending { origin, io, write });
+        match side {
+            Side::Original => out.submit(Io {
+                id: IoId::own(n),
+                offset: x,
+                ..io
+            }),
+            Side::Replica => {
+                let r = self.replica_level(disk).expect("a disk that can be down");
+                let y = (disk - self.p.gears[r]) as u64 * self.base[r] + x;
+                let req = Io {
+                    id: IoId::own(n),
+                    dev: self.devs[0],
+                    offset: y,
+                    ..io
+                };
+                let mut acts = self.take_acts();
+                self.levels[r].on_request(now, req, &mut acts);
+                self.drive(now, r, &mut acts, out);
+                self.pool.push(acts);
+            }
+        }
+    }
+
+    /// An I/O the layer sent down (to a device or a replica level) is back.
+    fn returned(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        let n = done.io.id.0 & (IoId::SUB - 1);
+        let Some(p) = self.pending.get_mut(n as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free.push(n);
+        let mut copyable = false;
+        if let Some(key) = p.write {
+            if let Some(d) = self.dirty.get_mut(&key) {
+                d.version += 1;
+                d.writes -= 1;
+                // A chunk a copy skipped for this write may be copied now.
+                copyable = d.writes == 0 && (self.target.is_some() || d.side == Side::Replica);
+            }
+        }
+        self.deliver(now, p.origin, Completion { io: p.io, ..done }, out);
+        if copyable {
+            self.pump(now, out);
+        }
+    }
+
+    fn deliver(&mut self, now: Nanos, origin: Origin, done: Completion, out: &mut Actions) {
+        match origin {
+            Origin::Level(g) => {
+                let mut acts = self.take_acts();
+                self.levels[g].on_completion(now, done, &mut acts);
+                self.drive(now, g, &mut acts, out);
+                self.pool.push(acts);
+            }
+            Origin::Copy => match self.copier.complete(&done) {
+                CopyStep::Write(w) => {
+                    let key = (self.member[w.dev as usize], w.offset / self.p.chunk);
+                    let to = self.copying[&key].from.other();
+                    self.route(now, Origin::Copy, w, Some(to), out);
+                }
+                CopyStep::Done { job, status } => {
+                    let key = ((job.tag >> 48) as usize, job.tag & ((1 << 48) - 1));
+                    let c = self.copying.remove(&key).expect("a copy in flight");
+                    match status {
+                        Status::Ok => {
+                            self.counters.copies += 1;
+                            if self
+                                .dirty
+                                .get(&key)
+                                .is_some_and(|d| d.version == c.version && d.writes == 0)
+                            {
+                                self.dirty.remove(&key);
+                                self.replicas -= u64::from(c.from == Side::Replica);
+                            }
+                        }
+                        _ => {
+                            // Not retried before the next sample; a downshift that cannot
+                            // bring a leaving disk's replica up to date is abandoned.
+                            self.counters.copy_errors += 1;
+                            self.failed.insert(key);
+                            if self
+                                .target
+                                .is_some_and(|t| self.leaving(self.gear, t).contains(&key.0))
+                            {
+                                self.target = None;
+                                self.settle_mark = None;
+                                self.counters.abandoned += 1;
+                            }
+                        }
+                    }
+                    self.pump(now, out);
+                }
+                CopyStep::NotMine => {}
+            },
+            Origin::Settle => {
+                self.settling -= 1;
+                if self.settling == 0 {
+                    self.pump(now, out);
+                }
+            }
+        }
+    }
+
+    /// Disks that leave when going from gear `from` down to `to`.
+    fn leaving(&self, from: usize, to: usize) -> Range<usize> {
+        self.p.gears[to]..self.p.gears[from]
+    }
+
+    /// Start the copies the gears need, and finish a downshift whose copies are done.
+    fn pump(&mut self, now: Nanos, out: &mut Actions) {
+        // A downshift: original-newer chunks of the leaving disks go to their replicas.
+        // Otherwise: replica-newer chunks of disks that are on go back to them.
+        let (disks, from) = match self.target {
+            Some(t) => (self.leaving(self.gear, t), Side::Original),
+            None if self.replicas == 0 => return,
+            None => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
+        };
+        let mut start = Vec::new();
+        let room = self.p.copies.saturating_sub(self.copying.len());
+        for (&key, d) in self.dirty.range((disks.start, 0)..(disks.end, 0)) {
+            if start.len() >= room {
+                break;
+            }
+            if d.side == from
+                && d.writes == 0
+                && !self.copying.contains_key(&key)
+                && !self.failed.contains(&key)
+            {
+                start.push((key, d.version));
+            }
+        }
+        for (key, version) in start {
+            self.copying.insert(key, Copying { from, version });
+            let at = key.1 * self.p.chunk;
+            let read = self.copier.start(CopyJob {
+                tag: (key.0 as u64) << 48 | key.1,
+                from_dev: self.devs[key.0],
+                from: at,
+                to_dev: self.devs[key.0],
+                to: at,
+                len: self.p.chunk as u32,
+                priority: PROPAGATION_PRIORITY,
+                fua: true,
+            });
+            self.route(now, Origin::Copy, read, Some(from), out);
+        }
+        let Some(t) = self.target else { return };
+        let leaving = self.leaving(self.gear, t);
+        let clean = self.copying.is_empty()
+            && self
+                .dirty
+                .range((leaving.start, 0)..(leaving.end, 0))
+                .all(|(_, d)| d.side == Side::Replica);
+        if !clean || self.settling > 0 {
+            return;
+        }
+        if self.settle_mark != Some(self.original_writes) {
+            // Make the leaving disks' own writes durable before they stop being read; a
+            // write to an original meanwhile means another round.
+            self.settle_mark = Some(self.original_writes);
+            for disk in leaving {
+                let dev = self.devs[disk];
+                let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
+                let n = self.rename(Pending {
+                    origin: Origin::Settle,
+                    io: flush(0),
+                    write: None,
+                });
+                self.settling += 1;
+                out.submit(flush(n));
+            }
+            return;
+        }
+        self.switch(now, t);
+        for disk in leaving {
+            self.spin_down(now, disk, out);
+        }
+        self.target = None;
+        self.settle_mark = None;
+        self.counters.downshifts += 1;
+    }
+
+    fn spin_down(&mut self, now: Nanos, disk: usize, out: &mut Actions) {
+        if let Some(sleep) = self.sleep[disk] {
+            self.ration.cycled(now, disk);
+            out.set_power(self.devs[disk], sleep);
+        }
+    }
+
+    fn switch(&mut self, now: Nanos, gear: usize) {
+        self.time_in[self.gear] += now.saturating_sub(self.since);
+        self.since = now;
+        self.gear = gear;
+    }
+
+    fn upshift(&mut self, now: Nanos, out: &mut Actions) {
+        self.target = None;
+        self.settle_mark = None;
+        let from = self.gear;
+        self.switch(now, from + 1);
+        for disk in self.leaving(from + 1, from) {
+            if self.sleep[disk].is_some() {
+                out.set_power(self.devs[disk], self.idle[disk]);
+            }
+        }
+        self.counters.upshifts += 1;
+        self.pump(now, out);
+    }
+}
+
+impl Function for Paraid {
+    fn name(&self) -> &str {
+        "paraid"
+    }
+
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        // Attaching again (live: with the images' sizes) starts over.
+        self.levels.clear();
+        self.sleep.clear();
+        self.idle.clear();
+        let mut devs = Vec::new();
+        let mut size = u64::MAX;
+        for n in &self.names {
+            let Some(d) = devices.iter().find(|d| &d.name == n) else {
+                let all: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                return Err(format!(
+                    "devices: unknown device `{n}` (devices: {})",
+                    all.join(", ")
+                ));
+            };
+            if devs.contains(&d.id) {
+                return Err(format!("devices: `{n}` is named twice"));
+            }
+            devs.push(d.id);
+            self.sleep.push(d.power.deepest_sleep());
+            self.idle.push(d.power.idle);
+            size = size.min(d.capacity);
+        }
+        if self.p.gears.last() != Some(&devs.len()) {
+            return Err(format!(
+                "gears: the highest gear must be every device ({}), got {:?}",
+                devs.len(),
+                self.p.gears
+            ));
+        }
+        let chunks = size / self.p.chunk;
+        let sizes = regions(self.p.level, &self.p.gears, chunks).ok_or_else(|| {
+            format!(
+                "devices: {chunks} chunks of {} KiB a disk are too few for gears {:?}",
+                self.p.chunk / 1024,
+                self.p.gears
+            )
+        })?;
+        let m = self.p.gears.len();
+        for g in 0..m {
+            self.base[g] = sizes[g + 1..].iter().sum::<u64>() * self.p.chunk;
+            let view: Vec<DeviceInfo> = devices
+                .iter()
+                .map(|d| DeviceInfo {
+                    capacity: sizes[g] * self.p.chunk,
+                    ..d.clone()
+                })
+                .collect();
+            let mut raid = Raid::new(
+                self.names[..self.p.gears[g]].to_vec(),
+                self.p.level,
+                self.p.parity,
+                self.p.chunk,
+                self.p.assume_clean,
+            )
+            .scratch_base(RAID_SCRATCH + ((g as u64) << 40));
+            raid.attach(&view)?;
+            self.levels.push(raid);
+        }
+        self.member = vec![usize::MAX; devices.len()];
+        for (k, &d) in devs.iter().enumerate() {
+            self.member[d as usize] = k;
+        }
+        let rated = self
+            .p
+            .rated
+            .or(devices[devs[0] as usize].power.rated_start_stop)
+            .unwrap_or(DEFAULT_RATED_CYCLES);
+        self.ration = Ration::new(devs.len(), rated, self.p.life, self.p.period);
+        self.devs = devs;
+        Ok(())
+    }
+
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        self.since = now;
+        self.mix.push_back((0, 0));
+        self.monitor.start(now, out);
+        for disk in self.p.gears[self.gear]..self.devs.len() {
+            self.spin_down(now, disk, out);
+        }
+    }
+
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        self.busy.enter(now);
+        self.counters.host_ios += 1;
+        if let Some(last) = self.mix.back_mut() {
+            match io.op {
+                Op::Read => last.0 += 1,
+                Op::Write | Op::Discard => last.1 += 1,
+                Op::Flush => {}
+            }
+        }
+        let top = self.top();
+        let mut acts = self.take_acts();
+        self.levels[top].on_request(now, io, &mut acts);
+        self.drive(now, top, &mut acts, out);
+        self.pool.push(acts);
+    }
+
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        let ours = self
+            .member
+            .get(done.io.dev as usize)
+            .is_some_and(|&m| m != usize::MAX);
+        if ours && done.io.id.is_own() && !done.io.id.is_sub() {
+            return self.returned(now, done, out);
+        }
+        let top = self.top();
+        let mut acts = self.take_acts();
+        self.levels[top].on_completion(now, done, &mut acts);
+        self.drive(now, top, &mut acts, out);
+        self.pool.push(acts);
+    }
+
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        if !self.monitor.fired(now, timer, out) {
+            return;
+        }
+        self.switch(now, self.gear);
+        if !self.failed.is_empty() {
+            self.failed.clear();
+            self.pump(now, out);
+        }
+        let u = self.busy.sample(now) as f64 / self.p.shift.sample as f64;
+        let (reads, writes) = self
+            .mix
+            .iter()
+            .fold((0, 0), |(r, w), &(a, b)| (r + a, w + b));
+        let share = if reads + writes > 0 {
+            writes as f64 / (reads + writes) as f64
+        } else {
+            0.0
+        };
+        if self.mix.len() >= self.p.shift.window {
+            self.mix.pop_front();
+        }
+        self.mix.push_back((0, 0));
+        let gear = self.gear;
+        let can_down = gear > 0 && {
+            let leaving = self.leaving(gear, gear - 1);
+            self.ration.allows(now, leaving)
+        };
+        let gears = self.p.gears.clone();
+        match self.shifter.sample(u, &gears, gear, share, can_down) {
+            Shift::Up => self.upshift(now, out),
+            Shift::Down if self.target.is_none() => {
+                self.target = Some(gear - 1);
+                self.settle_mark = None;
+                self.pump(now, out);
+            }
+            Shift::Down | Shift::Stay => {
+                if gear > 0 && !can_down {
+                    self.counters.refused_by_ration += 1;
+                }
+            }
+        }
+    }
+
+    fn volume(&self) -> Option<Volume> {
+        Some(Volume {
+            name: "paraid".into(),
+            ..self.levels.last()?.volume()?
+        })
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        let c = &self.counters;
+        let mut v: Vec<(String, f64)> = [
+            ("gear", self.gear as f64),
+            ("upshifts", c.upshifts as f64),
+            ("downshifts", c.downshifts as f64),
+            ("propagation_copies", c.copies as f64),
+            ("propagation_errors", c.copy_errors as f64),
+            ("downshifts_abandoned", c.abandoned as f64),
+            ("dirty_chunks", self.dirty.len() as f64),
+            ("host_ios", c.host_ios as f64),
+            ("samples_held_by_ration", c.refused_by_ration as f64),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+        for (g, t) in self.time_in.iter().enumerate() {
+            v.push((format!("time_in_gear{g}_s"), *t as f64 / 1e9));
+        }
+        v
+    }
+}

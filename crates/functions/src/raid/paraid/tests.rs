@@ -1,0 +1,255 @@
+//! The PARAID layer driven by hand: where I/O goes in each gear, and what a gear cycle
+//! propagates.
+
+use super::layer::{regions, Paraid, Params, Side};
+use super::policy::ShiftParams;
+use crate::raid::stripe::{Level, Parity};
+use wattio_core::function::Action;
+use wattio_core::io::{Buf, Io, Op, Status};
+use wattio_core::testing::{disk, replied, submitted, Harness};
+use wattio_core::time::NS_PER_S;
+use wattio_core::Request;
+
+const K: u64 = 4096;
+/// The test disks' capacity (1 GB) in 4 KiB chunks.
+const CHUNKS: u64 = 1_000_000_000 / K;
+
+fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
+    Params {
+        level,
+        parity: Parity::LeftSymmetric,
+        chunk: K,
+        gears: gears.to_vec(),
+        shift: ShiftParams {
+            sample: NS_PER_S,
+            window: 1,
+            threshold: 0.8,
+            w: if level == Level::Raid5 { 1.5 } else { 1.0 },
+        },
+        rated: Some(20_000),
+        life: 5 * 365 * 86_400 * NS_PER_S,
+        period: 86_400 * NS_PER_S,
+        start_low,
+        copies: 4,
+        assume_clean: true,
+    }
+}
+
+fn array(p: Params) -> Harness<Paraid> {
+    let n = *p.gears.last().unwrap();
+    let names: Vec<String> = (0..n).map(|d| format!("d{d}")).collect();
+    let devs = (0..n).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+    Harness::new(Paraid::new(names, p), devs).unwrap()
+}
+
+fn host(id: u64, op: Op, block: u64, blocks: u64) -> Io {
+    Request::new(0, op, block * K, (blocks * K) as u32).io(id)
+}
+
+/// (device, byte offset, op, priority, fua) of submitted I/Os.
+fn shape(actions: &[Action]) -> Vec<(u16, u64, Op, i8, bool)> {
+    submitted(actions)
+        .iter()
+        .map(|io| (io.dev, io.offset, io.op, io.priority, io.fua))
+        .collect()
+}
+
+fn powers(actions: &[Action]) -> Vec<(u16, u8)> {
+    actions
+        .iter()
+        .filter_map(|a| match *a {
+            Action::SetPower { device, state } => Some((device, state)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Complete every I/O in `actions` (and those they cause) until none is left; the host
+/// replies seen on the way.
+fn settle(h: &mut Harness<Paraid>, now: u64, actions: Vec<Action>) -> Vec<Io> {
+    let mut todo = submitted(&actions);
+    let mut replies: Vec<Io> = replied(&actions).iter().map(|c| c.io).collect();
+    while let Some(io) = todo.pop() {
+        let next = h.complete(now, io, Status::Ok);
+        todo.extend(submitted(&next));
+        replies.extend(replied(&next).iter().map(|c| c.io));
+    }
+    replies
+}
+
+#[test]
+fn regions_follow_eq1_in_whole_chunks() {
+    // RAID-0 {2,5}: S = 3/5, 2/5 of 100 chunks: the original 40, the soft state 60 =
+    // (5 − 2) disks · 40 chunks over 2 data disks.
+    assert_eq!(regions(Level::Raid0, &[2, 5], 100), Some(vec![60, 40]));
+    // RAID-5 {3,5}: 1/2, 1/2; {3,4,5}: 1/3, 1/6, 1/2 of 120 chunks.
+    assert_eq!(regions(Level::Raid5, &[3, 5], 100), Some(vec![50, 50]));
+    assert_eq!(
+        regions(Level::Raid5, &[3, 4, 5], 120),
+        Some(vec![40, 20, 60])
+    );
+    // Rounding: 101 chunks of RAID-5 {3,5}: 50.5 → 50 for the original, 50 soft.
+    assert_eq!(regions(Level::Raid5, &[3, 5], 101), Some(vec![50, 50]));
+    // 7 chunks of RAID-0 {2,5}: 2.8 → 2 (3 would need 3 + 9/2 → 5 = 8 > 7).
+    assert_eq!(regions(Level::Raid0, &[2, 5], 7), Some(vec![3, 2]));
+    assert_eq!(regions(Level::Raid0, &[2, 5], 1), None);
+}
+
+#[test]
+fn a_low_gear_writes_a_spun_down_disks_blocks_into_its_replica() {
+    // RAID-0 {2,5} over five disks of CHUNKS chunks: original 2/5, soft state 3/5.
+    let top = regions(Level::Raid0, &[2, 5], CHUNKS).unwrap()[1];
+    let mut h = array(params(Level::Raid0, &[2, 5], true));
+    let start = h.start(0);
+    // Disks 2, 3, 4 go to standby at once.
+    let standby = h.state(2, "standby");
+    assert_eq!(
+        powers(&start),
+        vec![(2, standby), (3, standby), (4, standby)]
+    );
+    // Host block 7: chunk 7 → stripe 1, member 2, member offset 1 chunk. Disk 2 is down:
+    // its replica is volume byte (2 − 2)·top + 1 chunk of the soft RAID-0 over disks 0, 1
+    // → chunk 1 → disk 1, stripe 0, at the soft region's base (top chunks).
+    let a = h.request(10, host(1, Op::Write, 7, 1));
+    assert_eq!(shape(&a), vec![(1, top * K, Op::Write, 0, false)]);
+    assert_eq!(h.function().dirty()[&(2, 1)].side, Side::Replica);
+    let r = settle(&mut h, 20, a);
+    assert_eq!(r, vec![host(1, Op::Write, 7, 1)]);
+    // Reads of it go there too; a read of block 0 goes to disk 0's original.
+    let a = h.request(30, host(2, Op::Read, 7, 1));
+    assert_eq!(shape(&a), vec![(1, top * K, Op::Read, 0, false)]);
+    let a = h.request(30, host(3, Op::Read, 0, 1));
+    assert_eq!(shape(&a), vec![(0, 0, Op::Read, 0, false)]);
+    // Disk 4's chunk 0 (host block 4) → soft volume (4 − 2)·top → disk 0, stripe top.
+    let a = h.request(30, host(4, Op::Read, 4, 1));
+    assert_eq!(shape(&a), vec![(0, (top + top) * K, Op::Read, 0, false)]);
+}
+
+#[test]
+fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
+    // RAID-0 {1,2}: S = 1/2, 1/2. Disk 1's chunk c lives on disk 0 at base + c.
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut h = array(params(Level::Raid0, &[1, 2], true));
+    let (idle, standby) = (h.state(1, "idle"), h.state(1, "standby"));
+    assert_eq!(powers(&h.start(0)), vec![(1, standby)]);
+    // A request outstanding across the whole first second: utilization 1 > 0.8.
+    let held = h.request(0, host(2, Op::Read, 0, 1));
+    // Low gear: host block 1 (disk 1, chunk 0) written into the replica.
+    let a = h.request(0, host(1, Op::Write, 1, 1));
+    assert_eq!(shape(&a), vec![(0, base, Op::Write, 0, false)]);
+    settle(&mut h, 1, a);
+    // Upshift.
+    let a = h.timer(NS_PER_S, 0);
+    assert_eq!(h.function().gear(), 1);
+    assert_eq!(powers(&a), vec![(1, idle)]);
+    // The dirty chunk is copied back at priority −1: read the replica, then write the
+    // disk (FUA). Until the copy is done it is served from the replica.
+    assert_eq!(shape(&a), vec![(0, base, Op::Read, -1, false)]);
+    let r = h.request(NS_PER_S, host(3, Op::Read, 1, 1));
+    assert_eq!(shape(&r), vec![(0, base, Op::Read, 0, false)]);
+    let w = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&w), vec![(1, 0, Op::Write, -1, true)]);
+    assert!(h
+        .complete(NS_PER_S, submitted(&w)[0], Status::Ok)
+        .is_empty());
+    assert!(h.function().dirty().is_empty());
+    settle(&mut h, NS_PER_S, held);
+    settle(&mut h, NS_PER_S, r);
+    // Clean: block 1 is read from disk 1 now; a write there makes the replica stale.
+    let a = h.request(NS_PER_S + 1, host(4, Op::Read, 1, 1));
+    assert_eq!(shape(&a), vec![(1, 0, Op::Read, 0, false)]);
+    settle(&mut h, NS_PER_S + 1, a);
+    let a = h.request(NS_PER_S + 2, host(5, Op::Write, 3, 1));
+    assert_eq!(shape(&a), vec![(1, K, Op::Write, 0, false)]);
+    assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Original);
+    settle(&mut h, NS_PER_S + 3, a);
+    // An idle second: U′ = 0 → downshift, but first the stale replica is brought up to
+    // date (read disk 1, write disk 0), then disk 1 is flushed, and only then spun down.
+    let a = h.timer(2 * NS_PER_S, 0);
+    assert_eq!(
+        h.function().gear(),
+        1,
+        "still in the high gear while propagating"
+    );
+    assert_eq!(shape(&a), vec![(1, K, Op::Read, -1, false)]);
+    // A host write to that chunk while the copy's read is out: the copy must not clear it.
+    let hw = h.request(2 * NS_PER_S, host(6, Op::Write, 3, 1));
+    assert_eq!(shape(&hw), vec![(1, K, Op::Write, 0, false)]);
+    let w = h.complete(2 * NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&w), vec![(0, base + K, Op::Write, -1, true)]);
+    assert!(h
+        .complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok)
+        .is_empty());
+    assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Original);
+    // The host write lands: a second copy starts.
+    let again = h.complete(2 * NS_PER_S, submitted(&hw)[0], Status::Ok);
+    assert_eq!(replied(&again).len(), 1);
+    assert_eq!(shape(&again), vec![(1, K, Op::Read, -1, false)]);
+    let w = h.complete(2 * NS_PER_S, submitted(&again)[0], Status::Ok);
+    let f = h.complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok);
+    assert_eq!(shape(&f), vec![(1, 0, Op::Flush, 0, false)]);
+    assert_eq!(h.function().gear(), 1);
+    let down = h.complete(2 * NS_PER_S, submitted(&f)[0], Status::Ok);
+    assert_eq!(powers(&down), vec![(1, standby)]);
+    assert_eq!(h.function().gear(), 0);
+    assert!(h.function().dirty().is_empty());
+    // Low gear again: block 3 is read from the replica.
+    let a = h.request(3 * NS_PER_S, host(7, Op::Read, 3, 1));
+    assert_eq!(shape(&a), vec![(0, base + K, Op::Read, 0, false)]);
+    assert_eq!((h.counter("upshifts"), h.counter("downshifts")), (1.0, 1.0));
+    assert_eq!(h.counter("propagation_copies"), 3.0);
+}
+
+#[test]
+fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
+    // RAID-5 {3,4}, left-symmetric: S = 2/3, 1/3 → the soft RAID-5 over disks 0–2 holds
+    // disk 3 whole. Host chunk 0: stripe 0, parity on disk 3, data chunk 0 on disk 0.
+    let top = regions(Level::Raid5, &[3, 4], CHUNKS).unwrap()[1];
+    let mut h = array(params(Level::Raid5, &[3, 4], true));
+    h.start(0);
+    // A full-row write of stripe 0 (host chunks 0, 1, 2): data on disks 0, 1, 2 and the
+    // parity chunk of disk 3 (member offset 0) goes into the soft RAID-5 as its volume
+    // chunk 0: soft stripe 0, parity on disk 2 (left-symmetric over 3), data chunk 0 on
+    // disk 0 — a reconstruct-write there (it reads one page, disk 1's, where a
+    // read-modify-write would read two).
+    let a = h.request(0, host(1, Op::Write, 0, 3));
+    let s = shape(&a);
+    assert_eq!(
+        s,
+        vec![
+            (0, 0, Op::Write, 0, false),
+            (1, 0, Op::Write, 0, false),
+            (2, 0, Op::Write, 0, false),
+            (1, top * K, Op::Read, 0, false),
+        ]
+    );
+    // The other data page back: the soft row's data and parity are written.
+    let w = h.complete(1, submitted(&a)[3], Status::Ok);
+    assert_eq!(
+        shape(&w),
+        vec![
+            (0, top * K, Op::Write, 0, false),
+            (2, top * K, Op::Write, 0, false)
+        ]
+    );
+    // The soft parity is the new page (the top row's parity, in the top RAID's scratch
+    // buffer) ^ disk 1's page.
+    let xors: Vec<(Buf, Buf)> = w
+        .iter()
+        .filter_map(|a| match *a {
+            Action::Xor { dst, src, .. } => Some((dst, src)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(xors.len(), 2);
+    assert_eq!(h.function().dirty()[&(3, 0)].side, Side::Replica);
+    let mut replies = settle(&mut h, 2, w);
+    for io in submitted(&a)[..3].iter() {
+        replies.extend(
+            replied(&h.complete(2, *io, Status::Ok))
+                .iter()
+                .map(|c| c.io),
+        );
+    }
+    assert_eq!(replies, vec![host(1, Op::Write, 0, 3)]);
+}
