@@ -59,6 +59,7 @@ pub static KINDS: &[&Kind] = &[
     &crate::geometry::probe::KIND,
     &crate::raid::stripe::KIND,
     &crate::cache::exces::KIND,
+    &crate::placement::fs2::KIND,
 ];
 
 /// Look a kind up.
