@@ -246,3 +246,20 @@ fn a_late_executor_does_not_make_the_device_busier_or_costlier() {
         "energy {got} J, expected {want} J"
     );
 }
+
+#[test]
+fn a_faulty_mechanical_drive_keeps_its_geometry() {
+    // Faults change timing and status, not where sectors lie: a function that needs the
+    // layout (FS2, the probe) still gets it on a drive with injected faults.
+    use wattio_core::device::Timing;
+    use wattio_devices::fault::{Faults, Faulty};
+    let cat = Catalogue::embedded().unwrap();
+    let spec = cat.get("hp-c2247a").unwrap();
+    let plain = spec.build_timing().unwrap();
+    let faults: Faults = toml::from_str("slow = 2.0\neio = [[0, 4096]]").unwrap();
+    let faulty = Faulty::new(spec.build_timing().unwrap(), &faults).unwrap();
+    let (a, b) = (plain.geometry().unwrap(), faulty.geometry().unwrap());
+    for off in [0, 1 << 20, 1 << 29] {
+        assert_eq!(a.locate(off), b.locate(off));
+    }
+}

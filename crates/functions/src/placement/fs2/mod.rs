@@ -57,8 +57,6 @@ use wattio_core::time::Nanos;
 pub const BLOCK: u64 = 4096;
 const NO_REGION: u32 = u32::MAX;
 const EPOCH: TimerId = 1;
-/// Most regions a disk is cut into (memory for the per-epoch counts).
-const MAX_REGIONS: u64 = 1 << 22;
 
 /// A copy of `n` original blocks from `orig` to `dest`.
 #[derive(Clone, Copy, Debug)]
@@ -116,7 +114,8 @@ pub struct Fs2 {
     table: ReplicaTable,
     /// Predicted head position: the end of the last I/O sent to the disk.
     head: u64,
-    counts: Vec<u32>,
+    /// Host reads per region this epoch (only the regions read).
+    counts: HashMap<u32, u32>,
     target: u32,
     candidates: VecDeque<(u64, u64)>,
     queued: HashSet<u64>,
@@ -130,6 +129,9 @@ pub struct Fs2 {
     busy: HashMap<u64, u32>,
     /// Freed blocks waiting for their reads to come back before they are free.
     quarantine: HashSet<u64>,
+    /// Sub-I/Os standing for I/O an upper layer originated (own or sub ids): forwarded
+    /// under this layer's ids so they cannot collide with its own.
+    wrapped: HashSet<IoId>,
     /// Host writes and discards out: id → blocks.
     writes: HashMap<IoId, (u64, u64)>,
     deferred: VecDeque<Io>,
@@ -160,7 +162,7 @@ impl Fs2 {
             free: FreeMap::new(p.max_free_extents),
             table: ReplicaTable::new(p.region_bytes / BLOCK),
             head: 0,
-            counts: Vec::new(),
+            counts: HashMap::new(),
             target: NO_REGION,
             candidates: VecDeque::new(),
             queued: HashSet::new(),
@@ -171,6 +173,7 @@ impl Fs2 {
             redirected: HashMap::new(),
             busy: HashMap::new(),
             quarantine: HashSet::new(),
+            wrapped: HashSet::new(),
             writes: HashMap::new(),
             deferred: VecDeque::new(),
             suspended: false,
@@ -264,8 +267,9 @@ impl Fs2 {
     fn read(&mut self, now: Nanos, io: Io, b0: u64, b1: u64, out: &mut Actions) {
         self.c.reads += 1;
         if self.p.mode == Mode::Dynamic {
-            let r = self.region(b0) as usize;
-            self.counts[r] = self.counts[r].saturating_add(1);
+            let r = self.region(b0);
+            let k = self.counts.entry(r).or_insert(0);
+            *k = k.saturating_add(1);
         }
         let mut replicated = 0u64;
         if !self.table.is_empty() {
@@ -579,13 +583,12 @@ impl Function for Fs2 {
             return Err(format!("disk: `{}` holds no 4 KiB block", d.name));
         }
         let regions = self.blocks.div_ceil(self.region_blocks);
-        if regions > MAX_REGIONS {
+        if regions >= NO_REGION as u64 {
             return Err(format!(
-                "region_mb: {regions} regions on `{}` (at most {MAX_REGIONS}); use larger regions",
+                "region_mb: {regions} regions on `{}` (fewer than 2^32 needed); use larger regions",
                 d.name
             ));
         }
-        self.counts = vec![0; regions as usize];
         for &(a, z) in &self.initial_free {
             let (f0, f1) = (a.div_ceil(BLOCK), (z / BLOCK).min(self.blocks));
             if f0 < f1 {
@@ -624,6 +627,14 @@ impl Function for Fs2 {
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        let io = if io.id.is_own() {
+            let key = self.fanout.begin(io);
+            let sub = self.fanout.sub(key, 0, io.len, io.dev, io.offset);
+            self.wrapped.insert(sub.id);
+            sub
+        } else {
+            io
+        };
         self.host(now, io, out, true);
         self.pump(now, out);
     }
@@ -644,8 +655,16 @@ impl Function for Fs2 {
                     }
                 }
             }
-            if let Step::Reply(c) = self.fanout.complete(&done) {
-                out.reply(c);
+            self.writes.remove(&id);
+            let mut step = self.fanout.complete(&done);
+            while let Step::Reply(c) = step {
+                // A reply to a wrapped I/O completes the upper layer's I/O it stands for.
+                if self.wrapped.remove(&c.io.id) {
+                    step = self.fanout.complete(&c);
+                } else {
+                    out.reply(c);
+                    break;
+                }
             }
         } else if id.is_own() {
             match self.copier.complete(&done) {
@@ -682,19 +701,18 @@ impl Function for Fs2 {
             return;
         }
         self.c.epochs += 1;
-        if let Some((r, &k)) = self
+        if let Some((&r, _)) = self
             .counts
             .iter()
-            .enumerate()
-            .max_by_key(|&(r, &k)| (k, std::cmp::Reverse(r)))
+            .max_by_key(|&(&r, &k)| (k, std::cmp::Reverse(r)))
         {
-            if k > 0 && r as u32 != self.target {
-                self.target = r as u32;
+            if r != self.target {
+                self.target = r;
                 self.c.target_changes += 1;
                 self.cursor = r as u64 * self.region_blocks;
             }
         }
-        self.counts.fill(0);
+        self.counts.clear();
         out.set_timer(EPOCH, now + self.p.epoch);
         self.pump(now, out);
     }
