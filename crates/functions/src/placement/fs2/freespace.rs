@@ -117,6 +117,9 @@ impl FreeMap {
     }
 
     fn fit(&self, lo: u64, hi: u64, len: u64) -> Option<u64> {
+        if lo >= hi {
+            return None;
+        }
         let first = self
             .runs
             .range(..=lo)
