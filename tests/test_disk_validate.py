@@ -50,6 +50,21 @@ def test_import_writes_a_catalogue_timing_table(tmp_path, capsys):
     assert "Stop prefetch in sector" in capsys.readouterr().err
 
 
+def test_import_power_from_gives_a_runnable_entry(tmp_path):
+    import tomllib
+
+    out = tmp_path / "hp-c2247a.toml"
+    rc = main(
+        ["disk", "import", str(SHARED / "hp_c2247a.parv"), "--power-from", "wd800-fs2", "--out", str(out)]
+    )
+    assert rc == 0
+    entry = tomllib.loads(out.read_text())
+    assert entry["timing"]["model"] == "hdd-mechanical"
+    watts = {s["name"]: s["watts"] for s in entry["power"]["state"]}
+    assert watts == {"active": 8.0, "seek": 14.0, "idle": 8.0, "standby": 1.0}
+    assert "`wd800-fs2`" in entry["description"]
+
+
 def test_missing_file_is_a_user_error(tmp_path, capsys):
     rc = main(["disk", "import", str(tmp_path / "nope.parv")])
     assert rc == 2

@@ -14,12 +14,15 @@ def _core():
 
 
 def cmd_import(args) -> int:
-    text, unsupported = _core().disk_import(str(args.parv))
+    text, unsupported = _core().disk_import(str(args.parv), args.power_from)
     for u in unsupported:
         print(f"wattio: unsupported DiskSim parameter: {u}", file=sys.stderr)
     if args.out:
         Path(args.out).write_text(text)
-        print(f"wrote {args.out} (add a [power] table from the drive's datasheet)")
+        if args.power_from:
+            print(f"wrote {args.out} (power table from {args.power_from})")
+        else:
+            print(f"wrote {args.out} (add a [power] table from the drive's datasheet)")
     else:
         sys.stdout.write(text)
     return 0
@@ -109,6 +112,11 @@ def add_commands(sub) -> None:
     p = dsub.add_parser("import", help="convert a DiskSim .parv into a catalogue entry")
     p.add_argument("parv", type=Path, help="DiskSim parameter file (NAME.parv)")
     p.add_argument("--out", type=Path, help="write catalogue TOML here (default: stdout)")
+    p.add_argument(
+        "--power-from",
+        metavar="MODEL",
+        help="copy the [power] table of this catalogue name or TOML file: a runnable entry",
+    )
     p.set_defaults(func=cmd_import)
 
     p = dsub.add_parser("validate", help="replay a DiskSim validation trace, print the demerit")

@@ -223,6 +223,11 @@ fn scale(ns: Nanos, k: f64) -> Nanos {
 }
 
 impl Timing for Faulty {
+    /// Faults change timing and status, not where sectors lie: the inner model's layout.
+    fn geometry(&self) -> Option<std::sync::Arc<dyn wattio_core::Geometry>> {
+        self.inner.geometry()
+    }
+
     fn capacity(&self) -> u64 {
         self.inner.capacity()
     }

@@ -13,6 +13,7 @@ use wattio_devices::hdd::ParametricHdd;
 const OWNED: &[&str] = &[
     "fujitsu-map3367",
     "wd800-fs2",
+    "wd800-fs2-mechanical",
     "toshiba-mk1234gsx",
     "wd400ve",
     "sandisk-ultra-cf-2gb",
@@ -219,6 +220,76 @@ fn wd800_matches_fs2_table_5_1() {
         1e-6,
         "WD800 break-even (s)",
     );
+}
+
+#[test]
+fn wd800_mechanical_matches_fs2_table_5_1() {
+    use wattio_devices::mechanical::MechanicalDisk;
+    let s = spec("wd800-fs2-mechanical");
+    let d = MechanicalDisk::from_toml(&s.timing).unwrap_or_else(|e| panic!("{e}"));
+    // Exactly the IDEMA block count of 80.0 GB: FS2's "78.15 GB".
+    assert_eq!(d.layout().blocks(), 156_301_488);
+    assert_eq!(d.capacity() / 1_024_000_000, 78);
+    assert_eq!((d.capacity() % 1_024_000_000) / 10_000_000, 15);
+    // 7200 RPM: 8.333 ms a revolution, 4.1667 ms average rotational delay.
+    close(
+        d.period_ms() / 2.0,
+        30_000.0 / 7200.0,
+        1e-12,
+        "half a revolution (ms)",
+    );
+    // Seek anchors of Table 5.1 on cylinder distances: track-to-track 2.0 ms, full stroke
+    // 21 ms, 9.9 ms at a third of the stroke (the curve the parametric entry uses).
+    let seek = d.seek_curve();
+    let full = s.timing["cylinders"].as_integer().unwrap() as u32 - 1;
+    assert_eq!(seek.time_ms(1), 2.0);
+    assert_eq!(seek.time_ms(full), 21.0);
+    close(
+        seek.time_ms(full / 3),
+        9.9,
+        0.01,
+        "seek at a third of the stroke (ms)",
+    );
+    // Outer zone: 879 sectors a revolution = 879 × 512 B × 120 /s = 54.0 MB/s.
+    let outer = d.layout().blocks_per_track(0) as f64 * 512.0 * 120.0;
+    close(outer / 1e6, 54.0, 0.01, "outer-zone media rate (MB/s)");
+    let inner = d.layout().blocks_per_track(full) as f64 * 512.0 * 120.0;
+    close(inner / 1e6, 32.94, 0.01, "inner-zone media rate (MB/s)");
+    // The power table is FS2's, as in the parametric entry.
+    assert_eq!(s.power, spec("wd800-fs2").power);
+}
+
+/// The DiskSim-validated drives (timing imported from DiskSim's files, checked against
+/// the import in `mechanical_validation.rs`): mechanical models with a power table whose
+/// every value is tagged, and a finite spin-down break-even.
+#[test]
+fn disksim_validated_drives_are_runnable_mechanical_entries() {
+    for name in [
+        "quantum-atlas-iii",
+        "seagate-barracuda-st32171w",
+        "seagate-cheetah-st34501n",
+        "quantum-atlas-10k",
+        "hp-c2247a",
+        "hp-c2490a",
+        "dec-rz26",
+    ] {
+        let s = spec(name);
+        assert_eq!(s.model(), "hdd-mechanical", "{name}");
+        let t = s.build_timing().unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.geometry().is_some(), "{name}: no geometry");
+        let mut problems = provenance_problems(&s, true);
+        problems.retain(|p| !p.contains("timing."));
+        assert!(problems.is_empty(), "{problems:#?}");
+        let p = power(name);
+        // Stand-in table (docs/catalogue.md): 13.6 W spinning, 4 W stopped, spin-up
+        // 28 W × 12 s, spin-down 1 s at idle power: (13.6 + 336 − 4 × 13) / 9.6 s.
+        close(
+            break_even_s(&p, "standby"),
+            (13.6 + 336.0 - 4.0 * 13.0) / 9.6,
+            1e-6,
+            name,
+        );
+    }
 }
 
 #[test]

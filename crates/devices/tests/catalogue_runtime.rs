@@ -114,6 +114,39 @@ fn wd800_access_energy_is_fs2_e_a() {
 }
 
 #[test]
+fn wd800_mechanical_access_energy_is_fs2_e_a() {
+    // The mechanical model splits each access into seek, rotation and transfer from its
+    // geometry; the ledger charges FS2's E_A = T_s × 14 W + (T_r + T_t) × 8 W on that split.
+    let mut dev = runtime("wd800-fs2-mechanical");
+    let offset = dev.info.capacity / 2 / 512 * 512;
+    let mut ev = Vec::new();
+    dev.submit(0, Request::new(0, Op::Read, offset, 65_536).io(1), &mut ev);
+    let done = settle(&mut dev, ev);
+    assert_eq!(done.len(), 1);
+    // The same request on a fresh copy of the model gives the split the ledger saw.
+    let cat = Catalogue::embedded().unwrap();
+    let mut model = cat
+        .get("wd800-fs2-mechanical")
+        .unwrap()
+        .build_timing()
+        .unwrap();
+    let svc = model.service(0, &Request::new(0, Op::Read, offset, 65_536).io(1));
+    assert_eq!(svc.total(), done[0].breakdown.service_ns);
+    // From cylinder 0 to mid-disk: between the 1/3-stroke 9.9 ms and the 21 ms full stroke;
+    // no command overhead (FS2's T_A has none); the rotational wait is under a revolution.
+    assert!(
+        svc.seek_ns > 9_900_000 && svc.seek_ns < 21_000_000,
+        "{svc:?}"
+    );
+    assert_eq!(svc.overhead_ns, 0);
+    assert!(svc.rotate_ns < 8_333_334, "{svc:?}");
+    let e_a =
+        svc.seek_ns as f64 / 1e9 * 14.0 + (svc.rotate_ns + svc.transfer_ns) as f64 / 1e9 * 8.0;
+    let got = dev.energy_j(done[0].finished);
+    assert!((got - e_a).abs() < 1e-6, "energy {got} J, FS2 E_A {e_a} J");
+}
+
+#[test]
 fn nvme_request_in_ps4_waits_for_the_exit_latency() {
     let mut dev = runtime("samsung-980-pro-1tb");
     let mut ev = Vec::new();
@@ -212,4 +245,21 @@ fn a_late_executor_does_not_make_the_device_busier_or_costlier() {
         (got - want).abs() < 1e-9,
         "energy {got} J, expected {want} J"
     );
+}
+
+#[test]
+fn a_faulty_mechanical_drive_keeps_its_geometry() {
+    // Faults change timing and status, not where sectors lie: a function that needs the
+    // layout (FS2, the probe) still gets it on a drive with injected faults.
+    use wattio_core::device::Timing;
+    use wattio_devices::fault::{Faults, Faulty};
+    let cat = Catalogue::embedded().unwrap();
+    let spec = cat.get("hp-c2247a").unwrap();
+    let plain = spec.build_timing().unwrap();
+    let faults: Faults = toml::from_str("slow = 2.0\neio = [[0, 4096]]").unwrap();
+    let faulty = Faulty::new(spec.build_timing().unwrap(), &faults).unwrap();
+    let (a, b) = (plain.geometry().unwrap(), faulty.geometry().unwrap());
+    for off in [0, 1 << 20, 1 << 29] {
+        assert_eq!(a.locate(off), b.locate(off));
+    }
 }

@@ -69,3 +69,34 @@ fn import_round_trips_through_catalogue_toml() {
     let d = wattio_devices::mechanical::MechanicalDisk::from_toml(timing).unwrap();
     assert_eq!(d.layout().blocks(), 1980);
 }
+
+/// `wattio disk import NAME.parv --power-from MODEL`: the imported timing with a catalogue
+/// entry's `[power]` table is an entry that builds both faces and keeps the power table.
+#[test]
+fn import_with_power_from_is_a_runnable_entry() {
+    let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
+    let doc = libparam::parse(
+        &text,
+        "small_disk.parv",
+        Path::new("."),
+        &mut libparam::NoLoader,
+    )
+    .unwrap();
+    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let cat = wattio_devices::catalogue::Catalogue::embedded().unwrap();
+    let wd = cat.get("wd800-fs2").unwrap();
+    let out = imp.to_toml_with_power("small_disk.parv", Some(wd)).unwrap();
+    let spec = wattio_devices::catalogue::DeviceSpec::from_toml("out", &out).unwrap();
+    assert_eq!(spec.model(), "hdd-mechanical");
+    assert_eq!(spec.build_timing().unwrap().capacity(), 1980 * 512);
+    assert_eq!(spec.power, wd.power);
+    assert!(
+        spec.description.contains("`wd800-fs2`"),
+        "{}",
+        spec.description
+    );
+    assert!(spec.references.len() > wd.references.len());
+    // Without a power source the import is the timing alone, as before.
+    let bare = imp.to_toml("small_disk.parv").unwrap();
+    assert!(wattio_devices::catalogue::DeviceSpec::from_toml("bare", &bare).is_err());
+}

@@ -105,3 +105,36 @@ fn dec_rz26_reproduces_disksim_own_output() {
     }
     assert_eq!(buckets, [1042, 507, 2173, 1692, 10]);
 }
+
+/// The catalogue's DiskSim-validated entries (`wattio disk import NAME.parv --power-from`)
+/// hold exactly the timing the import gives today, so the catalogue runs the validated
+/// model and not a stale copy of it.
+#[test]
+fn catalogue_entries_are_the_import_of_their_parv() {
+    let Some(dir) = data_dir() else {
+        eprintln!("SKIPPED: DiskSim validation data not found (set WATTIO_SHARED or provide ../shared/disksim-valid)");
+        return;
+    };
+    let cat = wattio_devices::catalogue::Catalogue::embedded().unwrap();
+    let entries = [
+        ("atlas_III", "quantum-atlas-iii"),
+        ("barracuda", "seagate-barracuda-st32171w"),
+        ("cheetah4LP", "seagate-cheetah-st34501n"),
+        ("atlas10k", "quantum-atlas-10k"),
+        ("hp_c2247a", "hp-c2247a"),
+        ("hp_c2490a", "hp-c2490a"),
+        ("dec_rz26", "dec-rz26"),
+    ];
+    assert_eq!(entries.len(), DRIVES.len());
+    for (drive, name) in entries {
+        let imp = import_parv(&dir.join(format!("{drive}.parv"))).unwrap();
+        let spec = cat.get(name).unwrap();
+        let mut entry: wattio_devices::mechanical::MechanicalDef =
+            spec.timing.clone().try_into().unwrap();
+        entry.sources = imp.timing.sources.clone();
+        assert_eq!(
+            entry, imp.timing,
+            "{name} differs from the import of {drive}.parv"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! | `python` | [`external::python`] | a function written in Python | wattio |
 //! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
 //! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
+//! | `fs2` | [`placement::fs2`] | replicas of hot scattered blocks in free disk space, read by head position | Huang et al., SOSP 2005 |
 //!
 //!
 //! Memory power policies (NOPM, IPD, ISR, HW, HW–SW, PAVM) are plug-ins of their own

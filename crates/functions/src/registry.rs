@@ -60,6 +60,7 @@ pub static KINDS: &[&Kind] = &[
     &crate::raid::stripe::KIND,
     &crate::cache::exces::KIND,
     &crate::raid::paraid::KIND,
+    &crate::placement::fs2::KIND,
 ];
 
 /// Look a kind up.

@@ -8,12 +8,37 @@ use wattio_devices::catalogue::{Catalogue, DeviceSpec};
 use wattio_devices::disksim;
 use wattio_devices::mechanical::MechanicalDisk;
 
-/// Import a DiskSim `.parv`: returns (catalogue TOML text, unsupported parameters).
+/// Import a DiskSim `.parv`: returns (catalogue TOML text, unsupported parameters). With
+/// `power_from` (a catalogue name or TOML file) the entry carries that entry's `[power]`
+/// table and is runnable as is.
 #[pyfunction]
-fn disk_import(parv: &str) -> PyResult<(String, Vec<String>)> {
+#[pyo3(signature = (parv, power_from=None))]
+fn disk_import(parv: &str, power_from: Option<&str>) -> PyResult<(String, Vec<String>)> {
     let imp = disksim::import_parv(Path::new(parv)).map_err(PyValueError::new_err)?;
-    let text = imp.to_toml(parv).map_err(PyValueError::new_err)?;
+    let power = power_from
+        .map(spec)
+        .transpose()
+        .map_err(PyValueError::new_err)?;
+    let text = imp
+        .to_toml_with_power(parv, power.as_ref())
+        .map_err(PyValueError::new_err)?;
     Ok((text, imp.unsupported))
+}
+
+/// A catalogue entry: a TOML file, else an embedded catalogue name.
+fn spec(source: &str) -> Result<DeviceSpec, String> {
+    let path = Path::new(source);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
+        let mut s = DeviceSpec::from_toml(source, &text)?;
+        s.name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        Ok(s)
+    } else {
+        Catalogue::embedded()?.get(source).cloned()
+    }
 }
 
 /// Replay a DiskSim validation trace: returns the report as JSON (key `demerit_ms`, …).
@@ -31,11 +56,8 @@ fn mechanical(source: &str) -> Result<Box<dyn Timing>, String> {
     let timing = if source.ends_with(".parv") {
         let imp = disksim::import_parv(path)?;
         Box::new(MechanicalDisk::new(imp.timing)?) as Box<dyn Timing>
-    } else if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
-        DeviceSpec::from_toml(source, &text).and_then(|s| s.build_timing())?
     } else {
-        Catalogue::embedded().and_then(|c| c.get(source)?.build_timing())?
+        spec(source)?.build_timing()?
     };
     if timing.geometry().is_none() {
         return Err(format!(

@@ -8,11 +8,13 @@
 pub mod libparam;
 pub mod validate;
 
+use crate::catalogue::DeviceSpec;
 use crate::mechanical::layout::{LayoutDef, Zone};
 use crate::mechanical::seek::SeekDef;
 use crate::mechanical::{CacheDef, ControllerDef, MechanicalDef};
 use libparam::{Block, Document, Loader, Pos, Value};
 use std::path::Path;
+use wattio_core::power::PowerDef;
 
 /// The result of importing one drive.
 #[derive(Clone, Debug)]
@@ -546,8 +548,20 @@ pub fn fuzz_entry(data: &[u8]) {
 impl Import {
     /// The catalogue form: a TOML document with `kind`, `description`, `references` and
     /// the `[timing]` table; the unsupported parameters are listed as comments. The
-    /// `[power]` table is not in DiskSim's files: the caller adds it from a datasheet.
+    /// `[power]` table is not in DiskSim's files: `power` supplies one (see
+    /// [`Import::to_toml_with_power`]), else the caller adds it from a datasheet.
     pub fn to_toml(&self, source: &str) -> Result<String, String> {
+        self.to_toml_with_power(source, None)
+    }
+
+    /// [`Import::to_toml`] with the `[power]` table (and the references) of `power`, a
+    /// catalogue entry of the same drive or a stand-in for it: the result is a runnable
+    /// entry. Its description says whose power table it carries.
+    pub fn to_toml_with_power(
+        &self,
+        source: &str,
+        power: Option<&DeviceSpec>,
+    ) -> Result<String, String> {
         let mut timing = self.timing.clone();
         timing.sources.insert(
             "all".into(),
@@ -559,14 +573,24 @@ impl Import {
             description: String,
             references: Vec<String>,
             timing: &'a MechanicalDef,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            power: Option<&'a PowerDef>,
+        }
+        let mut references =
+            vec!["DiskSim 4.0 validated disk parameters (CMU PDL), valid/ directory".to_string()];
+        let mut description = format!("{} (DiskSim validated model)", self.name);
+        if let Some(p) = power {
+            // The power spec must be valid before it is written into a runnable entry.
+            p.power_spec()?;
+            description.push_str(&format!("; power table from catalogue entry `{}`", p.name));
+            references.extend(p.references.iter().cloned());
         }
         let doc = Doc {
             kind: "hdd",
-            description: format!("{} (DiskSim validated model)", self.name),
-            references: vec![
-                "DiskSim 4.0 validated disk parameters (CMU PDL), valid/ directory".into(),
-            ],
+            description,
+            references,
             timing: &timing,
+            power: power.map(|p| &p.power),
         };
         let body = toml::to_string(&doc).map_err(|e| format!("serializing {}: {e}", self.name))?;
         let mut out = String::new();

@@ -1,0 +1,278 @@
+//! `kind = "fs2"`: its configuration, checks, builder and swarm generator.
+
+use super::{Fs2, BLOCK};
+use crate::registry::{self, range, Kind};
+use serde::Deserialize;
+use std::path::PathBuf;
+use wattio_core::function::Function;
+use wattio_core::time::{secs_to_ns, Nanos};
+
+pub static KIND: Kind = Kind {
+    kind: "fs2",
+    module: "placement::fs2",
+    summary: "FS2: replicas of scattered hot blocks in free disk space near the head; reads go to the nearest copy",
+    source: "Huang, Hung & Shin, FS2: Dynamic Data Replication in Free Disk Space for Improving Disk Performance and Energy Consumption, SOSP 2005 (Huang thesis 2006, ch. 5)",
+    doc: "docs/functions/fs2.md",
+    check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
+    build: |t, ctx| Ok(Box::new(Fs2::new(Params::parse(t, ctx.key)?)?) as Box<dyn Function>),
+    // Not yet in the swarm: with faults and crashes it still drops requests and returns
+    // unfilled buffers on some seeds (docs/functions/fs2.md, "Status"; the generator that
+    // found it is in commit 3a45d2f).
+    swarm: None,
+};
+
+/// Dynamic replication (hot regions, per epoch) or FS2-static (`mkfs2`: the given blocks,
+/// once, to the middle of the disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Dynamic,
+    Static,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    disk: String,
+    mode: Option<Mode>,
+    region_mb: Option<f64>,
+    epoch_s: Option<f64>,
+    neighbour_fraction: Option<f64>,
+    degree: Option<u64>,
+    high_watermark: Option<f64>,
+    low_watermark: Option<f64>,
+    critical_watermark: Option<f64>,
+    cold_s: Option<f64>,
+    cold_count: Option<u64>,
+    copy_depth: Option<u64>,
+    copy_priority: Option<i64>,
+    max_copy_kb: Option<u64>,
+    max_candidates: Option<u64>,
+    max_replica_blocks: Option<u64>,
+    max_free_extents: Option<u64>,
+    free: Option<Vec<[u64; 2]>>,
+    ext_image: Option<PathBuf>,
+    replicate: Option<Vec<[u64; 2]>>,
+}
+
+/// Most replicas of one block.
+pub const MAX_DEGREE: u64 = 4;
+/// Most replica blocks the table holds: 2^26 blocks of 4 KiB are 256 GiB of replicas, about
+/// 4 GiB of table at the layer's ~64 B per block.
+pub const MAX_REPLICA_BLOCKS: u64 = 1 << 26;
+/// Most free extents remembered (space beyond is forgotten, which is safe).
+pub const MAX_FREE_EXTENTS: u64 = 1 << 24;
+/// Most entries of `free` / `replicate` in a config.
+pub const MAX_LIST: usize = 1 << 16;
+const DAY_S: f64 = 86_400.0;
+
+/// A checked FS2 configuration (docs/functions/fs2.md gives every default's reason).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    pub disk: String,
+    pub mode: Mode,
+    /// Region size in bytes (a multiple of 4 KiB).
+    pub region_bytes: u64,
+    pub epoch: Nanos,
+    /// Neighbouring regions searched when the target is full: within this fraction of the
+    /// capacity (5 %).
+    pub neighbour_fraction: f64,
+    pub degree: u32,
+    pub high: f64,
+    pub low: f64,
+    pub critical: f64,
+    /// Below the low watermark, replicas not read for this long and read fewer than
+    /// `cold_count` times are invalidated.
+    pub cold: Nanos,
+    pub cold_count: u32,
+    pub copy_depth: usize,
+    pub copy_priority: i8,
+    /// A copy moves at most this many blocks.
+    pub max_copy_blocks: u64,
+    pub max_candidates: usize,
+    pub max_replica_blocks: u64,
+    pub max_free_extents: usize,
+    /// Byte extents `[offset, len]` known free at start.
+    pub free: Vec<[u64; 2]>,
+    /// An ext2/3/4 image whose block bitmaps say what is free at start.
+    pub ext_image: Option<PathBuf>,
+    /// FS2-static: byte extents `[offset, len]` to replicate to the middle of the disk.
+    pub replicate: Vec<[u64; 2]>,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            disk: String::new(),
+            mode: Mode::Dynamic,
+            region_bytes: 128 << 20,
+            epoch: secs_to_ns(10.0),
+            neighbour_fraction: 0.05,
+            degree: 1,
+            high: 0.15,
+            low: 0.10,
+            critical: 0.05,
+            cold: secs_to_ns(600.0),
+            cold_count: 2,
+            copy_depth: 4,
+            copy_priority: -1,
+            max_copy_blocks: 64,
+            max_candidates: 65_536,
+            max_replica_blocks: 1 << 22,
+            max_free_extents: 1 << 20,
+            free: Vec::new(),
+            ext_image: None,
+            replicate: Vec::new(),
+        }
+    }
+}
+
+impl Params {
+    /// Parse and range-check a `kind = "fs2"` table (without `kind`); `key` is its path.
+    pub fn parse(t: &toml::Table, key: &str) -> Result<Params, String> {
+        let k: Keys = registry::parse(t, key)?;
+        let path = |sub: &str| format!("{key}.{sub}");
+        let d = Params::default();
+        let num = |sub: &str, v: Option<f64>, lo: f64, hi: f64, dflt: f64| match v {
+            Some(v) => range::within(&path(sub), v, lo, hi),
+            None => Ok(dflt),
+        };
+        let count = |sub: &str, v: Option<u64>, lo: u64, hi: u64, dflt: u64| match v {
+            Some(v) => range::count(&path(sub), v, lo, hi),
+            None => Ok(dflt),
+        };
+        let region_mb = num("region_mb", k.region_mb, 0.004096, 1e6, 128.0)?;
+        let region_bytes = ((region_mb * 1048576.0) as u64 / BLOCK).max(1) * BLOCK;
+        let list = |sub: &str, v: Option<Vec<[u64; 2]>>| -> Result<Vec<[u64; 2]>, String> {
+            let v = v.unwrap_or_default();
+            if v.len() > MAX_LIST {
+                return Err(format!(
+                    "{}: at most {MAX_LIST} extents, got {}",
+                    path(sub),
+                    v.len()
+                ));
+            }
+            Ok(v)
+        };
+        let p = Params {
+            mode: k.mode.unwrap_or(d.mode),
+            region_bytes,
+            epoch: secs_to_ns(num("epoch_s", k.epoch_s, 1e-6, DAY_S, 10.0)?),
+            neighbour_fraction: num("neighbour_fraction", k.neighbour_fraction, 0.0, 1.0, 0.05)?,
+            degree: count("degree", k.degree, 1, MAX_DEGREE, 1)? as u32,
+            high: num("high_watermark", k.high_watermark, 0.0, 1.0, d.high)?,
+            low: num("low_watermark", k.low_watermark, 0.0, 1.0, d.low)?,
+            critical: num(
+                "critical_watermark",
+                k.critical_watermark,
+                0.0,
+                1.0,
+                d.critical,
+            )?,
+            cold: secs_to_ns(num("cold_s", k.cold_s, 0.0, 1e3 * DAY_S, 600.0)?),
+            cold_count: count("cold_count", k.cold_count, 0, u32::MAX as u64, 2)? as u32,
+            copy_depth: count("copy_depth", k.copy_depth, 1, 1024, 4)? as usize,
+            copy_priority: match k.copy_priority {
+                Some(v) if (-128..=0).contains(&v) => v as i8,
+                Some(v) => {
+                    return Err(format!(
+                    "{}: expected a whole number from -128 to 0 (the host's I/O has 0), got {v}",
+                    path("copy_priority")
+                ))
+                }
+                None => d.copy_priority,
+            },
+            max_copy_blocks: count("max_copy_kb", k.max_copy_kb, 4, 1 << 20, 256)? / 4,
+            max_candidates: count("max_candidates", k.max_candidates, 1, 1 << 24, 65_536)? as usize,
+            max_replica_blocks: count(
+                "max_replica_blocks",
+                k.max_replica_blocks,
+                1,
+                MAX_REPLICA_BLOCKS,
+                d.max_replica_blocks,
+            )?,
+            max_free_extents: count(
+                "max_free_extents",
+                k.max_free_extents,
+                1,
+                MAX_FREE_EXTENTS,
+                d.max_free_extents as u64,
+            )? as usize,
+            free: list("free", k.free)?,
+            ext_image: k.ext_image,
+            replicate: list("replicate", k.replicate)?,
+            disk: k.disk,
+        };
+        if !(p.critical <= p.low && p.low <= p.high) {
+            return Err(format!(
+                "{}: expected critical ≤ low ≤ high, got {} / {} / {}",
+                path("low_watermark"),
+                p.critical,
+                p.low,
+                p.high
+            ));
+        }
+        if p.mode == Mode::Static && p.replicate.is_empty() {
+            return Err(format!(
+                "{}: mode = \"static\" needs the blocks to replicate (`replicate`)",
+                path("replicate")
+            ));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Params, String> {
+        Params::parse(&toml::from_str(text).unwrap(), "function[0]")
+    }
+
+    #[test]
+    fn defaults_are_the_papers() {
+        let p = parse("disk = 'd'").unwrap();
+        assert_eq!((p.high, p.low, p.critical), (0.15, 0.10, 0.05));
+        assert_eq!(p.degree, 1);
+        assert_eq!(p.neighbour_fraction, 0.05);
+        assert_eq!(p.region_bytes, 128 << 20);
+        assert_eq!(p.copy_priority, -1);
+        assert_eq!(p.max_copy_blocks, 64);
+        assert_eq!(p.mode, Mode::Dynamic);
+    }
+
+    #[test]
+    fn bad_tables_name_their_key() {
+        let cases = [
+            (
+                "disk = 'd'\ndegree = 5",
+                "function[0].degree: expected a whole number from 1 to 4, got 5",
+            ),
+            (
+                "disk = 'd'\nlow_watermark = 0.2",
+                "function[0].low_watermark: expected critical ≤ low ≤ high, got 0.05 / 0.2 / 0.15",
+            ),
+            (
+                "disk = 'd'\nepoch_s = 0",
+                "function[0].epoch_s: expected a number from 0.000001 to 86400, got 0",
+            ),
+            (
+                "disk = 'd'\nmode = 'static'",
+                "function[0].replicate: mode = \"static\" needs the blocks to replicate (`replicate`)",
+            ),
+            (
+                "disk = 'd'\ncopy_priority = 5",
+                "function[0].copy_priority: expected a whole number from -128 to 0 (the host's I/O has 0), got 5",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).unwrap_err(), want, "{text}");
+        }
+        let e = parse("disk = 'd'\nmode = 'sometimes'").unwrap_err();
+        assert!(
+            e.starts_with("function[0].mode: unknown variant `sometimes`"),
+            "{e}"
+        );
+    }
+}

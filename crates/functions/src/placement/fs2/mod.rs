@@ -1,0 +1,757 @@
+//! FS2: dynamic replication in free disk space (Huang, Hung & Shin, SOSP 2005; Huang's
+//! thesis ch. 5; digest `reference/thesis-fs2-failures.md`). docs/functions/fs2.md
+//! documents every choice.
+//!
+//! One layer above one disk with a mechanical layout. Per host request to the disk:
+//!
+//! * **Free space** ([`freespace`]): blocks believed free — declared in the config, read
+//!   from an ext2/3/4 image's bitmaps at start ([`ext`]), or learned from discards; a host
+//!   write makes its blocks used.
+//! * **Reads** are redirected by the thesis's rules: no block replicated → the originals;
+//!   all replicated, the replicas contiguous and closer to the predicted head (the last
+//!   block the layer sent to the disk) in the drive's own seek + rotational time → the
+//!   replicas; only some replicated → the originals.
+//! * **Writes** invalidate the replicas of the blocks they write; a write to a replica's
+//!   block (the file system allocated it) drops that replica. **Discards** of originals
+//!   invalidate their replicas; discards of replica blocks reclaim them.
+//! * **Hot regions**: the disk is cut into regions; each epoch the region with the most
+//!   host I/O becomes the target. Blocks read outside it are candidates, replicated in
+//!   access order into contiguous free runs inside it (else in a neighbouring region within
+//!   5 % of the capacity, else dropped), by copies at a lower device priority than the
+//!   host's I/O ([`Copier`]).
+//! * **Watermarks** on the free space left: below the low one replication stops and cold
+//!   replicas go, below the critical one whole regions of replicas go, one at a time, until
+//!   the low one is passed; replication resumes above the high one.
+//! * **FS2-static** (`mode = "static"`, the thesis's `mkfs2`): the given blocks are
+//!   replicated once, to the middle of the disk.
+//!
+//! **Safety.** A replica is only read while it holds its original's latest data: writes and
+//! discards invalidate before they are sent; a copy overtaken by a write or discard of its
+//! original is not installed; a host write or discard touching a block that a copy is
+//! writing or a redirected read is reading waits for it; a freed replica block is not
+//! reused while a read of it is out. The table is volatile: after a crash the layer starts
+//! empty and every read goes to the originals.
+
+mod config;
+pub mod ext;
+pub mod freespace;
+pub mod table;
+#[cfg(test)]
+mod tests;
+
+pub use config::{Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
+
+use freespace::FreeMap;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use table::ReplicaTable;
+use wattio_core::copy::{Copier, CopyJob, CopyStep};
+use wattio_core::device::DeviceInfo;
+use wattio_core::fanout::{Fanout, Step};
+use wattio_core::function::{Actions, Function, TimerId};
+use wattio_core::geometry::Geometry;
+use wattio_core::io::{Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::time::Nanos;
+
+/// FS2's block: the file system's (ext 4 KiB); replicas are made and tracked per block.
+pub const BLOCK: u64 = 4096;
+const NO_REGION: u32 = u32::MAX;
+const EPOCH: TimerId = 1;
+
+/// A copy of `n` original blocks from `orig` to `dest`.
+#[derive(Clone, Copy, Debug)]
+struct CopyState {
+    orig: u64,
+    n: u64,
+    dest: u64,
+    /// A write or discard of the original arrived after the copy started.
+    stale: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    reads: u64,
+    reads_unreplicated: u64,
+    reads_partly_replicated: u64,
+    reads_redirected: u64,
+    reads_original_closer: u64,
+    writes: u64,
+    discards: u64,
+    invalidated_by_write: u64,
+    invalidated_by_discard: u64,
+    replica_blocks_overwritten: u64,
+    replica_blocks_reclaimed: u64,
+    invalidated_cold: u64,
+    invalidated_critical: u64,
+    copies: u64,
+    copies_stale: u64,
+    copies_failed: u64,
+    replicas_created: u64,
+    candidates: u64,
+    candidates_dropped_full: u64,
+    candidates_dropped_no_space: u64,
+    candidates_skipped: u64,
+    deferred: u64,
+    epochs: u64,
+    target_changes: u64,
+    suspensions: u64,
+    resumptions: u64,
+    critical_events: u64,
+}
+
+/// The FS2 layer.
+pub struct Fs2 {
+    p: Params,
+    name: String,
+    disk: DeviceId,
+    geom: Option<Arc<dyn Geometry>>,
+    capacity: u64,
+    blocks: u64,
+    region_blocks: u64,
+    /// Byte extents known free at start (config and ext image), applied at attach.
+    initial_free: Vec<(u64, u64)>,
+    free: FreeMap,
+    table: ReplicaTable,
+    /// Predicted head position: the end of the last I/O sent to the disk.
+    head: u64,
+    /// Host reads per region this epoch (only the regions read).
+    counts: HashMap<u32, u32>,
+    target: u32,
+    candidates: VecDeque<(u64, u64)>,
+    queued: HashSet<u64>,
+    copier: Copier,
+    copies: HashMap<u64, CopyState>,
+    next_tag: u64,
+    fanout: Fanout,
+    /// Redirected reads out: sub-I/O → (first replica block, blocks).
+    redirected: HashMap<IoId, (u64, u64)>,
+    /// Replica blocks with redirected reads out.
+    busy: HashMap<u64, u32>,
+    /// Freed blocks waiting for their reads to come back before they are free.
+    quarantine: HashSet<u64>,
+    /// Sub-I/Os standing for I/O an upper layer originated (own or sub ids): forwarded
+    /// under this layer's ids so they cannot collide with its own.
+    wrapped: HashSet<IoId>,
+    /// Host writes and discards out: id → blocks.
+    writes: HashMap<IoId, (u64, u64)>,
+    deferred: VecDeque<Io>,
+    suspended: bool,
+    cursor: u64,
+    c: Counters,
+}
+
+impl Fs2 {
+    /// Build from a checked configuration; reads the ext image if one is named.
+    pub fn new(p: Params) -> Result<Fs2, String> {
+        let mut initial_free: Vec<(u64, u64)> = p
+            .free
+            .iter()
+            .map(|&[o, l]| (o, o.saturating_add(l)))
+            .collect();
+        if let Some(img) = &p.ext_image {
+            initial_free.extend(ext::free_space(img)?.extents);
+        }
+        Ok(Fs2 {
+            name: format!("fs2-{}", p.disk),
+            disk: 0,
+            geom: None,
+            capacity: 0,
+            blocks: 0,
+            region_blocks: p.region_bytes / BLOCK,
+            initial_free,
+            free: FreeMap::new(p.max_free_extents),
+            table: ReplicaTable::new(p.region_bytes / BLOCK),
+            head: 0,
+            counts: HashMap::new(),
+            target: NO_REGION,
+            candidates: VecDeque::new(),
+            queued: HashSet::new(),
+            copier: Copier::new(1 << 40),
+            copies: HashMap::new(),
+            next_tag: 0,
+            fanout: Fanout::new(),
+            redirected: HashMap::new(),
+            busy: HashMap::new(),
+            quarantine: HashSet::new(),
+            wrapped: HashSet::new(),
+            writes: HashMap::new(),
+            deferred: VecDeque::new(),
+            suspended: false,
+            cursor: 0,
+            c: Counters::default(),
+            p,
+        })
+    }
+
+    /// The replica table (tests, reports).
+    pub fn table(&self) -> &ReplicaTable {
+        &self.table
+    }
+
+    /// Blocks believed free and holding no replica.
+    pub fn free_blocks(&self) -> u64 {
+        self.free.total()
+    }
+
+    pub fn is_free(&self, block: u64) -> bool {
+        self.free.is_free(block)
+    }
+
+    /// Replication is suspended by the low watermark.
+    pub fn suspended(&self) -> bool {
+        self.suspended
+    }
+
+    /// The current target region.
+    pub fn target(&self) -> Option<u32> {
+        (self.target != NO_REGION).then_some(self.target)
+    }
+
+    fn region(&self, block: u64) -> u32 {
+        (block / self.region_blocks) as u32
+    }
+
+    /// Time to bring the head from its predicted position onto `offset`, starting at
+    /// `now`: the drive's seek (head switch, settle) plus the rotational wait once there.
+    pub fn access_cost(&self, now: Nanos, offset: u64) -> Nanos {
+        let g = self.geom.as_ref().expect("attached");
+        let Some(seek) = g.seek_time(self.head.min(self.capacity - 1), offset, false) else {
+            return Nanos::MAX;
+        };
+        seek + g
+            .rotational_latency(now + seek, offset)
+            .unwrap_or(Nanos::MAX / 2)
+    }
+
+    fn send(&mut self, io: Io, out: &mut Actions) {
+        self.head = io.end().min(self.capacity - 1);
+        out.submit(io);
+    }
+
+    /// A block no longer holds a replica: free again (once no read of it is out).
+    fn release(&mut self, b: u64) {
+        if self.busy.contains_key(&b) {
+            self.quarantine.insert(b);
+        } else {
+            self.free.insert(b, b + 1);
+        }
+    }
+
+    fn drop_original(&mut self, orig: u64) -> u64 {
+        let mut reps = Vec::new();
+        self.table.remove_original(orig, &mut reps);
+        for &r in &reps {
+            self.release(r);
+        }
+        reps.len() as u64
+    }
+
+    /// A host write or discard must wait: a copy is writing, or a redirected read is
+    /// reading, one of its blocks.
+    fn conflicts(&self, b0: u64, b1: u64) -> bool {
+        (!self.busy.is_empty() && (b0..b1).any(|b| self.busy.contains_key(&b)))
+            || self
+                .copies
+                .values()
+                .any(|c| c.dest < b1 && b0 < c.dest + c.n)
+    }
+
+    fn mark_stale(&mut self, b0: u64, b1: u64) {
+        for c in self.copies.values_mut() {
+            if c.orig < b1 && b0 < c.orig + c.n {
+                c.stale = true;
+            }
+        }
+    }
+
+    fn read(&mut self, now: Nanos, io: Io, b0: u64, b1: u64, out: &mut Actions) {
+        self.c.reads += 1;
+        if self.p.mode == Mode::Dynamic {
+            let r = self.region(b0);
+            let k = self.counts.entry(r).or_insert(0);
+            *k = k.saturating_add(1);
+        }
+        let mut replicated = 0u64;
+        if !self.table.is_empty() {
+            for b in b0..b1 {
+                if self.table.get(b).is_some() {
+                    replicated += 1;
+                    self.table.touch(b, now);
+                }
+            }
+        }
+        let n = b1 - b0;
+        if replicated == 0 {
+            self.c.reads_unreplicated += 1;
+        } else if replicated < n {
+            self.c.reads_partly_replicated += 1;
+        } else if let Some(r0) = self.nearest_replicas(now, &io, b0, n) {
+            self.c.reads_redirected += 1;
+            let key = self.fanout.begin(io);
+            let at = r0 * BLOCK + (io.offset - b0 * BLOCK);
+            let sub = self.fanout.sub(key, 0, io.len, self.disk, at);
+            self.redirected.insert(sub.id, (r0, n));
+            for b in r0..r0 + n {
+                *self.busy.entry(b).or_insert(0) += 1;
+            }
+            return self.send(sub, out);
+        } else {
+            self.c.reads_original_closer += 1;
+        }
+        if replicated < n {
+            self.candidate(b0, b1);
+        }
+        self.send(io, out);
+    }
+
+    /// The first block of the contiguous replica set nearest the head, if one is nearer
+    /// than the originals.
+    fn nearest_replicas(&self, now: Nanos, io: &Io, b0: u64, n: u64) -> Option<u64> {
+        let mut best = (self.access_cost(now, io.offset), None);
+        for k in 0..self.p.degree as usize {
+            let Some(&r0) = self.table.get(b0).and_then(|e| e.replicas().get(k)) else {
+                continue;
+            };
+            let contiguous = (1..n).all(|i| {
+                self.table
+                    .get(b0 + i)
+                    .is_some_and(|e| e.replicas().get(k) == Some(&(r0 + i)))
+            });
+            if !contiguous {
+                continue;
+            }
+            let cost = self.access_cost(now, r0 * BLOCK + (io.offset - b0 * BLOCK));
+            if cost < best.0 {
+                best = (cost, Some(r0));
+            }
+        }
+        best.1
+    }
+
+    /// Blocks read outside the target region become candidates, in access order.
+    fn candidate(&mut self, b0: u64, b1: u64) {
+        if self.p.mode != Mode::Dynamic || self.target == NO_REGION {
+            return;
+        }
+        let t = self.target as u64 * self.region_blocks;
+        if b0 < t + self.region_blocks && t < b1 {
+            return;
+        }
+        let mut s = b0;
+        while s < b1 {
+            let n = (b1 - s).min(self.p.max_copy_blocks);
+            if self.candidates.len() >= self.p.max_candidates {
+                self.c.candidates_dropped_full += 1;
+            } else if self.queued.insert(s) {
+                self.c.candidates += 1;
+                self.candidates.push_back((s, n));
+            }
+            s += n;
+        }
+    }
+
+    fn write(&mut self, io: Io, b0: u64, b1: u64, out: &mut Actions) {
+        self.c.writes += 1;
+        if !self.table.is_empty() {
+            for b in b0..b1 {
+                self.c.invalidated_by_write += self.drop_original(b);
+                if self.table.remove_replica(b).is_some() {
+                    // The file system allocated a replica's block: it holds data now.
+                    self.c.replica_blocks_overwritten += 1;
+                }
+            }
+        }
+        self.free.remove(b0, b1);
+        self.mark_stale(b0, b1);
+        self.writes.insert(io.id, (b0, b1));
+        self.send(io, out);
+    }
+
+    fn discard(&mut self, io: Io, b0: u64, b1: u64, out: &mut Actions) {
+        self.c.discards += 1;
+        if !self.table.is_empty() {
+            for b in b0..b1 {
+                self.c.invalidated_by_discard += self.drop_original(b);
+                if self.table.remove_replica(b).is_some() {
+                    self.c.replica_blocks_reclaimed += 1;
+                    self.release(b);
+                }
+            }
+        }
+        self.mark_stale(b0, b1);
+        // Only blocks the discard covers whole are free.
+        let (f0, f1) = (io.offset.div_ceil(BLOCK), io.end() / BLOCK);
+        self.free.insert(f0, f1.max(f0));
+        self.writes.insert(io.id, (b0, b1));
+        self.send(io, out);
+    }
+
+    /// Start copies while replication runs and the depth allows.
+    fn pump(&mut self, now: Nanos, out: &mut Actions) {
+        while !self.suspended && self.copies.len() < self.p.copy_depth {
+            let Some((s, n)) = self.candidates.pop_front() else {
+                break;
+            };
+            self.queued.remove(&s);
+            if self.table.len() as u64 + n > self.p.max_replica_blocks {
+                self.c.candidates_dropped_full += 1;
+                continue;
+            }
+            let t = self.target;
+            let deg = self.p.degree as usize;
+            let rb = self.region_blocks;
+            let skip = (s..s + n).any(|b| {
+                self.table.get(b).is_some_and(|e| {
+                    e.replicas().len() >= deg || e.replicas().iter().any(|&r| r / rb == t as u64)
+                })
+            }) || self.writes.values().any(|&(a, z)| a < s + n && s < z)
+                || self
+                    .copies
+                    .values()
+                    .any(|c| c.orig < s + n && s < c.orig + c.n)
+                || (s..s + n).any(|b| self.busy.contains_key(&b));
+            if skip || t == NO_REGION {
+                self.c.candidates_skipped += 1;
+                continue;
+            }
+            let Some(dest) = self.allocate(t, n) else {
+                self.c.candidates_dropped_no_space += 1;
+                continue;
+            };
+            let tag = self.next_tag;
+            self.next_tag += 1;
+            self.copies.insert(
+                tag,
+                CopyState {
+                    orig: s,
+                    n,
+                    dest,
+                    stale: false,
+                },
+            );
+            self.c.copies += 1;
+            let io = self.copier.start(CopyJob {
+                tag,
+                from_dev: self.disk,
+                from: s * BLOCK,
+                to_dev: self.disk,
+                to: dest * BLOCK,
+                len: (n * BLOCK) as u32,
+                priority: self.p.copy_priority,
+                fua: false,
+            });
+            self.send(io, out);
+            self.watermarks(now);
+        }
+    }
+
+    /// `n` contiguous free blocks in region `t`, else in a neighbouring region within
+    /// `neighbour_fraction` of the capacity.
+    fn allocate(&mut self, t: u32, n: u64) -> Option<u64> {
+        let rb = self.region_blocks;
+        let bounds = |r: u64| (r * rb, ((r + 1) * rb).min(self.blocks));
+        let (lo, hi) = bounds(t as u64);
+        if let Some(d) = self.free.take(lo, hi, self.cursor, n) {
+            self.cursor = d + n;
+            return Some(d);
+        }
+        let reach = (self.p.neighbour_fraction * self.blocks as f64 / rb as f64) as u64;
+        let regions = self.blocks.div_ceil(rb);
+        for k in 1..=reach {
+            for r in [(t as u64).checked_sub(k), Some(t as u64 + k)]
+                .into_iter()
+                .flatten()
+                .filter(|&r| r < regions)
+            {
+                let (lo, hi) = bounds(r);
+                if let Some(d) = self.free.take(lo, hi, lo, n) {
+                    return Some(d);
+                }
+            }
+        }
+        None
+    }
+
+    fn copy_done(&mut self, now: Nanos, tag: u64, ok: bool) {
+        let Some(st) = self.copies.remove(&tag) else {
+            return;
+        };
+        if !ok {
+            self.c.copies_failed += 1;
+        } else if st.stale {
+            self.c.copies_stale += 1;
+        }
+        for i in 0..st.n {
+            if ok && !st.stale && self.table.add(st.orig + i, st.dest + i, now) {
+                self.c.replicas_created += 1;
+            } else {
+                self.free.insert(st.dest + i, st.dest + i + 1);
+            }
+        }
+    }
+
+    /// The free-space watermarks (thesis Sec. 5.4, Table: 15 / 10 / 5 %).
+    fn watermarks(&mut self, now: Nanos) {
+        let level = |f: &Fs2| f.free.total() as f64 / f.blocks.max(1) as f64;
+        if level(self) < self.p.critical && !self.table.is_empty() {
+            self.c.critical_events += 1;
+            while level(self) < self.p.low {
+                let Some(r) = self.table.fullest_region() else {
+                    break;
+                };
+                for rep in self.table.region_replicas(r) {
+                    self.table.remove_replica(rep);
+                    self.release(rep);
+                    self.c.invalidated_critical += 1;
+                }
+            }
+        }
+        if level(self) < self.p.low {
+            if !self.suspended {
+                self.suspended = true;
+                self.c.suspensions += 1;
+                let cold = self
+                    .table
+                    .cold(now.saturating_sub(self.p.cold), self.p.cold_count);
+                for o in cold {
+                    self.c.invalidated_cold += self.drop_original(o);
+                }
+            }
+        } else if self.suspended && level(self) > self.p.high {
+            self.suspended = false;
+            self.c.resumptions += 1;
+        }
+    }
+
+    /// Host I/O that waited for a copy or a redirected read, in arrival order.
+    fn retry_deferred(&mut self, now: Nanos, out: &mut Actions) {
+        for _ in 0..self.deferred.len() {
+            let Some(io) = self.deferred.pop_front() else {
+                break;
+            };
+            self.host(now, io, out, false);
+        }
+    }
+
+    fn host(&mut self, now: Nanos, io: Io, out: &mut Actions, fresh: bool) {
+        if io.dev != self.disk
+            || io.len == 0
+            || io.end() > self.capacity
+            || !(io.op.moves_data() || io.op == Op::Discard)
+        {
+            return out.submit(io);
+        }
+        let (b0, b1) = (io.offset / BLOCK, io.end().div_ceil(BLOCK));
+        if io.op != Op::Read && self.conflicts(b0, b1) {
+            if fresh {
+                self.c.deferred += 1;
+            }
+            self.deferred.push_back(io);
+            return;
+        }
+        match io.op {
+            Op::Read => self.read(now, io, b0, b1, out),
+            Op::Write => self.write(io, b0, b1, out),
+            _ => self.discard(io, b0, b1, out),
+        }
+        self.watermarks(now);
+    }
+}
+
+impl Function for Fs2 {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        let d = devices
+            .iter()
+            .find(|d| d.name == self.p.disk)
+            .ok_or_else(|| {
+                let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "disk: unknown device `{}` (devices: {})",
+                    self.p.disk,
+                    names.join(", ")
+                )
+            })?;
+        self.geom = Some(d.require_geometry("fs2")?.clone());
+        self.disk = d.id;
+        self.capacity = d.capacity;
+        self.blocks = d.capacity / BLOCK;
+        if self.blocks == 0 {
+            return Err(format!("disk: `{}` holds no 4 KiB block", d.name));
+        }
+        let regions = self.blocks.div_ceil(self.region_blocks);
+        if regions >= NO_REGION as u64 {
+            return Err(format!(
+                "region_mb: {regions} regions on `{}` (fewer than 2^32 needed); use larger regions",
+                d.name
+            ));
+        }
+        for &(a, z) in &self.initial_free {
+            let (f0, f1) = (a.div_ceil(BLOCK), (z / BLOCK).min(self.blocks));
+            if f0 < f1 {
+                self.free.insert(f0, f1);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        match self.p.mode {
+            Mode::Dynamic => out.set_timer(EPOCH, now + self.p.epoch),
+            Mode::Static => {
+                // mkfs2: the given blocks, once, to the middle of the disk.
+                self.target = self.region(self.blocks / 2);
+                let list: Vec<[u64; 2]> = self.p.replicate.clone();
+                for [o, l] in list {
+                    let (b0, b1) = (
+                        o / BLOCK,
+                        o.saturating_add(l).div_ceil(BLOCK).min(self.blocks),
+                    );
+                    let mut s = b0;
+                    while s < b1 {
+                        let n = (b1 - s).min(self.p.max_copy_blocks);
+                        if self.queued.insert(s) {
+                            self.c.candidates += 1;
+                            self.candidates.push_back((s, n));
+                        }
+                        s += n;
+                    }
+                }
+            }
+        }
+        self.watermarks(now);
+        self.pump(now, out);
+    }
+
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        let io = if io.id.is_own() {
+            let key = self.fanout.begin(io);
+            let sub = self.fanout.sub(key, 0, io.len, io.dev, io.offset);
+            self.wrapped.insert(sub.id);
+            sub
+        } else {
+            io
+        };
+        self.host(now, io, out, true);
+        self.pump(now, out);
+    }
+
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        let id = done.io.id;
+        if id.is_sub() {
+            if let Some((r0, n)) = self.redirected.remove(&id) {
+                for b in r0..r0 + n {
+                    if let Some(k) = self.busy.get_mut(&b) {
+                        *k -= 1;
+                        if *k == 0 {
+                            self.busy.remove(&b);
+                            if self.quarantine.remove(&b) {
+                                self.free.insert(b, b + 1);
+                            }
+                        }
+                    }
+                }
+            }
+            self.writes.remove(&id);
+            let mut step = self.fanout.complete(&done);
+            while let Step::Reply(c) = step {
+                // A reply to a wrapped I/O completes the upper layer's I/O it stands for.
+                if self.wrapped.remove(&c.io.id) {
+                    step = self.fanout.complete(&c);
+                } else {
+                    out.reply(c);
+                    break;
+                }
+            }
+        } else if id.is_own() {
+            match self.copier.complete(&done) {
+                CopyStep::Write(w) => {
+                    let tag = self.copier.job(&w).map(|j| j.tag);
+                    let stale = tag
+                        .and_then(|t| self.copies.get(&t))
+                        .is_none_or(|c| c.stale);
+                    if stale {
+                        self.copier.abandon(&w);
+                        if let Some(t) = tag {
+                            self.copy_done(now, t, true);
+                        }
+                    } else {
+                        self.send(w, out);
+                    }
+                }
+                CopyStep::Done { job, status } => {
+                    self.copy_done(now, job.tag, status == Status::Ok)
+                }
+                CopyStep::NotMine => {}
+            }
+        } else {
+            self.writes.remove(&id);
+            out.reply(done);
+        }
+        self.retry_deferred(now, out);
+        self.watermarks(now);
+        self.pump(now, out);
+    }
+
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        if timer != EPOCH {
+            return;
+        }
+        self.c.epochs += 1;
+        if let Some((&r, _)) = self
+            .counts
+            .iter()
+            .max_by_key(|&(&r, &k)| (k, std::cmp::Reverse(r)))
+        {
+            if r != self.target {
+                self.target = r;
+                self.c.target_changes += 1;
+                self.cursor = r as u64 * self.region_blocks;
+            }
+        }
+        self.counts.clear();
+        out.set_timer(EPOCH, now + self.p.epoch);
+        self.pump(now, out);
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        let c = &self.c;
+        [
+            ("reads", c.reads),
+            ("reads_unreplicated", c.reads_unreplicated),
+            ("reads_partly_replicated", c.reads_partly_replicated),
+            ("reads_redirected", c.reads_redirected),
+            ("reads_original_closer", c.reads_original_closer),
+            ("writes", c.writes),
+            ("discards", c.discards),
+            ("invalidated_by_write", c.invalidated_by_write),
+            ("invalidated_by_discard", c.invalidated_by_discard),
+            ("replica_blocks_overwritten", c.replica_blocks_overwritten),
+            ("replica_blocks_reclaimed", c.replica_blocks_reclaimed),
+            ("invalidated_cold", c.invalidated_cold),
+            ("invalidated_critical", c.invalidated_critical),
+            ("copies", c.copies),
+            ("copies_stale", c.copies_stale),
+            ("copies_failed", c.copies_failed),
+            ("replicas_created", c.replicas_created),
+            ("candidates", c.candidates),
+            ("candidates_dropped_full", c.candidates_dropped_full),
+            ("candidates_dropped_no_space", c.candidates_dropped_no_space),
+            ("candidates_skipped", c.candidates_skipped),
+            ("deferred", c.deferred),
+            ("epochs", c.epochs),
+            ("target_changes", c.target_changes),
+            ("suspensions", c.suspensions),
+            ("resumptions", c.resumptions),
+            ("critical_events", c.critical_events),
+            ("replica_blocks", self.table.len() as u64),
+            ("free_blocks", self.free.total()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v as f64))
+        .collect()
+    }
+}

@@ -1,0 +1,562 @@
+//! FS2 on hand-built layouts and on the WD 80 GB mechanical model; the ext reader on real
+//! `mkfs` images.
+
+use super::*;
+use std::sync::Arc;
+use wattio_core::function::Action;
+use wattio_core::geometry::Location;
+use wattio_core::io::{Breakdown, Buf};
+use wattio_core::testing::{disk, submitted};
+
+const MS: Nanos = 1_000_000;
+
+/// One surface, tracks of 64 sectors (8 blocks) = one cylinder each; 8 ms a revolution,
+/// 0.1 ms per cylinder of seek: 64 MiB, 16,384 blocks, 2,048 cylinders.
+#[derive(Debug)]
+struct Toy;
+impl Geometry for Toy {
+    fn locate(&self, offset: u64) -> Option<Location> {
+        let s = offset / 512;
+        (s < 64 * 2048).then(|| Location {
+            zone: 0,
+            cylinder: (s / 64) as u32,
+            surface: 0,
+            sector: (s % 64) as u32,
+            sectors_per_track: 64,
+            angle: (s % 64) as f64 / 64.0,
+        })
+    }
+    fn rotation_period(&self) -> Nanos {
+        8 * MS
+    }
+    fn angle_at(&self, t: Nanos) -> f64 {
+        (t % (8 * MS)) as f64 / (8 * MS) as f64
+    }
+    fn seek_time(&self, from: u64, to: u64, _write: bool) -> Option<Nanos> {
+        let (a, b) = (self.locate(from)?, self.locate(to)?);
+        Some(a.cylinder.abs_diff(b.cylinder) as Nanos * 100_000)
+    }
+}
+
+const TOY_BLOCKS: u64 = 16_384;
+/// Watermarks off: the hand-built tables here would otherwise fall under the critical one
+/// (nothing is known free) and be invalidated.
+const NO_MARKS: &str = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0\n";
+
+fn params(extra: &str) -> Params {
+    let t: toml::Table = toml::from_str(&format!("disk = 'd'\n{extra}")).unwrap();
+    Params::parse(&t, "function[0]").unwrap()
+}
+
+fn toy(extra: &str) -> Fs2 {
+    let mut d = disk(0, "d");
+    d.capacity = TOY_BLOCKS * BLOCK;
+    d.geometry = Some(Arc::new(Toy));
+    let mut f = Fs2::new(params(extra)).unwrap();
+    f.attach(&[d]).unwrap();
+    f
+}
+
+fn host(op: Op, block: u64, blocks: u64) -> Io {
+    let mut io = Io::own(0, op, 0, block * BLOCK, (blocks * BLOCK) as u32);
+    io.id = IoId(7 + block);
+    io.buf = Buf::Host { id: 7, offset: 0 };
+    io
+}
+
+fn request(f: &mut Fs2, now: Nanos, io: Io) -> Vec<Io> {
+    let mut out = Actions::new();
+    f.on_request(now, io, &mut out);
+    submitted(out.as_slice())
+}
+
+fn complete(f: &mut Fs2, now: Nanos, io: Io) -> Vec<Action> {
+    let mut out = Actions::new();
+    f.on_completion(
+        now,
+        Completion {
+            io,
+            status: Status::Ok,
+            finished: now,
+            breakdown: Breakdown::default(),
+        },
+        &mut out,
+    );
+    out.as_slice().to_vec()
+}
+
+/// Give `orig..orig+n` the replicas `rep..rep+n` (as a finished copy would).
+fn replicate(f: &mut Fs2, orig: u64, rep: u64, n: u64) {
+    for i in 0..n {
+        assert!(f.table.add(orig + i, rep + i, 0));
+    }
+    f.free.remove(rep, rep + n);
+}
+
+#[test]
+fn discards_teach_free_space_and_writes_take_it_back() {
+    let mut f = toy("");
+    assert_eq!(f.free_blocks(), 0);
+    // Bytes 2048..43008: whole blocks 1..10 only.
+    let mut d = Io::own(0, Op::Discard, 0, 2048, 40_960);
+    d.id = IoId(1);
+    let sent = request(&mut f, 0, d);
+    assert_eq!(sent, vec![d], "the discard goes on to the disk");
+    assert_eq!(f.free_blocks(), 9);
+    assert!(!f.is_free(0) && f.is_free(1) && f.is_free(9) && !f.is_free(10));
+    request(&mut f, 0, host(Op::Write, 5, 1));
+    assert_eq!(f.free_blocks(), 8);
+    assert!(!f.is_free(5) && f.is_free(4) && f.is_free(6));
+    // Declared free space is clipped to whole blocks of the disk.
+    let f = toy("free = [[4096, 10000], [67100000, 1000000]]");
+    assert_eq!(
+        f.free_blocks(),
+        2 + (TOY_BLOCKS - 67_100_000u64.div_ceil(BLOCK))
+    );
+}
+
+#[test]
+fn redirection_follows_the_three_rules() {
+    let mut f = toy(NO_MARKS);
+    // Originals 1000..1004 (cylinder 125) have contiguous replicas at 16..20 (cylinder 2);
+    // the head is at block 0.
+    replicate(&mut f, 1000, 16, 4);
+    // All replicated, contiguous, replicas nearer: the replicas, as one read.
+    let r = host(Op::Read, 1000, 4);
+    let sent = request(&mut f, 0, r);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].offset, sent[0].len),
+        (16 * BLOCK, 4 * BLOCK as u32)
+    );
+    assert!(sent[0].id.is_sub());
+    let acts = complete(&mut f, MS, sent[0]);
+    assert!(matches!(acts[0], Action::Reply(c) if c.io == r), "{acts:?}");
+    // Partly replicated: the originals, untouched.
+    f.head = 0;
+    let r = host(Op::Read, 1002, 4);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    // None replicated: the originals.
+    f.head = 0;
+    let r = host(Op::Read, 3000, 2);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    // All replicated but not contiguous: the originals.
+    replicate(&mut f, 2000, 40, 1);
+    replicate(&mut f, 2001, 48, 1);
+    f.head = 0;
+    let r = host(Op::Read, 2000, 2);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    // Contiguous but the head sits on the originals: the originals are nearer.
+    f.head = 1000 * BLOCK;
+    let r = host(Op::Read, 1000, 4);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    assert_eq!(f.c.reads_redirected, 1);
+    assert_eq!(f.c.reads_partly_replicated, 1);
+    assert_eq!(f.c.reads_unreplicated, 1);
+    assert_eq!(f.c.reads_original_closer, 2);
+}
+
+#[test]
+fn the_cost_is_seek_plus_rotation_from_the_predicted_head() {
+    let mut f = toy("");
+    // Head at block 16 (cylinder 2, sector 0). Block 1000 is cylinder 125, sector 0:
+    // 123 cylinders × 0.1 ms = 12.3 ms of seek, then the platter is at 12.3/8 = 0.5375 of
+    // a turn and sector 0 comes round after another 0.4625 turn = 3.7 ms.
+    f.head = 16 * BLOCK;
+    assert_eq!(f.access_cost(0, 1000 * BLOCK), 12_300_000 + 3_700_000);
+    // Same cylinder, 4 blocks (32 sectors = half a turn) further, at t = 0: no seek, 4 ms.
+    assert_eq!(f.access_cost(0, 20 * BLOCK), 4 * MS);
+}
+
+#[test]
+fn writes_and_discards_invalidate_and_reclaim() {
+    let mut f = toy(&format!("{NO_MARKS}free = [[0, 1048576]]"));
+    replicate(&mut f, 1000, 16, 4);
+    let before = f.free_blocks();
+    // A write of an original drops its replica; the replica's block is free again.
+    request(&mut f, 0, host(Op::Write, 1001, 1));
+    assert!(f.table.get(1001).is_none() && f.table.get(1000).is_some());
+    assert!(f.is_free(17));
+    assert_eq!(f.free_blocks(), before + 1);
+    // A discard of an original drops its replica too.
+    request(&mut f, 0, host(Op::Discard, 1002, 1));
+    assert!(f.table.get(1002).is_none() && f.is_free(18));
+    // A discard of a replica's block reclaims it.
+    request(&mut f, 0, host(Op::Discard, 16, 1));
+    assert!(f.table.get(1000).is_none() && f.is_free(16));
+    // A write to a replica's block (the file system allocated it) drops the replica, and
+    // the block holds data now.
+    request(&mut f, 0, host(Op::Write, 19, 1));
+    assert!(f.table.get(1003).is_none() && !f.is_free(19));
+    assert!(f.table.is_empty());
+    assert_eq!(f.c.invalidated_by_write, 1);
+    assert_eq!(f.c.invalidated_by_discard, 1);
+    assert_eq!(f.c.replica_blocks_reclaimed, 1);
+    assert_eq!(f.c.replica_blocks_overwritten, 1);
+}
+
+/// Run one epoch with reads of region `hot` so that it becomes the target.
+fn make_target(f: &mut Fs2, hot_block: u64) {
+    for _ in 0..3 {
+        let io = host(Op::Read, hot_block, 1);
+        let sent = request(f, 0, io);
+        complete(f, 0, sent[0]);
+    }
+    let mut out = Actions::new();
+    f.on_timer(1, EPOCH, &mut out);
+}
+
+#[test]
+fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_the_copy_wins() {
+    // Regions of 1 MiB (256 blocks); blocks 256..512 free.
+    let mut f = toy("region_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
+    make_target(&mut f, 300);
+    assert_eq!(f.target(), Some(1));
+    // A read of blocks 5000..5002 (outside): passed on, and a copy into region 1 starts.
+    let r = host(Op::Read, 5000, 2);
+    let sent = request(&mut f, 0, r);
+    assert_eq!(sent[0], r);
+    let copy_read = sent[1];
+    assert!(copy_read.id.is_own() && copy_read.op == Op::Read);
+    assert_eq!(
+        (copy_read.offset, copy_read.len),
+        (5000 * BLOCK, 2 * BLOCK as u32)
+    );
+    assert!(copy_read.priority < 0, "copies yield to the host's I/O");
+    // The copy's write goes to the first free run of the target region, in access order.
+    let acts = complete(&mut f, MS, copy_read);
+    let w = submitted(&acts)[0];
+    assert_eq!((w.op, w.offset), (Op::Write, 256 * BLOCK));
+    complete(&mut f, 2 * MS, w);
+    assert_eq!(f.table.get(5000).unwrap().replicas(), &[256]);
+    assert_eq!(f.table.get(5001).unwrap().replicas(), &[257]);
+    assert!(!f.is_free(256));
+    // Another candidate; a host write of its original arrives while the copy reads.
+    let sent = request(&mut f, 3 * MS, host(Op::Read, 6000, 1));
+    let copy_read = sent[1];
+    request(&mut f, 3 * MS, host(Op::Write, 6000, 1));
+    let acts = complete(&mut f, 4 * MS, copy_read);
+    assert!(submitted(&acts).is_empty(), "the stale copy is not written");
+    assert!(f.table.get(6000).is_none());
+    assert!(f.is_free(258), "its destination is free again");
+    assert_eq!(f.c.copies_stale, 1);
+}
+
+#[test]
+fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
+    let mut f = toy("region_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
+    make_target(&mut f, 300);
+    let sent = request(&mut f, 0, host(Op::Read, 5000, 1));
+    let copy_read = sent[1];
+    let acts = complete(&mut f, MS, copy_read);
+    let w = submitted(&acts)[0];
+    assert_eq!(w.offset, 256 * BLOCK);
+    // The file system writes block 256 while the copy's write is out: it waits.
+    let hw = host(Op::Write, 256, 1);
+    assert!(request(&mut f, MS, hw).is_empty());
+    assert_eq!(f.c.deferred, 1);
+    // The copy lands; the write goes on and drops the replica it overwrites.
+    let acts = complete(&mut f, 2 * MS, w);
+    assert!(submitted(&acts).contains(&hw));
+    assert!(f.table.get(5000).is_none() && !f.is_free(256));
+}
+
+#[test]
+fn a_redirected_read_keeps_its_replica_block_from_reuse() {
+    let mut f = toy(NO_MARKS);
+    replicate(&mut f, 1000, 16, 1);
+    let sent = request(&mut f, 0, host(Op::Read, 1000, 1));
+    assert_eq!(sent[0].offset, 16 * BLOCK);
+    // The original is rewritten: the replica is dropped, but its block is being read.
+    request(&mut f, 0, host(Op::Write, 1000, 1));
+    assert!(f.table.is_empty() && !f.is_free(16));
+    // A host write of block 16 waits for the read.
+    let hw = host(Op::Write, 16, 1);
+    assert!(request(&mut f, 0, hw).is_empty());
+    let acts = complete(&mut f, MS, sent[0]);
+    assert!(submitted(&acts).contains(&hw));
+}
+
+#[test]
+fn watermarks_suspend_resume_and_invalidate() {
+    // 16,384 blocks: high 15 % = 2,457.6, low 10 % = 1,638.4, critical 5 % = 819.2 blocks.
+    let mut f = toy("region_mb = 1\ncold_s = 1\ncold_count = 2");
+    let mut out = Actions::new();
+    f.on_start(0, &mut out);
+    assert!(f.suspended(), "nothing is known free: no replication");
+    // 3,000 free blocks (18.3 %): replication resumes.
+    request(&mut f, 0, host(Op::Discard, 8000, 3000));
+    assert!(!f.suspended());
+    assert_eq!(f.c.resumptions, 1);
+    // Down to 1,700 (10.4 %): still above low, still replicating.
+    request(&mut f, 0, host(Op::Write, 8000, 1300));
+    assert!(!f.suspended());
+    // Two replicas: one read often, one cold.
+    replicate(&mut f, 100, 9300, 1);
+    replicate(&mut f, 200, 9301, 1);
+    for t in 1..=3 {
+        let s = request(&mut f, t, host(Op::Read, 100, 1));
+        complete(&mut f, t, s[0]);
+    }
+    // Down to 1,600 free (9.8 %): suspended; the cold replica goes, the hot one stays.
+    request(&mut f, 2_000 * MS, host(Op::Write, 9302, 98));
+    assert!(f.suspended());
+    assert!(f.table.get(200).is_none() && f.table.get(100).is_some());
+    assert_eq!(f.c.invalidated_cold, 1);
+    // 2,000 free (12.2 %): between low and high, still suspended.
+    request(&mut f, 2_000 * MS, host(Op::Discard, 12000, 399));
+    assert!(f.suspended());
+    // 2,600 (15.9 %): resumes.
+    request(&mut f, 2_000 * MS, host(Op::Discard, 13000, 600));
+    assert!(!f.suspended());
+    // Critical: replicas fill region 60 (blocks 15360..15616) and free space falls to
+    // 700 blocks (4.3 %): whole regions go until free space is back above low.
+    let free_now = f.free_blocks();
+    replicate(&mut f, 3000, 15360, 200);
+    request(&mut f, 2_000 * MS, host(Op::Write, 8000, 0));
+    let left = f.free_blocks();
+    let consume = left - 700;
+    let runs: Vec<(u64, u64)> = f.free.iter().collect();
+    let mut need = consume;
+    for (s, e) in runs {
+        let n = (e - s).min(need);
+        f.free.remove(s, s + n);
+        need -= n;
+    }
+    assert_eq!(f.free_blocks(), 700);
+    assert!(free_now > 700);
+    // One region at a time: with the low watermark at 805 blocks (4.9 %), region 60 is
+    // enough.
+    f.p.low = 0.049;
+    f.watermarks(2_000 * MS);
+    assert_eq!(f.c.critical_events, 1);
+    assert_eq!(
+        f.c.invalidated_critical, 200,
+        "region 60's 200 replicas, one region"
+    );
+    assert_eq!(f.free_blocks(), 900);
+    assert!(
+        f.table.get(100).is_some(),
+        "region 36's replica was not needed"
+    );
+    assert!(!f.suspended(), "back above the (lowered) low watermark");
+}
+
+#[test]
+fn static_mode_replicates_the_given_blocks_to_the_middle_once() {
+    // The middle of the 64 MiB disk is region 32 (blocks 8192..8448).
+    let mut f = toy("mode = 'static'\nregion_mb = 1\nreplicate = [[0, 16384]]\nfree = [[33554432, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0\nmax_copy_kb = 8");
+    let mut out = Actions::new();
+    f.on_start(0, &mut out);
+    let reads = submitted(out.as_slice());
+    assert_eq!(reads.len(), 2, "four blocks in copies of two");
+    for r in reads {
+        let acts = complete(&mut f, MS, r);
+        let w = submitted(&acts)[0];
+        assert!((8192..8448).contains(&(w.offset / BLOCK)));
+        complete(&mut f, 2 * MS, w);
+    }
+    assert_eq!(f.table.get(0).unwrap().replicas(), &[8192]);
+    assert_eq!(f.table.get(3).unwrap().replicas(), &[8195]);
+    // No epochs, no further candidates.
+    let s = request(&mut f, 3 * MS, host(Op::Read, 5000, 1));
+    assert_eq!(s.len(), 1);
+}
+
+#[test]
+fn attach_needs_a_mechanical_layout() {
+    let mut f = Fs2::new(params("")).unwrap();
+    let e = f.attach(&[disk(0, "d")]).unwrap_err();
+    assert!(e.contains("device `d` has no geometry (fs2 needs"), "{e}");
+    let e = f.attach(&[disk(0, "x")]).unwrap_err();
+    assert_eq!(e, "disk: unknown device `d` (devices: x)");
+}
+
+/// FS2's choice between an original and a replica agrees with the WD 80 GB mechanical
+/// model's own positioning time (seek + rotational latency) for the same head position and
+/// start time.
+#[test]
+fn nearest_copy_matches_the_drives_own_seek_and_rotation() {
+    use wattio_core::device::Timing;
+    let cat = wattio_devices::catalogue::Catalogue::embedded().unwrap();
+    let spec = cat.get("wd800-fs2-mechanical").unwrap();
+    let model = wattio_devices::mechanical::MechanicalDisk::from_toml(&spec.timing).unwrap();
+    let mut d = disk(0, "d");
+    d.capacity = model.capacity();
+    d.geometry = model.geometry();
+    let mut f = Fs2::new(params("")).unwrap();
+    f.attach(&[d]).unwrap();
+    let blocks = model.capacity() / BLOCK;
+    let mut x = 12345u64;
+    let mut rnd = move |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (((x >> 11) as u128 * n as u128) >> 53) as u64
+    };
+    let mut agree = 0;
+    for case in 0..200 {
+        let mut disk_model = model.clone();
+        // Put the arm at `p` with a read ending there, at time t0.
+        let p = rnd(blocks - 1);
+        let pos = host(Op::Read, p, 1);
+        let t0 = rnd(10 * MS);
+        let s = disk_model.service(t0, &pos);
+        let now = t0 + s.total();
+        f.head = pos.end();
+        let (a, b) = (rnd(blocks) * BLOCK, rnd(blocks) * BLOCK);
+        let cost = |mut m: wattio_devices::mechanical::MechanicalDisk, off: u64| {
+            let s = m.service(now, &Io::own(1, Op::Read, 0, off, 4096));
+            s.seek_ns + s.rotate_ns
+        };
+        let (ma, mb) = (cost(disk_model.clone(), a), cost(disk_model.clone(), b));
+        let (fa, fb) = (f.access_cost(now, a), f.access_cost(now, b));
+        for (m, fc) in [(ma, fa), (mb, fb)] {
+            assert!(
+                m.abs_diff(fc) < 50_000,
+                "case {case}: the drive takes {m} ns, FS2 predicts {fc} ns"
+            );
+        }
+        if (ma < mb) == (fa < fb) {
+            agree += 1;
+        }
+    }
+    assert!(agree >= 198, "{agree} of 200 choices agree");
+}
+
+/// The ext2/3/4 block bitmaps of real `mkfs` images, with a file written into each.
+#[test]
+fn free_space_from_mkfs_images_bitmaps() {
+    use std::process::Command;
+    let have = |tool: &str| Command::new(tool).arg("-V").output().is_ok();
+    if !have("mkfs.ext4") || !have("debugfs") {
+        eprintln!(
+            "SKIPPED: e2fsprogs (mkfs.ext4, debugfs) not installed (scripts/apt-packages.txt)"
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wattio-fs2-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for fs in ["ext2", "ext3", "ext4"] {
+        let img = dir.join(format!("{fs}.img"));
+        let f = std::fs::File::create(&img).unwrap();
+        f.set_len(300 << 20).unwrap();
+        drop(f);
+        let run = |cmd: &mut Command| {
+            let o = cmd.output().unwrap();
+            assert!(
+                o.status.success(),
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8_lossy(&o.stdout).to_string()
+        };
+        run(Command::new(format!("mkfs.{fs}"))
+            .args(["-q", "-F", "-b", "4096"])
+            .arg(&img));
+        // A 1 MiB file: 256 blocks that must not be free.
+        let data = dir.join("data");
+        std::fs::write(&data, vec![0x5au8; 1 << 20]).unwrap();
+        run(Command::new("debugfs")
+            .arg("-w")
+            .arg("-R")
+            .arg(format!("write {} data", data.display()))
+            .arg(&img));
+        let blocks = run(Command::new("debugfs")
+            .arg("-R")
+            .arg("blocks data")
+            .arg(&img));
+        let file_blocks: Vec<u64> = blocks
+            .split_whitespace()
+            .map(|b| b.parse().unwrap())
+            .collect();
+        // 256 data blocks, and ext2/3's indirect block.
+        assert!(file_blocks.len() >= 256, "{fs}: {blocks}");
+        let dumpe2fs = run(Command::new("dumpe2fs").arg("-h").arg(&img));
+        let sb_free: u64 = dumpe2fs
+            .lines()
+            .find_map(|l| l.strip_prefix("Free blocks:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let e = ext::free_space(&img).unwrap();
+        assert_eq!(e.block_size, 4096);
+        assert_eq!(e.blocks, 76_800, "{fs}");
+        assert_eq!(
+            e.free_blocks, sb_free,
+            "{fs}: bitmaps vs the superblock's count"
+        );
+        assert_eq!(e.sb_free_blocks, sb_free);
+        let free = |b: u64| {
+            e.extents
+                .iter()
+                .any(|&(s, z)| s <= b * 4096 && b * 4096 < z)
+        };
+        assert!(
+            file_blocks.iter().all(|&b| !free(b)),
+            "{fs}: the file's blocks"
+        );
+        assert!(!free(0) && !free(1), "{fs}: superblock and descriptors");
+        let counted: u64 = e.extents.iter().map(|(s, z)| (z - s) / 4096).sum();
+        assert_eq!(counted, e.free_blocks);
+        // The function starts knowing it.
+        let mut f = Fs2::new(params(&format!("ext_image = '{}'", img.display()))).unwrap();
+        let mut d = disk(0, "d");
+        d.capacity = 300 << 20;
+        d.geometry = Some(Arc::new(Toy));
+        d.capacity = TOY_BLOCKS * BLOCK;
+        f.attach(&[d]).unwrap();
+        let in_toy: u64 = e
+            .extents
+            .iter()
+            .map(|&(s, z)| (z.min(TOY_BLOCKS * BLOCK) - s.min(TOY_BLOCKS * BLOCK)) / 4096)
+            .sum();
+        assert_eq!(f.free_blocks(), in_toy, "{fs}");
+        // Damage: a bad magic is an error naming the field and offset.
+        let mut bytes = std::fs::read(&img).unwrap();
+        bytes[1024 + 56] = 0;
+        let bad = dir.join("bad.img");
+        std::fs::write(&bad, &bytes[..(2 << 20)]).unwrap();
+        let err = ext::free_space(&bad).unwrap_err();
+        assert!(err.contains("superblock s_magic (offset 1080)"), "{err}");
+        bytes[1024 + 56] = 0x53;
+        std::fs::write(&bad, &bytes[..(2 << 20)]).unwrap();
+        let err = ext::free_space(&bad).unwrap_err();
+        assert!(err.contains("s_blocks_count"), "truncated image: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn free_map_merges_splits_and_allocates_in_order() {
+    let mut m = freespace::FreeMap::new(3);
+    assert_eq!(m.insert(10, 20), 10);
+    assert_eq!(m.insert(20, 25), 5, "adjacent runs merge");
+    assert_eq!(m.insert(5, 12), 5, "overlaps count once");
+    assert_eq!((m.total(), m.runs()), (20, 1));
+    assert_eq!(m.remove(8, 10), 2);
+    assert_eq!(m.iter().collect::<Vec<_>>(), vec![(5, 8), (10, 25)]);
+    assert_eq!(m.take(0, 100, 11, 4), Some(11), "first fit from the cursor");
+    assert_eq!(
+        m.take(0, 100, 20, 6),
+        Some(15),
+        "none past 20: the first fit from the start"
+    );
+    assert_eq!(
+        m.iter().collect::<Vec<_>>(),
+        vec![(5, 8), (10, 11), (21, 25)]
+    );
+    assert_eq!(
+        m.take(0, 100, 24, 3),
+        Some(5),
+        "wraps to the region's start"
+    );
+    m.insert(40, 41);
+    assert_eq!(
+        m.insert(60, 61),
+        0,
+        "past the bound a new extent is forgotten"
+    );
+    assert!(!m.is_free(60) && m.is_free(40));
+}
