@@ -17,7 +17,7 @@
 //! ```
 
 use crate::device::DeviceInfo;
-use crate::function::{Action, Actions, Function, TimerId};
+use crate::function::{Action, Actions, Function, Span, TimerId};
 use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
 use crate::power::{PowerDef, PowerSpec, PowerStateId, StateDef, TransitionDef};
 use crate::time::Nanos;
@@ -28,6 +28,8 @@ pub struct Harness<F: Function> {
     f: F,
     out: Actions,
     devices: Vec<DeviceInfo>,
+    /// The byte arena of the last event's actions ([`Harness::data`]).
+    arena: Vec<u8>,
 }
 
 impl<F: Function> Harness<F> {
@@ -38,6 +40,7 @@ impl<F: Function> Harness<F> {
             f,
             out: Actions::new(),
             devices,
+            arena: Vec::new(),
         })
     }
 
@@ -50,7 +53,24 @@ impl<F: Function> Harness<F> {
     }
 
     fn take(&mut self) -> Vec<Action> {
-        self.out.drain().collect()
+        let list = self.out.drain().collect();
+        self.arena = self.out.take_arena();
+        list
+    }
+
+    /// The bytes of a span in the last event's actions ([`Action::Fill`], [`Action::Fail`]).
+    pub fn data(&self, span: Span) -> &[u8] {
+        &self.arena[span.at as usize..(span.at + span.len) as usize]
+    }
+
+    /// The bytes it asked for with `tag` ([`Action::Take`]).
+    pub fn bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8]) -> Vec<Action> {
+        self.f.on_bytes(now, tag, bytes, &mut self.out);
+        self.take()
+    }
+
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.f
     }
 
     pub fn start(&mut self, now: Nanos) -> Vec<Action> {
