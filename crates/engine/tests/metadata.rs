@@ -1,6 +1,7 @@
 //! Functions' own metadata through the simulator: a layer logs every host write in a
-//! [`Journal`] on the disk (a write-intent log: the record is durable before the write goes
-//! to the disk), and the records that survive a restart or a crash are what it recovers.
+//! [`Journal`] on the disk (`testing::WriteLog`, a write-intent log: the record is durable
+//! before the write goes to the disk), and the records that survive a restart or a crash
+//! are what it recovers.
 //! The bytes live in the device runtime's media, so a crash (`DeviceRuntime::crash_with`)
 //! loses — or tears — exactly what was not durable.
 
@@ -12,6 +13,7 @@ use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request};
 use wattio_core::journal::{Journal, JournalConfig, Step};
 use wattio_core::media::Tear;
+use wattio_core::testing::{WriteLog, WriteLogSeen};
 use wattio_core::trace::VecSource;
 use wattio_core::{
     Actions, Completion, DeviceInfo, DeviceRuntime, Function, Io, Nanos, Region, Stack,
@@ -19,129 +21,11 @@ use wattio_core::{
 use wattio_devices::Catalogue;
 use wattio_engine::{assemble, NullSink, Registry, Simulator};
 
-/// What the logging layer tells the test, across its rebuilds.
-#[derive(Default, Debug)]
-struct Seen {
-    /// Per start: the records recovered (each a write's offset), or the failure.
-    recovered: Vec<Result<Vec<u64>, String>>,
-    /// Offsets whose record was durable before the write was submitted.
-    durable: Vec<u64>,
-}
-
-/// A pass-through layer over device 0 that logs each host write's offset first.
-struct Logger {
-    journal: Option<Journal>,
-    seen: Arc<Mutex<Seen>>,
-    /// Writes waiting for their record: (sequence number, the write).
-    waiting: Vec<(u64, Io)>,
-    /// Writes that came before recovery was over.
-    early: Vec<Io>,
-}
-
-impl Logger {
-    fn new(seen: Arc<Mutex<Seen>>) -> Logger {
-        Logger {
-            journal: None,
-            seen,
-            waiting: Vec::new(),
-            early: Vec::new(),
-        }
-    }
-
-    fn log(&mut self, io: Io, out: &mut Actions) {
-        let j = self.journal.as_mut().expect("attached");
-        let seq = j.append(&io.offset.to_le_bytes(), out).expect("room");
-        self.waiting.push((seq, io));
-    }
-
-    fn step(&mut self, s: Step, out: &mut Actions) {
-        match s {
-            Step::Recovered(r) => {
-                let offsets = r
-                    .records
-                    .iter()
-                    .map(|b| u64::from_le_bytes(b[..8].try_into().unwrap()))
-                    .collect();
-                self.seen.lock().unwrap().recovered.push(Ok(offsets));
-                for io in std::mem::take(&mut self.early) {
-                    self.log(io, out);
-                }
-            }
-            Step::Durable(upto) => {
-                let (ready, rest): (Vec<_>, Vec<_>) =
-                    self.waiting.drain(..).partition(|(s, _)| *s <= upto);
-                self.waiting = rest;
-                for (_, io) in ready {
-                    self.seen.lock().unwrap().durable.push(io.offset);
-                    out.submit(io);
-                }
-            }
-            Step::Failed(e) => {
-                self.seen.lock().unwrap().recovered.push(Err(e.clone()));
-                out.fail(&e);
-            }
-            Step::Busy | Step::NotMine => {}
-        }
-    }
-}
-
-impl Function for Logger {
-    fn name(&self) -> &str {
-        "logger"
-    }
-    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
-        let len = JournalConfig::region_len(4096, 64 * 4096);
-        self.journal = Some(Journal::new(JournalConfig {
-            region: Region::at_end(&devices[0], len)?,
-            snapshot_bytes: 4096,
-            owner: "test-logger".into(),
-            io_base: 0,
-            priority: 0,
-        })?);
-        Ok(())
-    }
-    fn regions(&self) -> Vec<Region> {
-        self.journal.iter().map(|j| j.region()).collect()
-    }
-    fn on_start(&mut self, _now: Nanos, out: &mut Actions) {
-        self.journal.as_mut().expect("attached").recover(out);
-    }
-    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
-        if io.op != Op::Write {
-            return out.submit(io);
-        }
-        if self.journal.as_ref().expect("attached").ready() {
-            self.log(io, out);
-        } else {
-            self.early.push(io);
-        }
-    }
-    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
-        let s = self
-            .journal
-            .as_mut()
-            .expect("attached")
-            .on_completion(&done, out);
-        match s {
-            Step::NotMine => out.reply(done),
-            s => self.step(s, out),
-        }
-    }
-    fn on_bytes(&mut self, _now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
-        let s = self
-            .journal
-            .as_mut()
-            .expect("attached")
-            .on_bytes(tag, bytes, out);
-        self.step(s, out);
-    }
-}
-
 /// Run the logger over the test disk in phases: each phase ends at a crash (torn with
 /// `tear`) or, for the last, when the requests are done. Returns what it saw, and the
 /// checker's verdicts held throughout.
-fn run_phases(writes: &[(f64, u64)], crashes: &[(Nanos, Tear)]) -> Result<Seen, String> {
-    let seen = Arc::new(Mutex::new(Seen::default()));
+fn run_phases(writes: &[(f64, u64)], crashes: &[(Nanos, Tear)]) -> Result<WriteLogSeen, String> {
+    let seen = Arc::new(Mutex::new(WriteLogSeen::default()));
     let cfg = config("");
     let reqs: Vec<Request> = writes
         .iter()
@@ -169,7 +53,7 @@ fn run_phases(writes: &[(f64, u64)], crashes: &[(Nanos, Tear)]) -> Result<Seen, 
             start,
         )?;
         let infos: Vec<DeviceInfo> = asm.devices.iter().map(|d| d.info.clone()).collect();
-        let mut stack = Stack::new(vec![Box::new(Logger::new(seen.clone()))]);
+        let mut stack = Stack::new(vec![Box::new(WriteLog::new(seen.clone()))]);
         stack.attach(&infos)?;
         let devs = devices.take().unwrap_or(asm.devices);
         let o = Simulator::new(stack, devs)
@@ -247,9 +131,8 @@ fn a_region_holding_something_else_stops_the_run() {
             "other"
         }
         fn attach(&mut self, d: &[DeviceInfo]) -> Result<(), String> {
-            let len = JournalConfig::region_len(4096, 64 * 4096);
             self.0 = Some(Journal::new(JournalConfig {
-                region: Region::at_end(&d[0], len)?,
+                region: Region::at_end(&d[0], WriteLog::REGION_LEN)?,
                 snapshot_bytes: 4096,
                 owner: "other".into(),
                 io_base: 0,
@@ -277,11 +160,11 @@ fn a_region_holding_something_else_stops_the_run() {
             }
         }
     }
-    let seen = Arc::new(Mutex::new(Seen::default()));
+    let seen = Arc::new(Mutex::new(WriteLogSeen::default()));
     let cfg = config("");
     let asm = assemble(&cfg, &Catalogue::default(), None, &mut Registry::new(), 0).unwrap();
     let infos: Vec<DeviceInfo> = asm.devices.iter().map(|d| d.info.clone()).collect();
-    let mut stack = Stack::new(vec![Box::new(Logger::new(seen.clone()))]);
+    let mut stack = Stack::new(vec![Box::new(WriteLog::new(seen.clone()))]);
     stack.attach(&infos).unwrap();
     let o = Simulator::new(stack, asm.devices)
         .run(
@@ -305,7 +188,7 @@ fn a_region_holding_something_else_stops_the_run() {
         .expect("refused");
     assert!(
         e.starts_with("layer 0: metadata log `other`: device 0 bytes ")
-            && e.ends_with("holds the log of `test-logger`, not of `other`"),
+            && e.ends_with("holds the log of `test-write-log`, not of `other`"),
         "{e}"
     );
 }
@@ -314,9 +197,8 @@ fn a_region_holding_something_else_stops_the_run() {
 fn host_data_written_into_a_metadata_region_is_caught() {
     // A host write aimed at the logger's region (the last blocks of the disk): the layer
     // passes it through, so its data lands on the metadata. The checker refuses it.
-    let len = JournalConfig::region_len(4096, 64 * 4096);
     let end = 1_000_000_000 / 4096 * 4096;
-    let e = run_phases(&[(1.0, end - len)], &[]).unwrap_err();
+    let e = run_phases(&[(1.0, end - WriteLog::REGION_LEN)], &[]).unwrap_err();
     assert!(
         e.contains("inside the metadata region") && e.contains("overlaps its metadata"),
         "{e}"
