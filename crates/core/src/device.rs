@@ -14,7 +14,9 @@
 use crate::geometry::Geometry;
 use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
 use crate::ledger::{Ledger, LedgerRow};
+use crate::media::{Media, Tear};
 use crate::power::{PowerSpec, PowerStateId};
+use crate::region::Region;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -202,6 +204,9 @@ pub struct DeviceRuntime {
     scratch: Vec<Io>,
     counters: DeviceCounters,
     busy_since: Nanos,
+    /// The bytes of functions' metadata regions on this device (simulation only: a live
+    /// device is its own medium). Kept across a crash, minus what the crash loses.
+    media: Option<Box<Media>>,
 }
 
 impl DeviceRuntime {
@@ -235,7 +240,25 @@ impl DeviceRuntime {
             scratch: Vec::new(),
             counters: DeviceCounters::default(),
             busy_since: start,
+            media: None,
         }
+    }
+
+    /// Keep the bytes written to `r` (a function's metadata region on this device), as a
+    /// simulated medium would.
+    pub fn reserve(&mut self, r: Region) {
+        self.media.get_or_insert_with(Box::default).reserve(r);
+    }
+
+    /// The bytes of the device's metadata regions (`None`: it has none).
+    #[inline]
+    pub fn media(&self) -> Option<&Media> {
+        self.media.as_deref()
+    }
+
+    #[inline]
+    pub fn media_mut(&mut self) -> Option<&mut Media> {
+        self.media.as_deref_mut()
     }
 
     pub fn spec(&self) -> &PowerSpec {
@@ -389,8 +412,18 @@ impl DeviceRuntime {
     /// state, as after a power cycle (its timing model hears it left and re-entered a ready
     /// state: caches and rotational phase are lost). The ledger switches to idle at `now`,
     /// cutting a seek or transition short, so residency still sums to the run's duration.
-    /// Returns the mode change for the executor's timeline.
+    /// Returns the mode change for the executor's timeline. Metadata regions lose every
+    /// write that was not durable ([`Tear::LoseAll`]).
     pub fn crash(&mut self, now: Nanos) -> DevEvent {
+        self.crash_with(now, Tear::LoseAll)
+    }
+
+    /// [`crash`](Self::crash), with metadata writes that were not durable lost as `tear`
+    /// says (torn sector by sector, as a real power cut may leave them).
+    pub fn crash_with(&mut self, now: Nanos, tear: Tear) -> DevEvent {
+        if let Some(m) = &mut self.media {
+            m.crash(tear);
+        }
         self.queue.clear();
         for (t, s) in self.slots.iter_mut().enumerate() {
             if s.take().is_some() {

@@ -9,6 +9,7 @@
 use crate::device::DeviceInfo;
 use crate::io::{Buf, Completion, DeviceId, Io};
 use crate::power::PowerStateId;
+use crate::region::Region;
 use crate::time::Nanos;
 
 /// A timer name, chosen by the function; unique within that function.
@@ -42,6 +43,39 @@ pub enum Action {
         src: Buf,
         len: u32,
     },
+    /// Put bytes the function generated into one of its scratch buffers (`dst` must be a
+    /// `Buf::Scratch`): the bytes of its own metadata, written to a device by an ordinary
+    /// `Submit` out of that buffer. The bytes ride in the [`Actions`]' byte arena
+    /// ([`Actions::data`]); the simulator keeps them only for I/O to a reserved
+    /// [`Region`], the live executor writes them for real.
+    Fill {
+        dst: Buf,
+        data: Span,
+    },
+    /// Ask for the bytes of one of the function's scratch buffers (`src`, `len` bytes; a
+    /// buffer a device read filled): they reach this layer's [`Function::on_bytes`] with
+    /// `tag` once the current call has returned, and the buffer is freed. A buffer that was
+    /// never created is an error (the run stops).
+    Take {
+        src: Buf,
+        len: u32,
+        tag: u64,
+    },
+    /// The function cannot go on (its metadata region holds something that is not its log,
+    /// a record is corrupt beyond recovery, …): the simulated run stops with this message;
+    /// a live session keeps it as its first fault and reports it at the end. The message is
+    /// in the byte arena.
+    Fail {
+        msg: Span,
+    },
+}
+
+/// A span of bytes in an [`Actions`]' byte arena (what [`Action::Fill`] and
+/// [`Action::Fail`] carry, so that [`Action`] stays a small `Copy` value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub at: u32,
+    pub len: u32,
 }
 
 /// The buffer a function writes its actions into (reused across events: no allocation on
@@ -49,6 +83,8 @@ pub enum Action {
 #[derive(Default, Debug)]
 pub struct Actions {
     list: Vec<Action>,
+    /// Bytes of [`Action::Fill`] and [`Action::Fail`], cleared with the list.
+    arena: Vec<u8>,
 }
 
 impl Actions {
@@ -80,6 +116,34 @@ impl Actions {
     pub fn xor(&mut self, dst: Buf, src: Buf, len: u32) {
         self.list.push(Action::Xor { dst, src, len });
     }
+    /// `dst[..bytes.len()] = bytes` ([`Action::Fill`]).
+    pub fn fill(&mut self, dst: Buf, bytes: &[u8]) {
+        let data = self.stash(bytes);
+        self.list.push(Action::Fill { dst, data });
+    }
+    /// Hand the first `len` bytes of `src` to [`Function::on_bytes`] with `tag`
+    /// ([`Action::Take`]).
+    pub fn take(&mut self, src: Buf, len: u32, tag: u64) {
+        self.list.push(Action::Take { src, len, tag });
+    }
+    /// Stop: the function cannot go on ([`Action::Fail`]).
+    pub fn fail(&mut self, msg: &str) {
+        let msg = self.stash(msg.as_bytes());
+        self.list.push(Action::Fail { msg });
+    }
+    fn stash(&mut self, bytes: &[u8]) -> Span {
+        let at = self.arena.len() as u32;
+        self.arena.extend_from_slice(bytes);
+        Span {
+            at,
+            len: bytes.len() as u32,
+        }
+    }
+    /// The bytes of a span of this buffer's arena (valid until it is cleared or drained).
+    #[inline]
+    pub fn data(&self, span: Span) -> &[u8] {
+        &self.arena[span.at as usize..(span.at + span.len) as usize]
+    }
     #[inline]
     pub fn push(&mut self, a: Action) {
         self.list.push(a);
@@ -96,13 +160,20 @@ impl Actions {
     pub fn as_slice(&self) -> &[Action] {
         &self.list
     }
+    /// The actions, leaving the arena their spans point into until the next `clear`
+    /// (or [`take_arena`](Self::take_arena)).
     #[inline]
     pub fn drain(&mut self) -> std::vec::Drain<'_, Action> {
         self.list.drain(..)
     }
+    /// The byte arena, emptied (what a harness keeps to resolve drained actions' spans).
+    pub fn take_arena(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.arena)
+    }
     #[inline]
     pub fn clear(&mut self) {
-        self.list.clear()
+        self.list.clear();
+        self.arena.clear();
     }
 }
 
@@ -139,6 +210,21 @@ pub trait Function: Send {
     /// busy sub-states such as seek are not reported). Every layer hears of every device.
     fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
         let _ = (now, device, state);
+    }
+
+    /// The bytes asked for by an [`Action::Take`] with `tag` (a metadata read that came
+    /// back: see [`crate::journal`]).
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        let _ = (now, tag, bytes, out);
+    }
+
+    /// Regions of devices this function reserves for its own metadata (asked once, after
+    /// `attach`). The stack refuses overlapping or out-of-range regions; the simulator keeps
+    /// the bytes written there (following the durable/volatile rule, so a simulated crash
+    /// loses what a real one could), the integrity checker refuses host data written into
+    /// them. The function must keep them out of the space it exports.
+    fn regions(&self) -> Vec<Region> {
+        Vec::new()
     }
 
     /// Function-specific counters for the run summary (e.g. cache hits, gear shifts).
@@ -187,6 +273,12 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
         (**self).on_power(now, device, state)
+    }
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        (**self).on_bytes(now, tag, bytes, out)
+    }
+    fn regions(&self) -> Vec<Region> {
+        (**self).regions()
     }
     fn counters(&self) -> Vec<(String, f64)> {
         (**self).counters()

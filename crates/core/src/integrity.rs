@@ -21,6 +21,7 @@
 
 use crate::io::{Buf, Completion, Io, Op, Status};
 use crate::kernel::DataObserver;
+use crate::region::Region;
 use crate::time::Nanos;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -33,6 +34,14 @@ pub const ANY: u64 = u64::MAX;
 /// A buffer that was never filled (a device write from it, or a host read replied without
 /// reading into it, hands over garbage). Never accepted.
 pub const GARBAGE: u64 = u64::MAX - 1;
+/// Bytes a function generated for its own metadata (`Action::Fill`): not user data. Written
+/// into a reserved region it is expected; anywhere else, or read back by the host, a fault.
+pub const META: u64 = u64::MAX - 2;
+
+/// A version that stands for user data (a host write's, or parity combining them).
+fn is_user(v: u64) -> bool {
+    !matches!(v, INITIAL | ANY | GARBAGE | META)
+}
 
 /// A buffer, named as [`Buf`] names it. Scratch ids are taken as unique across the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +220,8 @@ pub struct Checker {
     /// A fault found outside a host reply (a device I/O id reused while in flight): raised
     /// at the next host reply.
     fault: Option<String>,
+    /// Functions' metadata regions: device blocks there are not user data.
+    regions: Vec<Region>,
 }
 
 /// A version, as messages show it.
@@ -221,6 +232,7 @@ impl fmt::Display for V {
             INITIAL => write!(f, "the initial content"),
             ANY => write!(f, "undefined content"),
             GARBAGE => write!(f, "garbage (a buffer never filled)"),
+            META => write!(f, "a function's metadata"),
             v => write!(f, "v{v}"),
         }
     }
@@ -253,6 +265,7 @@ impl Checker {
             combos: HashMap::new(),
             combo_ids: HashMap::new(),
             fault: None,
+            regions: Vec::new(),
         })
     }
 
@@ -382,6 +395,41 @@ impl Checker {
         self.fault.get_or_insert(e);
     }
 
+    /// A device write's blocks (`vers`, one per block it touches): host data must stay out
+    /// of metadata regions, and a function's metadata out of everything else.
+    fn check_regions(&mut self, io: &Io, vers: &[u64]) {
+        let size = 1u64 << self.shift;
+        let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
+        for ((b, _, _), &v) in blocks.into_iter().zip(vers) {
+            let inside = self
+                .regions
+                .iter()
+                .find(|r| r.overlaps(io.dev, b * size, size));
+            let fault = match inside {
+                Some(r) if is_user(v) => format!(
+                    "integrity: device {} write {:#x} puts {} into block {b} (bytes {}..{}), inside the metadata region bytes {}..{}: a function's data mapping overlaps its metadata",
+                    io.dev,
+                    io.id.0,
+                    self.version_name(v),
+                    b * size,
+                    (b + 1) * size,
+                    r.offset,
+                    r.end()
+                ),
+                None if v == META => format!(
+                    "integrity: device {} write {:#x} puts a function's metadata into block {b} (bytes {}..{}), outside every reserved metadata region",
+                    io.dev,
+                    io.id.0,
+                    b * size,
+                    (b + 1) * size
+                ),
+                _ => continue,
+            };
+            self.raise(fault);
+            return;
+        }
+    }
+
     fn request_name(&self, w: &WriteRec) -> String {
         match w.ver {
             INITIAL => "the initial content".into(),
@@ -404,6 +452,28 @@ impl Checker {
 }
 
 impl DataObserver for Checker {
+    fn reserve(&mut self, r: Region) {
+        if !self.regions.contains(&r) {
+            self.regions.push(r);
+        }
+    }
+
+    /// The function's own bytes: whole blocks of `dst` hold [`META`], a partial one is
+    /// undefined.
+    fn fill(&mut self, _now: Nanos, dst: Buf, len: u32) {
+        let Some((k, off)) = BufKey::of(dst) else {
+            return;
+        };
+        let size = 1u64 << self.shift;
+        let len = len as u64;
+        let mut at = 0;
+        while at < len {
+            let v = if at + size <= len { META } else { ANY };
+            self.bufs.insert((k, off + at), v);
+            at += size;
+        }
+    }
+
     /// `dst ^= src`: block by block where the source holds a whole block (buffer positions
     /// step by 512 bytes, the finest a block can start at within an I/O). A destination
     /// not yet filled is zeros; a destination block whose source is not a whole block
@@ -490,7 +560,7 @@ impl DataObserver for Checker {
             Op::Write => {
                 let src = BufKey::of(io.buf);
                 let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
-                let vers = blocks
+                let vers: Vec<u64> = blocks
                     .into_iter()
                     .map(|(_, full, at)| match (full, src) {
                         (false, _) => ANY,
@@ -500,6 +570,7 @@ impl DataObserver for Checker {
                         }
                     })
                     .collect();
+                self.check_regions(io, &vers);
                 if self
                     .dev_writes
                     .insert((io.dev, io.id.0, io.offset), vers)

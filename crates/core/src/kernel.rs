@@ -44,7 +44,9 @@
 use crate::device::{DevEvent, DeviceRuntime};
 use crate::function::TimerId;
 use crate::io::{Breakdown, Buf, Completion, DeviceId, Io, Op, Request, Status};
+use crate::media::ScratchBytes;
 use crate::power::PowerStateId;
+use crate::region::Region;
 use crate::stack::{Effects, Stack};
 use crate::stats::LatencyHistogram;
 use crate::time::Nanos;
@@ -83,6 +85,13 @@ pub trait Executor {
     /// What the executor keeps per host request in flight (the simulator: nothing; live:
     /// the client to answer and the request's buffer). Handed back with the reply.
     type Host;
+
+    /// Does the kernel keep the bytes of functions' metadata for this executor? True for an
+    /// executor that moves no bytes (the simulator): the kernel then keeps filled scratch
+    /// buffers itself and each device's metadata regions in its runtime's
+    /// [`Media`](crate::media::Media). False (live): [`fill`](Self::fill) and
+    /// [`take`](Self::take) reach the executor, whose real I/O carries the bytes.
+    const EMULATES_BYTES: bool = false;
 
     /// Run `ev` at `at` (or as soon as possible after it): call [`Kernel::fire`] with
     /// `(at, seq)`. Due events run in (time, `seq`) order.
@@ -124,6 +133,20 @@ pub trait Executor {
         let _ = (dst, src, len, hosts);
         Ok(())
     }
+
+    /// A function put bytes into its scratch buffer `dst` (creating it). Only called when
+    /// the executor moves bytes (`EMULATES_BYTES` false).
+    fn fill(&mut self, dst: Buf, bytes: &[u8], hosts: &Hosts<Self::Host>) -> Result<(), String> {
+        let _ = (dst, bytes, hosts);
+        Err("this executor carries no bytes".into())
+    }
+
+    /// A function asks for the first `len` bytes of its scratch buffer `src` (zeros past
+    /// its end); the buffer is freed. Only called when `EMULATES_BYTES` is false.
+    fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
+        let _ = (src, len);
+        Err("this executor carries no bytes".into())
+    }
 }
 
 /// Sees every data movement of a run in one place, for both executors: what the host
@@ -152,6 +175,15 @@ pub trait DataObserver {
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         let _ = (now, dst, src, len);
     }
+    /// A function put `len` bytes of its own (metadata) into its scratch buffer `dst`.
+    fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
+        let _ = (now, dst, len);
+    }
+    /// A function reserved `r` for its metadata (told when a run starts, again after a
+    /// restart).
+    fn reserve(&mut self, r: Region) {
+        let _ = r;
+    }
 }
 
 /// The observer that observes nothing, and costs nothing.
@@ -175,6 +207,12 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         (**self).xor(now, dst, src, len)
+    }
+    fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
+        (**self).fill(now, dst, len)
+    }
+    fn reserve(&mut self, r: Region) {
+        (**self).reserve(r)
     }
 }
 
@@ -273,6 +311,14 @@ pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
     /// compiler split it into pieces copied back with other boundaries, which stalled on
     /// store forwarding.
     done: Box<Completion>,
+    /// Bytes asked for by [`Effects::take`]: (layer, tag, bytes), delivered once the stack
+    /// call has returned.
+    taken: Vec<(usize, u64, Vec<u8>)>,
+    /// Filled scratch buffers, when the kernel keeps bytes (`X::EMULATES_BYTES`).
+    scratch: ScratchBytes,
+    /// `X::EMULATES_BYTES` and some function reserved a metadata region: device I/O is
+    /// followed into the devices' media. False: the hot path pays one test.
+    emulate: bool,
 }
 
 impl<X: Executor, O: DataObserver> Kernel<X, O> {
@@ -292,6 +338,9 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 0,
                 Breakdown::default(),
             )),
+            taken: Vec::new(),
+            scratch: ScratchBytes::default(),
+            emulate: false,
         }
     }
 
@@ -363,8 +412,24 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         &self.hosts.power_wait
     }
 
-    /// The run starts: every layer's `on_start`.
+    /// The run starts: the observer (and, when the kernel keeps bytes, each device's
+    /// media) learns of the layers' metadata regions, then every layer's `on_start`.
     pub fn start(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
+        for &r in stack.regions() {
+            self.observer.reserve(r);
+            if X::EMULATES_BYTES {
+                match self.devs.get_mut(r.dev as usize) {
+                    Some(Some(d)) => d.reserve(r),
+                    _ => {
+                        return Err(format!(
+                            "a metadata region names device {}, which has no model",
+                            r.dev
+                        ))
+                    }
+                }
+                self.emulate = true;
+            }
+        }
         stack.start(now, self);
         self.settle(stack, now)
     }
@@ -423,6 +488,12 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 };
                 let done = &mut *self.done;
                 let found = rt.service_end_into(now, token, &mut self.dev_ev, done);
+                if found && self.emulate {
+                    if let Some(m) = rt.media_mut() {
+                        let read = m.complete(done);
+                        self.scratch.complete(dev, &done.io, read);
+                    }
+                }
                 // The device's own events first (the next I/O it starts), then the stack
                 // hears of the completion.
                 self.device_events(dev);
@@ -478,9 +549,25 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
             }
             self.power.clear();
         }
+        if !self.taken.is_empty() {
+            self.deliver_taken(stack, now);
+        }
         match self.err.take() {
             None => Ok(()),
             Some(e) => Err(e),
+        }
+    }
+
+    /// Bytes layers asked for; a handler may ask for more (delivered in turn). Out of line:
+    /// rare (metadata reads at start), and inlined it cost the hot `settle` (callgrind).
+    #[cold]
+    #[inline(never)]
+    fn deliver_taken(&mut self, stack: &mut Stack, now: Nanos) {
+        while !self.taken.is_empty() {
+            let (layer, tag, bytes) = self.taken.remove(0);
+            if layer < stack.len() {
+                stack.bytes(now, layer, tag, &bytes, self);
+            }
         }
     }
 
@@ -528,6 +615,18 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         self.observer.device_submit(now, io);
         let modelled = match self.devs.get_mut(io.dev as usize) {
             Some(Some(d)) => {
+                if self.emulate {
+                    if let Some(m) = d.media_mut() {
+                        if matches!(io.op, Op::Read | Op::Write)
+                            && m.touches(io.offset, io.len as u64)
+                        {
+                            let src = self.scratch.submit(io);
+                            m.submit(io, src);
+                        } else if io.op != Op::Read {
+                            m.submit(io, None);
+                        }
+                    }
+                }
                 d.submit(now, *io, &mut self.dev_ev);
                 self.device_events(io.dev);
                 true
@@ -654,6 +753,34 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
             self.fail(e);
         }
     }
+
+    fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]) {
+        self.observer.fill(now, dst, bytes.len() as u32);
+        let r = if X::EMULATES_BYTES {
+            self.scratch.fill(dst, bytes)
+        } else {
+            self.x.fill(dst, bytes, &self.hosts)
+        };
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    fn take(&mut self, _now: Nanos, layer: usize, src: Buf, len: u32, tag: u64) {
+        let r = if X::EMULATES_BYTES {
+            self.scratch.take(src, len)
+        } else {
+            self.x.take(src, len)
+        };
+        match r {
+            Ok(bytes) => self.taken.push((layer, tag, bytes)),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, _now: Nanos, layer: usize, msg: &str) {
+        Kernel::fail(self, format!("layer {layer}: {msg}"));
+    }
 }
 
 #[cfg(test)]
@@ -736,6 +863,7 @@ mod tests {
 
     impl Executor for Clock {
         type Host = u32;
+        const EMULATES_BYTES: bool = true;
         fn schedule(&mut self, at: Nanos, seq: u64, ev: Event) {
             self.pending.push((at, seq, ev));
             self.scheduled.push((at, ev));

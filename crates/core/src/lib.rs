@@ -16,6 +16,10 @@
 //!   (a drift-free periodic timer), [`geometry`] (where an offset lies on the platters).
 //! * [`testing`] — a scripted harness that drives one function by hand.
 //! * [`integrity`] — the data-integrity checker: a version per block instead of bytes.
+//! * Functions' own metadata: [`region`] (a device range a function reserves), [`journal`]
+//!   (an on-device log of records with two alternating headers, CRC32C and checkpoints,
+//!   written and read back through ordinary I/O), [`media`] (the bytes the simulator keeps
+//!   of those regions, durable or volatile).
 
 pub mod copy;
 pub mod device;
@@ -24,10 +28,13 @@ pub mod function;
 pub mod geometry;
 pub mod integrity;
 pub mod io;
+pub mod journal;
 pub mod kernel;
 pub mod ledger;
+pub mod media;
 pub mod periodic;
 pub mod power;
+pub mod region;
 pub mod stack;
 pub mod stats;
 pub mod testing;
@@ -35,13 +42,14 @@ pub mod time;
 pub mod trace;
 
 pub use device::{DevEvent, DeviceInfo, DeviceRuntime, Service, Timing};
-pub use function::{Action, Actions, Function, TimerId, Volume};
+pub use function::{Action, Actions, Function, Span, TimerId, Volume};
 pub use geometry::{Geometry, Location};
 pub use integrity::Checker;
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use kernel::{DataObserver, Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 pub use ledger::{Ledger, LedgerRow};
 pub use power::{PowerSpec, PowerState, PowerStateId, Transition};
+pub use region::Region;
 pub use stack::{Effect, Effects, Stack};
 pub use time::Nanos;
 pub use trace::{TraceError, TraceSource};

@@ -9,12 +9,13 @@ use crate::device::DeviceInfo;
 use crate::function::{Action, Actions, Function, TimerId};
 use crate::io::{Buf, Completion, DeviceId, Io};
 use crate::power::PowerStateId;
+use crate::region::{self, Region};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
 /// What an executor must do, as a value: the buffered form of [`Effects`] (`Vec<Effect>`
 /// implements it), for executors that carry effects out later or elsewhere.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// Queue `io` at physical device `io.dev`.
     Submit(Io),
@@ -39,6 +40,23 @@ pub enum Effect {
         src: Buf,
         len: u32,
     },
+    /// Bytes into a scratch buffer ([`Action::Fill`]).
+    Fill {
+        dst: Buf,
+        bytes: Vec<u8>,
+    },
+    /// `layer` asks for a buffer's bytes ([`Action::Take`]).
+    Take {
+        layer: usize,
+        src: Buf,
+        len: u32,
+        tag: u64,
+    },
+    /// `layer` cannot go on ([`Action::Fail`]).
+    Fail {
+        layer: usize,
+        msg: String,
+    },
 }
 
 /// The executor's side of a stack: what leaves the stack is carried out here, in the order
@@ -60,6 +78,13 @@ pub trait Effects {
     fn cancel_timer(&mut self, now: Nanos, layer: usize, timer: TimerId);
     /// `dst ^= src` over `len` bytes ([`Action::Xor`]).
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32);
+    /// `dst[..bytes.len()] = bytes` ([`Action::Fill`]).
+    fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]);
+    /// `layer` asks for the first `len` bytes of `src`: hand them to
+    /// [`Stack::bytes`] once the stack call in progress has returned ([`Action::Take`]).
+    fn take(&mut self, now: Nanos, layer: usize, src: Buf, len: u32, tag: u64);
+    /// `layer` cannot go on ([`Action::Fail`]).
+    fn fail(&mut self, now: Nanos, layer: usize, msg: &str);
 }
 
 impl Effects for Vec<Effect> {
@@ -84,6 +109,26 @@ impl Effects for Vec<Effect> {
     fn xor(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.push(Effect::Xor { dst, src, len });
     }
+    fn fill(&mut self, _now: Nanos, dst: Buf, bytes: &[u8]) {
+        self.push(Effect::Fill {
+            dst,
+            bytes: bytes.to_vec(),
+        });
+    }
+    fn take(&mut self, _now: Nanos, layer: usize, src: Buf, len: u32, tag: u64) {
+        self.push(Effect::Take {
+            layer,
+            src,
+            len,
+            tag,
+        });
+    }
+    fn fail(&mut self, _now: Nanos, layer: usize, msg: &str) {
+        self.push(Effect::Fail {
+            layer,
+            msg: msg.to_string(),
+        });
+    }
 }
 
 enum Work {
@@ -95,6 +140,8 @@ pub struct Stack {
     layers: Vec<Box<dyn Function>>,
     work: VecDeque<Work>,
     acts: Actions,
+    /// The metadata regions the layers reserved (checked at attach).
+    regions: Vec<Region>,
 }
 
 impl Stack {
@@ -105,16 +152,34 @@ impl Stack {
             layers,
             work: VecDeque::new(),
             acts: Actions::new(),
+            regions: Vec::new(),
         }
     }
 
+    /// Attach every layer to the run's devices, then collect and check the metadata
+    /// regions they reserve ([`Function::regions`]).
     pub fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
         for l in &mut self.layers {
             let name = l.name().to_string();
             l.attach(devices)
                 .map_err(|e| format!("function `{name}`: {e}"))?;
         }
+        let named: Vec<(String, Region)> = self
+            .layers
+            .iter()
+            .flat_map(|l| {
+                let name = l.name().to_string();
+                l.regions().into_iter().map(move |r| (name.clone(), r))
+            })
+            .collect();
+        region::check(&named, devices)?;
+        self.regions = named.into_iter().map(|(_, r)| r).collect();
         Ok(())
+    }
+
+    /// The metadata regions the layers reserved (empty before `attach`).
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
     }
 
     pub fn len(&self) -> usize {
@@ -178,6 +243,21 @@ impl Stack {
     ) {
         self.acts.clear();
         self.layers[layer].on_timer(now, timer, &mut self.acts);
+        self.route(layer, now, fx);
+        self.run(now, fx);
+    }
+
+    /// The bytes `layer` asked for with `tag` ([`Action::Take`]).
+    pub fn bytes<E: Effects + ?Sized>(
+        &mut self,
+        now: Nanos,
+        layer: usize,
+        tag: u64,
+        bytes: &[u8],
+        fx: &mut E,
+    ) {
+        self.acts.clear();
+        self.layers[layer].on_bytes(now, tag, bytes, &mut self.acts);
         self.route(layer, now, fx);
         self.run(now, fx);
     }
@@ -251,6 +331,11 @@ impl Stack {
                 &Action::SetTimer { timer, at } => fx.set_timer(now, layer, timer, at),
                 &Action::CancelTimer { timer } => fx.cancel_timer(now, layer, timer),
                 &Action::Xor { dst, src, len } => fx.xor(now, dst, src, len),
+                &Action::Fill { dst, data } => fx.fill(now, dst, self.acts.data(data)),
+                &Action::Take { src, len, tag } => fx.take(now, layer, src, len, tag),
+                &Action::Fail { msg } => {
+                    fx.fail(now, layer, &String::from_utf8_lossy(self.acts.data(msg)))
+                }
             }
         }
         self.acts.clear();

@@ -17,17 +17,21 @@
 //! ```
 
 use crate::device::DeviceInfo;
-use crate::function::{Action, Actions, Function, TimerId};
-use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
+use crate::function::{Action, Actions, Function, Span, TimerId};
+use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Status};
+use crate::journal::{Journal, JournalConfig, Step};
 use crate::power::{PowerDef, PowerSpec, PowerStateId, StateDef, TransitionDef};
+use crate::region::Region;
 use crate::time::Nanos;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Drives one function by hand.
 pub struct Harness<F: Function> {
     f: F,
     out: Actions,
     devices: Vec<DeviceInfo>,
+    /// The byte arena of the last event's actions ([`Harness::data`]).
+    arena: Vec<u8>,
 }
 
 impl<F: Function> Harness<F> {
@@ -38,6 +42,7 @@ impl<F: Function> Harness<F> {
             f,
             out: Actions::new(),
             devices,
+            arena: Vec::new(),
         })
     }
 
@@ -50,7 +55,24 @@ impl<F: Function> Harness<F> {
     }
 
     fn take(&mut self) -> Vec<Action> {
-        self.out.drain().collect()
+        let list = self.out.drain().collect();
+        self.arena = self.out.take_arena();
+        list
+    }
+
+    /// The bytes of a span in the last event's actions ([`Action::Fill`], [`Action::Fail`]).
+    pub fn data(&self, span: Span) -> &[u8] {
+        &self.arena[span.at as usize..(span.at + span.len) as usize]
+    }
+
+    /// The bytes it asked for with `tag` ([`Action::Take`]).
+    pub fn bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8]) -> Vec<Action> {
+        self.f.on_bytes(now, tag, bytes, &mut self.out);
+        self.take()
+    }
+
+    pub fn function_mut(&mut self) -> &mut F {
+        &mut self.f
     }
 
     pub fn start(&mut self, now: Nanos) -> Vec<Action> {
@@ -175,6 +197,131 @@ pub fn replied(actions: &[Action]) -> Vec<Completion> {
             _ => None,
         })
         .collect()
+}
+
+/// What a [`WriteLog`] tells its test, across rebuilds (restarts, crashes).
+#[derive(Default, Debug)]
+pub struct WriteLogSeen {
+    /// Per start: the records recovered (each a write's offset), or the failure.
+    pub recovered: Vec<Result<Vec<u64>, String>>,
+    /// Offsets whose record was durable before the write was submitted.
+    pub durable: Vec<u64>,
+}
+
+/// A test layer over device 0 that persists metadata the way a write-intent log does: each
+/// host write's offset is appended to a [`Journal`] in the last blocks of the device, and
+/// the write goes down only once its record is durable; reads pass through. What it
+/// recovers at each start goes to a shared [`WriteLogSeen`]. The engine's and the live
+/// executor's tests run it (simulated crashes, a served file across restarts).
+pub struct WriteLog {
+    journal: Option<Journal>,
+    seen: Arc<Mutex<WriteLogSeen>>,
+    /// Writes waiting for their record: (sequence number, the write).
+    waiting: Vec<(u64, Io)>,
+    /// Writes that came before recovery was over.
+    early: Vec<Io>,
+}
+
+impl WriteLog {
+    /// The region: a 4 KiB snapshot slot pair and 64 journal blocks.
+    pub const REGION_LEN: u64 = 2 * 4096 + 2 * 4096 + 64 * 4096;
+
+    pub fn new(seen: Arc<Mutex<WriteLogSeen>>) -> WriteLog {
+        WriteLog {
+            journal: None,
+            seen,
+            waiting: Vec::new(),
+            early: Vec::new(),
+        }
+    }
+
+    fn log(&mut self, io: Io, out: &mut Actions) {
+        let j = self.journal.as_mut().expect("attached");
+        let seq = j.append(&io.offset.to_le_bytes(), out).expect("room");
+        self.waiting.push((seq, io));
+    }
+
+    fn step(&mut self, s: Step, out: &mut Actions) {
+        match s {
+            Step::Recovered(r) => {
+                let offsets = r
+                    .records
+                    .iter()
+                    .map(|b| u64::from_le_bytes(b[..8].try_into().unwrap()))
+                    .collect();
+                self.seen.lock().unwrap().recovered.push(Ok(offsets));
+                for io in std::mem::take(&mut self.early) {
+                    self.log(io, out);
+                }
+            }
+            Step::Durable(upto) => {
+                let (ready, rest): (Vec<_>, Vec<_>) =
+                    self.waiting.drain(..).partition(|(s, _)| *s <= upto);
+                self.waiting = rest;
+                for (_, io) in ready {
+                    self.seen.lock().unwrap().durable.push(io.offset);
+                    out.submit(io);
+                }
+            }
+            Step::Failed(e) => {
+                self.seen.lock().unwrap().recovered.push(Err(e.clone()));
+                out.fail(&e);
+            }
+            Step::Busy | Step::NotMine => {}
+        }
+    }
+}
+
+impl Function for WriteLog {
+    fn name(&self) -> &str {
+        "write-log"
+    }
+    fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+        let dev = devices.first().ok_or("needs a device")?;
+        self.journal = Some(Journal::new(JournalConfig {
+            region: Region::at_end(dev, Self::REGION_LEN)?,
+            snapshot_bytes: 4096,
+            owner: "test-write-log".into(),
+            io_base: 0,
+            priority: 0,
+        })?);
+        Ok(())
+    }
+    fn regions(&self) -> Vec<Region> {
+        self.journal.iter().map(|j| j.region()).collect()
+    }
+    fn on_start(&mut self, _now: Nanos, out: &mut Actions) {
+        self.journal.as_mut().expect("attached").recover(out);
+    }
+    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+        if io.op != Op::Write {
+            return out.submit(io);
+        }
+        if self.journal.as_ref().expect("attached").ready() {
+            self.log(io, out);
+        } else {
+            self.early.push(io);
+        }
+    }
+    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+        let s = self
+            .journal
+            .as_mut()
+            .expect("attached")
+            .on_completion(&done, out);
+        match s {
+            Step::NotMine => out.reply(done),
+            s => self.step(s, out),
+        }
+    }
+    fn on_bytes(&mut self, _now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        let s = self
+            .journal
+            .as_mut()
+            .expect("attached")
+            .on_bytes(tag, bytes, out);
+        self.step(s, out);
+    }
 }
 
 #[cfg(test)]

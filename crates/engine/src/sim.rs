@@ -343,6 +343,9 @@ impl Executor for Clock<'_> {
     /// Nothing: the simulator's host requests are the trace's, indexed by their id.
     type Host = ();
 
+    /// The simulator moves no bytes: the kernel keeps functions' metadata bytes for it.
+    const EMULATES_BYTES: bool = true;
+
     // Always: the compiler kept it out of line in the kernel's device-event loop, and the
     // call cost more than the push (callgrind).
     #[inline(always)]

@@ -1128,6 +1128,46 @@ impl Executor for Live {
         }
     }
 
+    /// A function's own bytes go into its scratch buffer (created, or grown, with zeros);
+    /// the write that drains it frees it.
+    fn fill(&mut self, dst: Buf, bytes: &[u8], _hosts: &Hosts<HostReq>) -> Result<(), String> {
+        let Buf::Scratch { id, offset } = dst else {
+            return Err(format!(
+                "a function filled {dst:?}: only its own scratch buffers take bytes"
+            ));
+        };
+        let e = self
+            .scratch
+            .entry(id)
+            .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0));
+        let mut b = lock(&e.0);
+        let off = offset as usize;
+        b.ensure(off + bytes.len());
+        b.as_mut_slice()[off..off + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The bytes a real read put into a scratch buffer, for the function; the buffer is
+    /// freed.
+    fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
+        let Buf::Scratch { id, offset } = src else {
+            return Err(format!(
+                "a function took the bytes of {src:?}: only its own scratch buffers hold bytes"
+            ));
+        };
+        let (buf, _) = self.scratch.remove(&id).ok_or_else(|| {
+            format!("a function took the bytes of scratch buffer {id}, which holds none")
+        })?;
+        let b = lock(&buf);
+        let mut out = vec![0; len as usize];
+        let off = offset as usize;
+        if off < b.len() {
+            let n = (b.len() - off).min(len as usize);
+            out[..n].copy_from_slice(&b.as_slice()[off..off + n]);
+        }
+        Ok(out)
+    }
+
     /// The model's half completes the I/O only if the real half has finished too.
     fn model_done(&mut self, now: Nanos, done: &mut Completion) -> bool {
         let key = (done.io.dev, done.io.id);

@@ -1,0 +1,410 @@
+//! The bytes the simulator keeps: what functions wrote into their metadata regions.
+//!
+//! The simulator moves no user data, but a function that persists metadata must read back
+//! what it wrote, after a restart and after a crash. [`Media`] is a simulated device's
+//! content *inside its reserved regions* (outside them it keeps nothing: reads there return
+//! zeros), with the integrity checker's durability rule applied to bytes:
+//!
+//! * a write completing with FUA is durable at once; another completed write is volatile
+//!   until a FLUSH submitted after it completes;
+//! * a crash ([`Media::crash`]) drops every volatile write and every write in flight —
+//!   exactly what real hardware may lose — or, with [`Tear`], lets each 512-byte sector of
+//!   them survive or not, as a real power cut may (a torn write).
+//!
+//! [`ScratchBytes`] is the buffer side: the scratch buffers functions filled with bytes
+//! (`Action::Fill`) or read metadata into, named as [`Buf`] names them. The kernel keeps one
+//! when it emulates bytes (the simulator), and frees a buffer when the write that drains it
+//! completes, as the live executor does.
+
+use crate::io::{Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use crate::region::Region;
+use std::collections::{BTreeMap, HashMap};
+
+/// The sector a torn write keeps or loses as a whole (the classic atomic unit of a disk).
+pub const SECTOR: u64 = 512;
+/// What a write from a buffer without bytes (user data, which the simulator does not carry)
+/// leaves in a region: not zeros, so a function that reads it back sees garbage, as a real
+/// device would give it something that is not its metadata.
+pub const GARBAGE_BYTE: u8 = 0xA5;
+
+/// How a crash treats writes that were not durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tear {
+    /// Every volatile or in-flight write is lost (what the integrity checker assumes).
+    LoseAll,
+    /// Each 512-byte sector of each volatile or in-flight write survives with probability
+    /// 1/2, drawn from this seed (deterministic): torn writes, as a power cut leaves them.
+    Sectors(u64),
+}
+
+/// One device's bytes in its reserved regions.
+#[derive(Debug, Default)]
+pub struct Media {
+    regions: Vec<Region>,
+    /// Durable content, by 4 KiB page (absent: zeros).
+    durable: BTreeMap<u64, Box<[u8; 4096]>>,
+    /// Completed writes not yet durable, oldest first: (completion number, offset, bytes).
+    /// A flush covers the writes numbered up to `done` when it was submitted.
+    volatile: Vec<(u64, u64, Vec<u8>)>,
+    /// Writes in flight: (id, offset) → bytes taken from the source buffer at submission.
+    writes: HashMap<(IoId, u64), Vec<u8>>,
+    /// Flushes in flight: id → completion number at submission.
+    flushes: HashMap<IoId, u64>,
+    done: u64,
+}
+
+impl Media {
+    /// Add a region (again after a crash: already known, nothing changes).
+    pub fn reserve(&mut self, r: Region) {
+        if !self.regions.contains(&r) {
+            self.regions.push(r);
+        }
+    }
+
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// Does an I/O of `[offset, offset + len)` touch a region?
+    #[inline]
+    pub fn touches(&self, offset: u64, len: u64) -> bool {
+        self.regions
+            .iter()
+            .any(|r| offset < r.end() && offset.saturating_add(len) > r.offset)
+    }
+
+    /// An I/O reaches the device. `src`: a write's bytes (`None`: a buffer without bytes,
+    /// i.e. user data). Only I/O touching a region (and flushes) is remembered.
+    pub fn submit(&mut self, io: &Io, src: Option<&[u8]>) {
+        match io.op {
+            Op::Write if self.touches(io.offset, io.len as u64) => {
+                let mut b = vec![GARBAGE_BYTE; io.len as usize];
+                if let Some(s) = src {
+                    let n = s.len().min(b.len());
+                    b[..n].copy_from_slice(&s[..n]);
+                }
+                self.writes.insert((io.id, io.offset), b);
+            }
+            Op::Flush => {
+                self.flushes.insert(io.id, self.done);
+            }
+            _ => {}
+        }
+    }
+
+    /// An I/O finished: a write lands (durable with FUA, else volatile), a discard zeroes,
+    /// a flush makes earlier completed writes durable. A read touching a region returns the
+    /// bytes it reads (zeros outside regions and where nothing was written).
+    pub fn complete(&mut self, done: &Completion) -> Option<Vec<u8>> {
+        let io = &done.io;
+        let ok = done.status == Status::Ok;
+        match io.op {
+            Op::Write => {
+                let b = self.writes.remove(&(io.id, io.offset))?;
+                if ok {
+                    self.land(io.offset, b, io.fua);
+                }
+                None
+            }
+            Op::Discard if ok && self.touches(io.offset, io.len as u64) => {
+                self.land(io.offset, vec![0; io.len as usize], io.fua);
+                None
+            }
+            Op::Flush => {
+                let snap = self.flushes.remove(&io.id)?;
+                if ok {
+                    let n = self.volatile.iter().take_while(|v| v.0 <= snap).count();
+                    let landed: Vec<_> = self.volatile.drain(..n).collect();
+                    for (_, off, b) in landed {
+                        self.store(off, &b);
+                    }
+                }
+                None
+            }
+            Op::Read if ok && self.touches(io.offset, io.len as u64) => {
+                Some(self.read(io.offset, io.len as u64))
+            }
+            _ => None,
+        }
+    }
+
+    fn land(&mut self, offset: u64, b: Vec<u8>, durable: bool) {
+        self.done += 1;
+        if durable {
+            self.store(offset, &b);
+        } else {
+            self.volatile.push((self.done, offset, b));
+        }
+    }
+
+    /// Write `b` at `offset` into the durable pages, inside regions only.
+    fn store(&mut self, offset: u64, b: &[u8]) {
+        for r in &self.regions {
+            let from = offset.max(r.offset);
+            let to = (offset + b.len() as u64).min(r.end());
+            let mut at = from;
+            while at < to {
+                let page = at / 4096;
+                let in_page = (at % 4096) as usize;
+                let n = ((4096 - in_page) as u64).min(to - at) as usize;
+                let src = &b[(at - offset) as usize..(at - offset) as usize + n];
+                let p = self
+                    .durable
+                    .entry(page)
+                    .or_insert_with(|| Box::new([0; 4096]));
+                p[in_page..in_page + n].copy_from_slice(src);
+                at += n as u64;
+            }
+        }
+    }
+
+    /// The current content of `[offset, offset + len)`: durable pages, then volatile writes
+    /// in order; zeros outside regions.
+    pub fn read(&self, offset: u64, len: u64) -> Vec<u8> {
+        let mut out = vec![0; len as usize];
+        let end = offset + len;
+        for r in &self.regions {
+            let from = offset.max(r.offset);
+            let to = end.min(r.end());
+            let mut at = from;
+            while at < to {
+                let page = at / 4096;
+                let in_page = (at % 4096) as usize;
+                let n = ((4096 - in_page) as u64).min(to - at) as usize;
+                if let Some(p) = self.durable.get(&page) {
+                    let o = (at - offset) as usize;
+                    out[o..o + n].copy_from_slice(&p[in_page..in_page + n]);
+                }
+                at += n as u64;
+            }
+            for (_, off, b) in &self.volatile {
+                let f = from.max(*off);
+                let t = to.min(off + b.len() as u64);
+                if f < t {
+                    out[(f - offset) as usize..(t - offset) as usize]
+                        .copy_from_slice(&b[(f - off) as usize..(t - off) as usize]);
+                }
+            }
+        }
+        out
+    }
+
+    /// A power cut: what was not durable is lost, whole or (with [`Tear::Sectors`]) sector
+    /// by sector; I/O in flight is gone.
+    pub fn crash(&mut self, tear: Tear) {
+        let mut pending: Vec<(u64, Vec<u8>)> = self
+            .volatile
+            .drain(..)
+            .map(|(_, off, b)| (off, b))
+            .collect();
+        // In flight: in the order they were submitted is unknown (a map): sort for a
+        // deterministic draw.
+        let mut inflight: Vec<_> = self.writes.drain().collect();
+        inflight.sort_by_key(|((id, off), _)| (*off, id.0));
+        pending.extend(inflight.into_iter().map(|((_, off), b)| (off, b)));
+        self.flushes.clear();
+        let Tear::Sectors(seed) = tear else {
+            return;
+        };
+        let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
+        for (off, b) in pending {
+            let mut at = 0;
+            while at < b.len() {
+                // Sector boundaries are absolute (a write may start inside a sector only if
+                // it is not sector-aligned, which region I/O is not).
+                let n =
+                    (SECTOR as usize - ((off as usize + at) % SECTOR as usize)).min(b.len() - at);
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x & 1 == 1 {
+                    self.store(off + at as u64, &b[at..at + n]);
+                }
+                at += n;
+            }
+        }
+    }
+}
+
+/// The scratch buffers holding bytes, for an executor that does not move bytes itself.
+#[derive(Debug, Default)]
+pub struct ScratchBytes {
+    /// Scratch id → (bytes, device I/O in flight on it).
+    bufs: HashMap<u64, (Vec<u8>, u32)>,
+}
+
+/// A scratch buffer named by `b`, as (id, byte offset); `None` for other buffers.
+fn scratch(b: Buf) -> Option<(u64, usize)> {
+    match b {
+        Buf::Scratch { id, offset } => Some((id, offset as usize)),
+        _ => None,
+    }
+}
+
+impl ScratchBytes {
+    /// `dst[..bytes.len()] = bytes` (the buffer is created, and grown, with zeros).
+    pub fn fill(&mut self, dst: Buf, bytes: &[u8]) -> Result<(), String> {
+        let (id, off) = scratch(dst).ok_or_else(|| {
+            format!("a function filled {dst:?}: only its own scratch buffers take bytes")
+        })?;
+        let b = &mut self.bufs.entry(id).or_default().0;
+        if b.len() < off + bytes.len() {
+            b.resize(off + bytes.len(), 0);
+        }
+        b[off..off + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The first `len` bytes of `src` (zeros past what it holds), freeing the buffer.
+    pub fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
+        let (id, off) = scratch(src).ok_or_else(|| {
+            format!("a function took the bytes of {src:?}: only its own scratch buffers hold bytes")
+        })?;
+        let (b, _) = self.bufs.remove(&id).ok_or_else(|| {
+            format!("a function took the bytes of scratch buffer {id}, which holds none")
+        })?;
+        let mut out = vec![0; len as usize];
+        if off < b.len() {
+            let n = (b.len() - off).min(len as usize);
+            out[..n].copy_from_slice(&b[off..off + n]);
+        }
+        Ok(out)
+    }
+
+    /// A device I/O leaves for a device with media: a write's source bytes, if its buffer
+    /// holds any (the caller hands them to the device's [`Media::submit`]); a read into a
+    /// scratch buffer creates it, as the live executor does.
+    pub fn submit(&mut self, io: &Io) -> Option<&[u8]> {
+        let (id, off) = scratch(io.buf)?;
+        match io.op {
+            Op::Write => {
+                let e = self.bufs.get_mut(&id)?;
+                e.1 += 1;
+                let end = (off + io.len as usize).min(e.0.len());
+                Some(&e.0[off.min(end)..end])
+            }
+            Op::Read => {
+                self.bufs.entry(id).or_default().1 += 1;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// A device I/O on device `dev` finished; `read`: the bytes a read returned. A buffer
+    /// lives from the I/O (or fill) that creates it to the last write that drains it.
+    pub fn complete(&mut self, _dev: DeviceId, io: &Io, read: Option<Vec<u8>>) {
+        let Some((id, off)) = scratch(io.buf) else {
+            return;
+        };
+        let Some(e) = self.bufs.get_mut(&id) else {
+            return;
+        };
+        e.1 = e.1.saturating_sub(1);
+        match (io.op, read) {
+            (Op::Read, Some(bytes)) => {
+                if e.0.len() < off + bytes.len() {
+                    e.0.resize(off + bytes.len(), 0);
+                }
+                e.0[off..off + bytes.len()].copy_from_slice(&bytes);
+            }
+            (Op::Write, _) if e.1 == 0 => {
+                self.bufs.remove(&id);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{Breakdown, Request};
+
+    fn media() -> Media {
+        let mut m = Media::default();
+        m.reserve(Region {
+            dev: 0,
+            offset: 8192,
+            len: 8192,
+        });
+        m
+    }
+
+    fn io(id: u64, op: Op, offset: u64, len: u32, fua: bool) -> Io {
+        let mut io = Request::new(0, op, offset, len).io(id);
+        io.fua = fua;
+        io
+    }
+
+    fn done(io: Io) -> Completion {
+        Completion::ok(io, 0, Breakdown::default())
+    }
+
+    #[test]
+    fn fua_is_durable_a_plain_write_waits_for_a_flush_and_a_crash_drops_it() {
+        let mut m = media();
+        let a = io(1, Op::Write, 8192, 4096, true);
+        m.submit(&a, Some(&[1; 4096]));
+        m.complete(&done(a));
+        let b = io(2, Op::Write, 12288, 4096, false);
+        m.submit(&b, Some(&[2; 4096]));
+        m.complete(&done(b));
+        assert_eq!(m.read(12288, 1), vec![2]);
+        // A flush submitted before a write completes does not cover it.
+        let f = io(3, Op::Flush, 0, 0, false);
+        m.submit(&f, None);
+        let c = io(4, Op::Write, 12288, 512, false);
+        m.submit(&c, Some(&[3; 512]));
+        m.complete(&done(c));
+        m.complete(&done(f));
+        m.crash(Tear::LoseAll);
+        // The FUA write and the flushed write survive; the later one does not.
+        assert_eq!(m.read(8192, 1), vec![1]);
+        assert_eq!(m.read(12288, 1), vec![2]);
+        // Outside the region nothing is kept.
+        assert_eq!(m.read(4096, 2), vec![0, 0]);
+        let d = done(io(5, Op::Read, 8190, 4, false));
+        assert_eq!(m.complete(&d), Some(vec![0, 0, 1, 1]));
+    }
+
+    #[test]
+    fn a_write_without_bytes_leaves_garbage_and_torn_writes_keep_some_sectors() {
+        let mut m = media();
+        let a = io(1, Op::Write, 8192, 4096, true);
+        m.submit(&a, None);
+        m.complete(&done(a));
+        assert_eq!(m.read(8192, 2), vec![GARBAGE_BYTE; 2]);
+        // Eight sectors in flight at the crash: some land, some do not.
+        let b = io(2, Op::Write, 8192, 4096, true);
+        m.submit(&b, Some(&[7; 4096]));
+        m.crash(Tear::Sectors(42));
+        let after = m.read(8192, 4096);
+        let kept: Vec<bool> = after.chunks(512).map(|s| s[0] == 7).collect();
+        assert!(
+            kept.iter().any(|&k| k) && kept.iter().any(|&k| !k),
+            "{kept:?}"
+        );
+        for s in after.chunks(512) {
+            assert!(s.iter().all(|&x| x == s[0]), "sectors land whole");
+        }
+    }
+
+    #[test]
+    fn scratch_buffers_live_until_the_write_that_drains_them() {
+        let mut s = ScratchBytes::default();
+        let buf = Buf::Scratch { id: 9, offset: 0 };
+        s.fill(buf.at(2), &[5, 6]).unwrap();
+        let mut w = io(1, Op::Write, 8192, 4, true);
+        w.buf = buf;
+        assert_eq!(s.submit(&w), Some(&[0, 0, 5, 6][..]));
+        s.complete(0, &w, None);
+        assert!(s.take(buf, 4).is_err(), "freed by its write");
+        let mut r = io(2, Op::Read, 8192, 4, false);
+        r.buf = buf;
+        s.submit(&r);
+        s.complete(0, &r, Some(vec![1, 2, 3, 4]));
+        assert_eq!(s.take(buf.at(1), 4).unwrap(), vec![2, 3, 4, 0]);
+        assert!(s.fill(Buf::Host { id: 0, offset: 0 }, &[1]).is_err());
+    }
+}
