@@ -59,6 +59,8 @@ pub static KINDS: &[&Kind] = &[
     &crate::geometry::probe::KIND,
     &crate::raid::stripe::KIND,
     &crate::cache::exces::KIND,
+    &crate::prefetch::launch::IOLAB_KIND,
+    &crate::prefetch::launch::FAST_KIND,
 ];
 
 /// Look a kind up.
