@@ -150,11 +150,11 @@ impl<'a> Hybrid<'a> {
     pub fn latencies(&mut self, pins: &[bool]) -> Vec<Nanos> {
         let mut hdd = self.hdd.clone();
         let mut out = Vec::with_capacity(self.seq.len());
-        for c in 0..self.chunks.len() {
+        for (c, &pinned) in pins.iter().enumerate().take(self.chunks.len()) {
             let ch = self.chunks[c];
             for k in ch.from..ch.to {
                 let io = self.read(k);
-                out.push(if pins[c] {
+                out.push(if pinned {
                     self.flash.service(0, &io).total()
                 } else {
                     hdd.service(0, &io).total()
