@@ -6,6 +6,9 @@
 //! * [`probe`] — the geometry probe against a device model.
 //! * [`memory`] — the memory simulator: processes, pages and DRAM ranks under a memory
 //!   policy.
+//! * [`launch`] — a captured application launch replayed as a closed host (requests wait
+//!   for what they waited for in the capture); [`pinning`] — hybrid-disk pinning of a
+//!   launch by ILP, with the FCFP and SCF baselines.
 //! * [`plausibility`] — the checks a trace must pass to be run (shared by [`run`] and
 //!   [`check`]).
 //! * [`summary`], [`tables`] — what a run writes: `summary.json`, `requests.parquet`,
@@ -14,7 +17,9 @@
 pub mod assemble;
 pub mod config;
 pub mod fuzz;
+pub mod launch;
 pub mod memory;
+pub mod pinning;
 pub mod plausibility;
 pub mod probe;
 pub mod sim;
@@ -23,7 +28,7 @@ pub mod tables;
 
 pub use assemble::{assemble, Assembly, Opener};
 pub use config::RunConfig;
-pub use sim::{HostRequest, NullSink, RunSink, SimOutcome, Simulator};
+pub use sim::{Host, HostRequest, NullSink, RunSink, SimOutcome, Simulator};
 pub use summary::Summary;
 pub use wattio_functions::registry::Registry;
 

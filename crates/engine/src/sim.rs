@@ -142,7 +142,28 @@ struct Arrivals<'a> {
     end: Option<Result<(), String>>,
 }
 
-impl Arrivals<'_> {
+/// Where a run's host requests come from. A trace is an *open* host: its arrivals are
+/// known in advance. A *closed* host (a replayed application launch, `crate::launch`)
+/// issues a request only once what it waits for has completed, so it hears of every reply.
+pub trait Host {
+    /// Whether [`Host::replied`] is called (a constant: the open host's loop has no call
+    /// and no branch for it).
+    const CLOSED: bool;
+    /// The next request's arrival time; `None` when nothing is due until a reply (or at
+    /// the end).
+    fn next_at(&mut self) -> Result<Option<Nanos>, String>;
+    /// The request `next_at` announced, as its arrival time and host I/O (id: the next
+    /// host id, [`Kernel::next_host_id`]).
+    fn take(&mut self) -> (Nanos, &Io);
+    /// Host request `id` completed at `finished` (closed hosts only).
+    fn replied(&mut self, id: u64, finished: Nanos) {
+        let _ = (id, finished);
+    }
+}
+
+impl Host for Arrivals<'_> {
+    const CLOSED: bool = false;
+
     /// The next request's arrival time, `None` at the end of the trace.
     #[inline]
     fn next_at(&mut self) -> Result<Option<Nanos>, String> {
@@ -159,7 +180,9 @@ impl Arrivals<'_> {
         self.pos += 1;
         (self.buf[k].arrival, &self.ios[k])
     }
+}
 
+impl Arrivals<'_> {
     fn refill(&mut self) -> Result<(), String> {
         self.first += self.buf.len() as u64;
         self.buf.clear();
@@ -202,11 +225,12 @@ pub struct Simulator<O: DataObserver = NoObserver> {
 }
 
 /// The simulator's side of the [`Kernel`]: virtual time (the event heap) and where a
-/// run's records go.
-struct Clock<'s> {
+/// run's records go. `CLOSED`: replies are also kept for a closed [`Host`].
+struct Clock<'s, const CLOSED: bool> {
     heap: EventHeap,
     sink: &'s mut dyn RunSink,
     devices: usize,
+    replies: Vec<(u64, Nanos)>,
 }
 
 impl Simulator {
@@ -249,16 +273,6 @@ impl<O: DataObserver> Simulator<O> {
         min_end: Nanos,
         sink: &mut dyn RunSink,
     ) -> Result<SimOutcome, String> {
-        let mut stack = self.stack;
-        let clock = Clock {
-            heap: EventHeap::default(),
-            sink,
-            devices: self.devs.len(),
-        };
-        let devs = self.devs.into_iter().map(Some).collect();
-        let mut k = Kernel::new(devs, clock, self.observer);
-        let mut now: Nanos = self.start;
-        k.start(&mut stack, now)?;
         let mut arrivals = Arrivals {
             src: source,
             buf: Vec::with_capacity(ARRIVAL_BATCH),
@@ -267,6 +281,47 @@ impl<O: DataObserver> Simulator<O> {
             pos: 0,
             end: None,
         };
+        let mut out = self.drive::<_, false>(&mut arrivals, until, min_end, sink)?;
+        drop(arrivals);
+        out.assumptions = source.assumptions();
+        Ok(out)
+    }
+
+    /// Run the requests of `host` to the end (a closed host: until it issues no more and
+    /// nothing is in flight).
+    pub fn run_host<H: Host>(
+        self,
+        host: &mut H,
+        until: Option<Nanos>,
+        min_end: Nanos,
+        sink: &mut dyn RunSink,
+    ) -> Result<SimOutcome, String> {
+        if H::CLOSED {
+            self.drive::<H, true>(host, until, min_end, sink)
+        } else {
+            self.drive::<H, false>(host, until, min_end, sink)
+        }
+    }
+
+    /// The loop, with the reply hand-back compiled in only for closed hosts.
+    fn drive<H: Host, const CLOSED: bool>(
+        self,
+        arrivals: &mut H,
+        until: Option<Nanos>,
+        min_end: Nanos,
+        sink: &mut dyn RunSink,
+    ) -> Result<SimOutcome, String> {
+        let mut stack = self.stack;
+        let clock = Clock::<CLOSED> {
+            heap: EventHeap::default(),
+            sink,
+            devices: self.devs.len(),
+            replies: Vec::new(),
+        };
+        let devs = self.devs.into_iter().map(Some).collect();
+        let mut k = Kernel::new(devs, clock, self.observer);
+        let mut now: Nanos = self.start;
+        k.start(&mut stack, now)?;
         let mut issued: u64 = 0;
         let cap = until.unwrap_or(Nanos::MAX);
         // With an explicit end, timers and transitions run up to it after the last request.
@@ -292,6 +347,11 @@ impl<O: DataObserver> Simulator<O> {
                 now = arrival;
                 issued += 1;
                 k.request(&mut stack, now, io, ())?;
+                if CLOSED {
+                    for (id, at) in k.executor_mut().replies.drain(..) {
+                        arrivals.replied(id, at);
+                    }
+                }
                 if issued.is_multiple_of(PROGRESS_EVERY) {
                     k.executor_mut().sink.progress(issued, now)?;
                 }
@@ -309,8 +369,12 @@ impl<O: DataObserver> Simulator<O> {
             let ev = k.executor_mut().heap.pop().expect("peeked");
             now = ev.at;
             k.fire(&mut stack, now, ev.key(), ev.kind)?;
+            if CLOSED {
+                for (id, at) in k.executor_mut().replies.drain(..) {
+                    arrivals.replied(id, at);
+                }
+            }
         }
-        drop(arrivals);
         if k.inflight() > 0 && until.is_none() {
             return Err(format!(
                 "{} host request(s) never completed: a function dropped them (every request needs a Reply)",
@@ -334,12 +398,12 @@ impl<O: DataObserver> Simulator<O> {
             errors,
             latency,
             power_wait,
-            assumptions: source.assumptions(),
+            assumptions: Vec::new(),
         })
     }
 }
 
-impl Executor for Clock<'_> {
+impl<const CLOSED: bool> Executor for Clock<'_, CLOSED> {
     /// Nothing: the simulator's host requests are the trace's, indexed by their id.
     type Host = ();
 
@@ -381,6 +445,9 @@ impl Executor for Clock<'_> {
 
     #[inline]
     fn host_reply(&mut self, r: &HostRequest<'_>, _host: ()) -> Result<(), String> {
+        if CLOSED {
+            self.replies.push((r.id, r.finished));
+        }
         self.sink.request(r)
     }
 

@@ -312,6 +312,24 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             requests.push(Request::new(c + 1 + p, Op::Read, p * PAGE, PAGE as u32));
         }
     }
+    // An application launch, three times: the same dozen reads issued close together, so
+    // that a launch prefetcher learns, detects and answers it while the rest of the
+    // workload writes the same pages (drawn last: the draws above are those of every seed).
+    let launch: Vec<(u64, u32)> = (0..12)
+        .map(|_| {
+            (
+                rng.below(HOT_PAGES) * PAGE,
+                (1 + rng.below(2)) as u32 * PAGE as u32,
+            )
+        })
+        .collect();
+    for k in 0..3 {
+        let start = k * (end / 3);
+        for (i, &(offset, len)) in launch.iter().enumerate() {
+            let at = start + i as u64 * 20_000;
+            requests.push(Request::new(at, Op::Read, offset, len));
+        }
+    }
     requests.sort_by_key(|r| r.arrival);
     Scenario {
         config,
@@ -529,6 +547,9 @@ fn swarm() {
             "upshifts",
             "downshifts",
             "propagation_copies",
+            // The launch prefetchers detected launches and answered reads from what they
+            // fetched.
+            "prefetch_hits",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),

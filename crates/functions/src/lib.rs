@@ -8,6 +8,8 @@
 //! | `exces` | [`cache::exces`] | external flash cache planned by page popularity (EXCES) | Useche et al., HPCA 2008 |
 //! | `python` | [`external::python`] | a function written in Python | wattio |
 //! | `geometry-probe` | [`geometry::probe`] | track boundaries by timing writes | Huang 2006, ch. 6 |
+//! | `iolab-prefetch` | [`prefetch::launch`] | application-launch prefetcher: learn, detect, pause, fetch in LBA order | IOLab case study 1 |
+//! | `fast-prefetch` | [`prefetch::launch`] | two-phase SSD launch prefetcher, queue kept full | Joo et al., FAST 2011 |
 //! | `raid` | [`raid::stripe`] | RAID-0 / RAID-5: striping, rotating parity, degraded reads | Patterson et al. 1988; Linux md |
 //! | `fs2` | [`placement::fs2`] | replicas of hot scattered blocks in free disk space, read by head position | Huang et al., SOSP 2005 |
 //!
@@ -25,5 +27,6 @@ pub mod geometry;
 pub mod memory;
 pub mod placement;
 pub mod power;
+pub mod prefetch;
 pub mod raid;
 pub mod registry;

@@ -61,6 +61,8 @@ pub static KINDS: &[&Kind] = &[
     &crate::cache::exces::KIND,
     &crate::raid::paraid::KIND,
     &crate::placement::fs2::KIND,
+    &crate::prefetch::launch::IOLAB_KIND,
+    &crate::prefetch::launch::FAST_KIND,
 ];
 
 /// Look a kind up.

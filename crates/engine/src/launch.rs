@@ -1,0 +1,465 @@
+//! A replayable application launch: the block requests of a captured cold launch, each
+//! with what it waited for and the CPU time in between, replayed as a closed [`Host`] so
+//! that launch time on another device, or under a prefetcher, is simulated rather than
+//! only I/O time (docs/launch.md).
+//!
+//! **Dependencies** are inferred from the capture's times alone (it records no causality).
+//! A process that issued request *j* at *t* was running at *t*; what let it run is the last
+//! event of its own before *t*: either a completion (it was blocked on that read, then
+//! computed for the rest of the gap: *j* waits for that completion plus the gap as think
+//! time) or, if it issued a request after its last completion, that issue (it never
+//! blocked: *j* follows that issue by the gap, as asynchronous read-ahead does). A process's
+//! first request follows the last event of any process (its parent forked it), the launch's
+//! first request the start. The launch's end follows its last event the same way. A
+//! request the capture saw no completion of (tracing stopped first) is never waited for.
+//! Replayed with the latencies it was captured with, the model issues every request at its
+//! captured time and ends at the captured end (tested).
+
+use crate::sim::Host;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use wattio_core::io::{Io, Op, Request};
+use wattio_core::time::Nanos;
+
+/// What a step waits for before its think time starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// The launch's start.
+    Start,
+    /// Step `i` was issued.
+    Issue(usize),
+    /// Step `i` completed.
+    Completion(usize),
+}
+
+/// One block request of the launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub op: Op,
+    pub offset: u64,
+    pub len: u32,
+    /// The process that issued it.
+    pub stream: u32,
+    /// The inode whose pages were inserted last before it, by its process (the file it
+    /// reads); `None` when no page insertion preceded it.
+    pub file: Option<u64>,
+    /// It reads file-system metadata: the block device's own pages (the inode whose page
+    /// offsets are device offsets), which FAST fetches first.
+    pub metadata: bool,
+    pub after: After,
+    /// CPU time between `after` and the issue.
+    pub think: Nanos,
+}
+
+/// A launch: its steps in captured issue order and how its end follows them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub steps: Vec<Step>,
+    /// The end (the command exits) waits for this, plus `tail_think`.
+    pub tail: After,
+    pub tail_think: Nanos,
+    /// The captured issue times, latencies (`None`: no completion seen) and end.
+    pub captured: Vec<(Nanos, Option<Nanos>)>,
+    pub captured_end: Nanos,
+}
+
+/// Replayed times of one launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    pub issued: Vec<Nanos>,
+    pub completed: Vec<Option<Nanos>>,
+    pub end: Nanos,
+}
+
+impl Launch {
+    /// The launch in a launch trace's rows (`wattio_formats::launch`: dev 0 block requests
+    /// with measured responses, dev 1 page-cache insertions) ending at `end`.
+    pub fn from_rows(rows: &[Request], end: Nanos) -> Result<Launch, String> {
+        const BLOCK: u16 = 0;
+        const PAGES: u16 = 1;
+        if let Some((i, r)) = rows
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.dev != BLOCK && r.dev != PAGES)
+        {
+            return Err(format!(
+                "row {i}: dev {} is neither block requests (0) nor page-cache insertions (1)",
+                r.dev
+            ));
+        }
+        if let Some(i) = rows.windows(2).position(|w| w[1].arrival < w[0].arrival) {
+            return Err(format!(
+                "row {}: arrival {} ns precedes the previous row's {} ns (launch traces are in arrival order)",
+                i + 1,
+                rows[i + 1].arrival,
+                rows[i].arrival
+            ));
+        }
+        let blocks: Vec<&Request> = rows.iter().filter(|r| r.dev == BLOCK).collect();
+        if blocks.is_empty() {
+            return Err("no block requests (dev 0 rows): nothing to replay".into());
+        }
+        if let Some(r) = blocks.iter().find(|r| r.arrival > end) {
+            return Err(format!(
+                "a block request at {} ns is after the launch's end ({end} ns)",
+                r.arrival
+            ));
+        }
+        let pages: Vec<&Request> = rows.iter().filter(|r| r.dev == PAGES).collect();
+        let bdev = block_device_inode(&blocks, &pages);
+        let captured: Vec<(Nanos, Option<Nanos>)> =
+            blocks.iter().map(|r| (r.arrival, r.measured)).collect();
+        let mut deps = Dependencies::new(&captured, blocks.iter().map(|r| r.stream));
+        let mut steps = Vec::with_capacity(blocks.len());
+        for (j, r) in blocks.iter().enumerate() {
+            let (after, think) = deps.issue(j);
+            let file = last_page_before(&pages, r).and_then(|p| p.file);
+            steps.push(Step {
+                op: r.op,
+                offset: r.offset,
+                len: r.len,
+                stream: r.stream,
+                file,
+                metadata: bdev.is_some() && file == bdev,
+                after,
+                think,
+            });
+        }
+        let (tail, tail_think) = deps.end(end);
+        Ok(Launch {
+            steps,
+            tail,
+            tail_think,
+            captured,
+            captured_end: end,
+        })
+    }
+
+    /// The launch replayed with `latency(i)` for step `i`, no queueing between steps (each
+    /// request is served as if alone): with the captured latencies, the capture itself.
+    pub fn timeline(&self, latency: impl Fn(usize) -> Option<Nanos>) -> Timeline {
+        let n = self.steps.len();
+        let mut issued = vec![0; n];
+        let mut completed = vec![None; n];
+        // Steps are in issue order and wait only for earlier steps.
+        let at = |a: After, issued: &[Nanos], completed: &[Option<Nanos>]| match a {
+            After::Start => Some(0),
+            After::Issue(i) => Some(issued[i]),
+            After::Completion(i) => completed[i],
+        };
+        for (i, s) in self.steps.iter().enumerate() {
+            let base = at(s.after, &issued, &completed).expect("waits only for completions seen");
+            issued[i] = base + s.think;
+            completed[i] = latency(i).map(|l| issued[i] + l);
+        }
+        let end = at(self.tail, &issued, &completed).expect("tail waits on a completion seen")
+            + self.tail_think;
+        Timeline {
+            issued,
+            completed,
+            end,
+        }
+    }
+}
+
+/// The block device's own inode: the one whose page offsets are block request offsets
+/// (metadata read through the block device's page cache), if any page is.
+fn block_device_inode(blocks: &[&Request], pages: &[&Request]) -> Option<u64> {
+    let starts: std::collections::BTreeSet<u64> = blocks.iter().map(|r| r.offset).collect();
+    let mut votes: std::collections::BTreeMap<u64, usize> = Default::default();
+    for p in pages {
+        if let (Some(f), true) = (p.file, starts.contains(&p.offset)) {
+            *votes.entry(f).or_default() += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .max_by_key(|&(f, n)| (n, Reverse(f)))
+        .map(|(f, _)| f)
+}
+
+/// The last page inserted by `r`'s process at or before `r` was issued.
+fn last_page_before<'p>(pages: &[&'p Request], r: &Request) -> Option<&'p Request> {
+    let upto = pages.partition_point(|p| p.arrival <= r.arrival);
+    pages[..upto]
+        .iter()
+        .rev()
+        .find(|p| p.stream == r.stream)
+        .copied()
+}
+
+/// The sweep that infers what each issue waited for: per process, and over all processes,
+/// its last issue and last completion so far (module docs).
+struct Dependencies<'c> {
+    captured: &'c [(Nanos, Option<Nanos>)],
+    /// Completions in time order (time, step), consumed as issues pass them.
+    completions: Vec<(Nanos, usize)>,
+    next_completion: usize,
+    /// Per process: (last issue, last completion).
+    per: std::collections::HashMap<u32, (Option<usize>, Option<usize>)>,
+    any: (Option<usize>, Option<usize>),
+    streams: Vec<u32>,
+}
+
+impl<'c> Dependencies<'c> {
+    fn new(
+        captured: &'c [(Nanos, Option<Nanos>)],
+        streams: impl Iterator<Item = u32>,
+    ) -> Dependencies<'c> {
+        let mut completions: Vec<(Nanos, usize)> = captured
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &(a, m))| m.map(|m| (a + m, i)))
+            .collect();
+        completions.sort_unstable();
+        Dependencies {
+            captured,
+            completions,
+            next_completion: 0,
+            per: Default::default(),
+            any: (None, None),
+            streams: streams.collect(),
+        }
+    }
+
+    /// Take in every completion at or before `t`.
+    fn advance(&mut self, t: Nanos) {
+        while let Some(&(at, i)) = self.completions.get(self.next_completion) {
+            if at > t {
+                break;
+            }
+            self.per.entry(self.streams[i]).or_default().1 = Some(i);
+            self.any.1 = Some(i);
+            self.next_completion += 1;
+        }
+    }
+
+    /// What the latest of (issue, completion) was, and how long before `t`.
+    fn follow(&self, last: (Option<usize>, Option<usize>), t: Nanos) -> (After, Nanos) {
+        let issue = last.0.map(|k| (self.captured[k].0, After::Issue(k)));
+        let done = last.1.map(|i| {
+            let (a, m) = self.captured[i];
+            (a + m.expect("completed"), After::Completion(i))
+        });
+        // At equal times the completion counts: the process ran because of it.
+        let pick = match (issue, done) {
+            (Some(i), Some(d)) => Some(if d.0 >= i.0 { d } else { i }),
+            (i, d) => i.or(d),
+        };
+        match pick {
+            Some((at, after)) => (after, t - at),
+            None => (After::Start, t),
+        }
+    }
+
+    fn issue(&mut self, j: usize) -> (After, Nanos) {
+        let t = self.captured[j].0;
+        self.advance(t);
+        let own = self.per.get(&self.streams[j]).copied();
+        let last = match own {
+            Some(l) if l.0.is_some() || l.1.is_some() => l,
+            _ => self.any,
+        };
+        let r = self.follow(last, t);
+        self.per.entry(self.streams[j]).or_default().0 = Some(j);
+        self.any.0 = Some(j);
+        r
+    }
+
+    fn end(&mut self, end: Nanos) -> (After, Nanos) {
+        self.advance(end);
+        self.follow(self.any, end)
+    }
+}
+
+/// A launch replayed `runs` times as a closed [`Host`]: a learning launch, then launches a
+/// prefetcher may speed up. Each run starts `gap` after the previous one ended and its last
+/// request completed. Host ids are issued in issue order; an I/O carries its step's
+/// process and file (none for metadata: it is read through the block device, not a file).
+pub struct Replay<'l> {
+    launch: &'l Launch,
+    runs: usize,
+    gap: Nanos,
+    /// Steps of the current run ready to issue: (time, step).
+    ready: BinaryHeap<Reverse<(Nanos, usize)>>,
+    issued: Vec<Option<Nanos>>,
+    completed: Vec<Option<Nanos>>,
+    /// Host id − `run_base` → step.
+    ids: Vec<usize>,
+    run_base: u64,
+    next_id: u64,
+    outstanding: usize,
+    on_issue: Vec<Vec<usize>>,
+    on_completion: Vec<Vec<usize>>,
+    ended: bool,
+    started: Vec<Nanos>,
+    ends: Vec<Nanos>,
+    io: Io,
+}
+
+impl<'l> Replay<'l> {
+    pub fn new(launch: &'l Launch, runs: usize, gap: Nanos) -> Replay<'l> {
+        let n = launch.steps.len();
+        let mut on_issue = vec![Vec::new(); n];
+        let mut on_completion = vec![Vec::new(); n];
+        for (j, s) in launch.steps.iter().enumerate() {
+            match s.after {
+                After::Start => {}
+                After::Issue(i) => on_issue[i].push(j),
+                After::Completion(i) => on_completion[i].push(j),
+            }
+        }
+        let mut r = Replay {
+            launch,
+            runs,
+            gap,
+            ready: BinaryHeap::new(),
+            issued: vec![None; n],
+            completed: vec![None; n],
+            ids: Vec::with_capacity(n),
+            run_base: 0,
+            next_id: 0,
+            outstanding: 0,
+            on_issue,
+            on_completion,
+            ended: true,
+            started: Vec::new(),
+            ends: Vec::new(),
+            io: Request::new(0, Op::Read, 0, 0).io(0),
+        };
+        if runs > 0 {
+            r.start_run(0);
+        }
+        r
+    }
+
+    /// When each run started and ended (a run that did not end has no end).
+    pub fn runs(&self) -> (&[Nanos], &[Nanos]) {
+        (&self.started, &self.ends)
+    }
+
+    fn start_run(&mut self, at: Nanos) {
+        self.started.push(at);
+        self.ended = false;
+        self.issued.fill(None);
+        self.completed.fill(None);
+        self.ids.clear();
+        self.run_base = self.next_id;
+        for (j, s) in self.launch.steps.iter().enumerate() {
+            if s.after == After::Start {
+                self.ready.push(Reverse((at + s.think, j)));
+            }
+        }
+        self.progress(at);
+    }
+
+    /// After an issue or a completion at `now`: has the run ended, may the next start?
+    fn progress(&mut self, now: Nanos) {
+        if !self.ended {
+            let base = match self.launch.tail {
+                After::Start => self.started.last().copied(),
+                After::Issue(i) => self.issued[i],
+                After::Completion(i) => self.completed[i],
+            };
+            if let Some(base) = base {
+                self.ended = true;
+                self.ends.push(base + self.launch.tail_think);
+            }
+        }
+        let quiet = self.ready.is_empty() && self.outstanding == 0;
+        if self.ended && quiet && self.started.len() < self.runs {
+            let end = *self.ends.last().expect("ended");
+            self.start_run(end.max(now) + self.gap);
+        }
+    }
+}
+
+impl Host for Replay<'_> {
+    const CLOSED: bool = true;
+
+    fn next_at(&mut self) -> Result<Option<Nanos>, String> {
+        Ok(self.ready.peek().map(|Reverse((t, _))| *t))
+    }
+
+    fn take(&mut self) -> (Nanos, &Io) {
+        let Reverse((t, j)) = self.ready.pop().expect("announced by next_at");
+        let s = self.launch.steps[j];
+        self.issued[j] = Some(t);
+        self.ids.push(j);
+        self.outstanding += 1;
+        for &w in &self.on_issue[j] {
+            self.ready
+                .push(Reverse((t + self.launch.steps[w].think, w)));
+        }
+        let mut r = Request::new(t, s.op, s.offset, s.len);
+        r.stream = s.stream;
+        r.file = if s.metadata { None } else { s.file };
+        self.io = r.io(self.next_id);
+        self.next_id += 1;
+        self.progress(t);
+        (t, &self.io)
+    }
+
+    fn replied(&mut self, id: u64, finished: Nanos) {
+        let Some(&j) = id
+            .checked_sub(self.run_base)
+            .and_then(|k| self.ids.get(k as usize))
+        else {
+            return;
+        };
+        self.completed[j] = Some(finished);
+        self.outstanding -= 1;
+        for &w in &self.on_completion[j] {
+            self.ready
+                .push(Reverse((finished + self.launch.steps[w].think, w)));
+        }
+        self.progress(finished);
+    }
+}
+
+/// What replaying a launch on a run config's devices and stack gave.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replayed {
+    /// Each run's duration (start to end).
+    pub durations: Vec<Nanos>,
+    /// Every layer's counters, in stack order.
+    pub counters: Vec<(String, f64)>,
+    /// Host requests answered, and in error.
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// Replay `launch` `runs` times, `gap` apart, on the devices and stack of `cfg` (its trace
+/// or workload, if any, is not used), with the data-integrity checker watching.
+pub fn replay(
+    launch: &Launch,
+    cfg: &crate::RunConfig,
+    cat: &wattio_devices::Catalogue,
+    runs: usize,
+    gap: Nanos,
+) -> Result<Replayed, String> {
+    let asm = crate::assemble(cfg, cat, None, &mut crate::Registry::new(), 0)?;
+    let mut checker = wattio_core::integrity::Checker::new(4096)?;
+    let mut host = Replay::new(launch, runs, gap);
+    let out = crate::Simulator::new(asm.stack, asm.devices)
+        .with_observer(&mut checker)
+        .run_host(&mut host, None, 0, &mut crate::NullSink)?;
+    let (starts, ends) = host.runs();
+    if ends.len() < runs {
+        return Err(format!(
+            "launch replay: {} of {runs} runs ended (a request the launch waits for never completed)",
+            ends.len()
+        ));
+    }
+    Ok(Replayed {
+        durations: starts.iter().zip(ends).map(|(s, e)| e - s).collect(),
+        counters: out
+            .stack
+            .layers()
+            .iter()
+            .flat_map(|f| f.counters())
+            .collect(),
+        requests: out.requests,
+        errors: out.errors,
+    })
+}

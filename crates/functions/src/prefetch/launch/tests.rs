@@ -1,0 +1,288 @@
+//! Scripted sequences through the harness: learning, detection (match, near miss,
+//! interleaved noise), dispatch order, held requests answered from prefetched buffers,
+//! invalidation by writes. The data-integrity side (contents under the checker) is
+//! `crates/engine/tests/launch.rs`.
+
+use super::*;
+use wattio_core::function::Action;
+use wattio_core::io::Request;
+use wattio_core::testing::{disk, replied, submitted, Harness};
+
+const K: u64 = 4096;
+const MS: Nanos = 1_000_000;
+
+fn params(order: Order, hold: Hold, depth: usize) -> Params {
+    Params {
+        order,
+        hold,
+        detect: 3,
+        depth,
+        priority: 1,
+        gap: 100 * MS,
+    }
+}
+
+/// Guest request `id`: a read of `pages` pages at page `page` of file `file`.
+fn read(id: u64, page: u64, pages: u32, file: Option<u64>) -> Io {
+    let mut r = Request::new(0, Op::Read, page * K, pages * K as u32);
+    r.file = file;
+    r.io(id)
+}
+
+/// The learning launch: five reads, in this issue order, then an idle gap.
+/// page 50 (file 7), page 10 (metadata), page 30 (file 9), page 20 (file 7), page 40 (metadata)
+fn launch() -> Vec<Io> {
+    vec![
+        read(0, 50, 1, Some(7)),
+        read(1, 10, 2, None),
+        read(2, 30, 1, Some(9)),
+        read(3, 20, 1, Some(7)),
+        read(4, 40, 1, None),
+    ]
+}
+
+fn learned(p: Params) -> Harness<LaunchPrefetcher> {
+    let mut h = Harness::new(LaunchPrefetcher::new(p, 1000), vec![disk(0, "d0")]).unwrap();
+    for io in launch() {
+        let a = h.request(0, io);
+        // Learning passes every request down unchanged.
+        assert_eq!(submitted(&a), vec![io]);
+        h.complete(MS, io, Status::Ok);
+    }
+    assert!(h.timer(200 * MS, IDLE).is_empty());
+    assert_eq!(h.counter("learned_requests"), 5.0);
+    assert_eq!(h.counter("learned_extents"), 5.0);
+    h
+}
+
+/// The offsets (in pages) of own reads among `a`.
+fn own_pages(a: &[Action]) -> Vec<u64> {
+    submitted(a)
+        .iter()
+        .filter(|io| io.id.is_own())
+        .map(|io| io.offset / K)
+        .collect()
+}
+
+/// Relaunch: the first `n` requests of the launch (ids from 100).
+fn relaunch(h: &mut Harness<LaunchPrefetcher>, n: usize) -> Vec<Action> {
+    let mut all = Vec::new();
+    for (k, mut io) in launch().into_iter().take(n).enumerate() {
+        io.id = IoId(100 + k as u64);
+        io.buf = Buf::Host {
+            id: 100 + k as u64,
+            offset: 0,
+        };
+        all.extend(h.request(300 * MS, io));
+    }
+    all
+}
+
+#[test]
+fn three_consecutive_matches_start_the_dispatcher_in_lba_order() {
+    let mut h = learned(params(Order::Lba, Hold::Launch, 8));
+    let a = relaunch(&mut h, 2);
+    assert!(own_pages(&a).is_empty(), "two matches are not a launch");
+    let a = relaunch(&mut h, 3);
+    // Guest requests 0 1 0 1 2: only the last three are three consecutive of the log.
+    assert_eq!(own_pages(&a), vec![10, 20, 30, 40, 50]);
+    assert_eq!(h.counter("launches_detected"), 1.0);
+    let own: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| io.id.is_own())
+        .collect();
+    assert!(own.iter().all(|io| io.priority == 1 && io.op == Op::Read));
+    assert_eq!(own[0].len, 2 * K as u32, "the metadata read of 2 pages");
+}
+
+#[test]
+fn a_near_miss_does_not_start_it() {
+    let mut h = learned(params(Order::Lba, Hold::Launch, 8));
+    let l = launch();
+    // Requests 0 and 1 of the launch, then a read of page 31 instead of page 30.
+    let mut a = h.request(0, l[0]);
+    a.extend(h.request(0, l[1]));
+    a.extend(h.request(0, read(9, 31, 1, Some(9))));
+    // And one with the right offset but the wrong length.
+    a.extend(h.request(0, read(10, 30, 2, Some(9))));
+    assert!(own_pages(&a).is_empty());
+    assert_eq!(h.counter("launches_detected"), 0.0);
+}
+
+#[test]
+fn interleaved_noise_breaks_the_run_of_matches_until_three_are_consecutive() {
+    let mut h = learned(params(Order::Lba, Hold::Launch, 8));
+    let l = launch();
+    let noise = |id| read(id, 900, 1, None);
+    let mut a = Vec::new();
+    for io in [l[0], noise(20), l[1], noise(21), l[2], noise(22)] {
+        a.extend(h.request(0, io));
+    }
+    assert!(own_pages(&a).is_empty(), "matches separated by noise");
+    // Three consecutive from the middle of the sequence: 2, 3, 4.
+    a.clear();
+    for io in [l[2], l[3]] {
+        a.extend(h.request(0, io));
+    }
+    assert!(own_pages(&a).is_empty());
+    let a = h.request(0, l[4]);
+    assert_eq!(own_pages(&a), vec![10, 20, 30, 40, 50]);
+}
+
+#[test]
+fn file_order_puts_metadata_first_then_files_by_inode() {
+    let mut h = learned(params(Order::File, Hold::Launch, 8));
+    let a = relaunch(&mut h, 3);
+    // Metadata 10, 40; file 7: 20, 50; file 9: 30.
+    assert_eq!(own_pages(&a), vec![10, 40, 20, 50, 30]);
+}
+
+#[test]
+fn two_phase_fetches_metadata_first_and_data_once_its_metadata_is_in() {
+    let mut h = learned(params(Order::TwoPhase, Hold::Extent, 8));
+    let a = relaunch(&mut h, 3);
+    // Metadata in first-access order (10, 40); the data read first accessed before any
+    // metadata (page 50, position 0) needs none and goes at once; 30 and 20 (positions
+    // 2, 3) need the metadata at position 1 (page 10).
+    assert_eq!(own_pages(&a), vec![10, 40, 50]);
+    let meta = submitted(&a)
+        .into_iter()
+        .find(|io| io.id.is_own() && io.offset == 10 * K)
+        .unwrap();
+    let a = h.complete(301 * MS, meta, Status::Ok);
+    assert_eq!(own_pages(&a), vec![30, 20]);
+    assert_eq!(h.counter("max_queue_depth"), 4.0);
+}
+
+#[test]
+fn the_paused_launch_is_answered_from_the_prefetched_buffers() {
+    let mut h = learned(params(Order::Lba, Hold::Launch, 1));
+    let a = relaunch(&mut h, 3);
+    // Depth 1: one read at a time.
+    let first = submitted(&a).into_iter().find(|io| io.id.is_own()).unwrap();
+    assert_eq!(first.offset, 10 * K);
+    // The launch goes on: request 3 (page 20) and a read the launch never made are held.
+    let mut r3 = launch()[3];
+    r3.id = IoId(103);
+    r3.buf = Buf::Host { id: 103, offset: 0 };
+    let stranger = read(104, 70, 1, Some(7));
+    assert!(h.request(310 * MS, r3).is_empty(), "held while prefetching");
+    assert!(
+        h.request(311 * MS, stranger).is_empty(),
+        "held while prefetching"
+    );
+    // Fetch the extents one by one, in LBA order.
+    let mut io = first;
+    let mut order = vec![io.offset / K];
+    let mut last = Vec::new();
+    for t in 0..5 {
+        last = h.complete(320 * MS + t * MS, io, Status::Ok);
+        if let Some(next) = submitted(&last).into_iter().find(|x| x.id.is_own()) {
+            order.push(next.offset / K);
+            io = next;
+        }
+    }
+    assert_eq!(order, vec![10, 20, 30, 40, 50]);
+    // The prefetch is over: request 3 is answered from extent "page 20" (an XOR of that
+    // buffer into its empty read buffer, then the reply); the stranger goes to the disk.
+    let xor: Vec<_> = last
+        .iter()
+        .filter_map(|a| match a {
+            Action::Xor { dst, src, len } => Some((*dst, *src, *len)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        xor,
+        vec![(
+            r3.buf,
+            Buf::Scratch {
+                id: 1000 + 1,
+                offset: 0
+            },
+            K as u32
+        )]
+    );
+    assert_eq!(
+        replied(&last).iter().map(|c| c.io.id).collect::<Vec<_>>(),
+        vec![IoId(103)]
+    );
+    assert_eq!(
+        submitted(&last).iter().map(|io| io.id).collect::<Vec<_>>(),
+        vec![IoId(104)]
+    );
+    // Hits over the launch's requests: 1 of (3 detecting + 2 held).
+    assert_eq!(h.counter("prefetch_hits"), 1.0);
+    assert_eq!(h.counter("hit_ratio"), 1.0 / 5.0);
+}
+
+#[test]
+fn a_write_makes_the_extents_it_overlaps_stale() {
+    let mut h = learned(params(Order::Lba, Hold::Extent, 8));
+    let a = relaunch(&mut h, 3);
+    let own: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| io.id.is_own())
+        .collect();
+    for io in &own {
+        h.complete(301 * MS, *io, Status::Ok);
+    }
+    // A write of page 21..22 overlaps nothing; one of page 20 overlaps extent "page 20".
+    let w = Request::new(0, Op::Write, 20 * K, K as u32).io(200);
+    let a = h.request(302 * MS, w);
+    assert_eq!(submitted(&a), vec![w]);
+    assert_eq!(h.counter("invalidated_extents"), 1.0);
+    // A later read of page 20 goes to the disk; a read of page 30 is answered.
+    let a = h.request(303 * MS, read(202, 20, 1, Some(7)));
+    assert_eq!(submitted(&a).len(), 1);
+    assert!(replied(&a).is_empty());
+    let a = h.request(303 * MS, read(203, 30, 1, Some(9)));
+    assert!(submitted(&a).is_empty());
+    assert_eq!(replied(&a).len(), 1);
+}
+
+#[test]
+fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
+    let mut h = learned(params(Order::Lba, Hold::Extent, 8));
+    let a = relaunch(&mut h, 3);
+    let own: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| io.id.is_own())
+        .collect();
+    // A read of page 40 (in flight) waits; one of page 70 (never learned) goes down at once.
+    let mut r = launch()[4];
+    r.id = IoId(110);
+    assert!(h.request(305 * MS, r).is_empty());
+    let a = h.request(305 * MS, read(111, 70, 1, None));
+    assert_eq!(
+        submitted(&a).iter().map(|io| io.id).collect::<Vec<_>>(),
+        vec![IoId(111)]
+    );
+    let e40 = own.iter().find(|io| io.offset == 40 * K).unwrap();
+    let a = h.complete(306 * MS, *e40, Status::Ok);
+    assert_eq!(
+        replied(&a).iter().map(|c| c.io.id).collect::<Vec<_>>(),
+        vec![IoId(110)]
+    );
+}
+
+#[test]
+fn the_end_of_a_launch_drops_the_buffers_and_rearms_detection() {
+    let mut h = learned(params(Order::Lba, Hold::Launch, 8));
+    let a = relaunch(&mut h, 3);
+    let own: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| io.id.is_own())
+        .collect();
+    for io in &own {
+        h.complete(301 * MS, *io, Status::Ok);
+    }
+    h.timer(500 * MS, IDLE);
+    // After the launch, a read of a learned page goes to the disk.
+    let a = h.request(600 * MS, read(300, 20, 1, Some(7)));
+    assert!(replied(&a).is_empty());
+    // And the next launch is detected again.
+    let a = relaunch(&mut h, 3);
+    assert_eq!(own_pages(&a).len(), 5);
+    assert_eq!(h.counter("launches_detected"), 2.0);
+}
