@@ -7,12 +7,9 @@ use common::*;
 use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request};
 use wattio_core::time::Nanos;
-use wattio_core::TraceSource;
 use wattio_devices::Catalogue;
 use wattio_engine::launch::{After, Launch, Replay};
 use wattio_engine::{assemble, NullSink, Registry, Simulator};
-use wattio_formats::launch::launch_end;
-use wattio_formats::ColumnarReader;
 
 const MS: Nanos = 1_000_000;
 const US: Nanos = 1_000;
@@ -22,13 +19,7 @@ fn workload(name: &str) -> Launch {
         "{}/../../workloads/{name}/trace.parquet",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut r = ColumnarReader::open(std::path::Path::new(&path)).unwrap();
-    let end = launch_end(r.provenance(), &path).unwrap();
-    let mut rows = Vec::new();
-    while let Some(q) = r.next_request().unwrap() {
-        rows.push(q);
-    }
-    Launch::from_rows(&rows, end).unwrap()
+    Launch::open(std::path::Path::new(&path)).unwrap()
 }
 
 #[test]

@@ -5,7 +5,7 @@ Experiments are named ``launch-…``. Each replays a captured cold launch throug
 model (docs/launch.md: a request waits for what it waited for in the capture, plus the CPU
 time in between) on catalogue devices, twice: a learning launch, then the relaunch a
 prefetcher may speed up, which is the one measured. Pinning evaluates the launch's requests
-on a hybrid disk (docs/pinning.md). The verdict rules were written before the experiments
+on a hybrid disk (docs/functions/pinning.md). The verdict rules were written before the experiments
 were first run; every replay takes well under a second, so --quick runs them all.
 """
 
@@ -200,7 +200,7 @@ FAST_DEPTH = Experiment(
 #: Flash budgets as fractions of the launch's bytes: the paper's Fig. 1 (10 %) and its
 #: headline (26 %), with a smaller and a larger point around them.
 BUDGETS = (0.05, 0.1, 0.26, 0.5)
-#: The ILP considers runs of at most this many consecutive pinned chunks (docs/pinning.md).
+#: The ILP considers runs of at most this many consecutive pinned chunks (docs/functions/pinning.md).
 WINDOW = 64
 
 
