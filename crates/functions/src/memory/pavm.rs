@@ -326,6 +326,46 @@ mod tests {
         assert_eq!(p.active_ranks(2), Vec::<usize>::new());
     }
 
+    /// kmigrated's choices on a scripted mix of 3 ranks: a private page on a later rank of ρ
+    /// goes back to an earlier one with room, never forward; a shared page goes to an
+    /// earlier rank already in α, never to one that would grow α.
+    #[test]
+    fn migration_targets() {
+        let mut q = Pavm::new(&PavmConfig::default(), 3, None).unwrap();
+        assert_eq!(q.migration(), Some((3_000_000_000, 256)));
+        // Process 1 fills rank 0 (the most free).
+        let mut free = vec![9u64, 5, 1];
+        for _ in 0..9 {
+            let r = q.place(1, false, &free).unwrap();
+            free[r] -= 1;
+            q.on_map(1, r);
+        }
+        // Rank 0 is full: the next page opens rank 1 (most free), which joins ρ.
+        assert_eq!(q.place(1, false, &free), Some(1));
+        q.on_map(1, 1);
+        assert_eq!(q.preferred_ranks(1), &[0, 1]);
+        // Rank 0 has room again: rank 1's pages go back; rank 0's stay.
+        let free = vec![2u64, 4, 1];
+        assert_eq!(q.migrate_to(1, false, 1, &free), Some(0));
+        assert_eq!(q.migrate_to(1, false, 0, &free), None);
+        // No room before it in ρ: stays. Off ρ (rank 2): into ρ's first rank with room.
+        assert_eq!(q.migrate_to(1, false, 1, &[0, 4, 1]), None);
+        assert_eq!(q.migrate_to(1, false, 2, &[0, 4, 1]), Some(1));
+        // Shared pages (DLL aggregation): to an earlier rank in α only.
+        q.on_map(1, 2);
+        assert_eq!(q.active_ranks(1), vec![0, 1, 2]);
+        assert_eq!(q.migrate_to(1, true, 2, &[0, 3, 0]), Some(1));
+        q.on_unmap(1, 1);
+        assert_eq!(q.migrate_to(1, true, 2, &[0, 3, 0]), None);
+        // An unknown process has nothing to move; migration can be switched off.
+        assert_eq!(q.migrate_to(7, false, 2, &[5, 5, 5]), None);
+        let off = PavmConfig {
+            migrate_period_ms: 0,
+            ..PavmConfig::default()
+        };
+        assert_eq!(Pavm::new(&off, 3, None).unwrap().migration(), None);
+    }
+
     #[test]
     fn inner_policy_gets_the_hooks() {
         let spec = RankSpec::named("ddr-400-thesis").unwrap();
