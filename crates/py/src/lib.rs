@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod capture;
 mod disk;
 mod live;
+mod memory;
 mod memtrace;
 mod nvcache;
 mod run;
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     capture::register(m)?;
     memtrace::register(m)?;
     nvcache::register(m)?;
+    memory::register(m)?;
     Ok(())
 }
