@@ -298,11 +298,6 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     if broken == Some(Broken::IgnoreFlush) && crashes.is_empty() {
         crashes.push(end / 2 + rng.below(end / 2 + 1));
     }
-    // PARAID does not persist its dirty list yet (docs/functions/paraid.md): after a crash
-    // it cannot know which copy of a chunk is the newer, so its scenarios draw no crash.
-    if config.contains("kind = \"paraid\"") {
-        crashes.clear();
-    }
     crashes.sort_unstable();
     crashes.dedup();
     // Right after each crash, read every page back: what the crash kept is checked before

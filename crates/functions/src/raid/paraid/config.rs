@@ -56,6 +56,7 @@ struct Keys {
     period_h: Option<f64>,
     start: Option<Start>,
     copies: Option<u64>,
+    persist: Option<bool>,
 }
 
 /// A checked PARAID configuration.
@@ -151,6 +152,7 @@ impl ParaidConfig {
                 start_low: k.start == Some(Start::Lowest),
                 copies,
                 assume_clean: k.assume_clean.unwrap_or(false),
+                persist: k.persist.unwrap_or(true),
             },
         })
     }

@@ -32,6 +32,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         start_low,
         copies: 4,
         assume_clean: true,
+        persist: false,
     }
 }
 
