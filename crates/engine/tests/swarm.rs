@@ -169,6 +169,19 @@ fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<Strin
     toml::to_string(&doc).expect("a table serializes") + "\n"
 }
 
+/// A per-device layer below the array (`log`: one that keeps a metadata log on d0). The
+/// simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a layer
+/// that moves d0's blocks onto a device of its own (a cache's flash) would lose the log's,
+/// so under a log such a layer is drawn but left out.
+fn below(rng: &mut Rng, names: &[String], log: bool, stack: &mut Vec<String>, spares: &mut Vec<String>) {
+    let mut own = Vec::new();
+    let f = function(rng, names, false, &mut own);
+    if !(log && !own.is_empty()) {
+        spares.extend(own);
+        stack.push(f);
+    }
+}
+
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut rng = Rng::new(seed);
     let array = broken.is_none() && rng.below(3) == 0;
@@ -215,11 +228,15 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     for _ in 0..rng.below(2) {
         stack.push(function(&mut rng, &names, false, &mut spares));
     }
+    // The array keeps a metadata log on d0 (PARAID).
+    let mut log = false;
     if array {
         // The array, then per-device layers below it: spin-down, a page splitter.
-        stack.push(function(&mut rng, &names, true, &mut spares));
+        let top = function(&mut rng, &names, true, &mut spares);
+        log = top.contains("kind = \"paraid\"");
+        stack.push(top);
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false, &mut spares));
+            below(&mut rng, &names, log, &mut stack, &mut spares);
         }
     }
     let map = match broken {
@@ -240,7 +257,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        stack.push(function(&mut rng, &names, false, &mut spares));
+        below(&mut rng, &names, log, &mut stack, &mut spares);
     }
     if write_back {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
@@ -252,7 +269,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false, &mut spares));
+            below(&mut rng, &names, log, &mut stack, &mut spares);
         }
     }
     for s in stack {
