@@ -173,7 +173,13 @@ fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<Strin
 /// simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a layer
 /// that moves d0's blocks onto a device of its own (a cache's flash) would lose the log's,
 /// so under a log such a layer is drawn but left out.
-fn below(rng: &mut Rng, names: &[String], log: bool, stack: &mut Vec<String>, spares: &mut Vec<String>) {
+fn below(
+    rng: &mut Rng,
+    names: &[String],
+    log: bool,
+    stack: &mut Vec<String>,
+    spares: &mut Vec<String>,
+) {
     let mut own = Vec::new();
     let f = function(rng, names, false, &mut own);
     if !(log && !own.is_empty()) {
@@ -555,10 +561,12 @@ fn swarm() {
             "race_writes_to_origin",
             "pages_written_back",
             "clean_victims",
-            // PARAID shifted both ways and propagated.
+            // PARAID shifted both ways and propagated, and recovered a dirty list after a
+            // crash.
             "upshifts",
             "downshifts",
             "propagation_copies",
+            "recovered_dirty_chunks",
             // The launch prefetchers detected launches and answered reads from what they
             // fetched.
             "prefetch_hits",

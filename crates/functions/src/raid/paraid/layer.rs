@@ -40,9 +40,9 @@ use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Step, IO_NUMBERS};
-use wattio_core::region::Region;
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
+use wattio_core::region::Region;
 use wattio_core::time::Nanos;
 
 const MONITOR: TimerId = 0;
@@ -807,11 +807,9 @@ impl Function for Paraid {
             };
             let snapshot_bytes = self.shape.snapshot_bytes();
             let d0 = &devices[devs[0] as usize];
-            let region = Region::at_end(
-                d0,
-                JournalConfig::region_len(snapshot_bytes, JOURNAL_BYTES),
-            )
-            .map_err(|e| format!("devices: {e}"))?;
+            let region =
+                Region::at_end(d0, JournalConfig::region_len(snapshot_bytes, JOURNAL_BYTES))
+                    .map_err(|e| format!("devices: {e}"))?;
             size = size.min(region.offset);
             self.journal = Some(
                 Journal::new(JournalConfig {

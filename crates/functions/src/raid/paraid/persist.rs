@@ -99,7 +99,11 @@ impl Shape {
     }
 
     /// A checkpoint of `gear` and the dirty chunks' sides.
-    pub fn snapshot(&self, gear: usize, dirty: impl Iterator<Item = ((usize, u64), Side)>) -> Vec<u8> {
+    pub fn snapshot(
+        &self,
+        gear: usize,
+        dirty: impl Iterator<Item = ((usize, u64), Side)>,
+    ) -> Vec<u8> {
         let mut b = vec![0; self.snapshot_bytes() as usize];
         b[0] = gear as u8;
         for ((disk, chunk), side) in dirty {
@@ -128,9 +132,7 @@ impl Shape {
                     let side = match byte >> k & 3 {
                         NEWER_ORIGINAL => Side::Original,
                         NEWER_REPLICA => Side::Replica,
-                        v => {
-                            return Err(format!("checkpoint byte {}: chunk state {v}", i + 1))
-                        }
+                        v => return Err(format!("checkpoint byte {}: chunk state {v}", i + 1)),
                     };
                     let slot = bit / 2;
                     let key = (self.low + (slot / self.chunks) as usize, slot % self.chunks);
@@ -196,7 +198,11 @@ mod tests {
     fn a_checkpoint_is_two_bits_a_chunk_of_the_disks_that_can_sleep() {
         // 3 disks × 10 chunks × 2 bits = 60 bits → 8 bytes, after the gear byte.
         assert_eq!(SHAPE.snapshot_bytes(), 9);
-        let dirty = [((2, 0), Side::Original), ((2, 3), Side::Replica), ((4, 9), Side::Replica)];
+        let dirty = [
+            ((2, 0), Side::Original),
+            ((2, 3), Side::Replica),
+            ((4, 9), Side::Replica),
+        ];
         let b = SHAPE.snapshot(1, dirty.into_iter());
         // Chunk (2,0) is bit 0 (01), (2,3) bits 6–7 (10): byte 1 = 0b1000_0001; (4,9) is
         // slot 29, bits 58–59: byte 1 + 7, bits 2–3.
@@ -246,10 +252,15 @@ mod tests {
             e,
             "record 1 of the log: chunk 0 of disk 1 is outside disks 2..5 × 10 chunks"
         );
-        let e = SHAPE.replay(&[], &[Record::Gear(3).encode().to_vec()]).unwrap_err();
+        let e = SHAPE
+            .replay(&[], &[Record::Gear(3).encode().to_vec()])
+            .unwrap_err();
         assert_eq!(e, "record 1 of the log: gear 3, the array has 3");
         let e = SHAPE.replay(&[0; 4], &[]).unwrap_err();
-        assert_eq!(e, "checkpoint: 4 bytes, expected 9 for this array's geometry");
+        assert_eq!(
+            e,
+            "checkpoint: 4 bytes, expected 9 for this array's geometry"
+        );
         let e = SHAPE.replay(&[], &[vec![9; RECORD_BYTES]]).unwrap_err();
         assert!(e.starts_with("record 1 of the log: "), "{e}");
     }
