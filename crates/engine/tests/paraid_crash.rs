@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::DISK;
+use common::disk;
 use std::collections::BTreeMap;
 use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request};
@@ -34,7 +34,7 @@ const SECOND_CRASH: Nanos = 1_700_000_000;
 fn config() -> String {
     let mut c = String::from("[run]\nseed = 1\n");
     for d in ["d0", "d1"] {
-        c += &DISK.replace("name = \"disk\"", &format!("name = \"{d}\""));
+        c += &disk().replace("name = \"disk\"", &format!("name = \"{d}\""));
     }
     c + r#"
 [[function]]

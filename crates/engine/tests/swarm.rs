@@ -13,6 +13,7 @@ use std::sync::Arc;
 use swarm_layers::{Map, Pages, WriteBack, PAGE};
 use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request, Status};
+use wattio_core::testing::SpecDisk;
 use wattio_core::time::Nanos;
 use wattio_core::trace::{TraceSource, VecSource};
 use wattio_core::Function;
@@ -22,45 +23,18 @@ use wattio_functions::registry::{Draw, SwarmDevices, KINDS};
 use wattio_workload::Rng;
 
 /// A small disk with a 0.5 s spin-down and a 1 s spin-up (inline spec).
-const DISK: &str = r#"
-[device.spec]
-kind = "hdd"
-[device.spec.timing]
-model = "hdd-parametric"
-capacity_bytes = 1_000_000_000
-rpm = 7200
-avg_seek_ms = 8.0
-media_rate_mbps = 80
-[device.spec.power]
-idle = "idle"
-active = "active"
-seek = "seek"
-[[device.spec.power.state]]
-name = "active"
-watts = 2.0
-spinning = true
-[[device.spec.power.state]]
-name = "seek"
-watts = 3.0
-spinning = true
-[[device.spec.power.state]]
-name = "idle"
-watts = 1.0
-spinning = true
-[[device.spec.power.state]]
-name = "standby"
-watts = 0.2
-[[device.spec.power.transition]]
-from = "idle"
-to = "standby"
-latency_s = 0.5
-energy_j = 0.5
-[[device.spec.power.transition]]
-from = "standby"
-to = "idle"
-latency_s = 1.0
-energy_j = 4.0
-"#;
+const DISK: SpecDisk = SpecDisk {
+    capacity_bytes: 1_000_000_000,
+    rpm: 7200,
+    avg_seek_ms: 8.0,
+    media_rate_mbps: 80,
+    active_w: 2.0,
+    seek_w: Some(3.0),
+    idle_w: 1.0,
+    standby_w: 0.2,
+    spin_down: (0.5, 0.5),
+    spin_up: (1.0, 4.0),
+};
 
 /// A small flash card (inline spec) with a free sleep state.
 const FLASH: &str = r#"
@@ -216,7 +190,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             missing = Some(name.clone());
         }
         let device = match rng.below(3) {
-            0 => DISK.to_string(),
+            0 => DISK.toml(),
             1 => FLASH.to_string(),
             _ => format!("model = \"{}\"\n", pick(&mut rng, CATALOGUE)),
         };
@@ -616,13 +590,19 @@ fn a_cache_that_acknowledges_writes_before_they_land_is_caught() {
 
 #[test]
 fn a_bad_fault_table_names_its_key() {
-    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nslow = -1.0\n");
+    let cfg = format!(
+        "[[device]]\nname = \"d0\"\n{}[device.fault]\nslow = -1.0\n",
+        DISK.toml()
+    );
     let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
     assert_eq!(
         e,
         "f.toml: device[0].fault.slow: expected a multiplier in (0, 1e6], got -1"
     );
-    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nbroken = true\n");
+    let cfg = format!(
+        "[[device]]\nname = \"d0\"\n{}[device.fault]\nbroken = true\n",
+        DISK.toml()
+    );
     let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
     assert!(e.contains("unknown field `broken`"), "{e}");
 }

@@ -10,6 +10,7 @@ use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use wattio_core::testing::SpecDisk;
 use wattio_live::client::Client;
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{build_from_config, ConfigServe};
@@ -101,47 +102,25 @@ fn raid5_parity_lands_in_the_member_images() {
     assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
 }
 
-/// A fast disk with a standby state (inline spec): 15K RPM, 0.5 ms seeks, 50 ms
-/// transitions, so that propagation and shifts fit in a short test.
-const DISK: &str = r#"
-[device.spec]
-kind = "hdd"
-[device.spec.timing]
-model = "hdd-parametric"
-capacity_bytes = 1_000_000_000
-rpm = 15000
-avg_seek_ms = 0.5
-media_rate_mbps = 200
-[device.spec.power]
-idle = "idle"
-active = "active"
-[[device.spec.power.state]]
-name = "active"
-watts = 9.6
-spinning = true
-[[device.spec.power.state]]
-name = "idle"
-watts = 6.5
-spinning = true
-[[device.spec.power.state]]
-name = "standby"
-watts = 2.9
-[[device.spec.power.transition]]
-from = "idle"
-to = "standby"
-latency_s = 0.05
-energy_j = 0.3
-[[device.spec.power.transition]]
-from = "standby"
-to = "idle"
-latency_s = 0.05
-energy_j = 1.2
-"#;
+/// A fast disk with a standby state: 15K RPM, 0.5 ms seeks, 50 ms transitions, so that
+/// propagation and shifts fit in a short test.
+const DISK: SpecDisk = SpecDisk {
+    capacity_bytes: 1_000_000_000,
+    rpm: 15000,
+    avg_seek_ms: 0.5,
+    media_rate_mbps: 200,
+    active_w: 9.6,
+    seek_w: None,
+    idle_w: 6.5,
+    standby_w: 2.9,
+    spin_down: (0.05, 0.3),
+    spin_up: (0.05, 1.2),
+};
 
 fn config() -> String {
     let mut c = String::new();
     for k in 0..5 {
-        c += &format!("[[device]]\nname = \"d{k}\"\n{DISK}\n");
+        c += &format!("[[device]]\nname = \"d{k}\"\n{}\n", DISK.toml());
     }
     // RAID-5 gears {3,5}; 50 ms samples, a window of one: a busy sample shifts up, an idle
     // one down (the threshold is low so that fio's pace counts as load).
@@ -266,7 +245,10 @@ fn serve_child(d: &TempDir, sock: &Path) -> (Child, Client) {
         if let Ok(c) = Client::connect(&uri(sock, "paraid")) {
             return (child, c);
         }
-        assert!(t0.elapsed() < Duration::from_secs(20), "server did not come up");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not come up"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
