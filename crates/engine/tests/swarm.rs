@@ -156,7 +156,7 @@ fn below(
 ) {
     let mut own = Vec::new();
     let f = function(rng, names, false, &mut own);
-    if !(log && !own.is_empty()) {
+    if !log || own.is_empty() {
         spares.extend(own);
         stack.push(f);
     }
