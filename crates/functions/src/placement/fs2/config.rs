@@ -14,9 +14,21 @@ pub static KIND: Kind = Kind {
     source: "Huang, Hung & Shin, FS2: Dynamic Data Replication in Free Disk Space for Improving Disk Performance and Energy Consumption, SOSP 2005 (Huang thesis 2006, ch. 5)",
     doc: "docs/functions/fs2.md",
     check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
-    build: |t, ctx| Ok(Box::new(Fs2::new(Params::parse(t, ctx.key)?)?) as Box<dyn Function>),
+    build: |t, ctx| {
+        let p = Params::parse(t, ctx.key)?;
+        Ok(Box::new(Fs2::new(p, layer_index(ctx.key))?) as Box<dyn Function>)
+    },
     swarm: Some(swarm),
 };
+
+/// The index of a `[[function]]` table from its key path (`function[2]` → 2; 0 if the key
+/// names none).
+fn layer_index(key: &str) -> usize {
+    key.strip_prefix("function[")
+        .and_then(|k| k.split(']').next())
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(0)
+}
 
 /// Dynamic replication (hot regions, per epoch) or FS2-static (`mkfs2`: the given blocks,
 /// once, to the middle of the disk).
@@ -320,6 +332,15 @@ mod tests {
             e.starts_with("function[0].mode: unknown variant `sometimes`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn layers_of_one_stack_copy_with_their_own_numbers() {
+        assert_eq!(layer_index("function[12]"), 12);
+        assert_eq!(layer_index("stack"), 0);
+        assert_eq!(super::super::copy_base(0), 1 << 40);
+        assert_eq!(super::super::copy_base(3), (1 << 40) + (3 << 34));
+        assert!(super::super::copy_base(63) + (1 << 34) <= 1 << 46);
     }
 
     #[test]

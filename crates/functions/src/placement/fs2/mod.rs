@@ -142,9 +142,21 @@ pub struct Fs2 {
     c: Counters,
 }
 
+/// The first own-I/O number of the FS2 layer at index `layer` of its stack. A copy's
+/// number is also its scratch buffer's id, and scratch ids are global to the stack (the
+/// checker and the live executor name a buffer by its id alone): two FS2 layers in one
+/// stack numbering from the same base had one copy's read land in the other's buffer, which
+/// then wrote it as data (found by the swarm, seed 2528). FS2 owns own-I/O numbers
+/// `2^40 .. 2^46` (PARAID starts at 2^46, EXCES at 2^60), 2^34 per layer index mod 64.
+pub fn copy_base(layer: usize) -> u64 {
+    (1 << 40) | ((layer as u64 & 63) << 34)
+}
+
 impl Fs2 {
-    /// Build from a checked configuration; reads the ext image if one is named.
-    pub fn new(p: Params) -> Result<Fs2, String> {
+    /// Build from a checked configuration; reads the ext image if one is named. `layer` is
+    /// the layer's index in its stack: it picks the layer's own-I/O numbers (see
+    /// [`copy_base`]).
+    pub fn new(p: Params, layer: usize) -> Result<Fs2, String> {
         let mut initial_free: Vec<(u64, u64)> = p
             .free
             .iter()
@@ -168,7 +180,7 @@ impl Fs2 {
             target: NO_REGION,
             candidates: VecDeque::new(),
             queued: HashSet::new(),
-            copier: Copier::new(1 << 40),
+            copier: Copier::new(copy_base(layer)),
             copies: HashMap::new(),
             next_tag: 0,
             fanout: Fanout::new(),

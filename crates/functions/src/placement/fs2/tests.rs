@@ -52,7 +52,7 @@ fn toy(extra: &str) -> Fs2 {
     let mut d = disk(0, "d");
     d.capacity = TOY_BLOCKS * BLOCK;
     d.geometry = Some(Arc::new(Toy));
-    let mut f = Fs2::new(params(extra)).unwrap();
+    let mut f = Fs2::new(params(extra), 0).unwrap();
     f.attach(&[d]).unwrap();
     f
 }
@@ -397,7 +397,7 @@ fn static_mode_replicates_the_given_blocks_to_the_middle_once() {
 
 #[test]
 fn attach_needs_a_mechanical_layout() {
-    let mut f = Fs2::new(params("")).unwrap();
+    let mut f = Fs2::new(params(""), 0).unwrap();
     let e = f.attach(&[disk(0, "d")]).unwrap_err();
     assert!(e.contains("device `d` has no geometry (fs2 needs"), "{e}");
     let e = f.attach(&[disk(0, "x")]).unwrap_err();
@@ -416,7 +416,7 @@ fn nearest_copy_matches_the_drives_own_seek_and_rotation() {
     let mut d = disk(0, "d");
     d.capacity = model.capacity();
     d.geometry = model.geometry();
-    let mut f = Fs2::new(params("")).unwrap();
+    let mut f = Fs2::new(params(""), 0).unwrap();
     f.attach(&[d]).unwrap();
     let blocks = model.capacity() / BLOCK;
     let mut x = 12345u64;
@@ -533,7 +533,7 @@ fn free_space_from_mkfs_images_bitmaps() {
         let counted: u64 = e.extents.iter().map(|(s, z)| (z - s) / 4096).sum();
         assert_eq!(counted, e.free_blocks);
         // The function starts knowing it.
-        let mut f = Fs2::new(params(&format!("ext_image = '{}'", img.display()))).unwrap();
+        let mut f = Fs2::new(params(&format!("ext_image = '{}'", img.display())), 0).unwrap();
         let mut d = disk(0, "d");
         d.capacity = 300 << 20;
         d.geometry = Some(Arc::new(Toy));
