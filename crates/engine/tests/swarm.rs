@@ -119,6 +119,17 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
 /// below them, since a layer that remaps pages across devices would alias their members.
 const ARRAYS: &[&str] = &["raid", "paraid"];
 
+/// Kinds that need a mechanical layout (`DeviceInfo::require_geometry`) on the device their
+/// `disk` key names: the swarm makes that device one of `MECHANICAL_DRIVES`.
+const MECHANICAL: &[&str] = &["fs2"];
+
+const MECHANICAL_DRIVES: &[&str] = &[
+    "hp-c2247a",
+    "dec-rz26",
+    "quantum-atlas-10k",
+    "wd800-fs2-mechanical",
+];
+
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
 /// every function in the registry is in the swarm (arrays when `array`, the others when
 /// not). A generator may name a device `spare-…` that is not among `names` (a cache's own
@@ -174,8 +185,10 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     }
     let mut config = format!("[run]\nseed = {seed}\n\n");
     let mut missing = None;
+    // Each device's table: its name, its model and its faults (the model may still change,
+    // below, when a layer needs a mechanical layout).
+    let mut devices = Vec::new();
     for (k, name) in names.iter().enumerate() {
-        config += &format!("[[device]]\nname = \"{name}\"\n");
         // Faults on some devices: EIO on a few pages of the hot range, a slow device.
         let mut fault = String::new();
         if rng.below(6) == 0 {
@@ -194,11 +207,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             1 => FLASH.to_string(),
             _ => format!("model = \"{}\"\n", pick(&mut rng, CATALOGUE)),
         };
-        config += &device;
-        if !fault.is_empty() {
-            config += &format!("[device.fault]\n{fault}");
-        }
-        config += "\n";
+        devices.push((name.clone(), device, fault));
     }
     // The stack, top first: spin-down layers anywhere, at most one page layer, the
     // write-back cache at the bottom below a page layer (it works a page at a time).
@@ -251,6 +260,25 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         if rng.below(2) == 0 {
             below(&mut rng, &names, log, &mut stack, &mut spares);
         }
+    }
+    // A layer that needs the disk's layout (FS2) gets a mechanical model under it.
+    for (name, device, _) in &mut devices {
+        let needs = stack.iter().any(|t| {
+            MECHANICAL
+                .iter()
+                .any(|k| t.contains(&format!("kind = \"{k}\"")))
+                && t.contains(&format!("disk = \"{name}\""))
+        });
+        if needs {
+            *device = format!("model = \"{}\"\n", pick(&mut rng, MECHANICAL_DRIVES));
+        }
+    }
+    for (name, device, fault) in devices {
+        config += &format!("[[device]]\nname = \"{name}\"\n{device}");
+        if !fault.is_empty() {
+            config += &format!("[device.fault]\n{fault}");
+        }
+        config += "\n";
     }
     for s in stack {
         config += &s;
@@ -544,6 +572,12 @@ fn swarm() {
             // The launch prefetchers detected launches and answered reads from what they
             // fetched.
             "prefetch_hits",
+            // FS2 made replicas, read from them, and invalidated them on writes, also while
+            // a copy was out.
+            "replicas_created",
+            "reads_redirected",
+            "invalidated_by_write",
+            "copies_stale",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
