@@ -22,6 +22,7 @@
 //! Policies are built from a `[memory.policy]` table by [`build`]; every parameter is
 //! documented in `docs/functions/memory-*.md`.
 
+pub mod delay_hiding;
 pub mod hw;
 pub mod immediate;
 pub mod pavm;
