@@ -67,10 +67,15 @@ fn launch_pinning(
     window: usize,
 ) -> PyResult<String> {
     if budgets.len() > MAX_BUDGETS {
-        return Err(err(format!("budgets: at most {MAX_BUDGETS}, got {}", budgets.len())));
+        return Err(err(format!(
+            "budgets: at most {MAX_BUDGETS}, got {}",
+            budgets.len()
+        )));
     }
     if let Some(b) = budgets.iter().find(|b| !(0.0..=1.0).contains(*b)) {
-        return Err(err(format!("budgets: expected fractions from 0 to 1, got {b}")));
+        return Err(err(format!(
+            "budgets: expected fractions from 0 to 1, got {b}"
+        )));
     }
     let launch = load(trace)?;
     let cat = Catalogue::embedded().map_err(err)?;
