@@ -14,6 +14,11 @@ use wattio_engine::RunConfig;
 /// Bounds on what a caller controls: replayed launches, and ILP solves per call.
 const MAX_RUNS: usize = 16;
 const MAX_BUDGETS: usize = 64;
+/// Branch-and-bound nodes per pinning solve, unless the caller says otherwise, and at most.
+const DEFAULT_NODES: u64 = 2000;
+const MAX_NODES: u64 = 1_000_000;
+/// Chunks the ILP's edges may span (its variables grow with chunks × window).
+const MAX_WINDOW: usize = 1024;
 
 fn err(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -57,14 +62,17 @@ fn launch_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult
 /// (`hdd-parametric`) and `flash`, at each budget (fraction of the launch's bytes): none,
 /// FCFP, SCF and the ILP (`window` chunks). JSON: one row per budget and scheme, with
 /// disk-access time, simulated launch time (the launch model with each request's hybrid
-/// latency), pinned bytes, and for the ILP solve time and gap.
+/// latency), pinned bytes, and for the ILP solve time, gap, branch-and-bound nodes (at
+/// most `nodes` per solve) and whether the optimum was proven.
 #[pyfunction]
+#[pyo3(signature = (trace, hdd, flash, budgets, window, nodes = DEFAULT_NODES))]
 fn launch_pinning(
     trace: &str,
     hdd: &str,
     flash: &str,
     budgets: Vec<f64>,
     window: usize,
+    nodes: u64,
 ) -> PyResult<String> {
     if budgets.len() > MAX_BUDGETS {
         return Err(err(format!(
@@ -75,6 +83,16 @@ fn launch_pinning(
     if let Some(b) = budgets.iter().find(|b| !(0.0..=1.0).contains(*b)) {
         return Err(err(format!(
             "budgets: expected fractions from 0 to 1, got {b}"
+        )));
+    }
+    if !(1..=MAX_WINDOW).contains(&window) {
+        return Err(err(format!(
+            "window: expected 1 to {MAX_WINDOW} chunks, got {window}"
+        )));
+    }
+    if !(1..=MAX_NODES).contains(&nodes) {
+        return Err(err(format!(
+            "nodes: expected 1 to {MAX_NODES}, got {nodes}"
         )));
     }
     let launch = load(trace)?;
@@ -115,8 +133,10 @@ fn launch_pinning(
         row(&mut h, b, "fcfp", &f, serde_json::json!({}));
         let s = h.scf(bytes);
         row(&mut h, b, "scf", &s, serde_json::json!({}));
-        let o = h.optimal(bytes, window).map_err(err)?;
-        let extra = serde_json::json!({"solve_s": o.seconds, "gap": o.gap()});
+        let o = h.optimal(bytes, window, nodes).map_err(err)?;
+        let extra = serde_json::json!({
+            "solve_s": o.seconds, "gap": o.gap(), "nodes": o.nodes, "proven": o.proven,
+        });
         row(&mut h, b, "ilp", &o.pinned, extra);
     }
     Ok(
