@@ -3,6 +3,7 @@ launch replayed on catalogue devices, hybrid-disk pinning across budgets, and th
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT
@@ -10,6 +11,61 @@ from wattio import _core
 
 TRACE = ROOT / "workloads" / "launch-python" / "trace.parquet"
 HDD = '[[device]]\nname = "d0"\nmodel = "seagate-constellation-es3-4tb"\n'
+#: SanDisk Ultra II CF: 10 MB/s, no per-page latency: a 4 KiB read takes 409,600 ns.
+CF = '[[device]]\nname = "d0"\nmodel = "sandisk-ultra-cf-2gb"\n'
+READ_4K = 409_600
+
+
+def _launch(path, reads, end_ns):
+    """A launch trace (`wattio capture launch`'s format) of one process's 4 KiB block reads
+    `(arrival_ns, offset, measured_ns)`, ending at `end_ns`."""
+    schema = pq.read_schema(TRACE)
+    n = len(reads)
+    cols = {
+        "arrival_ns": [a for a, _, _ in reads],
+        "op": [0] * n,
+        "offset": [o for _, o, _ in reads],
+        "len": [4096] * n,
+        "dev": [0] * n,
+        "stream": [7] * n,
+        "file": [None] * n,
+        "call_site": [None] * n,
+        "measured_ns": [m for _, _, m in reads],
+    }
+    meta = dict(pq.read_metadata(TRACE).metadata)
+    del meta[b"ARROW:schema"]
+    meta[b"wattio.launch.end_ns"] = str(end_ns).encode()
+    table = pa.Table.from_pydict(cols, schema=schema.with_metadata(meta))
+    pq.write_table(table, path)
+    return str(path)
+
+
+def test_a_small_launch_replays_to_its_hand_computed_time(tmp_path):
+    # Captured: read A at 0 (done at 100 µs), 200 µs of CPU, read B at 300 µs (done at
+    # 400 µs), 100 µs of CPU, exit at 500 µs. B waits for A's completion plus 200 µs, the
+    # end for B's plus 100 µs. On the CF card each read takes 409.6 µs: A 0 → 409.6 µs,
+    # B 609.6 → 1019.2 µs, end 1119.2 µs; the relaunch (no prefetcher) the same.
+    trace = _launch(tmp_path / "t.parquet", [(0, 0, 100_000), (300_000, 1 << 20, 100_000)], 500_000)
+    r = json.loads(_core.launch_replay(trace, CF, 2, 1.0))
+    end = 2 * READ_4K + 200_000 + 100_000
+    assert r["durations_s"] == [end / 1e9, end / 1e9]
+    assert r["captured_s"] == 500_000 / 1e9
+    assert r["requests"] == 4 and r["errors"] == 0
+
+
+def test_the_prefetcher_answers_the_launch_after_the_three_reads_that_detect_it(tmp_path):
+    # Five reads 1 ms apart, each waiting for the previous one: the first launch is learned,
+    # the relaunch detected at its third read; the prefetcher then fetches the five extents
+    # (LBA order) and answers the fourth and fifth from them: hit ratio 2 / 5.
+    reads = [(k * 1_000_000, (5 - k) << 20, 100_000) for k in range(5)]
+    trace = _launch(tmp_path / "t.parquet", reads, 5_000_000)
+    fn = '[[function]]\nkind = "iolab-prefetch"\ngap_s = 0.5\n'
+    r = json.loads(_core.launch_replay(trace, CF + fn, 2, 1.0))
+    c = r["counters"]
+    assert c["learned_requests"] == 5 and c["learned_extents"] == 5
+    assert c["launches_detected"] == 1 and c["prefetch_reads"] == 5
+    assert c["launch_requests"] == 5 and c["prefetch_hits"] == 2 and c["hit_ratio"] == 2 / 5
+    assert r["requests"] == 10 and r["errors"] == 0
 
 
 def _block_requests() -> int:
@@ -49,7 +105,7 @@ def test_pinning_rows_respect_their_budget():
 def test_bad_inputs_are_errors_naming_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match="nothing.parquet"):
         _core.launch_replay(str(tmp_path / "nothing.parquet"), HDD, 2, 2.0)
-    with pytest.raises(ValueError, match="function\\[1\\].gap_s"):
+    with pytest.raises(ValueError, match="function\\[0\\].gap_s"):
         _core.launch_replay(str(TRACE), HDD + '[[function]]\nkind = "iolab-prefetch"\ngap_s = -1\n', 2, 2.0)
     with pytest.raises(ValueError, match="runs: expected 1 to 16, got 0"):
         _core.launch_replay(str(TRACE), HDD, 0, 2.0)
