@@ -300,7 +300,8 @@ impl<'a> Hybrid<'a> {
         Ok(Solved {
             pinned,
             objective: s.objective() * 1e3,
-            bound: stats.best_bound.unwrap_or(f64::NEG_INFINITY) * 1e3,
+            // Every cost is a time, so 0 bounds the optimum when the search reports no bound.
+            bound: stats.best_bound.unwrap_or(0.0) * 1e3,
             nodes: stats.nodes_solved,
             proven: s.status() == SolutionStatus::Optimal,
             seconds: t0.elapsed().as_secs_f64(),
