@@ -72,6 +72,21 @@ pub struct Timeline {
 }
 
 impl Launch {
+    /// The launch in the columnar launch trace at `path` (`wattio capture launch`): its rows
+    /// and the end its provenance records. Errors name the file.
+    pub fn open(path: &std::path::Path) -> Result<Launch, String> {
+        use wattio_core::TraceSource;
+        let name = path.display().to_string();
+        let mut r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
+        let end =
+            wattio_formats::launch::launch_end(r.provenance(), &name).map_err(|e| e.to_string())?;
+        let mut rows = Vec::new();
+        while let Some(q) = r.next_request().map_err(|e| e.to_string())? {
+            rows.push(q);
+        }
+        Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"))
+    }
+
     /// The launch in a launch trace's rows (`wattio_formats::launch`: dev 0 block requests
     /// with measured responses, dev 1 page-cache insertions) ending at `end`.
     pub fn from_rows(rows: &[Request], end: Nanos) -> Result<Launch, String> {

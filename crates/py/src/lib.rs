@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod capture;
 mod disk;
+mod launch;
 mod live;
 mod memory;
 mod memtrace;
@@ -18,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     run::register(m)?;
     trace::register(m)?;
     disk::register(m)?;
+    launch::register(m)?;
     live::register(m)?;
     capture::register(m)?;
     memtrace::register(m)?;
