@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod capture;
+mod delay_hiding;
 mod disk;
 mod live;
 mod memtrace;
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     disk::register(m)?;
     live::register(m)?;
     capture::register(m)?;
+    delay_hiding::register(m)?;
     memtrace::register(m)?;
     nvcache::register(m)?;
     Ok(())
