@@ -1,7 +1,8 @@
 //! Throughput of the non-volatile cache simulator: memory accesses per CPU second through
 //! the L1 (32 KiB, 8 ways) and a 1 MiB 16-way hybrid PRAM + STT-RAM LLC, and peak memory
 //! at two trace lengths (it must not grow with the length). `cargo bench -q -p
-//! wattio-nvcache --bench nvcache`; results in docs/benchmarks.md.
+//! wattio-nvcache --bench nvcache`; results in docs/benchmarks.md. An argument N runs each
+//! configuration once at N accesses (for a profiler: callgrind on 2 M accesses).
 
 use std::hint::black_box;
 use wattio_nvcache::{Encoding, Hierarchy, Hybrid, LlcConfig, SimConfig, WearLevelling};
@@ -76,6 +77,10 @@ fn run(n: u64, enc: Encoding) -> (f64, f64, u64) {
 }
 
 fn main() {
+    let lengths: Vec<u64> = match std::env::args().nth(1).and_then(|a| a.parse().ok()) {
+        Some(n) => vec![n],
+        None => vec![10_000_000, 50_000_000],
+    };
     let mut s = Stream(1);
     let t0 = cpu_ns();
     let mut acc = 0u64;
@@ -91,7 +96,7 @@ fn main() {
         ("L1 + HC", Encoding::Dw),
         ("L1 + HC+DI(4)", Encoding::Di { unit: 4 }),
     ] {
-        for n in [10_000_000u64, 50_000_000] {
+        for &n in &lengths {
             let (cpu, wall, rss) = run(n, enc);
             println!(
                 "{name:<14} {:>3} M accesses: {cpu:.1} M/s CPU ({wall:.1} M/s wall), RSS {rss} KiB",

@@ -172,6 +172,77 @@ pub fn disk(id: DeviceId, name: &str) -> DeviceInfo {
     DeviceInfo::new(id, name, 1_000_000_000, Arc::new(power))
 }
 
+/// A parametric disk as an inline `[device.spec]` table (TOML) for tests' run configs: the
+/// one table the engine's tests, the swarm and the live tests write, each with its numbers
+/// ([`SpecDisk::ROUND`] is [`disk`]'s).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpecDisk {
+    pub capacity_bytes: u64,
+    pub rpm: u32,
+    pub avg_seek_ms: f64,
+    pub media_rate_mbps: u32,
+    pub active_w: f64,
+    /// `None`: no seek state.
+    pub seek_w: Option<f64>,
+    pub idle_w: f64,
+    pub standby_w: f64,
+    /// Idle → standby (transition `spin_down`) and back (`spin_up`): seconds, joules.
+    pub spin_down: (f64, f64),
+    pub spin_up: (f64, f64),
+}
+
+impl SpecDisk {
+    /// [`disk`] with mechanics: 6000 rpm (5 ms half rotation), 10 ms seeks, 50 MB/s, seek
+    /// 3 W.
+    pub const ROUND: SpecDisk = SpecDisk {
+        capacity_bytes: 1_000_000_000,
+        rpm: 6000,
+        avg_seek_ms: 10.0,
+        media_rate_mbps: 50,
+        active_w: 2.0,
+        seek_w: Some(3.0),
+        idle_w: 1.0,
+        standby_w: 0.2,
+        spin_down: (1.0, 1.0),
+        spin_up: (2.0, 8.0),
+    };
+
+    /// The `[device.spec]` table (to follow a `[[device]]` table's own keys).
+    pub fn toml(&self) -> String {
+        let mut t = format!(
+            "[device.spec]\nkind = \"hdd\"\n[device.spec.timing]\nmodel = \"hdd-parametric\"\n\
+             capacity_bytes = {}\nrpm = {}\navg_seek_ms = {:?}\nmedia_rate_mbps = {}\n\
+             [device.spec.power]\nidle = \"idle\"\nactive = \"active\"\n",
+            self.capacity_bytes, self.rpm, self.avg_seek_ms, self.media_rate_mbps
+        );
+        if self.seek_w.is_some() {
+            t += "seek = \"seek\"\n";
+        }
+        let states = [
+            ("active", Some(self.active_w), true),
+            ("seek", self.seek_w, true),
+            ("idle", Some(self.idle_w), true),
+            ("standby", Some(self.standby_w), false),
+        ];
+        for (name, watts, spinning) in states {
+            let Some(w) = watts else { continue };
+            t += &format!("[[device.spec.power.state]]\nname = \"{name}\"\nwatts = {w:?}\n");
+            if spinning {
+                t += "spinning = true\n";
+            }
+        }
+        for (name, from, to, (s, j)) in [
+            ("spin_down", "idle", "standby", self.spin_down),
+            ("spin_up", "standby", "idle", self.spin_up),
+        ] {
+            t += &format!(
+                "[[device.spec.power.transition]]\nname = \"{name}\"\nfrom = \"{from}\"\nto = \"{to}\"\nlatency_s = {s:?}\nenergy_j = {j:?}\n"
+            );
+        }
+        t
+    }
+}
+
 /// A device with one state and no sleep (flash that is always on), 1 GB.
 pub fn always_on(id: DeviceId, name: &str) -> DeviceInfo {
     DeviceInfo::new(id, name, 1_000_000_000, Arc::new(PowerSpec::constant(0.5)))

@@ -2,7 +2,7 @@
 //! disk's flash so that launching costs the least disk time, under a flash budget
 //! (Joo et al., *Improving Application Launch Times with Hybrid Disks*, CODES+ISSS 2009:
 //! pin 26 % of the launch sequence → disk access time −48 %, launch time −31 %).
-//! docs/pinning.md.
+//! docs/functions/pinning.md.
 //!
 //! **Latency model.** A hybrid disk is an HDD (a catalogue `hdd-parametric` model) and a
 //! flash part (any catalogue timing model). A launch sequence is cut into **chunks**:

@@ -52,7 +52,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
     fn residency_sums_to_duration(reqs in trace(), p in 0u8..6, timeout in 0.0f64..15.0, until in prop::option::of(1.0f64..400.0)) {
-        let mut text = DISK.replace("name = \"disk\"", "name = \"disk\"\ncount = 3");
+        let mut text = disk().replace("name = \"disk\"", "name = \"disk\"\ncount = 3");
         if let Some(u) = until {
             text.push_str(&format!("\n[run]\nuntil_s = {u}\n"));
         }

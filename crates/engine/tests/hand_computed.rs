@@ -151,7 +151,7 @@ fn requests_past_the_end_of_a_device_fail_the_run_unless_tolerated() {
 fn configs_that_would_allocate_absurdly_are_refused_with_their_key() {
     let e = wattio_engine::RunConfig::from_toml(
         "c.toml",
-        &DISK.replace("name = \"disk\"", "name = \"disk\"\ncount = 5000"),
+        &disk().replace("name = \"disk\"", "name = \"disk\"\ncount = 5000"),
     )
     .unwrap_err();
     assert_eq!(
@@ -160,7 +160,7 @@ fn configs_that_would_allocate_absurdly_are_refused_with_their_key() {
     );
     let e = wattio_engine::RunConfig::from_toml(
         "c.toml",
-        &format!("{DISK}\n[workload]\narrivals = \"poisson\"\nduration_s = 10\nrate = 1\nstreams = 4000000000\n"),
+        &format!("{}\n[workload]\narrivals = \"poisson\"\nduration_s = 10\nrate = 1\nstreams = 4000000000\n", disk()),
     )
     .unwrap_err();
     assert_eq!(

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use swarm_layers::{Map, Pages, WriteBack, PAGE};
 use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request, Status};
+use wattio_core::testing::SpecDisk;
 use wattio_core::time::Nanos;
 use wattio_core::trace::{TraceSource, VecSource};
 use wattio_core::Function;
@@ -22,45 +23,18 @@ use wattio_functions::registry::{Draw, SwarmDevices, KINDS};
 use wattio_workload::Rng;
 
 /// A small disk with a 0.5 s spin-down and a 1 s spin-up (inline spec).
-const DISK: &str = r#"
-[device.spec]
-kind = "hdd"
-[device.spec.timing]
-model = "hdd-parametric"
-capacity_bytes = 1_000_000_000
-rpm = 7200
-avg_seek_ms = 8.0
-media_rate_mbps = 80
-[device.spec.power]
-idle = "idle"
-active = "active"
-seek = "seek"
-[[device.spec.power.state]]
-name = "active"
-watts = 2.0
-spinning = true
-[[device.spec.power.state]]
-name = "seek"
-watts = 3.0
-spinning = true
-[[device.spec.power.state]]
-name = "idle"
-watts = 1.0
-spinning = true
-[[device.spec.power.state]]
-name = "standby"
-watts = 0.2
-[[device.spec.power.transition]]
-from = "idle"
-to = "standby"
-latency_s = 0.5
-energy_j = 0.5
-[[device.spec.power.transition]]
-from = "standby"
-to = "idle"
-latency_s = 1.0
-energy_j = 4.0
-"#;
+const DISK: SpecDisk = SpecDisk {
+    capacity_bytes: 1_000_000_000,
+    rpm: 7200,
+    avg_seek_ms: 8.0,
+    media_rate_mbps: 80,
+    active_w: 2.0,
+    seek_w: Some(3.0),
+    idle_w: 1.0,
+    standby_w: 0.2,
+    spin_down: (0.5, 0.5),
+    spin_up: (1.0, 4.0),
+};
 
 /// A small flash card (inline spec) with a free sleep state.
 const FLASH: &str = r#"
@@ -145,6 +119,17 @@ fn pick<'a, T>(rng: &mut Rng, xs: &'a [T]) -> &'a T {
 /// below them, since a layer that remaps pages across devices would alias their members.
 const ARRAYS: &[&str] = &["raid", "paraid"];
 
+/// Kinds that need a mechanical layout (`DeviceInfo::require_geometry`) on the device their
+/// `disk` key names: the swarm makes that device one of `MECHANICAL_DRIVES`.
+const MECHANICAL: &[&str] = &["fs2"];
+
+const MECHANICAL_DRIVES: &[&str] = &[
+    "hp-c2247a",
+    "dec-rz26",
+    "quantum-atlas-10k",
+    "wd800-fs2-mechanical",
+];
+
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
 /// every function in the registry is in the swarm (arrays when `array`, the others when
 /// not). A generator may name a device `spare-…` that is not among `names` (a cache's own
@@ -169,6 +154,25 @@ fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<Strin
     toml::to_string(&doc).expect("a table serializes") + "\n"
 }
 
+/// A per-device layer below the array (`log`: one that keeps a metadata log on d0). The
+/// simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a layer
+/// that moves d0's blocks onto a device of its own (a cache's flash) would lose the log's,
+/// so under a log such a layer is drawn but left out.
+fn below(
+    rng: &mut Rng,
+    names: &[String],
+    log: bool,
+    stack: &mut Vec<String>,
+    spares: &mut Vec<String>,
+) {
+    let mut own = Vec::new();
+    let f = function(rng, names, false, &mut own);
+    if !log || own.is_empty() {
+        spares.extend(own);
+        stack.push(f);
+    }
+}
+
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut rng = Rng::new(seed);
     let array = broken.is_none() && rng.below(3) == 0;
@@ -181,8 +185,10 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     }
     let mut config = format!("[run]\nseed = {seed}\n\n");
     let mut missing = None;
+    // Each device's table: its name, its model and its faults (the model may still change,
+    // below, when a layer needs a mechanical layout).
+    let mut devices = Vec::new();
     for (k, name) in names.iter().enumerate() {
-        config += &format!("[[device]]\nname = \"{name}\"\n");
         // Faults on some devices: EIO on a few pages of the hot range, a slow device.
         let mut fault = String::new();
         if rng.below(6) == 0 {
@@ -197,15 +203,11 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             missing = Some(name.clone());
         }
         let device = match rng.below(3) {
-            0 => DISK.to_string(),
+            0 => DISK.toml(),
             1 => FLASH.to_string(),
             _ => format!("model = \"{}\"\n", pick(&mut rng, CATALOGUE)),
         };
-        config += &device;
-        if !fault.is_empty() {
-            config += &format!("[device.fault]\n{fault}");
-        }
-        config += "\n";
+        devices.push((name.clone(), device, fault));
     }
     // The stack, top first: spin-down layers anywhere, at most one page layer, the
     // write-back cache at the bottom below a page layer (it works a page at a time).
@@ -215,11 +217,15 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     for _ in 0..rng.below(2) {
         stack.push(function(&mut rng, &names, false, &mut spares));
     }
+    // The array keeps a metadata log on d0 (PARAID).
+    let mut log = false;
     if array {
         // The array, then per-device layers below it: spin-down, a page splitter.
-        stack.push(function(&mut rng, &names, true, &mut spares));
+        let top = function(&mut rng, &names, true, &mut spares);
+        log = top.contains("kind = \"paraid\"");
+        stack.push(top);
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false, &mut spares));
+            below(&mut rng, &names, log, &mut stack, &mut spares);
         }
     }
     let map = match broken {
@@ -240,7 +246,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        stack.push(function(&mut rng, &names, false, &mut spares));
+        below(&mut rng, &names, log, &mut stack, &mut spares);
     }
     if write_back {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
@@ -252,8 +258,27 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            stack.push(function(&mut rng, &names, false, &mut spares));
+            below(&mut rng, &names, log, &mut stack, &mut spares);
         }
+    }
+    // A layer that needs the disk's layout (FS2) gets a mechanical model under it.
+    for (name, device, _) in &mut devices {
+        let needs = stack.iter().any(|t| {
+            MECHANICAL
+                .iter()
+                .any(|k| t.contains(&format!("kind = \"{k}\"")))
+                && t.contains(&format!("disk = \"{name}\""))
+        });
+        if needs {
+            *device = format!("model = \"{}\"\n", pick(&mut rng, MECHANICAL_DRIVES));
+        }
+    }
+    for (name, device, fault) in devices {
+        config += &format!("[[device]]\nname = \"{name}\"\n{device}");
+        if !fault.is_empty() {
+            config += &format!("[device.fault]\n{fault}");
+        }
+        config += "\n";
     }
     for s in stack {
         config += &s;
@@ -297,11 +322,6 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     let mut crashes: Vec<Nanos> = (0..rng.below(3)).map(|_| rng.below(end.max(1))).collect();
     if broken == Some(Broken::IgnoreFlush) && crashes.is_empty() {
         crashes.push(end / 2 + rng.below(end / 2 + 1));
-    }
-    // PARAID does not persist its dirty list yet (docs/functions/paraid.md): after a crash
-    // it cannot know which copy of a chunk is the newer, so its scenarios draw no crash.
-    if config.contains("kind = \"paraid\"") {
-        crashes.clear();
     }
     crashes.sort_unstable();
     crashes.dedup();
@@ -543,13 +563,21 @@ fn swarm() {
             "race_writes_to_origin",
             "pages_written_back",
             "clean_victims",
-            // PARAID shifted both ways and propagated.
+            // PARAID shifted both ways and propagated, and recovered a dirty list after a
+            // crash.
             "upshifts",
             "downshifts",
             "propagation_copies",
+            "recovered_dirty_chunks",
             // The launch prefetchers detected launches and answered reads from what they
             // fetched.
             "prefetch_hits",
+            // FS2 made replicas, read from them, and invalidated them on writes, also while
+            // a copy was out.
+            "replicas_created",
+            "reads_redirected",
+            "invalidated_by_write",
+            "copies_stale",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
@@ -596,13 +624,19 @@ fn a_cache_that_acknowledges_writes_before_they_land_is_caught() {
 
 #[test]
 fn a_bad_fault_table_names_its_key() {
-    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nslow = -1.0\n");
+    let cfg = format!(
+        "[[device]]\nname = \"d0\"\n{}[device.fault]\nslow = -1.0\n",
+        DISK.toml()
+    );
     let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
     assert_eq!(
         e,
         "f.toml: device[0].fault.slow: expected a multiplier in (0, 1e6], got -1"
     );
-    let cfg = format!("[[device]]\nname = \"d0\"\n{DISK}[device.fault]\nbroken = true\n");
+    let cfg = format!(
+        "[[device]]\nname = \"d0\"\n{}[device.fault]\nbroken = true\n",
+        DISK.toml()
+    );
     let e = RunConfig::from_toml("f.toml", &cfg).unwrap_err();
     assert!(e.contains("unknown field `broken`"), "{e}");
 }

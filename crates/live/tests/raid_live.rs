@@ -1,13 +1,16 @@
 //! Arrays served live: RAID-5's parity (`Action::Xor`) is computed by the live executor on
 //! real bytes and lands in the member images; PARAID is one export through which fio's
-//! crc32c verification passes while the gears shift (a short window forces shifts).
+//! crc32c verification passes while the gears shift (a short window forces shifts), and a
+//! PARAID server killed with SIGKILL comes back with its dirty list, so every acknowledged
+//! FUA or flushed write reads back.
 
 mod common;
 
 use common::*;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use wattio_core::testing::SpecDisk;
 use wattio_live::client::Client;
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{build_from_config, ConfigServe};
@@ -99,47 +102,25 @@ fn raid5_parity_lands_in_the_member_images() {
     assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
 }
 
-/// A fast disk with a standby state (inline spec): 15K RPM, 0.5 ms seeks, 50 ms
-/// transitions, so that propagation and shifts fit in a short test.
-const DISK: &str = r#"
-[device.spec]
-kind = "hdd"
-[device.spec.timing]
-model = "hdd-parametric"
-capacity_bytes = 1_000_000_000
-rpm = 15000
-avg_seek_ms = 0.5
-media_rate_mbps = 200
-[device.spec.power]
-idle = "idle"
-active = "active"
-[[device.spec.power.state]]
-name = "active"
-watts = 9.6
-spinning = true
-[[device.spec.power.state]]
-name = "idle"
-watts = 6.5
-spinning = true
-[[device.spec.power.state]]
-name = "standby"
-watts = 2.9
-[[device.spec.power.transition]]
-from = "idle"
-to = "standby"
-latency_s = 0.05
-energy_j = 0.3
-[[device.spec.power.transition]]
-from = "standby"
-to = "idle"
-latency_s = 0.05
-energy_j = 1.2
-"#;
+/// A fast disk with a standby state: 15K RPM, 0.5 ms seeks, 50 ms transitions, so that
+/// propagation and shifts fit in a short test.
+const DISK: SpecDisk = SpecDisk {
+    capacity_bytes: 1_000_000_000,
+    rpm: 15000,
+    avg_seek_ms: 0.5,
+    media_rate_mbps: 200,
+    active_w: 9.6,
+    seek_w: None,
+    idle_w: 6.5,
+    standby_w: 2.9,
+    spin_down: (0.05, 0.3),
+    spin_up: (0.05, 1.2),
+};
 
 fn config() -> String {
     let mut c = String::new();
     for k in 0..5 {
-        c += &format!("[[device]]\nname = \"d{k}\"\n{DISK}\n");
+        c += &format!("[[device]]\nname = \"d{k}\"\n{}\n", DISK.toml());
     }
     // RAID-5 gears {3,5}; 50 ms samples, a window of one: a busy sample shifts up, an idle
     // one down (the threshold is low so that fio's pace counts as load).
@@ -231,4 +212,102 @@ fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
     let get = |k: &str| c.iter().find(|(n, _)| n == k).unwrap().1;
     assert!(get("upshifts") >= 1.0 && get("downshifts") >= 1.0, "{c:?}");
     assert!(get("propagation_copies") > 0.0, "{c:?}");
+}
+
+/// Trials of the kill test: `WATTIO_PARAID_KILL_TRIALS` (default 2).
+fn kill_trials() -> u64 {
+    std::env::var("WATTIO_PARAID_KILL_TRIALS").map_or(2, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("WATTIO_PARAID_KILL_TRIALS: expected a number, got `{v}`"))
+    })
+}
+
+/// `wattio-live serve` of the PARAID config over the five images, as a child process (so
+/// it can be killed); returns once the export answers.
+// The child is handed to the caller, which kills and waits for it.
+#[allow(clippy::zombie_processes)]
+fn serve_child(d: &TempDir, sock: &Path) -> (Child, Client) {
+    let cfg = d.path("run.toml");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wattio-live"));
+    cmd.arg("serve").arg(&cfg);
+    for k in 0..5 {
+        cmd.arg("--image")
+            .arg(format!("d{k}={}", d.path(&format!("d{k}.img")).display()));
+    }
+    let mut child = cmd
+        .arg("--socket")
+        .arg(sock)
+        .args(["--status", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Ok(c) = Client::connect(&uri(sock, "paraid")) {
+            return (child, c);
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("server did not come up");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Slow (about a second a trial). Bursts of writes (a third FUA, the rest made durable by a
+/// FLUSH at the burst's end) with idle pauses, so that the array shifts down (propagating)
+/// and up between them, from the lowest gear; then a last FUA burst and SIGKILL. Restarted
+/// on the same images, every block reads back its last write. The page cache survives a
+/// SIGKILL, so this checks what PARAID itself must persist — which copy of each chunk is
+/// the newer, and the gear — not the images' fsyncs (`tests/crash.rs` checks those for a
+/// single image). With `persist = false` in the config it fails: the restarted array reads
+/// the chunks written through replicas from their stale originals.
+#[test]
+fn slow_a_killed_paraid_server_loses_no_fua_or_flushed_write() {
+    const K: usize = 4096;
+    const BLOCKS: u64 = 256;
+    for trial in 0..kill_trials() {
+        let d = TempDir::new("paraid-kill");
+        std::fs::write(d.path("run.toml"), config()).unwrap();
+        for k in 0..5 {
+            std::fs::write(d.path(&format!("d{k}.img")), vec![0u8; 8 << 20]).unwrap();
+        }
+        let sock = d.path("s");
+        let (mut child, mut c) = serve_child(&d, &sock);
+        let mut last: std::collections::HashMap<u64, Vec<u8>> = Default::default();
+        let mut n = 0u64;
+        for round in 0..5 {
+            for i in 0..32u64 {
+                n += 1;
+                let block = (trial * 7919 + n * 2_654_435_761) % BLOCKS;
+                let data = pattern(trial << 32 | n, K);
+                let fua = round == 4 || i % 3 == 0;
+                assert_eq!(c.write(block * K as u64, &data, fua).unwrap().error, 0);
+                last.insert(block, data);
+            }
+            if round < 4 {
+                assert_eq!(c.flush().unwrap().error, 0);
+                std::thread::sleep(Duration::from_millis(150));
+            }
+        }
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        drop(c);
+        let _ = std::fs::remove_file(&sock);
+        let (mut child, mut c) = serve_child(&d, &sock);
+        for (&block, data) in &last {
+            let r = c.read(block * K as u64, K as u32).unwrap();
+            assert_eq!(r.error, 0);
+            assert!(
+                r.data == *data,
+                "trial {trial}: block {block} lost its last acknowledged write after the kill"
+            );
+        }
+        c.disconnect().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }

@@ -27,6 +27,11 @@ pub fn from_bytes(b: &[u8; LINE_BYTES]) -> Line {
 /// Writes `bytes` into `line` at byte offset `off` (`off + bytes.len() <= 64`).
 pub fn put_bytes(line: &mut Line, off: usize, bytes: &[u8]) {
     let n = bytes.len();
+    if let (Ok(word), 0) = (<[u8; 8]>::try_from(bytes), off % 8) {
+        // An aligned 8-byte store (the commonest): the word is replaced, no copy.
+        line[off / 8] = u64::from_le_bytes(word);
+        return;
+    }
     if n > 0 && n <= 8 && off % 8 + n <= 8 {
         // Within one word (nearly every store): one masked merge.
         let mut v = [0u8; 8];

@@ -80,6 +80,7 @@ impl Hierarchy {
     }
 
     /// A load (`store` None) or store of `size` bytes at `addr`, split at line boundaries.
+    #[inline]
     pub fn access(&mut self, pid: u32, addr: u64, size: u64, store: Option<&[u8]>) {
         let off = (addr % LINE_BYTES as u64) as usize;
         if size >= 1 && off as u64 + size <= LINE_BYTES as u64 {

@@ -242,6 +242,38 @@ fn line_rotation_spreads_one_hot_line_over_the_ways() {
 }
 
 #[test]
+fn set_rotation_moves_every_set_and_counts_the_cells_it_rewrites() {
+    // Two sets of one way, rotating after every PRAM write. Line 0 (set 0) is filled with
+    // 0xFF: 8 cells of frame 0. The rotation then moves set 0 onto frame 1 (8 cells: 0xFF
+    // over zeros) and set 1's empty slot onto frame 0 (8 cells: zeros over 0xFF): n_wl 16.
+    let mut c = Llc::new(LlcConfig {
+        bytes: 128,
+        ways: 1,
+        encoding: Encoding::Dw,
+        hybrid: None,
+        wear_levelling: WearLevelling {
+            set_rotation: Some(1),
+            line_rotation: None,
+        },
+    })
+    .unwrap();
+    let mut mem = Memory::default();
+    mem.lines.insert(0, one_word(0xFF));
+    assert_eq!(c.read(0, &mut mem), one_word(0xFF));
+    assert_eq!(c.traffic.n_lower, 8);
+    assert_eq!((c.traffic.n_wl, c.traffic.wl_moves), (16, 2));
+    assert_eq!(c.heat_map(), &[16, 8]);
+    assert_eq!(
+        c.max_cell_writes(),
+        2,
+        "frame 0's low 8 cells: the fill and the move"
+    );
+    // The line is still there, read from its new frame without a fill.
+    assert_eq!(c.read(0, &mut mem), one_word(0xFF));
+    assert_eq!((c.traffic.read_hits, c.traffic.n_lower), (1, 8));
+}
+
+#[test]
 fn lifetime_is_endurance_times_span_over_the_hottest_cells_writes() {
     // A cell written 1,000 times in 2 s reaches 10^6 writes after 2,000 s.
     assert_eq!(cost::lifetime_s(1e6, 1000, 2.0), 2000.0);

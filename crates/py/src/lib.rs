@@ -7,6 +7,7 @@ mod capture;
 mod delay_hiding;
 mod disk;
 mod live;
+mod memory;
 mod memtrace;
 mod nvcache;
 mod run;
@@ -23,5 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     delay_hiding::register(m)?;
     memtrace::register(m)?;
     nvcache::register(m)?;
+    memory::register(m)?;
     Ok(())
 }

@@ -135,6 +135,10 @@ pub struct MemSummary {
     pub delayed_sr: u64,
     pub switches: u64,
     pub pages_touched: u64,
+    /// Pages the policy's migration passes moved, and the line accesses that copied them
+    /// (a read and a write per line; counted in the ranks' reads and writes, not above).
+    pub pages_migrated: u64,
+    pub migration_accesses: u64,
     pub ranks: Vec<RankSummary>,
     pub counters: Vec<(String, f64)>,
 }
@@ -146,6 +150,8 @@ struct Proc {
     /// One-entry TLB: (virtual page, physical page).
     tlb: Option<(u64, u64)>,
     shared: Vec<(u64, u64)>,
+    /// Computation left over when the process was preempted in the middle of it.
+    compute_left: Nanos,
 }
 
 struct Cpu {
@@ -235,6 +241,7 @@ impl MemSim {
             pages: PageTable::default(),
             tlb: None,
             shared: Vec::new(),
+            compute_left: 0,
         });
         pid
     }
@@ -278,6 +285,10 @@ struct Run {
     service: Nanos,
     bus_free: Nanos,
     tick: Option<(Nanos, Nanos)>,
+    /// The next migration pass, the period and the most pages a pass moves.
+    migration: Option<(Nanos, Nanos, usize)>,
+    pages_migrated: u64,
+    migration_accesses: u64,
     reads: u64,
     writes: u64,
     response_sum: u128,
@@ -306,6 +317,11 @@ impl Run {
             .collect();
         let frames = Frames::new(cfg.ranks, spec.rank_bytes / cfg.page_bytes);
         let tick = policy.tick_period().map(|p| (p, p));
+        // Pages lie on one rank only under rank-fill: only there can a page move.
+        let migration = policy
+            .migration()
+            .filter(|_| cfg.interleave == Interleave::RankFill)
+            .map(|(p, n)| (p, p, n));
         let mut runq: VecDeque<usize> = (0..procs.len()).collect();
         let mut cpus: Vec<Cpu> = (0..cfg.cpus)
             .map(|_| Cpu {
@@ -335,6 +351,9 @@ impl Run {
             running,
             bus_free: 0,
             tick,
+            migration,
+            pages_migrated: 0,
+            migration_accesses: 0,
             reads: 0,
             writes: 0,
             response_sum: 0,
@@ -356,6 +375,82 @@ impl Run {
             };
             self.policy.on_tick(next, &mut mem);
             self.tick = Some((next + period, period));
+        }
+    }
+
+    /// Run a migration pass at `now` if one is due. The pass runs at the access that finds
+    /// it due, not back at its due time (ticks and switches up to `now` have already
+    /// commanded the ranks); passes overdue together run as one.
+    #[inline]
+    fn migrations(&mut self, now: Nanos) {
+        if let Some((next, period, budget)) = self.migration {
+            if next <= now {
+                let behind = (now - next) / period + 1;
+                self.migration = Some((next + behind * period, period, budget));
+                self.migrate(now, budget);
+            }
+        }
+    }
+
+    /// One migration pass at `now` (kmigrated): every page of every live process, in pid
+    /// and address order, is offered to the policy until `budget` pages have moved. A move
+    /// copies the page line by line on the channel (read on the old rank, write on the new),
+    /// so its time and energy land on both ranks and it delays the accesses behind it.
+    #[cold]
+    fn migrate(&mut self, now: Nanos, budget: usize) {
+        let lines = 1u64 << (self.page_shift - self.line_shift);
+        let mut moved = 0;
+        for pi in 0..self.procs.len() {
+            if moved == budget {
+                break;
+            }
+            let p = &self.procs[pi];
+            let pid = p.pid;
+            let mut pages: Vec<(u64, u64)> = p.pages.iter().map(|(&v, &f)| (v, f)).collect();
+            pages.sort_unstable();
+            for (vpage, frame) in pages {
+                if moved == budget {
+                    break;
+                }
+                let from = self.frames.rank_of(frame);
+                let vaddr = vpage << self.page_shift;
+                let shared = self.procs[pi]
+                    .shared
+                    .iter()
+                    .any(|&(s, e)| s <= vaddr && vaddr < e);
+                let free = self.frames.free();
+                let Some(to) = self
+                    .policy
+                    .migrate_to(pid, shared, from, free)
+                    .filter(|&r| r != from && r < free.len() && free[r] > 0)
+                else {
+                    continue;
+                };
+                let new = self.frames.alloc(to).expect("rank has a free page");
+                let mut mem = Mem {
+                    spec: &self.spec,
+                    ranks: &mut self.ranks,
+                };
+                let mut t = now.max(self.bus_free);
+                for _ in 0..lines {
+                    for (r, write) in [(from, false), (to, true)] {
+                        self.policy.before_access(t, 0, r, &mut mem);
+                        let served = mem.ranks[r].access(mem.spec, t, write, self.service);
+                        self.policy.after_access(served.done, 0, r, &mut mem);
+                        t = served.done;
+                    }
+                }
+                self.bus_free = t;
+                self.migration_accesses += 2 * lines;
+                self.frames.release(frame);
+                let p = &mut self.procs[pi];
+                p.pages.insert(vpage, new);
+                p.tlb = None;
+                self.policy.on_unmap(pid, from);
+                self.policy.on_map(pid, to);
+                self.pages_migrated += 1;
+                moved += 1;
+            }
         }
     }
 
@@ -510,16 +605,32 @@ impl Run {
             .min_by_key(|&c| self.cpus[c].clock)
         {
             let pi = self.cpus[c].current.expect("filtered");
-            match self.procs[pi].stream.next_event() {
+            let event = match std::mem::take(&mut self.procs[pi].compute_left) {
+                0 => self.procs[pi].stream.next_event(),
+                left => Some(ProcEvent::Compute(left)),
+            };
+            match event {
                 None => {
                     self.exit(pi);
                     self.switch(c, false);
                     continue;
                 }
-                Some(ProcEvent::Compute(ns)) => self.cpus[c].clock += ns,
+                Some(ProcEvent::Compute(ns)) => {
+                    // A time slice ends in the middle of a long computation (a trace's gap
+                    // of millions of instructions) when another process is waiting.
+                    let cpu = &mut self.cpus[c];
+                    let room = cpu.quantum_end.saturating_sub(cpu.clock);
+                    if ns > room && !self.runq.is_empty() {
+                        cpu.clock += room;
+                        self.procs[pi].compute_left = ns - room;
+                    } else {
+                        cpu.clock += ns;
+                    }
+                }
                 Some(ProcEvent::Access { gap, vaddr, write }) => {
                     let now = self.cpus[c].clock + gap;
                     self.ticks(now);
+                    self.migrations(now);
                     let frame = self.translate(pi, vaddr >> self.page_shift)?;
                     let r = self.rank_of(frame, vaddr);
                     let pid = self.procs[pi].pid;
@@ -615,6 +726,8 @@ impl Run {
             delayed_sr: ranks.iter().map(|r| r.delayed_sr).sum(),
             switches: self.switches,
             pages_touched: self.pages_touched,
+            pages_migrated: self.pages_migrated,
+            migration_accesses: self.migration_accesses,
             ranks,
             counters: self.policy.counters(),
         })

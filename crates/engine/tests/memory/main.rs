@@ -122,6 +122,65 @@ fn pavm_keeps_the_idle_process_rank_asleep() {
     assert!((pavm.runtime_ns as f64) < 1.01 * nopm.runtime_ns as f64);
 }
 
+/// PAVM's page migration, by hand: process 1 fills rank 0 (worst fit), spills 10 pages to
+/// rank 1 (which joins ρ), then frees 20 pages of rank 0. The pass at 100 ms moves the 10
+/// pages back to rank 0: each a read of its 32 lines on rank 1 and a write on rank 0.
+#[test]
+fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
+    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
+    let mut c = cfg("pavm", 3);
+    c.policy.pavm.migrate_period_ms = 100;
+    let mut events: Vec<ProcEvent> = (0..pages + 10)
+        .map(|i| ProcEvent::Access {
+            gap: 0,
+            vaddr: i * 4096,
+            write: false,
+        })
+        .collect();
+    events.push(ProcEvent::Unmap {
+        vaddr: 0,
+        len: 20 * 4096,
+    });
+    events.push(ProcEvent::Compute(200_000_000));
+    events.push(ProcEvent::Access {
+        gap: 0,
+        vaddr: pages * 4096,
+        write: false,
+    });
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add(Box::new(Recorded::new(events)));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_migrated, s.migration_accesses), (10, 10 * 2 * 32));
+    assert_eq!(s.reads, pages + 11);
+    let rw = |r: usize| (s.ranks[r].reads, s.ranks[r].writes);
+    // Rank 0: the first touches, the last read (of a moved page) and the copies' writes.
+    assert_eq!(rw(0), (pages + 1, 320));
+    // Rank 1: its 10 first touches and the copies' reads; rank 2 never used.
+    assert_eq!(rw(1), (10 + 320, 0));
+    assert_eq!(rw(2), (0, 0));
+    for r in &s.ranks {
+        assert_eq!(r.residency_ns.iter().sum::<u64>() + r.exit_ns, s.runtime_ns);
+    }
+    // Without migration the last read goes to rank 1 and nothing is copied.
+    c.policy.pavm.migrate_period_ms = 0;
+    let mut sim = MemSim::new(&c).unwrap();
+    let mut events: Vec<ProcEvent> = (0..pages + 10)
+        .map(|i| ProcEvent::Access {
+            gap: 0,
+            vaddr: i * 4096,
+            write: false,
+        })
+        .collect();
+    events.push(ProcEvent::Access {
+        gap: 0,
+        vaddr: pages * 4096,
+        write: false,
+    });
+    sim.add(Box::new(Recorded::new(events)));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_migrated, s.ranks[1].reads), (0, 11));
+}
+
 const KINDS: [&str; 8] = [
     "nopm",
     "ipd",
@@ -149,6 +208,8 @@ proptest! {
     ) {
         let mut c = cfg(KINDS[kind], ranks);
         c.quantum_ns = quantum;
+        // Migration passes every millisecond, so short runs have some.
+        c.policy.pavm.migrate_period_ms = 1;
         if spread && !KINDS[kind].starts_with("pavm") {
             c.interleave = Interleave::RankSpread;
         }
@@ -176,7 +237,7 @@ proptest! {
             prop_assert_eq!(total, s.runtime_ns, "rank {}", i);
         }
         let served: u64 = s.ranks.iter().map(|r| r.reads + r.writes).sum();
-        prop_assert_eq!(served, expected);
+        prop_assert_eq!(served, expected + s.migration_accesses);
     }
 }
 

@@ -82,6 +82,20 @@ pub trait MemPolicy: Send {
     /// Just after an access to rank `r` was served, ending at `done`.
     fn after_access(&mut self, _done: Nanos, _pid: u32, _r: usize, _mem: &mut Mem) {}
 
+    /// Page migration: the period of the migration passes and the most pages one pass
+    /// moves, if the policy migrates (PAVM's kmigrated).
+    fn migration(&self) -> Option<(Nanos, usize)> {
+        None
+    }
+
+    /// During a migration pass: the rank a page of `pid` now on rank `r` should move to,
+    /// given each rank's free pages; `None` leaves it where it is. The simulator copies the
+    /// page (a read of every line on `r`, a write on the target, on the channel) and reports
+    /// the move through `on_unmap` and `on_map`.
+    fn migrate_to(&mut self, _pid: u32, _shared: bool, _r: usize, _free: &[u64]) -> Option<usize> {
+        None
+    }
+
     /// The policy's periodic tick, if it has one (the PMU runs every tREFI).
     fn tick_period(&self) -> Option<Nanos> {
         None

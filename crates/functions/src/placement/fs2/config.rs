@@ -1,7 +1,7 @@
 //! `kind = "fs2"`: its configuration, checks, builder and swarm generator.
 
 use super::{Fs2, BLOCK};
-use crate::registry::{self, range, Kind};
+use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use std::path::PathBuf;
 use wattio_core::function::Function;
@@ -14,12 +14,21 @@ pub static KIND: Kind = Kind {
     source: "Huang, Hung & Shin, FS2: Dynamic Data Replication in Free Disk Space for Improving Disk Performance and Energy Consumption, SOSP 2005 (Huang thesis 2006, ch. 5)",
     doc: "docs/functions/fs2.md",
     check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
-    build: |t, ctx| Ok(Box::new(Fs2::new(Params::parse(t, ctx.key)?)?) as Box<dyn Function>),
-    // Not yet in the swarm: with faults and crashes it still drops requests and returns
-    // unfilled buffers on some seeds (docs/functions/fs2.md, "Status"; the generator that
-    // found it is in commit 3a45d2f).
-    swarm: None,
+    build: |t, ctx| {
+        let p = Params::parse(t, ctx.key)?;
+        Ok(Box::new(Fs2::new(p, layer_index(ctx.key))?) as Box<dyn Function>)
+    },
+    swarm: Some(swarm),
 };
+
+/// The index of a `[[function]]` table from its key path (`function[2]` → 2; 0 if the key
+/// names none).
+fn layer_index(key: &str) -> usize {
+    key.strip_prefix("function[")
+        .and_then(|k| k.split(']').next())
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(0)
+}
 
 /// Dynamic replication (hot regions, per epoch) or FS2-static (`mkfs2`: the given blocks,
 /// once, to the middle of the disk).
@@ -222,6 +231,55 @@ impl Params {
     }
 }
 
+/// A random valid configuration for the swarm: FS2 on `d0` (the swarm gives the disk an FS2
+/// layer runs on a mechanical model), small regions and epochs so that replication,
+/// redirection and every invalidation happen in a few hundred requests. Free space is
+/// declared only past 256 KiB, where the swarm's host never reads or writes (declaring
+/// space free that holds the host's data would be a lie the layer must believe); the hot
+/// pages become free only through the host's discards.
+fn swarm(d: &mut Draw<'_>, _devices: &SwarmDevices<'_>) -> toml::Table {
+    let mut t = toml::Table::new();
+    t.insert("disk".into(), "d0".into());
+    let kib = |n: u64| toml::Value::Integer((n * 1024) as i64);
+    let mut free = Vec::new();
+    for _ in 0..1 + d.below(3) {
+        let start = 256 + d.below(96) * 4;
+        let len = (1 + d.below(64)) * 4;
+        free.push(toml::Value::Array(vec![kib(start), kib(len)]));
+    }
+    t.insert("free".into(), free.into());
+    if d.chance(0.2) {
+        t.insert("mode".into(), "static".into());
+        let start = d.below(48) * 4;
+        t.insert(
+            "replicate".into(),
+            vec![toml::Value::Array(vec![
+                kib(start),
+                kib(4 * (1 + d.below(8))),
+            ])]
+            .into(),
+        );
+    }
+    t.insert(
+        "region_mb".into(),
+        (*d.pick(&[0.016, 0.032, 0.064, 0.128, 0.512])).into(),
+    );
+    t.insert("epoch_s".into(), (*d.pick(&[0.001, 0.01, 0.1])).into());
+    t.insert("degree".into(), (1 + d.below(2) as i64).into());
+    let (c, l, h) = *d.pick(&[(0.0, 0.0, 0.0), (0.0, 0.00001, 0.00002), (0.05, 0.10, 0.15)]);
+    t.insert("critical_watermark".into(), c.into());
+    t.insert("low_watermark".into(), l.into());
+    t.insert("high_watermark".into(), h.into());
+    t.insert("cold_s".into(), (*d.pick(&[0.0, 0.01, 1.0])).into());
+    t.insert("copy_depth".into(), (1 + d.below(4) as i64).into());
+    t.insert("max_copy_kb".into(), (*d.pick(&[4i64, 8, 64])).into());
+    t.insert(
+        "max_replica_blocks".into(),
+        (*d.pick(&[4i64, 64, 4096])).into(),
+    );
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +332,30 @@ mod tests {
             e.starts_with("function[0].mode: unknown variant `sometimes`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn layers_of_one_stack_copy_with_their_own_numbers() {
+        assert_eq!(layer_index("function[12]"), 12);
+        assert_eq!(layer_index("stack"), 0);
+        assert_eq!(super::super::copy_base(0), 1 << 40);
+        assert_eq!(super::super::copy_base(3), (1 << 40) + (3 << 34));
+        assert!(super::super::copy_base(63) + (1 << 34) <= 1 << 46);
+    }
+
+    #[test]
+    fn every_swarm_draw_is_valid() {
+        let mut x = 7u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        let names = vec!["d0".to_string()];
+        for _ in 0..500 {
+            let t = swarm(&mut Draw(&mut next), &SwarmDevices { names: &names });
+            parse(&toml::to_string(&t).unwrap()).unwrap();
+        }
     }
 }

@@ -122,16 +122,18 @@ pub struct Fs2 {
     copier: Copier,
     copies: HashMap<u64, CopyState>,
     next_tag: u64,
+    /// Wraps I/O an upper layer originated (own or sub ids) under this layer's sub-I/O ids,
+    /// so they cannot collide with its own. Only wrapping uses it: a reply from it is
+    /// always the upper layer's I/O.
     fanout: Fanout,
-    /// Redirected reads out: sub-I/O → (first replica block, blocks).
-    redirected: HashMap<IoId, (u64, u64)>,
+    /// Redirected reads out, by id: the read as received, its first replica block and its
+    /// blocks. A redirected read keeps its id (ids below this layer are unique: a host id
+    /// from above, or a wrapping sub-I/O id) and gets its offset back at completion.
+    redirected: HashMap<IoId, (Io, u64, u64)>,
     /// Replica blocks with redirected reads out.
     busy: HashMap<u64, u32>,
     /// Freed blocks waiting for their reads to come back before they are free.
     quarantine: HashSet<u64>,
-    /// Sub-I/Os standing for I/O an upper layer originated (own or sub ids): forwarded
-    /// under this layer's ids so they cannot collide with its own.
-    wrapped: HashSet<IoId>,
     /// Host writes and discards out: id → blocks.
     writes: HashMap<IoId, (u64, u64)>,
     deferred: VecDeque<Io>,
@@ -140,9 +142,21 @@ pub struct Fs2 {
     c: Counters,
 }
 
+/// The first own-I/O number of the FS2 layer at index `layer` of its stack. A copy's
+/// number is also its scratch buffer's id, and scratch ids are global to the stack (the
+/// checker and the live executor name a buffer by its id alone): two FS2 layers in one
+/// stack numbering from the same base had one copy's read land in the other's buffer, which
+/// then wrote it as data (found by the swarm, seed 2528). FS2 owns own-I/O numbers
+/// `2^40 .. 2^46` (PARAID starts at 2^46, EXCES at 2^60), 2^34 per layer index mod 64.
+pub fn copy_base(layer: usize) -> u64 {
+    (1 << 40) | ((layer as u64 & 63) << 34)
+}
+
 impl Fs2 {
-    /// Build from a checked configuration; reads the ext image if one is named.
-    pub fn new(p: Params) -> Result<Fs2, String> {
+    /// Build from a checked configuration; reads the ext image if one is named. `layer` is
+    /// the layer's index in its stack: it picks the layer's own-I/O numbers (see
+    /// [`copy_base`]).
+    pub fn new(p: Params, layer: usize) -> Result<Fs2, String> {
         let mut initial_free: Vec<(u64, u64)> = p
             .free
             .iter()
@@ -166,14 +180,13 @@ impl Fs2 {
             target: NO_REGION,
             candidates: VecDeque::new(),
             queued: HashSet::new(),
-            copier: Copier::new(1 << 40),
+            copier: Copier::new(copy_base(layer)),
             copies: HashMap::new(),
             next_tag: 0,
             fanout: Fanout::new(),
             redirected: HashMap::new(),
             busy: HashMap::new(),
             quarantine: HashSet::new(),
-            wrapped: HashSet::new(),
             writes: HashMap::new(),
             deferred: VecDeque::new(),
             suspended: false,
@@ -287,14 +300,17 @@ impl Fs2 {
             self.c.reads_partly_replicated += 1;
         } else if let Some(r0) = self.nearest_replicas(now, &io, b0, n) {
             self.c.reads_redirected += 1;
-            let key = self.fanout.begin(io);
-            let at = r0 * BLOCK + (io.offset - b0 * BLOCK);
-            let sub = self.fanout.sub(key, 0, io.len, self.disk, at);
-            self.redirected.insert(sub.id, (r0, n));
+            // The same read, at the replicas. Not a sub-I/O of a fan-out: `io` may already
+            // be a wrapping sub-I/O, and a reply from a nested fan-out could not be told
+            // from the upper layer's I/O by its id (both layers number their sub-I/Os
+            // from 0).
+            let mut at = io;
+            at.offset = r0 * BLOCK + (io.offset - b0 * BLOCK);
+            self.redirected.insert(io.id, (io, r0, n));
             for b in r0..r0 + n {
                 *self.busy.entry(b).or_insert(0) += 1;
             }
-            return self.send(sub, out);
+            return self.send(at, out);
         } else {
             self.c.reads_original_closer += 1;
         }
@@ -629,9 +645,7 @@ impl Function for Fs2 {
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         let io = if io.id.is_own() {
             let key = self.fanout.begin(io);
-            let sub = self.fanout.sub(key, 0, io.len, io.dev, io.offset);
-            self.wrapped.insert(sub.id);
-            sub
+            self.fanout.sub(key, 0, io.len, io.dev, io.offset)
         } else {
             io
         };
@@ -639,32 +653,26 @@ impl Function for Fs2 {
         self.pump(now, out);
     }
 
-    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+    fn on_completion(&mut self, now: Nanos, mut done: Completion, out: &mut Actions) {
         let id = done.io.id;
-        if id.is_sub() {
-            if let Some((r0, n)) = self.redirected.remove(&id) {
-                for b in r0..r0 + n {
-                    if let Some(k) = self.busy.get_mut(&b) {
-                        *k -= 1;
-                        if *k == 0 {
-                            self.busy.remove(&b);
-                            if self.quarantine.remove(&b) {
-                                self.free.insert(b, b + 1);
-                            }
+        if let Some((io, r0, n)) = self.redirected.remove(&id) {
+            done.io = io;
+            for b in r0..r0 + n {
+                if let Some(k) = self.busy.get_mut(&b) {
+                    *k -= 1;
+                    if *k == 0 {
+                        self.busy.remove(&b);
+                        if self.quarantine.remove(&b) {
+                            self.free.insert(b, b + 1);
                         }
                     }
                 }
             }
+        }
+        if id.is_sub() {
             self.writes.remove(&id);
-            let mut step = self.fanout.complete(&done);
-            while let Step::Reply(c) = step {
-                // A reply to a wrapped I/O completes the upper layer's I/O it stands for.
-                if self.wrapped.remove(&c.io.id) {
-                    step = self.fanout.complete(&c);
-                } else {
-                    out.reply(c);
-                    break;
-                }
+            if let Step::Reply(c) = self.fanout.complete(&done) {
+                out.reply(c);
             }
         } else if id.is_own() {
             match self.copier.complete(&done) {

@@ -52,7 +52,7 @@ fn toy(extra: &str) -> Fs2 {
     let mut d = disk(0, "d");
     d.capacity = TOY_BLOCKS * BLOCK;
     d.geometry = Some(Arc::new(Toy));
-    let mut f = Fs2::new(params(extra)).unwrap();
+    let mut f = Fs2::new(params(extra), 0).unwrap();
     f.attach(&[d]).unwrap();
     f
 }
@@ -129,7 +129,7 @@ fn redirection_follows_the_three_rules() {
         (sent[0].offset, sent[0].len),
         (16 * BLOCK, 4 * BLOCK as u32)
     );
-    assert!(sent[0].id.is_sub());
+    assert_eq!(sent[0].id, r.id, "the same read, at the replicas");
     let acts = complete(&mut f, MS, sent[0]);
     assert!(matches!(acts[0], Action::Reply(c) if c.io == r), "{acts:?}");
     // Partly replicated: the originals, untouched.
@@ -261,6 +261,38 @@ fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
     assert!(f.table.get(5000).is_none() && !f.is_free(256));
 }
 
+/// FS2 under a layer that splits its requests (a RAID, a page splitter): that layer's
+/// sub-I/O ids are numbered from 0, as FS2's own wrapping ones are. Found by the swarm: a
+/// reply was matched to the wrong one and every request through such a layer was dropped.
+#[test]
+fn sub_ios_of_an_upper_layer_are_replied_to_direct_and_redirected() {
+    let mut f = toy(NO_MARKS);
+    replicate(&mut f, 1000, 16, 1);
+    let upper = |n: u64, block: u64| {
+        let mut io = host(Op::Read, block, 1);
+        io.id = IoId::sub(n);
+        io
+    };
+    for (n, block, at) in [(0, 40, 40), (1, 1000, 16), (2, 41, 41)] {
+        let io = upper(n, block);
+        let sent = request(&mut f, 0, io);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0].offset, at * BLOCK);
+        let acts = complete(&mut f, MS, sent[0]);
+        assert_eq!(acts.len(), 1, "{acts:?}");
+        assert!(
+            matches!(acts[0], Action::Reply(c) if c.io == io),
+            "sub-I/O {n} of the upper layer: {acts:?}"
+        );
+    }
+    // Overlapping in time, replied out of order.
+    let (a, b) = (upper(3, 1000), upper(4, 42));
+    let (sa, sb) = (request(&mut f, 0, a)[0], request(&mut f, 0, b)[0]);
+    assert!(matches!(complete(&mut f, MS, sb)[0], Action::Reply(c) if c.io == b));
+    assert!(matches!(complete(&mut f, MS, sa)[0], Action::Reply(c) if c.io == a));
+    assert!(f.fanout.in_flight() == 0 && f.redirected.is_empty() && f.busy.is_empty());
+}
+
 #[test]
 fn a_redirected_read_keeps_its_replica_block_from_reuse() {
     let mut f = toy(NO_MARKS);
@@ -365,7 +397,7 @@ fn static_mode_replicates_the_given_blocks_to_the_middle_once() {
 
 #[test]
 fn attach_needs_a_mechanical_layout() {
-    let mut f = Fs2::new(params("")).unwrap();
+    let mut f = Fs2::new(params(""), 0).unwrap();
     let e = f.attach(&[disk(0, "d")]).unwrap_err();
     assert!(e.contains("device `d` has no geometry (fs2 needs"), "{e}");
     let e = f.attach(&[disk(0, "x")]).unwrap_err();
@@ -384,7 +416,7 @@ fn nearest_copy_matches_the_drives_own_seek_and_rotation() {
     let mut d = disk(0, "d");
     d.capacity = model.capacity();
     d.geometry = model.geometry();
-    let mut f = Fs2::new(params("")).unwrap();
+    let mut f = Fs2::new(params(""), 0).unwrap();
     f.attach(&[d]).unwrap();
     let blocks = model.capacity() / BLOCK;
     let mut x = 12345u64;
@@ -501,7 +533,7 @@ fn free_space_from_mkfs_images_bitmaps() {
         let counted: u64 = e.extents.iter().map(|(s, z)| (z - s) / 4096).sum();
         assert_eq!(counted, e.free_blocks);
         // The function starts knowing it.
-        let mut f = Fs2::new(params(&format!("ext_image = '{}'", img.display()))).unwrap();
+        let mut f = Fs2::new(params(&format!("ext_image = '{}'", img.display())), 0).unwrap();
         let mut d = disk(0, "d");
         d.capacity = 300 << 20;
         d.geometry = Some(Arc::new(Toy));

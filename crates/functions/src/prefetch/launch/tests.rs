@@ -57,11 +57,25 @@ fn learned(p: Params) -> Harness<LaunchPrefetcher> {
 
 /// The offsets (in pages) of own reads among `a`.
 fn own_pages(a: &[Action]) -> Vec<u64> {
+    own_reads(a).iter().map(|io| io.offset / K).collect()
+}
+
+/// The own (prefetch) reads among `a`.
+fn own_reads(a: &[Action]) -> Vec<Io> {
     submitted(a)
-        .iter()
+        .into_iter()
         .filter(|io| io.id.is_own())
-        .map(|io| io.offset / K)
         .collect()
+}
+
+/// A learned launch detected again (its first three requests) with every prefetch read
+/// issued at once and completed at 301 ms.
+fn prefetched_all(p: Params) -> Harness<LaunchPrefetcher> {
+    let mut h = learned(p);
+    for io in own_reads(&relaunch(&mut h, 3)) {
+        h.complete(301 * MS, io, Status::Ok);
+    }
+    h
 }
 
 /// Relaunch: the first `n` requests of the launch (ids from 100).
@@ -87,10 +101,7 @@ fn three_consecutive_matches_start_the_dispatcher_in_lba_order() {
     // Guest requests 0 1 0 1 2: only the last three are three consecutive of the log.
     assert_eq!(own_pages(&a), vec![10, 20, 30, 40, 50]);
     assert_eq!(h.counter("launches_detected"), 1.0);
-    let own: Vec<Io> = submitted(&a)
-        .into_iter()
-        .filter(|io| io.id.is_own())
-        .collect();
+    let own = own_reads(&a);
     assert!(own.iter().all(|io| io.priority == 1 && io.op == Op::Read));
     assert_eq!(own[0].len, 2 * K as u32, "the metadata read of 2 pages");
 }
@@ -218,15 +229,7 @@ fn the_paused_launch_is_answered_from_the_prefetched_buffers() {
 
 #[test]
 fn a_write_makes_the_extents_it_overlaps_stale() {
-    let mut h = learned(params(Order::Lba, Hold::Extent, 8));
-    let a = relaunch(&mut h, 3);
-    let own: Vec<Io> = submitted(&a)
-        .into_iter()
-        .filter(|io| io.id.is_own())
-        .collect();
-    for io in &own {
-        h.complete(301 * MS, *io, Status::Ok);
-    }
+    let mut h = prefetched_all(params(Order::Lba, Hold::Extent, 8));
     // A write of page 21..22 overlaps nothing; one of page 20 overlaps extent "page 20".
     let w = Request::new(0, Op::Write, 20 * K, K as u32).io(200);
     let a = h.request(302 * MS, w);
@@ -245,10 +248,7 @@ fn a_write_makes_the_extents_it_overlaps_stale() {
 fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
     let mut h = learned(params(Order::Lba, Hold::Extent, 8));
     let a = relaunch(&mut h, 3);
-    let own: Vec<Io> = submitted(&a)
-        .into_iter()
-        .filter(|io| io.id.is_own())
-        .collect();
+    let own = own_reads(&a);
     // A read of page 40 (in flight) waits; one of page 70 (never learned) goes down at once.
     let mut r = launch()[4];
     r.id = IoId(110);
@@ -268,15 +268,7 @@ fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
 
 #[test]
 fn the_end_of_a_launch_drops_the_buffers_and_rearms_detection() {
-    let mut h = learned(params(Order::Lba, Hold::Launch, 8));
-    let a = relaunch(&mut h, 3);
-    let own: Vec<Io> = submitted(&a)
-        .into_iter()
-        .filter(|io| io.id.is_own())
-        .collect();
-    for io in &own {
-        h.complete(301 * MS, *io, Status::Ok);
-    }
+    let mut h = prefetched_all(params(Order::Lba, Hold::Launch, 8));
     h.timer(500 * MS, IDLE);
     // After the launch, a read of a learned page goes to the disk.
     let a = h.request(600 * MS, read(300, 20, 1, Some(7)));

@@ -3,7 +3,7 @@
 use super::layer::{Paraid, Params};
 use super::model::shares;
 use super::policy::ShiftParams;
-use crate::raid::stripe::{Level, Parity, DEFAULT_CHUNK_KIB, MAX_MEMBERS};
+use crate::raid::stripe::{check_array, LayoutName, Level};
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use wattio_core::time::NS_PER_S;
@@ -23,13 +23,6 @@ pub static KIND: Kind = Kind {
 };
 
 const DAY_S: f64 = 86_400.0;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum LayoutName {
-    LeftSymmetric,
-    LeftAsymmetric,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -56,6 +49,7 @@ struct Keys {
     period_h: Option<f64>,
     start: Option<Start>,
     copies: Option<u64>,
+    persist: Option<bool>,
 }
 
 /// A checked PARAID configuration.
@@ -69,17 +63,8 @@ impl ParaidConfig {
     /// Parse and range-check a `kind = "paraid"` table (without `kind`).
     pub fn parse(t: &toml::Table, key: &str) -> Result<ParaidConfig, String> {
         let k: Keys = registry::parse(t, key)?;
-        let level = match k.level {
-            0 => Level::Raid0,
-            5 => Level::Raid5,
-            v => return Err(format!("{key}.level: expected 0 or 5, got {v}")),
-        };
-        if k.devices.len() > MAX_MEMBERS {
-            return Err(format!(
-                "{key}.devices: at most {MAX_MEMBERS} devices, got {}",
-                k.devices.len()
-            ));
-        }
+        let (level, chunk, parity) =
+            check_array(key, k.level, k.devices.len(), k.chunk_kib, k.layout)?;
         let gears: Vec<usize> = k.gears.iter().map(|&g| g as usize).collect();
         if gears.len() < 2
             || gears.last() != Some(&k.devices.len())
@@ -92,22 +77,6 @@ impl ParaidConfig {
                 k.gears
             ));
         }
-        let chunk_kib = match k.chunk_kib {
-            Some(c) => range::count(&format!("{key}.chunk_kib"), c, 4, 65536)?,
-            None => DEFAULT_CHUNK_KIB,
-        };
-        if !chunk_kib.is_power_of_two() {
-            return Err(format!(
-                "{key}.chunk_kib: expected a power of two, got {chunk_kib}"
-            ));
-        }
-        let parity = match (k.layout, level) {
-            (Some(_), Level::Raid0) => {
-                return Err(format!("{key}.layout: RAID-0 has no parity to lay out"))
-            }
-            (Some(LayoutName::LeftAsymmetric), _) => Parity::LeftAsymmetric,
-            _ => Parity::LeftSymmetric,
-        };
         let secs = |name: &str, v: Option<f64>, default: f64, lo: f64, hi: f64| {
             v.map_or(Ok(default), |v| {
                 range::within(&format!("{key}.{name}"), v, lo, hi)
@@ -137,7 +106,7 @@ impl ParaidConfig {
             params: Params {
                 level,
                 parity,
-                chunk: chunk_kib * 1024,
+                chunk,
                 gears,
                 shift: ShiftParams {
                     sample: ns(sample).max(1),
@@ -151,6 +120,7 @@ impl ParaidConfig {
                 start_low: k.start == Some(Start::Lowest),
                 copies,
                 assume_clean: k.assume_clean.unwrap_or(false),
+                persist: k.persist.unwrap_or(true),
             },
         })
     }

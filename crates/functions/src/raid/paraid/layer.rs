@@ -23,8 +23,14 @@
 //! down. An upshift switches at once (clean chunks go to the disks as they spin up) and
 //! copies the replica-newer chunks back in the background (on demand until then).
 //! Propagation is [`Copier`] copies, one chunk each, at priority −1 and FUA.
+//!
+//! **Persistence** (`persist`, on by default): the dirty list's sides and the gear are kept
+//! in a metadata log at the end of disk 0 ([`persist`](super::persist) says what is logged
+//! and why it is enough); a write that makes a chunk newer waits until its record is
+//! durable, and host requests wait at start until the log is recovered.
 
 use super::model::shares;
+use super::persist::{Record, Shape, JOURNAL_BYTES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -33,11 +39,15 @@ use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::journal::{Journal, JournalConfig, Step, IO_NUMBERS};
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
+use wattio_core::region::Region;
 use wattio_core::time::Nanos;
 
 const MONITOR: TimerId = 0;
+/// Own-I/O numbers (and scratch ids) of the metadata log.
+const JOURNAL_BASE: u64 = 1 << 44;
 /// Own-I/O numbers of propagation copies (they name the copies' scratch buffers too).
 const COPY_BASE: u64 = 1 << 46;
 /// Scratch ids of level g's RAID start at `RAID_SCRATCH + g·2^40`.
@@ -66,6 +76,9 @@ pub struct Params {
     /// Propagation copies in flight at most.
     pub copies: usize,
     pub assume_clean: bool,
+    /// Keep the dirty list and the gear in a metadata log on disk 0 (else they are lost at a
+    /// crash, and with them which copy of a chunk is the newer).
+    pub persist: bool,
 }
 
 /// Which copy of a chunk is the newer.
@@ -86,12 +99,26 @@ impl Side {
 
 /// A dirty chunk: which side is newer, a version bumped by every write to it (submitted or
 /// completed), and the writes in flight. A copy clears the entry only if no write was
-/// submitted or completed while it ran and none is in flight.
+/// submitted or completed while it ran and none is in flight. `seq`: the log record that
+/// says which side is newer (writes to the chunk wait until it is durable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dirty {
     pub side: Side,
     version: u64,
     writes: u32,
+    seq: u64,
+}
+
+/// A tracked write held until its dirty record is durable: where `route` was sending it.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    seq: u64,
+    disk: usize,
+    side: Side,
+    /// Byte offset on the disk.
+    x: u64,
+    /// The write, renamed.
+    io: Io,
 }
 
 /// Chunks per disk of each level's region (index = gear), from Eq. 1's shares of a
@@ -158,6 +185,8 @@ struct Counters {
     abandoned: u64,
     host_ios: u64,
     refused_by_ration: u64,
+    recovered_dirty: u64,
+    held_writes: u64,
 }
 
 pub struct Paraid {
@@ -206,6 +235,15 @@ pub struct Paraid {
     time_in: Vec<Nanos>,
     since: Nanos,
     counters: Counters,
+    /// The metadata log (`persist`) and what it persists.
+    journal: Option<Journal>,
+    shape: Shape,
+    /// Writes waiting for their dirty record.
+    held: Vec<Held>,
+    /// Host requests that came before the log was recovered.
+    early: Vec<Io>,
+    /// The state is known (recovered, or nothing to recover).
+    ready: bool,
 }
 
 impl Paraid {
@@ -240,6 +278,16 @@ impl Paraid {
             time_in: vec![0; m],
             since: 0,
             counters: Counters::default(),
+            journal: None,
+            shape: Shape {
+                low: 0,
+                disks: 0,
+                chunks: 0,
+                gears: m,
+            },
+            held: Vec::new(),
+            early: Vec::new(),
+            ready: false,
             p,
         }
     }
@@ -348,14 +396,18 @@ impl Paraid {
             _ => Side::Replica,
         });
         let mut write = None;
+        let mut wait = None;
         if tracked && matches!(io.op, Op::Write | Op::Discard) {
             let replicas = &mut self.replicas;
+            let mut new = false;
             let d = self.dirty.entry(key).or_insert_with(|| {
                 *replicas += u64::from(side == Side::Replica);
+                new = true;
                 Dirty {
                     side,
                     version: 0,
                     writes: 0,
+                    seq: 0,
                 }
             });
             debug_assert_eq!(d.side, side, "a chunk has one newer side");
@@ -366,19 +418,77 @@ impl Paraid {
             if side == Side::Original {
                 self.original_writes += 1;
             }
+            if new {
+                let seq = self.log(
+                    Record::Newer {
+                        disk,
+                        chunk: key.1,
+                        side,
+                    },
+                    out,
+                );
+                if let Some(d) = self.dirty.get_mut(&key) {
+                    d.seq = seq;
+                }
+            }
+            let seq = self.dirty[&key].seq;
+            if self.journal.as_ref().is_some_and(|j| seq > j.durable()) {
+                wait = Some(seq);
+            }
         }
         let n = self.rename(Pending { origin, io, write });
+        let io = Io {
+            id: IoId::own(n),
+            ..io
+        };
+        match wait {
+            Some(seq) => {
+                self.counters.held_writes += 1;
+                self.held.push(Held {
+                    seq,
+                    disk,
+                    side,
+                    x,
+                    io,
+                });
+            }
+            None => self.dispatch(now, disk, side, x, io, out),
+        }
+    }
+
+    /// Append `r` to the log (checkpointing when it is full); its sequence number (0
+    /// without a log).
+    fn log(&mut self, r: Record, out: &mut Actions) -> u64 {
+        let Some(j) = self.journal.as_mut() else {
+            return 0;
+        };
+        let seq = match j.append(&r.encode(), out) {
+            Ok(seq) => seq,
+            Err(e) => {
+                out.fail(&format!("paraid: {e}"));
+                return 0;
+            }
+        };
+        if j.wants_snapshot() {
+            let snap = self
+                .shape
+                .snapshot(self.gear, self.dirty.iter().map(|(&k, d)| (k, d.side)));
+            let j = self.journal.as_mut().expect("checked");
+            if let Err(e) = j.checkpoint(&snap, out) {
+                out.fail(&format!("paraid: {e}"));
+            }
+        }
+        seq
+    }
+
+    /// Send a renamed I/O to its side: the disk at byte `x`, or the replica level's RAID.
+    fn dispatch(&mut self, now: Nanos, disk: usize, side: Side, x: u64, io: Io, out: &mut Actions) {
         match side {
-            Side::Original => out.submit(Io {
-                id: IoId::own(n),
-                offset: x,
-                ..io
-            }),
+            Side::Original => out.submit(Io { offset: x, ..io }),
             Side::Replica => {
                 let r = self.replica_level(disk).expect("a disk that can be down");
                 let y = (disk - self.p.gears[r]) as u64 * self.base[r] + x;
                 let req = Io {
-                    id: IoId::own(n),
                     dev: self.devs[0],
                     offset: y,
                     ..io
@@ -440,6 +550,13 @@ impl Paraid {
                             {
                                 self.dirty.remove(&key);
                                 self.replicas -= u64::from(c.from == Side::Replica);
+                                self.log(
+                                    Record::Clean {
+                                        disk: key.0,
+                                        chunk: key.1,
+                                    },
+                                    out,
+                                );
                             }
                         }
                         _ => {
@@ -540,7 +657,7 @@ impl Paraid {
             }
             return;
         }
-        self.switch(now, t);
+        self.switch(now, t, out);
         for disk in leaving {
             self.spin_down(now, disk, out);
         }
@@ -556,17 +673,83 @@ impl Paraid {
         }
     }
 
-    fn switch(&mut self, now: Nanos, gear: usize) {
+    /// Account the time in the current gear, and switch to `gear` (logged if it changes).
+    fn switch(&mut self, now: Nanos, gear: usize, out: &mut Actions) {
         self.time_in[self.gear] += now.saturating_sub(self.since);
         self.since = now;
-        self.gear = gear;
+        if gear != self.gear {
+            self.gear = gear;
+            self.log(Record::Gear(gear), out);
+        }
+    }
+
+    /// The log's news: the recovered state, records durable (held writes go), a failure.
+    fn step(&mut self, now: Nanos, s: Step, out: &mut Actions) {
+        match s {
+            Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
+                Ok((gear, dirty)) => {
+                    // No gear record yet: the gear the array started in, which its first
+                    // records were written in.
+                    self.time_in[self.gear] += now.saturating_sub(self.since);
+                    self.since = now;
+                    if let Some(g) = gear {
+                        self.gear = g;
+                    }
+                    self.counters.recovered_dirty = dirty.len() as u64;
+                    self.replicas = dirty.values().filter(|&&s| s == Side::Replica).count() as u64;
+                    self.dirty = dirty
+                        .into_iter()
+                        .map(|(k, side)| {
+                            let d = Dirty {
+                                side,
+                                version: 0,
+                                writes: 0,
+                                seq: 0,
+                            };
+                            (k, d)
+                        })
+                        .collect();
+                    self.begin(now, out);
+                }
+                Err(e) => out.fail(&format!(
+                    "paraid: the metadata log on `{}` holds {e}",
+                    self.names[0]
+                )),
+            },
+            Step::Durable(upto) => {
+                let mut k = 0;
+                while k < self.held.len() {
+                    if self.held[k].seq <= upto {
+                        let h = self.held.swap_remove(k);
+                        self.dispatch(now, h.disk, h.side, h.x, h.io, out);
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+            Step::Failed(e) => out.fail(&format!("paraid: {e}")),
+            Step::Busy | Step::NotMine => {}
+        }
+    }
+
+    /// The state is known: spin down the disks the gear does not use, serve the requests
+    /// that waited, copy back what the replicas hold newer.
+    fn begin(&mut self, now: Nanos, out: &mut Actions) {
+        self.ready = true;
+        for disk in self.p.gears[self.gear]..self.devs.len() {
+            self.spin_down(now, disk, out);
+        }
+        for io in std::mem::take(&mut self.early) {
+            self.on_request(now, io, out);
+        }
+        self.pump(now, out);
     }
 
     fn upshift(&mut self, now: Nanos, out: &mut Actions) {
         self.target = None;
         self.settle_mark = None;
         let from = self.gear;
-        self.switch(now, from + 1);
+        self.switch(now, from + 1, out);
         for disk in self.leaving(from + 1, from) {
             if self.sleep[disk].is_some() {
                 out.set_power(self.devs[disk], self.idle[disk]);
@@ -612,7 +795,35 @@ impl Function for Paraid {
                 self.p.gears
             ));
         }
+        self.journal = None;
+        if self.p.persist {
+            // The log's size follows the geometry (a checkpoint has two bits a chunk), and
+            // the array keeps out of it: disk 0 is shortened by the region.
+            self.shape = Shape {
+                low: self.p.gears[0],
+                disks: devs.len(),
+                chunks: size / self.p.chunk,
+                gears: self.p.gears.len(),
+            };
+            let snapshot_bytes = self.shape.snapshot_bytes();
+            let d0 = &devices[devs[0] as usize];
+            let region =
+                Region::at_end(d0, JournalConfig::region_len(snapshot_bytes, JOURNAL_BYTES))
+                    .map_err(|e| format!("devices: {e}"))?;
+            size = size.min(region.offset);
+            self.journal = Some(
+                Journal::new(JournalConfig {
+                    region,
+                    snapshot_bytes,
+                    owner: OWNER.into(),
+                    io_base: JOURNAL_BASE,
+                    priority: 0,
+                })
+                .map_err(|e| format!("devices: {e} (a larger chunk_kib makes it smaller)"))?,
+            );
+        }
         let chunks = size / self.p.chunk;
+        self.shape.chunks = chunks;
         let sizes = regions(self.p.level, &self.p.gears, chunks).ok_or_else(|| {
             format!(
                 "devices: {chunks} chunks of {} KiB a disk are too few for gears {:?}",
@@ -655,16 +866,24 @@ impl Function for Paraid {
         Ok(())
     }
 
+    fn regions(&self) -> Vec<Region> {
+        self.journal.iter().map(Journal::region).collect()
+    }
+
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         self.since = now;
         self.mix.push_back((0, 0));
         self.monitor.start(now, out);
-        for disk in self.p.gears[self.gear]..self.devs.len() {
-            self.spin_down(now, disk, out);
+        match self.journal.as_mut() {
+            Some(j) => j.recover(out),
+            None => self.begin(now, out),
         }
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        if !self.ready {
+            return self.early.push(io);
+        }
         self.busy.enter(now);
         self.counters.host_ios += 1;
         if let Some(last) = self.mix.back_mut() {
@@ -687,6 +906,14 @@ impl Function for Paraid {
             .get(done.io.dev as usize)
             .is_some_and(|&m| m != usize::MAX);
         if ours && done.io.id.is_own() && !done.io.id.is_sub() {
+            let n = done.io.id.0 & (IoId::SUB - 1);
+            if (JOURNAL_BASE..JOURNAL_BASE + IO_NUMBERS).contains(&n) {
+                if let Some(j) = self.journal.as_mut() {
+                    let s = j.on_completion(&done, out);
+                    self.step(now, s, out);
+                }
+                return;
+            }
             return self.returned(now, done, out);
         }
         let top = self.top();
@@ -696,11 +923,18 @@ impl Function for Paraid {
         self.pool.push(acts);
     }
 
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        if let Some(j) = self.journal.as_mut() {
+            let s = j.on_bytes(tag, bytes, out);
+            self.step(now, s, out);
+        }
+    }
+
     fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
-        if !self.monitor.fired(now, timer, out) {
+        if !self.monitor.fired(now, timer, out) || !self.ready {
             return;
         }
-        self.switch(now, self.gear);
+        self.switch(now, self.gear, out);
         if !self.failed.is_empty() {
             self.failed.clear();
             self.pump(now, out);
@@ -759,6 +993,8 @@ impl Function for Paraid {
             ("dirty_chunks", self.dirty.len() as f64),
             ("host_ios", c.host_ios as f64),
             ("samples_held_by_ration", c.refused_by_ration as f64),
+            ("recovered_dirty_chunks", c.recovered_dirty as f64),
+            ("writes_held_for_dirty_record", c.held_writes as f64),
         ]
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))

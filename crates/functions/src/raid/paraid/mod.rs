@@ -12,6 +12,7 @@
 mod config;
 pub mod layer;
 pub mod model;
+mod persist;
 pub mod policy;
 
 pub use config::{ParaidConfig, KIND};

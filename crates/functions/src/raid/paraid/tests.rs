@@ -4,7 +4,7 @@
 use super::layer::{regions, Paraid, Params, Side};
 use super::policy::ShiftParams;
 use crate::raid::stripe::{Level, Parity};
-use wattio_core::function::Action;
+use wattio_core::function::{Action, Function};
 use wattio_core::io::{Buf, Io, Op, Status};
 use wattio_core::testing::{disk, replied, submitted, Harness};
 use wattio_core::time::NS_PER_S;
@@ -32,6 +32,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         start_low,
         copies: 4,
         assume_clean: true,
+        persist: false,
     }
 }
 
@@ -252,4 +253,67 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
         );
     }
     assert_eq!(replies, vec![host(1, Op::Write, 0, 3)]);
+}
+
+/// Recover the log from `region` (its bytes as the disk holds them): the region's read, its
+/// bytes, the new header's write; the other actions on the way.
+fn recover(h: &mut Harness<Paraid>, region: &[u8]) -> Vec<Action> {
+    let read = submitted(&h.start(0))[0];
+    assert_eq!(
+        (read.dev, read.op, read.len as usize),
+        (0, Op::Read, region.len())
+    );
+    let take = h.complete(0, read, Status::Ok);
+    let tag = take
+        .iter()
+        .find_map(|a| match *a {
+            Action::Take { tag, .. } => Some(tag),
+            _ => None,
+        })
+        .expect("the region's bytes are asked for");
+    let acts = h.bytes(0, tag, region);
+    let header = submitted(&acts)
+        .into_iter()
+        .find(|io| io.dev == 0 && io.op == Op::Write && io.fua)
+        .expect("a new header is written at every start");
+    let mut rest: Vec<Action> = acts
+        .into_iter()
+        .filter(|a| !matches!(a, Action::Submit(io) if io.id == header.id))
+        .collect();
+    rest.extend(h.complete(0, header, Status::Ok));
+    rest
+}
+
+#[test]
+fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
+    // RAID-0 {1,2} from the lowest gear, persisted: the log is in disk 0's last blocks.
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.persist = true;
+    let mut h = array(p);
+    let region = h.function().regions()[0];
+    assert_eq!(
+        (region.dev, region.offset + region.len),
+        (0, 1_000_000_000 / K * K)
+    );
+    // A host write before the log is recovered waits.
+    let early = h.request(0, host(1, Op::Write, 1, 1));
+    assert!(submitted(&early).is_empty());
+    let acts = recover(&mut h, &vec![0; region.len as usize]);
+    // Recovered (a blank region: a new log): disk 1 is spun down, and the early write's
+    // dirty record (disk 1, chunk 0, replica newer) goes to the log, FUA, in the region —
+    // and nothing else: the data write waits for it.
+    assert_eq!(powers(&acts), vec![(1, h.state(1, "standby"))]);
+    let log = submitted(&acts);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(log[0].dev == 0 && log[0].fua && log[0].offset >= region.offset);
+    assert_eq!(h.function().dirty()[&(1, 0)].side, Side::Replica);
+    // The record is durable: the write goes to the replica (disk 0, disk 1's soft region;
+    // the disks' chunks end where the log begins).
+    let base = regions(Level::Raid0, &[1, 2], region.offset / K).unwrap()[1] * K;
+    let a = h.complete(1, log[0], Status::Ok);
+    assert_eq!(shape(&a), vec![(0, base, Op::Write, 0, false)]);
+    // A second write to the same chunk needs no record.
+    let b = h.request(2, host(2, Op::Write, 1, 1));
+    assert_eq!(shape(&b), vec![(0, base, Op::Write, 0, false)]);
+    assert_eq!(h.counter("writes_held_for_dirty_record"), 1.0);
 }

@@ -20,11 +20,52 @@ pub const DEFAULT_CHUNK_KIB: u64 = 64;
 /// Members at most: a bound on per-row work and buffers.
 pub const MAX_MEMBERS: usize = 64;
 
+/// The `layout` key's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-enum LayoutName {
+pub(crate) enum LayoutName {
     LeftSymmetric,
     LeftAsymmetric,
+}
+
+/// The checks of the keys every striped array has (`kind = "raid"` and PARAID's gears):
+/// the level, the member count, the chunk size and the parity layout; the level, the chunk
+/// in bytes and the parity.
+pub(crate) fn check_array(
+    key: &str,
+    level: u64,
+    members: usize,
+    chunk_kib: Option<u64>,
+    layout: Option<LayoutName>,
+) -> Result<(Level, u64, Parity), String> {
+    let lv = match level {
+        0 => Level::Raid0,
+        5 => Level::Raid5,
+        v => return Err(format!("{key}.level: expected 0 or 5, got {v}")),
+    };
+    let min = if lv == Level::Raid5 { 3 } else { 1 };
+    if members < min || members > MAX_MEMBERS {
+        return Err(format!(
+            "{key}.devices: RAID-{level} takes {min} to {MAX_MEMBERS} devices, got {members}"
+        ));
+    }
+    let chunk_kib = match chunk_kib {
+        Some(c) => range::count(&format!("{key}.chunk_kib"), c, 4, 65536)?,
+        None => DEFAULT_CHUNK_KIB,
+    };
+    if !chunk_kib.is_power_of_two() {
+        return Err(format!(
+            "{key}.chunk_kib: expected a power of two, got {chunk_kib}"
+        ));
+    }
+    let parity = match (layout, lv) {
+        (Some(_), Level::Raid0) => {
+            return Err(format!("{key}.layout: RAID-0 has no parity to lay out"))
+        }
+        (Some(LayoutName::LeftAsymmetric), _) => Parity::LeftAsymmetric,
+        _ => Parity::LeftSymmetric,
+    };
+    Ok((lv, chunk_kib * 1024, parity))
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -51,39 +92,12 @@ impl RaidConfig {
     /// Parse and range-check a `kind = "raid"` table (without `kind`).
     pub fn parse(t: &toml::Table, key: &str) -> Result<RaidConfig, String> {
         let k: Keys = registry::parse(t, key)?;
-        let level = match k.level {
-            0 => Level::Raid0,
-            5 => Level::Raid5,
-            v => return Err(format!("{key}.level: expected 0 or 5, got {v}")),
-        };
-        let min = if level == Level::Raid5 { 3 } else { 1 };
-        if k.devices.len() < min || k.devices.len() > MAX_MEMBERS {
-            return Err(format!(
-                "{key}.devices: RAID-{} takes {min} to {MAX_MEMBERS} devices, got {}",
-                k.level,
-                k.devices.len()
-            ));
-        }
-        let chunk_kib = match k.chunk_kib {
-            Some(c) => range::count(&format!("{key}.chunk_kib"), c, 4, 65536)?,
-            None => DEFAULT_CHUNK_KIB,
-        };
-        if !chunk_kib.is_power_of_two() {
-            return Err(format!(
-                "{key}.chunk_kib: expected a power of two, got {chunk_kib}"
-            ));
-        }
-        let parity = match (k.layout, level) {
-            (Some(_), Level::Raid0) => {
-                return Err(format!("{key}.layout: RAID-0 has no parity to lay out"))
-            }
-            (Some(LayoutName::LeftAsymmetric), _) => Parity::LeftAsymmetric,
-            _ => Parity::LeftSymmetric,
-        };
+        let (level, chunk, parity) =
+            check_array(key, k.level, k.devices.len(), k.chunk_kib, k.layout)?;
         Ok(RaidConfig {
             level,
             devices: k.devices,
-            chunk: chunk_kib * 1024,
+            chunk,
             parity,
             assume_clean: k.assume_clean.unwrap_or(false),
         })

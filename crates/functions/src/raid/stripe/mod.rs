@@ -49,6 +49,7 @@
 mod config;
 mod layout;
 
+pub(crate) use config::{check_array, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 

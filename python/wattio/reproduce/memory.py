@@ -1,0 +1,520 @@
+"""Memory that sleeps: DRAM rank power management by the OS and the memory controller (Huang,
+*Power-aware memory management*, PhD thesis 2006, ch. 2–4: ``shared/seeds/000_ff6a9b2a8937b5ac.txt``,
+digest ``shared/reference/thesis-memory.md``).
+
+Experiments are named ``memory-…``. Every run goes through the memory simulator
+(``wattio_engine::memory``, the binding ``_core.memory_run``): processes scheduled round robin
+on one CPU, their pages placed on DRAM ranks at first touch, each main-memory access served by
+a rank whose power state the policy (``crates/functions/src/memory``) decides.
+
+* Table 3.2's synthetic case is fully specified by the thesis: one 64 MB DDR-400 rank, a
+  streaming cache-missing process interleaved with a cache-hitting one.
+* Tables 2.6/2.7, 3.3/3.4, 3.10 and 4.2/4.3 ran on SPECjbb + SPEC CPU2000 mixes the library
+  cannot have; wattio runs them on one mix of the captured stand-ins ``workloads/mem-bzip2``,
+  ``mem-gcc`` and ``mem-oltp`` (every process of the three traces) on the thesis's 12 DDR-400
+  ranks. The rules are orderings and ratios, not digits (the digest lists the tables'
+  internal inconsistencies).
+
+Three verdicts fail, for reasons the runs show (their notes give the numbers):
+
+* ``memory-table3-3-hwsw-below-hw`` and ``memory-table3-10-hwsw-below-hw-at-every-window``:
+  on the captured mix the context-aware PMU is within 0.3 % of HW (thesis 8–14 % below).
+  With 10 ms quanta the mix switches about 75 times in 1.87 s, and HW relearns a process's traffic
+  within Th_Max of a switch, so a saved history can matter for about 2 % of the run. On
+  Table 3.2's synthetic case (1 ms quanta) HW–SW is 5.6 % below HW.
+* ``memory-table4-1-page-popularity``: the stand-ins' pages are far more evenly used than the
+  thesis's (about 121 accesses per page over 250,000–300,000-row prefixes of each process's
+  traffic, against whole SPEC runs).
+
+Every rule and paper value below was written before the experiment first ran from Python. The
+rules of Table 3.2 and of Tables 2.6/2.7 are those the Rust tests of the previous session
+wrote before their first run (``crates/engine/tests/memory/``); their numbers were known when
+the power ordering of Tables 2.6/2.7 was widened to every pair both tables of the thesis agree
+on.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from wattio.reproduce import library
+from wattio.reproduce.experiment import Experiment, NotRunnable, Outcome, System
+from wattio.reproduce.rules import Bound, SameOrdering, WithinPercent
+
+THESIS = "Huang, Power-aware memory management, PhD thesis, U. Michigan 2006 (seed 000, ch. 2–4)"
+
+#: Table 3.2: reads of the streaming process (the thesis: 7,429,188; the ratios do not depend
+#: on the length once many quanta have run).
+T32_READS = 2_000_000
+T32_READS_QUICK = 200_000
+#: The captured stand-ins run together as one mix.
+MIX = ("mem-bzip2", "mem-gcc", "mem-oltp")
+#: Th_Max of Table 3.10 in refresh intervals (tREFI 7.8 µs): 10 µs, 500 µs, 5000 µs.
+WINDOWS = {"10 µs": 1, "500 µs": 64, "5000 µs": 641}
+#: tREFI of the DDR-400 part (catalogue/dram/ddr-400-thesis.toml), s.
+TREFI_S = 7.8e-6
+
+T32_DIFFERS = (
+    "The thesis's rank draws more than the DDR model of its ch. 2 (5.80 W under NOPM for a rank "
+    "whose read power is 4.2 W: its CSIM simulator adds activation, queue and PLL/register power); "
+    "wattio prices the rank from that table alone (4.2 / 2.2 / 1.2 / 0.167 W, exits 0 / 5 / 1000 ns, "
+    "catalogue/dram/ddr-400-thesis). Not given by the thesis: the quantum (1 ms), the computation "
+    "between misses (10 ns), the switch cost (1 µs), the cache-hitting process's length (the "
+    "streaming one's NOPM time). 2,000,000 reads (200,000 with --quick) instead of 7,429,188."
+)
+
+MIX_DIFFERS = (
+    "The thesis ran SPECjbb2000 with bzip2 + crafty (low) and mcf + art (high), 11.5 M and 69.5 M "
+    "accesses after a 64 KB L1D / 1.5 MB L2 with 128 B lines, on a 1.6 GHz PowerPC. wattio runs one "
+    "mix of three captured stand-ins (workloads/mem-bzip2, mem-gcc, mem-oltp; each README says how "
+    "it differs), 0.66 M accesses after a 32 KiB L1D / 1 MiB L2 with 64 B lines, 5,415 pages (21 MiB) "
+    "touched in all, on 12 DDR-400 ranks of 64 MB (the digest: '12 × 64 MB ranks fits the numbers'). Not "
+    "given by the thesis: 10 ms quantum, 1 µs switch, 0.625 ns per instruction (1.6 GHz, one "
+    "instruction per cycle), pages scattered over the ranks by default (seed 1), HW's initial "
+    "threshold Th_Max and its continuous self-refresh check. The stand-ins fit on one or two "
+    "ranks per process, so PAVM saves more than the thesis's."
+)
+
+
+def _toml(kind: str, processes: str, ranks: int, quantum_ns: int, line: str = "", extra: str = "") -> str:
+    return (
+        f'[memory]\npart = "ddr-400-thesis"\nranks = {ranks}\nquantum_ns = {quantum_ns}\nswitch_ns = 1000\n'
+        f"seed = 1\n{line}{extra}[memory.policy]\nkind = \"{kind}\"\n{processes}"
+    )
+
+
+def _simulate(text: str) -> dict:
+    from wattio import _core
+
+    return json.loads(_core.memory_run(text, str(library.root())))
+
+
+@cache
+def _table32(kind: str, quick: bool) -> dict:
+    reads = T32_READS_QUICK if quick else T32_READS
+    gap = 10
+    procs = (
+        f'[[process]]\nkind = "stream"\naccesses = {reads}\ngap_ns = {gap}\n'
+        f'[[process]]\nkind = "compute"\ntotal_ns = {reads * (gap + 70)}\n'
+    )
+    return _simulate(_toml(kind, procs, 1, 1_000_000, line="line_bytes = 128\n"))
+
+
+def _mix_processes() -> str:
+    out = ""
+    for w in MIX:
+        path = library.root() / w / "trace.parquet"
+        if not path.exists():
+            raise NotRunnable(f"stand-in {w!r}: no {path} (the workload library is not here)")
+        out += f'[[process]]\nkind = "trace"\npath = "{w}/trace.parquet"\nns_per_instruction = 0.625\n'
+    return out
+
+
+@cache
+def _mix(kind: str, th_max_refi: int = 64, interleave: str = "rank-fill") -> dict:
+    extra = f'interleave = "{interleave}"\n'
+    hw = f"[memory.policy.hw]\nth_max_refi = {th_max_refi}\n" if kind.startswith(("hw", "pavm+hw")) else ""
+    text = _toml(kind, "", 12, 10_000_000, extra=extra) + hw + _mix_processes()
+    return _simulate(text)
+
+
+LABELS = {"nopm": "NOPM", "ipd": "IPD", "isr": "ISR", "hw": "HW", "hw-sw": "HW–SW", "pavm": "PAVM",
+          "pavm+ipd": "PAVM+IPD", "pavm+hw-sw": "PAVM+HW–SW"}
+
+
+def _frame(runs: dict[str, dict]):
+    """One row per run: the thesis's columns (energy, power, response, normalized runtime,
+    delayed accesses per state)."""
+    import pandas as pd
+
+    base = next(iter(runs.values()))["runtime_ns"]
+    return pd.DataFrame([
+        {"run": name, "policy": s["policy"], "energy_j": s["energy_j"], "avg_power_w": s["avg_power_w"],
+         "mean_response_ns": s["mean_response_ns"], "runtime_ns": s["runtime_ns"],
+         "normalized_runtime": s["runtime_ns"] / base, "delayed_pd": s["delayed_pd"], "delayed_sr": s["delayed_sr"],
+         "reads": s["reads"], "writes": s["writes"], "switches": s["switches"], "pages_touched": s["pages_touched"]}
+        for name, s in runs.items()
+    ])
+
+
+def _bars(df, column: str, ylabel: str, title: str):
+    def figure(ax):
+        ax.bar(list(df["run"]), list(df[column]))
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.tick_params(axis="x", labelsize=7, rotation=30)
+
+    return figure
+
+
+# ---- Table 3.2: the synthetic case ----
+
+T32_KINDS = ("nopm", "ipd", "isr", "hw", "hw-sw")
+
+
+def _t32(quick: bool):
+    runs = {LABELS[k]: _table32(k, quick) for k in T32_KINDS}
+    df = _frame(runs)
+    return runs, df.set_index("run"), _bars(df, "avg_power_w", "average power (W)", "Table 3.2: one rank, two processes")
+
+
+def _t32_power(quick: bool) -> Outcome:
+    runs, df, fig = _t32(quick)
+    return Outcome(values={k: float(df.loc[k, "avg_power_w"]) for k in ("NOPM", "IPD", "HW", "HW–SW")},
+                   table=df.reset_index(), figure=fig, notes=[f"reads: {runs['NOPM']['reads']}"])
+
+
+def _t32_isr(quick: bool) -> Outcome:
+    _, df, fig = _t32(quick)
+    return Outcome(values={"NOPM runtime / ISR's": float(1 / df.loc["ISR", "normalized_runtime"]),
+                           "ISR power / IPD's": float(df.loc["ISR", "avg_power_w"] / df.loc["IPD", "avg_power_w"])},
+                   table=df.reset_index(), figure=fig)
+
+
+def _t32_cheap(quick: bool) -> Outcome:
+    _, df, fig = _t32(quick)
+    return Outcome(values={k: float(df.loc[k, "normalized_runtime"]) for k in ("IPD", "HW", "HW–SW")},
+                   table=df.reset_index(), figure=fig)
+
+
+def _hwsw_vs_hw(df) -> dict:
+    return {"HW–SW power / HW's": float(df.loc["HW–SW", "avg_power_w"] / df.loc["HW", "avg_power_w"]),
+            "HW–SW runtime / HW's": float(df.loc["HW–SW", "runtime_ns"] / df.loc["HW", "runtime_ns"])}
+
+
+def _t32_hwsw(quick: bool) -> Outcome:
+    _, df, fig = _t32(quick)
+    return Outcome(values=_hwsw_vs_hw(df), table=df.reset_index(), figure=fig)
+
+
+T32_POWER = Experiment(
+    name="memory-table3-2-power-ordering",
+    title="On one rank, power falls from NOPM to IPD to HW to the context-aware HW–SW",
+    paper=THESIS,
+    reproduces="Table 3.2 (synthetic: one 64 MB rank, a streaming cache-missing process interleaved "
+    "with a cache-hitting one), average power",
+    paper_values={"NOPM": 5.80, "IPD": 4.43, "HW": 3.88, "HW–SW": 3.45},
+    rule=SameOrdering(),
+    quantity="average power (W)",
+    differs=T32_DIFFERS,
+    run=_t32_power,
+)
+
+T32_ISR = Experiment(
+    name="memory-table3-2-isr-trades-runtime",
+    title="Immediate self refresh saves power over IPD but at least doubles the runtime",
+    paper=THESIS,
+    reproduces="Table 3.2: ISR's normalized runtime 4.110 and power 3.81 W against IPD's 4.43 W",
+    paper_values={"NOPM runtime / ISR's": 0.5, "ISR power / IPD's": 1.0},
+    rule=Bound(upper=True),
+    quantity="ratio (paper: 1 / 4.110 = 0.243; 3.81 / 4.43 = 0.860)",
+    differs=T32_DIFFERS,
+    run=_t32_isr,
+)
+
+T32_CHEAP = Experiment(
+    name="memory-table3-2-cheap-policies-runtime",
+    title="IPD, HW and HW–SW cost little runtime on the synthetic case",
+    paper=THESIS,
+    reproduces="Table 3.2: normalized runtime 1.032 (IPD), 1.035 (HW, HW–SW)",
+    paper_values={"IPD": 1.06, "HW": 1.06, "HW–SW": 1.06},
+    rule=Bound(upper=True),
+    quantity="runtime / NOPM's",
+    differs=T32_DIFFERS,
+    run=_t32_cheap,
+)
+
+T32_HWSW = Experiment(
+    name="memory-table3-2-hwsw-below-hw",
+    title="The context-aware PMU draws at least 3 % less than HW at the same runtime",
+    paper=THESIS,
+    reproduces="Table 3.2: HW–SW 3.45 W against HW 3.88 W (−11 %), runtime 1.035 both",
+    paper_values={"HW–SW power / HW's": 0.97, "HW–SW runtime / HW's": 1.01},
+    rule=Bound(upper=True),
+    quantity="ratio (paper: 0.889 and 1.000)",
+    differs=T32_DIFFERS,
+    run=_t32_hwsw,
+)
+
+
+# ---- Tables 2.6/2.7 and 3.3/3.4: the policies on the captured mix ----
+
+MIX_KINDS = ("nopm", "ipd", "isr", "hw", "hw-sw", "pavm", "pavm+ipd")
+
+
+def _mix_table():
+    runs = {LABELS[k]: _mix(k) for k in MIX_KINDS}
+    df = _frame(runs)
+    fig = _bars(df, "avg_power_w", "average power (W)", "Tables 2.6/2.7, 3.3/3.4 on the captured mix")
+    n = runs["NOPM"]
+    notes = [(f"stand-ins: {', '.join(MIX)}; {n['reads']} reads, {n['writes']} writes, "
+              f"{n['pages_touched']} pages, {n['switches']} switches")]
+    return df.set_index("run"), fig, notes
+
+
+def _pavm(quick: bool) -> Outcome:
+    df, fig, notes = _mix_table()
+    return Outcome(values={
+        "PAVM power / NOPM's": float(df.loc["PAVM", "avg_power_w"] / df.loc["NOPM", "avg_power_w"]),
+        "PAVM runtime / NOPM's": float(df.loc["PAVM", "normalized_runtime"]),
+        "PAVM accesses delayed by self refresh / ISR's": float(df.loc["PAVM", "delayed_sr"] / df.loc["ISR", "delayed_sr"]),
+    }, table=df.reset_index(), figure=fig, notes=notes)
+
+
+#: The policies of Tables 2.6/2.7.
+LABELS_T26 = ("NOPM", "IPD", "ISR", "HW", "PAVM", "PAVM+IPD")
+#: The power ranks both Table 2.6 (low) and Table 2.7 (high) agree on: ISR < HW < PAVM+IPD <
+#: {IPD, PAVM} < NOPM (IPD and PAVM swap between the tables, so they are not ordered).
+MIX_POWER_RANKS = {"ISR": 1, "HW": 2, "PAVM+IPD": 3, "IPD": 4, "PAVM": 4, "NOPM": 5}
+
+
+def _mix_power(quick: bool) -> Outcome:
+    df, fig, notes = _mix_table()
+    return Outcome(values={k: float(df.loc[k, "avg_power_w"]) for k in MIX_POWER_RANKS}, table=df.reset_index(),
+                   figure=fig, notes=notes)
+
+
+def _mix_isr(quick: bool) -> Outcome:
+    df, _, notes = _mix_table()
+    return Outcome(values={k: float(df.loc[k, "normalized_runtime"]) for k in LABELS_T26},
+                   table=df.reset_index(), figure=_bars(df.reset_index(), "normalized_runtime",
+                                                        "runtime / NOPM's", "Tables 2.6/2.7 on the captured mix"),
+                   notes=notes)
+
+
+
+def _history_reach(run: dict, th_max_refi: int) -> str:
+    """Why a saved history can matter little: the predictor relearns within Th_Max of a switch."""
+    th_max_s = th_max_refi * TREFI_S
+    runtime_s = run["runtime_ns"] / 1e9
+    share = 100 * min(1.0, run["switches"] * th_max_s / runtime_s)
+    return (f"{run['switches']} switches in {runtime_s:.2f} s: a history saved at a switch can matter for at most "
+            f"switches × Th_Max ({th_max_s * 1e6:.0f} µs) = {share:.1f} % of the run")
+
+
+def _mix_hwsw(quick: bool) -> Outcome:
+    df, fig, notes = _mix_table()
+    return Outcome(values=_hwsw_vs_hw(df), table=df.reset_index(), figure=fig,
+                   notes=[*notes, _history_reach(_mix("hw-sw"), 64)])
+
+
+PAVM = Experiment(
+    name="memory-table2-6-pavm-saves-power-not-time",
+    title="PAVM cuts memory power by a quarter or more at under 1 % slowdown, and hardly waits on self refresh",
+    paper=THESIS,
+    reproduces="Tables 2.6/2.7: PAVM 27.64 / 49.97 W (low), 27.15 / 52.15 W (high), runtime 1.001 / 1.005; "
+    "accesses delayed by self refresh 70 and 181 against ISR's 2.7 M and 5.0 M",
+    paper_values={"PAVM power / NOPM's": 0.75, "PAVM runtime / NOPM's": 1.01,
+                  "PAVM accesses delayed by self refresh / ISR's": 0.01},
+    rule=Bound(upper=True),
+    quantity="ratio (paper: 0.553 / 0.521; 1.001 / 1.005; 2.6e-5 / 3.7e-5)",
+    differs=MIX_DIFFERS,
+    run=_pavm,
+)
+
+MIX_POWER = Experiment(
+    name="memory-table2-6-power-ordering",
+    title="Power orders ISR < HW < PAVM+IPD < IPD, PAVM < NOPM on a real mix",
+    paper=THESIS,
+    reproduces="Tables 2.6/2.7, average power: the order both tables agree on (low 6.23 < 10.24 < 14.72 < "
+    "25.54, 27.64 < 49.97 W; high 14.57 < 14.79 < 16.19 < 28.30, 27.15 < 52.15 W)",
+    paper_values=MIX_POWER_RANKS,
+    rule=SameOrdering(),
+    quantity="rank (1 = least power) / average power W (wattio)",
+    differs=MIX_DIFFERS,
+    run=_mix_power,
+)
+
+MIX_ISR = Experiment(
+    name="memory-table2-6-isr-slowest",
+    title="ISR's runtime is the worst of all policies",
+    paper=THESIS,
+    reproduces="Tables 2.6/2.7, normalized runtime: ISR 2.107 and 5.558, every other policy ≤ 1.091",
+    paper_values={k: 2 if k == "ISR" else 1 for k in LABELS_T26},
+    rule=SameOrdering(),
+    quantity="rank / runtime over NOPM's (wattio)",
+    differs=MIX_DIFFERS,
+    run=_mix_isr,
+)
+
+MIX_HWSW = Experiment(
+    name="memory-table3-3-hwsw-below-hw",
+    title="The context-aware PMU draws at least 3 % less than HW at the same runtime on a real mix",
+    paper=THESIS,
+    reproduces="Tables 3.3/3.4: HW–SW 8.81 W against HW 10.24 W (low), 13.58 against 14.79 W (high), "
+    "runtime 1.039 / 1.032 and 1.097 / 1.091 ('8.18–14.02 % less power than HW, runtime within 1 %')",
+    paper_values={"HW–SW power / HW's": 0.97, "HW–SW runtime / HW's": 1.01},
+    rule=Bound(upper=True),
+    quantity="ratio (paper: 0.860 / 0.918; 1.004 / 1.005)",
+    differs=MIX_DIFFERS,
+    run=_mix_hwsw,
+)
+
+
+# ---- Table 3.10: the window Th_Max ----
+
+
+def _window_table():
+    runs = {f"{LABELS[k]}, {w}": _mix(k, th_max_refi=n) for w, n in WINDOWS.items() for k in ("hw", "hw-sw")}
+    df = _frame(runs)
+    return df.set_index("run"), _bars(df, "avg_power_w", "average power (W)", "Table 3.10: window sensitivity")
+
+
+def _window_below(quick: bool) -> Outcome:
+    df, fig = _window_table()
+    return Outcome(values={w: float(df.loc[f"HW–SW, {w}", "avg_power_w"] / df.loc[f"HW, {w}", "avg_power_w"])
+                           for w in WINDOWS}, table=df.reset_index(), figure=fig,
+                   notes=[f"{w}: " + _history_reach(_mix("hw-sw", th_max_refi=n), n) for w, n in WINDOWS.items()])
+
+
+def _window_tradeoff(quick: bool) -> Outcome:
+    df, fig = _window_table()
+    return Outcome(values={
+        "power: 500 µs": float(df.loc["HW–SW, 500 µs", "avg_power_w"]),
+        "power: 5000 µs": float(df.loc["HW–SW, 5000 µs", "avg_power_w"]),
+        "response: 10 µs": float(df.loc["HW–SW, 10 µs", "mean_response_ns"]),
+        "response: 500 µs": float(df.loc["HW–SW, 500 µs", "mean_response_ns"]),
+    }, table=df.reset_index(), figure=fig)
+
+
+WINDOW_DIFFERS = MIX_DIFFERS + " Th_Max is a whole number of refresh intervals: 1, 64 and 641 × 7.8 µs."
+
+WINDOW_BELOW = Experiment(
+    name="memory-table3-10-hwsw-below-hw-at-every-window",
+    title="HW–SW draws less than HW whatever the window Th_Max",
+    paper=THESIS,
+    reproduces="Table 3.10: HW–SW below HW by 6.6–10.3 % at 10 µs, 11.7–16.7 % at 500 µs, and at 5000 µs",
+    paper_values={w: 1.0 for w in WINDOWS},
+    rule=Bound(upper=True),
+    quantity="HW–SW power / HW's",
+    differs=WINDOW_DIFFERS,
+    run=_window_below,
+)
+
+WINDOW_TRADEOFF = Experiment(
+    name="memory-table3-10-window-tradeoff",
+    title="A longer window costs power, a shorter one response time",
+    paper=THESIS,
+    reproduces="Table 3.10: at 5000 µs power rises 12.5–18.7 %; at 10 µs response time is 13.4–74.8 % worse "
+    "than at 500 µs",
+    paper_values={"power: 500 µs": 1, "power: 5000 µs": 2, "response: 10 µs": 2, "response: 500 µs": 1},
+    rule=SameOrdering(group_separator=": "),
+    quantity="rank within each quantity / HW–SW's power W and mean response ns (wattio)",
+    differs=WINDOW_DIFFERS,
+    run=_window_tradeoff,
+)
+
+
+# ---- Tables 4.2/4.3: rank-fill against rank-spread interleaving ----
+
+
+def _interleave_table():
+    runs = {f"{LABELS[k]}, {i}": _mix(k, interleave=i) for k in ("nopm", "hw") for i in ("rank-fill", "rank-spread")}
+    df = _frame(runs)
+    return df.set_index("run"), _bars(df, "avg_power_w", "average power (W)", "Tables 4.2/4.3: interleaving")
+
+
+def _interleave_hw(quick: bool) -> Outcome:
+    df, fig = _interleave_table()
+    return Outcome(values={i: float(df.loc[f"HW, {i}", "avg_power_w"]) for i in ("rank-fill", "rank-spread")},
+                   table=df.reset_index(), figure=fig)
+
+
+def _interleave_nopm(quick: bool) -> Outcome:
+    df, fig = _interleave_table()
+    ratio = df.loc["NOPM, rank-spread", "avg_power_w"] / df.loc["NOPM, rank-fill", "avg_power_w"]
+    return Outcome(values={"NOPM power, rank-spread / rank-fill": float(ratio)}, table=df.reset_index(), figure=fig)
+
+
+INTERLEAVE_DIFFERS = MIX_DIFFERS + (
+    " The controller serves one access at a time on the channel, so rank-spread cannot overlap "
+    "accesses on different ranks and is not faster (the thesis: 9–14 % faster); only power is compared."
+)
+
+INTERLEAVE_HW = Experiment(
+    name="memory-table4-2-rank-fill-saves-under-hw",
+    title="Under HW, rank-fill interleaving draws less than rank-spread",
+    paper=THESIS,
+    reproduces="Tables 4.2/4.3: HW 10.24 W rank-fill against 18.51 W rank-spread (low), 14.79 against 24.47 W (high)",
+    paper_values={"rank-fill": 1, "rank-spread": 2},
+    rule=SameOrdering(),
+    quantity="rank / HW's average power W (wattio)",
+    differs=INTERLEAVE_DIFFERS,
+    run=_interleave_hw,
+)
+
+INTERLEAVE_NOPM = Experiment(
+    name="memory-table4-2-interleaving-same-nopm-power",
+    title="Without power management, interleaving does not change power",
+    paper=THESIS,
+    reproduces="Tables 4.2/4.3: NOPM 49.97 W (low) and 52.15 W (high) under both interleavings",
+    paper_values={"NOPM power, rank-spread / rank-fill": 1.0},
+    rule=WithinPercent(5),
+    quantity="ratio",
+    differs=INTERLEAVE_DIFFERS,
+    run=_interleave_nopm,
+)
+
+
+# ---- Table 4.1: page popularity ----
+
+SHARES = (75, 90, 95, 99)
+
+
+def _popularity(quick: bool) -> Outcome:
+    import numpy as np
+    import pandas as pd
+
+    counts = []
+    for w in MIX:
+        path = library.root() / w / "trace.parquet"
+        if not path.exists():
+            raise NotRunnable(f"stand-in {w!r}: no {path} (the workload library is not here)")
+        t = pd.read_parquet(path, columns=["pid", "kind", "addr"])
+        t = t[t["kind"] <= 3]  # fill, write-back, load, store (MemKind 0..=3)
+        counts.append(t.groupby([t["pid"], t["addr"] // 4096]).size().to_numpy())
+    c = np.sort(np.concatenate(counts))[::-1]
+    cum = np.cumsum(c) / c.sum()
+    values = {f"{s} %": float(100 * (np.searchsorted(cum, s / 100) + 1) / len(c)) for s in SHARES}
+    table = pd.DataFrame({"accesses share (%)": list(SHARES), "pages share (%)": list(values.values())})
+
+    def figure(ax):
+        ax.plot(100 * np.arange(1, len(c) + 1) / len(c), 100 * cum)
+        ax.set_xlabel("% of pages (most accessed first)")
+        ax.set_ylabel("% of accesses")
+        ax.set_title("Table 4.1: page popularity of the captured mix")
+
+    return Outcome(values=values, table=table, figure=figure,
+                   notes=[f"{len(c)} pages, {int(c.sum())} accesses, {c.sum() / len(c):.0f} per page on average"])
+
+
+POPULARITY = Experiment(
+    name="memory-table4-1-page-popularity",
+    title="A few pages take most accesses: at least as skewed as the thesis's low mix",
+    paper=THESIS,
+    reproduces="Table 4.1, LowMem row: 5.68 / 14.27 / 18.60 / 25.81 % of pages take 75 / 90 / 95 / 99 % of accesses "
+    "(HighMem: 0.53 / 1.49 / 4.98 / 16.38 %)",
+    paper_values={"75 %": 5.68, "90 %": 14.27, "95 %": 18.60, "99 %": 25.81},
+    rule=Bound(upper=True),
+    quantity="% of pages",
+    differs=MIX_DIFFERS + " Pages are 4 KiB virtual pages per process; every fill and write-back counts.",
+    run=_popularity,
+)
+
+EXPERIMENTS = (T32_POWER, T32_ISR, T32_CHEAP, T32_HWSW, PAVM, MIX_POWER, MIX_ISR, MIX_HWSW, WINDOW_BELOW,
+               WINDOW_TRADEOFF, INTERLEAVE_HW, INTERLEAVE_NOPM, POPULARITY)
+
+
+def headline() -> str:
+    from wattio.reproduce import run_one
+
+    r = run_one(T32_HWSW, quick=True)
+    if r.outcome is None:
+        return f"context-aware PMU, Table 3.2: {r.verdict} ({r.reason})"
+    v = r.outcome.values["HW–SW power / HW's"]
+    return f"context-aware PMU: {100 * (1 - v):.1f} % below HW on Table 3.2 (thesis 11 %; quick run, {r.verdict})"
+
+
+SYSTEM = System(prefix="memory", title="Memory that sleeps: DRAM rank power, PAVM, the context-aware PMU",
+                experiments=EXPERIMENTS, headline=headline)
