@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod capture;
+mod delay_hiding;
 mod disk;
 mod launch;
 mod live;
@@ -22,6 +23,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     launch::register(m)?;
     live::register(m)?;
     capture::register(m)?;
+    delay_hiding::register(m)?;
     memtrace::register(m)?;
     nvcache::register(m)?;
     memory::register(m)?;

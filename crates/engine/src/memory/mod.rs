@@ -23,6 +23,7 @@
 //! (config, workload, seed).
 
 mod alloc;
+pub mod delay_hiding;
 pub mod workload;
 
 use alloc::{Frames, PageTable};
