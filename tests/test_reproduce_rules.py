@@ -5,6 +5,7 @@ from wattio.reproduce.rules import (
     FAILS,
     HOLDS,
     NOT_RUN,
+    Between,
     Bound,
     Exact,
     SameOrdering,
@@ -45,6 +46,15 @@ def test_bound_upper_and_lower():
     assert Bound(upper=False).check({"ratio": 1.0}, {"ratio": 1.0}).verdict == HOLDS
 
 
+
+def test_between_includes_its_limits_and_ignores_the_papers_value():
+    rule = Between(10, 100)
+    assert rule.check({"isr": 68.5}, {"isr": 10.0}).verdict == HOLDS
+    assert rule.check({"isr": 68.5}, {"isr": 100.0}).verdict == HOLDS
+    assert rule.check({"isr": 68.5}, {"isr": 9.99}).verdict == FAILS
+    assert rule.check({"isr": 68.5, "all": 0.0}, {"isr": 50.0, "all": 100.01}).verdict == FAILS
+
+
 def test_same_ordering_with_a_partial_order_and_ties():
     # EXCES Office: 10 s best, 5 s and 15 s not ordered against each other.
     ranks = {"5 s": 2, "10 s": 1, "15 s": 2, "30 s": 3}
@@ -74,7 +84,7 @@ def test_same_trend():
     assert r.check({"a": 1.0}, {"a": 1.0}).verdict == FAILS
 
 
-@pytest.mark.parametrize("rule", [Exact(0), WithinPercent(1), Bound(), SameOrdering(), SameTrend()])
+@pytest.mark.parametrize("rule", [Exact(0), WithinPercent(1), Bound(), Between(0, 1), SameOrdering(), SameTrend()])
 def test_missing_values_fail_and_no_run_is_not_run(rule):
     paper = {"a": 1, "b": 2}
     assert rule.check(paper, None).verdict == NOT_RUN

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import cache
 
 from wattio.reproduce import library
 from wattio.reproduce.experiment import Experiment, NotRunnable, Outcome, System
-from wattio.reproduce.rules import Exact, Rule, SameOrdering, _fmt, _verdict
+from wattio.reproduce.rules import Between, Exact, SameOrdering
 
 PAPER = "Delay-Hiding Energy Management Mechanisms for DRAM (seed 001)"
 
@@ -46,24 +45,6 @@ DIFFERS = (
     "no prediction (docs/functions/delay-hiding.md); calls run back to back, so energy is "
     "entry-to-exit only, as the paper's."
 )
-
-
-@dataclass(frozen=True)
-class Between(Rule):
-    """lo <= wattio <= hi for every key: the paper states a range or an approximate figure
-    ("tens of percent", "a few percent"), written here as limits before any run."""
-
-    lo: float
-    hi: float
-
-    def describe(self) -> str:
-        return f"between {self.lo:g} and {self.hi:g} (the paper's value for reference)"
-
-    def _check(self, paper, wattio):
-        return _verdict(
-            [(self.lo <= wattio[k] <= self.hi, f"{k}: wattio {_fmt(wattio[k])}, paper {_fmt(p)}")
-             for k, p in paper.items()]
-        )
 
 
 def _traces(names: tuple[str, ...]) -> list[str]:
@@ -237,4 +218,4 @@ def headline() -> str:
 SYSTEM = System(prefix="delay", title="Delay-hiding: buffer-cache DRAM ranks woken at system-call entry",
                 experiments=EXPERIMENTS, headline=headline)
 
-__all__ = ["EXPERIMENTS", "SYSTEM", "STANDINS", "Between", "run"]
+__all__ = ["EXPERIMENTS", "STANDINS", "SYSTEM", "run"]

@@ -135,6 +135,24 @@ class Bound(Rule):
 
 
 @dataclass(frozen=True)
+class Between(Rule):
+    """lo <= wattio <= hi for every key: the paper states a range or an approximate figure
+    ("tens of percent", "a few percent"), written here as limits before any run."""
+
+    lo: float
+    hi: float
+
+    def describe(self) -> str:
+        return f"between {self.lo:g} and {self.hi:g} (the paper's value for reference)"
+
+    def _check(self, paper, wattio):
+        return _verdict(
+            [(self.lo <= wattio[k] <= self.hi, f"{k}: wattio {_fmt(wattio[k])}, paper {_fmt(p)}")
+             for k, p in paper.items()]
+        )
+
+
+@dataclass(frozen=True)
 class SameOrdering(Rule):
     """The paper's values are ranks (1 = smallest); for every pair the paper orders (different
     ranks), wattio's values are ordered the same way. Values within ``tolerance_percent`` of each

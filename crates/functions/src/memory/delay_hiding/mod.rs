@@ -169,7 +169,7 @@ fn unit(key: &str, v: f64) -> Result<f64, String> {
 
 impl DelayHiding {
     pub fn new(cfg: &DelayHidingConfig) -> Result<DelayHiding, String> {
-        let (scheme, early_off, forced_target) = predictor::parse(&cfg.predictor)
+        let (scheme, early_off, forced_threshold) = predictor::parse(&cfg.predictor)
             .ok_or_else(|| {
                 err(
                     "predictor",
@@ -214,8 +214,8 @@ impl DelayHiding {
             }
         }
         let params = Params {
-            threshold: unit("threshold", cfg.threshold)?,
-            target: forced_target.unwrap_or(unit("target", cfg.target)?),
+            threshold: forced_threshold.unwrap_or(unit("threshold", cfg.threshold)?),
+            target: unit("target", cfg.target)?,
             threshold_start: unit("threshold_start", cfg.threshold_start)?,
             threshold_step: unit("threshold_step", cfg.threshold_step)?,
         };

@@ -12,7 +12,12 @@
 //! | AF-MFA, AF-DRD | as F-*, plus a per-file threshold stepped to meet the global target | as F-* with the file's threshold |
 //! | AF-MRA | per file: an MRU stack of ranks and `num_ranks` | the top `num_ranks` of the stack |
 //!
-//! F-DRD-all is AF-DRD with a target of 100 %.
+//! F-DRD-all is F-DRD with the threshold T at 100 %: every rank holding any block of the
+//! file. The paper introduces it as "AF-DRD's global coverage set to 100 %" but defines it
+//! by its effect ("turns on all ranks containing any portion of the file"); under the
+//! adaptive rule a 100 % target still lowers a file's threshold after every fully covered
+//! access (coverage can equal the target, never exceed it), so the literal reading does not
+//! have that effect. The literal reading stays available as `af-drd` with `target = 1`.
 
 /// Which predictor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,13 +48,13 @@ pub const SCHEMES: &[&str] = &[
 ];
 
 /// Parse a predictor name: the scheme, whether it turns wrong ranks off early (`-et`), and
-/// the coverage target it forces (F-DRD-all: 100 %).
+/// the coverage threshold T it forces (F-DRD-all: 100 %).
 pub fn parse(name: &str) -> Option<(Scheme, bool, Option<f64>)> {
     let (base, et) = match name.strip_suffix("-et") {
         Some(b) => (b, true),
         None => (name, false),
     };
-    let (scheme, target) = match base {
+    let (scheme, threshold) = match base {
         "isr" => (Scheme::Isr, None),
         "all" => (Scheme::All, None),
         "mra" => (Scheme::Mra, None),
@@ -59,14 +64,14 @@ pub fn parse(name: &str) -> Option<(Scheme, bool, Option<f64>)> {
         "af-mra" => (Scheme::AfMra, None),
         "af-mfa" => (Scheme::AfMfa, None),
         "af-drd" => (Scheme::AfDrd, None),
-        "f-drd-all" => (Scheme::AfDrd, Some(1.0)),
+        "f-drd-all" => (Scheme::FDrd, Some(1.0)),
         _ => return None,
     };
     // ISR wakes nothing and ALL needs every rank: neither has a wrong rank to turn off.
     if et && matches!(scheme, Scheme::Isr | Scheme::All) {
         return None;
     }
-    Some((scheme, et, target))
+    Some((scheme, et, threshold))
 }
 
 /// The predictors' parameters (see `docs/functions/delay-hiding.md`).
@@ -353,7 +358,7 @@ mod tests {
     #[test]
     fn names_parse_and_isr_all_have_no_early_turn_off() {
         assert_eq!(parse("af-mra-et"), Some((Scheme::AfMra, true, None)));
-        assert_eq!(parse("f-drd-all"), Some((Scheme::AfDrd, false, Some(1.0))));
+        assert_eq!(parse("f-drd-all"), Some((Scheme::FDrd, false, Some(1.0))));
         assert_eq!(parse("isr-et"), None);
         assert_eq!(parse("all-et"), None);
         assert_eq!(parse("lru"), None);

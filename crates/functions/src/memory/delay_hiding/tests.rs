@@ -136,6 +136,36 @@ fn all_wakes_every_rank_and_a_call_spanning_ranks_has_no_delay() {
     close(r.energy.transitions_j, 2.0 * PRE_W * 500e-9);
 }
 
+/// F-DRD-all wakes every rank holding a block of the file (the paper's "turns on all ranks
+/// containing any portion of the file"), from the first call that has a count; AF-DRD with a
+/// 100 % target (the literal reading) starts from its 50 % threshold and guesses wrong.
+#[test]
+fn f_drd_all_wakes_every_rank_of_the_file_at_once() {
+    let literal = DelayHiding::new(&DelayHidingConfig {
+        predictor: "af-drd".into(),
+        target: 1.0,
+        ranks: 2,
+        blocks_per_rank: 3,
+        hide_miss_wakeup: false,
+        ..DelayHidingConfig::default()
+    })
+    .unwrap();
+    for (mut d, wrong, added_delay) in [(run("f-drd-all", 3, false), 0, 0), (literal, 1, 500)] {
+        // Four blocks: three fill rank 0, the fourth goes to rank 1 (all from storage).
+        d.call(1, 0, 4 * 4096, false).unwrap();
+        let first = d.report();
+        assert_eq!(first.predictions.miss, 1);
+        // The fourth block again: F-DRD's counts are 3 (rank 0) and 1 (rank 1).
+        d.call(1, 3 * 4096, 4096, false).unwrap();
+        let r = d.report();
+        assert_eq!(r.predictions.wrong, wrong);
+        assert_eq!(r.predictions.hit, 1 - wrong);
+        assert_eq!(r.delay_ns - first.delay_ns, added_delay);
+        // Both woke rank 0, which the call did not use (F-DRD-all besides rank 1).
+        assert_eq!(r.predictions.wasted_wakeups, 1);
+    }
+}
+
 #[test]
 fn f_drd_forgets_a_files_replaced_blocks() {
     let mut d = run("f-drd", 1, false);
