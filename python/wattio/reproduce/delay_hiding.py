@@ -6,11 +6,12 @@ Experiments are named ``delay-hiding-…`` (``wattio reproduce delay-hiding`` ru
 system's prefix is ``delay``, the first word of the names). Every run goes through the
 buffer-cache and rank model of ``crates/functions/src/memory/delay_hiding``
 (docs/functions/delay-hiding.md) on the file-level captures of the workload library:
-``glimpse`` (the paper's Glimpse), ``pgbench`` (its TPC-C: a database's random file access)
-and both merged by time (its multi-programmed mixes). The paper's 4 GB buffer cache is scaled
-to each stand-in: the cache holds the same share of the stand-in's footprint as 4 GB of the
-paper's data set (Table 2), over the paper's four ranks. Traces are a few thousand calls, so
-``--quick`` runs everything too (well under a second).
+``glimpse`` (the paper's Glimpse), ``postmark-files`` (PostMark), ``tpch`` (TPC-H), ``pgbench``
+(TPC-C: a database's random file access), and the paper's two multi-programmed mixes merged by
+time: Multi1 = tpch + pgbench, Multi2 = glimpse + postmark-files. The paper's 4 GB buffer cache
+is scaled to each stand-in: the cache holds the same share of the stand-in's footprint as 4 GB
+of the paper's data set (Table 2), over the paper's four ranks. Traces are thousands of calls,
+so ``--quick`` runs everything too (about a second).
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ PAPER = "Delay-Hiding Energy Management Mechanisms for DRAM (seed 001)"
 #: Stand-in -> (captures merged, the paper's cache / data-set share it is scaled by).
 STANDINS = {
     "glimpse": (("glimpse",), 4096 / 4237),  # Glimpse: 4 GB over 4,237 MB
+    "postmark": (("postmark-files",), 4096 / 5047),  # Postmark: 5,047 MB
+    "tpch": (("tpch",), 4096 / 7156),  # TPC-H: 7,156 MB
     "pgbench": (("pgbench",), 4096 / 4775),  # TPC-C: 4,775 MB
-    "glimpse+pgbench": (("glimpse", "pgbench"), 4096 / 8500),  # Multi2: 8,500 MB
+    "tpch+pgbench": (("tpch", "pgbench"), 4096 / 7247),  # Multi1 (TPC-H + TPC-C): 7,247 MB
+    "glimpse+postmark": (("glimpse", "postmark-files"), 4096 / 8500),  # Multi2: 8,500 MB
 }
 RANKS = 4
 BLOCK = 4096
@@ -38,11 +42,13 @@ ADAPTIVE = ("af-mra", "af-mfa", "af-drd")
 
 DIFFERS = (
     "The paper traced Glimpse, PostMark, TPC-H, TPC-C and two mixes (18-197 M calls) on Linux "
-    "2.6.20 with a 4 GB buffer cache; wattio replays this machine's strace captures of "
-    "glimpseindex/glimpse over /usr/lib/python3.11 (7,250 calls) and pgbench's TPC-B-like load "
-    "(5,190 calls), alone and merged by time, with the cache scaled to the same share of each "
-    "footprint. Blocks read from storage wake their rank behind the storage access and need "
-    "no prediction (docs/functions/delay-hiding.md); calls run back to back, so energy is "
+    "2.6.20 with a 4 GB buffer cache; wattio replays this machine's strace captures (thousands "
+    "to tens of thousands of calls): glimpseindex/glimpse over /usr/lib/python3.11, PostMark "
+    "1.51 (2,000 files, 10,000 transactions), five TPC-H queries on PostgreSQL over SQL-built "
+    "tables of about scale 0.1, and pgbench's TPC-B-like load for TPC-C; the mixes merged by "
+    "time; the cache scaled to the same share of each footprint (workloads/*/README.md). "
+    "Blocks read from storage wake their rank behind the storage access and need no "
+    "prediction (docs/functions/delay-hiding.md); calls run back to back, so energy is "
     "entry-to-exit only, as the paper's."
 )
 
