@@ -71,10 +71,11 @@ struct Keys {
     readahead_pages: Option<u64>,
 }
 
-/// The most ECD pages a layer manages: 2^26 pages of 4 KiB is 256 GiB of flash, whose map
-/// takes about 3 GiB of memory (the layer's per-ECD-page state is ~48 B); the bound keeps a
-/// config from allocating more.
-pub const MAX_CACHE_PAGES: u64 = 1 << 26;
+/// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
+/// takes about 400 MiB of memory (the layer's per-ECD-page state is ~48 B) and whose
+/// on-flash log (two 64 MiB snapshots and its journal) stays within the metadata
+/// facility's 256 MiB region; the bound keeps a config from allocating more.
+pub const MAX_CACHE_PAGES: u64 = 1 << 23;
 /// The most copies a reconfiguration keeps in flight.
 pub const MAX_DEPTH: u64 = 1024;
 /// The most pages a read miss reads ahead (64 MiB; laptop mode's is 3–4 MiB).
@@ -284,7 +285,7 @@ mod tests {
             ),
             (
                 "disk = 'd'\nflash = 'f'\ncache_pages = 0",
-                "function[0].cache_pages: expected a whole number from 1 to 67108864, got 0",
+                "function[0].cache_pages: expected a whole number from 1 to 8388608, got 0",
             ),
             (
                 "disk = 'd'\nflash = 'f'\nquantum_s = -1",
