@@ -69,6 +69,7 @@ struct Keys {
     clean_idle_s: Option<f64>,
     clean_on_spin_up: Option<bool>,
     readahead_pages: Option<u64>,
+    persist_map: Option<bool>,
 }
 
 /// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
@@ -109,6 +110,10 @@ pub struct Params {
     /// A read miss also ranks the next this-many pages as accessed, so the next
     /// reconfiguration prefetches them (laptop mode's large read-ahead).
     pub readahead_pages: u64,
+    /// Keep the map in a log on the ECD and answer FLUSH from it (a non-volatile ECD);
+    /// false: the ECD is volatile (laptop mode's page cache), so a FLUSH or FUA write
+    /// writes every dirty page back to the disk first and a restart starts empty.
+    pub persist_map: bool,
 }
 
 impl Default for Params {
@@ -132,6 +137,7 @@ impl Default for Params {
             clean_idle: None,
             clean_on_spin_up: false,
             readahead_pages: 0,
+            persist_map: true,
         }
     }
 }
@@ -194,6 +200,7 @@ impl Params {
                 Some(n) => range::count(&path("readahead_pages"), n, 0, MAX_READAHEAD)?,
                 None => d.readahead_pages,
             },
+            persist_map: k.persist_map.unwrap_or(d.persist_map),
             disk: k.disk,
             flash: k.flash,
         };
@@ -255,6 +262,7 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     }
     t.insert("clean_on_spin_up".into(), d.chance(0.5).into());
     t.insert("readahead_pages".into(), (d.below(4) as i64).into());
+    t.insert("persist_map".into(), d.chance(0.7).into());
     t
 }
 

@@ -339,6 +339,9 @@ pub struct Exces {
     failed: bool,
     /// Requests that came before recovery was over.
     early: Vec<Io>,
+    /// Disk pages a cleaning failed to write back since the last sync (a volatile ECD's
+    /// FLUSH or FUA write fails on them).
+    failed_back: Vec<u64>,
     /// The running job's copies: (ECD page, disk page, generation copied).
     job_pages: Vec<(u32, u64, u32)>,
     job_copies_left: usize,
@@ -391,6 +394,7 @@ impl Exces {
             recovered: false,
             failed: false,
             early: Vec::new(),
+            failed_back: Vec::new(),
             job_pages: Vec::new(),
             job_copies_left: 0,
             disk_unflushed: false,
@@ -398,6 +402,15 @@ impl Exces {
             passing: HashSet::new(),
             c: Counters::default(),
             p,
+        }
+    }
+
+    /// Pages of the ECD the map's log takes for k cache pages.
+    fn map_pages(&self, k: u64) -> u64 {
+        if self.p.persist_map {
+            map_log::region_len(k) / PAGE
+        } else {
+            0
         }
     }
 
@@ -1125,7 +1138,10 @@ impl Exces {
             .iter()
             .find(|(s, _, _)| *s == slot)
             .expect("a page of the running job");
-        // A page that failed to go back stays dirty (a cleaning answers no request).
+        // A page that failed to go back stays dirty; a volatile ECD's sync reports it.
+        if status != Status::Ok {
+            self.failed_back.push(page);
+        }
         let s = self.slots[slot as usize];
         if status == Status::Ok && s.page == page && s.gen == gen && s.dirty {
             self.c.pages_written_back += 1;
@@ -1162,7 +1178,8 @@ impl Exces {
         // Only pages unmapped before the disk flush is sent: their data is on the disk.
         sy.unmaps = std::mem::take(&mut self.retiring);
         sy.flushes = 0;
-        if self.ecd_unflushed && (!sy.maps.is_empty() || self.host_flush()) {
+        let persist = self.journal.is_some();
+        if persist && self.ecd_unflushed && (!sy.maps.is_empty() || self.host_flush()) {
             self.ecd_unflushed = false;
             sy.flushes += 1;
             out.submit(Io {
@@ -1181,6 +1198,23 @@ impl Exces {
         let flushes = sy.flushes;
         self.sync = sy;
         flushes > 0 || self.log_sync(now, out)
+    }
+
+    /// Queue the sync that answers `io` (a FLUSH, or a FUA write that landed); a volatile
+    /// ECD writes every dirty page back first.
+    fn push_sync(&mut self, io: Io) {
+        if self.journal.is_none() {
+            self.jobs.push_back(Job {
+                kind: JobKind::Clean,
+                io: None,
+                status: Status::Ok,
+            });
+        }
+        self.jobs.push_back(Job {
+            kind: JobKind::Sync,
+            io: Some(io),
+            status: Status::Ok,
+        });
     }
 
     /// The running job answers a host FLUSH.
@@ -1213,6 +1247,21 @@ impl Exces {
     /// The flushes are back: append the records (unmaps first). False if the sync is over.
     fn log_sync(&mut self, now: Nanos, out: &mut Actions) -> bool {
         let mut sy = std::mem::take(&mut self.sync);
+        if self.journal.is_none() {
+            // A volatile ECD: the cleaning before this sync wrote every dirty page back; a
+            // FLUSH fails if any failed, a FUA write if one of its own did.
+            let failed = std::mem::take(&mut self.failed_back);
+            let job = self.running.as_mut().expect("a sync runs");
+            let hit = job.io.is_some_and(|io| {
+                let own = io.offset / PAGE..io.end().div_ceil(PAGE);
+                failed.iter().any(|p| io.op == Op::Flush || own.contains(p))
+            });
+            if hit && job.status == Status::Ok {
+                job.status = Status::IoError;
+            }
+            self.sync = sy;
+            return self.finish_job(now, out);
+        }
         let ok = self.running.expect("a sync runs").status == Status::Ok;
         let mut entries: Vec<(u32, u64)> = Vec::new();
         if ok {
@@ -1364,11 +1413,7 @@ impl Exces {
     fn host_done(&mut self, now: Nanos, c: Completion, out: &mut Actions) {
         if c.io.op == Op::Write && c.io.fua && c.status == Status::Ok {
             // Durable once its pages' data and map records are.
-            self.jobs.push_back(Job {
-                kind: JobKind::Sync,
-                io: Some(c.io),
-                status: Status::Ok,
-            });
+            self.push_sync(c.io);
             return self.pump(now, out);
         }
         out.reply(c);
@@ -1446,15 +1491,16 @@ impl Function for Exces {
         let flash = find(&self.p.flash, "flash")?;
         let have = flash.capacity / PAGE;
         let k = match self.p.cache_pages {
-            Some(k) if k + map_log::region_len(k) / PAGE > have => {
+            Some(k) if k + self.map_pages(k) > have => {
                 return Err(format!(
                     "cache_pages: {k} pages of 4 KiB and their map's {} do not fit on `{}` ({have} pages)",
-                    map_log::region_len(k) / PAGE,
+                    self.map_pages(k),
                     flash.name
                 ))
             }
             Some(k) => k,
-            None => map_log::fitting(have.min(MAX_CACHE_PAGES)),
+            None if self.p.persist_map => map_log::fitting(have.min(MAX_CACHE_PAGES)),
+            None => have.min(MAX_CACHE_PAGES),
         };
         if k == 0 {
             return Err(format!("flash: `{}` holds no 4 KiB page", flash.name));
@@ -1482,6 +1528,9 @@ impl Function for Exces {
         self.copier = Copier::new(base + 1);
         self.flush_id = base;
         self.ecd_flush_id = base + (1 << 43);
+        if !self.p.persist_map {
+            return Ok(());
+        }
         let len = map_log::region_len(k);
         self.journal = Some(Journal::new(JournalConfig {
             // The region after the k cache pages (the paper puts it first; last keeps an
@@ -1507,16 +1556,17 @@ impl Function for Exces {
         self.decay.start = now;
         self.misses = MissWindow::new(self.p.miss_window);
         self.misses.advance(now);
-        self.journal.as_mut().expect("attached").recover(out);
+        match &mut self.journal {
+            Some(j) => j.recover(out),
+            None => self.recovered = true,
+        }
     }
 
     fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
-        let step = self
-            .journal
-            .as_mut()
-            .expect("attached")
-            .on_bytes(tag, bytes, out);
-        self.log_step(now, step, out);
+        if let Some(j) = &mut self.journal {
+            let step = j.on_bytes(tag, bytes, out);
+            self.log_step(now, step, out);
+        }
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
@@ -1537,11 +1587,7 @@ impl Function for Exces {
         }
         match io.op {
             Op::Flush => {
-                self.jobs.push_back(Job {
-                    kind: JobKind::Sync,
-                    io: Some(io),
-                    status: Status::Ok,
-                });
+                self.push_sync(io);
                 self.pump(now, out);
             }
             // Past the disk's end or empty: the disk answers it.

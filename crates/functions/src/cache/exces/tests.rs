@@ -691,6 +691,52 @@ fn land(h: &Harness<Exces>, actions: &[Action], k: u64, image: &mut [u8]) {
 }
 
 #[test]
+fn a_volatile_ecds_flush_writes_back_and_fails_only_for_pages_it_covers() {
+    // persist_map = false (laptop mode's page cache): no log; a FUA write or FLUSH writes
+    // every dirty page back and flushes the disk first.
+    let mut p = params(2);
+    p.persist_map = false;
+    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    assert_eq!(h.start(0), vec![], "nothing to recover");
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[5]); // ECD page 0, dirty; its disk sector will fail
+    let mut f = io(1, Op::Write, 9 * P, P as u32);
+    f.fua = true;
+    let a = h.request(S, f);
+    assert_eq!(shape(&a), vec![(1, P, 4096, Op::Write)]);
+    let copies = complete_all(&mut h, S, &a);
+    assert_eq!(
+        shape(&copies),
+        vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
+    );
+    let wb = complete_all(&mut h, S, &copies);
+    assert_eq!(
+        shape(&wb),
+        vec![(0, 5 * P, 4096, Op::Write), (0, 9 * P, 4096, Op::Write)]
+    );
+    let w = submitted(&wb);
+    assert!(h.complete(S, w[0], Status::IoError).is_empty());
+    let fl = h.complete(S, w[1], Status::Ok);
+    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
+    // The FUA write's own page is on the disk and flushed: it succeeds.
+    let r = complete_all(&mut h, S, &fl);
+    assert_eq!((replied(&r)[0].io, replied(&r)[0].status), (f, Status::Ok));
+    assert_eq!(h.function().mapping(5), Some((0, true)), "still dirty");
+    assert_eq!(h.function().mapping(9), Some((1, false)));
+    // A FLUSH covers page 5 too: its write-back fails again, and so does the FLUSH.
+    let fl = io(2, Op::Flush, 0, 0);
+    let c = h.request(2 * S, fl);
+    let wb = complete_all(&mut h, 2 * S, &c);
+    let mut r = h.complete(2 * S, submitted(&wb)[0], Status::IoError);
+    let more = complete_all(&mut h, 2 * S, &r);
+    r.extend(more);
+    assert_eq!(
+        (replied(&r)[0].io, replied(&r)[0].status),
+        (fl, Status::IoError)
+    );
+}
+
+#[test]
 fn counters_report_cost_and_memory() {
     let mut h = harness(params(4));
     let a = h.request(S, io(1, Op::Read, 0, 3 * P as u32));
