@@ -552,7 +552,7 @@ fn swarm() {
             "{total:?}"
         );
         // The cache's mechanisms all ran: buffering, reconfigurations both ways, the race
-        // rules and the write-back of FLUSH/FUA.
+        // rules and the write-back of cleanings.
         for c in [
             "absorbed_writes",
             "read_hits",
@@ -563,6 +563,11 @@ fn swarm() {
             "race_writes_to_origin",
             "pages_written_back",
             "clean_victims",
+            // EXCES's on-flash map: logged at syncs, rebuilt after crashes, clean victims
+            // the log still mapped retired first.
+            "map_entries_logged",
+            "map_recovered_pages",
+            "retired_victims",
             // PARAID shifted both ways and propagated, and recovered a dirty list after a
             // crash.
             "upshifts",

@@ -1,7 +1,8 @@
 //! EXCES served live over two images, a disk and a flash card: a write lands in the flash
-//! image (buffered), reads come back from it, a FLUSH writes it back into the disk image
-//! (durability by write-back, docs/functions/exces.md), and a server restarted on the same
-//! images (the map is volatile) reads the flushed data from the disk.
+//! image (buffered), reads come back from it, a FLUSH makes it durable by logging the map on
+//! the flash image (the disk image is untouched: docs/functions/exces.md), and a server
+//! restarted on the same images rebuilds the map from that log and reads the page from the
+//! flash image.
 
 mod common;
 
@@ -44,7 +45,7 @@ fn serve(cfg: &Path, disk: &Path, ecd: &Path, sock: &Path) -> Server {
 }
 
 #[test]
-fn exces_buffers_in_the_flash_image_and_a_flush_writes_back_to_the_disk_image() {
+fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logged_map() {
     let d = TempDir::new("exces-live");
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let cfg = d.path("run.toml");
@@ -54,7 +55,9 @@ fn exces_buffers_in_the_flash_image_and_a_flush_writes_back_to_the_disk_image() 
     )
     .unwrap();
     let disk: PathBuf = image(&d, "disk.img", 1 << 20, 41);
-    let ecd: PathBuf = image(&d, "ecd.img", 1 << 20, 42);
+    // A fresh flash card: zeros where the map's log goes (after the 16 cache pages).
+    let ecd: PathBuf = d.path("ecd.img");
+    std::fs::write(&ecd, vec![0u8; 1 << 20]).unwrap();
     let disk0 = std::fs::read(&disk).unwrap();
     let sock = d.path("s");
     let srv = serve(&cfg, &disk, &ecd, &sock);
@@ -78,17 +81,21 @@ fn exces_buffers_in_the_flash_image_and_a_flush_writes_back_to_the_disk_image() 
         disk0[3 * K..4 * K],
         "not yet on the disk"
     );
-    // A FLUSH makes it durable: written back into the disk image.
+    // A FLUSH makes it durable: the page stays in the flash image, its map entry is
+    // logged there (after the 16 cache pages), the disk image is untouched.
+    let log0 = std::fs::read(&ecd).unwrap()[16 * K..].to_vec();
     assert_eq!(c.flush().unwrap().error, 0);
-    assert_eq!(std::fs::read(&disk).unwrap()[3 * K..4 * K], w[..]);
+    assert_eq!(std::fs::read(&disk).unwrap(), disk0, "the disk is not written");
+    assert_ne!(std::fs::read(&ecd).unwrap()[16 * K..], log0[..], "the map is logged");
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
-    // A new server on the same images starts with an empty map: the disk answers.
-    std::fs::write(&ecd, pattern(99, 1 << 20)).unwrap();
+    // A new server on the same images rebuilds the map: the flash image answers (the disk
+    // image still holds the old page).
     let srv = serve(&cfg, &disk, &ecd, &sock);
     let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
     let back = c.read(3 * K as u64, K as u32).unwrap();
     assert_eq!((back.error, &back.data[..]), (0, &w[..]));
+    assert_eq!(std::fs::read(&disk).unwrap()[3 * K..4 * K], disk0[3 * K..4 * K]);
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
 }

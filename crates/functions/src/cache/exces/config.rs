@@ -69,12 +69,14 @@ struct Keys {
     clean_idle_s: Option<f64>,
     clean_on_spin_up: Option<bool>,
     readahead_pages: Option<u64>,
+    persist_map: Option<bool>,
 }
 
-/// The most ECD pages a layer manages: 2^26 pages of 4 KiB is 256 GiB of flash, whose map
-/// takes about 3 GiB of memory (the layer's per-ECD-page state is ~48 B); the bound keeps a
-/// config from allocating more.
-pub const MAX_CACHE_PAGES: u64 = 1 << 26;
+/// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
+/// takes about 400 MiB of memory (the layer's per-ECD-page state is ~48 B) and whose
+/// on-flash log (two 64 MiB snapshots and its journal) stays within the metadata
+/// facility's 256 MiB region; the bound keeps a config from allocating more.
+pub const MAX_CACHE_PAGES: u64 = 1 << 23;
 /// The most copies a reconfiguration keeps in flight.
 pub const MAX_DEPTH: u64 = 1024;
 /// The most pages a read miss reads ahead (64 MiB; laptop mode's is 3–4 MiB).
@@ -108,6 +110,10 @@ pub struct Params {
     /// A read miss also ranks the next this-many pages as accessed, so the next
     /// reconfiguration prefetches them (laptop mode's large read-ahead).
     pub readahead_pages: u64,
+    /// Keep the map in a log on the ECD and answer FLUSH from it (a non-volatile ECD);
+    /// false: the ECD is volatile (laptop mode's page cache), so a FLUSH or FUA write
+    /// writes every dirty page back to the disk first and a restart starts empty.
+    pub persist_map: bool,
 }
 
 impl Default for Params {
@@ -131,6 +137,7 @@ impl Default for Params {
             clean_idle: None,
             clean_on_spin_up: false,
             readahead_pages: 0,
+            persist_map: true,
         }
     }
 }
@@ -193,6 +200,7 @@ impl Params {
                 Some(n) => range::count(&path("readahead_pages"), n, 0, MAX_READAHEAD)?,
                 None => d.readahead_pages,
             },
+            persist_map: k.persist_map.unwrap_or(d.persist_map),
             disk: k.disk,
             flash: k.flash,
         };
@@ -254,6 +262,7 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     }
     t.insert("clean_on_spin_up".into(), d.chance(0.5).into());
     t.insert("readahead_pages".into(), (d.below(4) as i64).into());
+    t.insert("persist_map".into(), d.chance(0.7).into());
     t
 }
 
@@ -284,7 +293,7 @@ mod tests {
             ),
             (
                 "disk = 'd'\nflash = 'f'\ncache_pages = 0",
-                "function[0].cache_pages: expected a whole number from 1 to 67108864, got 0",
+                "function[0].cache_pages: expected a whole number from 1 to 8388608, got 0",
             ),
             (
                 "disk = 'd'\nflash = 'f'\nquantum_s = -1",

@@ -25,14 +25,21 @@
 //!    ECD→disk move keeps the page mapped dirty; the disk→ECD move drops its entry) and the
 //!    move stops: the moved data must never land on top of newer data.
 //!
-//! **Durability** (until the on-flash map lands): a FLUSH, and a FUA write after its data
-//! is in place, is a *job*: copy every dirty ECD page to the disk, flush the disk, then
-//! reply. So every durable write is on the disk, a crash loses only the (volatile) map,
-//! and the layer restarts empty; a FLUSH is also the clean unload. Jobs and
-//! reconfiguration copies never run at once (a job waits for the moves in flight; moves
-//! wait for jobs), so two copies of one page never race.
+//! **Durability**: the indirection map is persisted on the ECD ([`map_log`], a
+//! [`Journal`] after the k cache pages). A FLUSH, and a FUA write once its data is in
+//! place, is a *sync*: flush the ECD (and the disk, if written), then append a record of
+//! every dirty page the log does not map yet and of every page unmapped since (its data
+//! is on the disk, now flushed), and reply once the record is durable. A dirty page on the
+//! ECD is durable once its data and its map record are: no write-back, the disk sleeps on.
+//! An unmapped ECD page the log still maps takes other data only once its unmap record is
+//! durable (else recovery would map the old page onto new bytes). At start the map is
+//! rebuilt from the log, every entry dirty (the paper). A *cleaning* (dirty threshold,
+//! idle cleaning, laptop mode's spin-up) copies every dirty page to the disk and flushes
+//! it. Jobs and reconfiguration copies never run at once (a job waits for the moves in
+//! flight; moves wait for jobs), so two copies of one page never race.
 
 mod config;
+pub mod map_log;
 pub mod ranker;
 pub mod topk;
 
@@ -40,6 +47,7 @@ pub use config::{
     Absorb, Params, Ranking, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH, MAX_READAHEAD,
 };
 
+use map_log::UNMAPPED;
 use ranker::{Decay, PageRanker};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use topk::{TopK, Update};
@@ -48,7 +56,9 @@ use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::journal::{Journal, JournalConfig, Recovery, Step as LogStep};
 use wattio_core::power::PowerStateId;
+use wattio_core::region::Region;
 use wattio_core::time::Nanos;
 
 /// The page: EXCES tracks, maps and moves data in 4 KiB pages.
@@ -109,6 +119,10 @@ struct Slot {
     moving: Option<Move>,
     /// Unmapped while busy: goes to the free list when its I/O is back.
     free_pending: bool,
+    /// Listed in `unlogged` (dirty, maybe not in the log yet).
+    in_unlogged: bool,
+    /// Unmapped but still mapped by the log: free once an unmap record is durable.
+    retiring: bool,
 }
 
 impl Slot {
@@ -120,6 +134,8 @@ impl Slot {
         filling: false,
         moving: None,
         free_pending: false,
+        in_unlogged: false,
+        retiring: false,
     };
 
     fn mapped(&self) -> bool {
@@ -193,12 +209,31 @@ struct Reconfig {
     incoming_phase: bool,
 }
 
-/// A FLUSH (or FUA write) being made durable, or (no `io`) a cleaning: the dirty
-/// threshold, idle cleaning or a spin-up asked for every dirty page to go to the disk.
+/// What a job does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobKind {
+    /// Make the map's log match what is durable: for a FLUSH or a FUA write (`io`), or
+    /// (no `io`) to free unmapped ECD pages the log still maps.
+    Sync,
+    /// Every dirty page to the disk (the dirty threshold, idle cleaning, a spin-up).
+    Clean,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Job {
+    kind: JobKind,
     io: Option<Io>,
     status: Status,
+}
+
+/// The running sync: the entries it will log once its flushes are back.
+#[derive(Clone, Debug, Default)]
+struct Sync {
+    maps: Vec<(u32, u64)>,
+    unmaps: Vec<u32>,
+    flushes: u32,
+    /// The last record's sequence number, once appended.
+    seq: Option<u64>,
 }
 
 /// The idle-cleaning timer (the layer's only timer).
@@ -232,6 +267,10 @@ struct Counters {
     flush_jobs: u64,
     pages_written_back: u64,
     cleanings: u64,
+    syncs: u64,
+    map_entries_logged: u64,
+    recovered_pages: u64,
+    retired_victims: u64,
     readahead_ranked: u64,
     ranker_folds: u64,
     topk_updates: u64,
@@ -279,6 +318,30 @@ pub struct Exces {
     running: Option<Job>,
     /// A cleaning is queued (one is enough: it writes back every dirty page).
     cleaning_queued: bool,
+    /// A sync without a request is queued (one is enough).
+    sync_queued: bool,
+    /// The on-flash map's log (built at attach).
+    journal: Option<Journal>,
+    /// Per ECD page: the disk page the log maps there (records appended, durable or not).
+    logged: Vec<u64>,
+    /// ECD pages made dirty that the log may not map yet (checked when a sync starts).
+    unlogged: Vec<u32>,
+    /// Unmapped ECD pages the log still maps.
+    retiring: Vec<u32>,
+    sync: Sync,
+    /// Own I/O number of the ECD flushes of syncs.
+    ecd_flush_id: u64,
+    /// A data write reached the ECD since the last ECD flush was sent.
+    ecd_unflushed: bool,
+    /// The map is rebuilt from the log: requests are served.
+    recovered: bool,
+    /// The log failed: every request fails.
+    failed: bool,
+    /// Requests that came before recovery was over.
+    early: Vec<Io>,
+    /// Disk pages a cleaning failed to write back since the last sync (a volatile ECD's
+    /// FLUSH or FUA write fails on them).
+    failed_back: Vec<u64>,
     /// The running job's copies: (ECD page, disk page, generation copied).
     job_pages: Vec<(u32, u64, u32)>,
     job_copies_left: usize,
@@ -320,6 +383,18 @@ impl Exces {
             jobs: VecDeque::new(),
             running: None,
             cleaning_queued: false,
+            sync_queued: false,
+            journal: None,
+            logged: Vec::new(),
+            unlogged: Vec::new(),
+            retiring: Vec::new(),
+            sync: Sync::default(),
+            ecd_flush_id: 0,
+            ecd_unflushed: false,
+            recovered: false,
+            failed: false,
+            early: Vec::new(),
+            failed_back: Vec::new(),
             job_pages: Vec::new(),
             job_copies_left: 0,
             disk_unflushed: false,
@@ -327,6 +402,15 @@ impl Exces {
             passing: HashSet::new(),
             c: Counters::default(),
             p,
+        }
+    }
+
+    /// Pages of the ECD the map's log takes for k cache pages.
+    fn map_pages(&self, k: u64) -> u64 {
+        if self.p.persist_map {
+            map_log::region_len(k) / PAGE
+        } else {
+            0
         }
     }
 
@@ -450,6 +534,7 @@ impl Exces {
         s.gen = s.gen.wrapping_add(1);
         if dirty {
             self.dirty_pages += 1;
+            self.mark_unlogged(slot);
         }
         if inside {
             self.incoming.remove(&page);
@@ -470,6 +555,10 @@ impl Exces {
         s.dirty = false;
         s.filling = false;
         s.free_pending = true;
+        if self.logged[slot as usize] != UNMAPPED && !s.retiring {
+            s.retiring = true;
+            self.retiring.push(slot);
+        }
         let p = self.pages.get_mut(&page).expect("a mapped page is tracked");
         p.slot = NO_SLOT;
         if p.in_topk {
@@ -483,7 +572,7 @@ impl Exces {
     /// An unmapped ECD page with nothing in flight goes back to the free list.
     fn release(&mut self, slot: u32) {
         let s = &mut self.slots[slot as usize];
-        if s.free_pending && s.busy == 0 && s.moving.is_none() {
+        if s.free_pending && s.busy == 0 && s.moving.is_none() && !s.retiring {
             s.free_pending = false;
             self.free.push(slot);
         }
@@ -495,6 +584,16 @@ impl Exces {
         if !s.dirty {
             s.dirty = true;
             self.dirty_pages += 1;
+        }
+        self.mark_unlogged(slot);
+    }
+
+    /// A dirty ECD page the log may not map: the next sync logs it.
+    fn mark_unlogged(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        if !s.in_unlogged && self.logged[slot as usize] != s.page {
+            s.in_unlogged = true;
+            self.unlogged.push(slot);
         }
     }
 
@@ -527,14 +626,21 @@ impl Exces {
         }
     }
 
-    /// A free ECD page, else a clean one (unmapped here) per the victim rule.
-    fn allocate(&mut self) -> Option<u32> {
+    /// A free ECD page, else a clean one (unmapped here) per the victim rule. A clean page
+    /// the log maps is not free before its unmap record is durable: it is retired (a sync
+    /// is queued) and the write finds no page this time.
+    fn allocate(&mut self, now: Nanos, out: &mut Actions) -> Option<u32> {
         if let Some(s) = self.free.pop() {
             return Some(s);
         }
         let victim = self.take_clean(true).or_else(|| self.take_clean(false))?;
         self.c.clean_victims += 1;
         self.unmap(victim);
+        if self.slots[victim as usize].retiring {
+            self.c.retired_victims += 1;
+            self.want_sync(now, out);
+            return None;
+        }
         let s = self.free.pop();
         debug_assert_eq!(s, Some(victim));
         s
@@ -606,7 +712,7 @@ impl Exces {
                     Absorb::Always => true,
                 };
                 if whole && absorb {
-                    if let Some(s) = self.allocate() {
+                    if let Some(s) = self.allocate(now, out) {
                         self.c.absorbed_writes += 1;
                         self.map(page, s, true);
                         self.slots[s as usize].filling = true;
@@ -716,6 +822,21 @@ impl Exces {
         }
         self.cleaning_queued = true;
         self.jobs.push_back(Job {
+            kind: JobKind::Clean,
+            io: None,
+            status: Status::Ok,
+        });
+        self.pump(now, out);
+    }
+
+    /// Queue a sync that answers nothing: retiring ECD pages are freed by it.
+    fn want_sync(&mut self, now: Nanos, out: &mut Actions) {
+        if self.sync_queued {
+            return;
+        }
+        self.sync_queued = true;
+        self.jobs.push_back(Job {
+            kind: JobKind::Sync,
             io: None,
             status: Status::Ok,
         });
@@ -852,6 +973,11 @@ impl Exces {
             }
             if r.outgoing.is_empty() && r.in_flight == 0 {
                 r.incoming_phase = true;
+                if !self.retiring.is_empty() {
+                    // The pages flushed out are free once the log unmaps them.
+                    self.reconfig = Some(r);
+                    return self.want_sync(now, out);
+                }
             }
         }
         if r.incoming_phase {
@@ -949,16 +1075,21 @@ impl Exces {
 
     // ---- durability: write-back jobs -------------------------------------------------
 
-    /// Start the next job; false if it finished at once (nothing to write back).
+    /// Start the next job; false if it finished at once (nothing to do).
     fn start_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
         let job = self.jobs.pop_front().expect("a job is queued");
         if job.io.is_some() {
             self.c.flush_jobs += 1;
-        } else {
-            self.c.cleanings += 1;
-            self.cleaning_queued = false;
         }
         self.running = Some(job);
+        if job.kind == JobKind::Sync {
+            if job.io.is_none() {
+                self.sync_queued = false;
+            }
+            return self.start_sync(now, out);
+        }
+        self.c.cleanings += 1;
+        self.cleaning_queued = false;
         self.job_pages.clear();
         for slot in 0..self.slots.len() as u32 {
             let s = self.slots[slot as usize];
@@ -990,16 +1121,7 @@ impl Exces {
     /// The job's last step; false if the disk has nothing to flush (the job is over).
     fn flush_disk(&mut self, now: Nanos, out: &mut Actions) -> bool {
         if !self.disk_unflushed {
-            let job = self.running.take().expect("a job runs");
-            if let Some(io) = job.io {
-                out.reply(Completion {
-                    io,
-                    status: job.status,
-                    finished: now,
-                    breakdown: Breakdown::default(),
-                });
-            }
-            return false;
+            return self.finish_job(now, out);
         }
         self.disk_unflushed = false;
         let f = Io {
@@ -1016,15 +1138,9 @@ impl Exces {
             .iter()
             .find(|(s, _, _)| *s == slot)
             .expect("a page of the running job");
-        let job = self.running.as_mut().expect("a job runs");
-        // A FLUSH fails if any page failed to go back; a FUA write only if one of its own
-        // pages did (another page's bad sector says nothing of its data, and a layer above
-        // would take the error as its write lost).
-        let concerns = job.io.is_some_and(|io| {
-            io.op == Op::Flush || (io.offset / PAGE..io.end().div_ceil(PAGE)).contains(&page)
-        });
-        if status != Status::Ok && job.status == Status::Ok && concerns {
-            job.status = status;
+        // A page that failed to go back stays dirty; a volatile ECD's sync reports it.
+        if status != Status::Ok {
+            self.failed_back.push(page);
         }
         let s = self.slots[slot as usize];
         if status == Status::Ok && s.page == page && s.gen == gen && s.dirty {
@@ -1037,13 +1153,267 @@ impl Exces {
         }
     }
 
-    fn host_done(&mut self, now: Nanos, c: Completion, out: &mut Actions) {
-        if c.io.op == Op::Write && c.io.fua && c.status == Status::Ok {
-            // Durable only once every dirty page and the disk's cache are written back.
+    // ---- durability: the map's log ------------------------------------------------------
+
+    /// A sync: note what to log, then flush the ECD (its data first: data → map) and, if
+    /// pages leave the log or a FLUSH asks it, the disk. False if it finished at once.
+    fn start_sync(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        self.c.syncs += 1;
+        let mut sy = std::mem::take(&mut self.sync);
+        sy.maps.clear();
+        sy.seq = None;
+        let unlogged = std::mem::take(&mut self.unlogged);
+        for &slot in &unlogged {
+            let s = &mut self.slots[slot as usize];
+            if !s.mapped() || !s.dirty || self.logged[slot as usize] == s.page {
+                s.in_unlogged = false;
+            } else if s.filling {
+                // Its first data is not on the ECD yet: a later sync logs it.
+                self.unlogged.push(slot);
+            } else {
+                s.in_unlogged = false;
+                sy.maps.push((slot, s.page));
+            }
+        }
+        // Only pages unmapped before the disk flush is sent: their data is on the disk.
+        sy.unmaps = std::mem::take(&mut self.retiring);
+        sy.flushes = 0;
+        let persist = self.journal.is_some();
+        if persist && self.ecd_unflushed && (!sy.maps.is_empty() || self.host_flush()) {
+            self.ecd_unflushed = false;
+            sy.flushes += 1;
+            out.submit(Io {
+                buf: Buf::None,
+                ..Io::own(self.ecd_flush_id, Op::Flush, self.flash, 0, 0)
+            });
+        }
+        if self.disk_unflushed && (!sy.unmaps.is_empty() || self.host_flush()) {
+            self.disk_unflushed = false;
+            sy.flushes += 1;
+            out.submit(Io {
+                buf: Buf::None,
+                ..Io::own(self.flush_id, Op::Flush, self.disk, 0, 0)
+            });
+        }
+        let flushes = sy.flushes;
+        self.sync = sy;
+        flushes > 0 || self.log_sync(now, out)
+    }
+
+    /// Queue the sync that answers `io` (a FLUSH, or a FUA write that landed); a volatile
+    /// ECD writes every dirty page back first.
+    fn push_sync(&mut self, io: Io) {
+        if self.journal.is_none() {
             self.jobs.push_back(Job {
-                io: Some(c.io),
+                kind: JobKind::Clean,
+                io: None,
                 status: Status::Ok,
             });
+        }
+        self.jobs.push_back(Job {
+            kind: JobKind::Sync,
+            io: Some(io),
+            status: Status::Ok,
+        });
+    }
+
+    /// The running job answers a host FLUSH.
+    fn host_flush(&self) -> bool {
+        self.running
+            .and_then(|j| j.io)
+            .is_some_and(|io| io.op == Op::Flush)
+    }
+
+    /// A flush of the running sync is back.
+    fn sync_flushed(&mut self, now: Nanos, done: &Completion, out: &mut Actions) {
+        if done.status != Status::Ok {
+            // Nothing is known durable: the next sync flushes again.
+            if done.io.dev == self.disk {
+                self.disk_unflushed = true;
+            } else {
+                self.ecd_unflushed = true;
+            }
+            let job = self.running.as_mut().expect("a sync runs");
+            if job.status == Status::Ok {
+                job.status = done.status;
+            }
+        }
+        self.sync.flushes -= 1;
+        if self.sync.flushes == 0 && !self.log_sync(now, out) {
+            self.pump(now, out);
+        }
+    }
+
+    /// The flushes are back: append the records (unmaps first). False if the sync is over.
+    fn log_sync(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        let mut sy = std::mem::take(&mut self.sync);
+        if self.journal.is_none() {
+            // A volatile ECD: the cleaning before this sync wrote every dirty page back; a
+            // FLUSH fails if any failed, a FUA write if one of its own did.
+            let failed = std::mem::take(&mut self.failed_back);
+            let job = self.running.as_mut().expect("a sync runs");
+            let hit = job.io.is_some_and(|io| {
+                let own = io.offset / PAGE..io.end().div_ceil(PAGE);
+                failed.iter().any(|p| io.op == Op::Flush || own.contains(p))
+            });
+            if hit && job.status == Status::Ok {
+                job.status = Status::IoError;
+            }
+            self.sync = sy;
+            return self.finish_job(now, out);
+        }
+        let ok = self.running.expect("a sync runs").status == Status::Ok;
+        let mut entries: Vec<(u32, u64)> = Vec::new();
+        if ok {
+            for &slot in &sy.unmaps {
+                self.logged[slot as usize] = UNMAPPED;
+                entries.push((slot, UNMAPPED));
+            }
+            for &(slot, page) in &sy.maps {
+                // Unmapped meanwhile (its data moved to the disk): nothing to log.
+                if self.slots[slot as usize].page == page {
+                    self.logged[slot as usize] = page;
+                    entries.push((slot, page));
+                }
+            }
+        } else {
+            // Retried by the next sync.
+            self.retiring.append(&mut sy.unmaps);
+            for &(slot, _) in &sy.maps {
+                self.mark_unlogged(slot);
+            }
+        }
+        self.c.map_entries_logged += entries.len() as u64;
+        let j = self.journal.as_mut().expect("attached");
+        let mut last = None;
+        let mut record = Vec::new();
+        for chunk in entries.chunks(map_log::ENTRIES_PER_RECORD) {
+            record.clear();
+            map_log::encode(chunk, &mut record);
+            match j.append(&record, out) {
+                Ok(seq) => last = Some(seq),
+                Err(e) => {
+                    self.sync = sy;
+                    self.log_failed(&e, out);
+                    return self.finish_job(now, out);
+                }
+            }
+        }
+        if j.wants_snapshot() {
+            if let Err(e) = j
+                .checkpoint(&map_log::snapshot(&self.logged), out)
+                .map(|c| last = Some(c))
+            {
+                self.sync = sy;
+                self.log_failed(&e, out);
+                return self.finish_job(now, out);
+            }
+        }
+        sy.seq = last;
+        let waiting = last.is_some_and(|s| s > j.durable());
+        self.sync = sy;
+        if waiting {
+            return true;
+        }
+        self.sync_durable(now, out)
+    }
+
+    /// The running sync's records are durable: the retired pages are free; reply.
+    fn sync_durable(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        let unmaps = std::mem::take(&mut self.sync.unmaps);
+        for &slot in &unmaps {
+            self.slots[slot as usize].retiring = false;
+            self.release(slot);
+        }
+        self.sync.unmaps = unmaps;
+        self.finish_job(now, out)
+    }
+
+    /// End the running job with its status; false (the job is over).
+    fn finish_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
+        let job = self.running.take().expect("a job runs");
+        if let Some(io) = job.io {
+            out.reply(Completion {
+                io,
+                status: job.status,
+                finished: now,
+                breakdown: Breakdown::default(),
+            });
+        }
+        false
+    }
+
+    /// The log cannot be used: the run stops (simulated) or every request fails (live).
+    fn log_failed(&mut self, why: &str, out: &mut Actions) {
+        self.failed = true;
+        if let Some(job) = &mut self.running {
+            job.status = Status::IoError;
+        }
+        out.fail(&format!("{}: the on-flash map: {why}", self.name));
+        for io in std::mem::take(&mut self.early) {
+            out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: 0,
+                breakdown: Breakdown::default(),
+            });
+        }
+    }
+
+    /// What the log said.
+    fn log_step(&mut self, now: Nanos, step: LogStep, out: &mut Actions) {
+        match step {
+            LogStep::Recovered(r) => self.rebuild(now, r, out),
+            LogStep::Durable(seq) => {
+                let mine = self.running.is_some_and(|j| j.kind == JobKind::Sync)
+                    && self.sync.seq.is_some_and(|s| s <= seq);
+                if mine && !self.sync_durable(now, out) {
+                    self.pump(now, out);
+                }
+            }
+            LogStep::Failed(e) => {
+                self.log_failed(&e, out);
+                if self.running.is_some_and(|j| j.kind == JobKind::Sync) {
+                    self.finish_job(now, out);
+                }
+            }
+            LogStep::Busy | LogStep::NotMine => {}
+        }
+    }
+
+    /// Recovery: the map from the log, every entry dirty; then the requests that waited.
+    fn rebuild(&mut self, now: Nanos, r: Recovery, out: &mut Actions) {
+        let map = match map_log::rebuild(self.slots.len(), self.disk_pages, &r.snapshot, &r.records)
+        {
+            Ok(m) => m,
+            Err(e) => return self.log_failed(&e, out),
+        };
+        for (slot, &page) in map.iter().enumerate() {
+            if page == UNMAPPED {
+                continue;
+            }
+            self.pages.entry(page).or_insert(Page {
+                ranker: PageRanker::default(),
+                in_topk: false,
+                slot: NO_SLOT,
+                writes: 0,
+            });
+            self.logged[slot] = page;
+            self.map(page, slot as u32, true);
+            self.c.recovered_pages += 1;
+        }
+        let slots = &self.slots;
+        self.free.retain(|&s| !slots[s as usize].mapped());
+        self.recovered = true;
+        for io in std::mem::take(&mut self.early) {
+            self.on_request(now, io, out);
+        }
+    }
+
+    fn host_done(&mut self, now: Nanos, c: Completion, out: &mut Actions) {
+        if c.io.op == Op::Write && c.io.fua && c.status == Status::Ok {
+            // Durable once its pages' data and map records are.
+            self.push_sync(c.io);
             return self.pump(now, out);
         }
         out.reply(c);
@@ -1082,6 +1452,7 @@ impl Exces {
         let slot = (io.offset / PAGE) as u32;
         self.slots[slot as usize].busy -= 1;
         if io.op == Op::Write {
+            self.ecd_unflushed |= done.status == Status::Ok;
             let s = self.slots[slot as usize];
             if let Some(p) = self.pages.get_mut(&s.page) {
                 p.writes -= 1;
@@ -1120,13 +1491,15 @@ impl Function for Exces {
         let flash = find(&self.p.flash, "flash")?;
         let have = flash.capacity / PAGE;
         let k = match self.p.cache_pages {
-            Some(k) if k > have => {
+            Some(k) if k + self.map_pages(k) > have => {
                 return Err(format!(
-                    "cache_pages: {k} pages of 4 KiB do not fit on `{}` ({have} pages)",
+                    "cache_pages: {k} pages of 4 KiB and their map's {} do not fit on `{}` ({have} pages)",
+                    self.map_pages(k),
                     flash.name
                 ))
             }
             Some(k) => k,
+            None if self.p.persist_map => map_log::fitting(have.min(MAX_CACHE_PAGES)),
             None => have.min(MAX_CACHE_PAGES),
         };
         if k == 0 {
@@ -1144,32 +1517,77 @@ impl Function for Exces {
         };
         self.name = format!("{what}-{k}");
         self.slots = vec![Slot::FREE; k as usize];
+        self.logged = vec![UNMAPPED; k as usize];
         self.free = (0..k as u32).rev().collect();
         self.topk = TopK::new(k as usize);
         // Own I/O numbers: copies from the flash device's id up, so two EXCES layers on
         // two ECDs never share scratch buffers; the job flush just below them.
+        // The map's log and the ECD flush get numbers from 2^43 above that (a copier
+        // would need 2^43 copies to reach them).
         let base = (1u64 << 60) | (self.flash as u64) << 44;
         self.copier = Copier::new(base + 1);
         self.flush_id = base;
+        self.ecd_flush_id = base + (1 << 43);
+        if !self.p.persist_map {
+            return Ok(());
+        }
+        let len = map_log::region_len(k);
+        self.journal = Some(Journal::new(JournalConfig {
+            // The region after the k cache pages (the paper puts it first; last keeps an
+            // ECD page's offset its number × 4 KiB).
+            region: Region {
+                dev: flash.id,
+                offset: k * PAGE,
+                len,
+            },
+            snapshot_bytes: map_log::snapshot_bytes(k),
+            owner: "exces-map".into(),
+            io_base: self.ecd_flush_id + 1,
+            priority: 0,
+        })?);
         Ok(())
     }
 
-    fn on_start(&mut self, now: Nanos, _out: &mut Actions) {
+    fn regions(&self) -> Vec<Region> {
+        self.journal.iter().map(|j| j.region()).collect()
+    }
+
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         self.decay.start = now;
         self.misses = MissWindow::new(self.p.miss_window);
         self.misses.advance(now);
+        match &mut self.journal {
+            Some(j) => j.recover(out),
+            None => self.recovered = true,
+        }
+    }
+
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        if let Some(j) = &mut self.journal {
+            let step = j.on_bytes(tag, bytes, out);
+            self.log_step(now, step, out);
+        }
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        if self.failed {
+            return out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: now,
+                breakdown: Breakdown::default(),
+            });
+        }
+        if !self.recovered {
+            // The map is not rebuilt yet: a page may be on the ECD.
+            return self.early.push(io);
+        }
         if io.dev != self.disk {
             return self.pass(io, out);
         }
         match io.op {
             Op::Flush => {
-                self.jobs.push_back(Job {
-                    io: Some(io),
-                    status: Status::Ok,
-                });
+                self.push_sync(io);
                 self.pump(now, out);
             }
             // Past the disk's end or empty: the disk answers it.
@@ -1213,21 +1631,22 @@ impl Function for Exces {
             }
             return;
         }
-        if id == IoId::own(self.flush_id) {
-            let mut job = self.running.take().expect("a job's flush");
-            if done.status != Status::Ok {
-                // Nothing is known durable: the next FLUSH flushes the disk again.
-                self.disk_unflushed = true;
-                if job.status == Status::Ok {
-                    job.status = done.status;
-                }
+        if let Some(j) = &mut self.journal {
+            match j.on_completion(&done, out) {
+                LogStep::NotMine => {}
+                step => return self.log_step(now, step, out),
             }
-            if let Some(io) = job.io {
-                out.reply(Completion {
-                    io,
-                    status: job.status,
-                    ..done
-                });
+        }
+        let syncing = self.running.is_some_and(|j| j.kind == JobKind::Sync);
+        if syncing && (id == IoId::own(self.flush_id) || id == IoId::own(self.ecd_flush_id)) {
+            return self.sync_flushed(now, &done, out);
+        }
+        if id == IoId::own(self.flush_id) {
+            // A cleaning's disk flush: its end.
+            self.running = None;
+            if done.status != Status::Ok {
+                // Nothing is known durable: the next sync flushes the disk again.
+                self.disk_unflushed = true;
             }
             return self.pump(now, out);
         }
@@ -1238,8 +1657,12 @@ impl Function for Exces {
         if done.io.dev == self.flash {
             self.slots[slot as usize].busy -= 1;
         }
-        if done.io.op == Op::Write && done.io.dev == self.disk && done.status == Status::Ok {
-            self.disk_unflushed = true;
+        if done.io.op == Op::Write && done.status == Status::Ok {
+            if done.io.dev == self.disk {
+                self.disk_unflushed = true;
+            } else {
+                self.ecd_unflushed = true;
+            }
         }
         match self.copier.complete(&done) {
             CopyStep::Write(w) => {
@@ -1324,6 +1747,10 @@ impl Function for Exces {
             ("flush_jobs", c.flush_jobs as f64),
             ("pages_written_back", c.pages_written_back as f64),
             ("cleanings", c.cleanings as f64),
+            ("map_syncs", c.syncs as f64),
+            ("map_entries_logged", c.map_entries_logged as f64),
+            ("map_recovered_pages", c.recovered_pages as f64),
+            ("retired_victims", c.retired_victims as f64),
             ("readahead_ranked", c.readahead_ranked as f64),
             ("rank_folds", c.ranker_folds as f64),
             ("topk_updates", c.topk_updates as f64),

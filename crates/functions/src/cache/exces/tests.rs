@@ -81,8 +81,38 @@ fn params(cache: u64) -> Params {
 }
 
 fn harness(p: Params) -> Harness<Exces> {
-    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
-    assert_eq!(h.start(0), vec![]);
+    let h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    recovered(h, &[])
+}
+
+/// Start `h` with its map's region holding `image` (zeros after it), let the log's
+/// recovery read it and its new header land.
+fn recovered(mut h: Harness<Exces>, image: &[u8]) -> Harness<Exces> {
+    let k = h.function().cache_pages() as u64;
+    let a = h.start(0);
+    // One read of the whole region, right after the k cache pages.
+    let read = submitted(&a);
+    assert_eq!(
+        shape(&a),
+        vec![(1, k * P, map_log::region_len(k) as u32, Op::Read)]
+    );
+    let back = h.complete(0, read[0], Status::Ok);
+    let (tag, len) = match back[..] {
+        [Action::Take { tag, len, .. }] => (tag, len as usize),
+        _ => panic!("{back:?}"),
+    };
+    let mut bytes = image.to_vec();
+    bytes.resize(len, 0);
+    let header = h.bytes(0, tag, &bytes);
+    let w = submitted(&header);
+    assert_eq!(w.len(), 1, "{header:?}");
+    // Header slot 0 of a fresh log; the other slot than the image's after that.
+    let slot = if image.is_empty() { 0 } else { 1 };
+    assert_eq!(
+        (w[0].dev, w[0].offset, w[0].fua),
+        (1, k * P + slot * P, true)
+    );
+    assert_eq!(h.complete(0, w[0], Status::Ok), vec![]);
     h
 }
 
@@ -188,6 +218,7 @@ fn algorithm_1_on_the_papers_split_example() {
 fn write_absorption_always_takes_free_then_clean_pages() {
     let mut p = params(2);
     p.absorb = Absorb::Always;
+    p.clean_idle = Some(S);
     p.miss_threshold_per_min = 1e9;
     let mut h = harness(p);
     // Disk awake, yet buffered (absorb = always): pages 0 and 1 fill the ECD.
@@ -196,8 +227,8 @@ fn write_absorption_always_takes_free_then_clean_pages() {
     let a = h.request(S, io(1, Op::Write, 32 * P, P as u32));
     assert_eq!(shape(&a), vec![(0, 32 * P, 4096, Op::Write)]);
     complete_all(&mut h, S, &a);
-    // A FLUSH writes both back (ECD → disk copies, then a disk flush) and cleans them.
-    let a = h.request(2 * S, io(2, Op::Flush, 0, 0));
+    // Idle cleaning writes both back (ECD → disk copies, then a disk flush) and cleans them.
+    let a = h.timer(2 * S, IDLE_TIMER);
     assert_eq!(
         shape(&a),
         vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
@@ -209,12 +240,7 @@ fn write_absorption_always_takes_free_then_clean_pages() {
     );
     let f = complete_all(&mut h, 2 * S, &w);
     assert_eq!(shape(&f), vec![(0, 0, 0, Op::Flush)]);
-    assert!(
-        replied(&f).is_empty(),
-        "durable only once the disk is flushed"
-    );
-    let r = complete_all(&mut h, 2 * S, &f);
-    assert_eq!(replied(&r)[0].io, io(2, Op::Flush, 0, 0));
+    assert_eq!(complete_all(&mut h, 2 * S, &f), vec![]);
     assert_eq!(h.function().mapping(30), Some((0, false)));
     // Now a write takes the oldest clean page (ECD page 0), and page 30 leaves the ECD.
     let a = h.request(3 * S, io(3, Op::Write, 33 * P, P as u32));
@@ -495,29 +521,183 @@ fn a_read_waits_for_the_buffered_write_that_fills_its_page() {
     assert_eq!(shape(&back), vec![(1, 0, 4096, Op::Read)]);
 }
 
+/// Where the map's journal starts: after the region's two headers and two snapshot slots.
+fn journal_at(k: u64) -> u64 {
+    k * P + 2 * P + 2 * map_log::snapshot_bytes(k).div_ceil(P) * P
+}
+
+/// The payload of the map record in `actions`' log write (after its 32-byte header).
+fn record_payload(h: &Harness<Exces>, actions: &[Action], entries: usize) -> Vec<u8> {
+    let fill = actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Fill { data, .. } => Some(h.data(*data).to_vec()),
+            _ => None,
+        })
+        .expect("a record is filled");
+    fill[32..32 + entries * map_log::ENTRY].to_vec()
+}
+
 #[test]
-fn a_fua_write_is_acknowledged_once_written_back_and_flushed() {
+fn a_fua_write_is_acknowledged_once_its_map_record_is_durable() {
     let mut h = harness(params(2));
     h.power(S, 0, "standby");
     let mut f = io(1, Op::Write, 9 * P, P as u32);
     f.fua = true;
     let a = h.request(S, f);
     assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Write)]);
-    let copy = complete_all(&mut h, S, &a);
-    assert!(replied(&copy).is_empty());
-    assert_eq!(shape(&copy), vec![(1, 0, 4096, Op::Read)]);
-    let wb = complete_all(&mut h, S, &copy);
-    assert_eq!(shape(&wb), vec![(0, 9 * P, 4096, Op::Write)]);
-    let fl = complete_all(&mut h, S, &wb);
-    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
-    let r = complete_all(&mut h, 2 * S, &fl);
+    // Data → map: the ECD is flushed before the record is appended …
+    let fl = complete_all(&mut h, S, &a);
+    assert!(replied(&fl).is_empty());
+    assert_eq!(shape(&fl), vec![(1, 0, 0, Op::Flush)]);
+    let log = complete_all(&mut h, S, &fl);
+    assert!(replied(&log).is_empty(), "not before the record is durable");
+    let w = submitted(&log);
+    assert_eq!(
+        (w.len(), w[0].dev, w[0].offset, w[0].len, w[0].fua),
+        (1, 1, journal_at(2), 4096, true)
+    );
+    // … whose payload maps ECD page 0 to disk page 9.
+    let mut want = Vec::new();
+    want.extend_from_slice(&0u32.to_le_bytes());
+    want.extend_from_slice(&9u64.to_le_bytes());
+    assert_eq!(record_payload(&h, &log, 1), want);
+    let r = complete_all(&mut h, 2 * S, &log);
     assert_eq!(replied(&r)[0].io, f);
-    assert_eq!(h.function().mapping(9), Some((0, false)));
+    // Durable on the ECD: still dirty, the sleeping disk untouched.
+    assert_eq!(h.function().mapping(9), Some((0, true)));
+    assert_eq!(h.counter("pages_written_back"), 0.0);
 }
 
 #[test]
-fn another_pages_failed_write_back_fails_a_flush_but_not_a_fua_write() {
+fn a_failed_ecd_flush_fails_the_flush_and_logs_nothing() {
     let mut h = harness(params(2));
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[5]);
+    let fl = io(2, Op::Flush, 0, 0);
+    let a = h.request(2 * S, fl);
+    assert_eq!(shape(&a), vec![(1, 0, 0, Op::Flush)]);
+    let r = h.complete(2 * S, submitted(&a)[0], Status::IoError);
+    assert_eq!(shape(&r), vec![], "no record after a failed flush");
+    assert_eq!(replied(&r)[0].status, Status::IoError);
+    // The next FLUSH flushes again and logs page 5.
+    let fl = io(3, Op::Flush, 0, 0);
+    let a = h.request(3 * S, fl);
+    assert_eq!(shape(&a), vec![(1, 0, 0, Op::Flush)]);
+    let log = complete_all(&mut h, 3 * S, &a);
+    assert_eq!(shape(&log), vec![(1, journal_at(2), 4096, Op::Write)]);
+    let r = complete_all(&mut h, 3 * S, &log);
+    assert_eq!((replied(&r)[0].io, replied(&r)[0].status), (fl, Status::Ok));
+}
+
+#[test]
+fn the_map_is_rebuilt_from_its_log_every_entry_dirty() {
+    // A hand-built log: a snapshot mapping ECD page 0 → disk page 5 and page 2 → 7, then
+    // records moving disk page 5 to ECD page 1 and freeing ECD page 2.
+    let snap = map_log::snapshot(&[5, UNMAPPED, 7, UNMAPPED]);
+    let mut r1 = Vec::new();
+    map_log::encode(&[(1, 5)], &mut r1);
+    let mut r2 = Vec::new();
+    map_log::encode(&[(2, UNMAPPED), (3, 30)], &mut r2);
+    assert_eq!(r1, [1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+    let map = map_log::rebuild(4, 100, &snap, &[r1.clone(), r2.clone()]).unwrap();
+    assert_eq!(map, vec![UNMAPPED, 5, UNMAPPED, 30]);
+    // Bad logs are named by record and byte.
+    assert_eq!(
+        map_log::rebuild(4, 20, &snap, &[r1.clone(), r2]).unwrap_err(),
+        "map record 1 byte 12: disk page 30 is past the disk's end (20 pages)"
+    );
+    assert_eq!(
+        map_log::rebuild(1, 100, &[], &[r1]).unwrap_err(),
+        "map record 0 byte 0: ECD page 1 is past the cache (1 pages)"
+    );
+    assert_eq!(
+        map_log::rebuild(4, 100, &snap[..8], &[]).unwrap_err(),
+        "the map snapshot holds 8 bytes, expected 32 (8 per ECD page, 4 pages)"
+    );
+}
+
+#[test]
+fn recovery_from_a_persisted_map() {
+    // Run a layer, keep the bytes it writes to its map's region, and start a new layer on
+    // them: what a FLUSH logged comes back dirty; what it did not is on the disk.
+    let k = 4;
+    let mut image = vec![0u8; map_log::region_len(k) as usize];
+    let devs = || vec![disk(0, "disk"), always_on(1, "ecd")];
+    let mut h = Harness::new(Exces::new(params(k)), devs()).unwrap();
+    let start = h.start(0);
+    let back = h.complete(0, submitted(&start)[0], Status::Ok);
+    let Action::Take { tag, len, .. } = back[0] else {
+        panic!("{back:?}")
+    };
+    let hdr = h.bytes(0, tag, &vec![0; len as usize]);
+    land(&h, &hdr, k, &mut image);
+    complete_all(&mut h, 0, &hdr);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[30, 31]);
+    let a = h.request(2 * S, io(1, Op::Flush, 0, 0));
+    let log = complete_all(&mut h, 2 * S, &a);
+    land(&h, &log, k, &mut image);
+    let mut want = Vec::new();
+    map_log::encode(&[(0, 30), (1, 31)], &mut want);
+    assert_eq!(record_payload(&h, &log, 2), want);
+    assert_eq!(replied(&complete_all(&mut h, 2 * S, &log)).len(), 1);
+    buffer(&mut h, 3 * S, &[32]); // ECD page 2, never logged: lost at a crash
+    let h2 = Harness::new(Exces::new(params(k)), devs()).unwrap();
+    let mut h2 = recovered(h2, &image);
+    let f = h2.function();
+    assert_eq!(
+        (f.mapping(30), f.mapping(31), f.mapping(32)),
+        (Some((0, true)), Some((1, true)), None)
+    );
+    assert_eq!(h2.counter("map_recovered_pages"), 2.0);
+    // Reads of page 30 go to ECD page 0; a new buffered write takes a free page (2).
+    assert_eq!(
+        read_all(&mut h2, 4 * S, 1, 30),
+        vec![(1, 0, 4096, Op::Read)]
+    );
+    h2.power(4 * S, 0, "standby");
+    let a = h2.request(4 * S, io(2, Op::Write, 40 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, 2 * P, 4096, Op::Write)]);
+}
+
+/// Copy the bytes `actions` fill and write into the map's region into `image`.
+fn land(h: &Harness<Exces>, actions: &[Action], k: u64, image: &mut [u8]) {
+    let mut bufs: HashMap<u64, Vec<u8>> = HashMap::new();
+    for a in actions {
+        if let Action::Fill {
+            dst: Buf::Scratch { id, offset },
+            data,
+        } = a
+        {
+            let b = bufs.entry(*id).or_default();
+            let d = h.data(*data);
+            let end = *offset as usize + d.len();
+            if b.len() < end {
+                b.resize(end, 0);
+            }
+            b[*offset as usize..end].copy_from_slice(d);
+        }
+    }
+    for w in submitted(actions) {
+        if let (1, Op::Write, Buf::Scratch { id, offset }) = (w.dev, w.op, w.buf) {
+            let mut b = bufs[&id].clone();
+            b.resize(offset as usize + w.len as usize, 0);
+            let at = (w.offset - k * P) as usize;
+            image[at..at + w.len as usize]
+                .copy_from_slice(&b[offset as usize..offset as usize + w.len as usize]);
+        }
+    }
+}
+
+#[test]
+fn a_volatile_ecds_flush_writes_back_and_fails_only_for_pages_it_covers() {
+    // persist_map = false (laptop mode's page cache): no log; a FUA write or FLUSH writes
+    // every dirty page back and flushes the disk first.
+    let mut p = params(2);
+    p.persist_map = false;
+    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    assert_eq!(h.start(0), vec![], "nothing to recover");
     h.power(S, 0, "standby");
     buffer(&mut h, S, &[5]); // ECD page 0, dirty; its disk sector will fail
     let mut f = io(1, Op::Write, 9 * P, P as u32);
@@ -540,9 +720,9 @@ fn another_pages_failed_write_back_fails_a_flush_but_not_a_fua_write() {
     assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
     // The FUA write's own page is on the disk and flushed: it succeeds.
     let r = complete_all(&mut h, S, &fl);
-    assert_eq!(replied(&r)[0].io, f);
-    assert_eq!(replied(&r)[0].status, Status::Ok);
+    assert_eq!((replied(&r)[0].io, replied(&r)[0].status), (f, Status::Ok));
     assert_eq!(h.function().mapping(5), Some((0, true)), "still dirty");
+    assert_eq!(h.function().mapping(9), Some((1, false)));
     // A FLUSH covers page 5 too: its write-back fails again, and so does the FLUSH.
     let fl = io(2, Op::Flush, 0, 0);
     let c = h.request(2 * S, fl);
@@ -550,8 +730,10 @@ fn another_pages_failed_write_back_fails_a_flush_but_not_a_fua_write() {
     let mut r = h.complete(2 * S, submitted(&wb)[0], Status::IoError);
     let more = complete_all(&mut h, 2 * S, &r);
     r.extend(more);
-    assert_eq!(replied(&r)[0].io, fl);
-    assert_eq!(replied(&r)[0].status, Status::IoError);
+    assert_eq!(
+        (replied(&r)[0].io, replied(&r)[0].status),
+        (fl, Status::IoError)
+    );
 }
 
 #[test]
