@@ -137,20 +137,23 @@ KNOWN_FAILURES = {
     "exces-fig8-spin-down-timeouts": (
         "the captured office and postmark stand-ins never idle longer than the Toshiba disk's "
         "32.9 s break-even time (longest gaps 8.7 s and less), so every timeout only adds "
-        "spin-ups; the paper's BLTK sessions idle for minutes (workloads/office/README.md); "
-        "and EXCES writes its dirty pages back at every FLUSH (no on-flash map yet), so it "
-        "cannot hold the disk asleep across the stand-ins' fsyncs either"
+        "spin-ups (from 10 s on the disk never spins down: 103.5 J and 31.3 J at every "
+        "timeout); the paper's BLTK sessions idle for minutes (workloads/office/README.md); "
+        "and EXCES's trigger (over 1,000 misses a minute) never fires on these short traces (no "
+        "reconfiguration on office or postmark), so its cache cannot hold the disk asleep"
     ),
     "exces-fig9-developer-savings": (
-        "EXCES makes every FLUSH durable by writing its dirty pages back to the disk (no "
-        "on-flash map yet): the developer stand-in's 54 flushes in 164 s wake the disk as often "
-        "as Base's own I/O does (8 spin-ups either way), so EXCES with CF is within 1 % of Base "
-        "on both developer (-0.73 %) and office (-0.68 %) and their order is noise"
+        "EXCES with CF is within 1 % of Base on both developer (-0.48 %) and office (-0.38 %) "
+        "and their order is noise: its trigger fires 3 times in developer's 164 s and never on "
+        "office, so the card serves 713 of developer's 17,622 page accesses (office 555 of "
+        "1,279) and the disk spins up as often as in Base (8 and 9 times); LRU on the same "
+        "card, which caches every page it sees, spins it up twice on each"
     ),
     "exces-fig10-io-time": (
         "the mean I/O time is dominated by 3 s spin-up waits (8-9 per run in Base and EXCES "
-        "alike: see the FLUSH write-back above), which EXCES's slightly fewer disk reads "
-        "shorten; the flash cards' slowness the paper blames is second order next to them"
+        "alike: EXCES's cache serves few of the stand-ins' pages, see exces-fig9-developer-"
+        "savings), which EXCES's slightly fewer disk reads shorten; the flash cards' slowness "
+        "the paper blames is second order next to them"
     ),
     "nvm-fig3-pram-bit-changes": (
         "the hybrid cache cuts PRAM bit changes by 10 % (N_th 4), DI(4) by 18 % (the paper: "

@@ -85,8 +85,16 @@ fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logg
     // logged there (after the 16 cache pages), the disk image is untouched.
     let log0 = std::fs::read(&ecd).unwrap()[16 * K..].to_vec();
     assert_eq!(c.flush().unwrap().error, 0);
-    assert_eq!(std::fs::read(&disk).unwrap(), disk0, "the disk is not written");
-    assert_ne!(std::fs::read(&ecd).unwrap()[16 * K..], log0[..], "the map is logged");
+    assert_eq!(
+        std::fs::read(&disk).unwrap(),
+        disk0,
+        "the disk is not written"
+    );
+    assert_ne!(
+        std::fs::read(&ecd).unwrap()[16 * K..],
+        log0[..],
+        "the map is logged"
+    );
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
     // A new server on the same images rebuilds the map: the flash image answers (the disk
@@ -95,7 +103,10 @@ fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logg
     let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
     let back = c.read(3 * K as u64, K as u32).unwrap();
     assert_eq!((back.error, &back.data[..]), (0, &w[..]));
-    assert_eq!(std::fs::read(&disk).unwrap()[3 * K..4 * K], disk0[3 * K..4 * K]);
+    assert_eq!(
+        std::fs::read(&disk).unwrap()[3 * K..4 * K],
+        disk0[3 * K..4 * K]
+    );
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
 }

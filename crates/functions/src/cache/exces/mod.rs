@@ -1558,7 +1558,14 @@ impl Function for Exces {
         self.misses.advance(now);
         match &mut self.journal {
             Some(j) => j.recover(out),
-            None => self.recovered = true,
+            None => {
+                // Layers start top down: a layer above may already have sent I/O (its
+                // own recovery's reads) before this start; it waited in `early`.
+                self.recovered = true;
+                for io in std::mem::take(&mut self.early) {
+                    self.on_request(now, io, out);
+                }
+            }
         }
     }
 
