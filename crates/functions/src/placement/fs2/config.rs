@@ -62,6 +62,7 @@ struct Keys {
     free: Option<Vec<[u64; 2]>>,
     ext_image: Option<PathBuf>,
     replicate: Option<Vec<[u64; 2]>>,
+    journal_kb: Option<u64>,
 }
 
 /// Most replicas of one block.
@@ -74,6 +75,12 @@ pub const MAX_FREE_EXTENTS: u64 = 1 << 24;
 /// Most entries of `free` / `replicate` in a config.
 pub const MAX_LIST: usize = 1 << 16;
 const DAY_S: f64 = 86_400.0;
+/// The largest journal (its region, with two snapshot slots, stays under the facility's
+/// 256 MiB).
+pub const MAX_JOURNAL_KB: u64 = 64 << 10;
+/// The largest table a persisted FS2 keeps: its snapshot (16 bytes a replica block) fits
+/// two slots of 64 MiB.
+pub const MAX_PERSISTED_REPLICA_BLOCKS: u64 = 1 << 22;
 
 /// A checked FS2 configuration (docs/functions/fs2.md gives every default's reason).
 #[derive(Clone, Debug, PartialEq)]
@@ -107,6 +114,8 @@ pub struct Params {
     pub ext_image: Option<PathBuf>,
     /// FS2-static: byte extents `[offset, len]` to replicate to the middle of the disk.
     pub replicate: Vec<[u64; 2]>,
+    /// The replica table's journal on the disk, in bytes (0: the table is volatile).
+    pub journal_bytes: u64,
 }
 
 impl Default for Params {
@@ -132,6 +141,7 @@ impl Default for Params {
             free: Vec::new(),
             ext_image: None,
             replicate: Vec::new(),
+            journal_bytes: 0,
         }
     }
 }
@@ -210,6 +220,7 @@ impl Params {
             free: list("free", k.free)?,
             ext_image: k.ext_image,
             replicate: list("replicate", k.replicate)?,
+            journal_bytes: count("journal_kb", k.journal_kb, 0, MAX_JOURNAL_KB, 0)? * 1024,
             disk: k.disk,
         };
         if !(p.critical <= p.low && p.low <= p.high) {
@@ -219,6 +230,13 @@ impl Params {
                 p.critical,
                 p.low,
                 p.high
+            ));
+        }
+        if p.journal_bytes > 0 && p.max_replica_blocks > MAX_PERSISTED_REPLICA_BLOCKS {
+            return Err(format!(
+                "{}: a persisted table (journal_kb > 0) holds at most {MAX_PERSISTED_REPLICA_BLOCKS} replica blocks, got {}",
+                path("max_replica_blocks"),
+                p.max_replica_blocks
             ));
         }
         if p.mode == Mode::Static && p.replicate.is_empty() {
@@ -272,6 +290,10 @@ fn swarm(d: &mut Draw<'_>, _devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert("high_watermark".into(), h.into());
     t.insert("cold_s".into(), (*d.pick(&[0.0, 0.01, 1.0])).into());
     t.insert("copy_depth".into(), (1 + d.below(4) as i64).into());
+    // Half the draws persist the table: the crashes then test its recovery.
+    if d.chance(0.5) {
+        t.insert("journal_kb".into(), (*d.pick(&[8i64, 64])).into());
+    }
     t.insert("max_copy_kb".into(), (*d.pick(&[4i64, 8, 64])).into());
     t.insert(
         "max_replica_blocks".into(),

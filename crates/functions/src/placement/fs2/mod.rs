@@ -51,12 +51,20 @@ use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, TimerId};
 use wattio_core::geometry::Geometry;
 use wattio_core::io::{Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::journal::{Journal, JournalConfig, Step as LogStep};
+use wattio_core::region::Region;
 use wattio_core::time::Nanos;
 
 /// FS2's block: the file system's (ext 4 KiB); replicas are made and tracked per block.
 pub const BLOCK: u64 = 4096;
 const NO_REGION: u32 = u32::MAX;
 const EPOCH: TimerId = 1;
+/// Journal records: a replica made, an original's replicas dropped, one replica dropped.
+const REC_ADD: u8 = 1;
+const REC_DROP_ORIGINAL: u8 = 2;
+const REC_DROP_REPLICA: u8 = 3;
+/// An invalidation whose record is not appended yet.
+const NOT_APPENDED: u64 = u64::MAX;
 
 /// A copy of `n` original blocks from `orig` to `dest`.
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +94,9 @@ struct Counters {
     copies: u64,
     copies_stale: u64,
     copies_failed: u64,
+    recovered_replicas: u64,
+    log_records: u64,
+    waited_for_log: u64,
     replicas_created: u64,
     candidates: u64,
     candidates_dropped_full: u64,
@@ -102,6 +113,7 @@ struct Counters {
 /// The FS2 layer.
 pub struct Fs2 {
     p: Params,
+    layer: usize,
     name: String,
     disk: DeviceId,
     geom: Option<Arc<dyn Geometry>>,
@@ -139,6 +151,17 @@ pub struct Fs2 {
     deferred: VecDeque<Io>,
     suspended: bool,
     cursor: u64,
+    /// The replica table's journal (`journal_kb > 0`).
+    journal: Option<Journal>,
+    /// Until the journal is read back, host I/O waits.
+    recovering: bool,
+    /// Records to append at the end of the current call.
+    records: Vec<[u8; 17]>,
+    /// Blocks (originals and replicas) whose invalidation record is not yet durable, with
+    /// its sequence number: a host write or discard of them waits, and a freed replica
+    /// block is not reused, until it is (so the table on the device never points a read at
+    /// a replica that is stale or reused).
+    unlogged: HashMap<u64, u64>,
     c: Counters,
 }
 
@@ -166,6 +189,7 @@ impl Fs2 {
             initial_free.extend(ext::free_space(img)?.extents);
         }
         Ok(Fs2 {
+            layer,
             name: format!("fs2-{}", p.disk),
             disk: 0,
             geom: None,
@@ -191,6 +215,10 @@ impl Fs2 {
             deferred: VecDeque::new(),
             suspended: false,
             cursor: 0,
+            journal: None,
+            recovering: false,
+            records: Vec::new(),
+            unlogged: HashMap::new(),
             c: Counters::default(),
             p,
         })
@@ -243,7 +271,7 @@ impl Fs2 {
 
     /// A block no longer holds a replica: free again (once no read of it is out).
     fn release(&mut self, b: u64) {
-        if self.busy.contains_key(&b) {
+        if self.busy.contains_key(&b) || self.unlogged.contains_key(&b) {
             self.quarantine.insert(b);
         } else {
             self.free.insert(b, b + 1);
@@ -253,16 +281,141 @@ impl Fs2 {
     fn drop_original(&mut self, orig: u64) -> u64 {
         let mut reps = Vec::new();
         self.table.remove_original(orig, &mut reps);
+        if !reps.is_empty() {
+            // The original waits too: written before its replicas' drop is durable, a crash
+            // could bring back a table that reads the new block's old replica.
+            let mut blocks = reps.clone();
+            blocks.push(orig);
+            self.log(REC_DROP_ORIGINAL, orig, 0, &blocks);
+        }
         for &r in &reps {
             self.release(r);
         }
         reps.len() as u64
     }
 
+    /// Drop one replica (its block was written, discarded, or the watermarks want it).
+    fn drop_replica(&mut self, rep: u64) -> bool {
+        let Some(orig) = self.table.remove_replica(rep) else {
+            return false;
+        };
+        self.log(REC_DROP_REPLICA, rep, 0, &[orig, rep]);
+        true
+    }
+
+    /// Queue a journal record (persisted tables only); an invalidation's `blocks` wait for
+    /// it to be durable.
+    fn log(&mut self, kind: u8, a: u64, b: u64, blocks: &[u64]) {
+        if self.journal.is_none() {
+            return;
+        }
+        let mut r = [0u8; 17];
+        r[0] = kind;
+        r[1..9].copy_from_slice(&a.to_le_bytes());
+        r[9..17].copy_from_slice(&b.to_le_bytes());
+        self.records.push(r);
+        for &x in blocks {
+            self.unlogged.insert(x, NOT_APPENDED);
+        }
+    }
+
+    /// Append the queued records (one group-committed FUA write), and checkpoint the whole
+    /// table when the journal is full.
+    fn flush_log(&mut self, out: &mut Actions) {
+        let Some(j) = self.journal.as_mut() else {
+            return;
+        };
+        if !j.ready() {
+            return;
+        }
+        if !self.records.is_empty() {
+            let mut last = 0;
+            for r in self.records.drain(..) {
+                match j.append(&r, out) {
+                    Ok(seq) => last = seq,
+                    Err(e) => return out.fail(&format!("fs2 journal: {e}")),
+                }
+                self.c.log_records += 1;
+            }
+            for s in self.unlogged.values_mut() {
+                if *s == NOT_APPENDED {
+                    *s = last;
+                }
+            }
+        }
+        // Asked whether or not this call appended: the journal can fill while its earlier
+        // records go out, and records waiting for room are durable only by a checkpoint
+        // (seed 890 of the swarm hung on a write waiting for one).
+        if j.wants_snapshot() {
+            let mut snap = Vec::with_capacity(self.table.len() * 16);
+            for (o, r) in self.table.pairs() {
+                snap.extend_from_slice(&o.to_le_bytes());
+                snap.extend_from_slice(&r.to_le_bytes());
+            }
+            if let Err(e) = j.checkpoint(&snap, out) {
+                out.fail(&format!("fs2 journal: {e}"));
+            }
+        }
+    }
+
+    /// What the journal said.
+    fn log_step(&mut self, now: Nanos, step: LogStep, out: &mut Actions) {
+        match step {
+            LogStep::Recovered(r) => {
+                let snap = r.snapshot.chunks_exact(16).map(|c| {
+                    let o = u64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
+                    let rep = u64::from_le_bytes(c[8..].try_into().expect("8 bytes"));
+                    (REC_ADD, o, rep)
+                });
+                let recs = r.records.iter().filter(|b| b.len() == 17).map(|b| {
+                    let a = u64::from_le_bytes(b[1..9].try_into().expect("8 bytes"));
+                    let c = u64::from_le_bytes(b[9..17].try_into().expect("8 bytes"));
+                    (b[0], a, c)
+                });
+                let mut reps = Vec::new();
+                for (kind, a, b) in snap.chain(recs).collect::<Vec<_>>() {
+                    match kind {
+                        REC_ADD if a < self.blocks && b < self.blocks => {
+                            self.table.add(a, b, now);
+                        }
+                        REC_DROP_ORIGINAL => self.table.remove_original(a, &mut reps),
+                        REC_DROP_REPLICA => {
+                            self.table.remove_replica(a);
+                        }
+                        _ => {}
+                    }
+                }
+                // Replica blocks hold data: not free, whatever the config declares.
+                for (_, rep) in self.table.pairs() {
+                    self.free.remove(rep, rep + 1);
+                }
+                self.c.recovered_replicas = self.table.len() as u64;
+                self.recovering = false;
+            }
+            LogStep::Durable(upto) => {
+                let done: Vec<u64> = self
+                    .unlogged
+                    .iter()
+                    .filter(|&(_, &s)| s <= upto)
+                    .map(|(&b, _)| b)
+                    .collect();
+                for b in done {
+                    self.unlogged.remove(&b);
+                    if !self.busy.contains_key(&b) && self.quarantine.remove(&b) {
+                        self.free.insert(b, b + 1);
+                    }
+                }
+            }
+            LogStep::Failed(e) => out.fail(&format!("fs2 journal: {e}")),
+            LogStep::Busy | LogStep::NotMine => {}
+        }
+    }
+
     /// A host write or discard must wait: a copy is writing, or a redirected read is
     /// reading, one of its blocks.
     fn conflicts(&self, b0: u64, b1: u64) -> bool {
         (!self.busy.is_empty() && (b0..b1).any(|b| self.busy.contains_key(&b)))
+            || (!self.unlogged.is_empty() && (b0..b1).any(|b| self.unlogged.contains_key(&b)))
             || self
                 .copies
                 .values()
@@ -367,16 +520,19 @@ impl Fs2 {
     }
 
     fn write(&mut self, io: Io, b0: u64, b1: u64, out: &mut Actions) {
-        self.c.writes += 1;
         if !self.table.is_empty() {
             for b in b0..b1 {
                 self.c.invalidated_by_write += self.drop_original(b);
-                if self.table.remove_replica(b).is_some() {
+                if self.drop_replica(b) {
                     // The file system allocated a replica's block: it holds data now.
                     self.c.replica_blocks_overwritten += 1;
                 }
             }
         }
+        if self.wait_for_log(&io, b0, b1) {
+            return;
+        }
+        self.c.writes += 1;
         self.free.remove(b0, b1);
         self.mark_stale(b0, b1);
         self.writes.insert(io.id, (b0, b1));
@@ -384,16 +540,19 @@ impl Fs2 {
     }
 
     fn discard(&mut self, io: Io, b0: u64, b1: u64, out: &mut Actions) {
-        self.c.discards += 1;
         if !self.table.is_empty() {
             for b in b0..b1 {
                 self.c.invalidated_by_discard += self.drop_original(b);
-                if self.table.remove_replica(b).is_some() {
+                if self.drop_replica(b) {
                     self.c.replica_blocks_reclaimed += 1;
                     self.release(b);
                 }
             }
         }
+        if self.wait_for_log(&io, b0, b1) {
+            return;
+        }
+        self.c.discards += 1;
         self.mark_stale(b0, b1);
         // Only blocks the discard covers whole are free.
         let (f0, f1) = (io.offset.div_ceil(BLOCK), io.end() / BLOCK);
@@ -402,9 +561,21 @@ impl Fs2 {
         self.send(io, out);
     }
 
+    /// A write or discard whose invalidations are not durable yet waits for them (retried
+    /// when the journal says they are).
+    fn wait_for_log(&mut self, io: &Io, b0: u64, b1: u64) -> bool {
+        if self.unlogged.is_empty() || !(b0..b1).any(|b| self.unlogged.contains_key(&b)) {
+            return false;
+        }
+        self.c.waited_for_log += 1;
+        self.deferred.push_back(*io);
+        true
+    }
+
     /// Start copies while replication runs and the depth allows.
     fn pump(&mut self, now: Nanos, out: &mut Actions) {
-        while !self.suspended && self.copies.len() < self.p.copy_depth {
+        // Not before the recovered table has taken its blocks out of the free space.
+        while !self.recovering && !self.suspended && self.copies.len() < self.p.copy_depth {
             let Some((s, n)) = self.candidates.pop_front() else {
                 break;
             };
@@ -454,7 +625,9 @@ impl Fs2 {
                 to: dest * BLOCK,
                 len: (n * BLOCK) as u32,
                 priority: self.p.copy_priority,
-                fua: false,
+                // A persisted replica's record follows its copy: the copy must be durable
+                // first.
+                fua: self.journal.is_some(),
             });
             self.send(io, out);
             self.watermarks(now);
@@ -500,6 +673,7 @@ impl Fs2 {
         for i in 0..st.n {
             if ok && !st.stale && self.table.add(st.orig + i, st.dest + i, now) {
                 self.c.replicas_created += 1;
+                self.log(REC_ADD, st.orig + i, st.dest + i, &[]);
             } else {
                 self.free.insert(st.dest + i, st.dest + i + 1);
             }
@@ -516,7 +690,7 @@ impl Fs2 {
                     break;
                 };
                 for rep in self.table.region_replicas(r) {
-                    self.table.remove_replica(rep);
+                    self.drop_replica(rep);
                     self.release(rep);
                     self.c.invalidated_critical += 1;
                 }
@@ -557,7 +731,23 @@ impl Fs2 {
         {
             return out.submit(io);
         }
+        if self.recovering {
+            self.deferred.push_back(io);
+            return;
+        }
         let (b0, b1) = (io.offset / BLOCK, io.end().div_ceil(BLOCK));
+        if self.journal.as_ref().is_some_and(|j| {
+            let r = j.region();
+            io.offset < r.offset + r.len && r.offset < io.end()
+        }) {
+            // The table's own region is not the host's.
+            return out.reply(Completion {
+                io,
+                status: Status::Invalid,
+                finished: now,
+                breakdown: Default::default(),
+            });
+        }
         if io.op != Op::Read && self.conflicts(b0, b1) {
             if fresh {
                 self.c.deferred += 1;
@@ -611,10 +801,50 @@ impl Function for Fs2 {
                 self.free.insert(f0, f1);
             }
         }
+        if self.p.journal_bytes > 0 {
+            // Snapshot: 16 bytes a replica block, the table's bound.
+            let snapshot_bytes = self.p.max_replica_blocks * 16;
+            let len = JournalConfig::region_len(snapshot_bytes, self.p.journal_bytes);
+            // The last blocks of the disk, the `layer mod 8`-th region from its end: several
+            // FS2 layers on one disk (the swarm draws them) keep their tables apart.
+            let slot = (self.layer % 8) as u64;
+            let mut region = Region::at_end(d, len * (slot + 1))?;
+            region.len = len;
+            // The table's region (and what lies past it) is never free space.
+            self.free.remove(region.offset / BLOCK, self.blocks);
+            self.journal = Some(Journal::new(JournalConfig {
+                region,
+                snapshot_bytes,
+                owner: "fs2-replica-table".into(),
+                // Apart from the copies' numbers (2^34 per layer, copies use far fewer).
+                io_base: copy_base(self.layer) + (1 << 33),
+                priority: 0,
+            })?);
+        }
         Ok(())
     }
 
+    fn regions(&self) -> Vec<Region> {
+        self.journal.iter().map(|j| j.region()).collect()
+    }
+
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        let Some(j) = self.journal.as_mut() else {
+            return;
+        };
+        let step = j.on_bytes(tag, bytes, out);
+        self.log_step(now, step, out);
+        self.retry_deferred(now, out);
+        self.watermarks(now);
+        self.pump(now, out);
+        self.flush_log(out);
+    }
+
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        if let Some(j) = self.journal.as_mut() {
+            self.recovering = true;
+            j.recover(out);
+        }
         match self.p.mode {
             Mode::Dynamic => out.set_timer(EPOCH, now + self.p.epoch),
             Mode::Static => {
@@ -640,6 +870,7 @@ impl Function for Fs2 {
         }
         self.watermarks(now);
         self.pump(now, out);
+        self.flush_log(out);
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
@@ -651,10 +882,23 @@ impl Function for Fs2 {
         };
         self.host(now, io, out, true);
         self.pump(now, out);
+        self.flush_log(out);
     }
 
     fn on_completion(&mut self, now: Nanos, mut done: Completion, out: &mut Actions) {
         let id = done.io.id;
+        if let Some(j) = self.journal.as_mut() {
+            match j.on_completion(&done, out) {
+                LogStep::NotMine => {}
+                step => {
+                    self.log_step(now, step, out);
+                    self.retry_deferred(now, out);
+                    self.watermarks(now);
+                    self.pump(now, out);
+                    return self.flush_log(out);
+                }
+            }
+        }
         if let Some((io, r0, n)) = self.redirected.remove(&id) {
             done.io = io;
             for b in r0..r0 + n {
@@ -702,6 +946,7 @@ impl Function for Fs2 {
         self.retry_deferred(now, out);
         self.watermarks(now);
         self.pump(now, out);
+        self.flush_log(out);
     }
 
     fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
@@ -723,6 +968,7 @@ impl Function for Fs2 {
         self.counts.clear();
         out.set_timer(EPOCH, now + self.p.epoch);
         self.pump(now, out);
+        self.flush_log(out);
     }
 
     fn counters(&self) -> Vec<(String, f64)> {
@@ -744,6 +990,9 @@ impl Function for Fs2 {
             ("copies", c.copies),
             ("copies_stale", c.copies_stale),
             ("copies_failed", c.copies_failed),
+            ("recovered_replicas", c.recovered_replicas),
+            ("log_records", c.log_records),
+            ("waited_for_log", c.waited_for_log),
             ("replicas_created", c.replicas_created),
             ("candidates", c.candidates),
             ("candidates_dropped_full", c.candidates_dropped_full),
