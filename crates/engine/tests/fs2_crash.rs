@@ -23,13 +23,8 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request};
-use wattio_core::trace::VecSource;
-use wattio_core::{DeviceRuntime, Nanos};
-use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Registry, RunConfig, Simulator};
+use wattio_core::Nanos;
 
 const K: u64 = 4096;
 const MS: Nanos = 1_000_000;
@@ -95,41 +90,6 @@ fn scenario(second_crash: Nanos) -> (Vec<Request>, Vec<Nanos>) {
     (reqs, vec![FIRST_CRASH, second_crash])
 }
 
-/// Run in phases ending at `crashes`; FS2's counters of each phase, or the first integrity
-/// fault.
-fn run(requests: &[Request], crashes: &[Nanos]) -> Result<Vec<BTreeMap<String, f64>>, String> {
-    let cfg = RunConfig::from_toml("fs2.toml", &config())?;
-    let cat = Catalogue::embedded()?;
-    let mut checker = Checker::new(K as u32)?;
-    let mut devices: Option<Vec<DeviceRuntime>> = None;
-    let mut start = 0;
-    let mut phases = Vec::new();
-    for until in crashes.iter().map(|&c| Some(c)).chain([None]) {
-        let part: Vec<Request> = requests
-            .iter()
-            .filter(|r| (start == 0 || r.arrival > start) && until.is_none_or(|u| r.arrival <= u))
-            .copied()
-            .collect();
-        let asm = assemble(&cfg, &cat, None, &mut Registry::new(), start)?;
-        let devs = devices.take().unwrap_or(asm.devices);
-        let o = Simulator::new(asm.stack, devs)
-            .starting_at(start)
-            .with_observer(&mut checker)
-            .run(&mut VecSource::new(part), until, 0, &mut NullSink)?;
-        phases.push(o.stack.layers()[0].counters().into_iter().collect());
-        let mut devs = o.devices;
-        if let Some(t) = until {
-            for d in &mut devs {
-                d.crash(t);
-            }
-            checker.crash(t);
-            start = t;
-        }
-        devices = Some(devs);
-    }
-    Ok(phases)
-}
-
 #[test]
 fn a_recovered_table_never_redirects_a_read_to_a_replica_of_a_rewritten_block() {
     let mut faults = Vec::new();
@@ -137,7 +97,7 @@ fn a_recovered_table_never_redirects_a_read_to_a_replica_of_a_rewritten_block() 
     for k in 0..200 {
         let crash = SECOND_WRITES + k * 2 * MS;
         let (reqs, crashes) = scenario(crash);
-        let phases = match run(&reqs, &crashes) {
+        let phases = match common::run_with_crashes(&config(), K as u32, &reqs, &crashes) {
             Ok(p) => p,
             Err(e) => {
                 faults.push(format!("crash at {crash} ns: {e}"));

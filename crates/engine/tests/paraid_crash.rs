@@ -18,13 +18,8 @@
 mod common;
 
 use common::disk;
-use std::collections::BTreeMap;
-use wattio_core::integrity::Checker;
 use wattio_core::io::{Op, Request};
-use wattio_core::trace::VecSource;
-use wattio_core::{DeviceRuntime, Nanos};
-use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Registry, RunConfig, Simulator};
+use wattio_core::Nanos;
 
 const K: u64 = 4096;
 const CHUNKS: u64 = 8;
@@ -72,41 +67,6 @@ fn reads(chunks: std::ops::Range<u64>, t: Nanos) -> Vec<Request> {
         .collect()
 }
 
-/// Run in phases ending at `crashes`; PARAID's counters of each phase, or the first
-/// integrity fault.
-fn run(requests: Vec<Request>, crashes: &[Nanos]) -> Result<Vec<BTreeMap<String, f64>>, String> {
-    let cfg = RunConfig::from_toml("paraid.toml", &config())?;
-    let cat = Catalogue::embedded()?;
-    let mut checker = Checker::new(K as u32)?;
-    let mut devices: Option<Vec<DeviceRuntime>> = None;
-    let mut start = 0;
-    let mut phases = Vec::new();
-    for until in crashes.iter().map(|&c| Some(c)).chain([None]) {
-        let part: Vec<Request> = requests
-            .iter()
-            .filter(|r| (start == 0 || r.arrival > start) && until.is_none_or(|u| r.arrival <= u))
-            .copied()
-            .collect();
-        let asm = assemble(&cfg, &cat, None, &mut Registry::new(), start)?;
-        let devs = devices.take().unwrap_or(asm.devices);
-        let o = Simulator::new(asm.stack, devs)
-            .starting_at(start)
-            .with_observer(&mut checker)
-            .run(&mut VecSource::new(part), until, 0, &mut NullSink)?;
-        phases.push(o.stack.layers()[0].counters().into_iter().collect());
-        let mut devs = o.devices;
-        if let Some(t) = until {
-            for d in &mut devs {
-                d.crash(t);
-            }
-            checker.crash(t);
-            start = t;
-        }
-        devices = Some(devs);
-    }
-    Ok(phases)
-}
-
 fn scenario() -> (Vec<Request>, Vec<Nanos>) {
     let mut reqs = writes(0..CHUNKS, 0.0, 0.001);
     reqs.extend(reads(0..CHUNKS, FIRST_CRASH));
@@ -123,7 +83,7 @@ fn scenario() -> (Vec<Request>, Vec<Nanos>) {
 #[test]
 fn crashes_during_propagation_lose_no_fua_write() {
     let (reqs, crashes) = scenario();
-    let phases = run(reqs, &crashes).unwrap();
+    let phases = common::run_with_crashes(&config(), K as u32, &reqs, &crashes).unwrap();
     let c = |p: usize, k: &str| phases[p][k];
     // Phase 1: the writes went to the replica, the array shifted up, nothing was copied.
     assert_eq!(c(0, "upshifts"), 1.0);

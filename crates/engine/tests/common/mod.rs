@@ -47,3 +47,50 @@ pub fn run_quiet(cfg: &RunConfig, reqs: Vec<Request>) -> Summary {
     )
     .unwrap()
 }
+
+/// Run `config` on `requests` in phases ending at `crashes` (every device and the integrity
+/// checker, with blocks of `block` bytes, crash at each; the stack is assembled anew after
+/// each, as a restart would): the top layer's counters of each phase, or the first
+/// integrity fault.
+pub fn run_with_crashes(
+    config: &str,
+    block: u32,
+    requests: &[Request],
+    crashes: &[wattio_core::Nanos],
+) -> Result<Vec<std::collections::BTreeMap<String, f64>>, String> {
+    let cfg = RunConfig::from_toml("crash.toml", config)?;
+    let cat = Catalogue::embedded()?;
+    let mut checker = wattio_core::integrity::Checker::new(block)?;
+    let mut devices: Option<Vec<wattio_core::DeviceRuntime>> = None;
+    let mut start = 0;
+    let mut phases = Vec::new();
+    for until in crashes.iter().map(|&c| Some(c)).chain([None]) {
+        let part: Vec<Request> = requests
+            .iter()
+            .filter(|r| (start == 0 || r.arrival > start) && until.is_none_or(|u| r.arrival <= u))
+            .copied()
+            .collect();
+        let asm = wattio_engine::assemble(&cfg, &cat, None, &mut Registry::new(), start)?;
+        let devs = devices.take().unwrap_or(asm.devices);
+        let o = wattio_engine::Simulator::new(asm.stack, devs)
+            .starting_at(start)
+            .with_observer(&mut checker)
+            .run(
+                &mut VecSource::new(part),
+                until,
+                0,
+                &mut wattio_engine::NullSink,
+            )?;
+        phases.push(o.stack.layers()[0].counters().into_iter().collect());
+        let mut devs = o.devices;
+        if let Some(t) = until {
+            for d in &mut devs {
+                d.crash(t);
+            }
+            checker.crash(t);
+            start = t;
+        }
+        devices = Some(devs);
+    }
+    Ok(phases)
+}
