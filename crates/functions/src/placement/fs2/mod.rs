@@ -150,6 +150,9 @@ pub struct Fs2 {
     writes: HashMap<IoId, (u64, u64)>,
     deferred: VecDeque<Io>,
     suspended: bool,
+    /// The journal failed (its region holds something else, a write to it failed): the
+    /// table can no longer be kept safe, so host I/O is answered with errors.
+    failed: bool,
     cursor: u64,
     /// The replica table's journal (`journal_kb > 0`).
     journal: Option<Journal>,
@@ -214,6 +217,7 @@ impl Fs2 {
             writes: HashMap::new(),
             deferred: VecDeque::new(),
             suspended: false,
+            failed: false,
             cursor: 0,
             journal: None,
             recovering: false,
@@ -322,19 +326,22 @@ impl Fs2 {
     /// Append the queued records (one group-committed FUA write), and checkpoint the whole
     /// table when the journal is full.
     fn flush_log(&mut self, out: &mut Actions) {
+        if let Err(e) = self.try_flush_log(out) {
+            self.log_failed(&e, out);
+        }
+    }
+
+    fn try_flush_log(&mut self, out: &mut Actions) -> Result<(), String> {
         let Some(j) = self.journal.as_mut() else {
-            return;
+            return Ok(());
         };
         if !j.ready() {
-            return;
+            return Ok(());
         }
         if !self.records.is_empty() {
             let mut last = 0;
             for r in self.records.drain(..) {
-                match j.append(&r, out) {
-                    Ok(seq) => last = seq,
-                    Err(e) => return out.fail(&format!("fs2 journal: {e}")),
-                }
+                last = j.append(&r, out)?;
                 self.c.log_records += 1;
             }
             for s in self.unlogged.values_mut() {
@@ -352,9 +359,27 @@ impl Fs2 {
                 snap.extend_from_slice(&o.to_le_bytes());
                 snap.extend_from_slice(&r.to_le_bytes());
             }
-            if let Err(e) = j.checkpoint(&snap, out) {
-                out.fail(&format!("fs2 journal: {e}"));
-            }
+            j.checkpoint(&snap, out)?;
+        }
+        Ok(())
+    }
+
+    /// The journal cannot be used: the run stops (simulated) or the fault is kept (live),
+    /// and host I/O waiting here — and all that comes after — is answered with an error
+    /// rather than left waiting for a record that will never be durable.
+    fn log_failed(&mut self, why: &str, out: &mut Actions) {
+        self.failed = true;
+        out.fail(&format!(
+            "{}: the replica table's journal: {why}",
+            self.name
+        ));
+        for io in std::mem::take(&mut self.deferred) {
+            out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: 0,
+                breakdown: Default::default(),
+            });
         }
     }
 
@@ -406,7 +431,7 @@ impl Fs2 {
                     }
                 }
             }
-            LogStep::Failed(e) => out.fail(&format!("fs2 journal: {e}")),
+            LogStep::Failed(e) => self.log_failed(&e, out),
             LogStep::Busy | LogStep::NotMine => {}
         }
     }
@@ -730,6 +755,14 @@ impl Fs2 {
             || !(io.op.moves_data() || io.op == Op::Discard)
         {
             return out.submit(io);
+        }
+        if self.failed {
+            return out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: now,
+                breakdown: Default::default(),
+            });
         }
         if self.recovering {
             self.deferred.push_back(io);

@@ -1,0 +1,161 @@
+//! FS2 served live over a disk image with its replica table persisted (`journal_kb`). An
+//! image whose end holds data other than the table's journal is refused (host I/O gets
+//! errors, it does not hang). On a new disk (zeros at its end): reads
+//! make region 1 the hot one and a block far away gets a replica there (the copy lands in
+//! the image); a server restarted on the same image recovers the table from its journal
+//! at the end of the image; a write of the original waits for its replica's drop to be
+//! logged; a third server recovers a table that no longer sends a read of that block to
+//! its old replica (docs/functions/fs2.md, "Persistence").
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use wattio_live::client::Client;
+use wattio_live::server::{ListenAddr, Server};
+use wattio_live::session::Summary;
+use wattio_live::setup::{build_from_config, ConfigServe};
+
+const K: usize = 4096;
+/// A block of region 1 (1 MiB regions) the host reads; blocks 272..512 are declared free.
+const HOT: u64 = 260;
+/// The block replicated: 12 MiB in.
+const ORIG: u64 = 3072;
+/// Where its replica goes: the first free block of region 1.
+const REPLICA: usize = 272;
+
+const CONFIG: &str = r#"
+[[device]]
+name = "disk"
+model = "hp-c2247a"
+
+[[function]]
+kind = "fs2"
+disk = "disk"
+region_mb = 1
+epoch_s = 0.05
+free = [[1114112, 983040]]
+high_watermark = 0
+low_watermark = 0
+critical_watermark = 0
+copy_depth = 1
+max_replica_blocks = 64
+journal_kb = 8
+"#;
+
+fn serve(cfg: &Path, disk: &Path, sock: &Path) -> Server {
+    let session = build_from_config(&ConfigServe {
+        config: cfg.to_path_buf(),
+        images: vec![("disk".into(), disk.into())],
+        direct: false,
+        capture: None,
+        workers: 2,
+        poll_us: None,
+    })
+    .unwrap();
+    Server::start(session, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
+}
+
+fn counter(s: &Summary, name: &str) -> f64 {
+    let c = &s
+        .function_counters
+        .iter()
+        .find(|(n, _)| n.starts_with("fs2"))
+        .unwrap_or_else(|| panic!("no fs2 layer: {:?}", s.function_counters))
+        .1;
+    c.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no counter {name}: {c:?}"))
+        .1
+}
+
+fn read(c: &mut Client, block: u64) -> Vec<u8> {
+    let r = c.read(block * K as u64, K as u32).unwrap();
+    assert_eq!(r.error, 0);
+    r.data
+}
+
+#[test]
+fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
+    let d = TempDir::new("fs2-live");
+    let cfg = d.path("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let disk = image(&d, "disk.img", 16 << 20, 53);
+    let sock = d.path("s");
+
+    // The image's last bytes, where the table's region goes, hold data that is not a
+    // journal: the layer refuses to write over it, and the host's read gets an error
+    // instead of waiting for a recovery that cannot end.
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    assert_ne!(c.read(0, K as u32).unwrap().error, 0);
+    c.disconnect().unwrap();
+    let e = srv.shutdown(Duration::from_secs(5)).unwrap_err();
+    assert!(
+        e.contains("fs2-disk: the replica table's journal")
+            && e.contains("bytes 16752640..16777216 is not a wattio metadata log"),
+        "{e}"
+    );
+
+    // A new disk: zeros at its end (the region: two headers, two snapshot slots of
+    // 64 × 16 bytes, the 8 KiB journal = 24 KiB).
+    let mut bytes = std::fs::read(&disk).unwrap();
+    let n = bytes.len();
+    bytes[n - (64 << 10)..].fill(0);
+    std::fs::write(&disk, &bytes).unwrap();
+    let disk0 = bytes;
+    let orig0 = disk0[ORIG as usize * K..(ORIG as usize + 1) * K].to_vec();
+
+    // Server 1: region 1 is read most in every epoch, the far block now and then, until
+    // its copy is in region 1's first free block.
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..3 {
+            read(&mut c, HOT);
+        }
+        assert_eq!(read(&mut c, ORIG), orig0);
+        let img = std::fs::read(&disk).unwrap();
+        if img[REPLICA * K..(REPLICA + 1) * K] == orig0[..] {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no replica after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert!(counter(&s, "replicas_created") >= 1.0, "{s:?}");
+    assert!(counter(&s, "log_records") >= 1.0);
+
+    // Server 2: the table comes back from the journal; a read near region 1 then of the
+    // far block finds it replicated; a write of the original waits for the drop's record.
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    read(&mut c, HOT);
+    assert_eq!(read(&mut c, ORIG), orig0);
+    let new = pattern(99, K);
+    assert_eq!(c.write(ORIG * K as u64, &new, true).unwrap().error, 0);
+    read(&mut c, HOT);
+    assert_eq!(read(&mut c, ORIG), new);
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert!(counter(&s, "recovered_replicas") >= 1.0);
+    // The read of the far block found it replicated: redirected, or kept on the original
+    // when the wall clock's rotational position made the original nearer.
+    assert!(counter(&s, "reads_redirected") + counter(&s, "reads_original_closer") >= 1.0);
+    assert!(counter(&s, "invalidated_by_write") >= 1.0);
+    assert!(counter(&s, "waited_for_log") >= 1.0);
+
+    // Server 3: the recovered table does not send the block to its old replica.
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    read(&mut c, HOT);
+    assert_eq!(read(&mut c, ORIG), new);
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+}
