@@ -2,7 +2,7 @@
 //! parametric HDD behind a fixed-timeout spin-down layer, no per-request output. Prints the
 //! rate and the peak resident memory for two trace lengths, to show memory stays flat.
 //!
-//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS] [raid0|raid5|paraid0|paraid5|exces|fs2]
+//!     cargo bench -p wattio-engine --bench sim [-- REQUESTS] [raid0|raid5|paraid0|paraid5|exces|fs2|mech]
 //!
 //! With `raid0` or `raid5` the stack is that array (64 KiB chunks) over five Fujitsu
 //! MAP3367 (parametric), PARAID's disks, each behind the same spin-down layer; with
@@ -313,6 +313,8 @@ fn main() {
         None
     };
     let fs2 = arg("fs2");
+    // The FS2 stack's disk alone (no FS2): the split between the layer and the model.
+    let mech = arg("mech");
     let config = match level {
         None if gears.is_some() => CONFIG.replace(
             "[[device]]\nname = \"disk\"\nmodel = \"wd800-fs2\"\n\n[[function]]\nkind = \"spindown\"\npolicy = \"fixed\"\ntimeout_s = 5\n",
@@ -324,6 +326,7 @@ fn main() {
         ),
         None if exces => EXCES.to_string(),
         None if fs2 => CONFIG.replace("[[device]]\nname = \"disk\"\nmodel = \"wd800-fs2\"\n", FS2),
+        None if mech => CONFIG.replace("model = \"wd800-fs2\"\n", "model = \"wd800-fs2-mechanical\"\n"),
         None => CONFIG.to_string(),
     };
     let small = big / 10;
@@ -341,6 +344,7 @@ fn main() {
             "RAID-{l} (64 KiB chunks) over five parametric Fujitsu MAP3367 + fixed 5 s spin-down, generated Poisson trace"
         ),
         None if fs2 => println!("FS2 stack: FS2 (dynamic) on wd800-fs2-mechanical + fixed 5 s spin-down, generated Poisson trace"),
+        None if mech => println!("FS2 stack without FS2: wd800-fs2-mechanical + fixed 5 s spin-down, generated Poisson trace"),
         None if exces => println!("EXCES stack: toshiba-mk1234gsx + sandisk-ultra-cf-2gb (256 MiB used), fixed 5 s spin-down, generated Poisson trace on 1 GiB"),
         None => println!(
             "built-in stack: parametric HDD (wd800-fs2) + fixed 5 s spin-down, generated Poisson trace"

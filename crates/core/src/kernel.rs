@@ -43,6 +43,7 @@
 
 use crate::device::{DevEvent, DeviceRuntime};
 use crate::function::TimerId;
+use crate::fxhash::FxHashMap;
 use crate::io::{Breakdown, Buf, Completion, DeviceId, Io, Op, Request, Status};
 use crate::media::ScratchBytes;
 use crate::power::PowerStateId;
@@ -51,7 +52,6 @@ use crate::stack::{Effects, Stack};
 use crate::stats::LatencyHistogram;
 use crate::time::Nanos;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// What a kernel asks its executor to schedule, and is handed back when it is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -216,26 +216,6 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
 }
 
-/// FxHash: timer keys are small integers; SipHash would dominate the hot path.
-#[derive(Default)]
-struct Fx(u64);
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64)
-    }
-}
-
 /// A (time, sequence) scheduling key.
 type Key = (Nanos, u64);
 
@@ -298,7 +278,7 @@ pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
     x: X,
     observer: O,
     seq: u64,
-    timers: HashMap<(u32, TimerId), TimerSlot, BuildHasherDefault<Fx>>,
+    timers: FxHashMap<(u32, TimerId), TimerSlot>,
     /// A device's events, dealt with (and emptied) right after the call that produced them.
     dev_ev: Vec<DevEvent>,
     /// Power notifications for the stack, delivered once the stack call that caused them

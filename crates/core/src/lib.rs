@@ -25,6 +25,7 @@ pub mod copy;
 pub mod device;
 pub mod fanout;
 pub mod function;
+pub mod fxhash;
 pub mod geometry;
 pub mod integrity;
 pub mod io;

@@ -42,13 +42,14 @@ mod tests;
 pub use config::{Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
 
 use freespace::FreeMap;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use table::ReplicaTable;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, TimerId};
+use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::geometry::Geometry;
 use wattio_core::io::{Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Step as LogStep};
@@ -127,12 +128,12 @@ pub struct Fs2 {
     /// Predicted head position: the end of the last I/O sent to the disk.
     head: u64,
     /// Host reads per region this epoch (only the regions read).
-    counts: HashMap<u32, u32>,
+    counts: FxHashMap<u32, u32>,
     target: u32,
     candidates: VecDeque<(u64, u64)>,
-    queued: HashSet<u64>,
+    queued: FxHashSet<u64>,
     copier: Copier,
-    copies: HashMap<u64, CopyState>,
+    copies: FxHashMap<u64, CopyState>,
     next_tag: u64,
     /// Wraps I/O an upper layer originated (own or sub ids) under this layer's sub-I/O ids,
     /// so they cannot collide with its own. Only wrapping uses it: a reply from it is
@@ -141,13 +142,13 @@ pub struct Fs2 {
     /// Redirected reads out, by id: the read as received, its first replica block and its
     /// blocks. A redirected read keeps its id (ids below this layer are unique: a host id
     /// from above, or a wrapping sub-I/O id) and gets its offset back at completion.
-    redirected: HashMap<IoId, (Io, u64, u64)>,
+    redirected: FxHashMap<IoId, (Io, u64, u64)>,
     /// Replica blocks with redirected reads out.
-    busy: HashMap<u64, u32>,
+    busy: FxHashMap<u64, u32>,
     /// Freed blocks waiting for their reads to come back before they are free.
-    quarantine: HashSet<u64>,
+    quarantine: FxHashSet<u64>,
     /// Host writes and discards out: id → blocks.
-    writes: HashMap<IoId, (u64, u64)>,
+    writes: FxHashMap<IoId, (u64, u64)>,
     deferred: VecDeque<Io>,
     suspended: bool,
     /// The journal failed (its region holds something else, a write to it failed): the
@@ -164,7 +165,7 @@ pub struct Fs2 {
     /// its sequence number: a host write or discard of them waits, and a freed replica
     /// block is not reused, until it is (so the table on the device never points a read at
     /// a replica that is stale or reused).
-    unlogged: HashMap<u64, u64>,
+    unlogged: FxHashMap<u64, u64>,
     c: Counters,
 }
 
@@ -203,18 +204,18 @@ impl Fs2 {
             free: FreeMap::new(p.max_free_extents),
             table: ReplicaTable::new(p.region_bytes / BLOCK),
             head: 0,
-            counts: HashMap::new(),
+            counts: FxHashMap::default(),
             target: NO_REGION,
             candidates: VecDeque::new(),
-            queued: HashSet::new(),
+            queued: FxHashSet::default(),
             copier: Copier::new(copy_base(layer)),
-            copies: HashMap::new(),
+            copies: FxHashMap::default(),
             next_tag: 0,
             fanout: Fanout::new(),
-            redirected: HashMap::new(),
-            busy: HashMap::new(),
-            quarantine: HashSet::new(),
-            writes: HashMap::new(),
+            redirected: FxHashMap::default(),
+            busy: FxHashMap::default(),
+            quarantine: FxHashSet::default(),
+            writes: FxHashMap::default(),
             deferred: VecDeque::new(),
             suspended: false,
             failed: false,
@@ -222,7 +223,7 @@ impl Fs2 {
             journal: None,
             recovering: false,
             records: Vec::new(),
-            unlogged: HashMap::new(),
+            unlogged: FxHashMap::default(),
             c: Counters::default(),
             p,
         })

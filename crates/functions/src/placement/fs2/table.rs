@@ -3,7 +3,7 @@
 //! region can be invalidated at once.
 
 use super::config::MAX_DEGREE;
-use std::collections::{HashMap, HashSet};
+use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::time::Nanos;
 
 const DEG: usize = MAX_DEGREE as usize;
@@ -25,11 +25,11 @@ impl Entry {
 
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaTable {
-    by_orig: HashMap<u64, Entry>,
+    by_orig: FxHashMap<u64, Entry>,
     /// Replica block → original block.
-    by_rep: HashMap<u64, u64>,
+    by_rep: FxHashMap<u64, u64>,
     /// Region → its replica blocks.
-    regions: HashMap<u32, HashSet<u64>>,
+    regions: FxHashMap<u32, FxHashSet<u64>>,
     region_blocks: u64,
 }
 
