@@ -10,8 +10,7 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wattio_live::client::Client;
-use wattio_live::server::{ListenAddr, Server};
-use wattio_live::setup::{build_from_config, ConfigServe};
+use wattio_live::server::Server;
 
 const K: usize = 4096;
 
@@ -32,16 +31,7 @@ absorb_writes = "always"
 "#;
 
 fn serve(cfg: &Path, disk: &Path, ecd: &Path, sock: &Path) -> Server {
-    let session = build_from_config(&ConfigServe {
-        config: cfg.to_path_buf(),
-        images: vec![("disk".into(), disk.into()), ("ecd".into(), ecd.into())],
-        direct: false,
-        capture: None,
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
-    Server::start(session, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
+    serve_config(cfg, &[("disk", disk), ("ecd", ecd)], sock)
 }
 
 #[test]

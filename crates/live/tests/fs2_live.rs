@@ -13,9 +13,8 @@ use common::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wattio_live::client::Client;
-use wattio_live::server::{ListenAddr, Server};
+use wattio_live::server::Server;
 use wattio_live::session::Summary;
-use wattio_live::setup::{build_from_config, ConfigServe};
 
 const K: usize = 4096;
 /// A block of region 1 (1 MiB regions) the host reads; blocks 272..512 are declared free.
@@ -45,16 +44,7 @@ journal_kb = 8
 "#;
 
 fn serve(cfg: &Path, disk: &Path, sock: &Path) -> Server {
-    let session = build_from_config(&ConfigServe {
-        config: cfg.to_path_buf(),
-        images: vec![("disk".into(), disk.into())],
-        direct: false,
-        capture: None,
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
-    Server::start(session, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
+    serve_config(cfg, &[("disk", disk)], sock)
 }
 
 fn counter(s: &Summary, name: &str) -> f64 {

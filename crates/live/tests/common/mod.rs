@@ -94,3 +94,21 @@ pub fn vanish_with_reads_pending(sock: &Path, n: u64, len: u32, span: u64, patie
     // A server applying backpressure stops taking them: the timeout ends the write.
     let _ = s.write_all(&m);
 }
+
+/// A server for a run config (`wattio serve --config`) over `images` (device name, image
+/// path), on a Unix socket.
+pub fn serve_config(cfg: &Path, images: &[(&str, &Path)], sock: &Path) -> Server {
+    let session = setup::build_from_config(&setup::ConfigServe {
+        config: cfg.to_path_buf(),
+        images: images
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.to_path_buf()))
+            .collect(),
+        direct: false,
+        capture: None,
+        workers: 2,
+        poll_us: None,
+    })
+    .unwrap();
+    Server::start(session, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
+}
