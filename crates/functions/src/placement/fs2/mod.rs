@@ -384,6 +384,15 @@ impl Fs2 {
         }
     }
 
+    /// After an I/O completed or the journal spoke: retry what waited, re-check the
+    /// watermarks, start copies, append what this call logged.
+    fn settle(&mut self, now: Nanos, out: &mut Actions) {
+        self.retry_deferred(now, out);
+        self.watermarks(now);
+        self.pump(now, out);
+        self.flush_log(out);
+    }
+
     /// What the journal said.
     fn log_step(&mut self, now: Nanos, step: LogStep, out: &mut Actions) {
         match step {
@@ -868,10 +877,7 @@ impl Function for Fs2 {
         };
         let step = j.on_bytes(tag, bytes, out);
         self.log_step(now, step, out);
-        self.retry_deferred(now, out);
-        self.watermarks(now);
-        self.pump(now, out);
-        self.flush_log(out);
+        self.settle(now, out);
     }
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
@@ -926,10 +932,7 @@ impl Function for Fs2 {
                 LogStep::NotMine => {}
                 step => {
                     self.log_step(now, step, out);
-                    self.retry_deferred(now, out);
-                    self.watermarks(now);
-                    self.pump(now, out);
-                    return self.flush_log(out);
+                    return self.settle(now, out);
                 }
             }
         }
@@ -977,10 +980,7 @@ impl Function for Fs2 {
             self.writes.remove(&id);
             out.reply(done);
         }
-        self.retry_deferred(now, out);
-        self.watermarks(now);
-        self.pump(now, out);
-        self.flush_log(out);
+        self.settle(now, out);
     }
 
     fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
