@@ -468,9 +468,13 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 };
                 let done = &mut *self.done;
                 let found = rt.service_end_into(now, token, &mut self.dev_ev, done);
-                if found && self.emulate {
-                    if let Some(m) = rt.media_mut() {
-                        let read = m.complete(done);
+                if found && X::EMULATES_BYTES {
+                    let media = if self.emulate { rt.media_mut() } else { None };
+                    let with_media = media.is_some();
+                    let read = media.and_then(|m| m.complete(done));
+                    // Every write out of a scratch buffer was counted at submission (the
+                    // last one frees it); reads only where the media keeps bytes.
+                    if with_media || done.io.op == Op::Write {
                         self.scratch.complete(dev, &done.io, read);
                     }
                 }
@@ -595,15 +599,26 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         self.observer.device_submit(now, io);
         let modelled = match self.devs.get_mut(io.dev as usize) {
             Some(Some(d)) => {
-                if self.emulate {
-                    if let Some(m) = d.media_mut() {
-                        if matches!(io.op, Op::Read | Op::Write)
-                            && m.touches(io.offset, io.len as u64)
+                if X::EMULATES_BYTES {
+                    let media = if self.emulate { d.media_mut() } else { None };
+                    match media {
+                        Some(m)
+                            if matches!(io.op, Op::Read | Op::Write)
+                                && m.touches(io.offset, io.len as u64) =>
                         {
                             let src = self.scratch.submit(io);
                             m.submit(io, src);
-                        } else if io.op != Op::Read {
-                            m.submit(io, None);
+                        }
+                        m => {
+                            // A write out of a filled scratch buffer that no media keeps
+                            // (a probe's own writes) is counted too, so that its buffer is
+                            // freed when it completes rather than kept for the whole run.
+                            if io.op == Op::Write {
+                                self.scratch.submit(io);
+                            }
+                            if let Some(m) = m.filter(|_| io.op != Op::Read) {
+                                m.submit(io, None);
+                            }
                         }
                     }
                 }
@@ -796,7 +811,9 @@ mod tests {
             }
         }
         fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
-            out.reply(done);
+            if !done.io.id.is_own() {
+                out.reply(done);
+            }
         }
         fn on_timer(&mut self, now: Nanos, timer: TimerId, _out: &mut Actions) {
             self.log.lock().unwrap().push(Seen::Timer(now, timer));
@@ -1089,6 +1106,20 @@ mod tests {
         r.arm(20, 7, 60);
         r.run_until(1_000).unwrap();
         assert_eq!(r.seen(), vec![Seen::Timer(60, 7)]);
+    }
+
+    #[test]
+    fn a_filled_scratch_buffer_is_freed_when_its_write_completes_without_media() {
+        // A function's own write out of bytes it filled (a probe's payload) to a device
+        // that keeps no bytes (no metadata region): the simulator holds the bytes until the
+        // write completes, not for the rest of the run (2 M probe writes held 2 GB).
+        let mut r = rig(false, vec![Some(disk(IDLE))]);
+        let io = Io::own(9, Op::Write, 0, 4096, 1024);
+        Effects::fill(&mut r.k, 0, io.buf, &[0u8; 1024]);
+        assert_eq!(r.k.scratch.held(), 1);
+        Effects::submit(&mut r.k, 0, &io);
+        r.run_until(1_000_000).unwrap();
+        assert_eq!(r.k.scratch.held(), 0);
     }
 
     #[test]

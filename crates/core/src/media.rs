@@ -242,6 +242,11 @@ fn scratch(b: Buf) -> Option<(u64, usize)> {
 }
 
 impl ScratchBytes {
+    /// Buffers holding bytes (a bound the tests check).
+    pub fn held(&self) -> usize {
+        self.bufs.len()
+    }
+
     /// `dst[..bytes.len()] = bytes` (the buffer is created, and grown, with zeros).
     pub fn fill(&mut self, dst: Buf, bytes: &[u8]) -> Result<(), String> {
         let (id, off) = scratch(dst).ok_or_else(|| {
