@@ -7,6 +7,12 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::client::{Client, Reply};
+use crate::proto::{
+    DEFAULT_MAX_BLOCK, FLAG_READ_ONLY, FLAG_SEND_FLUSH, FLAG_SEND_TRIM, FLAG_SEND_WRITE_ZEROES,
+};
 
 /// Alignment of every data buffer: satisfies O_DIRECT on 512- and 4096-byte sector devices.
 pub const BUF_ALIGN: usize = 4096;
@@ -163,17 +169,44 @@ impl ComponentSpec {
     }
 }
 
-/// An open component device. Shared by all worker threads: positional I/O needs no lock.
+/// An open component device. Shared by all worker threads: positional I/O on a file needs
+/// no lock; an NBD export is one connection, its requests one at a time.
 pub struct Backend {
     pub name: String,
-    file: File,
+    medium: Medium,
     size: u64,
     pub direct: bool,
-    is_block: bool,
+}
+
+enum Medium {
+    File {
+        file: File,
+        is_block: bool,
+    },
+    /// Another NBD server's export (`nbd://…`, `nbd+unix://…`): a device reached over the
+    /// network, as the geometry probe times one served with device emulation. Requests are
+    /// sent one at a time and split at the server's largest block.
+    Nbd {
+        client: Mutex<Client>,
+        max_block: u32,
+        flags: u16,
+    },
+}
+
+/// How long a request to an NBD component device may wait for the server.
+pub const NBD_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `path` names an NBD export rather than a file.
+pub fn is_nbd_uri(path: &Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p.starts_with("nbd://") || p.starts_with("nbd+unix://"))
 }
 
 impl Backend {
     pub fn open(spec: &ComponentSpec) -> Result<Backend, String> {
+        if is_nbd_uri(&spec.path) {
+            return Backend::connect(spec);
+        }
         let mut o = OpenOptions::new();
         o.read(true).write(!spec.read_only);
         if spec.direct {
@@ -197,10 +230,44 @@ impl Backend {
         };
         Ok(Backend {
             name: spec.name.clone(),
-            file,
+            medium: Medium::File { file, is_block },
             size,
             direct: spec.direct,
-            is_block,
+        })
+    }
+
+    fn connect(spec: &ComponentSpec) -> Result<Backend, String> {
+        let uri = spec.path.display().to_string();
+        let client = Client::connect(&uri).map_err(|e| format!("{uri}: {e}"))?;
+        // A hung server fails the request (EIO) instead of holding a worker for ever.
+        client.set_timeout(Some(NBD_REQUEST_TIMEOUT))?;
+        if spec.direct {
+            return Err(format!(
+                "{uri}: --direct applies to files, not to an NBD export"
+            ));
+        }
+        if !spec.read_only && client.flags & FLAG_READ_ONLY != 0 {
+            return Err(format!("{uri}: the export is read-only"));
+        }
+        // The server's preferred block as the largest request if it names no maximum.
+        let max_block = match client.block.2 {
+            0 => DEFAULT_MAX_BLOCK,
+            m => m.min(DEFAULT_MAX_BLOCK),
+        };
+        let name = if spec.name.is_empty() {
+            uri.clone()
+        } else {
+            spec.name.clone()
+        };
+        Ok(Backend {
+            name,
+            size: client.size,
+            medium: Medium::Nbd {
+                max_block,
+                flags: client.flags,
+                client: Mutex::new(client),
+            },
+            direct: false,
         })
     }
 
@@ -210,9 +277,27 @@ impl Backend {
 
     /// Read exactly `buf.len()` bytes; bytes past the end of a file read as zeros.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let file = match &self.medium {
+            Medium::File { file, .. } => file,
+            Medium::Nbd { .. } => {
+                let mut at = 0usize;
+                for (off, len) in self.chunks(offset, buf.len() as u64) {
+                    let r = self.nbd(|c| c.read(off, len))?;
+                    if r.data.len() != len as usize {
+                        return Err(io::Error::other(format!(
+                            "NBD read of {len} bytes at {off} returned {}",
+                            r.data.len()
+                        )));
+                    }
+                    buf[at..at + len as usize].copy_from_slice(&r.data);
+                    at += len as usize;
+                }
+                return Ok(());
+            }
+        };
         let mut done = 0;
         while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
                 Ok(0) => {
                     buf[done..].fill(0);
                     return Ok(());
@@ -226,22 +311,74 @@ impl Backend {
     }
 
     pub fn write_at(&self, buf: &[u8], offset: u64, fua: bool) -> io::Result<()> {
-        self.file.write_all_at(buf, offset)?;
-        if fua {
-            self.flush()?;
+        match &self.medium {
+            Medium::File { file, .. } => {
+                file.write_all_at(buf, offset)?;
+                if fua {
+                    self.flush()?;
+                }
+            }
+            Medium::Nbd { .. } => {
+                let mut at = 0usize;
+                for (off, len) in self.chunks(offset, buf.len() as u64) {
+                    let data = &buf[at..at + len as usize];
+                    // FUA travels with the request: the server makes it durable (and, with
+                    // device emulation, times it to the media).
+                    self.nbd(|c| c.write(off, data, fua))?;
+                    at += len as usize;
+                }
+            }
         }
         Ok(())
     }
 
     pub fn flush(&self) -> io::Result<()> {
-        self.file.sync_data()
+        match &self.medium {
+            Medium::File { file, .. } => file.sync_data(),
+            Medium::Nbd { flags, .. } => {
+                if flags & FLAG_SEND_FLUSH != 0 {
+                    self.nbd(|c| c.flush())?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `len` bytes from `offset` in requests the server takes.
+    fn chunks(&self, offset: u64, len: u64) -> impl Iterator<Item = (u64, u32)> {
+        let max = match &self.medium {
+            Medium::Nbd { max_block, .. } => *max_block as u64,
+            Medium::File { .. } => u32::MAX as u64,
+        };
+        let end = offset + len;
+        (0..len.div_ceil(max)).map(move |i| {
+            let off = offset + i * max;
+            (off, (end - off).min(max) as u32)
+        })
+    }
+
+    /// One request to the export; an NBD error is the errno it carries, a broken
+    /// connection an I/O error naming it.
+    fn nbd(&self, f: impl FnOnce(&mut Client) -> Result<Reply, String>) -> io::Result<Reply> {
+        let Medium::Nbd { client, .. } = &self.medium else {
+            return Err(io::Error::other("not an NBD export"));
+        };
+        let mut c = client.lock().unwrap_or_else(|e| e.into_inner());
+        let r = f(&mut c).map_err(|e| io::Error::other(format!("{}: {e}", self.name)))?;
+        if r.error != 0 {
+            return Err(io::Error::from_raw_os_error(r.error as i32));
+        }
+        Ok(r)
     }
 
     fn fallocate(&self, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+        let Medium::File { file, .. } = &self.medium else {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        };
         // SAFETY: plain syscall on an fd we own.
         let r = unsafe {
             libc::fallocate(
-                self.file.as_raw_fd(),
+                file.as_raw_fd(),
                 mode,
                 offset as libc::off_t,
                 len as libc::off_t,
@@ -254,10 +391,20 @@ impl Backend {
         }
     }
 
+    fn is_file(&self) -> bool {
+        matches!(
+            self.medium,
+            Medium::File {
+                is_block: false,
+                ..
+            }
+        )
+    }
+
     /// Deallocate a range (TRIM). A device that cannot punch holes ignores the hint, which
     /// the protocol allows.
     pub fn discard(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
-        if !self.is_block {
+        if self.is_file() {
             match self.fallocate(
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
                 offset,
@@ -266,6 +413,12 @@ impl Backend {
                 Ok(()) => {}
                 Err(e) if unsupported(&e) => {}
                 Err(e) => return Err(e),
+            }
+        } else if let Medium::Nbd { flags, .. } = &self.medium {
+            if flags & FLAG_SEND_TRIM != 0 {
+                for (off, n) in self.chunks(offset, len) {
+                    self.nbd(|c| c.trim(off, n))?;
+                }
             }
         }
         if fua {
@@ -277,7 +430,7 @@ impl Backend {
     /// Make a range read as zeros (WRITE_ZEROES), deallocating it when allowed.
     pub fn write_zeroes(&self, offset: u64, len: u64, may_trim: bool, fua: bool) -> io::Result<()> {
         let mut done = false;
-        if !self.is_block {
+        if self.is_file() {
             let mode = if may_trim {
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
             } else {
@@ -288,6 +441,13 @@ impl Backend {
                 Err(e) if unsupported(&e) => {}
                 Err(e) => return Err(e),
             }
+        } else if let Medium::Nbd { flags, .. } = &self.medium {
+            if flags & FLAG_SEND_WRITE_ZEROES != 0 {
+                for (off, n) in self.chunks(offset, len) {
+                    self.nbd(|c| c.write_zeroes(off, n))?;
+                }
+                done = true;
+            }
         }
         if !done {
             const CHUNK: u64 = 1 << 20;
@@ -295,7 +455,7 @@ impl Backend {
             let mut at = offset;
             while at < offset + len {
                 let n = CHUNK.min(offset + len - at) as usize;
-                self.file.write_all_at(&zeros.as_slice()[..n], at)?;
+                self.write_at(&zeros.as_slice()[..n], at, false)?;
                 at += n as u64;
             }
         }

@@ -67,6 +67,13 @@ enum Conn {
 }
 
 impl Conn {
+    fn set_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_read_timeout(t).and_then(|_| s.set_write_timeout(t)),
+            Conn::Tcp(s) => s.set_read_timeout(t).and_then(|_| s.set_write_timeout(t)),
+        }
+    }
+
     fn try_clone(&self) -> std::io::Result<Conn> {
         Ok(match self {
             Conn::Unix(s) => Conn::Unix(s.try_clone()?),
@@ -230,6 +237,16 @@ impl Client {
                 structured,
             },
         })
+    }
+
+    /// Give up on a request (an error) when the server has not taken it or answered
+    /// within `t`: a component device behind a hung server must not hang its worker.
+    pub fn set_timeout(&self, t: Option<std::time::Duration>) -> Result<(), String> {
+        self.tx
+            .conn
+            .set_timeout(t)
+            .and_then(|_| self.rx.conn.set_timeout(t))
+            .map_err(|e| format!("cannot set the connection's timeout: {e}"))
     }
 
     /// Split for pipelining from two threads.

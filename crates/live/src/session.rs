@@ -387,6 +387,12 @@ impl Session {
         })
     }
 
+    /// The first fault a function or the executor reported, if any (the session goes on;
+    /// [`Session::finish`] reports it).
+    pub fn fault(&self) -> Option<String> {
+        lock(&self.shared.core).fault.clone()
+    }
+
     /// How long a connection's reader polls before it blocks.
     pub fn poll(&self) -> std::time::Duration {
         self.poll
