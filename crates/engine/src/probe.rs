@@ -5,11 +5,12 @@
 use crate::sim::{NullSink, Simulator};
 use std::sync::Arc;
 use wattio_core::device::{DeviceInfo, DeviceRuntime, Timing};
+use wattio_core::geometry::Geometry;
 use wattio_core::power::{PowerDef, PowerSpec, StateDef};
 use wattio_core::stack::Stack;
 use wattio_core::trace::VecSource;
 use wattio_devices::mechanical::MechanicalDef;
-use wattio_functions::geometry::probe::{GeometryProbe, Params, Report};
+use wattio_functions::geometry::probe::{GeometryProbe, Params, Report, TrackRun};
 
 /// Probe `timing` (a fresh model: its arm at rest, its caches empty) with `params`.
 pub fn probe(name: &str, timing: Box<dyn Timing>, params: Params) -> Result<Report, String> {
@@ -37,6 +38,55 @@ pub fn probe(name: &str, timing: Box<dyn Timing>, params: Params) -> Result<Repo
     )?;
     let r = report.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(r)
+}
+
+/// A model's own track runs over `lbas` (512-byte sectors), from its geometry: consecutive
+/// LBAs on one (cylinder, surface) form a track, and tracks of one length merge into a
+/// run — what a probe of the same range must report. `None` for a model without geometry.
+pub fn model_runs(geometry: &dyn Geometry, lbas: std::ops::Range<u64>) -> Option<Vec<TrackRun>> {
+    let mut runs: Vec<TrackRun> = Vec::new();
+    let push = |first: u64, end: u64, runs: &mut Vec<TrackRun>| {
+        let spt = end - first;
+        match runs.last_mut() {
+            Some(r) if r.spt == spt => r.last_lba = end - 1,
+            _ => runs.push(TrackRun {
+                first_lba: first,
+                last_lba: end - 1,
+                spt,
+            }),
+        }
+    };
+    let (mut first, mut last) = (lbas.start, None);
+    for lba in lbas.clone() {
+        let l = geometry.locate(lba * 512)?;
+        let key = (l.cylinder, l.surface);
+        if last.is_some_and(|k| k != key) {
+            push(first, lba, &mut runs);
+            first = lba;
+        }
+        last = Some(key);
+    }
+    if lbas.end > first {
+        push(first, lbas.end, &mut runs);
+    }
+    Some(runs)
+}
+
+/// A probe's runs with its tail (the LBAs after the last boundary it timed) folded in as
+/// the model's last track(s), for comparing with [`model_runs`] over the probed range.
+pub fn runs_with_tail(r: &Report) -> Vec<TrackRun> {
+    let mut got = r.runs.clone();
+    if let Some((first, last)) = r.tail {
+        match got.last_mut() {
+            Some(l) if (last - first + 1) % l.spt == 0 => l.last_lba = last,
+            _ => got.push(TrackRun {
+                first_lba: first,
+                last_lba: last,
+                spt: last - first + 1,
+            }),
+        }
+    }
+    got
 }
 
 /// Cache defaults of a probed spec: the probe's writes cannot see segments or read-ahead.

@@ -30,6 +30,9 @@ struct Keys {
     settle_us: Option<f64>,
     backtrack: Option<u32>,
     confirms: Option<u32>,
+    retries: Option<u32>,
+    upward_only: Option<bool>,
+    reference: Option<u32>,
     start_lba: Option<u64>,
     end_lba: Option<u64>,
     max_probes: Option<u64>,
@@ -69,6 +72,18 @@ impl Params {
         };
         let backtrack = count("backtrack", k.backtrack, d.backtrack)?;
         let confirms = count("confirms", k.confirms, d.confirms)?;
+        let retries = range::count(
+            &p("retries"),
+            k.retries.map_or(d.retries as u64, u64::from),
+            0,
+            100,
+        )? as u32;
+        let reference = range::count(
+            &p("reference"),
+            k.reference.map_or(d.reference as u64, u64::from),
+            1,
+            15,
+        )? as u32;
         let start_lba = k.start_lba.unwrap_or(0);
         if let Some(end) = k.end_lba {
             if end <= start_lba {
@@ -94,6 +109,9 @@ impl Params {
             settle_us,
             backtrack,
             confirms,
+            retries,
+            upward_only: k.upward_only.unwrap_or(d.upward_only),
+            reference,
             start_lba,
             end_lba: k.end_lba,
             max_probes,
@@ -143,6 +161,11 @@ mod tests {
         assert_eq!(e, "f.end_lba: expected an LBA past start_lba (10), got 10");
         let e = Params::parse(&table("settle = 3"), "f").unwrap_err();
         assert!(e.starts_with("f.settle: unknown field `settle`"), "{e}");
+        let e = Params::parse(&table("retries = 101"), "f").unwrap_err();
+        assert_eq!(
+            e,
+            "f.retries: expected a whole number from 0 to 100, got 101"
+        );
         let e = Params::parse(&table("sector_bytes = 1000"), "f").unwrap_err();
         assert!(
             e.starts_with("f.sector_bytes: expected a power of two"),

@@ -58,6 +58,18 @@ pub struct Params {
     pub backtrack: u32,
     /// Jumps at the same LBA needed to take a boundary (thesis REQUIRED_CONFIRMS, 10).
     pub confirms: u32,
+    /// Times a candidate may fail to recur and still be timed again before it is dropped
+    /// (the thesis: 0, one miss drops it). Beyond the thesis, for live probes: a jitter
+    /// spike on the probe before a real boundary masks its jump once, and with no retry
+    /// the scan moves past the boundary for good (two tracks reported as one).
+    pub retries: u32,
+    /// Take only a rise of the response as a candidate (the thesis: any change by more
+    /// than `settle_us`).
+    pub upward_only: bool,
+    /// Responses the reference is the median of (the thesis: 1, the previous response).
+    /// Live, one slow completion raises the previous response enough to hide the next
+    /// boundary's rise; a median of 3 shrugs it off.
+    pub reference: u32,
     pub start_lba: u64,
     /// One past the last LBA to probe (default: the device's end).
     pub end_lba: Option<u64>,
@@ -81,12 +93,28 @@ impl Default for Params {
             settle_ns: 500_000,
             backtrack: 5,
             confirms: 10,
+            retries: 3,
+            upward_only: true,
+            reference: 3,
             start_lba: 0,
             end_lba: None,
             max_probes: 100_000_000,
             mechanics: false,
             repeats: 3,
             skew_tracks: 64,
+        }
+    }
+}
+
+impl Params {
+    /// The thesis's algorithm as reconstructed: any change of the response by more than
+    /// `settle_us` from the previous one is a candidate, and one miss drops it.
+    pub fn thesis() -> Params {
+        Params {
+            retries: 0,
+            upward_only: false,
+            reference: 1,
+            ..Params::default()
         }
     }
 }
@@ -110,12 +138,23 @@ impl TrackRun {
 pub struct Report {
     /// Track runs in LBA order, contiguous from `start_lba`.
     pub runs: Vec<TrackRun>,
+    /// Every stretch the probe confirmed, in order: one track scanned, then skips over 1,
+    /// 2, 4, … tracks while the SPT holds (the rows of the thesis's Table 6.1: "SPT 504
+    /// confirmed over 1, 1, 2, 4, … 64 tracks"). `runs` merges them.
+    pub steps: Vec<TrackRun>,
     /// LBAs after the last boundary found, up to the end (the last track has no boundary
     /// after it to time): `(first, last)`.
     pub tail: Option<(u64, u64)>,
     pub probes: u64,
     /// Candidate boundaries that did not confirm.
     pub glitches: u64,
+    /// Times a candidate failed to recur and was timed again (`retries`).
+    pub retried: u64,
+    /// How much consecutive timed responses differ: counts of |Δ| below 10, 50, 100, 250,
+    /// 500 and 1000 µs and above (boundaries land in the top buckets; the rest is jitter:
+    /// none in simulation, loopback and wake-ups live). What the settle threshold is up
+    /// against.
+    pub response_steps: [u64; 7],
     /// The whole range was probed (phase one: the track boundaries).
     pub done: bool,
     /// Why the probe stopped early (`max_probes`, an I/O error).
@@ -147,7 +186,9 @@ impl Report {
 struct Scan {
     /// The LBA being probed.
     i: u64,
-    last_atime: Option<Nanos>,
+    /// The last `reference` timed responses that were not candidates, newest last: the
+    /// reference a response is compared with is their median (the thesis: the last one).
+    recent: Vec<Nanos>,
     confirmed: u32,
     /// The candidate being confirmed.
     saved: Option<u64>,
@@ -162,6 +203,17 @@ struct Scan {
     checkpoint: Option<u64>,
     /// The LBA probed before this one.
     prev: Option<u64>,
+    /// Retries the current candidate has used.
+    missed: u32,
+}
+
+impl Scan {
+    /// The median of the recent normal responses (the upper one of an even count).
+    fn reference(&self) -> Option<Nanos> {
+        let mut v: Vec<Nanos> = self.recent.clone();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied()
+    }
 }
 
 /// The probe layer. Build with [`GeometryProbe::new`], which also hands back the report.
@@ -178,6 +230,9 @@ pub struct GeometryProbe {
     finished: bool,
     /// The second phase, once the first is done.
     extractor: Option<mechanics::Extractor>,
+    /// What every probe write writes (zeros): a live executor writes real bytes, so the
+    /// write's scratch buffer is filled before it is submitted.
+    payload: Vec<u8>,
 }
 
 impl GeometryProbe {
@@ -185,7 +240,7 @@ impl GeometryProbe {
         let report = Arc::new(Mutex::new(Report::default()));
         let scan = Scan {
             i: p.start_lba,
-            last_atime: None,
+            recent: Vec::with_capacity(p.reference as usize),
             confirmed: 0,
             saved: None,
             backtrack_left: 0,
@@ -194,7 +249,9 @@ impl GeometryProbe {
             last_spt: 0,
             checkpoint: None,
             prev: None,
+            missed: 0,
         };
+        let payload = vec![0; (p.write_sectors * p.sector_bytes) as usize];
         let probe = GeometryProbe {
             p,
             dev: 0,
@@ -206,6 +263,7 @@ impl GeometryProbe {
             report: report.clone(),
             finished: false,
             extractor: None,
+            payload,
         };
         (probe, report)
     }
@@ -230,6 +288,7 @@ impl GeometryProbe {
         // Through any write cache to the media: the timing is the platter's. (The second
         // phase's one plain write asks whether there is a write-back cache.)
         io.fua = fua;
+        out.fill(io.buf, &self.payload);
         self.seq += 1;
         self.sent_at = now;
         self.report().probes += 1;
@@ -305,9 +364,29 @@ impl GeometryProbe {
         if !sequential {
             return self.bounded(i + 1);
         }
-        let jump = s
-            .last_atime
-            .is_some_and(|l| atime.abs_diff(l) > self.p.settle_ns);
+        let reference = s.reference();
+        let step = reference.map(|l| atime.abs_diff(l));
+        // A boundary only ever adds time (the straddling write pays the switch and the
+        // skew): with `upward_only` a drop is never a candidate. The thesis compares |Δ|,
+        // and live a jitter spike that hides a boundary's rise on one pass makes the
+        // sector after it a drop from the rise; backing up from that candidate crosses the
+        // boundary every time, the rise becomes its reference, the drop recurs and
+        // confirms: the boundary one sector late.
+        let jump = reference.is_some_and(|l| {
+            if self.p.upward_only {
+                atime > l + self.p.settle_ns
+            } else {
+                atime.abs_diff(l) > self.p.settle_ns
+            }
+        });
+        if let Some(d) = step {
+            const EDGES_US: [u64; 6] = [10, 50, 100, 250, 500, 1000];
+            let b = EDGES_US.iter().take_while(|&&e| d >= e * 1000).count();
+            self.report
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .response_steps[b] += 1;
+        }
         let mut next = i + 1;
         if jump && (s.saved == Some(i) || s.confirmed == 0) {
             s.confirmed += 1;
@@ -320,6 +399,7 @@ impl GeometryProbe {
                 // `i` is the last LBA of a track.
                 s.confirmed = 0;
                 s.saved = None;
+                s.missed = 0;
                 let span = i - s.warp_location + 1;
                 let predicted = s.warp.max(1) * s.last_spt;
                 if let Some(q) = s.checkpoint.take() {
@@ -333,10 +413,11 @@ impl GeometryProbe {
                     return self.bounded(next);
                 }
                 let run = if s.warp == 0 {
-                    // Scanned from the track's first sector: `span` is its SPT.
-                    let confirmed_spt = span == s.last_spt;
+                    // Scanned from the track's first sector: `span` is its SPT, and the
+                    // next boundary is predicted from it (a skip of one track, checked
+                    // like every skip), as the thesis: Table 6.1's 1, 1, 2, 4, … tracks.
                     s.last_spt = span;
-                    s.warp = u64::from(confirmed_spt);
+                    s.warp = 1;
                     Some(span)
                 } else if span == predicted {
                     s.warp *= 2;
@@ -352,6 +433,11 @@ impl GeometryProbe {
                         let first = s.warp_location;
                         s.warp_location = i + 1;
                         let mut r = self.report.lock().unwrap_or_else(|e| e.into_inner());
+                        r.steps.push(TrackRun {
+                            first_lba: first,
+                            last_lba: i,
+                            spt,
+                        });
                         match r.runs.last_mut() {
                             Some(last) if last.spt == spt && last.last_lba + 1 == first => {
                                 last.last_lba = i
@@ -382,19 +468,38 @@ impl GeometryProbe {
             if s.confirmed > 0 {
                 s.backtrack_left = s.backtrack_left.saturating_sub(1);
                 if s.backtrack_left == 0 {
-                    // The candidate did not come back: a glitch.
-                    s.confirmed = 0;
-                    s.saved = None;
-                    self.report
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .glitches += 1;
+                    match s.saved {
+                        // The candidate did not come back this time: with a retry left,
+                        // back up and time it again (its confirmations stand).
+                        Some(c) if s.missed < self.p.retries => {
+                            s.missed += 1;
+                            s.backtrack_left = self.p.backtrack;
+                            next = c.saturating_sub(back).max(self.p.start_lba);
+                            self.report
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .retried += 1;
+                        }
+                        // It did not come back: a glitch.
+                        _ => {
+                            s.confirmed = 0;
+                            s.saved = None;
+                            s.missed = 0;
+                            self.report
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .glitches += 1;
+                        }
+                    }
                 }
             }
             // Every timed response that is not a candidate is the next one's reference
             // (as the thesis): where the normal response changes (another zone, a slower
             // region), the reference follows it after one probe.
-            s.last_atime = Some(atime);
+            if s.recent.len() == self.p.reference as usize {
+                s.recent.remove(0);
+            }
+            s.recent.push(atime);
         }
         self.bounded(next)
     }
