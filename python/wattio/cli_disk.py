@@ -51,16 +51,30 @@ def cmd_probe(args) -> int:
         "settle_us": args.settle_us,
         "backtrack": args.backtrack,
         "confirms": args.confirms,
+        "retries": args.retries,
         "start_lba": args.start_lba,
         "end_lba": args.end_lba,
         "max_probes": args.max_probes,
         "repeats": args.repeats,
         "skew_tracks": args.skew_tracks,
     }
+    if args.thesis:
+        # The reconstructed algorithm exactly: the previous response as the reference, any
+        # change a candidate, one miss drops it (an explicit --retries still wins).
+        keys = {"reference": 1, "upward_only": "false", **keys}
+        keys["retries"] = 0 if args.retries is None else args.retries
     table = "\n".join(f"{k} = {v}" for k, v in keys.items() if v is not None)
     if args.spec:
         table += "\nmechanics = true"
-    report = json.loads(_core().disk_probe(str(args.model), table, args.min_zone_tracks))
+    if (args.target is None) == (args.model is None):
+        print("wattio: disk probe: give a TARGET (live) or --model M (simulated), not both", file=sys.stderr)
+        return 2
+    if args.target is not None:
+        report = json.loads(
+            _core().disk_probe_live(args.target, table, args.min_zone_tracks, args.timeout)
+        )
+    else:
+        report = json.loads(_core().disk_probe(str(args.model), table, args.min_zone_tracks))
     if args.spec and "spec" in report:
         Path(args.spec).write_text(report["spec"])
     if args.json:
@@ -79,8 +93,15 @@ def cmd_probe(args) -> int:
     secs = report["finished_at_ns"] / 1e9
     print(
         f"\n{report['probes']} probe writes, {report['glitches']} glitches, "
-        f"{secs:.1f} s of simulated probing"
+        f"{report['retried']} retried, "
+        + (f"{secs:.1f} s of live probing" if report["live"] else f"{secs:.1f} s of simulated probing")
     )
+    steps = report["response_steps"]
+    if report["live"] and sum(steps):
+        edges = ["<10", "<50", "<100", "<250", "<500", "<1000", ">=1000"]
+        print(
+            "response steps (µs: count): " + ", ".join(f"{e}: {n}" for e, n in zip(edges, steps))
+        )
     m = report.get("mechanics")
     if m:
         print(
@@ -127,12 +148,35 @@ def add_commands(sub) -> None:
 
     p = dsub.add_parser(
         "probe",
-        help="find track boundaries by timing writes (thesis ch. 6) on a simulated drive",
+        help="find track boundaries by timing writes (thesis ch. 6), live or on a simulated drive",
+        description="Live (TARGET): a scratch image, block device or NBD export "
+        "(nbd://HOST:PORT/EXPORT, nbd+unix:///EXPORT?socket=PATH) timed on the wall clock; "
+        "DESTRUCTIVE: every sector it times is overwritten. Simulated: --model M.",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="live: a scratch file, block device or NBD URI (overwritten!)",
     )
     p.add_argument(
         "--model",
-        required=True,
-        help="an hdd-mechanical catalogue name or TOML file, or a DiskSim .parv",
+        help="simulated: an hdd-mechanical catalogue name or TOML file, or a DiskSim .parv",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=86400.0,
+        help="live: give up after this many seconds (default: a day)",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        help="times a candidate boundary may miss and be timed again (3; the thesis: 0)",
+    )
+    p.add_argument(
+        "--thesis",
+        action="store_true",
+        help="the thesis's rule: previous response as reference, any change a candidate, no retry",
     )
     p.add_argument("--settle-us", type=float, help="response jump marking a boundary (500)")
     p.add_argument("--backtrack", type=int, help="sectors to back up to confirm (5)")

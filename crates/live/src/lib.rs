@@ -8,10 +8,12 @@
 //! * [`client`] — a small NBD client, for [`replay`] and the tests.
 //! * [`backend`] — component devices (image files, block devices, optional O_DIRECT).
 //! * [`capture`] — recording the guest's requests as a trace.
+//! * [`probe`] — the geometry probe run live against a file, block device or NBD export.
 
 pub mod backend;
 pub mod capture;
 pub mod client;
+pub mod probe;
 pub mod proto;
 pub mod replay;
 pub mod report;

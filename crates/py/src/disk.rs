@@ -113,30 +113,108 @@ fn placement_scores(source: &str, regions: &str, away: Vec<u32>, step: u64) -> P
 /// TOML file or an embedded catalogue name — with `table` (the `geometry-probe` keys, as
 /// TOML text). Returns the report as JSON, with `zones` folded over runs of fewer than
 /// `min_zone_tracks` tracks.
+///
+/// With `check`, the model's own track runs over the probed range are compared with the
+/// probe's (`model_runs_equal`, and the first difference as `model_difference`).
 #[pyfunction]
-fn disk_probe(source: &str, table: &str, min_zone_tracks: u64) -> PyResult<String> {
-    use wattio_functions::geometry::probe::Params;
+#[pyo3(signature = (source, table, min_zone_tracks, check = false))]
+fn disk_probe(source: &str, table: &str, min_zone_tracks: u64, check: bool) -> PyResult<String> {
+    use wattio_engine::probe::{model_runs, runs_with_tail};
     let err = |e: String| PyValueError::new_err(e);
+    let params = probe_params(table).map_err(err)?;
+    let timing = mechanical(source).map_err(err)?;
+    let geometry = timing.geometry();
+    let range = params.start_lba..params.end_lba.unwrap_or(timing.capacity() / 512);
+    let report = wattio_engine::probe::probe(source, timing, params).map_err(err)?;
+    let text = probe_json(&report, source, min_zone_tracks, None).map_err(err)?;
+    if !check {
+        return Ok(text);
+    }
+    let want = geometry
+        .and_then(|g| model_runs(&*g, range))
+        .ok_or_else(|| {
+            err(format!(
+                "{source}: the model has no geometry to check against"
+            ))
+        })?;
+    let got = runs_with_tail(&report);
+    let diff = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k));
+    let mut v: serde_json::Value = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
+    v["model_runs_equal"] = serde_json::Value::Bool(diff.is_none());
+    v["model_run_count"] = serde_json::json!(want.len());
+    if let Some(k) = diff {
+        v["model_difference"] = serde_json::json!({
+            "run": k, "probe": got.get(k), "model": want.get(k)
+        });
+    }
+    Ok(v.to_string())
+}
+
+/// Run the geometry probe live (`wattio_live::probe`) against `target` — an image file, a
+/// block device or an NBD URI (`nbd://HOST:PORT/EXPORT`, `nbd+unix:///EXPORT?socket=P`) —
+/// on the wall clock. Destructive: it overwrites what it times. The GIL is released while
+/// it runs.
+#[pyfunction]
+fn disk_probe_live(
+    py: Python<'_>,
+    target: &str,
+    table: &str,
+    min_zone_tracks: u64,
+    timeout_s: f64,
+) -> PyResult<String> {
+    let err = |e: String| PyValueError::new_err(e);
+    let params = probe_params(table).map_err(err)?;
+    if !(timeout_s > 0.0 && timeout_s.is_finite()) {
+        return Err(err(format!(
+            "timeout: expected seconds > 0, got {timeout_s}"
+        )));
+    }
+    let timeout = std::time::Duration::from_secs_f64(timeout_s);
+    let live = py
+        .allow_threads(|| wattio_live::probe::probe(Path::new(target), params, timeout))
+        .map_err(err)?;
+    probe_json(
+        &live.report,
+        target,
+        min_zone_tracks,
+        Some(live.wall.as_secs_f64()),
+    )
+    .map_err(err)
+}
+
+fn probe_params(table: &str) -> Result<wattio_functions::geometry::probe::Params, String> {
     let table: toml::Table = table
         .parse()
-        .map_err(|e: toml::de::Error| err(format!("probe options: {e}")))?;
-    let params = Params::parse(&table, "probe").map_err(err)?;
-    let timing = mechanical(source).map_err(err)?;
-    let report = wattio_engine::probe::probe(source, timing, params).map_err(err)?;
+        .map_err(|e: toml::de::Error| format!("probe options: {e}"))?;
+    wattio_functions::geometry::probe::Params::parse(&table, "probe")
+}
+
+/// The report as JSON, with `zones` folded over runs of fewer than `min_zone_tracks`
+/// tracks, the drive spec when the second phase ran, and the wall time of a live probe.
+fn probe_json(
+    report: &wattio_functions::geometry::probe::Report,
+    source: &str,
+    min_zone_tracks: u64,
+    wall_s: Option<f64>,
+) -> Result<String, String> {
     let zones: Vec<_> = report
         .zones(min_zone_tracks)
         .into_iter()
         .map(|(first, last, spt)| serde_json::json!({"first_lba": first, "last_lba": last, "spt": spt}))
         .collect();
-    let mut v = serde_json::to_value(&report).map_err(|e| err(e.to_string()))?;
+    let mut v = serde_json::to_value(report).map_err(|e| e.to_string())?;
     v["zones"] = serde_json::Value::Array(zones);
+    v["live"] = serde_json::Value::Bool(wall_s.is_some());
+    if let Some(w) = wall_s {
+        v["wall_s"] = serde_json::json!(w);
+    }
     if report.mechanics.is_some() {
         // The second phase ran: the runnable drive spec it gives, as catalogue TOML.
-        let def = wattio_engine::probe::drive_spec(&report).map_err(err)?;
+        let def = wattio_engine::probe::drive_spec(report)?;
         let name = Path::new(source)
             .file_stem()
             .map_or(source.into(), |s| s.to_string_lossy());
-        let text = wattio_engine::probe::spec_toml(&name, source, &def, None).map_err(err)?;
+        let text = wattio_engine::probe::spec_toml(&name, source, &def, None)?;
         v["spec"] = serde_json::Value::String(text);
     }
     Ok(v.to_string())
@@ -144,6 +222,7 @@ fn disk_probe(source: &str, table: &str, min_zone_tracks: u64) -> PyResult<Strin
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(disk_probe, m)?)?;
+    m.add_function(wrap_pyfunction!(disk_probe_live, m)?)?;
     m.add_function(wrap_pyfunction!(placement_scores, m)?)?;
     m.add_function(wrap_pyfunction!(disk_import, m)?)?;
     m.add_function(wrap_pyfunction!(disk_validate, m)?)?;
