@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import time
 
-from wattio.reproduce import delay_hiding, exces, failures, launch, memory, nvm, paraid, spindown
+from wattio.reproduce import (
+    delay_hiding,
+    exces,
+    failures,
+    geometry,
+    launch,
+    memory,
+    nvm,
+    paraid,
+    spindown,
+)
 from wattio.reproduce.experiment import Experiment, NotRunnable, Result, System
 from wattio.reproduce.rules import FAILS, NOT_RUN, Check
 
 #: Every seed system with experiments, in the order they are run and listed.
-SYSTEMS: tuple[System, ...] = (spindown.SYSTEM, exces.SYSTEM, paraid.SYSTEM, failures.SYSTEM, nvm.SYSTEM,
-                               memory.SYSTEM, launch.SYSTEM, delay_hiding.SYSTEM)
+SYSTEMS: tuple[System, ...] = (spindown.SYSTEM, exces.SYSTEM, paraid.SYSTEM, geometry.SYSTEM,
+                               failures.SYSTEM, nvm.SYSTEM, memory.SYSTEM, launch.SYSTEM,
+                               delay_hiding.SYSTEM)
 
 EXPERIMENTS: tuple[Experiment, ...] = tuple(e for s in SYSTEMS for e in s.experiments)
 
