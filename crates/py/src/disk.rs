@@ -69,12 +69,13 @@ fn mechanical(source: &str) -> Result<Box<dyn Timing>, String> {
 
 /// Failure-aware placement (thesis ch. 6): map the `[[region]]` tables of `regions` (TOML,
 /// the keys of `[[device.fault.region]]`) onto `source`'s platters, and score every replica
-/// strategy (`cylinders-away` once per entry of `away`) on the bad sectors and on every
+/// strategy (`cylinders-away` and `…-half-turn` once per entry of `away`, `vendor-aware-…`
+/// for each vendor) on the bad sectors and on every
 /// `step`-th sector. Returns JSON: `{"bad_sectors", "scores": [...]}`.
 #[pyfunction]
 fn placement_scores(source: &str, regions: &str, away: Vec<u32>, step: u64) -> PyResult<String> {
     use wattio_devices::fault::{region_ranges, Region};
-    use wattio_functions::placement::replica::{score, Placer, Strategy};
+    use wattio_functions::placement::replica::{score, Placer, Strategy, Vendor};
     let err = |e: String| PyValueError::new_err(e);
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -102,6 +103,15 @@ fn placement_scores(source: &str, regions: &str, away: Vec<u32>, step: u64) -> P
             .map(|&cylinders| Strategy::CylindersAway { cylinders }),
     );
     strategies.push(Strategy::OtherZone);
+    strategies.extend(
+        away.iter()
+            .map(|&cylinders| Strategy::CylindersAwayHalfTurn { cylinders }),
+    );
+    strategies.extend(
+        Vendor::ALL
+            .iter()
+            .map(|&vendor| Strategy::VendorAware { vendor }),
+    );
     let scores: Vec<_> = strategies
         .into_iter()
         .map(|s| score(&placer, s, &sample, &bad))

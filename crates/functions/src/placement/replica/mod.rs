@@ -28,6 +28,62 @@ pub enum Strategy {
     CylindersAway { cylinders: u32 },
     /// The same angle on the same surface, half the disk's cylinders away (another zone).
     OtherZone,
+    /// `cylinders` cylinders further in *and* half a revolution further: off a band of
+    /// whole cylinders and off a radial scratch at one angle at once.
+    CylindersAwayHalfTurn { cylinders: u32 },
+    /// The choice for a vendor's observed failure patterns ([`Vendor::strategy`]).
+    VendorAware { vendor: Vendor },
+}
+
+/// A drive vendor of the thesis's case studies (Sec. 6.3), by the failure patterns its
+/// failed drives showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    /// Deskstar 75GXP, Ultrastar 36LZX: a radial scratch on one surface (a head crash),
+    /// some on neighbouring surfaces; bad sectors at small in-track offsets.
+    Ibm,
+    /// Caviar 205BA: a band of consecutive sectors over all surfaces of a few cylinders;
+    /// WD400BB: scratches on all four surfaces.
+    Wd,
+    /// 4K020H1 (two drives): clusters on shared tracks in 3–4 zones.
+    Maxtor,
+    /// Fireball CX10.2A: a servo fault every 6 tracks on two surfaces; Fireball LCT10: a
+    /// short run on 2 of 4 surfaces.
+    Quantum,
+}
+
+impl Vendor {
+    pub const ALL: [Vendor; 4] = [Vendor::Ibm, Vendor::Wd, Vendor::Maxtor, Vendor::Quantum];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Ibm => "ibm",
+            Vendor::Wd => "wd",
+            Vendor::Maxtor => "maxtor",
+            Vendor::Quantum => "quantum",
+        }
+    }
+
+    /// The cheapest placement the vendor's patterns leave intact (the thesis: "placement
+    /// should depend on the vendor's failure patterns"):
+    /// * IBM and Quantum fail at an *angle* — a radial scratch, a servo wedge, a short run
+    ///   inside a track — on some surfaces, over many tracks: the other half of the same
+    ///   track is off it, with no seek (a scratch's neighbouring surfaces and a servo
+    ///   fault's other surface are not).
+    /// * WD fails over *whole cylinders* (a band over all surfaces) and along radial
+    ///   scratches on every surface: a few cylinders in and half a revolution on.
+    /// * Maxtor's clusters share tracks in several zones: off the track and its angle, the
+    ///   same as WD's.
+    ///
+    /// "A few cylinders": 8, past the Caviar's band (2,832 sectors over all surfaces is
+    /// under two cylinders of its geometry) and not a multiple of the servo period (6).
+    pub fn strategy(self) -> Strategy {
+        match self {
+            Vendor::Ibm | Vendor::Quantum => Strategy::SameTrack,
+            Vendor::Wd | Vendor::Maxtor => Strategy::CylindersAwayHalfTurn { cylinders: 8 },
+        }
+    }
 }
 
 impl Strategy {
@@ -38,6 +94,10 @@ impl Strategy {
             Strategy::OtherSurface => "other-surface".into(),
             Strategy::CylindersAway { cylinders } => format!("{cylinders}-cylinders-away"),
             Strategy::OtherZone => "other-zone".into(),
+            Strategy::CylindersAwayHalfTurn { cylinders } => {
+                format!("{cylinders}-cylinders-away-half-turn")
+            }
+            Strategy::VendorAware { vendor } => format!("vendor-aware-{}", vendor.name()),
         }
     }
 }
@@ -171,6 +231,12 @@ impl<'g> Placer<'g> {
                 let c = (l.cylinder + self.cylinders / 2) % self.cylinders;
                 self.lba_at(c, l.surface, l.angle)
             }
+            Strategy::CylindersAwayHalfTurn { cylinders } => {
+                let c = l.cylinder.checked_add(cylinders)?;
+                (c < self.cylinders).then_some(())?;
+                self.lba_at(c, l.surface, half)
+            }
+            Strategy::VendorAware { vendor } => self.replica(vendor.strategy(), lba),
         }
     }
 }

@@ -59,7 +59,21 @@ fn every_strategy_maps_lba_19_by_hand() {
         p.replica(Strategy::CylindersAway { cylinders: 3 }, 19),
         None
     );
-    assert_eq!(p.replica(Strategy::OtherZone, 19), Some(48 + 3)); // (1 + 4/2) mod 4 = 3
+    // (1 + 4/2) mod 4 = 3
+    assert_eq!(p.replica(Strategy::OtherZone, 19), Some(48 + 3));
+    // Two cylinders in (cylinder 3) and half a revolution on (sector 7).
+    let shifted = Strategy::CylindersAwayHalfTurn { cylinders: 2 };
+    assert_eq!(p.replica(shifted, 19), Some(48 + 7));
+    assert_eq!(shifted.name(), "2-cylinders-away-half-turn");
+    // Vendor-aware: the vendor's choice, under the vendor's name.
+    let ibm = Strategy::VendorAware {
+        vendor: Vendor::Ibm,
+    };
+    assert_eq!(p.replica(ibm, 19), p.replica(Strategy::SameTrack, 19));
+    assert_eq!(ibm.name(), "vendor-aware-ibm");
+    // WD's 8 cylinders in run past this 4-cylinder toy: no replica.
+    let wd = Strategy::VendorAware { vendor: Vendor::Wd };
+    assert_eq!(p.replica(wd, 19), None);
     assert_eq!(p.replica(Strategy::AdjacentTrack, 63), None);
 }
 
@@ -95,4 +109,26 @@ fn a_servo_fault_every_other_cylinder_defeats_two_cylinders_away() {
     assert_eq!((away.bad_originals, away.lost), (8, 8));
     let adj = score(&p, Strategy::AdjacentTrack, &all, &bad);
     assert_eq!((adj.bad_originals, adj.lost), (16, 0));
+}
+
+#[test]
+fn a_band_and_a_radial_scratch_together_spare_only_the_shifted_replica() {
+    // Cylinder 1 is bad on both surfaces (a band), and sector 3 of every track is bad (a
+    // radial scratch at angle 3/8). For the bad block 19 (cylinder 1, sector 3):
+    // same-track (sector 7 of cylinder 1) is in the band, two cylinders away (sector 3 of
+    // cylinder 3) on the scratch; two cylinders away half a turn on (LBA 55) is clear.
+    let p = placer();
+    let mut bad: Vec<[u64; 2]> = vec![[16 * 512, 32 * 512]];
+    for track in 0..8u64 {
+        let lba = track * 8 + 3;
+        if !(16..32).contains(&lba) {
+            bad.push([lba * 512, (lba + 1) * 512]);
+        }
+    }
+    bad.sort_unstable();
+    let lost = |s: Strategy| score(&p, s, &[19], &bad).lost;
+    assert_eq!(lost(Strategy::SameTrack), 1);
+    assert_eq!(lost(Strategy::CylindersAway { cylinders: 2 }), 1);
+    assert_eq!(lost(Strategy::OtherSurface), 1);
+    assert_eq!(lost(Strategy::CylindersAwayHalfTurn { cylinders: 2 }), 0);
 }
