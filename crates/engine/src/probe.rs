@@ -310,7 +310,7 @@ pub fn check_spec(
     trace: &std::path::Path,
     params: Params,
 ) -> Result<SpecCheck, String> {
-    use wattio_devices::disksim::{import_parv, validate};
+    use wattio_devices::disksim::import_parv;
     use wattio_devices::mechanical::MechanicalDisk;
     let imp = import_parv(parv)?;
     let disk = MechanicalDisk::new(imp.timing.clone())?;
@@ -322,15 +322,27 @@ pub fn check_spec(
     if let Some(e) = &r.stopped {
         return Err(format!("{}: probe stopped: {e}", parv.display()));
     }
-    let spec = drive_spec(&r)?;
+    check_report(&imp.timing, &r, trace)
+}
+
+/// [`check_spec`] for a probe already run (live, say) against a drive whose model is
+/// `model`: the spec from `r` against the model, on the drive's validation `trace`.
+pub fn check_report(
+    model: &MechanicalDef,
+    r: &Report,
+    trace: &std::path::Path,
+) -> Result<SpecCheck, String> {
+    use wattio_devices::disksim::validate;
+    use wattio_devices::mechanical::MechanicalDisk;
+    let spec = drive_spec(r)?;
     let text = std::fs::read_to_string(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
     let lines = validate::parse_trace(&text, &trace.display().to_string())?;
     let measured: Vec<f64> = lines.iter().map(|l| l.service_us).collect();
-    let orig = validate::replay(&mut MechanicalDisk::new(imp.timing.clone())?, &lines);
+    let orig = validate::replay(&mut MechanicalDisk::new(model.clone())?, &lines);
     let ours = validate::replay(&mut MechanicalDisk::new(spec.clone())?, &lines);
     let m = r.mechanics.as_ref().map_or(0, |m| m.writes);
     Ok(SpecCheck {
-        model: Mechanism::of(&imp.timing),
+        model: Mechanism::of(model),
         probed: Mechanism::of(&spec),
         probes: r.probes,
         mechanics_writes: m,

@@ -2,7 +2,7 @@
 //! model's own layout: the recipe behind docs/functions/geometry-probe.md's live table.
 //!
 //! ```text
-//! cargo run --release -p wattio-live --example probe_live -- DRIVE [START END] [--runs N] [--thesis]
+//! cargo run --release -p wattio-live --example probe_live -- DRIVE [START END] [--runs N] [--thesis] [--spec TRACE]
 //! ```
 //!
 //! Serves a sparse scratch image (in /dev/shm, or `WATTIO_PROBE_DIR`) with DRIVE's model emulated on TCP
@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 use wattio_devices::catalogue::Catalogue;
 use wattio_engine::probe::{model_runs, runs_with_tail};
-use wattio_functions::geometry::probe::Params;
+use wattio_functions::geometry::probe::{Params, Report};
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{self, ServeSpec};
 
@@ -27,6 +27,15 @@ fn main() -> Result<(), String> {
         args.len() != n
     };
     let thesis = flag(&mut args, "--thesis");
+    // `--spec TRACE`: also the second phase, and the spec it gives against the served
+    // model on the drive's DiskSim validation trace (demerit figures).
+    let mut spec_trace = None;
+    if let Some(k) = args.iter().position(|a| a == "--spec") {
+        spec_trace = Some(std::path::PathBuf::from(
+            args.get(k + 1).ok_or("--spec TRACE")?.clone(),
+        ));
+        args.drain(k..k + 2);
+    }
     let mut runs = 1;
     if let Some(k) = args.iter().position(|a| a == "--runs") {
         runs = args
@@ -80,6 +89,7 @@ fn main() -> Result<(), String> {
         let params = Params {
             start_lba: start,
             end_lba: Some(end),
+            mechanics: spec_trace.is_some(),
             ..if thesis {
                 Params::thesis()
             } else {
@@ -90,6 +100,9 @@ fn main() -> Result<(), String> {
         server.shutdown(Duration::from_secs(5))?;
         let live = live?;
         let r = &live.report;
+        if let Some(t) = &spec_trace {
+            report_spec(&drive, &cat, r, t)?;
+        }
         let got = runs_with_tail(r);
         let first_diff = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k));
         let zones = r.zones(2);
@@ -118,5 +131,24 @@ fn main() -> Result<(), String> {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The second phase's findings against the served model, and the spec's demerit.
+fn report_spec(drive: &str, cat: &Catalogue, r: &Report, trace: &Path) -> Result<(), String> {
+    let model = wattio_devices::mechanical::MechanicalDisk::from_toml(&cat.get(drive)?.timing)?
+        .def()
+        .clone();
+    let c = wattio_engine::probe::check_report(&model, r, trace)?;
+    println!(
+        "{drive} spec: model {:?}\n  probed {:?}\n  phase-2 writes {}, demerit on {}: model {:.3} ms, spec {:.3} ms, spec vs model {:.3} ms",
+        c.model,
+        c.probed,
+        c.mechanics_writes,
+        trace.display(),
+        c.demerit_model_ms,
+        c.demerit_spec_ms,
+        c.demerit_spec_model_ms
+    );
     Ok(())
 }

@@ -26,8 +26,9 @@
 //!   sector time: offsets are whole sectors). A coarse pass every `√spt` sectors finds the
 //!   tooth, a fine pass the sectors before its least.
 //!
-//! Each shot is taken `repeats` times and the least response kept: live jitter only adds
-//! delay (a late completion pushes the target a revolution on, never back).
+//! Each shot is taken `repeats` times and the (lower) median response kept: live, a
+//! response is the media interval plus the target's completion delay less the lead's, so
+//! jitter runs both ways.
 
 use super::TrackRun;
 use serde::Serialize;
@@ -188,11 +189,13 @@ pub struct Extractor {
     zones: Vec<(u64, u64, u64)>,
     stage: Stage,
     shots: Vec<Shot>,
-    /// Least response per shot so far.
+    /// The kept (median) response per shot.
     best: Vec<Nanos>,
     /// Position: shot, repeat, whether the lead is in flight (else the target).
     shot: usize,
     repeat: u32,
+    /// The current shot's responses so far.
+    samples: Vec<Nanos>,
     lead: bool,
     out: Mechanics,
 }
@@ -243,6 +246,7 @@ impl Extractor {
             best,
             shot: 0,
             repeat: 0,
+            samples: Vec::new(),
             lead: true,
             out: Mechanics::default(),
         })
@@ -269,11 +273,17 @@ impl Extractor {
             self.lead = false;
             return self.current();
         }
-        let b = &mut self.best[self.shot];
-        *b = (*b).min(response);
+        self.samples.push(response);
         self.lead = true;
         self.repeat += 1;
         if self.repeat >= self.k.repeats {
+            // The (lower) median of the repeats: live, a target's response is its media
+            // interval plus its own completion's delay less the lead's, so jitter runs both
+            // ways and the least would keep the largest early error. (In simulation the
+            // repeats are equal.)
+            self.samples.sort_unstable();
+            self.best[self.shot] = self.samples[(self.samples.len() - 1) / 2];
+            self.samples.clear();
             self.repeat = 0;
             self.shot += 1;
         }
