@@ -238,7 +238,8 @@ impl Backend {
 
     fn connect(spec: &ComponentSpec) -> Result<Backend, String> {
         let uri = spec.path.display().to_string();
-        let client = Client::connect(&uri).map_err(|e| format!("{uri}: {e}"))?;
+        let client = Client::connect_within(&uri, Some(NBD_REQUEST_TIMEOUT))
+            .map_err(|e| format!("{uri}: {e}"))?;
         // A hung server fails the request (EIO) instead of holding a worker for ever.
         client.set_timeout(Some(NBD_REQUEST_TIMEOUT))?;
         if spec.direct {

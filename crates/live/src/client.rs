@@ -145,6 +145,13 @@ pub struct Client {
 
 impl Client {
     pub fn connect(uri: &str) -> Result<Client, String> {
+        Client::connect_within(uri, None)
+    }
+
+    /// [`Client::connect`], giving up when the server has not completed the handshake
+    /// within `limit` (a silent peer — not an NBD server, or a hung one — is an error, not
+    /// a hang). The connection has no timeout afterwards.
+    pub fn connect_within(uri: &str, limit: Option<std::time::Duration>) -> Result<Client, String> {
         let u = NbdUri::parse(uri)?;
         let conn = if let Some(p) = &u.unix {
             Conn::Unix(UnixStream::connect(p).map_err(|e| format!("{p}: cannot connect: {e}"))?)
@@ -154,7 +161,16 @@ impl Client {
             let _ = s.set_nodelay(true);
             Conn::Tcp(s)
         };
-        Client::handshake(conn, &u.export)
+        conn.set_timeout(limit)
+            .map_err(|e| format!("cannot set the connection's timeout: {e}"))?;
+        let c = Client::handshake(conn, &u.export).map_err(|e| match limit {
+            Some(l) if e.contains("timed out") || e.contains("Resource temporarily") => {
+                format!("no NBD handshake within {l:?} ({e})")
+            }
+            _ => e,
+        })?;
+        c.set_timeout(None)?;
+        Ok(c)
     }
 
     fn handshake(mut c: Conn, export: &str) -> Result<Client, String> {

@@ -162,6 +162,22 @@ fn an_nbd_export_is_a_component_device() {
     assert!(on_disk[65536..69632].iter().all(|&x| x == 0));
 }
 
+/// A peer that accepts and never speaks is an error within the limit, not a hang.
+#[test]
+fn a_silent_peer_fails_the_handshake_in_time() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri = format!("nbd://{}/x", l.local_addr().unwrap());
+    let t = std::time::Instant::now();
+    let e =
+        match wattio_live::client::Client::connect_within(&uri, Some(Duration::from_millis(300))) {
+            Ok(_) => panic!("a silent peer completed a handshake"),
+            Err(e) => e,
+        };
+    assert!(e.contains("no NBD handshake within 300ms"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    drop(l);
+}
+
 fn libc_einval() -> i32 {
     22
 }
