@@ -474,7 +474,9 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                     let read = media.and_then(|m| m.complete(done));
                     // Every write out of a scratch buffer was counted at submission (the
                     // last one frees it); reads only where the media keeps bytes.
-                    if with_media || done.io.op == Op::Write {
+                    if with_media
+                        || (done.io.op == Op::Write && matches!(done.io.buf, Buf::Scratch { .. }))
+                    {
                         self.scratch.complete(dev, &done.io, read);
                     }
                 }
@@ -613,7 +615,7 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
                             // A write out of a filled scratch buffer that no media keeps
                             // (a probe's own writes) is counted too, so that its buffer is
                             // freed when it completes rather than kept for the whole run.
-                            if io.op == Op::Write {
+                            if io.op == Op::Write && matches!(io.buf, Buf::Scratch { .. }) {
                                 self.scratch.submit(io);
                             }
                             if let Some(m) = m.filter(|_| io.op != Op::Read) {

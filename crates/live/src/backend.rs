@@ -238,15 +238,15 @@ impl Backend {
 
     fn connect(spec: &ComponentSpec) -> Result<Backend, String> {
         let uri = spec.path.display().to_string();
-        let client = Client::connect_within(&uri, Some(NBD_REQUEST_TIMEOUT))
-            .map_err(|e| format!("{uri}: {e}"))?;
-        // A hung server fails the request (EIO) instead of holding a worker for ever.
-        client.set_timeout(Some(NBD_REQUEST_TIMEOUT))?;
         if spec.direct {
             return Err(format!(
                 "{uri}: --direct applies to files, not to an NBD export"
             ));
         }
+        let client = Client::connect_within(&uri, Some(NBD_REQUEST_TIMEOUT))
+            .map_err(|e| format!("{uri}: {e}"))?;
+        // A hung server fails the request (EIO) instead of holding a worker for ever.
+        client.set_timeout(Some(NBD_REQUEST_TIMEOUT))?;
         if !spec.read_only && client.flags & FLAG_READ_ONLY != 0 {
             return Err(format!("{uri}: the export is read-only"));
         }

@@ -167,9 +167,10 @@ VENDOR = Experiment(
     quantity="bad blocks whose replica is lost (%)",
     differs="The vendor-aware choices (wattio_functions::placement::replica::Vendor::strategy: "
     "IBM and Quantum the other half of the same track, WD and Maxtor 8 cylinders in and half "
-    "a revolution on) were derived from the thesis's case-study descriptions; the three "
-    "patterns are the ones above, written before the vendor table. The 5 % bound is the "
-    "scratch experiment's. Maxtor's clusters have no pattern here.",
+    "a revolution on) were derived from the thesis's case-study descriptions, but with the "
+    "three patterns above (written earlier) in view: this checks the table is consistent "
+    "with them, it does not predict them. The 5 % bound is the scratch experiment's. "
+    "Maxtor's clusters have no pattern here.",
     run=_vendor_aware,
 )
 
