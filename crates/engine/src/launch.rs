@@ -21,6 +21,9 @@ use std::collections::BinaryHeap;
 use wattio_core::io::{Io, Op, Request};
 use wattio_core::time::Nanos;
 
+/// Requests a closed-loop replay of a plain block trace holds (each a few dozen bytes).
+pub const MAX_REPLAY_ROWS: usize = 20_000_000;
+
 /// What a step waits for before its think time starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum After {
@@ -84,6 +87,51 @@ impl Launch {
         while let Some(q) = r.next_request().map_err(|e| e.to_string())? {
             rows.push(q);
         }
+        Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// A columnar block trace as one closed-loop replay: a launch trace as [`Launch::open`];
+    /// any other (`wattio capture block`) as one "launch" from its first request (time 0)
+    /// to its last completion, every row a block request of the process in its `stream`
+    /// column. Closing the loop needs the capture's response times: requests without one
+    /// are never waited for, and a trace with none at all is refused.
+    pub fn open_closed_loop(path: &std::path::Path) -> Result<Launch, String> {
+        use wattio_core::TraceSource;
+        let name = path.display().to_string();
+        let mut r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
+        if wattio_formats::launch::launch_end(r.provenance(), &name).is_ok() {
+            return Launch::open(path);
+        }
+        let mut rows = Vec::new();
+        while let Some(q) = r.next_request().map_err(|e| e.to_string())? {
+            if q.dev != 0 {
+                return Err(format!(
+                    "{name}: row {}: dev {}: a closed-loop replay takes one device's requests (dev 0)",
+                    rows.len(),
+                    q.dev
+                ));
+            }
+            if rows.len() >= MAX_REPLAY_ROWS {
+                return Err(format!(
+                    "{name}: more than {MAX_REPLAY_ROWS} requests (a closed-loop replay keeps them all in memory)"
+                ));
+            }
+            rows.push(q);
+        }
+        if !rows.iter().any(|q| q.measured.is_some()) {
+            return Err(format!(
+                "{name}: no request has a measured response time: a closed-loop replay needs them (a trace from `wattio capture block`)"
+            ));
+        }
+        let t0 = rows.first().map_or(0, |q| q.arrival);
+        for q in &mut rows {
+            q.arrival -= t0;
+        }
+        let end = rows
+            .iter()
+            .map(|q| q.arrival + q.measured.unwrap_or(0))
+            .max()
+            .unwrap_or(0);
         Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"))
     }
 
@@ -453,13 +501,16 @@ pub fn replay(
     runs: usize,
     gap: Nanos,
 ) -> Result<Replayed, String> {
-    let asm = crate::assemble(cfg, cat, None, &mut crate::Registry::new(), 0)?;
-    let mut checker = wattio_core::integrity::Checker::new(4096)?;
-    let mut host = Replay::new(launch, runs, gap);
-    let out = crate::Simulator::new(asm.stack, asm.devices)
-        .with_observer(&mut checker)
-        .run_host(&mut host, None, 0, &mut crate::NullSink)?;
-    let (starts, ends) = host.runs();
+    let (out, starts, ends) = simulate(launch, cfg, cat, runs, gap, None)?;
+    replayed(&out, &starts, &ends, runs)
+}
+
+fn replayed(
+    out: &crate::SimOutcome,
+    starts: &[Nanos],
+    ends: &[Nanos],
+    runs: usize,
+) -> Result<Replayed, String> {
     if ends.len() < runs {
         return Err(format!(
             "launch replay: {} of {runs} runs ended (a request the launch waits for never completed)",
@@ -477,4 +528,155 @@ pub fn replay(
         requests: out.requests,
         errors: out.errors,
     })
+}
+
+/// One simulation of `runs` replays, stopped at `until` if given: the outcome and when
+/// each run started and ended.
+fn simulate(
+    launch: &Launch,
+    cfg: &crate::RunConfig,
+    cat: &wattio_devices::Catalogue,
+    runs: usize,
+    gap: Nanos,
+    until: Option<Nanos>,
+) -> Result<(crate::SimOutcome, Vec<Nanos>, Vec<Nanos>), String> {
+    let asm = crate::assemble(cfg, cat, None, &mut crate::Registry::new(), 0)?;
+    let mut checker = wattio_core::integrity::Checker::new(4096)?;
+    let mut host = Replay::new(launch, runs, gap);
+    let out = crate::Simulator::new(asm.stack, asm.devices)
+        .with_observer(&mut checker)
+        .run_host(&mut host, until, 0, &mut crate::NullSink)?;
+    let (starts, ends) = host.runs();
+    Ok((out, starts.to_vec(), ends.to_vec()))
+}
+
+/// A device over a span of simulated time: what its ledger and counters gained.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceWindow {
+    pub name: String,
+    pub energy_j: f64,
+    /// Joules and seconds per state and transition (the ledger's slots).
+    pub energy_by_state_j: std::collections::BTreeMap<String, f64>,
+    pub residency_s: std::collections::BTreeMap<String, f64>,
+    /// I/O counters gained (`busy_ns` includes an I/O in service at either edge for the
+    /// part inside the span; service components count at service start).
+    pub counters: wattio_core::device::DeviceCounters,
+}
+
+/// One run of a windowed replay: its span and every device over it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunWindow {
+    pub start: Nanos,
+    pub end: Nanos,
+    pub devices: Vec<DeviceWindow>,
+}
+
+fn snapshot(out: &crate::SimOutcome, at: Nanos) -> Vec<DeviceWindow> {
+    out.devices
+        .iter()
+        .map(|d| {
+            let rows = d.ledger_rows(at);
+            let mut counters = d.counters();
+            counters.busy_ns = d.busy_ns_at(at);
+            DeviceWindow {
+                name: d.info.name.clone(),
+                energy_j: d.energy_j(at),
+                energy_by_state_j: rows.iter().map(|r| (r.slot.clone(), r.energy_j)).collect(),
+                residency_s: rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.slot.clone(),
+                            wattio_core::time::ns_to_secs(r.residency_ns),
+                        )
+                    })
+                    .collect(),
+                counters,
+            }
+        })
+        .collect()
+}
+
+fn minus(b: &[DeviceWindow], a: &[DeviceWindow]) -> Vec<DeviceWindow> {
+    let sub = |x: &std::collections::BTreeMap<String, f64>,
+               y: &std::collections::BTreeMap<String, f64>| {
+        x.iter()
+            .map(|(k, v)| (k.clone(), v - y.get(k).copied().unwrap_or(0.0)))
+            .collect()
+    };
+    b.iter()
+        .zip(a)
+        .map(|(b, a)| {
+            let (x, y) = (b.counters, a.counters);
+            DeviceWindow {
+                name: b.name.clone(),
+                energy_j: b.energy_j - a.energy_j,
+                energy_by_state_j: sub(&b.energy_by_state_j, &a.energy_by_state_j),
+                residency_s: sub(&b.residency_s, &a.residency_s),
+                counters: wattio_core::device::DeviceCounters {
+                    ios: x.ios - y.ios,
+                    bytes_read: x.bytes_read - y.bytes_read,
+                    bytes_written: x.bytes_written - y.bytes_written,
+                    busy_ns: x.busy_ns - y.busy_ns,
+                    power_commands_ignored: x.power_commands_ignored - y.power_commands_ignored,
+                    errors: x.errors - y.errors,
+                    out_of_range: x.out_of_range - y.out_of_range,
+                    seek_ns: x.seek_ns - y.seek_ns,
+                    rotate_ns: x.rotate_ns - y.rotate_ns,
+                    transfer_ns: x.transfer_ns - y.transfer_ns,
+                    overhead_ns: x.overhead_ns - y.overhead_ns,
+                },
+            }
+        })
+        .collect()
+}
+
+/// [`replay`], and every device over each run (from its start to its end: a learning run,
+/// then runs a function may have sped up — FS2's evaluation compares the later runs).
+///
+/// The simulator keeps no history, so a device's state at a run's edge is read by running
+/// the same (deterministic) simulation again, stopped just before it: one simulation per
+/// distinct edge, each identical to the full one up to its stop. Events at an edge belong
+/// to the window it opens.
+pub fn replay_windows(
+    launch: &Launch,
+    cfg: &crate::RunConfig,
+    cat: &wattio_devices::Catalogue,
+    runs: usize,
+    gap: Nanos,
+) -> Result<(Replayed, Vec<RunWindow>), String> {
+    let (out, starts, ends) = simulate(launch, cfg, cat, runs, gap, None)?;
+    let replayed = replayed(&out, &starts, &ends, runs)?;
+    let mut at: std::collections::BTreeMap<Nanos, Vec<DeviceWindow>> = Default::default();
+    for &t in starts.iter().chain(&ends) {
+        if let std::collections::btree_map::Entry::Vacant(e) = at.entry(t) {
+            // As of just before `t`: what happens at an edge (a run's first issue, a copy
+            // started on its last completion) is the next window's. Nothing happens
+            // between t − 1 and t, so the ledger read at t is exact.
+            let (out, _, _) = simulate(launch, cfg, cat, runs, gap, Some(t.saturating_sub(1)))?;
+            let mut snap = snapshot(&out, t);
+            if t == 0 {
+                for d in &mut snap {
+                    *d = DeviceWindow {
+                        name: std::mem::take(&mut d.name),
+                        energy_j: 0.0,
+                        energy_by_state_j: Default::default(),
+                        residency_s: Default::default(),
+                        counters: Default::default(),
+                    };
+                }
+            }
+            e.insert(snap);
+        }
+    }
+    let windows = starts
+        .iter()
+        .zip(&ends)
+        .map(|(&s, &e)| RunWindow {
+            start: s,
+            end: e,
+            devices: minus(&at[&e], &at[&s]),
+        })
+        .collect();
+    Ok((replayed, windows))
 }

@@ -27,6 +27,9 @@ pub struct DeviceSummary {
     pub out_of_range: u64,
     /// The timing model's own counters (e.g. an SSD's write amplification).
     pub model_counters: BTreeMap<String, f64>,
+    /// Service time of the I/Os started, by component: `seek`, `rotate`, `transfer`,
+    /// `overhead` (seconds).
+    pub service_s: BTreeMap<String, f64>,
 }
 
 impl DeviceSummary {
@@ -54,6 +57,15 @@ impl DeviceSummary {
             power_commands_ignored: c.power_commands_ignored,
             out_of_range: c.out_of_range,
             model_counters: BTreeMap::new(),
+            service_s: [
+                ("seek", c.seek_ns),
+                ("rotate", c.rotate_ns),
+                ("transfer", c.transfer_ns),
+                ("overhead", c.overhead_ns),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), ns_to_secs(v)))
+            .collect(),
         }
     }
 }

@@ -203,3 +203,88 @@ fn the_pinning_search_stops_at_its_node_limit() {
     assert!(s.pinned.total() <= seed, "{} > {seed}", s.pinned.total());
     assert!(s.gap() > 0.0 && s.gap() < 0.05, "gap {}", s.gap());
 }
+
+/// A fresh directory of this test process's own under the temp dir.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("wattio-launch-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_closed_loop_replay_splits_into_runs_by_hand() {
+    // A plain block trace (no launch metadata) of two 50 kB reads by one process: the
+    // second 3 ms of think time after the first completed (captured at 2 ms). On the ROUND
+    // disk (`common::disk`: constant 10 ms seek, 5 ms rotation, 50 MB/s, seek 3 W, active
+    // 2 W, idle 1 W) each read is not sequential: 10 + 5 + 1 = 16 ms. Run 1: read at 0,
+    // done 16; read at 19, done 35. Gap 10 ms; run 2: 45 → 61, 64 → 80. Per run: 20 ms of
+    // seek (0.06 J), 12 ms of rotation and transfer (0.024 J), 3 ms idle (0.003 J).
+    let dir = scratch_dir("windows");
+    let path = dir.join("t.parquet");
+    let mut reqs = vec![
+        Request::new(7 * MS, Op::Read, 500_000_000, 50_000),
+        Request::new(12 * MS, Op::Read, 100_000_000, 50_000),
+    ];
+    for r in &mut reqs {
+        r.measured = Some(2 * MS);
+        r.stream = 1;
+    }
+    let mut w = wattio_formats::ColumnarWriter::create(&path, &[]).unwrap();
+    for r in &reqs {
+        w.write(r).unwrap();
+    }
+    w.finish().unwrap();
+    let l = Launch::open_closed_loop(&path).unwrap();
+    // Shifted to its first request; the second waits for the first's completion.
+    assert_eq!(l.captured, vec![(0, Some(2 * MS)), (5 * MS, Some(2 * MS))]);
+    assert_eq!(l.steps[1].after, After::Completion(0));
+    assert_eq!(l.steps[1].think, 3 * MS);
+    assert_eq!(l.captured_end, 7 * MS);
+
+    let cfg = config("");
+    let (r, win) =
+        wattio_engine::launch::replay_windows(&l, &cfg, &Catalogue::default(), 2, 10 * MS).unwrap();
+    assert_eq!(r.durations, vec![35 * MS, 35 * MS]);
+    assert_eq!(
+        win.iter().map(|w| (w.start, w.end)).collect::<Vec<_>>(),
+        vec![(0, 35 * MS), (45 * MS, 80 * MS)]
+    );
+    for w in &win {
+        let d = &w.devices[0];
+        let c = d.counters;
+        assert_eq!((c.ios, c.busy_ns), (2, 32 * MS));
+        assert_eq!(
+            (c.seek_ns, c.rotate_ns, c.transfer_ns),
+            (20 * MS, 10 * MS, 2 * MS)
+        );
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(d.energy_by_state_j["seek"], 0.06), "{d:?}");
+        assert!(near(d.energy_by_state_j["active"], 0.024), "{d:?}");
+        assert!(near(d.energy_by_state_j["idle"], 0.003), "{d:?}");
+        assert!(near(d.energy_j, 0.087), "{d:?}");
+        assert!(near(d.residency_s.values().sum::<f64>(), 0.035), "{d:?}");
+    }
+}
+
+#[test]
+fn a_closed_loop_replay_refuses_traces_it_cannot_close() {
+    let dir = scratch_dir("refused");
+    let write = |name: &str, reqs: &[Request]| {
+        let path = dir.join(name);
+        let mut w = wattio_formats::ColumnarWriter::create(&path, &[]).unwrap();
+        for r in reqs {
+            w.write(r).unwrap();
+        }
+        w.finish().unwrap();
+        path
+    };
+    let plain = Request::new(0, Op::Read, 0, 4096);
+    let e = Launch::open_closed_loop(&write("none.parquet", &[plain])).unwrap_err();
+    assert!(e.contains("no request has a measured response time"), "{e}");
+    let mut other = plain;
+    other.dev = 2;
+    other.measured = Some(MS);
+    let e = Launch::open_closed_loop(&write("dev.parquet", &[other])).unwrap_err();
+    assert!(e.contains("row 0: dev 2"), "{e}");
+}

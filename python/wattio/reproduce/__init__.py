@@ -14,6 +14,7 @@ from wattio.reproduce import (
     delay_hiding,
     exces,
     failures,
+    fs2,
     geometry,
     launch,
     memory,
@@ -25,8 +26,8 @@ from wattio.reproduce.experiment import Experiment, NotRunnable, Result, System
 from wattio.reproduce.rules import FAILS, NOT_RUN, Check
 
 #: Every seed system with experiments, in the order they are run and listed.
-SYSTEMS: tuple[System, ...] = (spindown.SYSTEM, exces.SYSTEM, paraid.SYSTEM, geometry.SYSTEM,
-                               failures.SYSTEM, nvm.SYSTEM, memory.SYSTEM, launch.SYSTEM,
+SYSTEMS: tuple[System, ...] = (spindown.SYSTEM, exces.SYSTEM, paraid.SYSTEM, fs2.SYSTEM,
+                               geometry.SYSTEM, failures.SYSTEM, nvm.SYSTEM, memory.SYSTEM, launch.SYSTEM,
                                delay_hiding.SYSTEM)
 
 EXPERIMENTS: tuple[Experiment, ...] = tuple(e for s in SYSTEMS for e in s.experiments)
