@@ -149,3 +149,101 @@ fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
 }
+
+/// FS2 over 16 MiB of the Quantum Atlas 10K, 1 MiB regions and 20 ms epochs: the host's
+/// part of the disk (fio's first 2 MiB) holds no free space, so every replica goes above
+/// it, declared free (`neighbour_fraction = 1`: any region may take it).
+const FIO_CONFIG: &str = r#"
+[[device]]
+name = "disk"
+model = "quantum-atlas-10k"
+
+[[function]]
+kind = "fs2"
+disk = "disk"
+region_mb = 1
+epoch_s = 0.02
+free = [[2097152, 14680064]]
+neighbour_fraction = 1.0
+high_watermark = 0
+low_watermark = 0
+critical_watermark = 0
+"#;
+
+/// One fio job over the export's first 2 MiB: random 4 KiB writes in the order of `seed`,
+/// checked with `verify` (`crc32c`: random bytes under a header with their checksum;
+/// `pattern`: the byte `seed` repeated, compared whole); `extra` says how. Panics with
+/// fio's output unless it reports no error.
+fn fio(sock: &Path, seed: u32, verify: &str, extra: &[&str]) {
+    let uri = format!("--uri={}", uri(sock, "disk"));
+    let pattern = format!("--verify_pattern=0x{seed:02x}");
+    let verify = format!("--verify={verify}");
+    let seed = format!("--randseed={seed}");
+    let mut args = vec![
+        "--name=verify",
+        "--ioengine=nbd",
+        &uri,
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=2M",
+        "--iodepth=4",
+        &seed,
+        &verify,
+        &pattern,
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+        "--output-format=terse",
+        "--terse-version=3",
+    ];
+    args.extend(extra);
+    let out = std::process::Command::new("fio")
+        .args(&args)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let f: Vec<&str> = line.split(';').collect();
+    assert_eq!(f[4], "0", "fio error: {text}");
+}
+
+#[test]
+fn fio_verifies_through_an_fs2_export_while_replication_runs() {
+    if !have("fio") {
+        return;
+    }
+    let d = TempDir::new("fs2-fio");
+    let cfg = d.path("run.toml");
+    std::fs::write(&cfg, FIO_CONFIG).unwrap();
+    let disk = image(&d, "disk.img", 16 << 20, 7);
+    let sock = d.path("s");
+    let srv = serve(&cfg, &disk, &sock);
+    // Copies run at a lower priority than the host's I/O (a disk fio keeps busy copies
+    // nothing): fio pauses 20 ms every 16 I/Os.
+    let paced = ["--thinktime=20000", "--thinktime_blocks=16"];
+    // 1. Write every block, each read back 16 writes later: the reads make one region hot
+    //    and the other's blocks candidates, copied above 2 MiB while fio goes on.
+    let write = [&paced[..], &["--do_verify=1", "--verify_backlog=16"]].concat();
+    let check = [&paced[..], &["--verify_only"]].concat();
+    fio(&sock, 1, "crc32c", &write);
+    // 2. Read every block back and check it: from its replica when that is nearer.
+    std::thread::sleep(Duration::from_millis(500));
+    fio(&sock, 1, "crc32c", &check);
+    // 3. New contents everywhere, with the same read-back: every replica of step 1 is
+    //    invalidated, new ones are made; then 4. every block checked again. Pattern
+    //    blocks, compared whole: a stale replica holds a block of step 1 whose crc32c is
+    //    valid, which only a comparison with the current contents tells apart.
+    fio(&sock, 2, "pattern", &write);
+    std::thread::sleep(Duration::from_millis(500));
+    fio(&sock, 2, "pattern", &check);
+    let s = srv.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(s.stats.errors, 0);
+    // Replication ran under fio, reads went to replicas, and rewrites invalidated them.
+    let c = &s.function_counters;
+    assert!(counter(&s, "replicas_created") >= 100.0, "{c:?}");
+    assert!(counter(&s, "reads_redirected") >= 10.0, "{c:?}");
+    assert!(counter(&s, "invalidated_by_write") >= 100.0, "{c:?}");
+}
