@@ -83,23 +83,22 @@ impl FreeMap {
             return 0;
         }
         let before = self.total;
-        let mut hit: Vec<(u64, u64)> = Vec::new();
-        if let Some((&ps, &pe)) = self.runs.range(..start).next_back() {
-            if pe > start {
-                hit.push((ps, pe));
+        // The runs overlapping [start, end), from the last down: one lookup when none does
+        // (a write to used space, the common case), and no allocation.
+        while let Some((&a, &b)) = self.runs.range(..end).next_back() {
+            if b <= start {
+                break;
             }
-        }
-        hit.extend(self.runs.range(start..end).map(|(&a, &b)| (a, b)));
-        for (a, b) in hit {
             self.runs.remove(&a);
             self.total -= b - a;
-            if a < start {
-                self.runs.insert(a, start);
-                self.total += start - a;
-            }
             if b > end {
                 self.runs.insert(end, b);
                 self.total += b - end;
+            }
+            if a < start {
+                self.runs.insert(a, start);
+                self.total += start - a;
+                break;
             }
         }
         before - self.total

@@ -475,10 +475,7 @@ impl Fs2 {
         let mut replicated = 0u64;
         if !self.table.is_empty() {
             for b in b0..b1 {
-                if self.table.get(b).is_some() {
-                    replicated += 1;
-                    self.table.touch(b, now);
-                }
+                replicated += self.table.touch(b, now) as u64;
             }
         }
         let n = b1 - b0;

@@ -3,7 +3,7 @@
 //! region can be invalidated at once.
 
 use super::config::MAX_DEGREE;
-use wattio_core::fxhash::{FxHashMap, FxHashSet};
+use wattio_core::fxhash::FxHashMap;
 use wattio_core::time::Nanos;
 
 const DEG: usize = MAX_DEGREE as usize;
@@ -28,8 +28,10 @@ pub struct ReplicaTable {
     by_orig: FxHashMap<u64, Entry>,
     /// Replica block → original block.
     by_rep: FxHashMap<u64, u64>,
-    /// Region → its replica blocks.
-    regions: FxHashMap<u32, FxHashSet<u64>>,
+    /// Region → how many replica blocks it holds (its blocks are found by a scan of
+    /// `by_rep`, needed only when a whole region is invalidated: a set per region cost a
+    /// third hash-table insert and remove per replica block).
+    regions: FxHashMap<u32, u64>,
     region_blocks: u64,
 }
 
@@ -63,12 +65,15 @@ impl ReplicaTable {
         (block / self.region_blocks) as u32
     }
 
-    /// Record a read of `orig` (a replica was chosen or not: the block was wanted).
-    pub fn touch(&mut self, orig: u64, now: Nanos) {
+    /// Record a read of `orig` (a replica was chosen or not: the block was wanted);
+    /// whether it has a replica.
+    pub fn touch(&mut self, orig: u64, now: Nanos) -> bool {
         if let Some(e) = self.by_orig.get_mut(&orig) {
             e.last_access = now;
             e.count = e.count.saturating_add(1);
+            return true;
         }
+        false
     }
 
     /// Add `rep` as a replica of `orig`; false if `orig` has `MAX_DEGREE` already.
@@ -84,9 +89,10 @@ impl ReplicaTable {
         }
         e.reps[e.n as usize] = rep;
         e.n += 1;
-        self.by_rep.insert(rep, orig);
-        let r = self.region_of(rep);
-        self.regions.entry(r).or_default().insert(rep);
+        if self.by_rep.insert(rep, orig).is_none() {
+            let r = self.region_of(rep);
+            *self.regions.entry(r).or_insert(0) += 1;
+        }
         true
     }
 
@@ -117,11 +123,13 @@ impl ReplicaTable {
     }
 
     fn unlink(&mut self, rep: u64) {
-        self.by_rep.remove(&rep);
+        if self.by_rep.remove(&rep).is_none() {
+            return;
+        }
         let r = self.region_of(rep);
-        if let Some(set) = self.regions.get_mut(&r) {
-            set.remove(&rep);
-            if set.is_empty() {
+        if let Some(n) = self.regions.get_mut(&r) {
+            *n -= 1;
+            if *n == 0 {
                 self.regions.remove(&r);
             }
         }
@@ -131,17 +139,21 @@ impl ReplicaTable {
     pub fn fullest_region(&self) -> Option<u32> {
         self.regions
             .iter()
-            .max_by_key(|(r, s)| (s.len(), std::cmp::Reverse(**r)))
+            .max_by_key(|(r, n)| (**n, std::cmp::Reverse(**r)))
             .map(|(&r, _)| r)
     }
 
     /// The replica blocks of region `r`.
     pub fn region_replicas(&self, r: u32) -> Vec<u64> {
+        if !self.regions.contains_key(&r) {
+            return Vec::new();
+        }
         let mut v: Vec<u64> = self
-            .regions
-            .get(&r)
-            .map(|s| s.iter().copied().collect())
-            .unwrap_or_default();
+            .by_rep
+            .keys()
+            .copied()
+            .filter(|&b| self.region_of(b) == r)
+            .collect();
         v.sort_unstable();
         v
     }
