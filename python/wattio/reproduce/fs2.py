@@ -102,6 +102,12 @@ def _extents(pages) -> list[list[int]]:
 
 
 @functools.cache
+def _scratch() -> tempfile.TemporaryDirectory:
+    """This process's scratch directory for compacted traces, removed at exit."""
+    return tempfile.TemporaryDirectory(prefix="wattio-fs2-")
+
+
+@functools.cache
 def _trace(workload: str) -> tuple[str, tuple, tuple, float]:
     """The workload's trace ready to replay (a launch trace compacted to fit), the pages
     its block requests touch and read, and its captured span in seconds."""
@@ -122,7 +128,7 @@ def _trace(workload: str) -> tuple[str, tuple, tuple, float]:
         column = table.schema.get_field_index("offset")
         offsets = pa.array(df["offset"].to_numpy(), type=table.schema.field(column).type)
         fixed = table.set_column(column, table.schema.field(column), offsets)
-        out = Path(tempfile.mkdtemp(prefix="wattio-fs2-")) / f"{workload}.parquet"
+        out = Path(_scratch().name) / f"{workload}.parquet"
         pq.write_table(fixed.replace_schema_metadata(pq.read_metadata(path).metadata), out)
         path = out
     b = df[block & (df["len"] > 0)]
