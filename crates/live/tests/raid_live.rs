@@ -168,34 +168,21 @@ fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
     let sock = d.path("s");
     let srv = Server::start(session, &ListenAddr::Unix(sock.clone())).unwrap();
     // Bursts of 64 writes with 300 ms pauses: busy samples, then idle ones.
-    let out = Command::new("fio")
-        .args([
-            "--name=verify",
-            "--ioengine=nbd",
-            &format!("--uri={}", uri(&sock, "paraid")),
-            "--rw=randwrite",
-            "--bs=4k",
-            "--size=1M",
-            "--iodepth=8",
-            "--thinktime=300000",
-            "--thinktime_blocks=64",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-            "--verify_state_save=0",
-            "--output-format=terse",
-            "--terse-version=3",
-        ])
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("3;"))
-        .unwrap_or_else(|| panic!("{text}"));
-    let f: Vec<&str> = line.split(';').collect();
-    assert_eq!(f[4], "0", "fio error: {text}");
+    fio_ok(&[
+        "--name=verify",
+        "--ioengine=nbd",
+        &format!("--uri={}", uri(&sock, "paraid")),
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=1M",
+        "--iodepth=8",
+        "--thinktime=300000",
+        "--thinktime_blocks=64",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+    ]);
     // The status line shows the array's gear (0 or 1 here).
     let snap = srv.session().snapshot();
     let line = wattio_live::report::status_line(&snap, 1.0);

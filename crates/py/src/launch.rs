@@ -24,6 +24,17 @@ fn err(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// The bounds on a replay's runs and the gap between them.
+fn check_runs(runs: usize, gap_s: f64) -> PyResult<()> {
+    if !(1..=MAX_RUNS).contains(&runs) {
+        return Err(err(format!("runs: expected 1 to {MAX_RUNS}, got {runs}")));
+    }
+    if !(0.0..=3600.0).contains(&gap_s) {
+        return Err(err(format!("gap_s: expected 0 to 3600 s, got {gap_s}")));
+    }
+    Ok(())
+}
+
 fn load(trace: &str) -> PyResult<Launch> {
     Launch::open(Path::new(trace)).map_err(err)
 }
@@ -36,12 +47,7 @@ fn launch_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult
     let launch = load(trace)?;
     let cfg = RunConfig::from_toml("launch config", config).map_err(err)?;
     let cat = Catalogue::embedded().map_err(err)?;
-    if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(err(format!("runs: expected 1 to {MAX_RUNS}, got {runs}")));
-    }
-    if !(0.0..=3600.0).contains(&gap_s) {
-        return Err(err(format!("gap_s: expected 0 to 3600 s, got {gap_s}")));
-    }
+    check_runs(runs, gap_s)?;
     let r = replay(&launch, &cfg, &cat, runs, (gap_s * 1e9) as u64).map_err(err)?;
     let counters: serde_json::Map<String, serde_json::Value> = r
         .counters
@@ -69,12 +75,7 @@ fn trace_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult<
     let launch = Launch::open_closed_loop(Path::new(trace)).map_err(err)?;
     let cfg = RunConfig::from_toml("replay config", config).map_err(err)?;
     let cat = Catalogue::embedded().map_err(err)?;
-    if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(err(format!("runs: expected 1 to {MAX_RUNS}, got {runs}")));
-    }
-    if !(0.0..=3600.0).contains(&gap_s) {
-        return Err(err(format!("gap_s: expected 0 to 3600 s, got {gap_s}")));
-    }
+    check_runs(runs, gap_s)?;
     let (r, windows) =
         replay_windows(&launch, &cfg, &cat, runs, (gap_s * 1e9) as u64).map_err(err)?;
     let s = |ns: u64| ns as f64 / 1e9;

@@ -75,6 +75,24 @@ pub fn uri(sock: &Path, export: &str) -> String {
     format!("nbd+unix:///{export}?socket={}", sock.display())
 }
 
+/// Run fio with `args` (terse output, version 3) and panic with its output unless it
+/// reports no error.
+pub fn fio_ok(args: &[&str]) {
+    let out = std::process::Command::new("fio")
+        .args(args)
+        .args(["--output-format=terse", "--terse-version=3"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let f: Vec<&str> = line.split(';').collect();
+    assert_eq!(f[4], "0", "fio error: {text}");
+}
+
 /// Is an external tool installed? Interop tests skip (saying so) when it is not.
 pub fn have(tool: &str) -> bool {
     let found = std::process::Command::new("sh")
