@@ -86,3 +86,18 @@ def test_fs2_shortens_a_shuttle_between_two_far_areas(tmp_path):
     assert third["seek_s"] <= 0.5 * base3["seek_s"], (third, base3)
     assert r["durations_s"][2] < base[2]["end_s"] - base[2]["start_s"]
     assert r["counters"]["reads_redirected"] > 100
+
+
+def test_the_cli_replays_a_trace_closed_loop(tmp_path, wattio_cli):
+    cfg = tmp_path / "disk.toml"
+    cfg.write_text(DISK)
+    p = wattio_cli("trace", "replay", str(CHECKOUT), str(cfg), "--runs", "2", "--json")
+    got = json.loads(p.stdout)
+    want = json.loads(_core.trace_replay(str(CHECKOUT), DISK, 2, 2.0))
+    assert got == want
+    text = wattio_cli("trace", "replay", str(CHECKOUT), str(cfg), "--runs", "1").stdout
+    assert "closed-loop replay of" in text and "1 run(s)" in text
+    row = next(line for line in text.splitlines() if line.strip().startswith("1 "))
+    assert row.split()[3:5] == ["disk", "180"], row
+    bad = wattio_cli("trace", "replay", str(CHECKOUT), str(tmp_path / "none.toml"), check=False)
+    assert bad.returncode != 0 and "none.toml" in bad.stderr

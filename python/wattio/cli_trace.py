@@ -45,6 +45,34 @@ def _slice(args) -> int:
     return 0
 
 
+def _replay(args) -> int:
+    from pathlib import Path
+
+    try:
+        config = Path(args.config).read_text()
+    except OSError as e:
+        raise ValueError(f"{args.config}: {e.strerror}") from e
+    r = json.loads(_core.trace_replay(args.trace, config, args.runs, args.gap))
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"closed-loop replay of {args.trace} (captured {r['captured_s']:.3f} s) on "
+          f"{args.config}: {args.runs} run(s), {args.gap:g} s apart")
+    cols = ("ios", "busy_s", "seek_s", "rotate_s", "transfer_s", "energy_j")
+    print(f"{'run':>3} {'start_s':>10} {'duration_s':>10} {'device':<12}"
+          + "".join(f" {c:>10}" for c in cols))
+    for k, w in enumerate(r["runs"], 1):
+        for name, d in w["devices"].items():
+            vals = "".join(f" {d[c]:>10}" if c == "ios" else f" {d[c]:>10.4f}" for c in cols)
+            print(f"{k:>3} {w['start_s']:>10.3f} {w['end_s'] - w['start_s']:>10.4f} "
+                  f"{name:<12}{vals}")
+    counters = {k: v for k, v in r["counters"].items() if v}
+    if counters:
+        print("layer counters (all runs): "
+              + ", ".join(f"{k} {v:g}" for k, v in counters.items()))
+    return 0
+
+
 def _output_format(p, writes) -> None:
     p.add_argument(
         "--output-format", "--to", dest="to_format", choices=writes,
@@ -83,3 +111,21 @@ def add_commands(sub) -> None:
     sl.add_argument("--speedup", type=float, default=1.0, metavar="X",
                     help="divide inter-arrival times by X (PARAID replays at 32-256x)")
     sl.set_defaults(func=_slice)
+
+    r = tsub.add_parser(
+        "replay",
+        help="replay a captured block trace closed-loop on a config's devices and functions",
+        description="Each request waits for what it waited for in the capture (a completion "
+        "or an issue of its process), then its captured think time: a faster stack shortens "
+        "the run as it would the program. Runs repeat the trace (a learning run, then runs "
+        "a function may have sped up); every device is reported per run (docs/launch.md).",
+    )
+    r.add_argument("trace", help="a columnar block trace with measured response times "
+                   "(wattio capture block or launch)")
+    r.add_argument("config", help="run config (TOML): its devices and functions; its own "
+                   "trace or workload is not used")
+    r.add_argument("--runs", type=int, default=2, metavar="N", help="replays (1-16, default 2)")
+    r.add_argument("--gap", type=float, default=2.0, metavar="S",
+                   help="seconds between a run's end and the next start (default 2)")
+    add_json_option(r)
+    r.set_defaults(func=_replay)
