@@ -123,9 +123,10 @@ impl Launch {
                 "{name}: no request has a measured response time: a closed-loop replay needs them (a trace from `wattio capture block`)"
             ));
         }
+        // Columnar traces are in arrival order (their reader checks); saturating all the same.
         let t0 = rows.first().map_or(0, |q| q.arrival);
         for q in &mut rows {
-            q.arrival -= t0;
+            q.arrival = q.arrival.saturating_sub(t0);
         }
         let end = rows
             .iter()
