@@ -44,6 +44,7 @@ pub enum Mode {
 struct Keys {
     disk: String,
     mode: Option<Mode>,
+    head: Option<Head>,
     region_mb: Option<f64>,
     epoch_s: Option<f64>,
     neighbour_fraction: Option<f64>,
@@ -82,11 +83,22 @@ pub const MAX_JOURNAL_KB: u64 = 64 << 10;
 /// two slots of 64 MiB.
 pub const MAX_PERSISTED_REPLICA_BLOCKS: u64 = 1 << 22;
 
+/// Where FS2 predicts the head to be ("the last block accessed", thesis Sec. 5.3): at the
+/// end of the last I/O it *sent* to the disk, or of the last one the disk *completed*
+/// (they differ while I/O waits in the device's queue, e.g. behind copies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Head {
+    Sent,
+    Completed,
+}
+
 /// A checked FS2 configuration (docs/functions/fs2.md gives every default's reason).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     pub disk: String,
     pub mode: Mode,
+    pub head: Head,
     /// Region size in bytes (a multiple of 4 KiB).
     pub region_bytes: u64,
     pub epoch: Nanos,
@@ -123,6 +135,7 @@ impl Default for Params {
         Params {
             disk: String::new(),
             mode: Mode::Dynamic,
+            head: Head::Sent,
             region_bytes: 128 << 20,
             epoch: secs_to_ns(10.0),
             neighbour_fraction: 0.05,
@@ -175,6 +188,7 @@ impl Params {
         };
         let p = Params {
             mode: k.mode.unwrap_or(d.mode),
+            head: k.head.unwrap_or(d.head),
             region_bytes,
             epoch: secs_to_ns(num("epoch_s", k.epoch_s, 1e-6, DAY_S, 10.0)?),
             neighbour_fraction: num("neighbour_fraction", k.neighbour_fraction, 0.0, 1.0, 0.05)?,

@@ -39,7 +39,7 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
+pub use config::{Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
 
 use freespace::FreeMap;
 use std::collections::VecDeque;
@@ -270,7 +270,9 @@ impl Fs2 {
     }
 
     fn send(&mut self, io: Io, out: &mut Actions) {
-        self.head = io.end().min(self.capacity - 1);
+        if self.p.head == Head::Sent {
+            self.head = io.end().min(self.capacity - 1);
+        }
         out.submit(io);
     }
 
@@ -924,6 +926,9 @@ impl Function for Fs2 {
 
     fn on_completion(&mut self, now: Nanos, mut done: Completion, out: &mut Actions) {
         let id = done.io.id;
+        if self.p.head == Head::Completed && done.io.dev == self.disk && done.io.op.moves_data() {
+            self.head = done.io.end().min(self.capacity - 1);
+        }
         if let Some(j) = self.journal.as_mut() {
             match j.on_completion(&done, out) {
                 LogStep::NotMine => {}

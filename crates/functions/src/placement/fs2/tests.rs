@@ -169,6 +169,24 @@ fn the_cost_is_seek_plus_rotation_from_the_predicted_head() {
 }
 
 #[test]
+fn the_head_follows_what_was_sent_or_what_completed() {
+    // Two reads sent one after the other, neither complete: by default the head is
+    // predicted at the end of the second; with `head = "completed"` it stays put until a
+    // completion, then is where that I/O ended.
+    for (extra, after_sends, after_first_done) in [
+        ("", 1001 * BLOCK, 1001 * BLOCK),
+        ("head = 'completed'", 0, 501 * BLOCK),
+    ] {
+        let mut f = toy(extra);
+        let a = request(&mut f, 0, host(Op::Read, 500, 1));
+        request(&mut f, 0, host(Op::Read, 1000, 1));
+        assert_eq!(f.head, after_sends, "{extra}");
+        complete(&mut f, MS, a[0]);
+        assert_eq!(f.head, after_first_done, "{extra}");
+    }
+}
+
+#[test]
 fn writes_and_discards_invalidate_and_reclaim() {
     let mut f = toy(&format!("{NO_MARKS}free = [[0, 1048576]]"));
     replicate(&mut f, 1000, 16, 4);
