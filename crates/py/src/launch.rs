@@ -35,6 +35,22 @@ fn check_runs(runs: usize, gap_s: f64) -> PyResult<()> {
     Ok(())
 }
 
+/// A replay's common JSON: `{"captured_s", "durations_s", "counters", "requests", "errors"}`.
+fn replayed_json(launch: &Launch, r: &wattio_engine::launch::Replayed) -> serde_json::Value {
+    let counters: serde_json::Map<String, serde_json::Value> = r
+        .counters
+        .iter()
+        .map(|(k, v)| (k.clone(), (*v).into()))
+        .collect();
+    serde_json::json!({
+        "captured_s": launch.captured_end as f64 / 1e9,
+        "durations_s": r.durations.iter().map(|&d| d as f64 / 1e9).collect::<Vec<_>>(),
+        "counters": counters,
+        "requests": r.requests,
+        "errors": r.errors,
+    })
+}
+
 fn load(trace: &str) -> PyResult<Launch> {
     Launch::open(Path::new(trace)).map_err(err)
 }
@@ -49,19 +65,7 @@ fn launch_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult
     let cat = Catalogue::embedded().map_err(err)?;
     check_runs(runs, gap_s)?;
     let r = replay(&launch, &cfg, &cat, runs, (gap_s * 1e9) as u64).map_err(err)?;
-    let counters: serde_json::Map<String, serde_json::Value> = r
-        .counters
-        .iter()
-        .map(|(k, v)| (k.clone(), (*v).into()))
-        .collect();
-    Ok(serde_json::json!({
-        "captured_s": launch.captured_end as f64 / 1e9,
-        "durations_s": r.durations.iter().map(|&d| d as f64 / 1e9).collect::<Vec<_>>(),
-        "counters": counters,
-        "requests": r.requests,
-        "errors": r.errors,
-    })
-    .to_string())
+    Ok(replayed_json(&launch, &r).to_string())
 }
 
 /// A closed-loop replay of `trace` (a launch trace, or any block trace with measured
@@ -106,20 +110,9 @@ fn trace_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult<
             serde_json::json!({"start_s": s(w.start), "end_s": s(w.end), "devices": devices})
         })
         .collect();
-    let counters: serde_json::Map<String, serde_json::Value> = r
-        .counters
-        .iter()
-        .map(|(k, v)| (k.clone(), (*v).into()))
-        .collect();
-    Ok(serde_json::json!({
-        "captured_s": launch.captured_end as f64 / 1e9,
-        "durations_s": r.durations.iter().map(|&d| s(d)).collect::<Vec<_>>(),
-        "counters": counters,
-        "requests": r.requests,
-        "errors": r.errors,
-        "runs": runs,
-    })
-    .to_string())
+    let mut v = replayed_json(&launch, &r);
+    v["runs"] = runs.into();
+    Ok(v.to_string())
 }
 
 /// Pinning the launch of `trace` on a hybrid disk of catalogue entries `hdd`
