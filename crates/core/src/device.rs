@@ -189,6 +189,25 @@ pub struct DeviceCounters {
     pub overhead_ns: Nanos,
 }
 
+impl DeviceCounters {
+    /// What the counters gained since `earlier` (a snapshot of the same device).
+    pub fn since(&self, earlier: &DeviceCounters) -> DeviceCounters {
+        DeviceCounters {
+            ios: self.ios - earlier.ios,
+            bytes_read: self.bytes_read - earlier.bytes_read,
+            bytes_written: self.bytes_written - earlier.bytes_written,
+            busy_ns: self.busy_ns - earlier.busy_ns,
+            power_commands_ignored: self.power_commands_ignored - earlier.power_commands_ignored,
+            errors: self.errors - earlier.errors,
+            out_of_range: self.out_of_range - earlier.out_of_range,
+            seek_ns: self.seek_ns - earlier.seek_ns,
+            rotate_ns: self.rotate_ns - earlier.rotate_ns,
+            transfer_ns: self.transfer_ns - earlier.transfer_ns,
+            overhead_ns: self.overhead_ns - earlier.overhead_ns,
+        }
+    }
+}
+
 pub struct DeviceRuntime {
     pub info: DeviceInfo,
     timing: Box<dyn Timing>,

@@ -99,12 +99,10 @@ impl Launch {
         use wattio_core::TraceSource;
         let name = path.display().to_string();
         let mut r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
-        if wattio_formats::launch::launch_end(r.provenance(), &name).is_ok() {
-            return Launch::open(path);
-        }
+        let launch_end = wattio_formats::launch::launch_end(r.provenance(), &name).ok();
         let mut rows = Vec::new();
         while let Some(q) = r.next_request().map_err(|e| e.to_string())? {
-            if q.dev != 0 {
+            if launch_end.is_none() && q.dev != 0 {
                 return Err(format!(
                     "{name}: row {}: dev {}: a closed-loop replay takes one device's requests (dev 0)",
                     rows.len(),
@@ -117,6 +115,9 @@ impl Launch {
                 ));
             }
             rows.push(q);
+        }
+        if let Some(end) = launch_end {
+            return Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"));
         }
         if !rows.iter().any(|q| q.measured.is_some()) {
             return Err(format!(
@@ -552,7 +553,7 @@ fn simulate(
 }
 
 /// A device over a span of simulated time: what its ledger and counters gained.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceWindow {
     pub name: String,
     pub energy_j: f64,
@@ -607,27 +608,12 @@ fn minus(b: &[DeviceWindow], a: &[DeviceWindow]) -> Vec<DeviceWindow> {
     };
     b.iter()
         .zip(a)
-        .map(|(b, a)| {
-            let (x, y) = (b.counters, a.counters);
-            DeviceWindow {
-                name: b.name.clone(),
-                energy_j: b.energy_j - a.energy_j,
-                energy_by_state_j: sub(&b.energy_by_state_j, &a.energy_by_state_j),
-                residency_s: sub(&b.residency_s, &a.residency_s),
-                counters: wattio_core::device::DeviceCounters {
-                    ios: x.ios - y.ios,
-                    bytes_read: x.bytes_read - y.bytes_read,
-                    bytes_written: x.bytes_written - y.bytes_written,
-                    busy_ns: x.busy_ns - y.busy_ns,
-                    power_commands_ignored: x.power_commands_ignored - y.power_commands_ignored,
-                    errors: x.errors - y.errors,
-                    out_of_range: x.out_of_range - y.out_of_range,
-                    seek_ns: x.seek_ns - y.seek_ns,
-                    rotate_ns: x.rotate_ns - y.rotate_ns,
-                    transfer_ns: x.transfer_ns - y.transfer_ns,
-                    overhead_ns: x.overhead_ns - y.overhead_ns,
-                },
-            }
+        .map(|(b, a)| DeviceWindow {
+            name: b.name.clone(),
+            energy_j: b.energy_j - a.energy_j,
+            energy_by_state_j: sub(&b.energy_by_state_j, &a.energy_by_state_j),
+            residency_s: sub(&b.residency_s, &a.residency_s),
+            counters: b.counters.since(&a.counters),
         })
         .collect()
 }
@@ -654,19 +640,18 @@ pub fn replay_windows(
             // As of just before `t`: what happens at an edge (a run's first issue, a copy
             // started on its last completion) is the next window's. Nothing happens
             // between t − 1 and t, so the ledger read at t is exact.
-            let (out, _, _) = simulate(launch, cfg, cat, runs, gap, Some(t.saturating_sub(1)))?;
-            let mut snap = snapshot(&out, t);
-            if t == 0 {
-                for d in &mut snap {
-                    *d = DeviceWindow {
-                        name: std::mem::take(&mut d.name),
-                        energy_j: 0.0,
-                        energy_by_state_j: Default::default(),
-                        residency_s: Default::default(),
-                        counters: Default::default(),
-                    };
-                }
-            }
+            let snap = if t == 0 {
+                // Before anything happened: every device at zero.
+                out.devices
+                    .iter()
+                    .map(|d| DeviceWindow {
+                        name: d.info.name.clone(),
+                        ..Default::default()
+                    })
+                    .collect()
+            } else {
+                snapshot(&simulate(launch, cfg, cat, runs, gap, Some(t - 1))?.0, t)
+            };
             e.insert(snap);
         }
     }

@@ -249,17 +249,6 @@ def _dynamic(metrics: tuple[str, ...], drive: str = DISK, names=tuple(WORKLOADS)
     return run
 
 
-def _ranks(quick: bool) -> Outcome:
-    values = {}
-    rows = []
-    for name, w in WORKLOADS.items():
-        c = _compare(DISK, w)
-        for m in ("T_A", "T_s", "energy per access", *OVERALL):
-            values[f"{name}: {m}"] = c[m][2]
-        rows += _rows(DISK, name, w)
-    return Outcome(values=values, table=_table(rows), notes=_notes())
-
-
 def _static(quick: bool) -> Outcome:
     values, rows = {}, []
     for mode in ("static", "dynamic"):
@@ -332,7 +321,7 @@ RANKS = Experiment(
     rule=SameOrdering(group_separator=": "),
     quantity="rank of the improvement (2 = per-access figures, 1 = overall)",
     differs=_SETUP,
-    run=_ranks,
+    run=_dynamic(("T_A", "T_s", "energy per access", *OVERALL)),
     functions=("fs2",),
 )
 
