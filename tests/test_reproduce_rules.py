@@ -84,6 +84,21 @@ def test_same_trend():
     assert r.check({"a": 1.0}, {"a": 1.0}).verdict == FAILS
 
 
+def test_same_trend_within_groups():
+    # PARAID Table IV: time in low gear rises with slower replay while switches fall; the step
+    # from one series' last row to the next series' first is not a step.
+    paper = {"low %/256x": 52.0, "low %/64x": 98.0, "switches/256x": 15.2, "switches/64x": 2.0}
+    g = SameTrend(tolerance_percent=1.0, group_separator="/")
+    good = {"low %/256x": 40.0, "low %/64x": 90.0, "switches/256x": 9.0, "switches/64x": 3.0}
+    c = g.check(paper, good)
+    assert c.verdict == HOLDS and len(c.evidence) == 2, c.evidence
+    # Ungrouped, the cross-series step (98 -> 15.2 down; 90 -> 9 down) is compared too.
+    assert len(SameTrend(1.0).check(paper, good).evidence) == 3
+    bad = dict(good, **{"switches/64x": 12.0})
+    assert "FAIL switches/256x -> switches/64x: paper down, wattio up" in g.check(paper, bad).evidence
+    assert g.check({"a/x": 1.0, "b/x": 2.0}, {"a/x": 1.0, "b/x": 2.0}).verdict == FAILS
+
+
 @pytest.mark.parametrize("rule", [Exact(0), WithinPercent(1), Bound(), Between(0, 1), SameOrdering(), SameTrend()])
 def test_missing_values_fail_and_no_run_is_not_run(rule):
     paper = {"a": 1, "b": 2}

@@ -191,12 +191,19 @@ class SameOrdering(Rule):
 class SameTrend(Rule):
     """Along the keys in order, each step of wattio's series goes the same way (up, down,
     flat) as the paper's. A step whose change is within ``tolerance_percent`` of the larger
-    value is flat."""
+    value is flat. With ``group_separator``, keys are ``GROUP<sep>ROW`` and steps are taken
+    only between consecutive rows of one group (several series in one table)."""
 
     tolerance_percent: float = 1.0
+    group_separator: str = ""
 
     def describe(self) -> str:
-        return f"same trend as the paper, step by step (flat within {self.tolerance_percent:g} %)"
+        grp = ", within each group" if self.group_separator else ""
+        return (f"same trend as the paper, step by step{grp} "
+                f"(flat within {self.tolerance_percent:g} %)")
+
+    def _group(self, key: str) -> str:
+        return key.split(self.group_separator, 1)[0] if self.group_separator else ""
 
     def _direction(self, a: float, b: float) -> int:
         if abs(b - a) <= max(abs(a), abs(b)) * self.tolerance_percent / 100:
@@ -210,7 +217,11 @@ class SameTrend(Rule):
         names = {1: "up", 0: "flat", -1: "down"}
         lines = []
         for a, b in itertools.pairwise(keys):
+            if self._group(a) != self._group(b):
+                continue
             dp = self._direction(paper[a], paper[b])
             dw = self._direction(wattio[a], wattio[b])
             lines.append((dp == dw, f"{a} -> {b}: paper {names[dp]}, wattio {names[dw]}"))
+        if not lines:
+            return Check(FAILS, ("no group has two points: nothing to check",))
         return _verdict(lines)
