@@ -134,6 +134,29 @@ def test_docs_reproduce_md_is_generated_from_the_current_experiments():
 #: Experiments whose verdict is known not to hold, with why (also in docs/reproduce.md). Strict:
 #: one that starts to hold fails this test too, so the entry is removed when it is fixed.
 KNOWN_FAILURES = {
+    "paraid-web-savings": (
+        "the web stand-in's disk load is light: workloads/webserver's block trace is the page "
+        "cache's misses (283 MB read over the run), so from 128x on PARAID-0 never leaves the "
+        "2-disk gear (100 % of the time, no switch) and saves what Eq. 2 allows, 32.7 % and "
+        "32.9 % at 128x and 64x: flat where the paper's 28 -> 34 % still rises (256x: 21.9 %)"
+    ),
+    "paraid-web-gear-statistics": (
+        "as paraid-web-savings: at 128x and 64x PARAID-0 stays in its low gear the whole run, "
+        "so time in low gear (100 %), switches (0) and extra I/O (0 %) are flat there; from 256x "
+        "to 128x every statistic moves the paper's way (83 -> 100 %, 2 -> 0, 1.5 -> 0 %)"
+    ),
+    "paraid-cello-savings": (
+        "the generated Cello99 stand-in overloads the five cacheless MAP3367s even as plain "
+        "RAID-5: at 32x its mean response is 134 s (paper 1.4 ms) and only 1.08 M of 1.5 M "
+        "requests complete (each 8 KiB random I/O costs the catalogue's flat 4.5 ms average "
+        "seek plus half a 10K RPM turn, and a RAID-5 write four I/Os), so PARAID-5 shifts up "
+        "once at the start and never down: -0.2 to -0.4 % (quick: -0.9 to -1.7 %)"
+    ),
+    "paraid-cello-gear-statistics": (
+        "as paraid-cello-savings: the array is saturated, PARAID-5 spends under 0.3 % of the "
+        "run in its low gear (one upshift at the start), so switches are flat (1) and time in "
+        "low gear falls as the replay lengthens"
+    ),
     "exces-fig8-spin-down-timeouts": (
         "the captured office and postmark stand-ins never idle longer than the Toshiba disk's "
         "32.9 s break-even time (longest gaps 8.7 s and less), so every timeout only adds "

@@ -99,6 +99,15 @@ def test_same_trend_within_groups():
     assert g.check({"a/x": 1.0, "b/x": 2.0}, {"a/x": 1.0, "b/x": 2.0}).verdict == FAILS
 
 
+def test_same_trend_same_sign():
+    paper = {"128x": 3.5, "64x": 8.2, "32x": 13.0}  # PARAID Table V
+    rising_losses = {"128x": -1.7, "64x": -1.2, "32x": -0.9}
+    assert SameTrend(2.0).check(paper, rising_losses).verdict == HOLDS
+    c = SameTrend(2.0, same_sign=True).check(paper, rising_losses)
+    assert c.verdict == FAILS and sum(e.startswith("FAIL") for e in c.evidence) == 3, c.evidence
+    assert SameTrend(2.0, same_sign=True).check(paper, {"128x": 1, "64x": 2, "32x": 3}).verdict == HOLDS
+
+
 @pytest.mark.parametrize("rule", [Exact(0), WithinPercent(1), Bound(), Between(0, 1), SameOrdering(), SameTrend()])
 def test_missing_values_fail_and_no_run_is_not_run(rule):
     paper = {"a": 1, "b": 2}

@@ -192,15 +192,19 @@ class SameTrend(Rule):
     """Along the keys in order, each step of wattio's series goes the same way (up, down,
     flat) as the paper's. A step whose change is within ``tolerance_percent`` of the larger
     value is flat. With ``group_separator``, keys are ``GROUP<sep>ROW`` and steps are taken
-    only between consecutive rows of one group (several series in one table)."""
+    only between consecutive rows of one group (several series in one table). With
+    ``same_sign``, every value must also have the paper's sign (savings that "grow" from -2 %
+    to -1 % are not the paper's growing savings)."""
 
     tolerance_percent: float = 1.0
     group_separator: str = ""
+    same_sign: bool = False
 
     def describe(self) -> str:
         grp = ", within each group" if self.group_separator else ""
+        sign = ", every value of the paper's sign" if self.same_sign else ""
         return (f"same trend as the paper, step by step{grp} "
-                f"(flat within {self.tolerance_percent:g} %)")
+                f"(flat within {self.tolerance_percent:g} %){sign}")
 
     def _group(self, key: str) -> str:
         return key.split(self.group_separator, 1)[0] if self.group_separator else ""
@@ -224,4 +228,8 @@ class SameTrend(Rule):
             lines.append((dp == dw, f"{a} -> {b}: paper {names[dp]}, wattio {names[dw]}"))
         if not lines:
             return Check(FAILS, ("no group has two points: nothing to check",))
+        if self.same_sign:
+            for k in keys:
+                good = math.copysign(1, paper[k]) == math.copysign(1, wattio[k])
+                lines.append((good, f"{k}: sign of wattio {_fmt(wattio[k])} and paper {_fmt(paper[k])}"))
         return _verdict(lines)
