@@ -104,6 +104,37 @@ impl<F: Function> Harness<F> {
         self.take()
     }
 
+    /// Start the function and recover its metadata log from `region` (the bytes its
+    /// region holds on the device: zeros for a new one): the region's read, its bytes, the
+    /// new header's write, all answered at time 0. The other actions on the way.
+    pub fn recover_log(&mut self, region: &[u8]) -> Vec<Action> {
+        let read = submitted(&self.start(0))[0];
+        assert_eq!(
+            (read.op, read.len as usize),
+            (Op::Read, region.len()),
+            "the log's region is read first, whole"
+        );
+        let take = self.complete(0, read, Status::Ok);
+        let tag = take
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .expect("the region's bytes are asked for");
+        let acts = self.bytes(0, tag, region);
+        let header = submitted(&acts)
+            .into_iter()
+            .find(|io| io.dev == read.dev && io.op == Op::Write && io.fua)
+            .expect("a new header is written at every start");
+        let mut rest: Vec<Action> = acts
+            .into_iter()
+            .filter(|a| !matches!(a, Action::Submit(io) if io.id == header.id))
+            .collect();
+        rest.extend(self.complete(0, header, Status::Ok));
+        rest
+    }
+
     pub fn timer(&mut self, now: Nanos, timer: TimerId) -> Vec<Action> {
         self.f.on_timer(now, timer, &mut self.out);
         self.take()

@@ -154,30 +154,39 @@ fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<Strin
     toml::to_string(&doc).expect("a table serializes") + "\n"
 }
 
-/// A per-device layer below the array (`log`: one that keeps a metadata log on d0). The
-/// simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a layer
-/// that moves d0's blocks onto a device of its own (a cache's flash) would lose the log's,
-/// so under a log such a layer is drawn but left out.
+/// A per-device layer below the array (`logs`: the devices holding a layer's metadata log).
+/// The simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a
+/// layer that moves a log device's blocks onto a device of its own (a cache's flash) would
+/// lose the log's, so such a layer over a log device is drawn but left out.
 fn below(
     rng: &mut Rng,
     names: &[String],
-    log: bool,
+    logs: &[String],
     stack: &mut Vec<String>,
     spares: &mut Vec<String>,
 ) {
     let mut own = Vec::new();
     let f = function(rng, names, false, &mut own);
-    if !log || own.is_empty() {
+    if own.is_empty() || !logs.iter().any(|d| f.contains(&format!("\"{d}\""))) {
         spares.extend(own);
         stack.push(f);
     }
 }
 
-/// Whether the stack holds an FS2 that logs its replica table on its disk.
-fn fs2_log(stack: &[String]) -> bool {
-    stack
-        .iter()
-        .any(|t| t.contains("kind = \"fs2\"") && t.contains("journal_kb"))
+/// The disks on which an FS2 of the stack logs its replica table.
+fn fs2_logs(stack: &[String], logs: &mut Vec<String>) {
+    for t in stack {
+        if t.contains("kind = \"fs2\"") && t.contains("journal_kb") {
+            let disk = t
+                .lines()
+                .find_map(|l| l.strip_prefix("disk = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .expect("fs2 names its disk");
+            if !logs.iter().any(|d| d == disk) {
+                logs.push(disk.to_string());
+            }
+        }
+    }
 }
 
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
@@ -224,20 +233,26 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     for _ in 0..rng.below(2) {
         stack.push(function(&mut rng, &names, false, &mut spares));
     }
-    // The array keeps a metadata log on d0 (PARAID).
-    let mut log = false;
+    // The array keeps a metadata log on d0: PARAID its dirty list, RAID-5 its bad pages.
+    let mut logs: Vec<String> = Vec::new();
     if array {
         // The array, then per-device layers below it: spin-down, a page splitter.
         let top = function(&mut rng, &names, true, &mut spares);
-        log = top.contains("kind = \"paraid\"");
+        if top.contains("kind = \"paraid\"")
+            || (top.contains("kind = \"raid\"")
+                && top.contains("level = 5")
+                && !top.contains("persist = false"))
+        {
+            logs.push(names[0].clone());
+        }
         stack.push(top);
         if rng.below(2) == 0 {
-            below(&mut rng, &names, log, &mut stack, &mut spares);
+            below(&mut rng, &names, &logs, &mut stack, &mut spares);
         }
     }
     // FS2 keeps its replica table's log at the end of its disk (`journal_kb`): as under
-    // PARAID, nothing below it may move that disk's blocks elsewhere.
-    log |= fs2_log(&stack);
+    // an array, nothing below it may move that disk's blocks elsewhere.
+    fs2_logs(&stack, &mut logs);
     let map = match broken {
         Some(Broken::Alias) => Some(Map::Alias {
             from: rng.below(HOT_PAGES / 4),
@@ -245,7 +260,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         }),
         _ if array => (rng.below(2) == 0).then_some(Map::Identity),
         _ if write_back || rng.below(3) > 0 => {
-            Some(if data_devs > 1 && rng.below(2) == 0 && !log {
+            Some(if data_devs > 1 && rng.below(2) == 0 && logs.is_empty() {
                 Map::Stripe(names[..data_devs].to_vec())
             } else {
                 Map::Identity
@@ -258,11 +273,11 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         layers.push(("swarm:pages".to_string(), LayerKind::Pages(map)));
     }
     if rng.below(2) == 0 {
-        below(&mut rng, &names, log, &mut stack, &mut spares);
+        below(&mut rng, &names, &logs, &mut stack, &mut spares);
     }
-    log |= fs2_log(&stack);
+    fs2_logs(&stack, &mut logs);
     // The write-back cache moves the data devices' blocks onto its own: not under a log.
-    if write_back && !log {
+    if write_back && logs.is_empty() {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());
         layers.push((
             "swarm:write-back".to_string(),
@@ -272,7 +287,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             },
         ));
         if rng.below(2) == 0 {
-            below(&mut rng, &names, log, &mut stack, &mut spares);
+            below(&mut rng, &names, &logs, &mut stack, &mut spares);
         }
     }
     // With an array in the stack FS2's table stays volatile: PARAID keeps its log at the end
@@ -432,7 +447,10 @@ struct Outcome {
 }
 
 fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
-    let s = draw(seed, broken);
+    run_scenario(draw(seed, broken))
+}
+
+fn run_scenario(s: Scenario) -> Result<Outcome, String> {
     let ctx = |e: String| format!("{e}\n--- config ---\n{}", s.config);
     let cfg = RunConfig::from_toml("swarm.toml", &s.config).map_err(ctx)?;
     let cat = Catalogue::embedded()?;
@@ -623,6 +641,10 @@ fn swarm() {
             "log_records",
             "waited_for_log",
             "recovered_replicas",
+            // RAID-5's persisted bad-page list: write replies held for its records, and the
+            // list read back after crashes.
+            "held_replies",
+            "recovered_bad_pages",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
@@ -665,6 +687,40 @@ fn a_cache_that_acknowledges_writes_before_they_land_is_caught() {
     let (_, e) = caught(Broken::EarlyAck, "a_cache_that_acknowledges");
     assert!(e.starts_with("integrity: host read "), "{e}");
     assert!(e.contains("[superseded], expected"), "{e}");
+}
+
+/// The RAID-5 of `config` with its bad-page list in memory only (`persist = false`).
+fn volatile_raid(config: &str) -> String {
+    config
+        .replace("kind = \"raid\"\n", "kind = \"raid\"\npersist = false\n")
+        .lines()
+        .filter(|l| !l.starts_with("max_bad_pages"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A RAID-5 whose member page failed a write but reads without error later (EXCES below it
+/// serves the old bytes from its flash): with the list persisted the swarm's seed passes;
+/// forgetting the list at the crash returns the bytes from before the write, and the checker
+/// says so.
+#[test]
+fn a_raid_that_forgets_its_bad_pages_at_a_crash_is_caught() {
+    let seed = env_u64("WATTIO_RAID_FORGET_SEED").unwrap_or(4501);
+    let s = draw(seed, None);
+    assert!(s.config.contains("kind = \"raid\"") && s.config.contains("kind = \"exces\""));
+    let o = run_scenario(draw(seed, None)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(
+        o.counters
+            .get("recovered_bad_pages")
+            .is_some_and(|&v| v > 0.0),
+        "{o:?}"
+    );
+    let mut s = s;
+    s.config = volatile_raid(&s.config);
+    assert!(s.config.contains("persist = false"));
+    let e = run_scenario(s).expect_err("the stale read is caught");
+    assert!(e.starts_with("integrity: host read "), "{e}");
+    assert!(e.contains(" holds v") && e.contains("before crash"), "{e}");
 }
 
 #[test]

@@ -51,25 +51,47 @@ fn raid5_parity_lands_in_the_member_images() {
     let imgs: Vec<_> = (0..3)
         .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 30 + k as u64))
         .collect();
+    let serve = || {
+        let session = build_from_config(&ConfigServe {
+            config: cfg.clone(),
+            images: (0..3).map(|k| (format!("d{k}"), imgs[k].clone())).collect(),
+            direct: false,
+            capture: None,
+            workers: 2,
+            poll_us: None,
+        })
+        .unwrap();
+        Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap()
+    };
+    // RAID-5 keeps its bad-page log in d0's last 88 blocks (2 headers, 2 snapshot slots of
+    // 11, 64 of journal). Over images whose region holds other bytes the log refuses to
+    // format them: every request is answered with an error (not left hanging) and the
+    // session reports why.
+    let log = (2 + 2 * 11 + 64) * K;
+    let end = (1 << 20) - log;
+    let srv = serve();
+    let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
+    assert_ne!(c.write(0, &pattern(1, K), true).unwrap().error, 0);
+    c.disconnect().unwrap();
+    let e = srv.shutdown(Duration::from_secs(5)).unwrap_err();
+    assert!(
+        e.contains("is not a wattio metadata log") && e.contains("zero the region"),
+        "{e}"
+    );
+    // Zeroed, the region is formatted at start.
+    let mut img0 = std::fs::read(&imgs[0]).unwrap();
+    img0[end..].fill(0);
+    std::fs::write(&imgs[0], &img0).unwrap();
     let orig: Vec<Vec<u8>> = imgs.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let session = build_from_config(&ConfigServe {
-        config: cfg,
-        images: (0..3).map(|k| (format!("d{k}"), imgs[k].clone())).collect(),
-        direct: false,
-        capture: None,
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
+    let srv = serve();
     let sock = d.path("s");
-    let srv = Server::start(session, &ListenAddr::Unix(sock.clone())).unwrap();
-    // The array is one export, `raid5`, of the array's size (two data members of 1 MiB;
-    // the members are not exported on their own). 4 KiB chunks, left-symmetric:
+    // The array is one export, `raid5`, of the array's size (two data members of 1 MiB
+    // less the log's region; the members are not exported on their own). 4 KiB chunks, left-symmetric:
     // stripe 0 = chunk 0 on d0, chunk 1 on d1, parity on d2; stripe 1 = parity on d1,
     // chunk 2 on d2, chunk 3 on d0.
     assert!(Client::connect(&uri(&sock, "d1")).is_err());
     let mut c = Client::connect(&uri(&sock, "raid5")).unwrap();
-    assert_eq!(c.size, 2 << 20);
+    assert_eq!(c.size, 2 * end as u64);
     // A full row: parity = chunk 0 ^ chunk 1, no reads.
     let w = pattern(7, 2 * K);
     assert_eq!(c.write(0, &w, true).unwrap().error, 0);
@@ -97,8 +119,13 @@ fn raid5_parity_lands_in_the_member_images() {
         xor(&w2, &w3)[..],
         "stripe 1 parity, after RCW then RMW"
     );
-    // Nothing else was touched.
-    assert_eq!(m[0][2 * K..], orig[0][2 * K..]);
+    // Nothing else was touched but the log's header, written at start.
+    assert_eq!(m[0][2 * K..end], orig[0][2 * K..end]);
+    assert_eq!(
+        &m[0][end..end + 8],
+        b"WATTIOLG",
+        "the bad-page log's header"
+    );
     assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
 }
 

@@ -255,35 +255,6 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     assert_eq!(replies, vec![host(1, Op::Write, 0, 3)]);
 }
 
-/// Recover the log from `region` (its bytes as the disk holds them): the region's read, its
-/// bytes, the new header's write; the other actions on the way.
-fn recover(h: &mut Harness<Paraid>, region: &[u8]) -> Vec<Action> {
-    let read = submitted(&h.start(0))[0];
-    assert_eq!(
-        (read.dev, read.op, read.len as usize),
-        (0, Op::Read, region.len())
-    );
-    let take = h.complete(0, read, Status::Ok);
-    let tag = take
-        .iter()
-        .find_map(|a| match *a {
-            Action::Take { tag, .. } => Some(tag),
-            _ => None,
-        })
-        .expect("the region's bytes are asked for");
-    let acts = h.bytes(0, tag, region);
-    let header = submitted(&acts)
-        .into_iter()
-        .find(|io| io.dev == 0 && io.op == Op::Write && io.fua)
-        .expect("a new header is written at every start");
-    let mut rest: Vec<Action> = acts
-        .into_iter()
-        .filter(|a| !matches!(a, Action::Submit(io) if io.id == header.id))
-        .collect();
-    rest.extend(h.complete(0, header, Status::Ok));
-    rest
-}
-
 #[test]
 fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
     // RAID-0 {1,2} from the lowest gear, persisted: the log is in disk 0's last blocks.
@@ -298,7 +269,7 @@ fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
     // A host write before the log is recovered waits.
     let early = h.request(0, host(1, Op::Write, 1, 1));
     assert!(submitted(&early).is_empty());
-    let acts = recover(&mut h, &vec![0; region.len as usize]);
+    let acts = h.recover_log(&vec![0; region.len as usize]);
     // Recovered (a blank region: a new log): disk 1 is spun down, and the early write's
     // dirty record (disk 1, chunk 0, replica newer) goes to the log, FUA, in the region —
     // and nothing else: the data write waits for it.

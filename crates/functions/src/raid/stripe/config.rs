@@ -1,5 +1,6 @@
 //! `kind = "raid"`: its configuration, checks, builder and swarm generator.
 
+use super::persist::{DEFAULT_MAX_BAD_PAGES, MAX_MAX_BAD_PAGES};
 use super::{Level, Parity, Raid, PAGE};
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
@@ -76,6 +77,8 @@ struct Keys {
     chunk_kib: Option<u64>,
     layout: Option<LayoutName>,
     assume_clean: Option<bool>,
+    persist: Option<bool>,
+    max_bad_pages: Option<u64>,
 }
 
 /// A checked RAID configuration.
@@ -86,6 +89,9 @@ pub struct RaidConfig {
     pub chunk: u64,
     pub parity: Parity,
     pub assume_clean: bool,
+    /// RAID-5's bad-page list in a log at the end of member 0, at most this many pages
+    /// (`None`: in memory only).
+    pub persist: Option<u64>,
 }
 
 impl RaidConfig {
@@ -94,24 +100,46 @@ impl RaidConfig {
         let k: Keys = registry::parse(t, key)?;
         let (level, chunk, parity) =
             check_array(key, k.level, k.devices.len(), k.chunk_kib, k.layout)?;
+        let persist = match (k.persist, level) {
+            (Some(true), Level::Raid0) => {
+                return Err(format!(
+                    "{key}.persist: RAID-0 has no bad-page list to persist"
+                ))
+            }
+            (None | Some(true), Level::Raid5) => Some(match k.max_bad_pages {
+                Some(n) => range::count(&format!("{key}.max_bad_pages"), n, 1, MAX_MAX_BAD_PAGES)?,
+                None => DEFAULT_MAX_BAD_PAGES,
+            }),
+            _ => None,
+        };
+        if persist.is_none() && k.max_bad_pages.is_some() {
+            return Err(format!(
+                "{key}.max_bad_pages: only a persisted list (RAID-5, persist = true) has a bound"
+            ));
+        }
         Ok(RaidConfig {
             level,
             devices: k.devices,
             chunk,
             parity,
             assume_clean: k.assume_clean.unwrap_or(false),
+            persist,
         })
     }
 
     pub fn build(self) -> Raid {
         debug_assert!(self.chunk.is_multiple_of(PAGE));
-        Raid::new(
+        let raid = Raid::new(
             self.devices,
             self.level,
             self.parity,
             self.chunk,
             self.assume_clean,
-        )
+        );
+        match self.persist {
+            Some(max) => raid.persist(max),
+            None => raid,
+        }
     }
 }
 
@@ -142,9 +170,20 @@ mod tests {
     fn defaults_and_errors_name_their_key() {
         let c = parse("level = 5\ndevices = ['a', 'b', 'c']").unwrap();
         assert_eq!(
-            (c.level, c.chunk, c.parity, c.assume_clean),
-            (Level::Raid5, 65536, Parity::LeftSymmetric, false)
+            (c.level, c.chunk, c.parity, c.assume_clean, c.persist),
+            (
+                Level::Raid5,
+                65536,
+                Parity::LeftSymmetric,
+                false,
+                Some(4096)
+            )
         );
+        assert_eq!(parse("level = 0\ndevices = ['a']").unwrap().persist, None);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\npersist = false").unwrap();
+        assert_eq!(c.persist, None);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nmax_bad_pages = 9").unwrap();
+        assert_eq!(c.persist, Some(9));
         let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlayout = 'left-asymmetric'").unwrap();
         assert_eq!(c.parity, Parity::LeftAsymmetric);
         let cases = [
@@ -167,6 +206,18 @@ mod tests {
             (
                 "level = 0\ndevices = ['a']\nlayout = 'left-symmetric'",
                 "function[0].layout: RAID-0 has no parity to lay out",
+            ),
+            (
+                "level = 0\ndevices = ['a']\npersist = true",
+                "function[0].persist: RAID-0 has no bad-page list to persist",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nmax_bad_pages = 0",
+                "function[0].max_bad_pages: expected a whole number from 1 to 1048576, got 0",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\npersist = false\nmax_bad_pages = 8",
+                "function[0].max_bad_pages: only a persisted list (RAID-5, persist = true) has a bound",
             ),
         ];
         for (text, want) in cases {

@@ -24,15 +24,18 @@
 //! which the integrity checker follows as combinations of versions.
 //!
 //! **Failures.** A member I/O that fails (EIO) marks that member's *page* bad (Linux md's
-//! bad-block list, in memory; a read of a larger piece that fails is first retried page by
-//! page, so only pages that fail alone are marked). A bad page is never read or written
-//! again: a read rebuilds it from the other members (the first read straight into the
-//! host's buffer, the others into scratch, XOR-ed in); a write to it updates only the
-//! parity (reconstruct-write). A row with two bad pages fails its I/O with EIO. Pages,
-//! not whole members, because the list is not persisted: after a restart a member kicked
-//! whole would be read again with stale content, while a bad page fails again and is found
-//! again. (A page whose write failed but whose read then succeeds would read stale after a
-//! restart; the fault model has no such page, md persists the list.)
+//! bad-block list; a read of a larger piece that fails is first retried page by page, so
+//! only pages that fail alone are marked). A bad page is never read or written again: a
+//! read rebuilds it from the other members (the first read straight into the host's
+//! buffer, the others into scratch, XOR-ed in); a write to it updates only the parity
+//! (reconstruct-write). A row with two bad pages fails its I/O with EIO. The list is
+//! **persisted** (`persist`, on by default for RAID-5, as md's bad-block log): a metadata
+//! log at the end of member 0 ([`persist`] says why and how); a write whose row marked a
+//! page bad is acknowledged once that record is durable, and the list is read back before
+//! the first request is served. A page whose write failed may read without error later (a
+//! cache below, say): without the list it would then return the bytes from before the
+//! write. With `persist = false` the list is in memory only, and such a page reads stale
+//! after a restart.
 //!
 //! **The write hole.** A crash between a row's data and parity writes leaves parity that no
 //! longer matches the data, and a page rebuilt from it would be wrong. The layer cannot know
@@ -48,6 +51,7 @@
 
 mod config;
 mod layout;
+pub mod persist;
 
 pub(crate) use config::{check_array, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
@@ -58,6 +62,8 @@ use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, Volume};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::journal::{self, Journal, JournalConfig, IO_NUMBERS};
+use wattio_core::region::Region;
 use wattio_core::time::Nanos;
 
 /// The RAID-5 row unit, bytes: md's STRIPE_SIZE.
@@ -66,6 +72,9 @@ pub const PAGE: u64 = 4096;
 /// Scratch buffer ids of this layer start here (scratch ids are shared by the stack: other
 /// layers number theirs from 0).
 const SCRATCH_BASE: u64 = 1 << 48;
+/// Own-I/O numbers (and scratch buffers) of the bad-page log: above any member I/O number,
+/// below this layer's scratch range.
+const JOURNAL_BASE: u64 = 1 << 47;
 
 /// One data page's part of a row write: data chunk `k`, bytes `a..b` of the page, from
 /// `delta` bytes into the host buffer.
@@ -163,6 +172,20 @@ pub struct Raid {
     /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
     /// words, and by the rows written.
     known: HashMap<u64, u64>,
+    /// The bad-page log (`persist`) and what it can hold.
+    journal: Option<Journal>,
+    shape: persist::Shape,
+    /// Requests wait for the list's recovery.
+    ready: bool,
+    /// The log failed: every request is answered EIO.
+    broken: bool,
+    early: Vec<Io>,
+    /// The last bad-page record appended (its sequence number).
+    bad_seq: u64,
+    /// Bad pages past the list's bound: in memory only; writes to their rows fail.
+    unpersisted: HashSet<(usize, u64)>,
+    /// Write replies waiting for a bad-page record: (its sequence number, sub-I/O, status).
+    parked: Vec<(u64, Io, Status)>,
     counters: Counters,
 }
 
@@ -175,6 +198,9 @@ struct Counters {
     unknown_row_errors: u64,
     bad_pages: u64,
     direct_rows: u64,
+    held_replies: u64,
+    recovered_bad_pages: u64,
+    unpersisted_errors: u64,
 }
 
 impl Raid {
@@ -215,8 +241,27 @@ impl Raid {
             next_scratch: SCRATCH_BASE,
             queues: HashMap::new(),
             known: HashMap::new(),
+            journal: None,
+            shape: persist::Shape {
+                disks: 0,
+                pages: 0,
+                max: 0,
+            },
+            ready: true,
+            broken: false,
+            early: Vec::new(),
+            bad_seq: 0,
+            unpersisted: HashSet::new(),
+            parked: Vec::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Keep the bad-page list in a log at the end of member 0, at most `max_bad_pages`
+    /// pages (RAID-5; the region is made at `attach`).
+    pub fn persist(mut self, max_bad_pages: u64) -> Raid {
+        self.shape.max = max_bad_pages;
+        self
     }
 
     /// Number this layer's scratch buffers from `base` (PARAID drives several RAIDs in one
@@ -248,11 +293,83 @@ impl Raid {
         !self.bad.is_empty() && self.bad.contains(&(disk, self.row_key(stripe, page)))
     }
 
-    /// A row operation's I/O to `dev` at `offset` (one page row) failed: that page is bad.
-    fn mark_bad(&mut self, dev: DeviceId, offset: u64) {
+    /// A row operation's I/O to `dev` at `offset` (one page row) failed: that page is bad,
+    /// and logged if the list persists.
+    fn mark_bad(&mut self, dev: DeviceId, offset: u64, out: &mut Actions) {
         let m = self.member.get(dev as usize).copied().unwrap_or(usize::MAX);
-        if m != usize::MAX && self.bad.insert((m, offset / PAGE)) {
-            self.counters.bad_pages += 1;
+        let key = (m, offset / PAGE);
+        if m == usize::MAX || !self.bad.insert(key) {
+            return;
+        }
+        self.counters.bad_pages += 1;
+        let Some(j) = self.journal.as_mut() else {
+            return;
+        };
+        if (self.bad.len() - self.unpersisted.len()) as u64 > self.shape.max {
+            self.unpersisted.insert(key);
+            return;
+        }
+        match j.append(&persist::record(key.0, key.1), out) {
+            Ok(seq) => self.bad_seq = seq,
+            Err(e) => return out.fail(&format!("{}: {e}", self.name)),
+        }
+        if j.wants_snapshot() {
+            let recorded = self.bad.iter().filter(|k| !self.unpersisted.contains(k));
+            let snap = self.shape.snapshot(recorded);
+            let j = self.journal.as_mut().expect("checked");
+            if let Err(e) = j.checkpoint(&snap, out) {
+                out.fail(&format!("{}: {e}", self.name));
+            }
+        }
+    }
+
+    /// Does row (`stripe`, `page`) hold a bad page the list could not record?
+    fn row_unpersisted(&self, stripe: u64, page: u64) -> bool {
+        let key = self.row_key(stripe, page);
+        !self.unpersisted.is_empty()
+            && (0..self.layout.disks).any(|d| self.unpersisted.contains(&(d, key)))
+    }
+
+    /// The log's news: the recovered list, records durable (parked replies go), a failure.
+    fn journal_step(&mut self, step: journal::Step, out: &mut Actions) {
+        match step {
+            journal::Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
+                Ok(bad) => {
+                    self.counters.recovered_bad_pages = bad.len() as u64;
+                    self.bad = bad;
+                    self.ready = true;
+                    for io in std::mem::take(&mut self.early) {
+                        self.on_request(0, io, out);
+                    }
+                }
+                Err(e) => {
+                    let e = format!("the bad-page log on `{}` holds {e}", self.names[0]);
+                    self.stop(&e, out);
+                }
+            },
+            journal::Step::Durable(upto) => {
+                let mut k = 0;
+                while k < self.parked.len() {
+                    if self.parked[k].0 <= upto {
+                        let (_, io, status) = self.parked.swap_remove(k);
+                        self.sub_done(io, status, out);
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+            journal::Step::Failed(e) => self.stop(&e, out),
+            journal::Step::Busy | journal::Step::NotMine => {}
+        }
+    }
+
+    /// The log cannot be used: report it, and answer every request from now on with EIO
+    /// (those waiting for recovery too), so a live client gets errors rather than a hang.
+    fn stop(&mut self, e: &str, out: &mut Actions) {
+        out.fail(&format!("{}: {e}", self.name));
+        self.broken = true;
+        for io in std::mem::take(&mut self.early) {
+            self.on_request(0, io, out);
         }
     }
 
@@ -313,6 +430,18 @@ impl Raid {
             q.pop_front();
         }
         match op.owner {
+            // A write acknowledged now must not depend on a bad page the log does not hold
+            // yet (a crash would forget it, and the page read directly return old bytes).
+            Owner::Sub(io)
+                if matches!(op.work, Work::Write(_))
+                    && self
+                        .journal
+                        .as_ref()
+                        .is_some_and(|j| self.bad_seq > j.durable()) =>
+            {
+                self.counters.held_replies += 1;
+                self.parked.push((self.bad_seq, io, status));
+            }
             Owner::Sub(io) => self.sub_done(io, status, out),
             Owner::Held(key) => {
                 let h = self.held.get_mut(&key).expect("held read");
@@ -396,6 +525,10 @@ impl Raid {
             }
             Work::Write(ref pieces) => {
                 if failures > 1 {
+                    return Some(Status::IoError);
+                }
+                if self.row_unpersisted(stripe, page) {
+                    self.counters.unpersisted_errors += 1;
                     return Some(Status::IoError);
                 }
                 let mut covered = vec![None; n];
@@ -571,7 +704,7 @@ impl Raid {
     /// A member I/O of row operation `id` finished.
     fn op_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
         if done.status != Status::Ok {
-            self.mark_bad(done.io.dev, done.io.offset);
+            self.mark_bad(done.io.dev, done.io.offset, out);
         }
         let op = self.ops.get_mut(&id).expect("a live operation");
         op.out -= 1;
@@ -581,7 +714,11 @@ impl Raid {
         }
         let (stripe, page, failed, writing) = (op.stripe, op.page, op.failed, op.writing);
         let ended = if writing {
-            let status = self.row_status(stripe, page);
+            let mut status = self.row_status(stripe, page);
+            if status == Status::Ok && self.row_unpersisted(stripe, page) {
+                self.counters.unpersisted_errors += 1;
+                status = Status::IoError;
+            }
             let op = &self.ops[&id];
             if status == Status::Ok && op.makes_known && !self.assume_clean {
                 let key = self.row_key(op.stripe, op.page);
@@ -766,14 +903,54 @@ impl Function for Raid {
                 devs.len()
             ));
         }
+        self.journal = None;
+        if self.shape.max > 0 && self.layout.level == Level::Raid5 {
+            // The log's size follows the list's bound; member 0 is shortened by it (and so
+            // every member: a stripe spans them all).
+            self.shape.disks = devs.len();
+            let d0 = devices.iter().find(|d| d.id == devs[0]).expect("a member");
+            let len =
+                JournalConfig::region_len(self.shape.snapshot_bytes(), persist::JOURNAL_BYTES);
+            let region = Region::at_end(d0, len).map_err(|e| format!("devices: {e}"))?;
+            size = size.min(region.offset);
+            self.journal = Some(
+                Journal::new(JournalConfig {
+                    region,
+                    snapshot_bytes: self.shape.snapshot_bytes(),
+                    owner: persist::OWNER.into(),
+                    io_base: JOURNAL_BASE,
+                    priority: 0,
+                })
+                .map_err(|e| format!("max_bad_pages: {e}"))?,
+            );
+            self.ready = false;
+        }
         self.layout.disks = devs.len();
         self.layout.stripes = size / self.layout.chunk;
+        self.shape.pages = self.layout.stripes * (self.layout.chunk / PAGE);
         self.member = vec![usize::MAX; devices.len()];
         for (m, &d) in devs.iter().enumerate() {
             self.member[d as usize] = m;
         }
         self.devs = devs;
         Ok(())
+    }
+
+    fn on_start(&mut self, _now: Nanos, out: &mut Actions) {
+        if let Some(j) = self.journal.as_mut() {
+            j.recover(out);
+        }
+    }
+
+    fn on_bytes(&mut self, _now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        if let Some(j) = self.journal.as_mut() {
+            let s = j.on_bytes(tag, bytes, out);
+            self.journal_step(s, out);
+        }
+    }
+
+    fn regions(&self) -> Vec<Region> {
+        self.journal.iter().map(Journal::region).collect()
     }
 
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
@@ -786,6 +963,17 @@ impl Function for Raid {
         {
             out.submit(io);
             return;
+        }
+        if self.broken {
+            return out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: 0,
+                breakdown: Breakdown::default(),
+            });
+        }
+        if !self.ready {
+            return self.early.push(io);
         }
         if io.op != Op::Flush && io.end() > self.layout.capacity() {
             out.reply(Completion {
@@ -829,6 +1017,13 @@ impl Function for Raid {
         }
         if done.io.id.is_own() && !done.io.id.is_sub() {
             let n = done.io.id.0 & (IoId::SUB - 1);
+            if (JOURNAL_BASE..JOURNAL_BASE + IO_NUMBERS).contains(&n) {
+                if let Some(j) = self.journal.as_mut() {
+                    let s = j.on_completion(&done, out);
+                    self.journal_step(s, out);
+                }
+                return;
+            }
             let Some(id) = self.ios.remove(&n) else {
                 return;
             };
@@ -889,6 +1084,18 @@ impl Function for Raid {
             ("bad_pages", c.bad_pages),
         ]
         .into_iter()
+        .chain(
+            self.journal
+                .is_some()
+                .then_some([
+                    ("held_replies", c.held_replies),
+                    ("recovered_bad_pages", c.recovered_bad_pages),
+                    ("unpersisted_bad_pages", self.unpersisted.len() as u64),
+                    ("unpersisted_errors", c.unpersisted_errors),
+                ])
+                .into_iter()
+                .flatten(),
+        )
         .map(|(n, v)| (n.to_string(), v as f64))
         .collect()
     }

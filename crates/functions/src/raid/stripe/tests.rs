@@ -293,3 +293,100 @@ fn io_for_a_device_outside_the_array_passes_through() {
         .collect();
     assert_eq!(done, vec![io]);
 }
+
+fn persisted(disks: usize, max: u64) -> Harness<Raid> {
+    let names: Vec<String> = (0..disks).map(|d| format!("d{d}")).collect();
+    let devs = (0..disks)
+        .map(|d| disk(d as u16, &format!("d{d}")))
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true).persist(max);
+    Harness::new(r, devs).unwrap()
+}
+
+/// The one write of the bad-page log in `actions`.
+fn log_write(actions: &[Action], region: Region) -> Io {
+    let w: Vec<Io> = submitted(actions)
+        .into_iter()
+        .filter(|io| io.dev == region.dev && io.offset >= region.offset)
+        .collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].fua && w[0].op == Op::Write);
+    w[0]
+}
+
+#[test]
+fn a_write_that_marks_a_page_bad_is_answered_once_the_record_is_durable() {
+    let mut h = persisted(3, 4096);
+    // The log is in d0's last blocks, and the array ends before it on every member.
+    let region = h.function().regions()[0];
+    assert_eq!(
+        (region.dev, region.offset + region.len),
+        (0, 1_000_000_000 / K * K)
+    );
+    // 2 headers + 2 snapshot slots of 4 + 4096 × 10 bytes (11 blocks) + 256 KiB of journal.
+    assert_eq!(region.len, (2 + 2 * 11 + 64) * K);
+    let stripes = region.offset / K;
+    assert_eq!(h.function().volume().unwrap().size, stripes * 2 * K);
+    // A request before the list is read back waits; recovery of a blank region then lets
+    // it go: a reconstruct-write of chunk 0 (stripe 0: data d0, d1, parity d2) reads d1.
+    let io = host(1, Op::Write, 0, 1);
+    assert!(submitted(&h.request(0, io)).is_empty());
+    let reads = submitted(&h.recover_log(&vec![0; region.len as usize]));
+    assert_eq!(shape(&reads), vec![(1, 0, Op::Read)]);
+    let w = submitted(&h.complete(1, reads[0], Status::Ok));
+    assert_eq!(shape(&w), vec![(0, 0, Op::Write), (2, 0, Op::Write)]);
+    // The data write fails: d0's page is bad, and its record goes to the log.
+    let a = h.complete(2, w[0], Status::IoError);
+    let log = log_write(&a, region);
+    // The parity write lands: the row holds the new data (in its parity), but the reply
+    // waits for the record.
+    assert!(replied(&h.complete(3, w[1], Status::Ok)).is_empty());
+    let r = replied(&h.complete(4, log, Status::Ok));
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    assert_eq!(h.counter("held_replies"), 1.0);
+    assert_eq!(h.counter("bad_pages"), 1.0);
+    // A read of the bad page is rebuilt from d1 and the parity, not read from d0.
+    let reads = submitted(&h.request(5, host(2, Op::Read, 0, 1)));
+    assert_eq!(shape(&reads), vec![(1, 0, Op::Read), (2, 0, Op::Read)]);
+}
+
+#[test]
+fn past_its_bound_a_bad_page_is_kept_in_memory_and_writes_to_its_row_fail() {
+    let mut h = persisted(3, 1);
+    let region = h.function().regions()[0];
+    h.recover_log(&vec![0; region.len as usize]);
+    // Chunk 0's reconstruct-write reads d1; that read fails: (d1, page 0) is the list's one
+    // entry, logged; the write is planned again around it and answered once it is durable.
+    let io = host(1, Op::Write, 0, 1);
+    let reads = submitted(&h.request(0, io));
+    let a = h.complete(1, reads[0], Status::IoError);
+    let log = log_write(&a, region);
+    let reads = submitted(&a)
+        .into_iter()
+        .filter(|r| r.id != log.id)
+        .collect::<Vec<_>>();
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    h.complete(2, reads[0], Status::Ok);
+    let w = submitted(&h.complete(2, reads[1], Status::Ok));
+    h.complete(3, w[0], Status::Ok);
+    assert!(replied(&h.complete(3, w[1], Status::Ok)).is_empty());
+    assert_eq!(
+        replied(&h.complete(4, log, Status::Ok))[0].status,
+        Status::Ok
+    );
+    // Stripe 1 (parity on d1): chunk 2 on d2 is a reconstruct-write reading d0's chunk 3;
+    // that read fails, the list is full: the page is bad in memory only, and the write is
+    // refused rather than acknowledged on a page a crash would forget.
+    let io = host(2, Op::Write, 2, 1);
+    let reads = submitted(&h.request(5, io));
+    assert_eq!(shape(&reads), vec![(0, 1, Op::Read)]);
+    let a = h.complete(6, reads[0], Status::IoError);
+    assert!(submitted(&a).is_empty(), "no record, no I/O");
+    let r = replied(&a);
+    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+    assert_eq!(h.counter("unpersisted_bad_pages"), 1.0);
+    assert_eq!(h.counter("unpersisted_errors"), 1.0);
+    // Reads of the row are still served: d0's page is rebuilt from d2 and the parity.
+    let reads = submitted(&h.request(7, host(3, Op::Read, 3, 1)));
+    assert_eq!(shape(&reads), vec![(2, 1, Op::Read), (1, 1, Op::Read)]);
+}
