@@ -108,10 +108,27 @@ impl<F: Function> Harness<F> {
     /// region holds on the device: zeros for a new one): the region's read, its bytes, the
     /// new header's write, all answered at time 0. The other actions on the way.
     pub fn recover_log(&mut self, region: &[u8]) -> Vec<Action> {
+        let (dev, tag) = self.read_log(region.len());
+        let acts = self.bytes(0, tag, region);
+        let header = submitted(&acts)
+            .into_iter()
+            .find(|io| io.dev == dev && io.op == Op::Write && io.fua)
+            .expect("a new header is written at every start");
+        let mut rest: Vec<Action> = acts
+            .into_iter()
+            .filter(|a| !matches!(a, Action::Submit(io) if io.id == header.id))
+            .collect();
+        rest.extend(self.complete(0, header, Status::Ok));
+        rest
+    }
+
+    /// Start the function and complete its log region's read (`len` bytes, whole): the
+    /// region's device and the tag its bytes are asked for with.
+    pub fn read_log(&mut self, len: usize) -> (DeviceId, u64) {
         let read = submitted(&self.start(0))[0];
         assert_eq!(
             (read.op, read.len as usize),
-            (Op::Read, region.len()),
+            (Op::Read, len),
             "the log's region is read first, whole"
         );
         let take = self.complete(0, read, Status::Ok);
@@ -122,17 +139,7 @@ impl<F: Function> Harness<F> {
                 _ => None,
             })
             .expect("the region's bytes are asked for");
-        let acts = self.bytes(0, tag, region);
-        let header = submitted(&acts)
-            .into_iter()
-            .find(|io| io.dev == read.dev && io.op == Op::Write && io.fua)
-            .expect("a new header is written at every start");
-        let mut rest: Vec<Action> = acts
-            .into_iter()
-            .filter(|a| !matches!(a, Action::Submit(io) if io.id == header.id))
-            .collect();
-        rest.extend(self.complete(0, header, Status::Ok));
-        rest
+        (read.dev, tag)
     }
 
     pub fn timer(&mut self, now: Nanos, timer: TimerId) -> Vec<Action> {

@@ -244,6 +244,8 @@ pub struct Paraid {
     early: Vec<Io>,
     /// The state is known (recovered, or nothing to recover).
     ready: bool,
+    /// The log failed: every host request is answered EIO.
+    broken: bool,
 }
 
 impl Paraid {
@@ -287,6 +289,7 @@ impl Paraid {
             },
             held: Vec::new(),
             early: Vec::new(),
+            broken: false,
             ready: false,
             p,
         }
@@ -711,10 +714,10 @@ impl Paraid {
                         .collect();
                     self.begin(now, out);
                 }
-                Err(e) => out.fail(&format!(
-                    "paraid: the metadata log on `{}` holds {e}",
-                    self.names[0]
-                )),
+                Err(e) => {
+                    let e = format!("the metadata log on `{}` holds {e}", self.names[0]);
+                    self.stop(&e, out);
+                }
             },
             Step::Durable(upto) => {
                 let mut k = 0;
@@ -727,8 +730,23 @@ impl Paraid {
                     }
                 }
             }
-            Step::Failed(e) => out.fail(&format!("paraid: {e}")),
+            Step::Failed(e) => self.stop(&e, out),
             Step::Busy | Step::NotMine => {}
+        }
+    }
+
+    /// The log cannot be used: report it, and answer every host request from now on with
+    /// EIO (those waiting for recovery too), so a live client gets errors, not a hang.
+    fn stop(&mut self, e: &str, out: &mut Actions) {
+        out.fail(&format!("paraid: {e}"));
+        self.broken = true;
+        for io in std::mem::take(&mut self.early) {
+            out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: 0,
+                breakdown: Breakdown::default(),
+            });
         }
     }
 
@@ -881,6 +899,14 @@ impl Function for Paraid {
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        if self.broken {
+            return out.reply(Completion {
+                io,
+                status: Status::IoError,
+                finished: 0,
+                breakdown: Breakdown::default(),
+            });
+        }
         if !self.ready {
             return self.early.push(io);
         }

@@ -256,6 +256,27 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
 }
 
 #[test]
+fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.persist = true;
+    let mut h = array(p);
+    let region = h.function().regions()[0];
+    let early = host(1, Op::Write, 1, 1);
+    assert!(submitted(&h.request(0, early)).is_empty());
+    let (_, tag) = h.read_log(region.len as usize);
+    // Not zeros and not a log (a file system, say): the log refuses it, the run is told,
+    // the waiting write and every later request are answered EIO.
+    let acts = h.bytes(0, tag, &vec![0x5a; region.len as usize]);
+    assert!(acts.iter().any(|a| matches!(a, Action::Fail { .. })));
+    let r = replied(&acts);
+    assert_eq!((r.len(), r[0].io, r[0].status), (1, early, Status::IoError));
+    let later = host(2, Op::Read, 0, 1);
+    let acts = h.request(1, later);
+    assert!(submitted(&acts).is_empty());
+    assert_eq!(replied(&acts)[0].status, Status::IoError);
+}
+
+#[test]
 fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
     // RAID-0 {1,2} from the lowest gear, persisted: the log is in disk 0's last blocks.
     let mut p = params(Level::Raid0, &[1, 2], true);
