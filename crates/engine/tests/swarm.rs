@@ -157,7 +157,8 @@ fn function(rng: &mut Rng, names: &[String], array: bool, spares: &mut Vec<Strin
 /// A per-device layer below the array (`logs`: the devices holding a layer's metadata log).
 /// The simulator keeps metadata bytes only inside reserved regions (docs/metadata.md): a
 /// layer that moves a log device's blocks onto a device of its own (a cache's flash) would
-/// lose the log's, so such a layer over a log device is drawn but left out.
+/// lose the log's, and one that copies blocks within the device (FS2's replicas) would copy
+/// the log's blocks outside its region: such a layer over a log device is drawn but left out.
 fn below(
     rng: &mut Rng,
     names: &[String],
@@ -167,7 +168,8 @@ fn below(
 ) {
     let mut own = Vec::new();
     let f = function(rng, names, false, &mut own);
-    if own.is_empty() || !logs.iter().any(|d| f.contains(&format!("\"{d}\""))) {
+    let moves = !own.is_empty() || f.contains("kind = \"fs2\"");
+    if !moves || !logs.iter().any(|d| f.contains(&format!("\"{d}\""))) {
         spares.extend(own);
         stack.push(f);
     }
