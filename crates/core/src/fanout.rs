@@ -8,8 +8,8 @@
 //! buffers point into the parent's at the right offset ([`Buf::at`](crate::io::Buf::at)), so the live executor
 //! moves the bytes and the data checker follows them with no code in the function.
 
+use crate::fxhash::FxHashMap;
 use crate::io::{Breakdown, Completion, Io, IoId, Status};
-use std::collections::HashMap;
 
 struct Parent {
     io: Io,
@@ -34,9 +34,9 @@ pub enum Step {
 /// Outstanding parents and their sub-I/Os. Memory is proportional to the I/Os in flight.
 #[derive(Default)]
 pub struct Fanout {
-    parents: HashMap<u64, Parent>,
+    parents: FxHashMap<u64, Parent>,
     /// Sub-I/O number → parent key.
-    subs: HashMap<u64, u64>,
+    subs: FxHashMap<u64, u64>,
     next_parent: u64,
     next_sub: u64,
 }

@@ -33,11 +33,12 @@ use super::model::shares;
 use super::persist::{Record, Shape, JOURNAL_BYTES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
+use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Step, IO_NUMBERS};
 use wattio_core::periodic::Periodic;
@@ -214,9 +215,9 @@ pub struct Paraid {
     dirty: BTreeMap<(usize, u64), Dirty>,
     /// Entries of `dirty` whose replica is the newer side.
     replicas: u64,
-    copying: HashMap<(usize, u64), Copying>,
+    copying: FxHashMap<(usize, u64), Copying>,
     /// Chunks whose copy failed since the last sample.
-    failed: HashSet<(usize, u64)>,
+    failed: FxHashSet<(usize, u64)>,
     copier: Copier,
     /// I/O sent down, by the own-I/O number it was renamed to (a slab: numbers are reused).
     pending: Vec<Option<Pending>>,
@@ -264,8 +265,8 @@ impl Paraid {
             original_writes: 0,
             dirty: BTreeMap::new(),
             replicas: 0,
-            copying: HashMap::new(),
-            failed: HashSet::new(),
+            copying: FxHashMap::default(),
+            failed: FxHashSet::default(),
             copier: Copier::new(COPY_BASE),
             pending: Vec::new(),
             free: Vec::new(),

@@ -57,10 +57,11 @@ pub(crate) use config::{check_array, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, Volume};
+use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{self, Journal, JournalConfig, IO_NUMBERS};
 use wattio_core::region::Region;
@@ -156,22 +157,22 @@ pub struct Raid {
     /// Member index by device id (`usize::MAX`: not a member).
     member: Vec<usize>,
     /// Bad pages: (member, member page). See the module docs.
-    bad: HashSet<(usize, u64)>,
+    bad: FxHashSet<(usize, u64)>,
     fanout: Fanout,
-    held: HashMap<u64, Held>,
+    held: FxHashMap<u64, Held>,
     next_held: u64,
-    ops: HashMap<u64, RowOp>,
+    ops: FxHashMap<u64, RowOp>,
     next_op: u64,
     /// Member I/O number → its row operation.
-    ios: HashMap<u64, u64>,
+    ios: FxHashMap<u64, u64>,
     next_io: u64,
     next_scratch: u64,
     /// Per stripe, its row operations in order (the first runs).
-    queues: HashMap<u64, VecDeque<u64>>,
+    queues: FxHashMap<u64, VecDeque<u64>>,
     /// Rows whose parity is known to match their data, a bit per row (stripe · pages per
     /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
     /// words, and by the rows written.
-    known: HashMap<u64, u64>,
+    known: FxHashMap<u64, u64>,
     /// The bad-page log (`persist`) and what it can hold.
     journal: Option<Journal>,
     shape: persist::Shape,
@@ -183,7 +184,7 @@ pub struct Raid {
     /// The last bad-page record appended (its sequence number).
     bad_seq: u64,
     /// Bad pages past the list's bound: in memory only; writes to their rows fail.
-    unpersisted: HashSet<(usize, u64)>,
+    unpersisted: FxHashSet<(usize, u64)>,
     /// Write replies waiting for a bad-page record: (its sequence number, sub-I/O, status).
     parked: Vec<(u64, Io, Status)>,
     counters: Counters,
@@ -230,17 +231,17 @@ impl Raid {
             },
             devs: Vec::new(),
             member: Vec::new(),
-            bad: HashSet::new(),
+            bad: FxHashSet::default(),
             fanout: Fanout::new(),
-            held: HashMap::new(),
+            held: FxHashMap::default(),
             next_held: 0,
-            ops: HashMap::new(),
+            ops: FxHashMap::default(),
             next_op: 0,
-            ios: HashMap::new(),
+            ios: FxHashMap::default(),
             next_io: 0,
             next_scratch: SCRATCH_BASE,
-            queues: HashMap::new(),
-            known: HashMap::new(),
+            queues: FxHashMap::default(),
+            known: FxHashMap::default(),
             journal: None,
             shape: persist::Shape {
                 disks: 0,
@@ -251,7 +252,7 @@ impl Raid {
             broken: false,
             early: Vec::new(),
             bad_seq: 0,
-            unpersisted: HashSet::new(),
+            unpersisted: FxHashSet::default(),
             parked: Vec::new(),
             counters: Counters::default(),
         }

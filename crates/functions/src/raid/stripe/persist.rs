@@ -15,7 +15,7 @@
 //! it a page is bad in memory only, and every write to its row fails with EIO (md fails the
 //! whole device then), so no acknowledged write depends on an unrecorded page.
 
-use std::collections::HashSet;
+use wattio_core::fxhash::FxHashSet;
 
 /// The owner name in the log's header.
 pub const OWNER: &str = "raid5-bad-pages";
@@ -82,8 +82,8 @@ impl Shape {
         &self,
         snapshot: &[u8],
         records: &[Vec<u8>],
-    ) -> Result<HashSet<(usize, u64)>, String> {
-        let mut bad = HashSet::new();
+    ) -> Result<FxHashSet<(usize, u64)>, String> {
+        let mut bad = FxHashSet::default();
         if !snapshot.is_empty() {
             let n = snapshot
                 .get(..4)
