@@ -269,6 +269,17 @@ impl Completion {
             breakdown,
         }
     }
+
+    /// `io` answered at once with `status` by the layer (no device time): the completion
+    /// a layer builds to refuse a request. (`finished` is the executor's to fill.)
+    pub fn answered(io: Io, status: Status) -> Completion {
+        Completion {
+            io,
+            status,
+            finished: 0,
+            breakdown: Breakdown::default(),
+        }
+    }
 }
 
 #[cfg(test)]

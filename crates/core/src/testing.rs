@@ -108,8 +108,8 @@ impl<F: Function> Harness<F> {
     /// region holds on the device: zeros for a new one): the region's read, its bytes, the
     /// new header's write, all answered at time 0. The other actions on the way.
     pub fn recover_log(&mut self, region: &[u8]) -> Vec<Action> {
-        let (dev, tag) = self.read_log(region.len());
-        let acts = self.bytes(0, tag, region);
+        let acts = self.log_bytes(region);
+        let dev = self.f.regions()[0].dev;
         let header = submitted(&acts)
             .into_iter()
             .find(|io| io.dev == dev && io.op == Op::Write && io.fua)
@@ -122,9 +122,16 @@ impl<F: Function> Harness<F> {
         rest
     }
 
-    /// Start the function and complete its log region's read (`len` bytes, whole): the
-    /// region's device and the tag its bytes are asked for with.
-    pub fn read_log(&mut self, len: usize) -> (DeviceId, u64) {
+    /// Start the function, complete its log region's read and hand it `region` as the
+    /// region's bytes: the actions that follow.
+    pub fn log_bytes(&mut self, region: &[u8]) -> Vec<Action> {
+        let tag = self.read_log(region.len());
+        self.bytes(0, tag, region)
+    }
+
+    /// Start the function and complete its log region's read (`len` bytes, whole): the tag
+    /// its bytes are asked for with.
+    fn read_log(&mut self, len: usize) -> u64 {
         let read = submitted(&self.start(0))[0];
         assert_eq!(
             (read.op, read.len as usize),
@@ -139,7 +146,7 @@ impl<F: Function> Harness<F> {
                 _ => None,
             })
             .expect("the region's bytes are asked for");
-        (read.dev, tag)
+        tag
     }
 
     pub fn timer(&mut self, now: Nanos, timer: TimerId) -> Vec<Action> {

@@ -742,12 +742,7 @@ impl Paraid {
         out.fail(&format!("paraid: {e}"));
         self.broken = true;
         for io in std::mem::take(&mut self.early) {
-            out.reply(Completion {
-                io,
-                status: Status::IoError,
-                finished: 0,
-                breakdown: Breakdown::default(),
-            });
+            out.reply(Completion::answered(io, Status::IoError));
         }
     }
 
@@ -901,12 +896,7 @@ impl Function for Paraid {
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         if self.broken {
-            return out.reply(Completion {
-                io,
-                status: Status::IoError,
-                finished: 0,
-                breakdown: Breakdown::default(),
-            });
+            return out.reply(Completion::answered(io, Status::IoError));
         }
         if !self.ready {
             return self.early.push(io);

@@ -966,12 +966,7 @@ impl Function for Raid {
             return;
         }
         if self.broken {
-            return out.reply(Completion {
-                io,
-                status: Status::IoError,
-                finished: 0,
-                breakdown: Breakdown::default(),
-            });
+            return out.reply(Completion::answered(io, Status::IoError));
         }
         if !self.ready {
             return self.early.push(io);

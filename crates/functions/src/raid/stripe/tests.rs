@@ -397,8 +397,7 @@ fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
     let region = h.function().regions()[0];
     let early = host(1, Op::Write, 0, 1);
     assert!(submitted(&h.request(0, early)).is_empty());
-    let (_, tag) = h.read_log(region.len as usize);
-    let acts = h.bytes(0, tag, &vec![0x5a; region.len as usize]);
+    let acts = h.log_bytes(&vec![0x5a; region.len as usize]);
     assert!(acts.iter().any(|a| matches!(a, Action::Fail { .. })));
     let r = replied(&acts);
     assert_eq!((r.len(), r[0].io, r[0].status), (1, early, Status::IoError));
