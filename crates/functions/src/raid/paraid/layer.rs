@@ -30,7 +30,7 @@
 //! durable, and host requests wait at start until the log is recovered.
 
 use super::model::shares;
-use super::persist::{Record, Shape, JOURNAL_BYTES, OWNER};
+use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
 use std::collections::{BTreeMap, VecDeque};
@@ -188,6 +188,8 @@ struct Counters {
     refused_by_ration: u64,
     recovered_dirty: u64,
     held_writes: u64,
+    held_replies: u64,
+    recovered_bad: u64,
 }
 
 pub struct Paraid {
@@ -241,6 +243,11 @@ pub struct Paraid {
     shape: Shape,
     /// Writes waiting for their dirty record.
     held: Vec<Held>,
+    /// The gears' bad pages the log holds (for checkpoints), the last one's sequence
+    /// number, and host write replies waiting for it to be durable.
+    bad: Vec<BadPage>,
+    bad_seq: u64,
+    parked: Vec<(u64, Completion)>,
     /// Host requests that came before the log was recovered.
     early: Vec<Io>,
     /// The state is known (recovered, or nothing to recover).
@@ -291,6 +298,9 @@ impl Paraid {
             held: Vec::new(),
             early: Vec::new(),
             broken: false,
+            bad: Vec::new(),
+            bad_seq: 0,
+            parked: Vec::new(),
             ready: false,
             p,
         }
@@ -339,9 +349,25 @@ impl Paraid {
 
     /// Carry out level g's actions: member I/Os are routed, replies go up.
     fn drive(&mut self, now: Nanos, g: usize, acts: &mut Actions, out: &mut Actions) {
+        if self.levels.iter().any(Raid::has_new_bad) {
+            self.log_bad(out);
+        }
         for a in acts.drain() {
             match a {
                 Action::Submit(io) => self.route(now, Origin::Level(g), io, None, out),
+                // A host write answered while a gear's bad page is not yet durable waits for
+                // it: a crash would forget the page, and a direct read of it return old bytes.
+                Action::Reply(c)
+                    if g == self.top()
+                        && c.io.op != Op::Read
+                        && self
+                            .journal
+                            .as_ref()
+                            .is_some_and(|j| self.bad_seq > j.durable()) =>
+                {
+                    self.counters.held_replies += 1;
+                    self.parked.push((self.bad_seq, c));
+                }
                 Action::Reply(c) if g == self.top() => {
                     self.busy.leave(now);
                     out.reply(c);
@@ -460,6 +486,16 @@ impl Paraid {
         }
     }
 
+    /// Log the gears' new bad pages.
+    fn log_bad(&mut self, out: &mut Actions) {
+        for level in 0..self.levels.len() {
+            for (disk, page) in self.levels[level].take_new_bad() {
+                self.bad.push((level, disk, page));
+                self.bad_seq = self.log(Record::Bad { level, disk, page }, out);
+            }
+        }
+    }
+
     /// Append `r` to the log (checkpointing when it is full); its sequence number (0
     /// without a log).
     fn log(&mut self, r: Record, out: &mut Actions) -> u64 {
@@ -474,9 +510,11 @@ impl Paraid {
             }
         };
         if j.wants_snapshot() {
-            let snap = self
-                .shape
-                .snapshot(self.gear, self.dirty.iter().map(|(&k, d)| (k, d.side)));
+            let snap = self.shape.snapshot(
+                self.gear,
+                self.dirty.iter().map(|(&k, d)| (k, d.side)),
+                &self.bad,
+            );
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("paraid: {e}"));
@@ -691,7 +729,14 @@ impl Paraid {
     fn step(&mut self, now: Nanos, s: Step, out: &mut Actions) {
         match s {
             Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
-                Ok((gear, dirty)) => {
+                Ok((gear, dirty, bad)) => {
+                    for &(level, disk, page) in &bad {
+                        if let Some(raid) = self.levels.get_mut(level) {
+                            raid.insert_bad(disk, page);
+                        }
+                    }
+                    self.counters.recovered_bad = bad.len() as u64;
+                    self.bad = bad;
                     // No gear record yet: the gear the array started in, which its first
                     // records were written in.
                     self.time_in[self.gear] += now.saturating_sub(self.since);
@@ -721,6 +766,16 @@ impl Paraid {
                 }
             },
             Step::Durable(upto) => {
+                let mut k = 0;
+                while k < self.parked.len() {
+                    if self.parked[k].0 <= upto {
+                        let (_, c) = self.parked.swap_remove(k);
+                        self.busy.leave(now);
+                        out.reply(c);
+                    } else {
+                        k += 1;
+                    }
+                }
                 let mut k = 0;
                 while k < self.held.len() {
                     if self.held[k].seq <= upto {
@@ -855,7 +910,7 @@ impl Function for Paraid {
                     ..d.clone()
                 })
                 .collect();
-            let mut raid = Raid::new(
+            let raid = Raid::new(
                 self.names[..self.p.gears[g]].to_vec(),
                 self.p.level,
                 self.p.parity,
@@ -863,6 +918,12 @@ impl Function for Paraid {
                 self.p.assume_clean,
             )
             .scratch_base(RAID_SCRATCH + ((g as u64) << 40));
+            // The gears' bad pages go to the layer's log (persist), shared by the gears.
+            let mut raid = if self.p.persist {
+                raid.report_bad(MAX_BAD_PAGES / m as u64)
+            } else {
+                raid
+            };
             raid.attach(&view)?;
             self.levels.push(raid);
         }
@@ -1012,6 +1073,8 @@ impl Function for Paraid {
             ("samples_held_by_ration", c.refused_by_ration as f64),
             ("recovered_dirty_chunks", c.recovered_dirty as f64),
             ("writes_held_for_dirty_record", c.held_writes as f64),
+            ("replies_held_for_bad_page", c.held_replies as f64),
+            ("recovered_bad_pages", c.recovered_bad as f64),
         ]
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))

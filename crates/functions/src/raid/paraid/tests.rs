@@ -308,3 +308,53 @@ fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
     assert_eq!(shape(&b), vec![(0, base, Op::Write, 0, false)]);
     assert_eq!(h.counter("writes_held_for_dirty_record"), 1.0);
 }
+
+#[test]
+fn a_host_write_that_made_a_gear_page_bad_is_answered_once_the_page_is_logged() {
+    // RAID-5 {3,4} in its highest gear (every disk on), persisted.
+    let mut p = params(Level::Raid5, &[3, 4], false);
+    p.persist = true;
+    let mut h = array(p);
+    let region = h.function().regions()[0];
+    h.recover_log(&vec![0; region.len as usize]);
+    let is_log = |io: &Io| io.dev == region.dev && io.offset >= region.offset;
+    // One page of chunk 0 (a known row: assume_clean). Member I/Os complete as they come,
+    // the first member write failing (that gear's page is bad); log writes complete only
+    // when nothing else is left.
+    let io = host(1, Op::Write, 0, 1);
+    let mut out = submitted(&h.request(0, io));
+    let mut logs = Vec::new();
+    let mut replies = Vec::new();
+    let mut failed = false;
+    let mut logged_before_reply = 0;
+    while replies.is_empty() {
+        let Some(m) = out.pop() else {
+            // Only log writes are left: the reply waits for them.
+            let l = logs.pop().expect("a log write is out");
+            logged_before_reply += 1;
+            let a = h.complete(2, l, Status::Ok);
+            replies.extend(replied(&a));
+            out.extend(submitted(&a));
+            continue;
+        };
+        if is_log(&m) {
+            logs.push(m);
+            continue;
+        }
+        let status = if m.op == Op::Write && !failed {
+            failed = true;
+            Status::IoError
+        } else {
+            Status::Ok
+        };
+        let a = h.complete(1, m, status);
+        replies.extend(replied(&a));
+        out.extend(submitted(&a));
+    }
+    assert!(failed && logged_before_reply >= 1);
+    assert_eq!(
+        (replies.len(), replies[0].io, replies[0].status),
+        (1, io, Status::Ok)
+    );
+    assert_eq!(h.counter("replies_held_for_bad_page"), 1.0);
+}

@@ -187,6 +187,10 @@ pub struct Raid {
     unpersisted: FxHashSet<(usize, u64)>,
     /// Write replies waiting for a bad-page record: (its sequence number, sub-I/O, status).
     parked: Vec<(u64, Io, Status)>,
+    /// Bad pages to hand to the layer that drives this RAID and logs them itself
+    /// ([`Raid::report_bad`]; PARAID's gears), since the last [`Raid::take_new_bad`].
+    report: bool,
+    new_bad: Vec<(usize, u64)>,
     counters: Counters,
 }
 
@@ -254,6 +258,8 @@ impl Raid {
             bad_seq: 0,
             unpersisted: FxHashSet::default(),
             parked: Vec::new(),
+            report: false,
+            new_bad: Vec::new(),
             counters: Counters::default(),
         }
     }
@@ -263,6 +269,30 @@ impl Raid {
     pub fn persist(mut self, max_bad_pages: u64) -> Raid {
         self.shape.max = max_bad_pages;
         self
+    }
+
+    /// Hand every new bad page to the driving layer ([`Raid::take_new_bad`]), which logs it
+    /// in a log of its own, at most `max_bad_pages` of them (past that, as with a log of
+    /// the RAID's own: in memory only, writes to their rows fail).
+    pub fn report_bad(mut self, max_bad_pages: u64) -> Raid {
+        self.report = true;
+        self.shape.max = max_bad_pages;
+        self
+    }
+
+    /// The bad pages marked since the last call: (member, member page).
+    pub fn take_new_bad(&mut self) -> Vec<(usize, u64)> {
+        std::mem::take(&mut self.new_bad)
+    }
+
+    /// Has a bad page been marked since the last [`Raid::take_new_bad`]?
+    pub fn has_new_bad(&self) -> bool {
+        !self.new_bad.is_empty()
+    }
+
+    /// A bad page recovered from the driving layer's log.
+    pub fn insert_bad(&mut self, disk: usize, page: u64) {
+        self.bad.insert((disk, page));
     }
 
     /// Number this layer's scratch buffers from `base` (PARAID drives several RAIDs in one
@@ -303,13 +333,16 @@ impl Raid {
             return;
         }
         self.counters.bad_pages += 1;
-        let Some(j) = self.journal.as_mut() else {
+        if self.journal.is_none() && !self.report {
             return;
-        };
+        }
         if (self.bad.len() - self.unpersisted.len()) as u64 > self.shape.max {
             self.unpersisted.insert(key);
             return;
         }
+        let Some(j) = self.journal.as_mut() else {
+            return self.new_bad.push(key);
+        };
         match j.append(&persist::record(key.0, key.1), out) {
             Ok(seq) => self.bad_seq = seq,
             Err(e) => return out.fail(&format!("{}: {e}", self.name)),
@@ -905,7 +938,7 @@ impl Function for Raid {
             ));
         }
         self.journal = None;
-        if self.shape.max > 0 && self.layout.level == Level::Raid5 {
+        if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
             // The log's size follows the list's bound; member 0 is shortened by it (and so
             // every member: a stripe spans them all).
             self.shape.disks = devs.len();
@@ -928,6 +961,7 @@ impl Function for Raid {
         }
         self.layout.disks = devs.len();
         self.layout.stripes = size / self.layout.chunk;
+        self.shape.disks = devs.len();
         self.shape.pages = self.layout.stripes * (self.layout.chunk / PAGE);
         self.member = vec![usize::MAX; devices.len()];
         for (m, &d) in devs.iter().enumerate() {
