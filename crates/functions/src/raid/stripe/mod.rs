@@ -39,9 +39,8 @@
 //!
 //! **The write hole.** A crash between a row's data and parity writes leaves parity that no
 //! longer matches the data, and a page rebuilt from it would be wrong. The layer cannot know
-//! which rows a crash tore: the sans-I/O contract gives a function no way to read back
-//! metadata it persisted (it never sees bytes), so md's write-intent bitmap or journal has
-//! no equivalent yet. It therefore tracks, in memory, the rows whose parity it *knows*
+//! which rows a crash tore without md's write-intent bitmap, which is not built (it would
+//! be records in the bad-page log's journal). It therefore tracks, in memory, the rows whose parity it *knows*
 //! matches their data — rows it wrote whole (full-row or reconstruct-write of the whole
 //! page) since it started — and rebuilds only those. A degraded read of any other row fails
 //! with EIO rather than return a guess; a write to an unknown row is a reconstruct-write
@@ -941,7 +940,6 @@ impl Function for Raid {
         if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
             // The log's size follows the list's bound; member 0 is shortened by it (and so
             // every member: a stripe spans them all).
-            self.shape.disks = devs.len();
             let d0 = devices.iter().find(|d| d.id == devs[0]).expect("a member");
             let len =
                 JournalConfig::region_len(self.shape.snapshot_bytes(), persist::JOURNAL_BYTES);
