@@ -78,11 +78,12 @@ impl Media {
     pub fn submit(&mut self, io: &Io, src: Option<&[u8]>) {
         match io.op {
             Op::Write if self.touches(io.offset, io.len as u64) => {
-                let mut b = vec![GARBAGE_BYTE; io.len as usize];
+                let len = io.len as usize;
+                let mut b = Vec::with_capacity(len);
                 if let Some(s) = src {
-                    let n = s.len().min(b.len());
-                    b[..n].copy_from_slice(&s[..n]);
+                    b.extend_from_slice(&s[..s.len().min(len)]);
                 }
+                b.resize(len, GARBAGE_BYTE);
                 self.writes.insert((io.id, io.offset), b);
             }
             Op::Flush => {
