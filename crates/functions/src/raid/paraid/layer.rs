@@ -33,6 +33,7 @@ use super::model::shares;
 use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
@@ -420,35 +421,45 @@ impl Paraid {
         }
         let key = (disk, x / self.p.chunk);
         let tracked = disk >= self.p.gears[0] && side.is_none();
-        let side = side.unwrap_or_else(|| match self.dirty.get(&key) {
+        let on = self.is_on(disk);
+        // A replica-newer chunk is read and written on the replica; any other on its disk
+        // when that is on.
+        let pick = |d: Option<&Dirty>| match d {
             Some(d) if d.side == Side::Replica => Side::Replica,
-            _ if self.is_on(disk) => Side::Original,
+            _ if on => Side::Original,
             _ => Side::Replica,
-        });
+        };
         let mut write = None;
         let mut wait = None;
-        if tracked && matches!(io.op, Op::Write | Op::Discard) {
-            let replicas = &mut self.replicas;
-            let mut new = false;
-            let d = self.dirty.entry(key).or_insert_with(|| {
-                *replicas += u64::from(side == Side::Replica);
-                new = true;
-                Dirty {
-                    side,
-                    version: 0,
-                    writes: 0,
-                    seq: 0,
+        let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
+            // One map lookup for a chunk already in the list (this is every write's path).
+            let (side, new, seq) = match self.dirty.entry(key) {
+                Entry::Occupied(e) => {
+                    let d = e.into_mut();
+                    let side = pick(Some(d));
+                    debug_assert_eq!(d.side, side, "a chunk has one newer side");
+                    d.version += 1;
+                    d.writes += 1;
+                    (side, false, d.seq)
                 }
-            });
-            debug_assert_eq!(d.side, side, "a chunk has one newer side");
-            d.side = side;
-            d.version += 1;
-            d.writes += 1;
+                Entry::Vacant(e) => {
+                    let side = pick(None);
+                    e.insert(Dirty {
+                        side,
+                        version: 1,
+                        writes: 1,
+                        seq: 0,
+                    });
+                    self.replicas += u64::from(side == Side::Replica);
+                    (side, true, 0)
+                }
+            };
             write = Some(key);
             if side == Side::Original {
                 self.original_writes += 1;
             }
-            if new {
+            let seq = if new {
+                // Logged after the insert: a checkpoint the record triggers holds the chunk.
                 let seq = self.log(
                     Record::Newer {
                         disk,
@@ -460,12 +471,17 @@ impl Paraid {
                 if let Some(d) = self.dirty.get_mut(&key) {
                     d.seq = seq;
                 }
-            }
-            let seq = self.dirty[&key].seq;
+                seq
+            } else {
+                seq
+            };
             if self.journal.as_ref().is_some_and(|j| seq > j.durable()) {
                 wait = Some(seq);
             }
-        }
+            side
+        } else {
+            side.unwrap_or_else(|| pick(self.dirty.get(&key)))
+        };
         let n = self.rename(Pending { origin, io, write });
         let io = Io {
             id: IoId::own(n),

@@ -30,11 +30,23 @@
 //!
 //! **On the log.** A record is 11 bytes: a tag, a disk (u16) and a chunk (u64), little-
 //! endian (a bad page: the gear in the disk field's high byte, the member in its low byte,
-//! the member page in the chunk field). A checkpoint (when the journal is full) is the gear
-//! (one byte), then 2 bits per chunk of every disk that can be spun down (0 clean, 1
-//! original newer, 2 replica newer), then the bad pages (a u32 count, 10 bytes each): its
-//! size at most is fixed by the geometry, so the log's region is too
-//! (`Shape::snapshot_bytes`).
+//! the member page in the chunk field). A checkpoint (when the journal is full) is the
+//! dirty list in whichever of two encodings is shorter, then the bad pages (a u32 count, 10
+//! bytes each):
+//!
+//! * a bitmap: the gear (one byte), then 2 bits per chunk of every disk that can be spun
+//!   down (0 clean, 1 original newer, 2 replica newer) — its size is fixed by the geometry,
+//!   so the log's region is too (`Shape::snapshot_bytes`);
+//! * a list: the gear with the high bit set (gears are < 128: an array has at most
+//!   `MAX_MEMBERS` = 64 disks), a u32 count, then per dirty chunk in ascending order of its
+//!   slot (disk − the lowest gear) × chunks + chunk, a LEB128 varint of (gap << 2 | state),
+//!   where gap is the slot minus the previous slot + 1 (the first: the slot). Chosen only
+//!   when shorter than the bitmap, so the bitmap's size stays the bound.
+//!
+//! The list is why checkpoints are cheap: a journal fills after about 256 log writes (each a
+//! 4 KiB block, see `JOURNAL_BYTES`), and the bitmap of five 36 GB disks is ~280 KB written,
+//! copied and checksummed each time, while a dirty list of 5,000 chunks is ~15 KB. A
+//! checkpoint written by a build before the list existed is a bitmap, and still reads.
 
 use super::layer::Side;
 use std::collections::BTreeMap;
@@ -50,6 +62,9 @@ const NEWER_REPLICA: u8 = 2;
 const CLEAN: u8 = 3;
 const GEAR: u8 = 4;
 const BAD: u8 = 5;
+/// The high bit of a checkpoint's gear byte: the dirty list follows as a list.
+const SPARSE: u8 = 0x80;
+const _: () = assert!(crate::raid::stripe::MAX_MEMBERS < SPARSE as usize);
 /// Bad pages of the gears the log holds at most.
 pub const MAX_BAD_PAGES: u64 = 4096;
 /// A record's bytes.
@@ -95,6 +110,41 @@ fn side_code(side: Side) -> u8 {
     }
 }
 
+/// A chunk state of a checkpoint: which side is newer (`None`: not a valid dirty state).
+fn state(code: u8) -> Option<Side> {
+    match code {
+        NEWER_ORIGINAL => Some(Side::Original),
+        NEWER_REPLICA => Some(Side::Replica),
+        _ => None,
+    }
+}
+
+/// Append `v` as an unsigned LEB128 varint (7 bits a byte, low first, high bit: more).
+fn put_varint(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+
+/// An unsigned LEB128 varint at the start of `b` and its length; `None` when `b` ends
+/// inside it or it does not fit in 64 bits.
+fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        let bits = u64::from(byte & 0x7f);
+        if i == 9 && bits > 1 {
+            return None;
+        }
+        v |= bits << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
 /// What is persisted, by geometry: disks `low..disks` can be spun down (the lowest gear's
 /// disks never are), each of `chunks` chunks; `gears` gears.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,18 +177,46 @@ impl Shape {
     }
 
     /// A checkpoint of `gear`, the dirty chunks' sides and the gears' bad pages (at most
-    /// `MAX_BAD_PAGES`, sorted).
+    /// `MAX_BAD_PAGES`, sorted): the dirty list as a list when that is shorter than the
+    /// bitmap.
     pub fn snapshot(
         &self,
         gear: usize,
         dirty: impl Iterator<Item = ((usize, u64), Side)>,
         bad: &[BadPage],
     ) -> Vec<u8> {
-        let mut b = vec![0; self.bitmap_end()];
-        b[0] = gear as u8;
-        for ((disk, chunk), side) in dirty {
-            let bit = ((disk - self.low) as u64 * self.chunks + chunk) * 2;
-            b[1 + (bit / 8) as usize] |= side_code(side) << (bit % 8);
+        let mut slots: Vec<(u64, u8)> = dirty
+            .map(|((disk, chunk), side)| {
+                (
+                    (disk - self.low) as u64 * self.chunks + chunk,
+                    side_code(side),
+                )
+            })
+            .collect();
+        // A B-tree's order is already the slots' order; sorting keeps any other source right.
+        if !slots.is_sorted_by_key(|s| s.0) {
+            slots.sort_unstable_by_key(|s| s.0);
+        }
+        let end = self.bitmap_end();
+        let mut b = Vec::with_capacity(end.min(5 + 3 * slots.len()) + 4 + bad.len() * 10);
+        b.push(gear as u8 | SPARSE);
+        b.extend_from_slice(&(slots.len() as u32).to_le_bytes());
+        let mut next = 0;
+        for &(slot, code) in &slots {
+            if b.len() >= end {
+                break;
+            }
+            put_varint(&mut b, (slot - next) << 2 | u64::from(code));
+            next = slot + 1;
+        }
+        if b.len() >= end {
+            b.clear();
+            b.resize(end, 0);
+            b[0] = gear as u8;
+            for (slot, code) in slots {
+                let bit = slot * 2;
+                b[1 + (bit / 8) as usize] |= code << (bit % 8);
+            }
         }
         let mut bad = bad.to_vec();
         bad.sort_unstable();
@@ -168,35 +246,28 @@ impl Shape {
         let mut dirty = BTreeMap::new();
         let mut bad = Vec::new();
         if !snapshot.is_empty() {
-            let end = self.bitmap_end();
+            let (g, list_end) = if snapshot[0] & SPARSE != 0 {
+                (snapshot[0] & !SPARSE, self.read_list(snapshot, &mut dirty)?)
+            } else {
+                let end = self.bitmap_end().min(snapshot.len());
+                self.read_bitmap(&snapshot[..end], &mut dirty)?;
+                (snapshot[0], self.bitmap_end())
+            };
             let count = snapshot
-                .get(end..end + 4)
+                .get(list_end..list_end + 4)
                 .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as u64);
             if count.is_none_or(|n| {
-                n > MAX_BAD_PAGES || snapshot.len() as u64 != end as u64 + 4 + n * 10
+                n > MAX_BAD_PAGES || snapshot.len() as u64 != list_end as u64 + 4 + n * 10
             }) {
                 return Err(format!(
                     "checkpoint: {} bytes, expected {} and a list of at most {MAX_BAD_PAGES} bad pages for this array's geometry",
                     snapshot.len(),
-                    end + 4
+                    list_end + 4
                 ));
             }
-            gear = Some(self.gear(snapshot[0] as usize, "checkpoint")?);
-            for (i, r) in snapshot[end + 4..].chunks(10).enumerate() {
+            gear = Some(self.gear(g as usize, "checkpoint")?);
+            for (i, r) in snapshot[list_end + 4..].chunks(10).enumerate() {
                 bad.push(self.bad_page(r, &format!("checkpoint bad page {}", i + 1))?);
-            }
-            for (i, &byte) in snapshot[1..end].iter().enumerate() {
-                for k in (0..8).step_by(2).filter(|k| byte >> k & 3 != 0) {
-                    let bit = i as u64 * 8 + k;
-                    let side = match byte >> k & 3 {
-                        NEWER_ORIGINAL => Side::Original,
-                        NEWER_REPLICA => Side::Replica,
-                        v => return Err(format!("checkpoint byte {}: chunk state {v}", i + 1)),
-                    };
-                    let slot = bit / 2;
-                    let key = (self.low + (slot / self.chunks) as usize, slot % self.chunks);
-                    dirty.insert(key, side);
-                }
             }
         }
         for (n, r) in records.iter().enumerate() {
@@ -237,6 +308,67 @@ impl Shape {
         Ok((gear, dirty, bad))
     }
 
+    fn key(&self, slot: u64) -> (usize, u64) {
+        (self.low + (slot / self.chunks) as usize, slot % self.chunks)
+    }
+
+    /// A checkpoint's bitmap (from its gear byte on) into `dirty`.
+    fn read_bitmap(
+        &self,
+        b: &[u8],
+        dirty: &mut BTreeMap<(usize, u64), Side>,
+    ) -> Result<(), String> {
+        for (i, &byte) in b.iter().enumerate().skip(1) {
+            for k in (0..8).step_by(2).filter(|k| byte >> k & 3 != 0) {
+                let side = state(byte >> k & 3)
+                    .ok_or_else(|| format!("checkpoint byte {i}: chunk state {}", byte >> k & 3))?;
+                dirty.insert(self.key(((i - 1) as u64 * 8 + k) / 2), side);
+            }
+        }
+        Ok(())
+    }
+
+    /// A checkpoint's list into `dirty`; where the list ends.
+    fn read_list(
+        &self,
+        b: &[u8],
+        dirty: &mut BTreeMap<(usize, u64), Side>,
+    ) -> Result<usize, String> {
+        let Some(count) = b.get(1..5) else {
+            return Err(format!(
+                "checkpoint: {} bytes, a list of dirty chunks needs a count at bytes 1–4",
+                b.len()
+            ));
+        };
+        let count = u32::from_le_bytes(count.try_into().expect("4 bytes")) as u64;
+        let slots = self.bits() / 2;
+        if count > slots {
+            return Err(format!(
+                "checkpoint: a list of {count} dirty chunks, the array has {slots} that can be"
+            ));
+        }
+        let (mut at, mut next) = (5, 0u64);
+        for _ in 0..count {
+            let (v, len) = get_varint(&b[at..])
+                .ok_or_else(|| format!("checkpoint byte {at}: a truncated or overlong varint"))?;
+            let side = state((v & 3) as u8)
+                .ok_or_else(|| format!("checkpoint byte {at}: chunk state {}", v & 3))?;
+            let slot = next
+                .checked_add(v >> 2)
+                .filter(|&s| s < slots)
+                .ok_or_else(|| {
+                    format!(
+                        "checkpoint byte {at}: chunk slot past the array's {slots} (gap {})",
+                        v >> 2
+                    )
+                })?;
+            dirty.insert(self.key(slot), side);
+            next = slot + 1;
+            at += len;
+        }
+        Ok(at)
+    }
+
     fn gear(&self, g: usize, at: &str) -> Result<usize, String> {
         if g < self.gears {
             Ok(g)
@@ -258,37 +390,210 @@ mod tests {
     };
 
     #[test]
-    fn a_checkpoint_is_two_bits_a_chunk_of_the_disks_that_can_sleep_then_the_bad_pages() {
+    fn a_dirty_list_longer_than_the_bitmap_is_checkpointed_as_two_bits_a_chunk() {
         // 3 disks × 10 chunks × 2 bits = 60 bits → 8 bytes, after the gear byte; then the
         // bad pages' count and at most 4,096 of 10 bytes.
         assert_eq!(SHAPE.snapshot_bytes(), 9 + 4 + 40_960);
+        // Slots (disk − 2) × 10 + chunk: 0, 3, 15, 21, 29. As a list: 5 header bytes and
+        // varints 1, 10, 45, 22, 30 (one byte each) = 10 bytes, not shorter than 9.
+        let dirty = [
+            ((2, 0), Side::Original),
+            ((2, 3), Side::Replica),
+            ((3, 5), Side::Original),
+            ((4, 1), Side::Replica),
+            ((4, 9), Side::Replica),
+        ];
+        let b = SHAPE.snapshot(1, dirty.into_iter(), &[]);
+        // Slot s is bits 2s–2s+1 of the bitmap from byte 1: slot 0 (01) and 3 (10) in byte
+        // 1 = 0b1000_0001; 15 in byte 4, bits 6–7; 21 in byte 6 and 29 in byte 8, bits 2–3.
+        // No bad page: a zero count.
+        assert_eq!(
+            b,
+            vec![
+                1,
+                0b1000_0001,
+                0,
+                0,
+                0b0100_0000,
+                0,
+                0b0000_1000,
+                0,
+                0b0000_1000,
+                0,
+                0,
+                0,
+                0
+            ]
+        );
+        let (gear, back, bad) = SHAPE.replay(&b, &[]).unwrap();
+        assert_eq!((gear, bad), (Some(1), vec![]));
+        assert_eq!(back, dirty.into_iter().collect());
+    }
+
+    #[test]
+    fn a_short_dirty_list_is_checkpointed_as_a_list_of_gaps() {
+        // Slots 0, 3 and 29: (gap << 2 | state) = 0 << 2 | 1, (3 − 1) << 2 | 2 = 10 and
+        // (29 − 4) << 2 | 2 = 102; after the gear with the high bit and the count: 8 bytes,
+        // shorter than the 9-byte bitmap.
         let dirty = [
             ((2, 0), Side::Original),
             ((2, 3), Side::Replica),
             ((4, 9), Side::Replica),
         ];
         let b = SHAPE.snapshot(1, dirty.into_iter(), &[]);
-        // Chunk (2,0) is bit 0 (01), (2,3) bits 6–7 (10): byte 1 = 0b1000_0001; (4,9) is
-        // slot 29, bits 58–59: byte 1 + 7, bits 2–3. No bad page: a zero count.
-        assert_eq!(
-            b,
-            vec![1, 0b1000_0001, 0, 0, 0, 0, 0, 0, 0b0000_1000, 0, 0, 0, 0]
-        );
+        assert_eq!(b, vec![0x81, 3, 0, 0, 0, 1, 10, 102, 0, 0, 0, 0]);
         let (gear, back, bad) = SHAPE.replay(&b, &[]).unwrap();
         assert_eq!((gear, bad), (Some(1), vec![]));
         assert_eq!(back, dirty.into_iter().collect());
-        // Gear 1's member 2, page 0x0102: the gear in the high byte, little-endian.
-        let b = SHAPE.snapshot(0, [].into_iter(), &[(1, 2, 0x0102), (0, 4, 7)]);
-        assert_eq!(b.len(), 9 + 4 + 20);
-        assert_eq!(&b[9..13], &[2, 0, 0, 0]);
+        // A gap past 31 takes two varint bytes: disk 2's chunk 300 of 1,000 is slot 300,
+        // 300 << 2 | 1 = 1201 = 0x4b1 → 0xb1, 0x09 (low seven bits first).
+        let wide = Shape {
+            chunks: 1000,
+            ..SHAPE
+        };
+        let b = wide.snapshot(0, [((2, 300), Side::Original)].into_iter(), &[]);
+        assert_eq!(b, vec![0x80, 1, 0, 0, 0, 0xb1, 0x09, 0, 0, 0, 0]);
         assert_eq!(
-            &b[13..23],
+            wide.replay(&b, &[]).unwrap().1,
+            [((2, 300), Side::Original)].into_iter().collect()
+        );
+        // Bad pages follow either encoding. Gear 1's member 2, page 0x0102: the gear in the
+        // high byte, little-endian.
+        let b = SHAPE.snapshot(0, [].into_iter(), &[(1, 2, 0x0102), (0, 4, 7)]);
+        assert_eq!(&b[..9], &[0x80, 0, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(b.len(), 9 + 20);
+        assert_eq!(
+            &b[9..19],
             &[4, 0, 7, 0, 0, 0, 0, 0, 0, 0],
             "sorted: gear 0 first"
         );
-        assert_eq!(&b[23..33], &[2, 1, 2, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&b[19..29], &[2, 1, 2, 1, 0, 0, 0, 0, 0, 0]);
         let (_, _, bad) = SHAPE.replay(&b, &[]).unwrap();
         assert_eq!(bad, vec![(0, 4, 7), (1, 2, 0x0102)]);
+    }
+
+    #[test]
+    fn a_malformed_list_is_refused_naming_the_byte() {
+        let cases: [(&[u8], &str); 6] = [
+            (
+                &[0x80, 1],
+                "checkpoint: 2 bytes, a list of dirty chunks needs a count at bytes 1–4",
+            ),
+            (
+                &[0x80, 31, 0, 0, 0],
+                "checkpoint: a list of 31 dirty chunks, the array has 30 that can be",
+            ),
+            (
+                &[0x80, 1, 0, 0, 0, 0x85],
+                "checkpoint byte 5: a truncated or overlong varint",
+            ),
+            (&[0x80, 1, 0, 0, 0, 3], "checkpoint byte 5: chunk state 3"),
+            (&[0x80, 1, 0, 0, 0, 0], "checkpoint byte 5: chunk state 0"),
+            (
+                &[0x80, 2, 0, 0, 0, 1, 29 << 2 | 1],
+                "checkpoint byte 6: chunk slot past the array's 30 (gap 29)",
+            ),
+        ];
+        for (b, want) in cases {
+            assert_eq!(SHAPE.replay(b, &[]).unwrap_err(), want, "{b:?}");
+        }
+        // An overlong varint: ten bytes whose last carries more than 64 bits' worth.
+        let mut b = vec![0x80, 1, 0, 0, 0];
+        b.extend_from_slice(&[0xff; 9]);
+        b.push(0x02);
+        assert_eq!(
+            SHAPE.replay(&b, &[]).unwrap_err(),
+            "checkpoint byte 5: a truncated or overlong varint"
+        );
+        // A list with the bad pages' count missing, and a gear the array lacks.
+        assert_eq!(
+            SHAPE.replay(&[0x80, 0, 0, 0, 0], &[]).unwrap_err(),
+            "checkpoint: 5 bytes, expected 9 and a list of at most 4096 bad pages for this array's geometry"
+        );
+        assert_eq!(
+            SHAPE
+                .replay(&[0x83, 0, 0, 0, 0, 0, 0, 0, 0], &[])
+                .unwrap_err(),
+            "checkpoint: gear 3, the array has 3"
+        );
+    }
+
+    /// A small deterministic generator (xorshift64*), so the cases are the same every run.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
+    #[test]
+    fn any_dirty_list_round_trips_and_a_corrupted_checkpoint_is_an_error_never_a_panic() {
+        let shape = Shape {
+            low: 1,
+            disks: 4,
+            chunks: 700,
+            gears: 3,
+        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut lists, mut bitmaps) = (0, 0);
+        for case in 0..400 {
+            // From a handful of chunks (a list) to most of them (the bitmap).
+            let n = match case % 4 {
+                0 => rng.next() % 8,
+                1 => rng.next() % 200,
+                _ => rng.next() % 2100,
+            };
+            let mut dirty = BTreeMap::new();
+            for _ in 0..n {
+                let key = (1 + (rng.next() % 3) as usize, rng.next() % 700);
+                let side = [Side::Original, Side::Replica][(rng.next() % 2) as usize];
+                dirty.insert(key, side);
+            }
+            let gear = (rng.next() % 3) as usize;
+            let bad: Vec<BadPage> = (0..rng.next() % 3)
+                .map(|_| {
+                    (
+                        (rng.next() % 3) as usize,
+                        (rng.next() % 4) as usize,
+                        rng.next(),
+                    )
+                })
+                .collect();
+            let b = shape.snapshot(gear, dirty.iter().map(|(&k, &s)| (k, s)), &bad);
+            assert!(b.len() as u64 <= shape.snapshot_bytes());
+            if b[0] & SPARSE != 0 {
+                lists += 1;
+            } else {
+                bitmaps += 1;
+            }
+            let (g, back, mut got) = shape.replay(&b, &[]).unwrap();
+            let mut want = bad.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!((g, &back, got), (Some(gear), &dirty, want), "case {case}");
+            // Flip, cut or extend: the parser answers, and never with more chunks than exist.
+            for _ in 0..8 {
+                let mut m = b.clone();
+                match rng.next() % 3 {
+                    0 => {
+                        let i = (rng.next() % m.len() as u64) as usize;
+                        m[i] ^= 1 << (rng.next() % 8);
+                    }
+                    1 => m.truncate((rng.next() % m.len() as u64) as usize),
+                    _ => m.push(rng.next() as u8),
+                }
+                if let Ok((_, d, _)) = shape.replay(&m, &[]) {
+                    assert!(d.len() as u64 <= 3 * 700);
+                }
+            }
+        }
+        assert!(
+            lists > 100 && bitmaps > 100,
+            "{lists} lists, {bitmaps} bitmaps"
+        );
     }
 
     #[test]
