@@ -40,6 +40,7 @@ fn run(accesses: u64) -> (f64, f64, u64) {
             hw: Default::default(),
             pavm: Default::default(),
         },
+        reshape: None,
     };
     let mut sim = MemSim::new(&cfg).unwrap();
     // Four streaming processes over 96 MiB each: pages on every rank, a page-table walk

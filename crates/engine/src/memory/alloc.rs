@@ -25,6 +25,8 @@ impl Hasher for PageHasher {
 }
 
 pub type PageTable = HashMap<u64, u64, BuildHasherDefault<PageHasher>>;
+/// Accesses per physical page (traffic reshaping's counters).
+pub type PageCounts = HashMap<u64, u32, BuildHasherDefault<PageHasher>>;
 
 /// Free physical pages, per rank. A page number is `rank * pages_per_rank + index`.
 pub struct Frames {

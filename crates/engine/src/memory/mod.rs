@@ -26,13 +26,14 @@ mod alloc;
 pub mod delay_hiding;
 pub mod workload;
 
-use alloc::{Frames, PageTable};
+use alloc::{Frames, PageCounts, PageTable};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::path::Path;
 use wattio_core::time::secs_to_ns;
 use wattio_core::Nanos;
 use wattio_devices::dram::{Rank, RankSpec, STANDBY, STATE_NAMES};
+use wattio_functions::memory::reshape::{PageUse, Reshape, ReshapeConfig};
 use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
 use wattio_workload::Rng;
 pub use workload::{load_memtrace, Hitting, ProcEvent, ProcessStream, Recorded, Streaming};
@@ -84,6 +85,10 @@ pub struct MemConfig {
     pub placement: Placement,
     pub seed: u64,
     pub policy: PolicyConfig,
+    /// Traffic reshaping (ch. 4): the most accessed pages kept on hot ranks, under any
+    /// policy but PAVM (which places pages itself). Absent: none.
+    #[serde(default)]
+    pub reshape: Option<ReshapeConfig>,
 }
 
 fn one() -> usize {
@@ -135,9 +140,11 @@ pub struct MemSummary {
     pub delayed_sr: u64,
     pub switches: u64,
     pub pages_touched: u64,
-    /// Pages the policy's migration passes moved, and the line accesses that copied them
-    /// (a read and a write per line; counted in the ranks' reads and writes, not above).
+    /// Pages the policy's migration passes moved, pages traffic reshaping moved, and the
+    /// line accesses that copied both (a read and a write per line; counted in the ranks'
+    /// reads and writes, not above).
     pub pages_migrated: u64,
+    pub pages_reshaped: u64,
     pub migration_accesses: u64,
     pub ranks: Vec<RankSummary>,
     pub counters: Vec<(String, f64)>,
@@ -224,6 +231,15 @@ impl MemSim {
         }
         // Build once here so a bad policy table fails before any trace is read.
         memory::build(&cfg.policy, &spec, cfg.ranks, cfg.cpus)?;
+        if let Some(r) = &cfg.reshape {
+            Reshape::new(r, cfg.ranks)?;
+            if cfg.interleave != Interleave::RankFill {
+                return Err("memory.reshape: moves pages between ranks, which needs interleave = \"rank-fill\" (a page on one rank)".into());
+            }
+            if cfg.policy.kind.starts_with("pavm") {
+                return Err("memory.reshape: PAVM places and migrates pages itself; reshaping runs under nopm, ipd, isr, hw or hw-sw".into());
+            }
+        }
         Ok(MemSim {
             cfg: cfg.clone(),
             spec,
@@ -289,6 +305,11 @@ struct Run {
     migration: Option<(Nanos, Nanos, usize)>,
     pages_migrated: u64,
     migration_accesses: u64,
+    /// Traffic reshaping: the planner and its next pass; the accesses per physical page
+    /// since the counts were last halved (kept only when reshaping).
+    reshape: Option<(Reshape, Nanos)>,
+    counts: PageCounts,
+    pages_reshaped: u64,
     reads: u64,
     writes: u64,
     response_sum: u128,
@@ -322,6 +343,14 @@ impl Run {
             .migration()
             .filter(|_| cfg.interleave == Interleave::RankFill)
             .map(|(p, n)| (p, p, n));
+        let reshape = match &cfg.reshape {
+            Some(c) => {
+                let r = Reshape::new(c, cfg.ranks)?;
+                let first = r.period_ns;
+                Some((r, first))
+            }
+            None => None,
+        };
         let mut runq: VecDeque<usize> = (0..procs.len()).collect();
         let mut cpus: Vec<Cpu> = (0..cfg.cpus)
             .map(|_| Cpu {
@@ -354,6 +383,9 @@ impl Run {
             migration,
             pages_migrated: 0,
             migration_accesses: 0,
+            reshape,
+            counts: PageCounts::default(),
+            pages_reshaped: 0,
             reads: 0,
             writes: 0,
             response_sum: 0,
@@ -398,7 +430,6 @@ impl Run {
     /// so its time and energy land on both ranks and it delays the accesses behind it.
     #[cold]
     fn migrate(&mut self, now: Nanos, budget: usize) {
-        let lines = 1u64 << (self.page_shift - self.line_shift);
         let mut moved = 0;
         for pi in 0..self.procs.len() {
             if moved == budget {
@@ -426,32 +457,93 @@ impl Run {
                 else {
                     continue;
                 };
-                let new = self.frames.alloc(to).expect("rank has a free page");
-                let mut mem = Mem {
-                    spec: &self.spec,
-                    ranks: &mut self.ranks,
-                };
-                let mut t = now.max(self.bus_free);
-                for _ in 0..lines {
-                    for (r, write) in [(from, false), (to, true)] {
-                        self.policy.before_access(t, 0, r, &mut mem);
-                        let served = mem.ranks[r].access(mem.spec, t, write, self.service);
-                        self.policy.after_access(served.done, 0, r, &mut mem);
-                        t = served.done;
-                    }
-                }
-                self.bus_free = t;
-                self.migration_accesses += 2 * lines;
-                self.frames.release(frame);
-                let p = &mut self.procs[pi];
-                p.pages.insert(vpage, new);
-                p.tlb = None;
-                self.policy.on_unmap(pid, from);
-                self.policy.on_map(pid, to);
+                self.move_page(now, pi, vpage, frame, to);
                 self.pages_migrated += 1;
                 moved += 1;
             }
         }
+    }
+
+    /// Move process `pi`'s page `vpage` from physical page `frame` to a free page of rank
+    /// `to`, at `now`: the page is copied line by line on the channel (read on the old
+    /// rank, write on the new), so its time and energy land on both ranks and it delays the
+    /// accesses behind it; the policy hears of it as an unmap and a map.
+    fn move_page(&mut self, now: Nanos, pi: usize, vpage: u64, frame: u64, to: usize) {
+        let lines = 1u64 << (self.page_shift - self.line_shift);
+        let from = self.frames.rank_of(frame);
+        let new = self.frames.alloc(to).expect("rank has a free page");
+        let mut mem = Mem {
+            spec: &self.spec,
+            ranks: &mut self.ranks,
+        };
+        let mut t = now.max(self.bus_free);
+        for _ in 0..lines {
+            for (r, write) in [(from, false), (to, true)] {
+                self.policy.before_access(t, 0, r, &mut mem);
+                let served = mem.ranks[r].access(mem.spec, t, write, self.service);
+                self.policy.after_access(served.done, 0, r, &mut mem);
+                t = served.done;
+            }
+        }
+        self.bus_free = t;
+        self.migration_accesses += 2 * lines;
+        self.frames.release(frame);
+        if let Some(c) = self.counts.remove(&frame) {
+            self.counts.insert(new, c);
+        }
+        let pid = self.procs[pi].pid;
+        let p = &mut self.procs[pi];
+        p.pages.insert(vpage, new);
+        p.tlb = None;
+        self.policy.on_unmap(pid, from);
+        self.policy.on_map(pid, to);
+    }
+
+    /// Run a reshaping pass at `now` if one is due (as migration passes: at the access
+    /// that finds it due; overdue passes run as one).
+    #[inline]
+    fn reshapes(&mut self, now: Nanos) {
+        if let Some((_, next)) = &mut self.reshape {
+            if *next <= now {
+                self.reshape_pass(now);
+            }
+        }
+    }
+
+    /// One reshaping pass: every mapped page with its count, the planner's moves made in
+    /// order, then every count halved.
+    #[cold]
+    fn reshape_pass(&mut self, now: Nanos) {
+        let Some((plan, next)) = self.reshape.take() else {
+            return;
+        };
+        let behind = (now - next) / plan.period_ns + 1;
+        let mut pages = Vec::new();
+        let mut owners = Vec::new();
+        for (pi, p) in self.procs.iter().enumerate() {
+            for (&vpage, &frame) in &p.pages {
+                pages.push(PageUse {
+                    count: self.counts.get(&frame).copied().unwrap_or(0),
+                    rank: self.frames.rank_of(frame),
+                    frame,
+                });
+                owners.push((pi, vpage));
+            }
+        }
+        for m in plan.plan(&pages, self.frames.free()) {
+            let (pi, vpage) = owners[m.page];
+            // The page table is the truth: a page displaced earlier in this pass has a new
+            // frame, found here.
+            let frame = self.procs[pi].pages[&vpage];
+            self.move_page(now, pi, vpage, frame, m.to);
+            self.pages_reshaped += 1;
+        }
+        self.counts.retain(|_, c| {
+            *c /= 2;
+            *c > 0
+        });
+        let due = next + behind * plan.period_ns;
+        self.reshape = Some((plan, due));
     }
 
     /// The physical page of `vpage` for process `pi`, allocated on first touch.
@@ -537,6 +629,7 @@ impl Run {
         for f in gone {
             let r = self.frames.rank_of(f);
             self.frames.release(f);
+            self.counts.remove(&f);
             if self.cfg.interleave == Interleave::RankFill {
                 self.policy.on_unmap(pid, r);
             }
@@ -631,7 +724,12 @@ impl Run {
                     let now = self.cpus[c].clock + gap;
                     self.ticks(now);
                     self.migrations(now);
+                    self.reshapes(now);
                     let frame = self.translate(pi, vaddr >> self.page_shift)?;
+                    if self.reshape.is_some() {
+                        let c = self.counts.entry(frame).or_insert(0);
+                        *c = c.saturating_add(1);
+                    }
                     let r = self.rank_of(frame, vaddr);
                     let pid = self.procs[pi].pid;
                     let mut mem = Mem {
@@ -727,6 +825,7 @@ impl Run {
             switches: self.switches,
             pages_touched: self.pages_touched,
             pages_migrated: self.pages_migrated,
+            pages_reshaped: self.pages_reshaped,
             migration_accesses: self.migration_accesses,
             ranks,
             counters: self.policy.counters(),

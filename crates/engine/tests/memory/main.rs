@@ -10,6 +10,7 @@ use std::path::Path;
 use wattio_engine::memory::{
     run_config, Interleave, MemConfig, MemSim, MemSummary, Placement, ProcEvent, Recorded,
 };
+use wattio_functions::memory::reshape::ReshapeConfig;
 use wattio_functions::memory::PolicyConfig;
 
 fn cfg(kind: &str, ranks: usize) -> MemConfig {
@@ -29,6 +30,7 @@ fn cfg(kind: &str, ranks: usize) -> MemConfig {
             hw: Default::default(),
             pavm: Default::default(),
         },
+        reshape: None,
     }
 }
 
@@ -46,6 +48,90 @@ fn stream(n: u64, gap: u64) -> Box<Recorded> {
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs()
+}
+
+/// Traffic reshaping by hand: two ranks of 64 pages of 1 MiB (rank 0 hot), pages placed in
+/// order. Pages 0–63 are read once and fill rank 0; page 64 lands on rank 1 and is read
+/// 20,000 times, 100 ns apart (30 ns of computation, a 70 ns read). The first pass is due at
+/// 1 ms: read k of page 64 arrives at 6,400 + 30 + 100·k ns, so the pass runs before read
+/// 9,936 (at 1,000,030 ns). The hot set is ⌈1 % of 65 pages⌉ = page 64; rank 0 is full, so
+/// the least accessed page there (all read once: the highest frame, page 63) moves to rank
+/// 1 first, then page 64 to rank 0: two pages of 8,192 lines, each line a read and a write.
+/// The next pass finds page 64 hot and already hot-ranked: nothing moves.
+#[test]
+fn reshaping_moves_the_hot_page_and_displaces_the_coldest() {
+    let mut c = cfg("nopm", 2);
+    c.page_bytes = 1 << 20;
+    c.quantum_ns = 1_000_000_000;
+    c.reshape = Some(ReshapeConfig {
+        pages_pct: 1.0,
+        period_ms: 1,
+        hot_ranks: 0,
+    });
+    let mut events: Vec<ProcEvent> = (0..64u64)
+        .map(|p| ProcEvent::Access {
+            gap: 30,
+            vaddr: p << 20,
+            write: false,
+        })
+        .collect();
+    events.extend((0..20_000).map(|_| ProcEvent::Access {
+        gap: 30,
+        vaddr: 64 << 20,
+        write: false,
+    }));
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add(Box::new(Recorded::new(events)));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_reshaped, s.pages_migrated), (2, 0));
+    assert_eq!(s.migration_accesses, 2 * 8192 * 2);
+    assert_eq!(s.reads, 64 + 20_000);
+    // Rank 0: the 64 first reads, page 64's reads after the pass, page 63 copied out;
+    // rank 1: page 64's reads before the pass and its copy out; each took one page's writes.
+    assert_eq!(s.ranks[0].reads, 64 + (20_000 - 9_936) + 8192);
+    assert_eq!(s.ranks[1].reads, 9_936 + 8192);
+    assert_eq!((s.ranks[0].writes, s.ranks[1].writes), (8192, 8192));
+    // Without reshaping every read of page 64 stays on rank 1.
+    c.reshape = None;
+    let mut events: Vec<ProcEvent> = (0..64u64)
+        .map(|p| ProcEvent::Access {
+            gap: 30,
+            vaddr: p << 20,
+            write: false,
+        })
+        .collect();
+    events.extend((0..20_000).map(|_| ProcEvent::Access {
+        gap: 30,
+        vaddr: 64 << 20,
+        write: false,
+    }));
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add(Box::new(Recorded::new(events)));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_reshaped, s.ranks[1].reads), (0, 20_000));
+}
+
+#[test]
+fn reshaping_needs_rank_fill_and_no_pavm() {
+    let mut c = cfg("pavm", 4);
+    c.reshape = Some(ReshapeConfig {
+        pages_pct: 5.0,
+        period_ms: 100,
+        hot_ranks: 0,
+    });
+    let e = MemSim::new(&c).err().unwrap();
+    assert!(e.starts_with("memory.reshape: PAVM places"), "{e}");
+    c.policy.kind = "hw".into();
+    c.interleave = Interleave::RankSpread;
+    let e = MemSim::new(&c).err().unwrap();
+    assert!(
+        e.starts_with("memory.reshape: moves pages between ranks"),
+        "{e}"
+    );
+    c.interleave = Interleave::RankFill;
+    c.reshape.as_mut().unwrap().hot_ranks = 9;
+    let e = MemSim::new(&c).err().unwrap();
+    assert!(e.starts_with("memory.reshape.hot_ranks: "), "{e}");
 }
 
 /// Ten reads, 30 ns of computation before each, 70 ns each (tRCD 15 + CL 15 + 40 ns burst).

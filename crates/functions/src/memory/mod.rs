@@ -19,6 +19,10 @@
 //! | `pavm+ipd` | [`pavm`] | PAVM, and IPD inside a process's active ranks |
 //! | `pavm+hw-sw` | [`pavm`] | PAVM telling the context-aware PMU the active ranks (ch. 3) |
 //!
+//! Traffic reshaping (ch. 4, [`reshape`]: the most accessed pages moved onto hot ranks) is
+//! not a power policy but the kernel thread's plan under any of them (`[memory.reshape]`:
+//! HW_x is `hw` with `pages_pct = x`).
+//!
 //! Policies are built from a `[memory.policy]` table by [`build`]; every parameter is
 //! documented in `docs/functions/memory-*.md`.
 
@@ -26,6 +30,7 @@ pub mod delay_hiding;
 pub mod hw;
 pub mod immediate;
 pub mod pavm;
+pub mod reshape;
 
 use serde::Deserialize;
 use wattio_core::{Nanos, PowerStateId};
