@@ -392,6 +392,11 @@ pub struct Rank {
     /// Accesses that found the rank in powerdown / in self refresh.
     pub delayed_pd: u64,
     pub delayed_sr: u64,
+    /// Idle periods between two accesses (an access arriving after the previous one ended;
+    /// back-to-back accesses make none) and their total length: the gaps a low-power state
+    /// can use (traffic reshaping lengthens the cold ranks', Huang 2006 §4.4).
+    pub idle_periods: u64,
+    pub idle_period_ns: Nanos,
 }
 
 impl Rank {
@@ -405,6 +410,8 @@ impl Rank {
             writes: 0,
             delayed_pd: 0,
             delayed_sr: 0,
+            idle_periods: 0,
+            idle_period_ns: 0,
         }
     }
 
@@ -428,6 +435,10 @@ impl Rank {
     /// low-power state, waits for the exit.
     #[inline]
     pub fn access(&mut self, spec: &RankSpec, now: Nanos, write: bool, service: Nanos) -> Served {
+        if now > self.idle_since && self.reads + self.writes > 0 {
+            self.idle_periods += 1;
+            self.idle_period_ns += now - self.idle_since;
+        }
         let mut t = now.max(self.busy_until);
         let woke_from = match self.state {
             POWERDOWN => {
@@ -719,6 +730,9 @@ mod tests {
         let rows = r.rows(&s, end);
         let pd_exit = rows.iter().find(|r| r.slot == "powerdown_exit").unwrap();
         assert_eq!((pd_exit.entries, pd_exit.residency_ns), (1, 5));
+        // Idle periods: 170–1170 and 1245–12245 (none before the first access, none for
+        // the read queued behind another).
+        assert_eq!((r.idle_periods, r.idle_period_ns), (2, 1000 + 11_000));
     }
 
     #[test]

@@ -121,6 +121,9 @@ pub struct RankSummary {
     pub writes: u64,
     pub delayed_pd: u64,
     pub delayed_sr: u64,
+    /// Gaps between accesses (`Rank::idle_periods`) and their total length.
+    pub idle_periods: u64,
+    pub idle_period_ns: Nanos,
 }
 
 /// The outcome of a memory run.
@@ -802,6 +805,8 @@ impl Run {
                 writes: r.writes,
                 delayed_pd: r.delayed_pd,
                 delayed_sr: r.delayed_sr,
+                idle_periods: r.idle_periods,
+                idle_period_ns: r.idle_period_ns,
             })
             .collect();
         let energy_j: f64 = ranks.iter().map(|r| r.energy_j).sum();
