@@ -60,6 +60,18 @@ fn close(a: f64, b: f64) -> bool {
 /// The next pass finds page 64 hot and already hot-ranked: nothing moves.
 #[test]
 fn reshaping_moves_the_hot_page_and_displaces_the_coldest() {
+    // One read of each of pages 0–63, then 20,000 reads of page 64, 30 ns apart.
+    let run_pages = |c: &MemConfig| {
+        let read = |page: u64| ProcEvent::Access {
+            gap: 30,
+            vaddr: page << 20,
+            write: false,
+        };
+        let events = (0..64).map(read).chain((0..20_000).map(|_| read(64)));
+        let mut sim = MemSim::new(c).unwrap();
+        sim.add(Box::new(Recorded::new(events.collect())));
+        sim.run().unwrap()
+    };
     let mut c = cfg("nopm", 2);
     c.page_bytes = 1 << 20;
     c.quantum_ns = 1_000_000_000;
@@ -68,21 +80,7 @@ fn reshaping_moves_the_hot_page_and_displaces_the_coldest() {
         period_ms: 1,
         hot_ranks: 0,
     });
-    let mut events: Vec<ProcEvent> = (0..64u64)
-        .map(|p| ProcEvent::Access {
-            gap: 30,
-            vaddr: p << 20,
-            write: false,
-        })
-        .collect();
-    events.extend((0..20_000).map(|_| ProcEvent::Access {
-        gap: 30,
-        vaddr: 64 << 20,
-        write: false,
-    }));
-    let mut sim = MemSim::new(&c).unwrap();
-    sim.add(Box::new(Recorded::new(events)));
-    let s = sim.run().unwrap();
+    let s = run_pages(&c);
     assert_eq!((s.pages_reshaped, s.pages_migrated), (2, 0));
     assert_eq!(s.migration_accesses, 2 * 8192 * 2);
     assert_eq!(s.reads, 64 + 20_000);
@@ -93,21 +91,7 @@ fn reshaping_moves_the_hot_page_and_displaces_the_coldest() {
     assert_eq!((s.ranks[0].writes, s.ranks[1].writes), (8192, 8192));
     // Without reshaping every read of page 64 stays on rank 1.
     c.reshape = None;
-    let mut events: Vec<ProcEvent> = (0..64u64)
-        .map(|p| ProcEvent::Access {
-            gap: 30,
-            vaddr: p << 20,
-            write: false,
-        })
-        .collect();
-    events.extend((0..20_000).map(|_| ProcEvent::Access {
-        gap: 30,
-        vaddr: 64 << 20,
-        write: false,
-    }));
-    let mut sim = MemSim::new(&c).unwrap();
-    sim.add(Box::new(Recorded::new(events)));
-    let s = sim.run().unwrap();
+    let s = run_pages(&c);
     assert_eq!((s.pages_reshaped, s.ranks[1].reads), (0, 20_000));
 }
 
