@@ -130,6 +130,13 @@ pub enum Step {
     Failed(String),
 }
 
+/// Take out of `waiting` what a [`Step::Durable`]`(upto)` releases: every item whose
+/// record's sequence number (`seq`) is at most `upto`, in the order they were added (the
+/// replies and writes a function holds until the records they depend on are durable).
+pub fn durable<T>(waiting: &mut Vec<T>, upto: u64, seq: impl Fn(&T) -> u64) -> Vec<T> {
+    waiting.extract_if(.., |x| seq(x) <= upto).collect()
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// Not started: `recover` first.

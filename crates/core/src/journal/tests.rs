@@ -416,3 +416,17 @@ fn appends_wait_for_recovery_and_bad_layouts_are_refused() {
     })
     .is_err());
 }
+
+#[test]
+fn durable_releases_what_the_records_cover_in_the_order_held() {
+    // Held items with the sequence number of the record each waits for.
+    let mut waiting = vec![(3, 'a'), (1, 'b'), (5, 'c'), (2, 'd'), (3, 'e')];
+    assert_eq!(
+        durable(&mut waiting, 3, |w| w.0),
+        vec![(3, 'a'), (1, 'b'), (2, 'd'), (3, 'e')]
+    );
+    assert_eq!(waiting, vec![(5, 'c')]);
+    assert_eq!(durable(&mut waiting, 4, |w| w.0), vec![]);
+    assert_eq!(durable(&mut waiting, 5, |w| w.0), vec![(5, 'c')]);
+    assert!(waiting.is_empty());
+}

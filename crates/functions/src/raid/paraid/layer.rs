@@ -41,7 +41,7 @@ use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
-use wattio_core::journal::{Journal, JournalConfig, Step, IO_NUMBERS};
+use wattio_core::journal::{self, Journal, JournalConfig, Step, IO_NUMBERS};
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
 use wattio_core::region::Region;
@@ -782,24 +782,12 @@ impl Paraid {
                 }
             },
             Step::Durable(upto) => {
-                let mut k = 0;
-                while k < self.parked.len() {
-                    if self.parked[k].0 <= upto {
-                        let (_, c) = self.parked.swap_remove(k);
-                        self.busy.leave(now);
-                        out.reply(c);
-                    } else {
-                        k += 1;
-                    }
+                for (_, c) in journal::durable(&mut self.parked, upto, |p| p.0) {
+                    self.busy.leave(now);
+                    out.reply(c);
                 }
-                let mut k = 0;
-                while k < self.held.len() {
-                    if self.held[k].seq <= upto {
-                        let h = self.held.swap_remove(k);
-                        self.dispatch(now, h.disk, h.side, h.x, h.io, out);
-                    } else {
-                        k += 1;
-                    }
+                for h in journal::durable(&mut self.held, upto, |h| h.seq) {
+                    self.dispatch(now, h.disk, h.side, h.x, h.io, out);
                 }
             }
             Step::Failed(e) => self.stop(&e, out),

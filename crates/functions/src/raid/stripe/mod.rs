@@ -381,14 +381,8 @@ impl Raid {
                 }
             },
             journal::Step::Durable(upto) => {
-                let mut k = 0;
-                while k < self.parked.len() {
-                    if self.parked[k].0 <= upto {
-                        let (_, io, status) = self.parked.swap_remove(k);
-                        self.sub_done(io, status, out);
-                    } else {
-                        k += 1;
-                    }
+                for (_, io, status) in journal::durable(&mut self.parked, upto, |p| p.0) {
+                    self.sub_done(io, status, out);
                 }
             }
             journal::Step::Failed(e) => self.stop(&e, out),
