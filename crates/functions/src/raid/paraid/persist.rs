@@ -381,6 +381,7 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const SHAPE: Shape = Shape {
         low: 2,
@@ -518,82 +519,54 @@ mod tests {
         );
     }
 
-    /// A small deterministic generator (xorshift64*), so the cases are the same every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
+    const WIDE: Shape = Shape {
+        low: 1,
+        disks: 4,
+        chunks: 700,
+        gears: 3,
+    };
+
+    /// Dirty lists from a handful of chunks (encoded as a list) to most of the 2,100 (the
+    /// 526-byte bitmap is shorter past about 300).
+    fn dirty_lists() -> impl Strategy<Value = BTreeMap<(usize, u64), Side>> {
+        let entry = (1usize..4, 0u64..700, any::<bool>())
+            .prop_map(|(d, c, r)| ((d, c), if r { Side::Replica } else { Side::Original }));
+        prop_oneof![
+            prop::collection::vec(entry.clone(), 0..8).prop_map(|v| v.into_iter().collect()),
+            prop::collection::vec(entry.clone(), 0..200).prop_map(|v| v.into_iter().collect()),
+            prop::collection::vec(entry, 0..2100).prop_map(|v| v.into_iter().collect()),
+        ]
     }
 
-    #[test]
-    fn any_dirty_list_round_trips_and_a_corrupted_checkpoint_is_an_error_never_a_panic() {
-        let shape = Shape {
-            low: 1,
-            disks: 4,
-            chunks: 700,
-            gears: 3,
-        };
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut lists, mut bitmaps) = (0, 0);
-        for case in 0..400 {
-            // From a handful of chunks (a list) to most of them (the bitmap).
-            let n = match case % 4 {
-                0 => rng.next() % 8,
-                1 => rng.next() % 200,
-                _ => rng.next() % 2100,
-            };
-            let mut dirty = BTreeMap::new();
-            for _ in 0..n {
-                let key = (1 + (rng.next() % 3) as usize, rng.next() % 700);
-                let side = [Side::Original, Side::Replica][(rng.next() % 2) as usize];
-                dirty.insert(key, side);
-            }
-            let gear = (rng.next() % 3) as usize;
-            let bad: Vec<BadPage> = (0..rng.next() % 3)
-                .map(|_| {
-                    (
-                        (rng.next() % 3) as usize,
-                        (rng.next() % 4) as usize,
-                        rng.next(),
-                    )
-                })
-                .collect();
-            let b = shape.snapshot(gear, dirty.iter().map(|(&k, &s)| (k, s)), &bad);
-            assert!(b.len() as u64 <= shape.snapshot_bytes());
-            if b[0] & SPARSE != 0 {
-                lists += 1;
-            } else {
-                bitmaps += 1;
-            }
-            let (g, back, mut got) = shape.replay(&b, &[]).unwrap();
+    proptest! {
+        #[test]
+        fn any_dirty_list_round_trips_and_a_corrupted_checkpoint_is_an_error_never_a_panic(
+            dirty in dirty_lists(),
+            gear in 0usize..3,
+            bad in prop::collection::vec((0usize..3, 0usize..4, any::<u64>()), 0..3),
+            cuts in prop::collection::vec((0u8..3, any::<prop::sample::Index>(), 0u8..8, any::<u8>()), 8),
+        ) {
+            let b = WIDE.snapshot(gear, dirty.iter().map(|(&k, &s)| (k, s)), &bad);
+            prop_assert!(b.len() as u64 <= WIDE.snapshot_bytes());
+            let (g, back, mut got) = WIDE.replay(&b, &[]).unwrap();
             let mut want = bad.clone();
             want.sort_unstable();
             got.sort_unstable();
-            assert_eq!((g, &back, got), (Some(gear), &dirty, want), "case {case}");
-            // Flip, cut or extend: the parser answers, and never with more chunks than exist.
-            for _ in 0..8 {
+            prop_assert_eq!((g, &back, got), (Some(gear), &dirty, want));
+            // Flip a bit, cut or extend: the parser answers, and never with more chunks
+            // than exist.
+            for (how, at, bit, byte) in cuts {
                 let mut m = b.clone();
-                match rng.next() % 3 {
-                    0 => {
-                        let i = (rng.next() % m.len() as u64) as usize;
-                        m[i] ^= 1 << (rng.next() % 8);
-                    }
-                    1 => m.truncate((rng.next() % m.len() as u64) as usize),
-                    _ => m.push(rng.next() as u8),
+                match how {
+                    0 => m[at.index(b.len())] ^= 1 << bit,
+                    1 => m.truncate(at.index(b.len())),
+                    _ => m.push(byte),
                 }
-                if let Ok((_, d, _)) = shape.replay(&m, &[]) {
-                    assert!(d.len() as u64 <= 3 * 700);
+                if let Ok((_, d, _)) = WIDE.replay(&m, &[]) {
+                    prop_assert!(d.len() <= 3 * 700);
                 }
             }
         }
-        assert!(
-            lists > 100 && bitmaps > 100,
-            "{lists} lists, {bitmaps} bitmaps"
-        );
     }
 
     #[test]
