@@ -129,6 +129,24 @@ impl<F: Function> Harness<F> {
         self.bytes(0, tag, region)
     }
 
+    /// A log region holding bytes that are neither zeros nor a log (a file system, say):
+    /// the function must fail the run and answer EIO to `early` (a request that waited for
+    /// recovery, sent before this call) and to `later`, submitting nothing for either —
+    /// a live client gets errors, not a hang.
+    pub fn assert_foreign_log_refused(&mut self, early: Io, later: Io) {
+        let len = self.f.regions()[0].len as usize;
+        let acts = self.log_bytes(&vec![0x5a; len]);
+        assert!(
+            acts.iter().any(|a| matches!(a, Action::Fail { .. })),
+            "the run is told the log is unusable"
+        );
+        let r = replied(&acts);
+        assert_eq!((r.len(), r[0].io, r[0].status), (1, early, Status::IoError));
+        let acts = self.request(1, later);
+        assert!(submitted(&acts).is_empty());
+        assert_eq!(replied(&acts)[0].status, Status::IoError);
+    }
+
     /// Start the function and complete its log region's read (`len` bytes, whole): the tag
     /// its bytes are asked for with.
     fn read_log(&mut self, len: usize) -> u64 {

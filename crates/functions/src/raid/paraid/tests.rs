@@ -6,6 +6,7 @@ use super::policy::ShiftParams;
 use crate::raid::stripe::{Level, Parity};
 use wattio_core::function::{Action, Function};
 use wattio_core::io::{Buf, Io, Op, Status};
+use wattio_core::region::Region;
 use wattio_core::testing::{disk, replied, submitted, Harness};
 use wattio_core::time::NS_PER_S;
 use wattio_core::Request;
@@ -255,33 +256,27 @@ fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     assert_eq!(replies, vec![host(1, Op::Write, 0, 3)]);
 }
 
+/// PARAID with its dirty list persisted, and its log's region (in disk 0's last blocks).
+fn persisted(level: Level, gears: &[usize], start_low: bool) -> (Harness<Paraid>, Region) {
+    let mut p = params(level, gears, start_low);
+    p.persist = true;
+    let h = array(p);
+    let region = h.function().regions()[0];
+    (h, region)
+}
+
 #[test]
 fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
-    let mut p = params(Level::Raid0, &[1, 2], true);
-    p.persist = true;
-    let mut h = array(p);
-    let region = h.function().regions()[0];
+    let (mut h, _) = persisted(Level::Raid0, &[1, 2], true);
     let early = host(1, Op::Write, 1, 1);
     assert!(submitted(&h.request(0, early)).is_empty());
-    // Not zeros and not a log (a file system, say): the log refuses it, the run is told,
-    // the waiting write and every later request are answered EIO.
-    let acts = h.log_bytes(&vec![0x5a; region.len as usize]);
-    assert!(acts.iter().any(|a| matches!(a, Action::Fail { .. })));
-    let r = replied(&acts);
-    assert_eq!((r.len(), r[0].io, r[0].status), (1, early, Status::IoError));
-    let later = host(2, Op::Read, 0, 1);
-    let acts = h.request(1, later);
-    assert!(submitted(&acts).is_empty());
-    assert_eq!(replied(&acts)[0].status, Status::IoError);
+    h.assert_foreign_log_refused(early, host(2, Op::Read, 0, 1));
 }
 
 #[test]
 fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
     // RAID-0 {1,2} from the lowest gear, persisted: the log is in disk 0's last blocks.
-    let mut p = params(Level::Raid0, &[1, 2], true);
-    p.persist = true;
-    let mut h = array(p);
-    let region = h.function().regions()[0];
+    let (mut h, region) = persisted(Level::Raid0, &[1, 2], true);
     assert_eq!(
         (region.dev, region.offset + region.len),
         (0, 1_000_000_000 / K * K)
@@ -312,10 +307,7 @@ fn a_write_that_makes_a_chunk_newer_waits_for_its_durable_record() {
 #[test]
 fn a_host_write_that_made_a_gear_page_bad_is_answered_once_the_page_is_logged() {
     // RAID-5 {3,4} in its highest gear (every disk on), persisted.
-    let mut p = params(Level::Raid5, &[3, 4], false);
-    p.persist = true;
-    let mut h = array(p);
-    let region = h.function().regions()[0];
+    let (mut h, region) = persisted(Level::Raid5, &[3, 4], false);
     h.recover_log(&vec![0; region.len as usize]);
     let is_log = |io: &Io| io.dev == region.dev && io.offset >= region.offset;
     // One page of chunk 0 (a known row: assume_clean). Member I/Os complete as they come,

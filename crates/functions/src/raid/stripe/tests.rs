@@ -394,14 +394,7 @@ fn past_its_bound_a_bad_page_is_kept_in_memory_and_writes_to_its_row_fail() {
 #[test]
 fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
     let mut h = persisted(3, 4096);
-    let region = h.function().regions()[0];
     let early = host(1, Op::Write, 0, 1);
     assert!(submitted(&h.request(0, early)).is_empty());
-    let acts = h.log_bytes(&vec![0x5a; region.len as usize]);
-    assert!(acts.iter().any(|a| matches!(a, Action::Fail { .. })));
-    let r = replied(&acts);
-    assert_eq!((r.len(), r[0].io, r[0].status), (1, early, Status::IoError));
-    let acts = h.request(1, host(2, Op::Read, 0, 1));
-    assert!(submitted(&acts).is_empty());
-    assert_eq!(replied(&acts)[0].status, Status::IoError);
+    h.assert_foreign_log_refused(early, host(2, Op::Read, 0, 1));
 }
