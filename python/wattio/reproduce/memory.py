@@ -491,28 +491,15 @@ def _ratio(df, a: str, b: str, column: str = "avg_power_w") -> float:
     return float(df.loc[a, column] / df.loc[b, column])
 
 
-def _reshape_hw(quick: bool) -> Outcome:
-    df, fig, notes = _reshape_table()
-    return Outcome(values={"HW5 power / HW's": _ratio(df, "HW5", "HW")}, table=df.reset_index(), figure=fig,
-                   notes=notes)
+def _reshape_ratio(a: str, b: str, what: str = "power", column: str = "avg_power_w"):
+    """The run of an experiment comparing run ``a`` with run ``b`` of Tables 4.4/4.5."""
 
+    def run(quick: bool) -> Outcome:
+        df, fig, notes = _reshape_table()
+        return Outcome(values={f"{a} {what} / {b}'s": _ratio(df, a, b, column)}, table=df.reset_index(),
+                       figure=fig, notes=notes)
 
-def _reshape_slowdown(quick: bool) -> Outcome:
-    df, fig, notes = _reshape_table()
-    return Outcome(values={"HW5 runtime / HW's": _ratio(df, "HW5", "HW", "runtime_ns")}, table=df.reset_index(),
-                   figure=fig, notes=notes)
-
-
-def _reshape_ten(quick: bool) -> Outcome:
-    df, fig, notes = _reshape_table()
-    return Outcome(values={"HW10 power / HW5's": _ratio(df, "HW10", "HW5")}, table=df.reset_index(), figure=fig,
-                   notes=notes)
-
-
-def _reshape_nopm(quick: bool) -> Outcome:
-    df, fig, notes = _reshape_table()
-    return Outcome(values={"NOPM5 power / NOPM's": _ratio(df, "NOPM5", "NOPM")}, table=df.reset_index(),
-                   figure=fig, notes=notes)
+    return run
 
 
 #: Ranks 0–5 are hot, 6–11 cold (`hot_ranks` = half of the 12).
@@ -549,7 +536,7 @@ RESHAPE_HW = Experiment(
     rule=Bound(upper=True),
     quantity="ratio (paper: 0.611 low, 0.644 high)",
     differs=RESHAPE_DIFFERS,
-    run=_reshape_hw,
+    run=_reshape_ratio("HW5", "HW"),
 )
 
 RESHAPE_SLOWDOWN = Experiment(
@@ -562,7 +549,7 @@ RESHAPE_SLOWDOWN = Experiment(
     rule=Bound(upper=True),
     quantity="ratio (paper: 1.020 low, 1.127 high)",
     differs=RESHAPE_DIFFERS,
-    run=_reshape_slowdown,
+    run=_reshape_ratio("HW5", "HW", "runtime", "runtime_ns"),
 )
 
 RESHAPE_TEN = Experiment(
@@ -574,7 +561,7 @@ RESHAPE_TEN = Experiment(
     rule=WithinPercent(5),
     quantity="ratio",
     differs=RESHAPE_DIFFERS,
-    run=_reshape_ten,
+    run=_reshape_ratio("HW10", "HW5"),
 )
 
 RESHAPE_IDLE = Experiment(
@@ -601,7 +588,7 @@ RESHAPE_NOPM = Experiment(
     rule=WithinPercent(5),
     quantity="ratio",
     differs=RESHAPE_DIFFERS,
-    run=_reshape_nopm,
+    run=_reshape_ratio("NOPM5", "NOPM"),
 )
 
 
