@@ -433,7 +433,7 @@ impl Paraid {
         let mut wait = None;
         let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
             // One map lookup for a chunk already in the list (this is every write's path).
-            let (side, new, seq) = match self.dirty.entry(key) {
+            let (side, new, mut seq) = match self.dirty.entry(key) {
                 Entry::Occupied(e) => {
                     let d = e.into_mut();
                     let side = pick(Some(d));
@@ -458,9 +458,9 @@ impl Paraid {
             if side == Side::Original {
                 self.original_writes += 1;
             }
-            let seq = if new {
+            if new {
                 // Logged after the insert: a checkpoint the record triggers holds the chunk.
-                let seq = self.log(
+                seq = self.log(
                     Record::Newer {
                         disk,
                         chunk: key.1,
@@ -471,10 +471,7 @@ impl Paraid {
                 if let Some(d) = self.dirty.get_mut(&key) {
                     d.seq = seq;
                 }
-                seq
-            } else {
-                seq
-            };
+            }
             if self.journal.as_ref().is_some_and(|j| seq > j.durable()) {
                 wait = Some(seq);
             }
