@@ -313,14 +313,54 @@ impl Journal {
     }
 
     /// Appended records wait for room in the journal: hand a snapshot to
-    /// [`checkpoint`](Self::checkpoint).
+    /// [`checkpoint`](Self::checkpoint). Checked after each [`append`](Self::append), this
+    /// looks ahead: it is true as soon as the queued records will not all fit once the
+    /// write in flight lands (the group commits that follow are planned exactly as they will
+    /// be made), so a function that asks only after appending never leaves a record waiting
+    /// for a room no completion will make.
     pub fn wants_snapshot(&self) -> bool {
-        self.snapshot.is_none()
-            && self.phase == Phase::Ready
-            && self
-                .queue
-                .first()
-                .is_some_and(|(_, r)| self.pos + Self::record_len(r) > self.area_len)
+        if self.snapshot.is_some() || self.phase != Phase::Ready {
+            return false;
+        }
+        let mut pos = match self.writing {
+            Some((_, Writing::Records { end, .. })) => end,
+            // A checkpoint in flight restarts the journal at its first block.
+            Some((_, Writing::Snapshot { .. }))
+            | Some((
+                _,
+                Writing::Header {
+                    covered: Some(_), ..
+                },
+            )) => 0,
+            _ => self.pos,
+        };
+        let mut from = 0;
+        while from < self.queue.len() {
+            let (taken, bytes) = self.group(pos, from);
+            if taken == 0 {
+                return true;
+            }
+            from += taken;
+            pos += bytes.div_ceil(BLOCK) * BLOCK;
+        }
+        false
+    }
+
+    /// The group commit of queued records from `from` written at journal byte `pos`: how
+    /// many records and how many bytes (up to [`MAX_WRITE`]; a longer record goes alone;
+    /// none when the next does not fit before the area's end).
+    fn group(&self, pos: u64, from: usize) -> (usize, u64) {
+        let room = self.area_len - pos.min(self.area_len);
+        let (mut taken, mut bytes) = (0, 0);
+        for (_, r) in &self.queue[from..] {
+            let grown = bytes + Self::record_len(r);
+            if grown > room || (taken > 0 && grown > MAX_WRITE) {
+                break;
+            }
+            bytes = grown;
+            taken += 1;
+        }
+        (taken, bytes)
     }
 
     /// Start: read the region back (call from `on_start`). The outcome comes as
@@ -590,22 +630,16 @@ impl Journal {
         if self.queue.is_empty() {
             return;
         }
-        let room = self.area_len - self.pos;
-        let mut bytes = Vec::new();
-        let mut taken = 0;
-        for (seq, r) in &self.queue {
-            let grown = bytes.len() as u64 + Self::record_len(r);
-            // Group commit up to MAX_WRITE; a longer record goes alone.
-            if grown > room || (taken > 0 && grown > MAX_WRITE) {
-                break;
-            }
-            encode_record(&mut bytes, *seq, self.hdr.epoch, r);
-            taken += 1;
-        }
+        let (taken, len) = self.group(self.pos, 0);
         if taken == 0 {
             // The journal is full: wait for a checkpoint (`wants_snapshot`).
             return;
         }
+        let mut bytes = Vec::with_capacity(len as usize);
+        for (seq, r) in &self.queue[..taken] {
+            encode_record(&mut bytes, *seq, self.hdr.epoch, r);
+        }
+        debug_assert_eq!(bytes.len() as u64, len);
         let last = self.queue[taken - 1].0;
         self.queue.drain(..taken);
         let end = self.pos + (bytes.len() as u64).div_ceil(BLOCK) * BLOCK;

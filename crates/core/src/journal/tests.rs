@@ -307,6 +307,47 @@ fn compaction_when_the_journal_fills() {
     assert!(e.contains("exceeds its slot (4096 bytes)"), "{e}");
 }
 
+/// Asked right after each append, `wants_snapshot` must already say what the journal will
+/// need once the writes in flight land: a function asks at no other time, and a record
+/// left waiting for room no completion makes would hold its writes forever (found as a
+/// closed-loop PostMark replay through PARAID that never ended).
+#[test]
+fn a_record_queued_behind_the_write_in_flight_asks_for_room_at_once() {
+    // Two journal blocks. r1 fills block 0; r2 goes out into block 1; r3, appended while r2
+    // is in flight, will find no room when it lands.
+    let mut r = Rig::new(cfg(4096, 8192));
+    recovered(r.restart());
+    r.append(b"r1");
+    r.settle();
+    r.append(b"r2");
+    assert_eq!(r.inflight.len(), 1);
+    assert!(!r.j.wants_snapshot(), "r2 fits in block 1");
+    r.append(b"r3");
+    assert!(
+        r.j.wants_snapshot(),
+        "r3 waits behind r2, with the journal full after it"
+    );
+    assert_eq!(r.j.checkpoint(b"state:r1,r2,r3", &mut r.out), Ok(3));
+    r.settle();
+    assert_eq!(r.j.durable(), 3);
+    assert_eq!(r.steps.last(), Some(&Step::Durable(3)));
+
+    // Three journal blocks: a record of two blocks in flight at block 0 leaves one; queued
+    // behind it, a 4050-byte record goes alone into that block (with it, the next write
+    // would pass the area's end) and a small one after them finds no room.
+    let mut r = Rig::new(cfg(4096, 3 * 4096));
+    recovered(r.restart());
+    r.append(&[1; 5000]);
+    assert_eq!(r.inflight.len(), 1);
+    r.append(&[2; 4050]);
+    assert!(!r.j.wants_snapshot(), "4050 + 32 bytes fit in block 2");
+    r.append(b"small");
+    assert!(r.j.wants_snapshot(), "the second group finds the area full");
+    r.j.checkpoint(b"S", &mut r.out).unwrap();
+    r.settle();
+    assert_eq!(r.j.durable(), 3);
+}
+
 #[test]
 fn a_crash_between_snapshot_and_header_keeps_the_old_checkpoint() {
     let mut r = Rig::new(cfg(4096, 8192));
