@@ -8,13 +8,14 @@ Experiments are named ``paraid-…``. Add one by appending an :class:`Experiment
 from __future__ import annotations
 
 import functools
+import json
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from wattio.reproduce import gear_power, library
 from wattio.reproduce.experiment import Experiment, Outcome, System
-from wattio.reproduce.rules import Exact, SameOrdering, SameTrend
+from wattio.reproduce.rules import Exact, SameOrdering, SameTrend, WithinPercent
 
 PAPER = (
     "Weddle, Oldham, Qian, Wang, Reiher, Kuenning, 'PARAID: A Gear-Shifting Power-Aware "
@@ -136,14 +137,14 @@ def _devices() -> str:
     return "".join(f'[[device]]\nname = "d{d}"\nmodel = "{DISK}"\n\n' for d in range(DISKS))
 
 
-def _array(level: int, paraid: bool) -> str:
+def _array(level: int, paraid: bool, start: str = START) -> str:
     members = ", ".join(f'"d{d}"' for d in range(DISKS))
     if not paraid:
         return f'[[function]]\nkind = "raid"\nlevel = {level}\ndevices = [{members}]\n\n'
     gears = "[2, 5]" if level == 0 else "[3, 5]"
     return (
         f'[[function]]\nkind = "paraid"\nlevel = {level}\ndevices = [{members}]\n'
-        f'gears = {gears}\nstart = "{START}"\n\n'
+        f'gears = {gears}\nstart = "{start}"\n\n'
     )
 
 
@@ -419,7 +420,163 @@ LATENCY = Experiment(
     functions=("raid", "paraid"),
 )
 
-EXPERIMENTS = (EQ2, WEB_TABLE3, WEB_TABLE4, CELLO_TABLE5, CELLO_TABLE6, LATENCY)
+# --- PostMark (Sec. 8, Figs. 14 and 15): RAID-5 against PARAID-5 {3,5} started high or low ----
+#
+# Rules fixed before the runs they judge (the highest-gear replay had run once, while the
+# hang fixed in 174ee08 was being found: 1.02 x RAID-5's time and energy, inside the rule
+# already chosen). The paper prints no elapsed times or joules for Figs. 14/15, only "similar
+# performance", "does not save energy at the highest gear" and "about 13 %"; its runs'
+# standard deviations are "within 5 % of the measured values" (Sec. 6), which is the
+# tolerance used. The workload is workloads/postmark-20k (the paper's 20K files and 100K
+# transactions, captured at the block level), replayed closed-loop once on the five MAP3367s:
+# its elapsed time is the replay's (first request to last completion, writes waiting for the
+# array as PostMark's write-back did).
+
+#: The library's PostMark at the paper's scale (block level, closed-loop).
+POSTMARK = "postmark-20k"
+#: The three arrays of Figs. 14/15: RAID-5, and PARAID-5 {3,5} started in either gear.
+POSTMARK_ARRAYS = {"RAID-5": None, "PARAID highest gear": "highest", "PARAID lowest gear": "lowest"}
+
+
+def _postmark_replay(start: str | None) -> dict:
+    from wattio import _core
+
+    path = str(library.block_trace(POSTMARK))
+    text = (
+        "[run]\nseed = 1\n\n"
+        + _devices()
+        + (_array(5, False) if start is None else _array(5, True, start))
+    )
+    r = json.loads(_core.trace_replay(path, text, 1, 0.0))
+    run, c = r["runs"][0], r["counters"]
+    return {
+        "requests": r["requests"],
+        "errors": r["errors"],
+        "captured_s": r["captured_s"],
+        "elapsed_s": run["end_s"] - run["start_s"],
+        "energy_j": sum(d["energy_j"] for d in run["devices"].values()),
+        "upshifts": c.get("upshifts", 0.0),
+        "downshifts": c.get("downshifts", 0.0),
+        "propagation_copies": c.get("propagation_copies", 0.0),
+    }
+
+
+@functools.cache
+def _postmark() -> dict:
+    """{array: row}: the PostMark replay on RAID-5 and on PARAID-5 started high and low."""
+    with ProcessPoolExecutor() as pool:
+        rows = list(pool.map(_postmark_replay, POSTMARK_ARRAYS.values()))
+    return dict(zip(POSTMARK_ARRAYS, rows))
+
+
+def _postmark_table():
+    import pandas as pd
+
+    runs = _postmark()
+    base = runs["RAID-5"]
+    return pd.DataFrame(
+        [
+            {
+                "array": a,
+                **r,
+                "elapsed_vs_raid5": r["elapsed_s"] / base["elapsed_s"],
+                "energy_vs_raid5": r["energy_j"] / base["energy_j"],
+            }
+            for a, r in runs.items()
+        ]
+    )
+
+
+def _postmark_notes() -> list[str]:
+    return [
+        (
+            f"workloads/{POSTMARK}, replayed closed-loop once (captured in "
+            f"{_postmark()['RAID-5']['captured_s']:.1f} s on this VM's disk)"
+        ),
+        "energy: the five disks over each array's own elapsed time",
+    ]
+
+
+def _postmark_high(quick: bool) -> Outcome:
+    table = _postmark_table()
+    high = table[table["array"] == "PARAID highest gear"].iloc[0]
+    values = {
+        "elapsed time / RAID-5": high["elapsed_vs_raid5"],
+        "energy / RAID-5": high["energy_vs_raid5"],
+    }
+    return Outcome(values=values, table=table, notes=_postmark_notes())
+
+
+def _postmark_low(quick: bool) -> Outcome:
+    table = _postmark_table()
+    low = table[table["array"] == "PARAID lowest gear"].iloc[0]
+
+    def figure(ax):
+        ax.bar(table["array"], table["elapsed_s"], color=["0.6", "C0", "C1"])
+        ax.set_ylabel("PostMark elapsed time (s)")
+        ax.set_title("PostMark (20K files, 100K transactions) on five MAP3367s")
+
+    return Outcome(
+        values={"elapsed time / RAID-5": low["elapsed_vs_raid5"]},
+        table=table,
+        figure=figure,
+        notes=_postmark_notes(),
+    )
+
+
+POSTMARK_DIFFERS = (
+    "The paper ran PostMark on the server over the array (ext2 presumably, 512 MB of RAM, "
+    "Linux 2.6.5 md); wattio replays workloads/postmark-20k, PostMark with the paper's 20K "
+    "files and 100K transactions captured at the block level on an ext2 image of this VM "
+    "with 2.6.5's write-back thresholds for 512 MB (its README), closed-loop: each request "
+    "waits for what it waited for in the capture. The disks are the catalogue's MAP3367 "
+    "without an on-disk cache, so the small random writes of PostMark's write-back take far "
+    "longer on the array than the 8.4 s they took on this VM's disk."
+)
+
+POSTMARK_HIGH = Experiment(
+    name="paraid-postmark-highest-gear",
+    title="PostMark: PARAID started in the highest gear runs as RAID-5 and saves nothing "
+    "(Figs. 14, 15)",
+    paper=PAPER,
+    reproduces="Sec. 8, Figs. 14 and 15: 'PARAID starting with the highest gear demonstrates "
+    "performance similar to RAID 5' and 'does not save energy at the highest gear'",
+    paper_values={"elapsed time / RAID-5": 1.0, "energy / RAID-5": 1.0},
+    rule=WithinPercent(5.0),
+    quantity="PARAID over RAID-5 (elapsed time, disk energy)",
+    differs=POSTMARK_DIFFERS,
+    run=_postmark_high,
+    functions=("raid", "paraid"),
+    sources=("Sec. 6: standard deviations 'within 5 % of the measured values'",),
+)
+
+POSTMARK_LOW = Experiment(
+    name="paraid-postmark-lowest-gear-slowdown",
+    title="PostMark: PARAID started in the lowest gear is about 13 % slower than RAID-5 (Fig. 14)",
+    paper=PAPER,
+    reproduces="Sec. 8, Fig. 14: 'The slowdown factor is about 13 % due to upshift overhead'",
+    paper_values={"elapsed time / RAID-5": 1.13},
+    rule=WithinPercent(5.0),
+    quantity="PARAID's elapsed time over RAID-5's",
+    differs=POSTMARK_DIFFERS + " The upshift comes at the first 1 s utilization sample over "
+    "the threshold (Eq. 3); its propagation is wattio's on-demand mode (routing switches at "
+    "once, the chunks written in the low gear are copied back in the background; "
+    "docs/functions/paraid.md), where the paper propagated synchronously during gear shifts.",
+    run=_postmark_low,
+    functions=("raid", "paraid"),
+    sources=("Sec. 6: standard deviations 'within 5 % of the measured values'",),
+)
+
+EXPERIMENTS = (
+    EQ2,
+    WEB_TABLE3,
+    WEB_TABLE4,
+    CELLO_TABLE5,
+    CELLO_TABLE6,
+    LATENCY,
+    POSTMARK_HIGH,
+    POSTMARK_LOW,
+)
 
 
 def headline() -> str:
