@@ -31,6 +31,13 @@ enum Start {
     Lowest,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Upshift {
+    OnDemand,
+    Full,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Keys {
@@ -48,6 +55,7 @@ struct Keys {
     life_years: Option<f64>,
     period_h: Option<f64>,
     start: Option<Start>,
+    upshift: Option<Upshift>,
     copies: Option<u64>,
     persist: Option<bool>,
 }
@@ -118,6 +126,7 @@ impl ParaidConfig {
                 life: ns(life * 365.0 * DAY_S),
                 period: ns(period * 3600.0).max(1),
                 start_low: k.start == Some(Start::Lowest),
+                full_sync: k.upshift == Some(Upshift::Full),
                 copies,
                 assume_clean: k.assume_clean.unwrap_or(false),
                 persist: k.persist.unwrap_or(true),
@@ -158,6 +167,10 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert(
         "start".into(),
         (if d.chance(0.5) { "lowest" } else { "highest" }).into(),
+    );
+    t.insert(
+        "upshift".into(),
+        (if d.chance(0.5) { "full" } else { "on-demand" }).into(),
     );
     t.insert("copies".into(), (*d.pick(&[1i64, 4])).into());
     // The paper's ration (10 cycles a day) holds the array up after a few shifts; a large

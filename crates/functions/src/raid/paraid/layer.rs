@@ -75,6 +75,10 @@ pub struct Params {
     pub period: Nanos,
     /// Start in the lowest gear (else the highest).
     pub start_low: bool,
+    /// Upshift by *full synchronization* (the paper's prototype, Sec. 5): keep serving from
+    /// the current gear while the arriving disks get back every chunk their replicas hold
+    /// newer, then switch. Else *on demand*: switch at once, copy back in the background.
+    pub full_sync: bool,
     /// Propagation copies in flight at most.
     pub copies: usize,
     pub assume_clean: bool,
@@ -185,6 +189,8 @@ struct Counters {
     copies: u64,
     copy_errors: u64,
     abandoned: u64,
+    /// Time between full-synchronization upshifts' decisions and their switches.
+    sync_ns: Nanos,
     host_ios: u64,
     refused_by_ration: u64,
     recovered_dirty: u64,
@@ -207,6 +213,8 @@ pub struct Paraid {
     gear: usize,
     /// A downshift waiting for its propagation.
     target: Option<usize>,
+    /// A full-synchronization upshift waiting for its copies: the gear, since when.
+    rising: Option<(usize, Nanos)>,
     /// Settle flushes out.
     settling: u32,
     /// `original_writes` when the settle flushes went out.
@@ -268,6 +276,7 @@ impl Paraid {
             base: vec![0; m],
             gear: if p.start_low { 0 } else { m - 1 },
             target: None,
+            rising: None,
             settling: 0,
             settle_mark: None,
             original_writes: 0,
@@ -650,11 +659,13 @@ impl Paraid {
     /// Start the copies the gears need, and finish a downshift whose copies are done.
     fn pump(&mut self, now: Nanos, out: &mut Actions) {
         // A downshift: original-newer chunks of the leaving disks go to their replicas.
-        // Otherwise: replica-newer chunks of disks that are on go back to them.
-        let (disks, from) = match self.target {
-            Some(t) => (self.leaving(self.gear, t), Side::Original),
-            None if self.replicas == 0 => return,
-            None => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
+        // Otherwise: replica-newer chunks of disks that are on (or arriving, in a full
+        // synchronization) go back to them.
+        let (disks, from) = match (self.target, self.rising) {
+            (Some(t), _) => (self.leaving(self.gear, t), Side::Original),
+            (None, Some((r, _))) => (self.p.gears[0]..self.p.gears[r], Side::Replica),
+            (None, None) if self.replicas == 0 => return,
+            (None, None) => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
         };
         let mut start = Vec::new();
         let room = self.p.copies.saturating_sub(self.copying.len());
@@ -684,6 +695,23 @@ impl Paraid {
                 fua: true,
             });
             self.route(now, Origin::Copy, read, Some(from), out);
+        }
+        if let Some((r, since)) = self.rising {
+            // Synchronized when no copy is out and no arriving disk's replica is newer (a
+            // host write meanwhile went to the replica: another round).
+            let arriving = self.leaving(r, self.gear);
+            let synced = self.copying.is_empty()
+                && self
+                    .dirty
+                    .range((arriving.start, 0)..(arriving.end, 0))
+                    .all(|(_, d)| d.side == Side::Original);
+            if synced {
+                self.rising = None;
+                self.counters.sync_ns += now.saturating_sub(since);
+                self.counters.upshifts += 1;
+                self.switch(now, r, out);
+            }
+            return;
         }
         let Some(t) = self.target else { return };
         let leaving = self.leaving(self.gear, t);
@@ -815,17 +843,23 @@ impl Paraid {
         self.pump(now, out);
     }
 
+    /// Up one gear: the arriving disks are spun up; on demand the gear switches at once,
+    /// in a full synchronization once they hold what their replicas hold newer (`pump`).
     fn upshift(&mut self, now: Nanos, out: &mut Actions) {
         self.target = None;
         self.settle_mark = None;
         let from = self.gear;
-        self.switch(now, from + 1, out);
+        if self.p.full_sync {
+            self.rising = Some((from + 1, now));
+        } else {
+            self.switch(now, from + 1, out);
+            self.counters.upshifts += 1;
+        }
         for disk in self.leaving(from + 1, from) {
             if self.sleep[disk].is_some() {
                 out.set_power(self.devs[disk], self.idle[disk]);
             }
         }
-        self.counters.upshifts += 1;
         self.pump(now, out);
     }
 }
@@ -1039,6 +1073,8 @@ impl Function for Paraid {
         };
         let gears = self.p.gears.clone();
         match self.shifter.sample(u, &gears, gear, share, can_down) {
+            // A full synchronization under way is let finish.
+            Shift::Up | Shift::Down if self.rising.is_some() => {}
             Shift::Up => self.upshift(now, out),
             Shift::Down if self.target.is_none() => {
                 self.target = Some(gear - 1);
@@ -1069,6 +1105,7 @@ impl Function for Paraid {
             ("propagation_copies", c.copies as f64),
             ("propagation_errors", c.copy_errors as f64),
             ("downshifts_abandoned", c.abandoned as f64),
+            ("upshift_sync_s", c.sync_ns as f64 / 1e9),
             ("dirty_chunks", self.dirty.len() as f64),
             ("host_ios", c.host_ios as f64),
             ("samples_held_by_ration", c.refused_by_ration as f64),

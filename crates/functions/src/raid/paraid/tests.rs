@@ -31,6 +31,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         life: 5 * 365 * 86_400 * NS_PER_S,
         period: 86_400 * NS_PER_S,
         start_low,
+        full_sync: false,
         copies: 4,
         assume_clean: true,
         persist: false,
@@ -200,6 +201,64 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     assert_eq!(shape(&a), vec![(0, base + K, Op::Read, 0, false)]);
     assert_eq!((h.counter("upshifts"), h.counter("downshifts")), (1.0, 1.0));
     assert_eq!(h.counter("propagation_copies"), 3.0);
+}
+
+#[test]
+fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is_current() {
+    // RAID-0 {1,2} as above, upshifting by full synchronization (the paper's prototype).
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.full_sync = true;
+    let mut h = array(p);
+    let idle = h.state(1, "idle");
+    h.start(0);
+    let held = h.request(0, host(1, Op::Read, 0, 1));
+    // Disk 1's chunk 0 (host block 1) written into the replica in the low gear.
+    let a = h.request(0, host(2, Op::Write, 1, 1));
+    assert_eq!(shape(&a), vec![(0, base, Op::Write, 0, false)]);
+    settle(&mut h, 1, a);
+    // The upshift decision: disk 1 spins up and the copy back starts, but the gear stays.
+    let a = h.timer(NS_PER_S, 0);
+    assert_eq!(powers(&a), vec![(1, idle)]);
+    assert_eq!(shape(&a), vec![(0, base, Op::Read, -1, false)]);
+    assert_eq!(
+        h.function().gear(),
+        0,
+        "served from the low gear while synchronizing"
+    );
+    // Meanwhile the host reads block 1 from the replica, and writes block 3 (disk 1, chunk
+    // 1) into it: one more chunk to bring over.
+    let r = h.request(NS_PER_S, host(3, Op::Read, 1, 1));
+    assert_eq!(shape(&r), vec![(0, base, Op::Read, 0, false)]);
+    let w = h.request(NS_PER_S, host(4, Op::Write, 3, 1));
+    assert_eq!(shape(&w), vec![(0, base + K, Op::Write, 0, false)]);
+    assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Replica);
+    // The first copy lands on disk 1 (FUA): still chunk 1 to go.
+    let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+    assert!(h
+        .complete(NS_PER_S, submitted(&c)[0], Status::Ok)
+        .is_empty());
+    assert_eq!(h.function().gear(), 0);
+    // The host write lands: its chunk is copied, and with it the gear switches.
+    let c = h.complete(NS_PER_S, submitted(&w)[0], Status::Ok);
+    assert_eq!(replied(&c).len(), 1);
+    assert_eq!(shape(&c), vec![(0, base + K, Op::Read, -1, false)]);
+    let c = h.complete(NS_PER_S + NS_PER_S / 2, submitted(&c)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, K, Op::Write, -1, true)]);
+    assert!(h
+        .complete(NS_PER_S + NS_PER_S / 2, submitted(&c)[0], Status::Ok)
+        .is_empty());
+    assert_eq!(h.function().gear(), 1);
+    assert!(h.function().dirty().is_empty());
+    assert_eq!(h.counter("upshifts"), 1.0);
+    assert_eq!(h.counter("upshift_sync_s"), 0.5);
+    assert_eq!(h.counter("propagation_copies"), 2.0);
+    // High gear: block 3 is read from disk 1.
+    let a = h.request(2 * NS_PER_S, host(5, Op::Read, 3, 1));
+    assert_eq!(shape(&a), vec![(1, K, Op::Read, 0, false)]);
+    settle(&mut h, 2 * NS_PER_S, r);
+    settle(&mut h, 2 * NS_PER_S, held);
 }
 
 #[test]
