@@ -48,16 +48,7 @@ fn serve(cfg: &Path, disk: &Path, sock: &Path) -> Server {
 }
 
 fn counter(s: &Summary, name: &str) -> f64 {
-    let c = &s
-        .function_counters
-        .iter()
-        .find(|(n, _)| n.starts_with("fs2"))
-        .unwrap_or_else(|| panic!("no fs2 layer: {:?}", s.function_counters))
-        .1;
-    c.iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no counter {name}: {c:?}"))
-        .1
+    layer_counter(s, "fs2", name)
 }
 
 fn read(c: &mut Client, block: u64) -> Vec<u8> {

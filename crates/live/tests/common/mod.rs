@@ -145,3 +145,18 @@ pub fn serve_config(cfg: &Path, images: &[(&str, &Path)], sock: &Path) -> Server
     .unwrap();
     Server::start(session, &ListenAddr::Unix(sock.to_path_buf())).unwrap()
 }
+
+/// Counter `name` of the first function layer whose name starts with `layer`, from a
+/// server's summary; panics naming what is there when either is missing.
+pub fn layer_counter(s: &wattio_live::session::Summary, layer: &str, name: &str) -> f64 {
+    let c = &s
+        .function_counters
+        .iter()
+        .find(|(n, _)| n.starts_with(layer))
+        .unwrap_or_else(|| panic!("no {layer} layer: {:?}", s.function_counters))
+        .1;
+    c.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no counter {name}: {c:?}"))
+        .1
+}
