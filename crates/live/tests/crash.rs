@@ -15,6 +15,11 @@
 //! short spin-down timeout), pausing the traffic so FLUSH and FUA arrive while it is spun
 //! down. More trials: `WATTIO_CRASH_TRIALS=2000 cargo test --release -p wattio-live --test
 //! crash`.
+//!
+//! The EXCES trials do the same over its two images (the shim tracks both, each synced on
+//! its own) and then go further: a new server starts on the power-cut images, rebuilds the
+//! map from the flash image's log, and every acknowledged-durable block must read back
+//! through it (`WATTIO_EXCES_CRASH_TRIALS`, default 200).
 
 mod common;
 
@@ -198,9 +203,10 @@ fn drive(uri: String, seed: u64, conn: usize, pause_for_spindown: bool) -> Track
         .unwrap()
 }
 
-/// The image a power cut at the end of `journal` could leave: `initial` plus every write
-/// made durable by a sync that began after it returned; all other writes dropped.
-fn power_cut_image(initial: &[u8], journal: &[u8]) -> Vec<u8> {
+/// The image a power cut at the end of `journal` could leave of the shim's tracked file
+/// number `file`: `initial` plus every write to it made durable by a sync of it that began
+/// after the write returned; all other writes dropped.
+fn power_cut_image(initial: &[u8], journal: &[u8], file: u32) -> Vec<u8> {
     struct Rec {
         kind: u8,
         a: u64,
@@ -211,11 +217,16 @@ fn power_cut_image(initial: &[u8], journal: &[u8]) -> Vec<u8> {
     let mut p = 0;
     while p + 24 <= journal.len() {
         let kind = journal[p];
+        let of = u32::from_ne_bytes(journal[p + 4..p + 8].try_into().unwrap());
         let a = u64::from_ne_bytes(journal[p + 8..p + 16].try_into().unwrap());
         let b = u64::from_ne_bytes(journal[p + 16..p + 24].try_into().unwrap());
         let n = if kind == b'W' { b as usize } else { 0 };
         if p + 24 + n > journal.len() {
             break; // a record cut off by the kill
+        }
+        if of != file {
+            p += 24 + n;
+            continue;
         }
         recs.push(Rec {
             kind,
@@ -311,6 +322,7 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     let image = power_cut_image(
         &vec![0u8; size],
         &std::fs::read(&journal).unwrap_or_default(),
+        0,
     );
     let mut lost = Vec::new();
     let mut durable_blocks = 0;
@@ -335,6 +347,182 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     }
 }
 
+/// EXCES (docs/functions/exces.md) over the sped-up laptop disk and the CF card: 64 cache
+/// pages for the connections' 768 blocks, every write absorbed while a free or clean page
+/// is left, the rest written to the disk. A FUA write or a FLUSH is answered once the data
+/// and the map entries that find it are durable on the flash image (and the disk image).
+const EXCES_CONFIG: &str = r#"
+[[device]]
+name = "disk"
+model = "fastdisk"
+[[device]]
+name = "ecd"
+model = "sandisk-ultra-cf-2gb"
+
+[[function]]
+kind = "exces"
+disk = "disk"
+flash = "ecd"
+cache_pages = 64
+absorb_writes = "always"
+"#;
+
+/// The flash image: the 64 cache pages and the map's log region after them.
+const ECD_BYTES: usize = 4 << 20;
+
+/// One EXCES trial: the server runs under the power-loss shim over both images and is
+/// SIGKILLed at a random point; a new server (no shim) starts on the images a power cut
+/// could have left, rebuilds the map from the flash image's log, and every block
+/// acknowledged durable must read back through it.
+fn exces_trial(seed: u64, control: bool) -> Outcome {
+    let d = TempDir::new("exces-crash");
+    let models = d.path("models");
+    std::fs::create_dir(&models).unwrap();
+    std::fs::copy(fast_disk_model(&d), models.join("fastdisk.toml")).unwrap();
+    let cfg = d.path("run.toml");
+    let catalogue = format!("catalogue = [{:?}]\n", models.display().to_string());
+    std::fs::write(&cfg, catalogue + EXCES_CONFIG).unwrap();
+    let size = CONNS * REGION as usize * BLOCK;
+    let (disk, ecd) = (d.path("disk.img"), d.path("ecd.img"));
+    std::fs::write(&disk, vec![0u8; size]).unwrap();
+    std::fs::write(&ecd, vec![0u8; ECD_BYTES]).unwrap();
+    let sock = d.path("s");
+    let journal = d.path("journal");
+    let image = |name: &str, p: &Path| format!("{name}={}", p.display());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wattio-live"));
+    cmd.arg("serve")
+        .arg(&cfg)
+        .args([
+            "--image",
+            &image("disk", &disk),
+            "--image",
+            &image("ecd", &ecd),
+        ])
+        .arg("--socket")
+        .arg(&sock)
+        .args(["--status", "0"])
+        .env("LD_PRELOAD", shim())
+        .env(
+            "WATTIO_SHIM_TRACK",
+            format!("{}:{}", disk.display(), ecd.display()),
+        )
+        .env("WATTIO_SHIM_LOG", &journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if control {
+        cmd.env("WATTIO_SHIM_IGNORE_SYNC", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let t0 = Instant::now();
+    while Client::connect(&uri(&sock, "disk")).is_err() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("EXCES server did not come up");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Later than the plain trial's kill: the first FUA writes and FLUSHes through EXCES
+    // are answered some tens of milliseconds in.
+    let delay = Duration::from_millis(30 + seed % 90);
+    let pid = child.id() as i32;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let clients: Vec<_> = (0..CONNS)
+        .map(|c| {
+            let u = uri(&sock, "disk");
+            std::thread::spawn(move || drive(u, seed, c, false))
+        })
+        .collect();
+    let tracks: Vec<Track> = clients.into_iter().map(|h| h.join().unwrap()).collect();
+    killer.join().unwrap();
+    child.wait().unwrap();
+    // What a power cut would have left of each image, served by a new server.
+    let j = std::fs::read(&journal).unwrap_or_default();
+    let (disk2, ecd2) = (d.path("disk-after.img"), d.path("ecd-after.img"));
+    std::fs::write(&disk2, power_cut_image(&vec![0u8; size], &j, 0)).unwrap();
+    std::fs::write(&ecd2, power_cut_image(&vec![0u8; ECD_BYTES], &j, 1)).unwrap();
+    let sock2 = d.path("s2");
+    let srv = serve_config(&cfg, &[("disk", &disk2), ("ecd", &ecd2)], &sock2);
+    let mut c = Client::connect(&uri(&sock2, "disk")).unwrap();
+    let mut lost = Vec::new();
+    let mut durable_blocks = 0;
+    for t in &tracks {
+        for (&block, &v) in &t.durable {
+            durable_blocks += 1;
+            let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
+            // The durable version, or a newer one a later sync made durable too.
+            let ok = r.error == 0
+                && t.sent[&block]
+                    .iter()
+                    .filter(|&&w| w >= v)
+                    .any(|&w| r.data == version_data(seed, block, w));
+            if !ok {
+                lost.push(format!("block {block} version {v}"));
+            }
+        }
+    }
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+    Outcome {
+        durable_blocks,
+        lost,
+        spun_down: false,
+    }
+}
+
+/// Trials of the EXCES power-cut test: `WATTIO_EXCES_CRASH_TRIALS` (default 200).
+fn exces_trials() -> u64 {
+    std::env::var("WATTIO_EXCES_CRASH_TRIALS").map_or(200, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("WATTIO_EXCES_CRASH_TRIALS: expected a number, got `{v}`"))
+    })
+}
+
+/// Slow (a few tenths of a second a trial).
+#[test]
+fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_after_restart() {
+    let n = exces_trials();
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    let mut checked = 0;
+    for i in 0..n {
+        let seed = base.wrapping_add(i * 7919) % 1_000_000_007;
+        let o = exces_trial(seed, false);
+        assert!(
+            o.lost.is_empty(),
+            "seed {seed}: acknowledged-durable writes lost through EXCES in a power cut: {:?}",
+            o.lost
+        );
+        checked += o.durable_blocks;
+    }
+    eprintln!("{n} EXCES trials, {checked} acknowledged-durable blocks read back after restart");
+    assert!(
+        checked as u64 > 10 * n,
+        "too little acknowledged to test: {checked}"
+    );
+}
+
+#[test]
+fn the_exces_check_fails_when_syncs_are_ignored() {
+    let (mut lost, mut checked) = (0, 0);
+    for i in 0..10u64 {
+        // Kills 110 ms in (seed % 90 = 80).
+        let o = exces_trial(2060 + 90 * i, true);
+        lost += o.lost.len();
+        checked += o.durable_blocks;
+    }
+    assert!(checked > 0);
+    assert!(
+        lost * 2 > checked,
+        "without syncs only {lost} of {checked} acknowledged-durable blocks were lost"
+    );
+}
+
 fn trials() -> u64 {
     std::env::var("WATTIO_CRASH_TRIALS")
         .ok()
@@ -344,28 +532,34 @@ fn trials() -> u64 {
 
 #[test]
 fn power_cut_image_keeps_exactly_the_writes_a_returned_sync_covers() {
-    // Hand-built journal: W0, B1, W1, E1, W2, B2 (never returns).
-    let rec = |kind: u8, a: u64, b: u64, data: &[u8]| {
-        let mut v = vec![kind, 0, 0, 0, 0, 0, 0, 0];
+    // Hand-built journal over two files: W0, B1, W1, E1, W2 of file 0; a write of file 1
+    // and a sync of file 1 that returns; B3 of file 0 (never returns).
+    let rec = |kind: u8, file: u8, a: u64, b: u64, data: &[u8]| {
+        let mut v = vec![kind, 0, 0, 0, file, 0, 0, 0];
         v.extend_from_slice(&a.to_ne_bytes());
         v.extend_from_slice(&b.to_ne_bytes());
         v.extend_from_slice(data);
         v
     };
     let j = [
-        rec(b'W', 0, 2, b"aa"),
-        rec(b'B', 1, 0, b""),
-        rec(b'W', 2, 2, b"bb"),
-        rec(b'E', 1, 0, b""),
-        rec(b'W', 4, 2, b"cc"),
-        rec(b'Z', 0, 1, b""),
-        rec(b'B', 2, 0, b""),
+        rec(b'W', 0, 0, 2, b"aa"),
+        rec(b'B', 0, 1, 0, b""),
+        rec(b'W', 0, 2, 2, b"bb"),
+        rec(b'E', 0, 1, 0, b""),
+        rec(b'W', 0, 4, 2, b"cc"),
+        rec(b'W', 1, 0, 2, b"xx"),
+        rec(b'B', 1, 2, 0, b""),
+        rec(b'E', 1, 2, 0, b""),
+        rec(b'Z', 0, 0, 1, b""),
+        rec(b'B', 0, 3, 0, b""),
     ]
     .concat();
-    // Only W0 preceded the begin of the one sync that returned.
-    assert_eq!(power_cut_image(b"......", &j), b"aa....");
+    // Only W0 preceded the begin of the one sync of file 0 that returned: file 1's sync
+    // makes nothing of file 0 durable (W2 before it is lost).
+    assert_eq!(power_cut_image(b"......", &j, 0), b"aa....");
+    assert_eq!(power_cut_image(b"....", &j, 1), b"xx..");
     // A record cut off by the kill is ignored.
-    assert_eq!(power_cut_image(b"......", &j[..j.len() - 3]), b"aa....");
+    assert_eq!(power_cut_image(b"......", &j[..j.len() - 3], 0), b"aa....");
 }
 
 #[test]

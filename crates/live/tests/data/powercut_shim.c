@@ -1,12 +1,13 @@
 /* A power-loss model for crates/live/tests/crash.rs, loaded into the server with LD_PRELOAD.
  *
- * For the file named by WATTIO_SHIM_TRACK it passes every call through and appends to the
- * journal WATTIO_SHIM_LOG, in the order the calls *returned*:
+ * For the files named by WATTIO_SHIM_TRACK (one path, or several separated by ':') it passes
+ * every call through and appends to the journal WATTIO_SHIM_LOG, in the order the calls
+ * *returned*, each record carrying the index of its file in that list:
  *   'W' offset len data   a pwrite/write that returned len bytes written
  *   'Z' offset len        an fallocate that punched or zeroed a range
  *   'B' id / 'E' id       an fdatasync/fsync began / returned successfully
- * A write is durable once a sync that began after it returned has returned: that is all a
- * real disk promises across a power cut. The test rebuilds, from the journal of a server it
+ * A write is durable once a sync of its file that began after it returned has returned: that
+ * is all a real disk promises across a power cut (each image stands for its own disk). The test rebuilds, from the journal of a server it
  * killed with SIGKILL, the image a power cut at that instant could leave (the initial image
  * plus the durable writes, every other write dropped).
  *
@@ -28,16 +29,19 @@
 #include <unistd.h>
 
 #define MAX_FD 4096
+#define MAX_TRACK 8
 
 static int log_fd = -1;
-static const char *track;
+static char *track[MAX_TRACK];
+static int ntrack;
 static int ignore_sync;
+/* fd -> 1 + the index of its file in WATTIO_SHIM_TRACK (0: not tracked). */
 static unsigned char tracked[MAX_FD];
 static uint64_t next_sync;
 
 struct rec {
     uint32_t kind;
-    uint32_t pad;
+    uint32_t file; /* index in WATTIO_SHIM_TRACK */
     uint64_t a; /* offset, or the sync id */
     uint64_t b; /* length */
 };
@@ -46,7 +50,13 @@ static void init(void) {
     static int done;
     if (done) return;
     done = 1;
-    track = getenv("WATTIO_SHIM_TRACK");
+    const char *t = getenv("WATTIO_SHIM_TRACK");
+    if (t) {
+        char *list = strdup(t);
+        for (char *save = 0, *p = strtok_r(list, ":", &save); p && ntrack < MAX_TRACK;
+             p = strtok_r(0, ":", &save))
+            track[ntrack++] = p;
+    }
     const char *l = getenv("WATTIO_SHIM_LOG");
     const char *ig = getenv("WATTIO_SHIM_IGNORE_SYNC");
     ignore_sync = ig && ig[0] == '1';
@@ -60,12 +70,15 @@ static int is_tracked(int fd) { return fd >= 0 && fd < MAX_FD && tracked[fd]; }
 
 static void note_open(int fd, const char *path) {
     init();
-    if (fd >= 0 && fd < MAX_FD) tracked[fd] = track && path && strcmp(path, track) == 0;
+    if (fd < 0 || fd >= MAX_FD) return;
+    tracked[fd] = 0;
+    for (int i = 0; path && i < ntrack; i++)
+        if (strcmp(path, track[i]) == 0) tracked[fd] = (unsigned char)(i + 1);
 }
 
-static void log_rec(uint32_t kind, uint64_t a, uint64_t b, const void *data, size_t n) {
+static void log_rec(int fd, uint32_t kind, uint64_t a, uint64_t b, const void *data, size_t n) {
     if (log_fd < 0) return;
-    struct rec r = {kind, 0, a, b};
+    struct rec r = {kind, (uint32_t)(tracked[fd] - 1), a, b};
     if (!data) {
         (void)!write(log_fd, &r, sizeof r);
         return;
@@ -139,7 +152,7 @@ int close(int fd) {
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
     REAL("pwrite64", ssize_t, int, const void *, size_t, off_t);
     ssize_t w = real(fd, buf, n, off);
-    if (w > 0 && is_tracked(fd)) log_rec('W', (uint64_t)off, (uint64_t)w, buf, (size_t)w);
+    if (w > 0 && is_tracked(fd)) log_rec(fd, 'W', (uint64_t)off, (uint64_t)w, buf, (size_t)w);
     return w;
 }
 
@@ -166,9 +179,9 @@ static int sync_common(const char *sym, int fd) {
     if (!is_tracked(fd)) return real(fd);
     if (ignore_sync) return 0;
     uint64_t id = __atomic_add_fetch(&next_sync, 1, __ATOMIC_SEQ_CST);
-    log_rec('B', id, 0, 0, 0);
+    log_rec(fd, 'B', id, 0, 0, 0);
     int ret = real(fd);
-    if (ret == 0) log_rec('E', id, 0, 0, 0);
+    if (ret == 0) log_rec(fd, 'E', id, 0, 0, 0);
     return ret;
 }
 
@@ -180,7 +193,7 @@ int fallocate64(int fd, int mode, off_t off, off_t len) {
     int ret = real(fd, mode, off, len);
     /* Punch-hole and zero-range both leave zeros. */
     if (ret == 0 && is_tracked(fd) && (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)))
-        log_rec('Z', (uint64_t)off, (uint64_t)len, 0, 0);
+        log_rec(fd, 'Z', (uint64_t)off, (uint64_t)len, 0, 0);
     return ret;
 }
 
