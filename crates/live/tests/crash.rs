@@ -266,6 +266,69 @@ struct Outcome {
     spun_down: bool,
 }
 
+/// Once the server's export `export` answers: CONNS connections drive traffic while the
+/// server is SIGKILLed `delay` in; what each was told is durable.
+fn drive_until_killed(
+    child: &mut std::process::Child,
+    sock: &Path,
+    export: &str,
+    seed: u64,
+    delay: Duration,
+    pause_for_spindown: bool,
+) -> Vec<Track> {
+    let t0 = Instant::now();
+    while Client::connect(&uri(sock, export)).is_err() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("server did not come up");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let pid = child.id() as i32;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let clients: Vec<_> = (0..CONNS)
+        .map(|c| {
+            let u = uri(sock, export);
+            std::thread::spawn(move || drive(u, seed, c, pause_for_spindown))
+        })
+        .collect();
+    let tracks = clients.into_iter().map(|h| h.join().unwrap()).collect();
+    killer.join().unwrap();
+    tracks
+}
+
+/// Every block the tracks were told is durable, checked against what `read` returns for it
+/// (`None`: an error): the durable version, or a newer one a later sync made durable too.
+/// (blocks checked, those that were not).
+fn check_durable(
+    tracks: &[Track],
+    seed: u64,
+    mut read: impl FnMut(u64) -> Option<Vec<u8>>,
+) -> (usize, Vec<String>) {
+    let mut lost = Vec::new();
+    let mut durable_blocks = 0;
+    for t in tracks {
+        for (&block, &v) in &t.durable {
+            durable_blocks += 1;
+            let at = read(block);
+            let ok = at.is_some_and(|at| {
+                t.sent[&block]
+                    .iter()
+                    .filter(|&&w| w >= v)
+                    .any(|&w| at == version_data(seed, block, w))
+            });
+            if !ok {
+                lost.push(format!("block {block} version {v}"));
+            }
+        }
+    }
+    (durable_blocks, lost)
+}
+
 fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     let d = TempDir::new("crash");
     let img = d.path("disk.img");
@@ -293,30 +356,9 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     } else {
         cmd.args(["--status", "0"]).stderr(Stdio::null());
     }
-    let child = cmd.spawn().unwrap();
-    let t0 = Instant::now();
-    while Client::connect(&uri(&sock, "")).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let mut child = cmd.spawn().unwrap();
     let delay = Duration::from_millis(if emulate { 400 } else { 15 } + seed % 60);
-    let pid = child.id() as i32;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(delay);
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let clients: Vec<_> = (0..CONNS)
-        .map(|c| {
-            let u = uri(&sock, "");
-            std::thread::spawn(move || drive(u, seed, c, emulate))
-        })
-        .collect();
-    let tracks: Vec<Track> = clients.into_iter().map(|h| h.join().unwrap()).collect();
-    killer.join().unwrap();
+    let tracks = drive_until_killed(&mut child, &sock, "", seed, delay, emulate);
     let out = child.wait_with_output().unwrap();
     let spun_down = String::from_utf8_lossy(&out.stderr).contains(": standby");
     let image = power_cut_image(
@@ -324,22 +366,10 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
         &std::fs::read(&journal).unwrap_or_default(),
         0,
     );
-    let mut lost = Vec::new();
-    let mut durable_blocks = 0;
-    for t in &tracks {
-        for (&block, &v) in &t.durable {
-            durable_blocks += 1;
-            let at = &image[block as usize * BLOCK..(block as usize + 1) * BLOCK];
-            // The durable version, or a newer one a later sync made durable too.
-            let ok = t.sent[&block]
-                .iter()
-                .filter(|&&w| w >= v)
-                .any(|&w| at == version_data(seed, block, w).as_slice());
-            if !ok {
-                lost.push(format!("block {block} version {v}"));
-            }
-        }
-    }
+    let (durable_blocks, lost) = check_durable(&tracks, seed, |block| {
+        let at = block as usize * BLOCK;
+        Some(image[at..at + BLOCK].to_vec())
+    });
     Outcome {
         durable_blocks,
         lost,
@@ -413,31 +443,10 @@ fn exces_trial(seed: u64, control: bool) -> Outcome {
         cmd.env("WATTIO_SHIM_IGNORE_SYNC", "1");
     }
     let mut child = cmd.spawn().unwrap();
-    let t0 = Instant::now();
-    while Client::connect(&uri(&sock, "disk")).is_err() {
-        if t0.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("EXCES server did not come up");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
     // Later than the plain trial's kill: the first FUA writes and FLUSHes through EXCES
     // are answered some tens of milliseconds in.
     let delay = Duration::from_millis(30 + seed % 90);
-    let pid = child.id() as i32;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(delay);
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let clients: Vec<_> = (0..CONNS)
-        .map(|c| {
-            let u = uri(&sock, "disk");
-            std::thread::spawn(move || drive(u, seed, c, false))
-        })
-        .collect();
-    let tracks: Vec<Track> = clients.into_iter().map(|h| h.join().unwrap()).collect();
-    killer.join().unwrap();
+    let tracks = drive_until_killed(&mut child, &sock, "disk", seed, delay, false);
     child.wait().unwrap();
     // What a power cut would have left of each image, served by a new server.
     let j = std::fs::read(&journal).unwrap_or_default();
@@ -447,23 +456,10 @@ fn exces_trial(seed: u64, control: bool) -> Outcome {
     let sock2 = d.path("s2");
     let srv = serve_config(&cfg, &[("disk", &disk2), ("ecd", &ecd2)], &sock2);
     let mut c = Client::connect(&uri(&sock2, "disk")).unwrap();
-    let mut lost = Vec::new();
-    let mut durable_blocks = 0;
-    for t in &tracks {
-        for (&block, &v) in &t.durable {
-            durable_blocks += 1;
-            let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
-            // The durable version, or a newer one a later sync made durable too.
-            let ok = r.error == 0
-                && t.sent[&block]
-                    .iter()
-                    .filter(|&&w| w >= v)
-                    .any(|&w| r.data == version_data(seed, block, w));
-            if !ok {
-                lost.push(format!("block {block} version {v}"));
-            }
-        }
-    }
+    let (durable_blocks, lost) = check_durable(&tracks, seed, |block| {
+        let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
+        (r.error == 0).then_some(r.data)
+    });
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
     Outcome {

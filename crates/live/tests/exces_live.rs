@@ -128,30 +128,6 @@ miss_window_s = 0.1
 min_interval_s = 0.2
 "#;
 
-/// One fio job over the export's first 2 MiB (as `fs2_live.rs`): random 4 KiB writes in
-/// the order of `seed`, checked with `verify`; `extra` says how.
-fn fio(sock: &Path, seed: u32, verify: &str, extra: &[&str]) {
-    let uri = format!("--uri={}", uri(sock, "disk"));
-    let pattern = format!("--verify_pattern=0x{seed:02x}");
-    let verify = format!("--verify={verify}");
-    let seed = format!("--randseed={seed}");
-    let mut args = vec![
-        "--name=verify",
-        "--ioengine=nbd",
-        &uri,
-        "--rw=randwrite",
-        "--bs=4k",
-        "--size=2M",
-        "--iodepth=4",
-        &seed,
-        &verify,
-        &pattern,
-        "--verify_fatal=1",
-        "--verify_state_save=0",
-    ];
-    args.extend(extra);
-    fio_ok(&args);
-}
 
 #[test]
 fn slow_fio_verifies_through_an_exces_export_while_reconfigurations_move_pages() {
@@ -183,12 +159,12 @@ fn slow_fio_verifies_through_an_exces_export_while_reconfigurations_move_pages()
     let paced = ["--thinktime=20000", "--thinktime_blocks=16"];
     let write = [&paced[..], &["--do_verify=1", "--verify_backlog=16"]].concat();
     let check = [&paced[..], &["--verify_only"]].concat();
-    fio(&sock, 1, "crc32c", &write);
+    fio_verify(&sock, "disk", 1, "crc32c", &write);
     std::thread::sleep(Duration::from_millis(300));
-    fio(&sock, 1, "crc32c", &check);
-    fio(&sock, 2, "pattern", &write);
+    fio_verify(&sock, "disk", 1, "crc32c", &check);
+    fio_verify(&sock, "disk", 2, "pattern", &write);
     std::thread::sleep(Duration::from_millis(300));
-    fio(&sock, 2, "pattern", &check);
+    fio_verify(&sock, "disk", 2, "pattern", &check);
     let s = srv.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(s.stats.errors, 0);
     let c = &s.function_counters;

@@ -161,32 +161,6 @@ low_watermark = 0
 critical_watermark = 0
 "#;
 
-/// One fio job over the export's first 2 MiB: random 4 KiB writes in the order of `seed`,
-/// checked with `verify` (`crc32c`: random bytes under a header with their checksum;
-/// `pattern`: the byte `seed` repeated, compared whole); `extra` says how. Panics with
-/// fio's output unless it reports no error.
-fn fio(sock: &Path, seed: u32, verify: &str, extra: &[&str]) {
-    let uri = format!("--uri={}", uri(sock, "disk"));
-    let pattern = format!("--verify_pattern=0x{seed:02x}");
-    let verify = format!("--verify={verify}");
-    let seed = format!("--randseed={seed}");
-    let mut args = vec![
-        "--name=verify",
-        "--ioengine=nbd",
-        &uri,
-        "--rw=randwrite",
-        "--bs=4k",
-        "--size=2M",
-        "--iodepth=4",
-        &seed,
-        &verify,
-        &pattern,
-        "--verify_fatal=1",
-        "--verify_state_save=0",
-    ];
-    args.extend(extra);
-    fio_ok(&args);
-}
 
 #[test]
 fn fio_verifies_through_an_fs2_export_while_replication_runs() {
@@ -206,17 +180,17 @@ fn fio_verifies_through_an_fs2_export_while_replication_runs() {
     //    and the other's blocks candidates, copied above 2 MiB while fio goes on.
     let write = [&paced[..], &["--do_verify=1", "--verify_backlog=16"]].concat();
     let check = [&paced[..], &["--verify_only"]].concat();
-    fio(&sock, 1, "crc32c", &write);
+    fio_verify(&sock, "disk", 1, "crc32c", &write);
     // 2. Read every block back and check it: from its replica when that is nearer.
     std::thread::sleep(Duration::from_millis(500));
-    fio(&sock, 1, "crc32c", &check);
+    fio_verify(&sock, "disk", 1, "crc32c", &check);
     // 3. New contents everywhere, with the same read-back: every replica of step 1 is
     //    invalidated, new ones are made; then 4. every block checked again. Pattern
     //    blocks, compared whole: a stale replica holds a block of step 1 whose crc32c is
     //    valid, which only a comparison with the current contents tells apart.
-    fio(&sock, 2, "pattern", &write);
+    fio_verify(&sock, "disk", 2, "pattern", &write);
     std::thread::sleep(Duration::from_millis(500));
-    fio(&sock, 2, "pattern", &check);
+    fio_verify(&sock, "disk", 2, "pattern", &check);
     let s = srv.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(s.stats.errors, 0);
     // Replication ran under fio, reads went to replicas, and rewrites invalidated them.

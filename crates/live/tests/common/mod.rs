@@ -93,6 +93,33 @@ pub fn fio_ok(args: &[&str]) {
     assert_eq!(f[4], "0", "fio error: {text}");
 }
 
+/// One fio job over export `export`'s first 2 MiB: random 4 KiB writes in the order of
+/// `seed`, checked with `verify` (`crc32c`: random bytes under a header with their
+/// checksum; `pattern`: the byte `seed` repeated, compared whole); `extra` says how (read
+/// back as it goes, or only verify). Panics with fio's output unless it reports no error.
+pub fn fio_verify(sock: &Path, export: &str, seed: u32, verify: &str, extra: &[&str]) {
+    let uri = format!("--uri={}", uri(sock, export));
+    let pattern = format!("--verify_pattern=0x{seed:02x}");
+    let verify = format!("--verify={verify}");
+    let seed = format!("--randseed={seed}");
+    let mut args = vec![
+        "--name=verify",
+        "--ioengine=nbd",
+        &uri,
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=2M",
+        "--iodepth=4",
+        &seed,
+        &verify,
+        &pattern,
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+    ];
+    args.extend(extra);
+    fio_ok(&args);
+}
+
 /// Is an external tool installed? Interop tests skip (saying so) when it is not.
 pub fn have(tool: &str) -> bool {
     let found = std::process::Command::new("sh")
