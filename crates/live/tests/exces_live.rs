@@ -128,7 +128,6 @@ miss_window_s = 0.1
 min_interval_s = 0.2
 "#;
 
-
 #[test]
 fn slow_fio_verifies_through_an_exces_export_while_reconfigurations_move_pages() {
     if !have("fio") {

@@ -161,7 +161,6 @@ low_watermark = 0
 critical_watermark = 0
 "#;
 
-
 #[test]
 fn fio_verifies_through_an_fs2_export_while_replication_runs() {
     if !have("fio") {

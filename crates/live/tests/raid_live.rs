@@ -1,6 +1,7 @@
 //! Arrays served live: RAID-5's parity (`Action::Xor`) is computed by the live executor on
 //! real bytes and lands in the member images; PARAID is one export through which fio's
-//! crc32c verification passes while the gears shift (a short window forces shifts), and a
+//! crc32c verification passes while the gears shift (a short window forces shifts; both
+//! upshift modes, on demand and full synchronization), and a
 //! PARAID server killed with SIGKILL comes back with its dirty list, so every acknowledged
 //! FUA or flushed write reads back.
 
@@ -144,7 +145,8 @@ const DISK: SpecDisk = SpecDisk {
     spin_up: (0.05, 1.2),
 };
 
-fn config() -> String {
+/// The PARAID array over five `DISK`s, upshifting `upshift` ("on-demand" or "full").
+fn config(upshift: &str) -> String {
     let mut c = String::new();
     for k in 0..5 {
         c += &format!("[[device]]\nname = \"d{k}\"\n{}\n", DISK.toml());
@@ -164,17 +166,28 @@ window = 1
 threshold = 0.2
 rated_cycles = 1_000_000_000
 start = "lowest"
-"#
+"# + &format!("upshift = \"{upshift}\"\n")
 }
 
 #[test]
 fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
+    fio_through_paraid("on-demand");
+}
+
+/// The same with the paper's full synchronization: each upshift holds the low gear until
+/// the arriving disks are current.
+#[test]
+fn fio_verifies_through_paraid_upshifting_by_full_synchronization() {
+    fio_through_paraid("full");
+}
+
+fn fio_through_paraid(upshift: &str) {
     if !have("fio") {
         return;
     }
     let d = TempDir::new("paraid");
     let cfg = d.path("run.toml");
-    std::fs::write(&cfg, config()).unwrap();
+    std::fs::write(&cfg, config(upshift)).unwrap();
     // Zeroed members: `assume_clean` holds (every parity is the XOR of zero data).
     let imgs: Vec<_> = (0..5)
         .map(|k| {
@@ -284,7 +297,9 @@ fn slow_a_killed_paraid_server_loses_no_fua_or_flushed_write() {
     const BLOCKS: u64 = 256;
     for trial in 0..kill_trials() {
         let d = TempDir::new("paraid-kill");
-        std::fs::write(d.path("run.toml"), config()).unwrap();
+        // Both upshift modes: even trials on demand, odd ones by full synchronization.
+        let upshift = if trial % 2 == 0 { "on-demand" } else { "full" };
+        std::fs::write(d.path("run.toml"), config(upshift)).unwrap();
         for k in 0..5 {
             std::fs::write(d.path(&format!("d{k}.img")), vec![0u8; 8 << 20]).unwrap();
         }
