@@ -371,3 +371,60 @@ def test_demo_footer_names_every_system():
     lines = text.splitlines()[1:]
     assert [ln.split()[0] for ln in lines] == [s.prefix for s in reproduce.SYSTEMS]
     assert "33.2-41.9 %" in text  # PARAID Eq. 2's headline
+
+
+def test_map_runs_goes_where_placed_says():
+    """`workers.map_runs` keeps the order of its items, runs in this process when one worker
+    is asked for, and on the executor `placed` names for the block (and only there)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wattio.reproduce import workers
+
+    class Counting(ThreadPoolExecutor):
+        def __init__(self):
+            super().__init__(max_workers=2)
+            self.maps = 0
+
+        def map(self, fn, *its, **kw):
+            self.maps += 1
+            return super().map(fn, *its, **kw)
+
+    assert workers.map_runs(abs, [-3, 1, -2], max_workers=1) == [3, 1, 2]
+    ex = Counting()
+    with workers.placed(executor=ex):
+        assert workers.map_runs(abs, [-5, 4]) == [5, 4]
+    assert ex.maps == 1
+    assert workers.map_runs(abs, [-1], max_workers=1) == [1]
+    assert ex.maps == 1, "the block is over: back to local runs"
+    ex.shutdown()
+    with pytest.raises(ValueError, match="--jobs 0: expected at least 1"), workers.placed(jobs=0):
+        pass
+
+
+def test_reproduce_on_an_unreachable_scheduler_is_a_user_error(wattio_cli):
+    p = wattio_cli("reproduce", "paraid-eq2-gear-savings", "--scheduler", "tcp://127.0.0.1:9", check=False)
+    assert p.returncode != 0
+    assert "--scheduler tcp://127.0.0.1:9: cannot connect to the Dask scheduler" in p.stderr
+
+
+@pytest.mark.slow
+def test_reproduce_on_a_dask_cluster_gives_the_local_verdict(wattio_cli):
+    """`wattio reproduce --scheduler` sends an experiment's runs (PARAID's PostMark replays)
+    to a real Dask cluster on loopback: the same values as in this process, and the replays
+    ran as tasks there."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    local = reproduce.run_one(paraid.POSTMARK_HIGH, quick=True)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                     dashboard_address=None) as cluster,
+        Client(cluster) as client,
+        get_task_stream(client) as tasks,
+    ):
+        p = wattio_cli("reproduce", "paraid-postmark-highest-gear", "--quick", "--json",
+                       "--scheduler", cluster.scheduler_address, check=False)
+    (e,) = json.loads(p.stdout)["experiments"]
+    assert e["verdict"] == local.check.verdict
+    assert e["wattio"] == pytest.approx(local.outcome.values, rel=0, abs=0)
+    ran = [t for t in tasks.data if "_postmark_replay" in t["key"]]
+    assert len(ran) == len(paraid.POSTMARK_ARRAYS), [t["key"] for t in tasks.data]

@@ -23,12 +23,16 @@ def add_commands(sub) -> None:
                    help='print {"experiments": [{name, paper, wattio, rule, verdict}]} only')
     p.add_argument("--markdown", metavar="FILE", help="write the table of every experiment (docs/reproduce.md)")
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="local worker processes for an experiment's runs (default: its own, up to the cores)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run experiments' independent runs on this Dask scheduler's workers (as wattio sweep)")
     p.set_defaults(func=cmd_reproduce)
 
 
 def cmd_reproduce(args) -> int:
     from wattio import reproduce
-    from wattio.reproduce import outputs
+    from wattio.reproduce import outputs, workers
     from wattio.reproduce.rules import FAILS
 
     chosen = reproduce.select(args.names)
@@ -38,11 +42,12 @@ def cmd_reproduce(args) -> int:
         return 0
     t0 = time.monotonic()
     results = []
-    for e in chosen:
-        r = reproduce.run_one(e, args.quick)
-        results.append(r)
-        if not args.json:
-            print(outputs.text(r) + "\n", flush=True)
+    with workers.placed(jobs=args.jobs, scheduler=args.scheduler):
+        for e in chosen:
+            r = reproduce.run_one(e, args.quick)
+            results.append(r)
+            if not args.json:
+                print(outputs.text(r) + "\n", flush=True)
     wall = time.monotonic() - t0
     if args.out:
         out = Path(args.out)

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from concurrent.futures import ProcessPoolExecutor
 
-from wattio.reproduce import library, spindown
+from wattio.reproduce import library, spindown, workers
 from wattio.reproduce.experiment import Experiment, NotRunnable, Outcome, System
 from wattio.reproduce.rules import SameOrdering, SameTrend
 
@@ -246,8 +245,7 @@ def _grid(tasks: tuple) -> object:
     traces = {}
     for w in {t[0] for t in tasks if t[0] != IDLE}:
         traces[w] = str(library.block_trace(w))
-    with ProcessPoolExecutor(max_workers=2) as ex:
-        rows = list(ex.map(_run_config, [(*t, traces.get(t[0])) for t in tasks]))
+    rows = workers.map_runs(_run_config, [(*t, traces.get(t[0])) for t in tasks], max_workers=2)
     df = pd.DataFrame(rows)
     base = df[df["config"] == "Base"].set_index("workload")["energy_j"]
     df["saving_vs_base_pct"] = 100 * (1 - df["energy_j"] / df["workload"].map(base))

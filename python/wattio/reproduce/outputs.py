@@ -150,6 +150,7 @@ as declared now.
 wattio reproduce                      # every experiment, paper vs wattio, verdicts
 wattio reproduce spindown --quick     # a system's experiments (name prefix), reduced length
 wattio reproduce --out DIR --json     # tables (CSV, Parquet), figures (PNG, SVG), reproduce.html
+wattio reproduce paraid --scheduler tcp://HOST:PORT   # the experiments' runs on a Dask cluster
 ```
 
 Each experiment declares, before it runs, the paper and the table or figure it reproduces,
@@ -164,6 +165,11 @@ kind not yet registered, or a library workload absent here). CI runs `wattio rep
 Workloads: the library's captured traces (`workloads/NAME/`, each README says which paper
 workload it stands in for and how it differs), plus, where a result is a theorem that holds
 for any input, one *generated* workload labelled as such.
+
+An experiment hands its grid of independent runs (PARAID's replay speeds, the spin-down and
+EXCES configurations) to `wattio.reproduce.workers.map_runs`: local processes (`--jobs N`),
+or the workers of a Dask scheduler (`--scheduler`, as `wattio sweep`), which need the same
+files (a shared file system, or one machine). The runs are pure, so the numbers are the same.
 
 Adding an experiment: append an `Experiment` to `EXPERIMENTS` in the system's module under
 `python/wattio/reproduce/` (`spindown.py`, `exces.py`, `paraid.py`; a new system adds a

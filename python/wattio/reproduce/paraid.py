@@ -10,10 +10,9 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from wattio.reproduce import gear_power, library
+from wattio.reproduce import gear_power, library, workers
 from wattio.reproduce.experiment import Experiment, Outcome, System
 from wattio.reproduce.rules import Exact, SameOrdering, SameTrend, WithinPercent
 
@@ -233,8 +232,7 @@ def _web_grid() -> dict:
             table = f'[trace]\npath = "{path}"\nformat = "columnar"\n'
             for paraid in (False, True):
                 tasks.append(((speed, paraid), config(0, paraid, table, span + TAIL_S)))
-        with ProcessPoolExecutor() as pool:
-            rows = list(pool.map(_run, [t for _, t in tasks]))
+        rows = workers.map_runs(_run, [t for _, t in tasks])
     return {k: r for (k, _), r in zip(tasks, rows)}
 
 
@@ -245,8 +243,7 @@ def _cello_grid(hours: float) -> dict:
         for paraid in (False, True):
             text = config(5, paraid, _cello_workload(x, hours), hours * 3600 / x + TAIL_S)
             tasks.append(((speed, paraid), text))
-    with ProcessPoolExecutor() as pool:
-        rows = list(pool.map(_run, [t for _, t in tasks]))
+    rows = workers.map_runs(_run, [t for _, t in tasks])
     return {k: r for (k, _), r in zip(tasks, rows)}
 
 
@@ -475,8 +472,7 @@ def _postmark_replay(array: tuple[str, str] | None) -> dict:
 @functools.cache
 def _postmark() -> dict:
     """{array: row}: the PostMark replay on RAID-5 and on PARAID-5 started high and low."""
-    with ProcessPoolExecutor() as pool:
-        rows = list(pool.map(_postmark_replay, POSTMARK_ARRAYS.values()))
+    rows = workers.map_runs(_postmark_replay, POSTMARK_ARRAYS.values())
     return dict(zip(POSTMARK_ARRAYS, rows))
 
 

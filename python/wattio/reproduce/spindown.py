@@ -22,11 +22,10 @@ EXCES's own timeout study (its Fig. 8) ran with the flash cache in the path, so 
 from __future__ import annotations
 
 import functools
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from wattio.reproduce import library
+from wattio.reproduce import library, workers
 from wattio.reproduce.experiment import Experiment, NotRunnable, Outcome, System
 from wattio.reproduce.rules import Bound, SameOrdering
 
@@ -179,8 +178,7 @@ def runs(workloads: tuple[str, ...], policies: tuple[str, ...], quick: bool, set
         w: QUICK_SECONDS if quick and w in LIBRARY and trace_end_s(traces[w]) > QUICK_SECONDS else None
         for w in workloads
     }
-    with ProcessPoolExecutor(max_workers=2) as ex:
-        summaries = list(ex.map(_one, [(traces[w], p, until[w], setup) for w, p in tasks]))
+    summaries = workers.map_runs(_one, [(traces[w], p, until[w], setup) for w, p in tasks], max_workers=2)
     df = pd.DataFrame([_row(w, p, s) for (w, _), (p, s) in zip(tasks, summaries)])
     for ref, col in (("oracle", "energy_vs_oracle"), ("oracle", "idle_energy_vs_oracle")):
         if ref in policies:

@@ -1,0 +1,51 @@
+"""Where an experiment's independent runs go: local worker processes by default, or a Dask
+cluster for the duration of :func:`placed` (``wattio reproduce --scheduler tcp://HOST:PORT``,
+``--jobs N``), through the same executors as ``wattio sweep`` (:mod:`wattio.sweep`).
+
+An experiment hands its grid to :func:`map_runs`; the runs are pure functions of their
+arguments, so the results do not depend on where they ran. On a cluster the workers import
+wattio and read the traces by path, so they need the same files (a shared file system, or
+one machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+_PLACE: dict = {"jobs": None, "executor": None}
+
+
+@contextlib.contextmanager
+def placed(*, jobs: int | None = None, scheduler: str | None = None, executor=None):
+    """Send :func:`map_runs` to ``jobs`` local processes, or to the Dask scheduler at
+    ``scheduler`` (one connection for the whole block), or to ``executor`` (a
+    ``distributed.Client`` or any ``concurrent.futures.Executor``), until the block ends."""
+    from wattio.sweep import _executor
+
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs {jobs}: expected at least 1")
+    saved = dict(_PLACE)
+    try:
+        if scheduler is not None or executor is not None:
+            with _executor(executor, scheduler, jobs, 2) as ex:
+                _PLACE.update(jobs=jobs, executor=ex)
+                yield
+        else:
+            _PLACE.update(jobs=jobs, executor=None)
+            yield
+    finally:
+        _PLACE.clear()
+        _PLACE.update(saved)
+
+
+def map_runs(fn, items, max_workers: int | None = None) -> list:
+    """``[fn(x) for x in items]``, run where :func:`placed` says: by default in up to
+    ``max_workers`` local processes (None: one per core; ``--jobs`` overrides it). ``fn``
+    must be a module-level function (workers import it)."""
+    from wattio.sweep import _executor
+
+    items = list(items)
+    if _PLACE["executor"] is not None:
+        return list(_PLACE["executor"].map(fn, items))
+    with _executor(None, None, _PLACE["jobs"] or max_workers, len(items)) as ex:
+        return list(ex.map(fn, items)) if ex is not None else [fn(x) for x in items]
