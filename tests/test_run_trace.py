@@ -50,3 +50,26 @@ def test_bad_trace_line_is_named(tmp_path, wattio_cli):
     p = wattio_cli("run", cfg, "--trace", trace, "--format", "msr", "--quiet", check=False)
     assert p.returncode == 2
     assert "bad.csv:2" in p.stderr, p.stderr
+
+
+def test_trace_speedup_is_a_key_a_sweep_can_vary(tmp_path):
+    """`[trace] speedup` divides every arrival: at 4x the MSR trace's 18 s idle gap is 4.5 s,
+    under the 5 s timeout, so the disk never spins down and the last request arrives at 5 s.
+    Swept as any key; a value out of range is refused naming it."""
+    import pytest
+    import wattio
+
+    (tmp_path / "hm_0.csv").write_text(MSR)
+    cfg = tmp_path / "replay.toml"
+    cfg.write_text(CONFIG + '[trace]\npath = "hm_0.csv"\nformat = "msr"\n')
+    df = wattio.sweep(cfg, {"trace.speedup": [1.0, 4.0]}, jobs=1)
+    assert list(df["spin_ups"]) == [1, 0]
+    slow, fast = df["duration_s"]
+    assert 20.0 < slow < 40.0
+    assert 5.0 < fast < 5.5
+    s = wattio.run(cfg.read_text().replace('format = "msr"', 'format = "msr"\nspeedup = 4.0'),
+                   base_dir=tmp_path, progress=False, report=False).summary
+    assert any("replayed at 4x" in a for a in s["trace"]), s["trace"]
+    for bad in ("0.0", "-2.0", "2e6"):
+        with pytest.raises(ValueError, match=r"trace\.speedup: expected a number from 0\.000001 to 1e6"):
+            wattio.run(cfg.read_text() + f"speedup = {bad}\n", base_dir=tmp_path, progress=False)

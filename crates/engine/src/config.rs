@@ -81,7 +81,15 @@ pub struct TraceConfig {
     /// traces with a warning instead of failing.
     #[serde(default)]
     pub lenient: bool,
+    /// Replay faster (> 1) or slower (< 1): every arrival time divided by this
+    /// ([`wattio_core::trace::Rescaled`]), as the papers' "replayed at 64x".
+    #[serde(default)]
+    pub speedup: Option<f64>,
 }
+
+/// The largest `trace.speedup` (and the smallest is its inverse): beyond, arrival times of
+/// a day-long trace collapse to nanoseconds or overflow.
+pub const MAX_SPEEDUP: f64 = 1e6;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -199,6 +207,14 @@ impl RunConfig {
         }
         if let Some(w) = &self.workload {
             w.validate()?;
+        }
+        if let Some(x) = self.trace.as_ref().and_then(|t| t.speedup) {
+            if !(x.is_finite() && (1.0 / MAX_SPEEDUP..=MAX_SPEEDUP).contains(&x)) {
+                return Err(format!(
+                    "trace.speedup: expected a number from {} to {MAX_SPEEDUP:e}, got {x}",
+                    1.0 / MAX_SPEEDUP
+                ));
+            }
         }
         for (i, f) in self.functions.iter().enumerate() {
             Registry::check(f, &self.function_context(&format!("function[{i}]"), None))?;

@@ -546,6 +546,7 @@ struct TraceArgs {
 /// The opener for a config — a trace file (`--trace` or `[trace]`) or its workload — and
 /// what kind of input that is.
 fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, Input)> {
+    let from_cli = a.path.is_some();
     let (path, format, read) = match (a.path, &cfg.trace) {
         (Some(p), _) => (
             p,
@@ -579,7 +580,20 @@ fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, I
         }
     };
     let lenient = read.lenient;
-    let opener = crate::trace::file_opener(PathBuf::from(path), format, read)?;
+    let mut opener = crate::trace::file_opener(PathBuf::from(path), format, read)?;
+    // The config's `trace.speedup` (not with --trace, which replaces the config's [trace]).
+    if let Some(x) = cfg
+        .trace
+        .as_ref()
+        .and_then(|t| t.speedup)
+        .filter(|_| !from_cli)
+    {
+        let inner = opener;
+        opener = std::sync::Arc::new(move || {
+            Ok(Box::new(wattio_core::trace::Rescaled::new(inner()?, x))
+                as Box<dyn wattio_core::TraceSource>)
+        });
+    }
     Ok((opener, Input::Trace { lenient }))
 }
 
