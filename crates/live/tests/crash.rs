@@ -469,6 +469,18 @@ fn exces_trial(seed: u64, control: bool) -> Outcome {
     }
 }
 
+/// `n` trials' (index, seed): seeds from the clock, so that each run tries new kill points
+/// (a failure prints its seed).
+fn trial_seeds(n: u64) -> Vec<(u64, u64)> {
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    (0..n)
+        .map(|i| (i, base.wrapping_add(i * 7919) % 1_000_000_007))
+        .collect()
+}
+
 /// Trials of the EXCES power-cut test: `WATTIO_EXCES_CRASH_TRIALS` (default 200).
 fn exces_trials() -> u64 {
     std::env::var("WATTIO_EXCES_CRASH_TRIALS").map_or(200, |v| {
@@ -481,13 +493,8 @@ fn exces_trials() -> u64 {
 #[test]
 fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_after_restart() {
     let n = exces_trials();
-    let base = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1);
     let mut checked = 0;
-    for i in 0..n {
-        let seed = base.wrapping_add(i * 7919) % 1_000_000_007;
+    for (_, seed) in trial_seeds(n) {
         let o = exces_trial(seed, false);
         assert!(
             o.lost.is_empty(),
@@ -561,14 +568,9 @@ fn power_cut_image_keeps_exactly_the_writes_a_returned_sync_covers() {
 #[test]
 fn acknowledged_durable_writes_survive_a_power_cut() {
     let n = trials();
-    let base = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1);
     let (mut checked, mut spun_down) = (0, 0);
     let emulated_every = 20;
-    for i in 0..n {
-        let seed = base.wrapping_add(i * 7919) % 1_000_000_007;
+    for (i, seed) in trial_seeds(n) {
         let emulate = i.is_multiple_of(emulated_every);
         let o = trial(seed, false, emulate);
         assert!(
