@@ -204,6 +204,8 @@ pub struct Journal {
     /// Next journal byte to write (block-aligned).
     pos: u64,
     queue: Vec<(u64, Vec<u8>)>,
+    /// The queued records' bytes as written (headers included).
+    queued_bytes: u64,
     snapshot: Option<(Vec<u8>, u64)>,
     writing: Option<(u64, Writing)>,
     /// A header to write before anything else (after recovery).
@@ -283,6 +285,7 @@ impl Journal {
             next_seq: 1,
             pos: 0,
             queue: Vec::new(),
+            queued_bytes: 0,
             snapshot: None,
             writing: None,
             header_due: false,
@@ -334,6 +337,11 @@ impl Journal {
             )) => 0,
             _ => self.pos,
         };
+        // Asked after every append: O(1) while the queue fits one group commit (it is one
+        // group then, which fits exactly when the total does); the plan below otherwise.
+        if self.queued_bytes <= MAX_WRITE {
+            return pos + self.queued_bytes > self.area_len;
+        }
         let mut from = 0;
         while from < self.queue.len() {
             let (taken, bytes) = self.group(pos, from);
@@ -388,6 +396,7 @@ impl Journal {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.push((seq, record.to_vec()));
+        self.queued_bytes += Self::record_len(record);
         self.stats.records += 1;
         self.pump(out);
         Ok(seq)
@@ -409,6 +418,7 @@ impl Journal {
         let covered = self.next_seq - 1;
         // Queued records are in the snapshot: they need no write of their own.
         self.queue.clear();
+        self.queued_bytes = 0;
         self.snapshot = Some((snapshot.to_vec(), covered));
         self.pump(out);
         Ok(covered)
@@ -525,6 +535,7 @@ impl Journal {
     fn failed(&mut self, why: String) -> Step {
         self.phase = Phase::Failed;
         self.queue.clear();
+        self.queued_bytes = 0;
         self.snapshot = None;
         Step::Failed(format!("metadata log `{}`: {why}", self.cfg.owner))
     }
@@ -642,6 +653,7 @@ impl Journal {
         debug_assert_eq!(bytes.len() as u64, len);
         let last = self.queue[taken - 1].0;
         self.queue.drain(..taken);
+        self.queued_bytes -= len;
         let end = self.pos + (bytes.len() as u64).div_ceil(BLOCK) * BLOCK;
         let at = self.area + self.pos;
         self.write(at, bytes, Writing::Records { last, end }, out);

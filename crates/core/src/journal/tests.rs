@@ -348,6 +348,37 @@ fn a_record_queued_behind_the_write_in_flight_asks_for_room_at_once() {
     assert_eq!(r.j.durable(), 3);
 }
 
+/// More than one group commit queued: each group is rounded up to whole blocks, so a queue
+/// whose bytes fit the area may still not, and the plan must say so at the append.
+#[test]
+fn a_queue_of_several_group_commits_counts_their_block_rounding() {
+    // 514 journal blocks. A one-block record in flight; then seven records of 300,000
+    // bytes (headers included) queue behind it: groups of 3, 3, 1 (four would pass the
+    // 1 MiB group limit), of 220, 220 and 74 blocks after rounding. Their bytes would fit
+    // (4096 + 2,100,000 <= 2,105,344), their blocks do not (the third group finds 299,008).
+    const REC: usize = 300_000 - 32;
+    let mut r = Rig::new(cfg(4096, 514 * 4096));
+    recovered(r.restart());
+    r.append(b"r0");
+    assert_eq!(r.inflight.len(), 1);
+    for k in 0..6 {
+        r.append(&[k as u8; REC]);
+        assert!(!r.j.wants_snapshot(), "{} records fit", k + 1);
+    }
+    r.append(&[6; REC]);
+    assert!(
+        r.j.wants_snapshot(),
+        "the seventh falls past the area's end"
+    );
+    // Left alone, the journal writes the two groups that fit and holds the seventh.
+    r.settle();
+    assert_eq!(r.j.durable(), 7);
+    assert!(r.j.wants_snapshot());
+    r.j.checkpoint(b"S", &mut r.out).unwrap();
+    r.settle();
+    assert_eq!(r.j.durable(), 8);
+}
+
 #[test]
 fn a_crash_between_snapshot_and_header_keeps_the_old_checkpoint() {
     let mut r = Rig::new(cfg(4096, 8192));
