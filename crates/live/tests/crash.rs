@@ -481,18 +481,32 @@ fn trial_seeds(n: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Trials of the EXCES power-cut test: `WATTIO_EXCES_CRASH_TRIALS` (default 200).
-fn exces_trials() -> u64 {
-    std::env::var("WATTIO_EXCES_CRASH_TRIALS").map_or(200, |v| {
+/// Trials of a power-cut test: the environment variable `var` (default 200).
+fn trials(var: &str) -> u64 {
+    std::env::var(var).map_or(200, |v| {
         v.parse()
-            .unwrap_or_else(|_| panic!("WATTIO_EXCES_CRASH_TRIALS: expected a number, got `{v}`"))
+            .unwrap_or_else(|_| panic!("{var}: expected a number, got `{v}`"))
     })
+}
+
+/// The control trials' verdict: without syncs, most acknowledged-durable blocks are lost.
+fn assert_most_lost(outcomes: impl Iterator<Item = Outcome>) {
+    let (mut lost, mut checked) = (0, 0);
+    for o in outcomes {
+        lost += o.lost.len();
+        checked += o.durable_blocks;
+    }
+    assert!(checked > 0);
+    assert!(
+        lost * 2 > checked,
+        "without syncs only {lost} of {checked} acknowledged-durable blocks were lost"
+    );
 }
 
 /// Slow (a few tenths of a second a trial).
 #[test]
 fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_after_restart() {
-    let n = exces_trials();
+    let n = trials("WATTIO_EXCES_CRASH_TRIALS");
     let mut checked = 0;
     for (_, seed) in trial_seeds(n) {
         let o = exces_trial(seed, false);
@@ -512,25 +526,8 @@ fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_afte
 
 #[test]
 fn the_exces_check_fails_when_syncs_are_ignored() {
-    let (mut lost, mut checked) = (0, 0);
-    for i in 0..10u64 {
-        // Kills 110 ms in (seed % 90 = 80).
-        let o = exces_trial(2060 + 90 * i, true);
-        lost += o.lost.len();
-        checked += o.durable_blocks;
-    }
-    assert!(checked > 0);
-    assert!(
-        lost * 2 > checked,
-        "without syncs only {lost} of {checked} acknowledged-durable blocks were lost"
-    );
-}
-
-fn trials() -> u64 {
-    std::env::var("WATTIO_CRASH_TRIALS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
+    // Kills 110 ms in (seed % 90 = 80).
+    assert_most_lost((0..10u64).map(|i| exces_trial(2060 + 90 * i, true)));
 }
 
 #[test]
@@ -567,7 +564,7 @@ fn power_cut_image_keeps_exactly_the_writes_a_returned_sync_covers() {
 
 #[test]
 fn acknowledged_durable_writes_survive_a_power_cut() {
-    let n = trials();
+    let n = trials("WATTIO_CRASH_TRIALS");
     let (mut checked, mut spun_down) = (0, 0);
     let emulated_every = 20;
     for (i, seed) in trial_seeds(n) {
@@ -593,15 +590,5 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
 fn the_check_fails_when_syncs_are_ignored() {
     // The control: the same traffic while fdatasync/fsync do nothing. Acknowledged FUA
     // writes and flushed writes are then not durable, and the check must say so.
-    let (mut lost, mut checked) = (0, 0);
-    for i in 0..10u64 {
-        let o = trial(1000 + i, true, i == 0);
-        lost += o.lost.len();
-        checked += o.durable_blocks;
-    }
-    assert!(checked > 0);
-    assert!(
-        lost * 2 > checked,
-        "without syncs only {lost} of {checked} acknowledged-durable blocks were lost"
-    );
+    assert_most_lost((0..10u64).map(|i| trial(1000 + i, true, i == 0)));
 }
