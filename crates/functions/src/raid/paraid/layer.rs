@@ -29,11 +29,12 @@
 //! and why it is enough); a write that makes a chunk newer waits until its record is
 //! durable, and host requests wait at start until the log is recovered.
 
+pub use super::dirty::Dirty;
+use super::dirty::DirtyList;
 use super::model::shares;
 use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
@@ -101,18 +102,6 @@ impl Side {
             Side::Replica => Side::Original,
         }
     }
-}
-
-/// A dirty chunk: which side is newer, a version bumped by every write to it (submitted or
-/// completed), and the writes in flight. A copy clears the entry only if no write was
-/// submitted or completed while it ran and none is in flight. `seq`: the log record that
-/// says which side is newer (writes to the chunk wait until it is durable).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dirty {
-    pub side: Side,
-    version: u64,
-    writes: u32,
-    seq: u64,
 }
 
 /// A tracked write held until its dirty record is durable: where `route` was sending it.
@@ -223,7 +212,7 @@ pub struct Paraid {
     /// flushes went out).
     original_writes: u64,
     /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
-    dirty: BTreeMap<(usize, u64), Dirty>,
+    dirty: DirtyList,
     /// Entries of `dirty` whose replica is the newer side.
     replicas: u64,
     copying: FxHashMap<(usize, u64), Copying>,
@@ -280,7 +269,7 @@ impl Paraid {
             settling: 0,
             settle_mark: None,
             original_writes: 0,
-            dirty: BTreeMap::new(),
+            dirty: DirtyList::default(),
             replicas: 0,
             copying: FxHashMap::default(),
             failed: FxHashSet::default(),
@@ -321,9 +310,9 @@ impl Paraid {
         self.gear
     }
 
-    /// The dirty list: (disk, chunk) → entry.
-    pub fn dirty(&self) -> &BTreeMap<(usize, u64), Dirty> {
-        &self.dirty
+    /// The dirty list: (disk, chunk) → entry, in order.
+    pub fn dirty(&self) -> BTreeMap<(usize, u64), Dirty> {
+        self.dirty.to_map()
     }
 
     fn top(&self) -> usize {
@@ -442,26 +431,15 @@ impl Paraid {
         let mut wait = None;
         let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
             // One map lookup for a chunk already in the list (this is every write's path).
-            let (side, new, mut seq) = match self.dirty.entry(key) {
-                Entry::Occupied(e) => {
-                    let d = e.into_mut();
-                    let side = pick(Some(d));
-                    debug_assert_eq!(d.side, side, "a chunk has one newer side");
-                    d.version += 1;
-                    d.writes += 1;
-                    (side, false, d.seq)
-                }
-                Entry::Vacant(e) => {
-                    let side = pick(None);
-                    e.insert(Dirty {
-                        side,
-                        version: 1,
-                        writes: 1,
-                        seq: 0,
-                    });
-                    self.replicas += u64::from(side == Side::Replica);
-                    (side, true, 0)
-                }
+            let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
+            let (side, mut seq) = if new {
+                self.replicas += u64::from(d.side == Side::Replica);
+                (d.side, 0)
+            } else {
+                debug_assert_eq!(d.side, pick(Some(&*d)), "a chunk has one newer side");
+                d.version += 1;
+                d.writes += 1;
+                (d.side, d.seq)
             };
             write = Some(key);
             if side == Side::Original {
@@ -532,11 +510,9 @@ impl Paraid {
             }
         };
         if j.wants_snapshot() {
-            let snap = self.shape.snapshot(
-                self.gear,
-                self.dirty.iter().map(|(&k, d)| (k, d.side)),
-                &self.bad,
-            );
+            let snap = self
+                .shape
+                .snapshot(self.gear, self.dirty.sides(), &self.bad);
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("paraid: {e}"));
@@ -669,7 +645,7 @@ impl Paraid {
         };
         let mut start = Vec::new();
         let room = self.p.copies.saturating_sub(self.copying.len());
-        for (&key, d) in self.dirty.range((disks.start, 0)..(disks.end, 0)) {
+        for (key, d) in self.dirty.range(disks) {
             if start.len() >= room {
                 break;
             }
@@ -700,11 +676,7 @@ impl Paraid {
             // Synchronized when no copy is out and no arriving disk's replica is newer (a
             // host write meanwhile went to the replica: another round).
             let arriving = self.leaving(r, self.gear);
-            let synced = self.copying.is_empty()
-                && self
-                    .dirty
-                    .range((arriving.start, 0)..(arriving.end, 0))
-                    .all(|(_, d)| d.side == Side::Original);
+            let synced = self.copying.is_empty() && self.dirty.count(arriving, Side::Replica) == 0;
             if synced {
                 self.rising = None;
                 self.counters.sync_ns += now.saturating_sub(since);
@@ -715,11 +687,8 @@ impl Paraid {
         }
         let Some(t) = self.target else { return };
         let leaving = self.leaving(self.gear, t);
-        let clean = self.copying.is_empty()
-            && self
-                .dirty
-                .range((leaving.start, 0)..(leaving.end, 0))
-                .all(|(_, d)| d.side == Side::Replica);
+        let clean =
+            self.copying.is_empty() && self.dirty.count(leaving.clone(), Side::Original) == 0;
         if !clean || self.settling > 0 {
             return;
         }
@@ -787,18 +756,15 @@ impl Paraid {
                     }
                     self.counters.recovered_dirty = dirty.len() as u64;
                     self.replicas = dirty.values().filter(|&&s| s == Side::Replica).count() as u64;
-                    self.dirty = dirty
-                        .into_iter()
-                        .map(|(k, side)| {
-                            let d = Dirty {
-                                side,
-                                version: 0,
-                                writes: 0,
-                                seq: 0,
-                            };
-                            (k, d)
-                        })
-                        .collect();
+                    for (k, side) in dirty {
+                        let d = Dirty {
+                            side,
+                            version: 0,
+                            writes: 0,
+                            seq: 0,
+                        };
+                        self.dirty.insert(k, d);
+                    }
                     self.begin(now, out);
                 }
                 Err(e) => {
@@ -928,6 +894,9 @@ impl Function for Paraid {
         }
         let chunks = size / self.p.chunk;
         self.shape.chunks = chunks;
+        // Every chunk index a member I/O can reach (and a recovered record: `Shape::replay`
+        // checks them against `chunks`) has a place in the list's bitmap.
+        self.dirty = DirtyList::new(self.p.gears[0], devs.len(), size.div_ceil(self.p.chunk));
         let sizes = regions(self.p.level, &self.p.gears, chunks).ok_or_else(|| {
             format!(
                 "devices: {chunks} chunks of {} KiB a disk are too few for gears {:?}",

@@ -10,6 +10,7 @@
 //! `docs/functions/paraid.md`.
 
 mod config;
+mod dirty;
 pub mod layer;
 pub mod model;
 mod persist;
