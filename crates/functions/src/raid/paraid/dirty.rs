@@ -233,6 +233,7 @@ impl DirtyList {
 }
 
 /// An ordered scan of the bitmap's set chunks in a slot range.
+#[derive(Clone)]
 pub struct Scan<'a> {
     list: &'a DirtyList,
     /// The word `bits` came from (its slots are `word × 32 ..`).

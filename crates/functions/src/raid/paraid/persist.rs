@@ -176,47 +176,51 @@ impl Shape {
         self.bitmap_end() as u64 + 4 + MAX_BAD_PAGES * 10
     }
 
-    /// A checkpoint of `gear`, the dirty chunks' sides and the gears' bad pages (at most
-    /// `MAX_BAD_PAGES`, sorted): the dirty list as a list when that is shorter than the
-    /// bitmap.
+    /// A checkpoint of `gear`, the dirty chunks' sides in (disk, chunk) order, and the gears'
+    /// bad pages (at most `MAX_BAD_PAGES`, sorted): the dirty list as a list when that is
+    /// shorter than the bitmap.
     pub fn snapshot(
         &self,
         gear: usize,
-        dirty: impl Iterator<Item = ((usize, u64), Side)>,
+        dirty: impl Iterator<Item = ((usize, u64), Side)> + Clone,
         bad: &[BadPage],
     ) -> Vec<u8> {
-        let mut slots: Vec<(u64, u8)> = dirty
-            .map(|((disk, chunk), side)| {
-                (
-                    (disk - self.low) as u64 * self.chunks + chunk,
-                    side_code(side),
-                )
-            })
-            .collect();
-        // A B-tree's order is already the slots' order; sorting keeps any other source right.
-        if !slots.is_sorted_by_key(|s| s.0) {
-            slots.sort_unstable_by_key(|s| s.0);
-        }
+        let slot = |((disk, chunk), side): ((usize, u64), Side)| {
+            (
+                (disk - self.low) as u64 * self.chunks + chunk,
+                side_code(side),
+            )
+        };
+        // The list is encoded as the chunks come (the dirty list yields them in slot order;
+        // checked), and the bitmap written instead once the list reaches its size: a
+        // checkpoint is one pass over the list, no copy of it.
         let end = self.bitmap_end();
-        let mut b = Vec::with_capacity(end.min(5 + 3 * slots.len()) + 4 + bad.len() * 10);
+        let mut b = Vec::with_capacity(end.min(1 << 16) + 4 + bad.len() * 10);
         b.push(gear as u8 | SPARSE);
-        b.extend_from_slice(&(slots.len() as u32).to_le_bytes());
-        let mut next = 0;
-        for &(slot, code) in &slots {
+        b.extend_from_slice(&[0; 4]);
+        let (mut next, mut count) = (0, 0u32);
+        for (slot, code) in dirty.clone().map(slot) {
+            assert!(
+                slot >= next,
+                "paraid: a checkpoint's chunks come in slot order"
+            );
             if b.len() >= end {
                 break;
             }
             put_varint(&mut b, (slot - next) << 2 | u64::from(code));
             next = slot + 1;
+            count += 1;
         }
         if b.len() >= end {
             b.clear();
             b.resize(end, 0);
             b[0] = gear as u8;
-            for (slot, code) in slots {
+            for (slot, code) in dirty.map(slot) {
                 let bit = slot * 2;
                 b[1 + (bit / 8) as usize] |= code << (bit % 8);
             }
+        } else {
+            b[1..5].copy_from_slice(&count.to_le_bytes());
         }
         let mut bad = bad.to_vec();
         bad.sort_unstable();
