@@ -254,10 +254,14 @@ impl ScratchBytes {
             format!("a function filled {dst:?}: only its own scratch buffers take bytes")
         })?;
         let b = &mut self.bufs.entry(id).or_default().0;
-        if b.len() < off + bytes.len() {
-            b.resize(off + bytes.len(), 0);
+        // Zeros only where nothing is written (a new buffer's bytes are copied in once:
+        // every metadata block a function writes passes here).
+        if b.len() < off {
+            b.resize(off, 0);
         }
-        b[off..off + bytes.len()].copy_from_slice(bytes);
+        let have = (b.len() - off).min(bytes.len());
+        b[off..off + have].copy_from_slice(&bytes[..have]);
+        b.extend_from_slice(&bytes[have..]);
         Ok(())
     }
 
@@ -412,5 +416,17 @@ mod tests {
         s.complete(0, &r, Some(vec![1, 2, 3, 4]));
         assert_eq!(s.take(buf.at(1), 4).unwrap(), vec![2, 3, 4, 0]);
         assert!(s.fill(Buf::Host { id: 0, offset: 0 }, &[1]).is_err());
+    }
+
+    #[test]
+    fn fills_overwrite_what_they_cover_extend_past_the_end_and_zero_a_gap() {
+        let mut s = ScratchBytes::default();
+        let buf = Buf::Scratch { id: 3, offset: 0 };
+        s.fill(buf.at(1), &[1, 2, 3]).unwrap();
+        // Inside, across the end, and past a gap.
+        s.fill(buf.at(2), &[9]).unwrap();
+        s.fill(buf.at(3), &[7, 8]).unwrap();
+        s.fill(buf.at(7), &[4]).unwrap();
+        assert_eq!(s.take(buf, 9).unwrap(), vec![0, 1, 9, 7, 8, 0, 0, 4, 0]);
     }
 }
