@@ -645,15 +645,11 @@ impl Paraid {
         };
         let mut start = Vec::new();
         let room = self.p.copies.saturating_sub(self.copying.len());
-        for (key, d) in self.dirty.range(disks) {
+        for (key, d) in self.dirty.range(disks, from) {
             if start.len() >= room {
                 break;
             }
-            if d.side == from
-                && d.writes == 0
-                && !self.copying.contains_key(&key)
-                && !self.failed.contains(&key)
-            {
+            if d.writes == 0 && !self.copying.contains_key(&key) && !self.failed.contains(&key) {
                 start.push((key, d.version));
             }
         }
