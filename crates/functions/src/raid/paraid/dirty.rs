@@ -263,10 +263,33 @@ impl DirtyList {
             group: from / 32 / 64,
             words: 0,
             word: 0,
+            raw: 0,
             bits: 0,
         };
         s.words = s.summary(s.group) & (!0u64 << (from / 32 % 64));
         s
+    }
+
+    /// Whether the bitmap is laid out as a checkpoint's of disks from `low`, `chunks` each.
+    pub fn has_layout(&self, low: usize, chunks: u64) -> bool {
+        (self.low, self.stride) == (low, chunks)
+    }
+
+    /// The bitmap as bytes (two bits a chunk, low bits first) into `out`, which is zeroed
+    /// and at most the bitmap's length.
+    pub fn write_bitmap(&self, out: &mut [u8]) {
+        for (i, page) in self.pages.iter().enumerate() {
+            let Some(page) = page else { continue };
+            let at = i * PAGE_WORDS * 8;
+            for (k, w) in page.words.iter().enumerate() {
+                let from = at + k * 8;
+                if from >= out.len() {
+                    return;
+                }
+                let n = (out.len() - from).min(8);
+                out[from..from + n].copy_from_slice(&w.to_le_bytes()[..n]);
+            }
+        }
     }
 
     /// The list as an ordered map (tests and inspection).
@@ -288,8 +311,9 @@ pub struct Scan<'a> {
     /// i: word group × 64 + i).
     group: u64,
     words: u64,
-    /// The word being scanned, and its fields not yet returned (their low bits).
+    /// The word being scanned, its bits, and its fields not yet returned (their low bits).
     word: u64,
+    raw: u64,
     bits: u64,
 }
 
@@ -332,7 +356,7 @@ impl Iterator for Scan<'_> {
                     self.group = u64::MAX;
                     return None;
                 }
-                let c = self.load(self.word) >> at & 3;
+                let c = self.raw >> at & 3;
                 let l = self.list;
                 return Some((
                     (l.low + (slot / l.stride) as usize, slot % l.stride),
@@ -342,7 +366,8 @@ impl Iterator for Scan<'_> {
             if self.words != 0 {
                 self.word = self.group * 64 + u64::from(self.words.trailing_zeros());
                 self.words &= self.words - 1;
-                self.bits = holding(self.load(self.word), self.side);
+                self.raw = self.load(self.word);
+                self.bits = holding(self.raw, self.side);
                 continue;
             }
             // The next group (a page never written: the next page's first group).
@@ -482,6 +507,49 @@ mod tests {
                     assert_eq!(l.count(disks_in.clone(), s), want.len() as u64);
                 }
             }
+        }
+    }
+
+    /// A checkpoint made with the list's own bitmap (copied) and length (a long list is
+    /// not tried) is the checkpoint made chunk by chunk, in both encodings.
+    #[test]
+    fn checkpoints_from_the_bitmap_equal_checkpoints_built_chunk_by_chunk() {
+        use super::super::persist::Shape;
+        let shape = Shape {
+            low: 2,
+            disks: 5,
+            chunks: 40_003,
+            gears: 2,
+        };
+        let mut l = DirtyList::new(2, 5, 40_003);
+        assert!(l.has_layout(2, 40_003) && !l.has_layout(2, 40_004));
+        let mut x = 7u64;
+        for n in [10, 5_000, 40_000] {
+            while l.len() < n {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let key = (2 + (x >> 33) as usize % 3, (x >> 13) % 40_003);
+                let s = if x >> 63 == 0 {
+                    Side::Original
+                } else {
+                    Side::Replica
+                };
+                if l.get(&key).is_none() {
+                    l.insert(key, entry(s));
+                }
+            }
+            let bad = [(1, 3, 77)];
+            let slow = shape.snapshot(1, l.sides(), &bad);
+            let write = |out: &mut [u8]| l.write_bitmap(out);
+            let fast = shape.snapshot_with(1, l.sides(), Some(l.len()), Some(&write), &bad);
+            assert_eq!(fast, slow, "{n} chunks");
+            // Without the length the list is tried first: the same bytes.
+            let tried = shape.snapshot_with(1, l.sides(), None, Some(&write), &bad);
+            assert_eq!(tried, slow, "{n} chunks");
+            // 10 and 5,000 chunks: a list (the gear's high bit); 40,000: the bitmap (30,003
+            // bytes: the list is not tried, or given up when it reaches them).
+            assert_eq!(fast[0] & 0x80 != 0, n <= 5_000, "{n} chunks");
         }
     }
 

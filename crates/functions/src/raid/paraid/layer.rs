@@ -32,7 +32,7 @@
 pub use super::dirty::Dirty;
 use super::dirty::DirtyList;
 use super::model::shares;
-use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
+use super::persist::{BadPage, BitmapWriter, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
 use std::collections::{BTreeMap, VecDeque};
@@ -510,9 +510,16 @@ impl Paraid {
             }
         };
         if j.wants_snapshot() {
-            let snap = self
-                .shape
-                .snapshot(self.gear, self.dirty.sides(), &self.bad);
+            let list = &self.dirty;
+            let write = |out: &mut [u8]| list.write_bitmap(out);
+            let bitmap = list.has_layout(self.shape.low, self.shape.chunks);
+            let snap = self.shape.snapshot_with(
+                self.gear,
+                list.sides(),
+                Some(list.len()),
+                bitmap.then_some(&write as BitmapWriter),
+                &self.bad,
+            );
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("paraid: {e}"));
@@ -890,9 +897,10 @@ impl Function for Paraid {
         }
         let chunks = size / self.p.chunk;
         self.shape.chunks = chunks;
-        // Every chunk index a member I/O can reach (and a recovered record: `Shape::replay`
-        // checks them against `chunks`) has a place in the list's bitmap.
-        self.dirty = DirtyList::new(self.p.gears[0], devs.len(), size.div_ceil(self.p.chunk));
+        // The regions are whole chunks within `chunks`, so every chunk a member I/O reaches
+        // (and a recovered record: `Shape::replay` checks them) has a place in the list's
+        // bitmap, which is laid out as a checkpoint's (copied into one as it is).
+        self.dirty = DirtyList::new(self.p.gears[0], devs.len(), chunks);
         let sizes = regions(self.p.level, &self.p.gears, chunks).ok_or_else(|| {
             format!(
                 "devices: {chunks} chunks of {} KiB a disk are too few for gears {:?}",

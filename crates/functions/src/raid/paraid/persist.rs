@@ -155,6 +155,9 @@ pub struct Shape {
     pub gears: usize,
 }
 
+/// Writes a dirty list's bitmap, laid out as a checkpoint's, into a zeroed buffer.
+pub type BitmapWriter<'a> = &'a dyn Fn(&mut [u8]);
+
 /// A gear's bad page: (gear, member, member page).
 pub type BadPage = (usize, usize, u64);
 
@@ -179,10 +182,25 @@ impl Shape {
     /// A checkpoint of `gear`, the dirty chunks' sides in (disk, chunk) order, and the gears'
     /// bad pages (at most `MAX_BAD_PAGES`, sorted): the dirty list as a list when that is
     /// shorter than the bitmap.
+    #[cfg(test)]
     pub fn snapshot(
         &self,
         gear: usize,
         dirty: impl Iterator<Item = ((usize, u64), Side)> + Clone,
+        bad: &[BadPage],
+    ) -> Vec<u8> {
+        self.snapshot_with(gear, dirty, None, None, bad)
+    }
+
+    /// [`Shape::snapshot`] with what a dirty list that keeps this layout's bitmap can give:
+    /// its length (a list of at least the bitmap's bytes is not tried: a chunk takes a byte
+    /// or more) and a writer of the bitmap (copied, not rebuilt chunk by chunk).
+    pub fn snapshot_with(
+        &self,
+        gear: usize,
+        dirty: impl Iterator<Item = ((usize, u64), Side)> + Clone,
+        len: Option<usize>,
+        bitmap: Option<BitmapWriter>,
         bad: &[BadPage],
     ) -> Vec<u8> {
         let slot = |((disk, chunk), side): ((usize, u64), Side)| {
@@ -199,25 +217,32 @@ impl Shape {
         b.push(gear as u8 | SPARSE);
         b.extend_from_slice(&[0; 4]);
         let (mut next, mut count) = (0, 0u32);
+        // Every chunk takes a byte or more of a list.
+        let long = len.is_some_and(|n| b.len() + n >= end);
         for (slot, code) in dirty.clone().map(slot) {
+            if long || b.len() >= end {
+                break;
+            }
             assert!(
                 slot >= next,
                 "paraid: a checkpoint's chunks come in slot order"
             );
-            if b.len() >= end {
-                break;
-            }
             put_varint(&mut b, (slot - next) << 2 | u64::from(code));
             next = slot + 1;
             count += 1;
         }
-        if b.len() >= end {
+        if long || b.len() >= end {
             b.clear();
             b.resize(end, 0);
             b[0] = gear as u8;
-            for (slot, code) in dirty.map(slot) {
-                let bit = slot * 2;
-                b[1 + (bit / 8) as usize] |= code << (bit % 8);
+            match bitmap {
+                Some(write) => write(&mut b[1..]),
+                None => {
+                    for (slot, code) in dirty.map(slot) {
+                        let bit = slot * 2;
+                        b[1 + (bit / 8) as usize] |= code << (bit % 8);
+                    }
+                }
             }
         } else {
             b[1..5].copy_from_slice(&count.to_le_bytes());
