@@ -32,7 +32,7 @@
 pub use super::dirty::Dirty;
 use super::dirty::DirtyList;
 use super::model::shares;
-use super::persist::{BadPage, BitmapWriter, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
+use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
 use std::collections::{BTreeMap, VecDeque};
@@ -510,16 +510,7 @@ impl Paraid {
             }
         };
         if j.wants_snapshot() {
-            let list = &self.dirty;
-            let write = |out: &mut [u8]| list.write_bitmap(out);
-            let bitmap = list.has_layout(self.shape.low, self.shape.chunks);
-            let snap = self.shape.snapshot_with(
-                self.gear,
-                list.sides(),
-                Some(list.len()),
-                bitmap.then_some(&write as BitmapWriter),
-                &self.bad,
-            );
+            let snap = self.shape.checkpoint(self.gear, &self.dirty, &self.bad);
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("paraid: {e}"));

@@ -155,8 +155,40 @@ pub struct Shape {
     pub gears: usize,
 }
 
-/// Writes a dirty list's bitmap, laid out as a checkpoint's, into a zeroed buffer.
-pub type BitmapWriter<'a> = &'a dyn Fn(&mut [u8]);
+/// What a checkpoint's dirty list is made from.
+pub trait Chunks {
+    /// The number of dirty chunks, if known.
+    fn len_hint(&self) -> Option<usize>;
+    /// `f(slot, state code)` for each dirty chunk in slot order (`shape`'s layout) until it
+    /// returns false.
+    fn each(&self, shape: &Shape, f: &mut dyn FnMut(u64, u8) -> bool);
+    /// The two-bit-a-chunk bitmap of `shape`'s layout into `out` (zeroed, from the byte after
+    /// the gear's).
+    fn bitmap(&self, shape: &Shape, out: &mut [u8]) {
+        self.each(shape, &mut |slot, code| {
+            let bit = slot * 2;
+            out[(bit / 8) as usize] |= code << (bit % 8);
+            true
+        });
+    }
+}
+
+/// Dirty chunks from an iterator in (disk, chunk) order.
+pub struct Ordered<I>(pub I);
+
+impl<I: Iterator<Item = ((usize, u64), Side)> + Clone> Chunks for Ordered<I> {
+    fn len_hint(&self) -> Option<usize> {
+        None
+    }
+
+    fn each(&self, shape: &Shape, f: &mut dyn FnMut(u64, u8) -> bool) {
+        for (key, side) in self.0.clone() {
+            if !f(shape.slot(key), side_code(side)) {
+                return;
+            }
+        }
+    }
+}
 
 /// A gear's bad page: (gear, member, member page).
 pub type BadPage = (usize, usize, u64);
@@ -189,61 +221,45 @@ impl Shape {
         dirty: impl Iterator<Item = ((usize, u64), Side)> + Clone,
         bad: &[BadPage],
     ) -> Vec<u8> {
-        self.snapshot_with(gear, dirty, None, None, bad)
+        self.checkpoint(gear, &Ordered(dirty), bad)
     }
 
-    /// [`Shape::snapshot`] with what a dirty list that keeps this layout's bitmap can give:
-    /// its length (a list of at least the bitmap's bytes is not tried: a chunk takes a byte
-    /// or more) and a writer of the bitmap (copied, not rebuilt chunk by chunk).
-    pub fn snapshot_with(
-        &self,
-        gear: usize,
-        dirty: impl Iterator<Item = ((usize, u64), Side)> + Clone,
-        len: Option<usize>,
-        bitmap: Option<BitmapWriter>,
-        bad: &[BadPage],
-    ) -> Vec<u8> {
-        let slot = |((disk, chunk), side): ((usize, u64), Side)| {
-            (
-                (disk - self.low) as u64 * self.chunks + chunk,
-                side_code(side),
-            )
-        };
-        // The list is encoded as the chunks come (the dirty list yields them in slot order;
-        // checked), and the bitmap written instead once the list reaches its size: a
-        // checkpoint is one pass over the list, no copy of it.
+    /// The slot of `disk`'s chunk `chunk` (chunks in slot order are in (disk, chunk) order).
+    pub fn slot(&self, (disk, chunk): (usize, u64)) -> u64 {
+        (disk - self.low) as u64 * self.chunks + chunk
+    }
+
+    /// [`Shape::snapshot`] of any source of dirty chunks.
+    pub fn checkpoint(&self, gear: usize, dirty: &dyn Chunks, bad: &[BadPage]) -> Vec<u8> {
+        // The list is encoded as the chunks come (in slot order; checked), and the bitmap
+        // written instead once the list reaches its size (or, when the number of chunks is
+        // known, when they cannot fit: a chunk takes a byte or more).
         let end = self.bitmap_end();
         let mut b = Vec::with_capacity(end.min(1 << 16) + 4 + bad.len() * 10);
         b.push(gear as u8 | SPARSE);
         b.extend_from_slice(&[0; 4]);
         let (mut next, mut count) = (0, 0u32);
-        // Every chunk takes a byte or more of a list.
-        let long = len.is_some_and(|n| b.len() + n >= end);
-        for (slot, code) in dirty.clone().map(slot) {
-            if long || b.len() >= end {
-                break;
-            }
-            assert!(
-                slot >= next,
-                "paraid: a checkpoint's chunks come in slot order"
-            );
-            put_varint(&mut b, (slot - next) << 2 | u64::from(code));
-            next = slot + 1;
-            count += 1;
+        let long = dirty.len_hint().is_some_and(|n| b.len() + n >= end);
+        if !long {
+            dirty.each(self, &mut |slot, code| {
+                if b.len() >= end {
+                    return false;
+                }
+                assert!(
+                    slot >= next,
+                    "paraid: a checkpoint's chunks come in slot order"
+                );
+                put_varint(&mut b, (slot - next) << 2 | u64::from(code));
+                next = slot + 1;
+                count += 1;
+                true
+            });
         }
         if long || b.len() >= end {
             b.clear();
             b.resize(end, 0);
             b[0] = gear as u8;
-            match bitmap {
-                Some(write) => write(&mut b[1..]),
-                None => {
-                    for (slot, code) in dirty.map(slot) {
-                        let bit = slot * 2;
-                        b[1 + (bit / 8) as usize] |= code << (bit % 8);
-                    }
-                }
-            }
+            dirty.bitmap(self, &mut b[1..]);
         } else {
             b[1..5].copy_from_slice(&count.to_le_bytes());
         }
