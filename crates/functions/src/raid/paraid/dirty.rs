@@ -97,14 +97,62 @@ impl Dirty {
 
 #[derive(Clone, Debug, Default)]
 pub struct DirtyList {
+    map: FxHashMap<(usize, u64), Dirty>,
+    bits: Bits,
+}
+
+/// The bitmap and the per-disk counts (apart from the map, so an entry of the map and the
+/// bits can be changed together).
+#[derive(Clone, Debug, Default)]
+struct Bits {
     /// The first disk that can be spun down (disks below it are never in the list).
     low: usize,
     /// Bitmap slots a disk: more than any chunk index of the disk.
     stride: u64,
-    map: FxHashMap<(usize, u64), Dirty>,
     pages: Vec<Option<Box<Page>>>,
     /// Entries by side (`[original, replica]`), per disk from `low`.
     by_side: Vec<[u64; 2]>,
+}
+
+impl Bits {
+    /// Set `key`'s two bits to `side`'s code (`None`: clean), counting a new side.
+    fn mark(&mut self, key: (usize, u64), side: Option<Side>) {
+        let (low, stride) = (self.low, self.stride);
+        assert!(
+            key.0 >= low && key.1 < stride,
+            "paraid: chunk {} of disk {} is outside the dirty list's disks from {low} × {stride} chunks",
+            key.1,
+            key.0
+        );
+        let slot = (key.0 - low) as u64 * stride + key.1;
+        let page = self.pages[(slot / PAGE_SLOTS) as usize].get_or_insert_with(|| {
+            Box::new(Page {
+                words: [0; PAGE_WORDS],
+                any: [[0; PAGE_WORDS / 64]; 2],
+            })
+        });
+        let at = (slot % PAGE_SLOTS / 32) as usize;
+        let shift = slot % 32 * 2;
+        let mut w = page.words[at] & !(3 << shift);
+        if let Some(s) = side {
+            w |= code(s) << shift;
+            self.by_side[key.0 - low][index(s)] += 1;
+        }
+        page.words[at] = w;
+        for s in [Side::Original, Side::Replica] {
+            let any = &mut page.any[index(s)][at / 64];
+            if holding(w, Some(s)) == 0 {
+                *any &= !(1 << (at % 64));
+            } else {
+                *any |= 1 << (at % 64);
+            }
+        }
+    }
+
+    /// A side's entry left `key`'s disk.
+    fn unmark(&mut self, key: (usize, u64), side: Side) {
+        self.by_side[key.0 - self.low][index(side)] -= 1;
+    }
 }
 
 impl DirtyList {
@@ -112,11 +160,13 @@ impl DirtyList {
     pub fn new(low: usize, disks: usize, stride: u64) -> DirtyList {
         let slots = disks.saturating_sub(low) as u64 * stride;
         DirtyList {
-            low,
-            stride,
             map: FxHashMap::default(),
-            pages: vec![None; slots.div_ceil(PAGE_SLOTS) as usize],
-            by_side: vec![[0; 2]; disks.saturating_sub(low)],
+            bits: Bits {
+                low,
+                stride,
+                pages: vec![None; slots.div_ceil(PAGE_SLOTS) as usize],
+                by_side: vec![[0; 2]; disks.saturating_sub(low)],
+            },
         }
     }
 
@@ -145,14 +195,7 @@ impl DirtyList {
             d
         });
         if let Some(s) = new {
-            Self::mark(
-                &mut self.pages,
-                &mut self.by_side,
-                self.low,
-                self.stride,
-                key,
-                Some(s),
-            );
+            self.bits.mark(key, Some(s));
         }
         (d, new.is_some())
     }
@@ -160,77 +203,23 @@ impl DirtyList {
     pub fn insert(&mut self, key: (usize, u64), d: Dirty) {
         let side = d.side;
         if let Some(old) = self.map.insert(key, d) {
-            self.by_side[key.0 - self.low][index(old.side)] -= 1;
+            self.bits.unmark(key, old.side);
         }
-        Self::mark(
-            &mut self.pages,
-            &mut self.by_side,
-            self.low,
-            self.stride,
-            key,
-            Some(side),
-        );
+        self.bits.mark(key, Some(side));
     }
 
     pub fn remove(&mut self, key: &(usize, u64)) -> Option<Dirty> {
         let d = self.map.remove(key)?;
-        self.by_side[key.0 - self.low][index(d.side)] -= 1;
-        Self::mark(
-            &mut self.pages,
-            &mut self.by_side,
-            self.low,
-            self.stride,
-            *key,
-            None,
-        );
+        self.bits.unmark(*key, d.side);
+        self.bits.mark(*key, None);
         Some(d)
-    }
-
-    /// Set `key`'s two bits to `side`'s code (`None`: clean), counting a new side.
-    fn mark(
-        pages: &mut [Option<Box<Page>>],
-        by_side: &mut [[u64; 2]],
-        low: usize,
-        stride: u64,
-        key: (usize, u64),
-        side: Option<Side>,
-    ) {
-        assert!(
-            key.0 >= low && key.1 < stride,
-            "paraid: chunk {} of disk {} is outside the dirty list's disks from {low} × {stride} chunks",
-            key.1,
-            key.0
-        );
-        let slot = (key.0 - low) as u64 * stride + key.1;
-        let page = pages[(slot / PAGE_SLOTS) as usize].get_or_insert_with(|| {
-            Box::new(Page {
-                words: [0; PAGE_WORDS],
-                any: [[0; PAGE_WORDS / 64]; 2],
-            })
-        });
-        let at = (slot % PAGE_SLOTS / 32) as usize;
-        let shift = slot % 32 * 2;
-        let mut w = page.words[at] & !(3 << shift);
-        if let Some(s) = side {
-            w |= code(s) << shift;
-            by_side[key.0 - low][index(s)] += 1;
-        }
-        page.words[at] = w;
-        for s in [Side::Original, Side::Replica] {
-            let any = &mut page.any[index(s)][at / 64];
-            if holding(w, Some(s)) == 0 {
-                *any &= !(1 << (at % 64));
-            } else {
-                *any |= 1 << (at % 64);
-            }
-        }
     }
 
     /// Entries of disks `disks` whose side is `side`.
     pub fn count(&self, disks: Range<usize>, side: Side) -> u64 {
-        let from = disks.start.max(self.low) - self.low;
-        let to = disks.end.max(self.low) - self.low;
-        self.by_side[from.min(to)..to.min(self.by_side.len())]
+        let to = (disks.end.max(self.bits.low) - self.bits.low).min(self.bits.by_side.len());
+        let from = (disks.start.max(self.bits.low) - self.bits.low).min(to);
+        self.bits.by_side[from..to]
             .iter()
             .map(|c| c[index(side)])
             .sum()
@@ -238,7 +227,7 @@ impl DirtyList {
 
     /// Every entry's key and side, in (disk, chunk) order.
     pub fn sides(&self) -> Scan<'_> {
-        self.scan(self.low..self.low + self.by_side.len(), None)
+        self.scan(self.bits.low..self.bits.low + self.bits.by_side.len(), None)
     }
 
     /// Entries of disks `disks` whose newer side is `side`, in (disk, chunk) order.
@@ -253,7 +242,8 @@ impl DirtyList {
 
     fn scan(&self, disks: Range<usize>, side: Option<Side>) -> Scan<'_> {
         let at = |d: usize| {
-            (d.clamp(self.low, self.low + self.by_side.len()) - self.low) as u64 * self.stride
+            (d.clamp(self.bits.low, self.bits.low + self.bits.by_side.len()) - self.bits.low) as u64
+                * self.bits.stride
         };
         let (from, end) = (at(disks.start), at(disks.end).max(at(disks.start)));
         let mut s = Scan {
@@ -273,13 +263,13 @@ impl DirtyList {
 
     /// Whether the bitmap is laid out as a checkpoint's of disks from `low`, `chunks` each.
     pub fn has_layout(&self, low: usize, chunks: u64) -> bool {
-        (self.low, self.stride) == (low, chunks)
+        (self.bits.low, self.bits.stride) == (low, chunks)
     }
 
     /// `f(slot, state code)` for every entry in slot order until it returns false: the
     /// scan of [`DirtyList::sides`] without keys (a checkpoint's inner loop).
     pub fn each_slot(&self, f: &mut dyn FnMut(u64, u8) -> bool) {
-        for (i, page) in self.pages.iter().enumerate() {
+        for (i, page) in self.bits.pages.iter().enumerate() {
             let Some(page) = page else { continue };
             for g in 0..PAGE_WORDS / 64 {
                 let mut words = page.any[0][g] | page.any[1][g];
@@ -304,7 +294,7 @@ impl DirtyList {
     /// The bitmap as bytes (two bits a chunk, low bits first) into `out`, which is zeroed
     /// and at most the bitmap's length.
     pub fn write_bitmap(&self, out: &mut [u8]) {
-        for (i, page) in self.pages.iter().enumerate() {
+        for (i, page) in self.bits.pages.iter().enumerate() {
             let Some(page) = page else { continue };
             let at = i * PAGE_WORDS * 8;
             for (k, w) in page.words.iter().enumerate() {
@@ -368,7 +358,7 @@ pub struct Scan<'a> {
 impl Scan<'_> {
     fn page(&self, group: u64) -> Option<&Page> {
         let p = group * 64 * 32 / PAGE_SLOTS;
-        self.list.pages.get(p as usize)?.as_deref()
+        self.list.bits.pages.get(p as usize)?.as_deref()
     }
 
     fn summary(&self, group: u64) -> u64 {
@@ -407,7 +397,10 @@ impl Iterator for Scan<'_> {
                 let c = self.raw >> at & 3;
                 let l = self.list;
                 return Some((
-                    (l.low + (slot / l.stride) as usize, slot % l.stride),
+                    (
+                        l.bits.low + (slot / l.bits.stride) as usize,
+                        slot % l.bits.stride,
+                    ),
                     side(c),
                 ));
             }
@@ -496,6 +489,8 @@ mod tests {
         // Disks outside the list's range have no entries.
         assert_eq!(l.range(0..2, Side::Original).count(), 0);
         assert_eq!(l.count(0..2, Side::Original), 0);
+        assert_eq!(l.count(7..9, Side::Original), 0);
+        assert_eq!(l.range(7..9, Side::Original).count(), 0);
     }
 
     /// Random inserts and removes against an ordered map: every scan, of either side or
