@@ -225,6 +225,15 @@ impl DirtyList {
             .sum()
     }
 
+    /// Entries whose replica is the newer side, on any disk.
+    pub fn replicas(&self) -> u64 {
+        self.bits
+            .by_side
+            .iter()
+            .map(|c| c[index(Side::Replica)])
+            .sum()
+    }
+
     /// Every entry's key and side, in (disk, chunk) order.
     pub fn sides(&self) -> Scan<'_> {
         self.scan(self.bits.low..self.bits.low + self.bits.by_side.len(), None)
@@ -534,6 +543,8 @@ mod tests {
                 }
                 let want: Vec<_> = m.iter().map(|(&k, &s)| (k, s)).collect();
                 assert_eq!(l.sides().collect::<Vec<_>>(), want);
+                let replicas = m.values().filter(|&&s| s == Side::Replica).count();
+                assert_eq!(l.replicas(), replicas as u64);
                 let (a, b) = (
                     rand(disks as u64 + 1) as usize,
                     rand(disks as u64 + 1) as usize,

@@ -213,8 +213,6 @@ pub struct Paraid {
     original_writes: u64,
     /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
     dirty: DirtyList,
-    /// Entries of `dirty` whose replica is the newer side.
-    replicas: u64,
     copying: FxHashMap<(usize, u64), Copying>,
     /// Chunks whose copy failed since the last sample.
     failed: FxHashSet<(usize, u64)>,
@@ -270,7 +268,6 @@ impl Paraid {
             settle_mark: None,
             original_writes: 0,
             dirty: DirtyList::default(),
-            replicas: 0,
             copying: FxHashMap::default(),
             failed: FxHashSet::default(),
             copier: Copier::new(COPY_BASE),
@@ -433,7 +430,6 @@ impl Paraid {
             // One map lookup for a chunk already in the list (this is every write's path).
             let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
             let (side, mut seq) = if new {
-                self.replicas += u64::from(d.side == Side::Replica);
                 (d.side, 0)
             } else {
                 debug_assert_eq!(d.side, pick(Some(&*d)), "a chunk has one newer side");
@@ -587,7 +583,6 @@ impl Paraid {
                                 .is_some_and(|d| d.version == c.version && d.writes == 0)
                             {
                                 self.dirty.remove(&key);
-                                self.replicas -= u64::from(c.from == Side::Replica);
                                 self.log(
                                     Record::Clean {
                                         disk: key.0,
@@ -638,7 +633,7 @@ impl Paraid {
         let (disks, from) = match (self.target, self.rising) {
             (Some(t), _) => (self.leaving(self.gear, t), Side::Original),
             (None, Some((r, _))) => (self.p.gears[0]..self.p.gears[r], Side::Replica),
-            (None, None) if self.replicas == 0 => return,
+            (None, None) if self.dirty.replicas() == 0 => return,
             (None, None) => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
         };
         let mut start = Vec::new();
@@ -749,7 +744,6 @@ impl Paraid {
                         self.gear = g;
                     }
                     self.counters.recovered_dirty = dirty.len() as u64;
-                    self.replicas = dirty.values().filter(|&&s| s == Side::Replica).count() as u64;
                     for (k, side) in dirty {
                         let d = Dirty {
                             side,
