@@ -90,6 +90,30 @@ impl Fanout {
         }
     }
 
+    /// Another sub-I/O of the parent of `sub`, which is still out: the same device,
+    /// offset, length and buffer, a fresh id. For a layer that cuts work it already
+    /// started into parts answered one by one (a RAID row range redone page by page); the
+    /// parent waits for the new one too.
+    pub fn sibling(&mut self, sub: &Io) -> Io {
+        let n = sub.id.0 & (IoId::SUB - 1);
+        let key = *self
+            .subs
+            .get(&n)
+            .expect("Fanout::sibling: not an outstanding sub-I/O");
+        let p = self
+            .parents
+            .get_mut(&key)
+            .expect("sub-I/O of a known parent");
+        p.left += 1;
+        let m = self.next_sub;
+        self.next_sub = (self.next_sub + 1) & (IoId::SUB - 1);
+        self.subs.insert(m, key);
+        Io {
+            id: IoId::sub(m),
+            ..*sub
+        }
+    }
+
     /// Split `io` at `page`-aligned offsets into sub-I/Os for the same device and offsets,
     /// appended to `out`. An I/O with nothing to split (flush, zero length) yields one
     /// sub-I/O covering it, so every parent is answered through [`Fanout::complete`].
@@ -221,6 +245,26 @@ mod tests {
         // The same sub-I/O again, and a forwarded id, are not the fan-out's.
         assert_eq!(f.complete(&done(subs[0], Status::Ok, 13, 0)), Step::NotMine);
         assert_eq!(f.complete(&done(host, Status::Ok, 13, 0)), Step::NotMine);
+    }
+
+    #[test]
+    fn a_sibling_holds_the_parent_until_it_too_is_back() {
+        let host = Request::new(0, Op::Write, 0, 4096).io(4);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        let s = f.sibling(&subs[0]);
+        assert_ne!(s.id, subs[0].id);
+        assert_eq!(
+            (s.dev, s.offset, s.len, s.buf),
+            (subs[0].dev, 0, 4096, subs[0].buf)
+        );
+        assert_eq!(f.complete(&done(subs[0], Status::Ok, 3, 1)), Step::Pending);
+        match f.complete(&done(s, Status::IoError, 4, 2)) {
+            Step::Reply(c) => assert_eq!((c.io, c.status), (host, Status::IoError)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(f.in_flight(), 0);
     }
 
     #[test]
