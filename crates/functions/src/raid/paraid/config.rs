@@ -3,7 +3,7 @@
 use super::layer::{Paraid, Params};
 use super::model::shares;
 use super::policy::ShiftParams;
-use crate::raid::stripe::{check_array, LayoutName, Level};
+use crate::raid::stripe::{check_array, check_merge, LayoutName, Level};
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use wattio_core::time::NS_PER_S;
@@ -58,6 +58,7 @@ struct Keys {
     upshift: Option<Upshift>,
     copies: Option<u64>,
     persist: Option<bool>,
+    merge_kib: Option<u64>,
 }
 
 /// A checked PARAID configuration.
@@ -73,6 +74,7 @@ impl ParaidConfig {
         let k: Keys = registry::parse(t, key)?;
         let (level, chunk, parity) =
             check_array(key, k.level, k.devices.len(), k.chunk_kib, k.layout)?;
+        let merge = check_merge(key, level, k.merge_kib)?;
         let gears: Vec<usize> = k.gears.iter().map(|&g| g as usize).collect();
         if gears.len() < 2
             || gears.last() != Some(&k.devices.len())
@@ -130,6 +132,7 @@ impl ParaidConfig {
                 copies,
                 assume_clean: k.assume_clean.unwrap_or(false),
                 persist: k.persist.unwrap_or(true),
+                merge,
             },
         })
     }
@@ -160,6 +163,9 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16])).into());
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
+    }
+    if five && d.chance(0.3) {
+        t.insert("merge_kib".into(), (*d.pick(&[4i64, 8])).into());
     }
     t.insert("sample_s".into(), (*d.pick(&[0.05, 0.2, 0.5])).into());
     t.insert("window".into(), (*d.pick(&[1i64, 2, 4])).into());

@@ -86,6 +86,9 @@ pub struct Params {
     /// Keep the dirty list and the gear in a metadata log on disk 0 (else they are lost at a
     /// crash, and with them which copy of a chunk is the newer).
     pub persist: bool,
+    /// RAID-5 gears: the largest row range one write operation covers, bytes (the RAID's
+    /// `merge_kib`).
+    pub merge: u64,
 }
 
 /// Which copy of a chunk is the newer.
@@ -910,6 +913,7 @@ impl Function for Paraid {
                 self.p.chunk,
                 self.p.assume_clean,
             )
+            .merge(self.p.merge)
             .scratch_base(RAID_SCRATCH + ((g as u64) << 40));
             // The gears' bad pages go to the layer's log (persist), shared by the gears.
             let mut raid = if self.p.persist {

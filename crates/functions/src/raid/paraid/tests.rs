@@ -35,6 +35,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         copies: 4,
         assume_clean: true,
         persist: false,
+        merge: crate::raid::stripe::DEFAULT_MERGE_KIB * 1024,
     }
 }
 

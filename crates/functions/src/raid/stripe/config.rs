@@ -20,6 +20,32 @@ pub static KIND: Kind = Kind {
 pub const DEFAULT_CHUNK_KIB: u64 = 64;
 /// Members at most: a bound on per-row work and buffers.
 pub const MAX_MEMBERS: usize = 64;
+/// Default bound on a RAID-5 row range, KiB: Linux's long-standing default request size
+/// bound (`max_sectors_kb`, BLK_DEF_MAX_SECTORS = 1024 sectors), up to which the block
+/// layer merges md's page-sized member bios.
+pub const DEFAULT_MERGE_KIB: u64 = 512;
+/// Largest `merge_kib`: a row range's scratch (data disks + parity, one range each) stays
+/// addressable by the 32-bit buffer offsets.
+pub const MAX_MERGE_KIB: u64 = 4096;
+
+/// The `merge_kib` key (RAID-5's row ranges, see the stripe module): bytes.
+pub(crate) fn check_merge(key: &str, level: Level, merge_kib: Option<u64>) -> Result<u64, String> {
+    match (merge_kib, level) {
+        (Some(_), Level::Raid0) => Err(format!(
+            "{key}.merge_kib: RAID-0 has no page rows to merge (its chunk pieces go down whole)"
+        )),
+        (Some(m), Level::Raid5) => {
+            let m = range::count(&format!("{key}.merge_kib"), m, 4, MAX_MERGE_KIB)?;
+            if m % (PAGE / 1024) != 0 {
+                return Err(format!(
+                    "{key}.merge_kib: expected a multiple of the 4 KiB page, got {m}"
+                ));
+            }
+            Ok(m * 1024)
+        }
+        (None, _) => Ok(DEFAULT_MERGE_KIB * 1024),
+    }
+}
 
 /// The `layout` key's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -79,6 +105,7 @@ struct Keys {
     assume_clean: Option<bool>,
     persist: Option<bool>,
     max_bad_pages: Option<u64>,
+    merge_kib: Option<u64>,
 }
 
 /// A checked RAID configuration.
@@ -92,6 +119,8 @@ pub struct RaidConfig {
     /// RAID-5's bad-page list in a log at the end of member 0, at most this many pages
     /// (`None`: in memory only).
     pub persist: Option<u64>,
+    /// RAID-5: the largest row range one operation covers, bytes.
+    pub merge: u64,
 }
 
 impl RaidConfig {
@@ -100,6 +129,7 @@ impl RaidConfig {
         let k: Keys = registry::parse(t, key)?;
         let (level, chunk, parity) =
             check_array(key, k.level, k.devices.len(), k.chunk_kib, k.layout)?;
+        let merge = check_merge(key, level, k.merge_kib)?;
         let persist = match (k.persist, level) {
             (Some(true), Level::Raid0) => {
                 return Err(format!(
@@ -124,6 +154,7 @@ impl RaidConfig {
             parity,
             assume_clean: k.assume_clean.unwrap_or(false),
             persist,
+            merge,
         })
     }
 
@@ -135,7 +166,8 @@ impl RaidConfig {
             self.parity,
             self.chunk,
             self.assume_clean,
-        );
+        )
+        .merge(self.merge);
         match self.persist {
             Some(max) => raid.persist(max),
             None => raid,
@@ -154,6 +186,9 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16, 64])).into());
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
+    }
+    if five && d.chance(0.3) {
+        t.insert("merge_kib".into(), (*d.pick(&[4i64, 8, 12])).into());
     }
     t
 }
@@ -186,6 +221,9 @@ mod tests {
         assert_eq!(c.persist, Some(9));
         let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlayout = 'left-asymmetric'").unwrap();
         assert_eq!(c.parity, Parity::LeftAsymmetric);
+        assert_eq!(c.merge, 512 * 1024);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nmerge_kib = 12").unwrap();
+        assert_eq!(c.merge, 12 * 1024);
         let cases = [
             (
                 "level = 1\ndevices = ['a']",
@@ -206,6 +244,18 @@ mod tests {
             (
                 "level = 0\ndevices = ['a']\nlayout = 'left-symmetric'",
                 "function[0].layout: RAID-0 has no parity to lay out",
+            ),
+            (
+                "level = 0\ndevices = ['a']\nmerge_kib = 8",
+                "function[0].merge_kib: RAID-0 has no page rows to merge (its chunk pieces go down whole)",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nmerge_kib = 6",
+                "function[0].merge_kib: expected a multiple of the 4 KiB page, got 6",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nmerge_kib = 8192",
+                "function[0].merge_kib: expected a whole number from 4 to 4096, got 8192",
             ),
             (
                 "level = 0\ndevices = ['a']\npersist = true",

@@ -52,8 +52,8 @@ mod config;
 mod layout;
 pub mod persist;
 
-pub(crate) use config::{check_array, LayoutName};
-pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, KIND, MAX_MEMBERS};
+pub(crate) use config::{check_array, check_merge, LayoutName};
+pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, DEFAULT_MERGE_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 
 use std::collections::{BTreeMap, VecDeque};
@@ -77,7 +77,8 @@ const SCRATCH_BASE: u64 = 1 << 48;
 const JOURNAL_BASE: u64 = 1 << 47;
 
 /// One data page's part of a row write: data chunk `k`, bytes `a..b` of the page, from
-/// `delta` bytes into the host buffer.
+/// `delta` bytes into the host buffer. In a row range (see [`RowOp::pages`]) the "page" is
+/// the range: `a..b` is `0..pages · PAGE`, the host's bytes contiguous from `delta`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Piece {
     k: usize,
@@ -85,6 +86,9 @@ struct Piece {
     b: u32,
     delta: u32,
 }
+
+/// Rows (stripe, first page, pages): the page rows a row operation covers.
+type Rows = (u64, u64, u64);
 
 #[derive(Clone, Debug)]
 enum Work {
@@ -121,11 +125,17 @@ enum Owner {
     Held(u64),
 }
 
-/// A row operation: one page row of one stripe, for one host request.
+/// A row operation: one page row of one stripe, or a range of them, for one host request.
 struct RowOp {
     owner: Owner,
     stripe: u64,
     page: u64,
+    /// Page rows `page..page + pages` (more than one: a write overwriting whole pages of
+    /// the same data chunks in each, one member I/O a member for the range).
+    pages: u64,
+    /// Redone page by page after a failed range write: some data may already be on the
+    /// members, so old data cannot be read back (no read-modify-write).
+    redo: bool,
     work: Work,
     plan: Plan,
     /// Member I/Os still out in the current phase.
@@ -137,6 +147,25 @@ struct RowOp {
     scratch: u64,
     /// The row's parity is known to match its data once the writes land.
     makes_known: bool,
+}
+
+impl RowOp {
+    fn new(owner: Owner, (stripe, page, pages): Rows, work: Work) -> RowOp {
+        RowOp {
+            owner,
+            stripe,
+            page,
+            pages,
+            redo: false,
+            work,
+            plan: Plan::DataOnly,
+            out: 0,
+            failed: false,
+            writing: false,
+            scratch: 0,
+            makes_known: false,
+        }
+    }
 }
 
 /// A failed healthy-member read being rebuilt.
@@ -186,6 +215,8 @@ pub struct Raid {
     unpersisted: FxHashSet<(usize, u64)>,
     /// Write replies waiting for a bad-page record: (its sequence number, sub-I/O, status).
     parked: Vec<(u64, Io, Status)>,
+    /// The largest row range one write operation covers, bytes (a multiple of [`PAGE`]).
+    merge: u64,
     /// Bad pages to hand to the layer that drives this RAID and logs them itself
     /// ([`Raid::report_bad`]; PARAID's gears), since the last [`Raid::take_new_bad`].
     report: bool,
@@ -257,10 +288,19 @@ impl Raid {
             bad_seq: 0,
             unpersisted: FxHashSet::default(),
             parked: Vec::new(),
+            merge: config::DEFAULT_MERGE_KIB * 1024,
             report: false,
             new_bad: Vec::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Cover at most `bytes` of page rows (a multiple of [`PAGE`]) with one write operation
+    /// (`PAGE`: row by row).
+    pub fn merge(mut self, bytes: u64) -> Raid {
+        debug_assert!(bytes >= PAGE && bytes.is_multiple_of(PAGE));
+        self.merge = bytes.max(PAGE);
+        self
     }
 
     /// Keep the bad-page list in a log at the end of member 0, at most `max_bad_pages`
@@ -409,25 +449,12 @@ impl Raid {
         io
     }
 
-    /// Queue a row operation behind the others of its stripe.
-    fn enqueue(&mut self, owner: Owner, stripe: u64, page: u64, work: Work, out: &mut Actions) {
+    /// Queue a row operation (rows `page..page + pages`) behind the others of its stripe.
+    fn enqueue(&mut self, owner: Owner, rows: Rows, work: Work, out: &mut Actions) {
         let id = self.next_op;
         self.next_op += 1;
-        self.ops.insert(
-            id,
-            RowOp {
-                owner,
-                stripe,
-                page,
-                work,
-                plan: Plan::DataOnly,
-                out: 0,
-                failed: false,
-                writing: false,
-                scratch: 0,
-                makes_known: false,
-            },
-        );
+        let stripe = rows.0;
+        self.ops.insert(id, RowOp::new(owner, rows, work));
         let q = self.queues.entry(stripe).or_default();
         q.push_back(id);
         if q.len() == 1 {
@@ -496,12 +523,83 @@ impl Raid {
         }
     }
 
+    /// Does a row of `page..page + pages` hold a bad page, or one the list could not
+    /// record?
+    fn range_touches_bad(&self, stripe: u64, page: u64, pages: u64) -> bool {
+        if self.bad.is_empty() && self.unpersisted.is_empty() {
+            return false;
+        }
+        (page..page + pages).any(|q| {
+            self.row_unpersisted(stripe, q)
+                || (0..self.layout.disks).any(|d| self.is_bad(d, stripe, q))
+        })
+    }
+
+    /// Cut range operation `id` (the running one, first in its stripe's queue) into one
+    /// operation a page row: it keeps the first row, the others queue right behind it,
+    /// each answering a new sibling of its sub-I/O. `redo`: after a failed write (no
+    /// read-modify-write of rows whose data may already be on the members).
+    fn split(&mut self, id: u64, redo: bool) {
+        let op = self.ops.get_mut(&id).expect("a live operation");
+        let (Work::Write(range), Owner::Sub(sub)) = (&op.work, op.owner) else {
+            unreachable!("only writes cover row ranges")
+        };
+        let rows: Vec<Work> = (0..op.pages)
+            .map(|i| {
+                Work::Write(
+                    range
+                        .iter()
+                        .map(|p| Piece {
+                            k: p.k,
+                            a: 0,
+                            b: PAGE as u32,
+                            delta: p.delta + (i * PAGE) as u32,
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let (stripe, page) = (op.stripe, op.page);
+        op.pages = 1;
+        op.redo = redo;
+        let mut rows = rows.into_iter();
+        op.work = rows.next().expect("a range has rows");
+        for (i, work) in rows.enumerate() {
+            let n = self.next_op;
+            self.next_op += 1;
+            let owner = Owner::Sub(self.fanout.sibling(&sub));
+            let mut row = RowOp::new(owner, (stripe, page + 1 + i as u64, 1), work);
+            row.redo = redo;
+            self.ops.insert(n, row);
+            let q = self
+                .queues
+                .get_mut(&stripe)
+                .expect("a running operation's queue");
+            q.insert(1 + i, n);
+        }
+    }
+
     /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
     fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
-        let (stripe, page, work, owner) = {
+        let (stripe, page, pages, work, owner, redo) = {
             let op = &self.ops[&id];
-            (op.stripe, op.page, op.work.clone(), op.owner)
+            (
+                op.stripe,
+                op.page,
+                op.pages,
+                op.work.clone(),
+                op.owner,
+                op.redo,
+            )
         };
+        if pages > 1 && self.range_touches_bad(stripe, page, pages) {
+            // A range is planned as one row, which a bad page would make untrue: page by
+            // page instead.
+            self.split(id, false);
+            return self.start(id, out);
+        }
+        // The unit of the row operation: a page, or the range (whose pieces are whole).
+        let span = pages * PAGE;
         let scratch = self.next_scratch;
         self.next_scratch += 1;
         let l = self.layout;
@@ -515,9 +613,9 @@ impl Raid {
         let base = l.member_offset(stripe, page * PAGE);
         let slot = |k: usize| Buf::Scratch {
             id: scratch,
-            offset: (k as u64 * PAGE) as u32,
+            offset: (k as u64 * span) as u32,
         };
-        let known = self.row_known(stripe, page);
+        let known = !redo && (page..page + pages).all(|q| self.row_known(stripe, q));
         let mut reads: Vec<(usize, u32, u32, Buf)> = Vec::new();
         let mut plan = Plan::DataOnly;
         let mut makes_known = known;
@@ -564,7 +662,7 @@ impl Raid {
                 }
                 let lo = pieces.iter().map(|p| p.a).min().expect("a piece");
                 let hi = pieces.iter().map(|p| p.b).max().expect("a piece");
-                let whole = |p: &Option<Piece>| p.is_some_and(|p| p.a == 0 && p.b as u64 == PAGE);
+                let whole = |p: &Option<Piece>| p.is_some_and(|p| p.a == 0 && p.b as u64 == span);
                 // Reconstruct-write reads, over lo..hi, every data page not overwritten
                 // there whole; it needs them all readable.
                 let rcw: Vec<usize> = (0..n)
@@ -579,11 +677,11 @@ impl Raid {
                     plan = Plan::DataOnly;
                 } else if rcw_ok && (!known || touched_failed || rcw.len() < pieces.len() + 1) {
                     plan = Plan::Rcw { lo, hi };
-                    makes_known = known || (lo == 0 && hi as u64 == PAGE);
+                    makes_known = known || (lo == 0 && hi as u64 == span);
                     for &k in &rcw {
                         reads.push((l.data_disk(stripe, k), lo, hi, slot(k).at(lo)));
                     }
-                } else if !touched_failed {
+                } else if !touched_failed && !redo {
                     plan = Plan::Rmw { lo, hi };
                     for p in pieces {
                         reads.push((l.data_disk(stripe, p.k), p.a, p.b, slot(p.k).at(p.a)));
@@ -591,13 +689,15 @@ impl Raid {
                     reads.push((pd, lo, hi, slot(n).at(lo)));
                 } else {
                     // The failed member's page is overwritten in part: its other bytes
-                    // live only in the parity, which a partial update cannot keep.
+                    // live only in the parity, which a partial update cannot keep. Or a
+                    // redone row cannot be reconstructed (a page it does not overwrite is
+                    // bad) and its old data may already be overwritten on the members.
                     return Some(Status::IoError);
                 }
                 match plan {
-                    Plan::Full => self.counters.full_row += 1,
-                    Plan::Rcw { .. } => self.counters.rcw += 1,
-                    Plan::Rmw { .. } => self.counters.rmw += 1,
+                    Plan::Full => self.counters.full_row += pages,
+                    Plan::Rcw { .. } => self.counters.rcw += pages,
+                    Plan::Rmw { .. } => self.counters.rmw += pages,
                     Plan::DataOnly | Plan::Direct => {}
                 }
             }
@@ -637,12 +737,13 @@ impl Raid {
         };
         let pieces = pieces.clone();
         let (stripe, page, plan, scratch) = (op.stripe, op.page, op.plan, op.scratch);
+        let span = op.pages * PAGE;
         let host = self.host_buf(op.owner);
         let l = self.layout;
         let n = l.data_disks();
         let slot = |k: usize| Buf::Scratch {
             id: scratch,
-            offset: (k as u64 * PAGE) as u32,
+            offset: (k as u64 * span) as u32,
         };
         let par = slot(n);
         let base = l.member_offset(stripe, page * PAGE);
@@ -651,9 +752,9 @@ impl Raid {
         match plan {
             Plan::Full => {
                 for p in &pieces {
-                    out.xor(par, host.at(p.delta), PAGE as u32);
+                    out.xor(par, host.at(p.delta), span as u32);
                 }
-                parity = Some((0, PAGE as u32));
+                parity = Some((0, span as u32));
             }
             Plan::DataOnly | Plan::Direct => {}
             Plan::Rcw { lo, hi } => {
@@ -681,6 +782,7 @@ impl Raid {
                 parity = Some((lo, hi));
             }
         }
+        // (A range has no bad page: it was split at the planning or at a failed read.)
         let mut writes = Vec::new();
         for p in &pieces {
             let disk = l.data_disk(stripe, p.k);
@@ -730,7 +832,10 @@ impl Raid {
 
     /// A member I/O of row operation `id` finished.
     fn op_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
-        if done.status != Status::Ok {
+        // A range's I/O does not say which of its pages failed: the range is redone page
+        // by page below, and only pages that fail alone are marked (md's
+        // narrow_write_error does the same for writes).
+        if done.status != Status::Ok && self.ops[&id].pages == 1 {
             self.mark_bad(done.io.dev, done.io.offset, out);
         }
         let op = self.ops.get_mut(&id).expect("a live operation");
@@ -739,17 +844,28 @@ impl Raid {
         if op.out > 0 {
             return;
         }
-        let (stripe, page, failed, writing) = (op.stripe, op.page, op.failed, op.writing);
-        let ended = if writing {
-            let mut status = self.row_status(stripe, page);
-            if status == Status::Ok && self.row_unpersisted(stripe, page) {
-                self.counters.unpersisted_errors += 1;
-                status = Status::IoError;
-            }
-            let op = &self.ops[&id];
-            if status == Status::Ok && op.makes_known && !self.assume_clean {
-                let key = self.row_key(op.stripe, op.page);
-                *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
+        let (stripe, page, pages) = (op.stripe, op.page, op.pages);
+        let (failed, writing, makes_known) = (op.failed, op.writing, op.makes_known);
+        let ended = if failed && pages > 1 {
+            // After failed reads nothing was written; after a failed write some rows may
+            // hold the new data already, so the redo reconstructs their parity.
+            self.split(id, writing);
+            self.start(id, out)
+        } else if writing {
+            let mut status = Status::Ok;
+            for q in page..page + pages {
+                let mut row = self.row_status(stripe, q);
+                if row == Status::Ok && self.row_unpersisted(stripe, q) {
+                    self.counters.unpersisted_errors += 1;
+                    row = Status::IoError;
+                }
+                if row == Status::Ok && makes_known && !self.assume_clean {
+                    let key = self.row_key(stripe, q);
+                    *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
+                }
+                if row != Status::Ok {
+                    status = row;
+                }
             }
             Some(status)
         } else if failed {
@@ -859,12 +975,48 @@ impl Raid {
                     },
                 );
                 for (page, piece) in rows {
-                    self.enqueue(Owner::Held(hkey), p.stripe, page, Work::Rebuild(piece), out);
+                    self.enqueue(
+                        Owner::Held(hkey),
+                        (p.stripe, page, 1),
+                        Work::Rebuild(piece),
+                        out,
+                    );
                 }
             } else {
                 out.submit(sub);
             }
         }
+    }
+
+    /// The write's rows, (stripe, page) → pieces in volume order, as row ranges:
+    /// ((stripe, first page, pages), pieces). Consecutive rows of a stripe that overwrite
+    /// whole pages of the same data chunks, the host's bytes running on, are one range, up
+    /// to `merge` bytes: md works page rows, and the block layer merges their adjacent
+    /// member bios into one request a member.
+    fn row_ranges(rows: BTreeMap<(u64, u64), Vec<Piece>>, merge: u64) -> Vec<(Rows, Vec<Piece>)> {
+        let mut ranges: Vec<(Rows, Vec<Piece>)> = Vec::new();
+        let whole = |v: &[Piece], len: u64| v.iter().all(|p| p.a == 0 && p.b as u64 == len);
+        for ((stripe, page), pieces) in rows {
+            if let Some(((s, p, n), range)) = ranges.last_mut() {
+                let joins = *s == stripe
+                    && *p + *n == page
+                    && (*n + 1) * PAGE <= merge
+                    && whole(range, *n * PAGE)
+                    && whole(&pieces, PAGE)
+                    && range.len() == pieces.len()
+                    && range
+                        .iter()
+                        .zip(&pieces)
+                        .all(|(r, x)| r.k == x.k && r.delta as u64 + *n * PAGE == x.delta as u64);
+                if joins {
+                    *n += 1;
+                    range.iter_mut().for_each(|r| r.b += PAGE as u32);
+                    continue;
+                }
+            }
+            ranges.push(((stripe, page, 1), pieces));
+        }
+        ranges
     }
 
     fn write(&mut self, io: Io, out: &mut Actions) {
@@ -883,16 +1035,14 @@ impl Raid {
                 rows.entry((p.stripe, page)).or_default().push(piece);
             }
         }
+        let ranges = Self::row_ranges(rows, self.merge);
         let key = self.fanout.begin(io);
-        let subs: Vec<(u64, u64, Vec<Piece>, Io)> = rows
+        let subs: Vec<(Rows, Vec<Piece>, Io)> = ranges
             .into_iter()
-            .map(|((stripe, page), pieces)| {
-                let sub = self.fanout.sub(key, 0, 0, 0, 0);
-                (stripe, page, pieces, sub)
-            })
+            .map(|(rows, pieces)| (rows, pieces, self.fanout.sub(key, 0, 0, 0, 0)))
             .collect();
-        for (stripe, page, pieces, sub) in subs {
-            self.enqueue(Owner::Sub(sub), stripe, page, Work::Write(pieces), out);
+        for (rows, pieces, sub) in subs {
+            self.enqueue(Owner::Sub(sub), rows, Work::Write(pieces), out);
         }
     }
 }
@@ -1076,7 +1226,12 @@ impl Function for Raid {
                 },
             );
             for (page, piece) in rows {
-                self.enqueue(Owner::Held(hkey), stripe, page, Work::Rebuild(piece), out);
+                self.enqueue(
+                    Owner::Held(hkey),
+                    (stripe, page, 1),
+                    Work::Rebuild(piece),
+                    out,
+                );
             }
             return;
         }

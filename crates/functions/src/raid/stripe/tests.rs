@@ -398,3 +398,185 @@ fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
     assert!(submitted(&h.request(0, early)).is_empty());
     h.assert_foreign_log_refused(early, host(2, Op::Read, 0, 1));
 }
+
+/// A RAID-5 of 16 KiB chunks (four page rows a stripe) over `disks`, parity known.
+fn raid16(disks: usize, merge: u64) -> Harness<Raid> {
+    let names: Vec<String> = (0..disks).map(|d| format!("d{d}")).collect();
+    let devs = (0..disks)
+        .map(|d| disk(d as u16, &format!("d{d}")))
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, 4 * K, true).merge(merge);
+    Harness::new(r, devs).unwrap()
+}
+
+#[test]
+fn rows_of_whole_pages_of_the_same_chunks_join_into_ranges() {
+    // Two data chunks' rows of one stripe: 24 KiB from page 1 of chunk 0 (16 KiB chunks)
+    // covers pages 1–3 of chunk 0 (host bytes 0, 4, 8 KiB) and pages 0–2 of chunk 1 (12, 16,
+    // 20 KiB).
+    let piece = |k, delta| Piece {
+        k,
+        a: 0,
+        b: K as u32,
+        delta,
+    };
+    let mut rows: BTreeMap<(u64, u64), Vec<Piece>> = BTreeMap::new();
+    rows.insert((0, 0), vec![piece(1, 12288)]);
+    rows.insert((0, 1), vec![piece(0, 0), piece(1, 16384)]);
+    rows.insert((0, 2), vec![piece(0, 4096), piece(1, 20480)]);
+    rows.insert((0, 3), vec![piece(0, 8192)]);
+    let whole = |k, b, delta| Piece { k, a: 0, b, delta };
+    let ranges = Raid::row_ranges(rows.clone(), 64 * K);
+    assert_eq!(
+        ranges,
+        vec![
+            ((0, 0, 1), vec![whole(1, 4096, 12288)]),
+            ((0, 1, 2), vec![whole(0, 8192, 0), whole(1, 8192, 16384)]),
+            ((0, 3, 1), vec![whole(0, 4096, 8192)]),
+        ]
+    );
+    // `merge` = one page: row by row.
+    assert_eq!(Raid::row_ranges(rows.clone(), K).len(), 4);
+    // A partial page, or host bytes that do not run on, end a range.
+    let mut cut = rows.clone();
+    cut.insert(
+        (0, 2),
+        vec![
+            piece(0, 4096),
+            Piece {
+                b: 2048,
+                ..piece(1, 20480)
+            },
+        ],
+    );
+    assert_eq!(Raid::row_ranges(cut, 64 * K).len(), 4);
+    let mut gap = rows;
+    gap.insert((0, 2), vec![piece(0, 4096), piece(1, 24576)]);
+    assert_eq!(Raid::row_ranges(gap, 64 * K).len(), 4);
+}
+
+#[test]
+fn a_whole_chunk_write_is_one_read_modify_write_of_two_member_ios_each_way() {
+    // Four disks, stripe 0: parity on d3, data chunk 0 on d0. A 16 KiB write of chunk 0.
+    let mut h = raid16(4, 512 * 1024);
+    let io = host(9, Op::Write, 0, 4);
+    let a = h.request(0, io);
+    let reads = submitted(&a);
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (3, 0, Op::Read)]);
+    assert!(reads.iter().all(|r| r.len == 16384));
+    let old = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: 0,
+    };
+    let par = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: 3 * 16384,
+    };
+    assert_eq!((reads[0].buf, reads[1].buf), (old, par));
+    assert!(h.complete(1, reads[0], Status::Ok).is_empty());
+    let a = h.complete(2, reads[1], Status::Ok);
+    assert_eq!(
+        xors(&a),
+        vec![(par, old, 16384), (par, host_buf(9, 0), 16384)]
+    );
+    let w = submitted(&a);
+    assert_eq!(shape(&w), vec![(0, 0, Op::Write), (3, 0, Op::Write)]);
+    assert_eq!(
+        (w[0].buf, w[0].len, w[1].buf, w[1].len),
+        (host_buf(9, 0), 16384, par, 16384)
+    );
+    assert!(replied(&h.complete(3, w[0], Status::Ok)).is_empty());
+    let r = replied(&h.complete(4, w[1], Status::Ok));
+    assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+    assert_eq!(h.counter("read_modify_writes"), 4.0, "counted in rows");
+    // Row by row (`merge` = a page), the same write is four operations of 4 KiB I/Os.
+    let mut h = raid16(4, K);
+    let reads = submitted(&h.request(0, io));
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (3, 0, Op::Read)]);
+    assert!(reads.iter().all(|r| r.len == 4096));
+}
+
+#[test]
+fn a_range_whose_parity_write_fails_is_redone_row_by_row_without_reading_old_data() {
+    let mut h = raid16(4, 512 * 1024);
+    let io = host(9, Op::Write, 0, 4);
+    let reads = submitted(&h.request(0, io));
+    h.complete(1, reads[0], Status::Ok);
+    let w = submitted(&h.complete(2, reads[1], Status::Ok));
+    assert!(h.complete(3, w[0], Status::Ok).is_empty());
+    // The 16 KiB parity write fails: which page, it does not say; nothing is marked yet.
+    let a = h.complete(4, w[1], Status::IoError);
+    assert_eq!(h.counter("bad_pages"), 0.0);
+    assert!(replied(&a).is_empty());
+    // Row 0 again, alone: d0 may hold the new data already, so not read-modify-write
+    // (which would read d0 and the parity) but reconstruct-write: read d1 and d2.
+    let mut reads = submitted(&a);
+    for row in 0..4u64 {
+        assert_eq!(
+            shape(&reads),
+            vec![(1, row, Op::Read), (2, row, Op::Read)],
+            "row {row}"
+        );
+        assert!(reads.iter().all(|r| r.len == 4096));
+        h.complete(5, reads[0], Status::Ok);
+        let w = submitted(&h.complete(6, reads[1], Status::Ok));
+        assert_eq!(shape(&w), vec![(0, row, Op::Write), (3, row, Op::Write)]);
+        assert_eq!(w[0].buf, host_buf(9, row * K));
+        h.complete(7, w[0], Status::Ok);
+        // Row 1's parity page really is bad: marked alone, the row still served.
+        let st = if row == 1 {
+            Status::IoError
+        } else {
+            Status::Ok
+        };
+        let a = h.complete(8, w[1], st);
+        if row < 3 {
+            assert!(replied(&a).is_empty());
+            reads = submitted(&a);
+        } else {
+            let r = replied(&a);
+            assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
+        }
+    }
+    assert_eq!(h.counter("bad_pages"), 1.0);
+    assert_eq!(h.counter("read_modify_writes"), 4.0);
+    assert_eq!(h.counter("reconstruct_writes"), 4.0);
+}
+
+#[test]
+fn a_whole_stripe_write_is_one_full_row_range_with_parity_over_the_range() {
+    // Four disks, stripe 0: chunks 0, 1, 2 on d0, d1, d2, parity on d3; 48 KiB from 0.
+    let mut h = raid16(4, 512 * 1024);
+    let io = host(5, Op::Write, 0, 12);
+    let a = h.request(0, io);
+    let par = Buf::Scratch {
+        id: SCRATCH_BASE,
+        offset: 3 * 16384,
+    };
+    assert_eq!(
+        xors(&a),
+        (0..3)
+            .map(|k| (par, host_buf(5, k * 16384), 16384))
+            .collect::<Vec<_>>(),
+        "parity = chunk 0 ^ chunk 1 ^ chunk 2, no reads"
+    );
+    let w = submitted(&a);
+    assert_eq!(
+        shape(&w),
+        vec![
+            (0, 0, Op::Write),
+            (1, 0, Op::Write),
+            (2, 0, Op::Write),
+            (3, 0, Op::Write)
+        ]
+    );
+    assert!(w.iter().all(|w| w.len == 16384));
+    assert_eq!(w[3].buf, par);
+    for (i, s) in w.iter().enumerate() {
+        assert_eq!(
+            replied(&h.complete(1, *s, Status::Ok)).len(),
+            usize::from(i == 3)
+        );
+    }
+    assert_eq!(h.counter("full_row_writes"), 4.0);
+}
