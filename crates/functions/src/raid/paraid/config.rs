@@ -164,9 +164,6 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
     }
-    if five && d.chance(0.3) {
-        t.insert("merge_kib".into(), (*d.pick(&[4i64, 8])).into());
-    }
     t.insert("sample_s".into(), (*d.pick(&[0.05, 0.2, 0.5])).into());
     t.insert("window".into(), (*d.pick(&[1i64, 2, 4])).into());
     t.insert("threshold".into(), (*d.pick(&[0.05, 0.3, 0.8])).into());

@@ -187,9 +187,6 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
     }
-    if five && d.chance(0.3) {
-        t.insert("merge_kib".into(), (*d.pick(&[4i64, 8, 12])).into());
-    }
     t
 }
 
