@@ -72,22 +72,29 @@ impl Fanout {
     /// sent to `dev` at `offset`: same operation, flags and priority as the parent, a fresh
     /// sub-I/O id, and its buffer at the matching place in the parent's.
     pub fn sub(&mut self, key: u64, delta: u32, len: u32, dev: u16, offset: u64) -> Io {
-        let p = self
-            .parents
-            .get_mut(&key)
-            .expect("Fanout::sub: unknown parent");
-        p.left += 1;
-        let n = self.next_sub;
-        self.next_sub = (self.next_sub + 1) & (IoId::SUB - 1);
-        self.subs.insert(n, key);
+        let id = self.enlist(key);
+        let p = &self.parents[&key];
         Io {
-            id: IoId::sub(n),
+            id,
             dev,
             offset,
             len,
             buf: p.io.buf.at(delta),
             ..p.io
         }
+    }
+
+    /// Count one more sub-I/O of parent `key` and give it a fresh id.
+    fn enlist(&mut self, key: u64) -> IoId {
+        let p = self
+            .parents
+            .get_mut(&key)
+            .expect("Fanout: a sub-I/O of an unknown parent");
+        p.left += 1;
+        let n = self.next_sub;
+        self.next_sub = (self.next_sub + 1) & (IoId::SUB - 1);
+        self.subs.insert(n, key);
+        IoId::sub(n)
     }
 
     /// Another sub-I/O of the parent of `sub`, which is still out: the same device,
@@ -100,16 +107,8 @@ impl Fanout {
             .subs
             .get(&n)
             .expect("Fanout::sibling: not an outstanding sub-I/O");
-        let p = self
-            .parents
-            .get_mut(&key)
-            .expect("sub-I/O of a known parent");
-        p.left += 1;
-        let m = self.next_sub;
-        self.next_sub = (self.next_sub + 1) & (IoId::SUB - 1);
-        self.subs.insert(m, key);
         Io {
-            id: IoId::sub(m),
+            id: self.enlist(key),
             ..*sub
         }
     }
