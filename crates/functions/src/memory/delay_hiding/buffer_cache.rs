@@ -155,12 +155,11 @@ pub struct BufferCache {
     blocks_per_rank: u32,
     ranks: usize,
     index: Index,
-    /// Per buffer handed out: its block and LRU links (`head` most recent, `tail` least).
+    /// Per buffer handed out, in order: its block and LRU links (`head` most recent, `tail`
+    /// least). Buffer `i` is on rank `i / blocks_per_rank`.
     bufs: Vec<Buffer>,
     head: u32,
     tail: u32,
-    /// Buffers handed out so far; buffer `i` is on rank `i / blocks_per_rank`.
-    used: u32,
     pub hits: u64,
     pub misses: u64,
 }
@@ -182,7 +181,6 @@ impl BufferCache {
             bufs: Vec::new(),
             head: NIL,
             tail: NIL,
-            used: 0,
             hits: 0,
             misses: 0,
         })
@@ -246,9 +244,9 @@ impl BufferCache {
         }
         self.misses += 1;
         let capacity = self.blocks_per_rank * self.ranks as u32;
-        let (b, evicted) = if self.used < capacity {
-            let b = self.used;
-            self.used += 1;
+        // Buffers are handed out in order: the next free one is the count handed out.
+        let (b, evicted) = if (self.bufs.len() as u32) < capacity {
+            let b = self.bufs.len() as u32;
             self.bufs.push(Buffer {
                 file: key.0,
                 prev: NIL,

@@ -299,7 +299,7 @@ impl Raid {
     /// (`PAGE`: row by row).
     pub fn merge(mut self, bytes: u64) -> Raid {
         debug_assert!(bytes >= PAGE && bytes.is_multiple_of(PAGE));
-        self.merge = bytes.max(PAGE);
+        self.merge = bytes;
         self
     }
 
