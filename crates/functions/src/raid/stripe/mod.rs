@@ -56,7 +56,8 @@ pub(crate) use config::{check_array, check_merge, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, DEFAULT_MERGE_KIB, KIND, MAX_MEMBERS};
 pub use layout::{Layout, Level, Parity, Place};
 
-use std::collections::{BTreeMap, VecDeque};
+use smallvec::{smallvec, SmallVec};
+use std::collections::VecDeque;
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, Volume};
@@ -68,6 +69,10 @@ use wattio_core::time::Nanos;
 
 /// The RAID-5 row unit, bytes: md's STRIPE_SIZE.
 pub const PAGE: u64 = 4096;
+
+/// Emptied stripe queues kept for reuse at most (a queue is emptied and refilled at
+/// nearly every write; more than this many stripes are rarely busy at once).
+const MAX_SPARE_QUEUES: usize = 64;
 
 /// Scratch buffer ids of this layer start here (scratch ids are shared by the stack: other
 /// layers number theirs from 0).
@@ -90,10 +95,30 @@ struct Piece {
 /// Rows (stripe, first page, pages): the page rows a row operation covers.
 type Rows = (u64, u64, u64);
 
+/// A row's pieces: one per data chunk it writes, so inline up to four (five disks) — a
+/// row operation's pieces are copied at each phase, and a heap vector each time was a
+/// fifth of a write's cost.
+type Pieces = SmallVec<[Piece; 4]>;
+
+/// The chunk pieces of `io`: (place, length, delta into the host buffer).
+fn pieces(l: Layout, io: &Io) -> impl Iterator<Item = (Place, u32, u32)> {
+    let (start, end) = (io.offset, io.end());
+    let mut at = start;
+    std::iter::from_fn(move || {
+        (at < end).then(|| {
+            let p = l.locate(at);
+            let len = (l.chunk - p.in_chunk).min(end - at);
+            let piece = (p, len as u32, (at - start) as u32);
+            at += len;
+            piece
+        })
+    })
+}
+
 #[derive(Clone, Debug)]
 enum Work {
     /// Write `pieces` of a row.
-    Write(Vec<Piece>),
+    Write(Pieces),
     /// Rebuild bytes `a..b` of data chunk `k`'s page into the host buffer at `delta`.
     Rebuild(Piece),
 }
@@ -222,6 +247,12 @@ pub struct Raid {
     report: bool,
     new_bad: Vec<(usize, u64)>,
     counters: Counters,
+    /// A write's rows, its row ranges and their sub-I/Os, kept between writes.
+    rows_buf: Vec<((u64, u64), Piece)>,
+    ranges_buf: Vec<(Rows, Pieces)>,
+    subs_buf: Vec<(Rows, Pieces, Io)>,
+    /// Emptied stripe queues, kept for the next stripe's operations.
+    spare_queues: Vec<VecDeque<u64>>,
 }
 
 #[derive(Default)]
@@ -292,6 +323,10 @@ impl Raid {
             report: false,
             new_bad: Vec::new(),
             counters: Counters::default(),
+            rows_buf: Vec::new(),
+            ranges_buf: Vec::new(),
+            subs_buf: Vec::new(),
+            spare_queues: Vec::new(),
         }
     }
 
@@ -455,7 +490,11 @@ impl Raid {
         self.next_op += 1;
         let stripe = rows.0;
         self.ops.insert(id, RowOp::new(owner, rows, work));
-        let q = self.queues.entry(stripe).or_default();
+        let spare = &mut self.spare_queues;
+        let q = self
+            .queues
+            .entry(stripe)
+            .or_insert_with(|| spare.pop().unwrap_or_default());
         q.push_back(id);
         if q.len() == 1 {
             self.run_queue(stripe, out);
@@ -466,7 +505,11 @@ impl Raid {
     fn run_queue(&mut self, stripe: u64, out: &mut Actions) {
         loop {
             let Some(&id) = self.queues.get(&stripe).and_then(|q| q.front()) else {
-                self.queues.remove(&stripe);
+                if let Some(q) = self.queues.remove(&stripe) {
+                    if self.spare_queues.len() < MAX_SPARE_QUEUES {
+                        self.spare_queues.push(q);
+                    }
+                }
                 return;
             };
             match self.start(id, out) {
@@ -604,7 +647,7 @@ impl Raid {
         self.next_scratch += 1;
         let l = self.layout;
         let n = l.data_disks();
-        let fdata: Vec<bool> = (0..n)
+        let fdata: SmallVec<[bool; 8]> = (0..n)
             .map(|k| self.is_bad(l.data_disk(stripe, k), stripe, page))
             .collect();
         let pd = l.parity_disk(stripe).expect("row operations are RAID-5's");
@@ -616,7 +659,7 @@ impl Raid {
             offset: (k as u64 * span) as u32,
         };
         let known = !redo && (page..page + pages).all(|q| self.row_known(stripe, q));
-        let mut reads: Vec<(usize, u32, u32, Buf)> = Vec::new();
+        let mut reads: SmallVec<[(usize, u32, u32, Buf); 8]> = SmallVec::new();
         let mut plan = Plan::DataOnly;
         let mut makes_known = known;
         match work {
@@ -656,7 +699,7 @@ impl Raid {
                     self.counters.unpersisted_errors += 1;
                     return Some(Status::IoError);
                 }
-                let mut covered = vec![None; n];
+                let mut covered: SmallVec<[Option<Piece>; 8]> = smallvec![None; n];
                 for p in pieces {
                     covered[p.k] = Some(*p);
                 }
@@ -665,7 +708,7 @@ impl Raid {
                 let whole = |p: &Option<Piece>| p.is_some_and(|p| p.a == 0 && p.b as u64 == span);
                 // Reconstruct-write reads, over lo..hi, every data page not overwritten
                 // there whole; it needs them all readable.
-                let rcw: Vec<usize> = (0..n)
+                let rcw: SmallVec<[usize; 8]> = (0..n)
                     .filter(|&k| !covered[k].is_some_and(|p: Piece| p.a == lo && p.b == hi))
                     .collect();
                 let rcw_ok = rcw.iter().all(|&k| !fdata[k]);
@@ -783,7 +826,7 @@ impl Raid {
             }
         }
         // (A range has no bad page: it was split at the planning or at a failed read.)
-        let mut writes = Vec::new();
+        let mut writes: SmallVec<[(usize, u32, u32, Buf); 8]> = SmallVec::new();
         for p in &pieces {
             let disk = l.data_disk(stripe, p.k);
             if !self.is_bad(disk, stripe, page) {
@@ -907,15 +950,14 @@ impl Raid {
         }
     }
 
-    /// Bytes `from..to` of data chunk `k`, cut at page-row boundaries: (page, piece), with
-    /// `delta` where `from` lands in the host buffer.
-    fn rows(k: usize, from: u64, to: u64, delta: u32) -> Vec<(u64, Piece)> {
-        let mut rows = Vec::new();
+    /// Bytes `from..to` of data chunk `k`, cut at page-row boundaries: `f(page, piece)`,
+    /// with `delta` where `from` lands in the host buffer.
+    fn rows(k: usize, from: u64, to: u64, delta: u32, mut f: impl FnMut(u64, Piece)) {
         let mut at = from;
         while at < to {
             let page = at / PAGE;
             let end = ((page + 1) * PAGE).min(to);
-            rows.push((
+            f(
                 page,
                 Piece {
                     k,
@@ -923,32 +965,16 @@ impl Raid {
                     b: (end - page * PAGE) as u32,
                     delta: delta + (at - from) as u32,
                 },
-            ));
+            );
             at = end;
         }
-        rows
-    }
-
-    /// The chunk pieces of `io`: (place, length, delta into the host buffer).
-    fn pieces(&self, io: &Io) -> Vec<(Place, u32, u32)> {
-        let mut v = Vec::new();
-        let mut at = io.offset;
-        while at < io.end() {
-            let p = self.layout.locate(at);
-            let len = (self.layout.chunk - p.in_chunk).min(io.end() - at);
-            v.push((p, len as u32, (at - io.offset) as u32));
-            at += len;
-        }
-        v
     }
 
     fn read(&mut self, io: Io, out: &mut Actions) {
         let key = self.fanout.begin(io);
         // Every sub-I/O first: a rebuild that fails at once answers its part at once, and
         // the parent must not look complete before its other parts exist.
-        let subs: Vec<(Place, u32, Io)> = self
-            .pieces(&io)
-            .into_iter()
+        let subs: Vec<(Place, u32, Io)> = pieces(self.layout, &io)
             .map(|(p, len, delta)| {
                 let offset = self.layout.member_offset(p.stripe, p.in_chunk);
                 (
@@ -963,7 +989,14 @@ impl Raid {
             if self.layout.level == Level::Raid5
                 && pages.into_iter().any(|q| self.is_bad(p.disk, p.stripe, q))
             {
-                let rows = Self::rows(p.k, p.in_chunk, p.in_chunk + len as u64, 0);
+                let mut rows = Vec::new();
+                Self::rows(
+                    p.k,
+                    p.in_chunk,
+                    p.in_chunk + len as u64,
+                    0,
+                    |page, piece| rows.push((page, piece)),
+                );
                 let hkey = self.next_held;
                 self.next_held += 1;
                 self.held.insert(
@@ -988,15 +1021,17 @@ impl Raid {
         }
     }
 
-    /// The write's rows, (stripe, page) → pieces in volume order, as row ranges:
-    /// ((stripe, first page, pages), pieces). Consecutive rows of a stripe that overwrite
+    /// The write's rows, ((stripe, page), piece) sorted by row (stably: a row's pieces in
+    /// volume order), appended to `ranges` as row ranges: ((stripe, first page, pages),
+    /// pieces). Consecutive rows of a stripe that overwrite
     /// whole pages of the same data chunks, the host's bytes running on, are one range, up
     /// to `merge` bytes: md works page rows, and the block layer merges their adjacent
     /// member bios into one request a member.
-    fn row_ranges(rows: BTreeMap<(u64, u64), Vec<Piece>>, merge: u64) -> Vec<(Rows, Vec<Piece>)> {
-        let mut ranges: Vec<(Rows, Vec<Piece>)> = Vec::new();
+    fn row_ranges(rows: &[((u64, u64), Piece)], merge: u64, ranges: &mut Vec<(Rows, Pieces)>) {
         let whole = |v: &[Piece], len: u64| v.iter().all(|p| p.a == 0 && p.b as u64 == len);
-        for ((stripe, page), pieces) in rows {
+        for row in rows.chunk_by(|x, y| x.0 == y.0) {
+            let (stripe, page) = row[0].0;
+            let pieces: Pieces = row.iter().map(|r| r.1).collect();
             if let Some(((s, p, n), range)) = ranges.last_mut() {
                 let joins = *s == stripe
                     && *p + *n == page
@@ -1016,34 +1051,51 @@ impl Raid {
             }
             ranges.push(((stripe, page, 1), pieces));
         }
-        ranges
     }
 
     fn write(&mut self, io: Io, out: &mut Actions) {
-        if self.layout.level == Level::Raid0 {
+        let l = self.layout;
+        if l.level == Level::Raid0 {
             let key = self.fanout.begin(io);
-            for (p, len, delta) in self.pieces(&io) {
-                let offset = self.layout.member_offset(p.stripe, p.in_chunk);
+            for (p, len, delta) in pieces(l, &io) {
+                let offset = l.member_offset(p.stripe, p.in_chunk);
                 out.submit(self.fanout.sub(key, delta, len, self.devs[p.disk], offset));
             }
             return;
         }
-        // Group the write's page pieces by row, in volume order of their first piece.
-        let mut rows: BTreeMap<(u64, u64), Vec<Piece>> = BTreeMap::new();
-        for (p, len, delta) in self.pieces(&io) {
-            for (page, piece) in Self::rows(p.k, p.in_chunk, p.in_chunk + len as u64, delta) {
-                rows.entry((p.stripe, page)).or_default().push(piece);
-            }
+        // Group the write's page pieces by row, in volume order of their first piece (the
+        // buffers are kept between writes: this is every RAID-5 write's path).
+        let mut rows = std::mem::take(&mut self.rows_buf);
+        rows.clear();
+        for (p, len, delta) in pieces(l, &io) {
+            Self::rows(
+                p.k,
+                p.in_chunk,
+                p.in_chunk + len as u64,
+                delta,
+                |page, piece| rows.push(((p.stripe, page), piece)),
+            );
         }
-        let ranges = Self::row_ranges(rows, self.merge);
+        rows.sort_by_key(|r| r.0);
+        let mut ranges = std::mem::take(&mut self.ranges_buf);
+        ranges.clear();
+        Self::row_ranges(&rows, self.merge, &mut ranges);
+        self.rows_buf = rows;
+        // Every sub-I/O first: an operation that ends at once must not find its parent
+        // looking complete.
         let key = self.fanout.begin(io);
-        let subs: Vec<(Rows, Vec<Piece>, Io)> = ranges
-            .into_iter()
-            .map(|(rows, pieces)| (rows, pieces, self.fanout.sub(key, 0, 0, 0, 0)))
-            .collect();
-        for (rows, pieces, sub) in subs {
+        let mut subs = std::mem::take(&mut self.subs_buf);
+        subs.clear();
+        subs.extend(
+            ranges
+                .drain(..)
+                .map(|(rows, pieces)| (rows, pieces, self.fanout.sub(key, 0, 0, 0, 0))),
+        );
+        self.ranges_buf = ranges;
+        for (rows, pieces, sub) in subs.drain(..) {
             self.enqueue(Owner::Sub(sub), rows, Work::Write(pieces), out);
         }
+        self.subs_buf = subs;
     }
 }
 
@@ -1214,7 +1266,14 @@ impl Function for Raid {
             let k = (0..self.layout.data_disks())
                 .find(|&k| self.layout.data_disk(stripe, k) == m)
                 .expect("a data piece");
-            let rows = Self::rows(k, in_chunk, in_chunk + done.io.len as u64, 0);
+            let mut rows = Vec::new();
+            Self::rows(
+                k,
+                in_chunk,
+                in_chunk + done.io.len as u64,
+                0,
+                |page, piece| rows.push((page, piece)),
+            );
             let hkey = self.next_held;
             self.next_held += 1;
             self.held.insert(
