@@ -8,8 +8,8 @@
 //! simulator's data checker follows the versions through it. [`Copier`] keeps that two-step
 //! bookkeeping, written once.
 
+use crate::fxhash::FxHashMap;
 use crate::io::{Completion, DeviceId, Io, IoId, Op, Status};
-use std::collections::HashMap;
 
 /// One copy to perform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub enum CopyStep {
 /// Copies in flight, each named by an own-I/O number that is also its scratch buffer's id.
 #[derive(Default)]
 pub struct Copier {
-    jobs: HashMap<u64, CopyJob>,
+    jobs: FxHashMap<u64, CopyJob>,
     next: u64,
 }
 
@@ -50,7 +50,7 @@ impl Copier {
     /// kind its own range (numbers are below 2^62).
     pub fn new(base: u64) -> Copier {
         Copier {
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
             next: base,
         }
     }

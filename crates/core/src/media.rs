@@ -16,9 +16,10 @@
 //! when it emulates bytes (the simulator), and frees a buffer when the write that drains it
 //! completes, as the live executor does.
 
+use crate::fxhash::FxHashMap;
 use crate::io::{Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use crate::region::Region;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The sector a torn write keeps or loses as a whole (the classic atomic unit of a disk).
 pub const SECTOR: u64 = 512;
@@ -47,9 +48,9 @@ pub struct Media {
     /// A flush covers the writes numbered up to `done` when it was submitted.
     volatile: Vec<(u64, u64, Vec<u8>)>,
     /// Writes in flight: (id, offset) → bytes taken from the source buffer at submission.
-    writes: HashMap<(IoId, u64), Vec<u8>>,
+    writes: FxHashMap<(IoId, u64), Vec<u8>>,
     /// Flushes in flight: id → completion number at submission.
-    flushes: HashMap<IoId, u64>,
+    flushes: FxHashMap<IoId, u64>,
     done: u64,
 }
 
@@ -231,7 +232,7 @@ impl Media {
 #[derive(Debug, Default)]
 pub struct ScratchBytes {
     /// Scratch id → (bytes, device I/O in flight on it).
-    bufs: HashMap<u64, (Vec<u8>, u32)>,
+    bufs: FxHashMap<u64, (Vec<u8>, u32)>,
 }
 
 /// A scratch buffer named by `b`, as (id, byte offset); `None` for other buffers.

@@ -641,12 +641,17 @@ impl Paraid {
         };
         let mut start = Vec::new();
         let room = self.p.copies.saturating_sub(self.copying.len());
-        for (key, d) in self.dirty.range(disks, from) {
-            if start.len() >= room {
-                break;
-            }
-            if d.writes == 0 && !self.copying.contains_key(&key) && !self.failed.contains(&key) {
-                start.push((key, d.version));
+        // With every copy slot taken, no scan: it runs at each write that ends, and the
+        // first dirty chunk can lie far into the list.
+        if room > 0 {
+            for (key, d) in self.dirty.range(disks, from) {
+                if start.len() >= room {
+                    break;
+                }
+                if d.writes == 0 && !self.copying.contains_key(&key) && !self.failed.contains(&key)
+                {
+                    start.push((key, d.version));
+                }
             }
         }
         for (key, version) in start {

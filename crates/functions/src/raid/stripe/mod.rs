@@ -251,6 +251,8 @@ pub struct Raid {
     rows_buf: Vec<((u64, u64), Piece)>,
     ranges_buf: Vec<(Rows, Pieces)>,
     subs_buf: Vec<(Rows, Pieces, Io)>,
+    /// A read's chunk pieces and their sub-I/Os, kept between reads.
+    reads_buf: Vec<(Place, u32, Io)>,
     /// Emptied stripe queues, kept for the next stripe's operations.
     spare_queues: Vec<VecDeque<u64>>,
 }
@@ -326,6 +328,7 @@ impl Raid {
             rows_buf: Vec::new(),
             ranges_buf: Vec::new(),
             subs_buf: Vec::new(),
+            reads_buf: Vec::new(),
             spare_queues: Vec::new(),
         }
     }
@@ -974,17 +977,15 @@ impl Raid {
         let key = self.fanout.begin(io);
         // Every sub-I/O first: a rebuild that fails at once answers its part at once, and
         // the parent must not look complete before its other parts exist.
-        let subs: Vec<(Place, u32, Io)> = pieces(self.layout, &io)
-            .map(|(p, len, delta)| {
-                let offset = self.layout.member_offset(p.stripe, p.in_chunk);
-                (
-                    p,
-                    len,
-                    self.fanout.sub(key, delta, len, self.devs[p.disk], offset),
-                )
-            })
-            .collect();
-        for (p, len, sub) in subs {
+        let l = self.layout;
+        let mut subs = std::mem::take(&mut self.reads_buf);
+        subs.clear();
+        subs.extend(pieces(l, &io).map(|(p, len, delta)| {
+            let offset = l.member_offset(p.stripe, p.in_chunk);
+            let sub = self.fanout.sub(key, delta, len, self.devs[p.disk], offset);
+            (p, len, sub)
+        }));
+        for &(p, len, sub) in &subs {
             let pages = p.in_chunk / PAGE..(p.in_chunk + len as u64).div_ceil(PAGE);
             if self.layout.level == Level::Raid5
                 && pages.into_iter().any(|q| self.is_bad(p.disk, p.stripe, q))
@@ -1019,6 +1020,7 @@ impl Raid {
                 out.submit(sub);
             }
         }
+        self.reads_buf = subs;
     }
 
     /// The write's rows, ((stripe, page), piece) sorted by row (stably: a row's pieces in
