@@ -95,9 +95,9 @@ struct Piece {
 /// Rows (stripe, first page, pages): the page rows a row operation covers.
 type Rows = (u64, u64, u64);
 
-/// A row's pieces: one per data chunk it writes, so inline up to four (five disks) — a
-/// row operation's pieces are copied at each phase, and a heap vector each time was a
-/// fifth of a write's cost.
+/// A row's pieces: one per data chunk it writes, so inline up to four (five disks): a
+/// row operation's pieces are copied at each of its phases, a heap allocation each time
+/// when they were a vector.
 type Pieces = SmallVec<[Piece; 4]>;
 
 /// The chunk pieces of `io`: (place, length, delta into the host buffer).
@@ -247,7 +247,8 @@ pub struct Raid {
     report: bool,
     new_bad: Vec<(usize, u64)>,
     counters: Counters,
-    /// A write's rows, its row ranges and their sub-I/Os, kept between writes.
+    /// A write's rows, its row ranges and their sub-I/Os, kept between writes (their
+    /// capacity follows the largest request seen, whose pieces were held anyway).
     rows_buf: Vec<((u64, u64), Piece)>,
     ranges_buf: Vec<(Rows, Pieces)>,
     subs_buf: Vec<(Rows, Pieces, Io)>,
@@ -1025,10 +1026,10 @@ impl Raid {
 
     /// The write's rows, ((stripe, page), piece) sorted by row (stably: a row's pieces in
     /// volume order), appended to `ranges` as row ranges: ((stripe, first page, pages),
-    /// pieces). Consecutive rows of a stripe that overwrite
-    /// whole pages of the same data chunks, the host's bytes running on, are one range, up
-    /// to `merge` bytes: md works page rows, and the block layer merges their adjacent
-    /// member bios into one request a member.
+    /// pieces). Consecutive rows of a stripe that overwrite whole pages of the same data
+    /// chunks, the host's bytes running on, are one range, up to `merge` bytes: md works
+    /// page rows, and the block layer merges their adjacent member bios into one request a
+    /// member.
     fn row_ranges(rows: &[((u64, u64), Piece)], merge: u64, ranges: &mut Vec<(Rows, Pieces)>) {
         let whole = |v: &[Piece], len: u64| v.iter().all(|p| p.a == 0 && p.b as u64 == len);
         for row in rows.chunk_by(|x, y| x.0 == y.0) {
