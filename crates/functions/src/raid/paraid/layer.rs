@@ -422,8 +422,8 @@ impl Paraid {
         let on = self.is_on(disk);
         // A replica-newer chunk is read and written on the replica; any other on its disk
         // when that is on.
-        let pick = |d: Option<&Dirty>| match d {
-            Some(d) if d.side == Side::Replica => Side::Replica,
+        let pick = |newer: Option<Side>| match newer {
+            Some(Side::Replica) => Side::Replica,
             _ if on => Side::Original,
             _ => Side::Replica,
         };
@@ -435,7 +435,7 @@ impl Paraid {
             let (side, mut seq) = if new {
                 (d.side, 0)
             } else {
-                debug_assert_eq!(d.side, pick(Some(&*d)), "a chunk has one newer side");
+                debug_assert_eq!(d.side, pick(Some(d.side)), "a chunk has one newer side");
                 d.version += 1;
                 d.writes += 1;
                 (d.side, d.seq)
@@ -463,7 +463,7 @@ impl Paraid {
             }
             side
         } else {
-            side.unwrap_or_else(|| pick(self.dirty.get(&key)))
+            side.unwrap_or_else(|| pick(self.dirty.side_of(key)))
         };
         let n = self.rename(Pending { origin, io, write });
         let io = Io {
