@@ -628,16 +628,9 @@ impl Raid {
 
     /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
     fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
-        let (stripe, page, pages, work, owner, redo) = {
+        let (stripe, page, pages, owner, redo) = {
             let op = &self.ops[&id];
-            (
-                op.stripe,
-                op.page,
-                op.pages,
-                op.work.clone(),
-                op.owner,
-                op.redo,
-            )
+            (op.stripe, op.page, op.pages, op.owner, op.redo)
         };
         if pages > 1 && self.range_touches_bad(stripe, page, pages) {
             // A range is planned as one row, which a bad page would make untrue: page by
@@ -645,6 +638,8 @@ impl Raid {
             self.split(id, false);
             return self.start(id, out);
         }
+        // Borrowed, not copied: the planning below changes no operation.
+        let work = &self.ops[&id].work;
         // The unit of the row operation: a page, or the range (whose pieces are whole).
         let span = pages * PAGE;
         let scratch = self.next_scratch;
@@ -782,7 +777,6 @@ impl Raid {
         let Work::Write(pieces) = &op.work else {
             unreachable!("only writes have a write phase")
         };
-        let pieces = pieces.clone();
         let (stripe, page, plan, scratch) = (op.stripe, op.page, op.plan, op.scratch);
         let span = op.pages * PAGE;
         let host = self.host_buf(op.owner);
@@ -798,7 +792,7 @@ impl Raid {
         let mut parity = None;
         match plan {
             Plan::Full => {
-                for p in &pieces {
+                for p in pieces {
                     out.xor(par, host.at(p.delta), span as u32);
                 }
                 parity = Some((0, span as u32));
@@ -822,7 +816,7 @@ impl Raid {
                 parity = Some((lo, hi));
             }
             Plan::Rmw { lo, hi } => {
-                for p in &pieces {
+                for p in pieces {
                     out.xor(par.at(p.a), slot(p.k).at(p.a), p.b - p.a);
                     out.xor(par.at(p.a), host.at(p.delta), p.b - p.a);
                 }
@@ -831,7 +825,7 @@ impl Raid {
         }
         // (A range has no bad page: it was split at the planning or at a failed read.)
         let mut writes: SmallVec<[(usize, u32, u32, Buf); 8]> = SmallVec::new();
-        for p in &pieces {
+        for p in pieces {
             let disk = l.data_disk(stripe, p.k);
             if !self.is_bad(disk, stripe, page) {
                 writes.push((disk, p.a, p.b, host.at(p.delta)));
@@ -919,7 +913,7 @@ impl Raid {
             // A member failed under the reads: plan again around it.
             self.start(id, out)
         } else {
-            match self.ops[&id].work.clone() {
+            match self.ops[&id].work {
                 Work::Rebuild(_) if self.ops[&id].plan == Plan::Direct => {
                     self.counters.direct_rows += 1;
                     Some(Status::Ok)
