@@ -153,6 +153,15 @@ impl Bits {
     fn unmark(&mut self, key: (usize, u64), side: Side) {
         self.by_side[key.0 - self.low][index(side)] -= 1;
     }
+
+    /// Bitmap word `word` (32 slots; 0 in a page never written).
+    fn word(&self, word: u64) -> u64 {
+        let page = word * 32 / PAGE_SLOTS;
+        self.pages
+            .get(page as usize)
+            .and_then(Option::as_deref)
+            .map_or(0, |p| p.words[(word % PAGE_WORDS as u64) as usize])
+    }
 }
 
 impl DirtyList {
@@ -188,8 +197,7 @@ impl DirtyList {
             return None;
         }
         let slot = (key.0 - b.low) as u64 * b.stride + key.1;
-        let page = b.pages.get((slot / PAGE_SLOTS) as usize)?.as_ref()?;
-        match page.words[(slot % PAGE_SLOTS / 32) as usize] >> (slot % 32 * 2) & 3 {
+        match b.word(slot / 32) >> (slot % 32 * 2) & 3 {
             ORIGINAL => Some(Side::Original),
             REPLICA => Some(Side::Replica),
             _ => None,
@@ -398,8 +406,7 @@ impl Scan<'_> {
     }
 
     fn load(&self, word: u64) -> u64 {
-        self.page(word / 64)
-            .map_or(0, |p| p.words[(word % PAGE_WORDS as u64) as usize])
+        self.list.bits.word(word)
     }
 }
 

@@ -639,21 +639,18 @@ impl Paraid {
             (None, None) if self.dirty.replicas() == 0 => return,
             (None, None) => (self.p.gears[0]..self.p.gears[self.gear], Side::Replica),
         };
-        let mut start = Vec::new();
         let room = self.p.copies.saturating_sub(self.copying.len());
-        // With every copy slot taken, no scan: it runs at each write that ends, and the
-        // first dirty chunk can lie far into the list.
-        if room > 0 {
-            for (key, d) in self.dirty.range(disks, from) {
-                if start.len() >= room {
-                    break;
-                }
-                if d.writes == 0 && !self.copying.contains_key(&key) && !self.failed.contains(&key)
-                {
-                    start.push((key, d.version));
-                }
-            }
-        }
+        // `take` asks the scan for nothing once `room` chunks are found, or at all with
+        // every copy slot taken (the pump runs at each write that ends).
+        let start: Vec<((usize, u64), u64)> = self
+            .dirty
+            .range(disks, from)
+            .filter(|(key, d)| {
+                d.writes == 0 && !self.copying.contains_key(key) && !self.failed.contains(key)
+            })
+            .map(|(key, d)| (key, d.version))
+            .take(room)
+            .collect();
         for (key, version) in start {
             self.copying.insert(key, Copying { from, version });
             let at = key.1 * self.p.chunk;

@@ -251,7 +251,7 @@ pub struct Raid {
     /// capacity follows the largest request seen, whose pieces were held anyway).
     rows_buf: Vec<((u64, u64), Piece)>,
     ranges_buf: Vec<(Rows, Pieces)>,
-    subs_buf: Vec<(Rows, Pieces, Io)>,
+    subs_buf: Vec<Io>,
     /// A read's chunk pieces and their sub-I/Os, kept between reads.
     reads_buf: Vec<(Place, u32, Io)>,
     /// Emptied stripe queues, kept for the next stripe's operations.
@@ -1083,15 +1083,11 @@ impl Raid {
         let key = self.fanout.begin(io);
         let mut subs = std::mem::take(&mut self.subs_buf);
         subs.clear();
-        subs.extend(
-            ranges
-                .drain(..)
-                .map(|(rows, pieces)| (rows, pieces, self.fanout.sub(key, 0, 0, 0, 0))),
-        );
-        self.ranges_buf = ranges;
-        for (rows, pieces, sub) in subs.drain(..) {
+        subs.extend(ranges.iter().map(|_| self.fanout.sub(key, 0, 0, 0, 0)));
+        for ((rows, pieces), sub) in ranges.drain(..).zip(subs.drain(..)) {
             self.enqueue(Owner::Sub(sub), rows, Work::Write(pieces), out);
         }
+        self.ranges_buf = ranges;
         self.subs_buf = subs;
     }
 }
