@@ -88,6 +88,32 @@ def test_fs2_shortens_a_shuttle_between_two_far_areas(tmp_path):
     assert r["counters"]["reads_redirected"] > 100
 
 
+def test_a_trace_past_a_drive_s_end_is_compacted_in_order_to_fit_it():
+    # The CVS capture spans a 72 GiB image: it fits the thesis's 80 GB disk as it is, and
+    # is compacted in 1 GiB chunks for the 9.1 GB Atlas 10K (chunks 0, 28, 36, 48, 50 →
+    # 0…4), every request's offset within its chunk and the requests' order unchanged.
+    assert fs2._capacity("wd800-fs2-mechanical") == 156_301_488 * 512
+    atlas = fs2._capacity("quantum-atlas-10k")
+    assert 9_000_000_000 < atlas < 9_300_000_000
+    with pytest.raises(ValueError, match="no-such-drive"):
+        _core.device_capacity("no-such-drive")
+    src = pq.read_table(ROOT / "workloads" / "cvs-update" / "trace.parquet").to_pandas()
+    as_is, _, _, _ = fs2._trace("cvs-update", "wd800-fs2-mechanical")
+    assert as_is.endswith("workloads/cvs-update/trace.parquet")
+    path, touched, read, span = fs2._trace("cvs-update", "quantum-atlas-10k")
+    got = pq.read_table(path).to_pandas()
+    chunk = 1 << 30
+    before = sorted(set(src["offset"] // chunk))
+    assert before == [0, 28, 36, 48, 50], before
+    mapping = {c: i for i, c in enumerate(before)}
+    want = src["offset"].map(lambda o: mapping[o // chunk] * chunk + o % chunk)
+    assert list(got["offset"]) == list(want)
+    assert list(got["arrival_ns"]) == list(src["arrival_ns"])
+    assert int((got["offset"] + got["len"]).max()) <= atlas
+    assert max(touched) * 4096 < atlas and set(read) <= set(touched)
+    assert span == pytest.approx(3.65, abs=0.01)
+
+
 def test_the_cli_replays_a_trace_closed_loop(tmp_path, wattio_cli):
     cfg = tmp_path / "disk.toml"
     cfg.write_text(DISK)

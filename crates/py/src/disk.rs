@@ -41,6 +41,15 @@ fn spec(source: &str) -> Result<DeviceSpec, String> {
     }
 }
 
+/// A device's capacity in bytes: a catalogue TOML file or an embedded catalogue name.
+#[pyfunction]
+fn device_capacity(source: &str) -> PyResult<u64> {
+    let timing = spec(source)
+        .and_then(|s| s.build_timing())
+        .map_err(PyValueError::new_err)?;
+    Ok(timing.capacity())
+}
+
 /// Replay a DiskSim validation trace: returns the report as JSON (key `demerit_ms`, …).
 #[pyfunction]
 fn disk_validate(parv: &str, trace: &str) -> PyResult<String> {
@@ -236,5 +245,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(placement_scores, m)?)?;
     m.add_function(wrap_pyfunction!(disk_import, m)?)?;
     m.add_function(wrap_pyfunction!(disk_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(device_capacity, m)?)?;
     Ok(())
 }
