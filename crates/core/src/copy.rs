@@ -69,6 +69,26 @@ impl Copier {
         io
     }
 
+    /// Reserve the number, and so the scratch buffer id, of a copy whose bytes the function
+    /// puts into the buffer itself (an [`Action::Xor`](crate::function::Action::Xor) of
+    /// data it has in a host buffer into the fresh, zeroed buffer), then starts with
+    /// [`Copier::start_filled`]: a copy from memory, with no read.
+    pub fn reserve(&mut self) -> u64 {
+        let n = self.next;
+        self.next = (self.next + 1) & (IoId::SUB - 1);
+        n
+    }
+
+    /// Start `job` from the scratch buffer `n` (from [`Copier::reserve`]), already filled:
+    /// submit the write this returns; its completion ends the copy.
+    pub fn start_filled(&mut self, n: u64, job: CopyJob) -> Io {
+        self.jobs.insert(n, job);
+        let mut w = Io::own(n, Op::Write, job.to_dev, job.to, job.len);
+        w.priority = job.priority;
+        w.fua = job.fua;
+        w
+    }
+
     /// The copy an I/O of the copier belongs to (its read or its write).
     pub fn job(&self, io: &Io) -> Option<CopyJob> {
         if !io.id.is_own() || io.id.is_sub() {
@@ -161,6 +181,32 @@ mod tests {
             }
         );
         assert_eq!(c.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_copy_from_memory_is_only_its_write() {
+        let mut c = Copier::new(40);
+        let first = c.start(job(1));
+        let n = c.reserve();
+        assert_eq!(n, 41, "numbers are shared with copies that read");
+        let w = c.start_filled(n, job(2));
+        assert_eq!(
+            (w.op, w.dev, w.offset, w.len, w.fua, w.priority),
+            (Op::Write, 0, 4096, 4096, true, -1)
+        );
+        assert_eq!(w.buf, Buf::Scratch { id: 41, offset: 0 });
+        assert_eq!(c.job(&w), Some(job(2)));
+        assert_eq!(c.in_flight(), 2);
+        assert_eq!(
+            c.complete(&ok(w, Status::Ok)),
+            CopyStep::Done {
+                job: job(2),
+                status: Status::Ok
+            }
+        );
+        assert_eq!(c.job(&first), Some(job(1)));
+        assert_eq!(c.in_flight(), 1);
+        assert_eq!(c.start(job(3)).id, Io::own(42, Op::Read, 1, 0, 1).id);
     }
 
     #[test]

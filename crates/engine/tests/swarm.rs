@@ -633,9 +633,10 @@ fn swarm() {
             // The launch prefetchers detected launches and answered reads from what they
             // fetched.
             "prefetch_hits",
-            // FS2 made replicas, read from them, and invalidated them on writes, also while
-            // a copy was out.
+            // FS2 made replicas (also from the bytes of host reads), read from them, and
+            // invalidated them on writes, also while a copy was out.
             "replicas_created",
+            "copies_from_memory",
             "reads_redirected",
             "invalidated_by_write",
             "copies_stale",

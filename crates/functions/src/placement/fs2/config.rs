@@ -39,6 +39,17 @@ pub enum Mode {
     Static,
 }
 
+/// Where a dynamic replica's bytes come from: the host read that made its blocks
+/// candidates (thesis Sec. 6 intro: replicas are committed to disk "anytime the replicas
+/// are still in memory"; Sec. 5.4.1: the default I/O scheduler writes them), or a read of
+/// the original from the disk when the copy starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CopyFrom {
+    Memory,
+    Disk,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Keys {
@@ -54,6 +65,8 @@ struct Keys {
     critical_watermark: Option<f64>,
     cold_s: Option<f64>,
     cold_count: Option<u64>,
+    copy_from: Option<CopyFrom>,
+    stash_kb: Option<u64>,
     copy_depth: Option<u64>,
     copy_priority: Option<i64>,
     max_copy_kb: Option<u64>,
@@ -113,6 +126,11 @@ pub struct Params {
     /// `cold_count` times are invalidated.
     pub cold: Nanos,
     pub cold_count: u32,
+    pub copy_from: CopyFrom,
+    /// Copies from memory hold at most this many blocks of host-read bytes in flight;
+    /// beyond it a candidate is copied from the disk.
+    pub stash_blocks: u64,
+    /// Copies that read the original from the disk in flight.
     pub copy_depth: usize,
     pub copy_priority: i8,
     /// A copy moves at most this many blocks.
@@ -145,6 +163,8 @@ impl Default for Params {
             critical: 0.05,
             cold: secs_to_ns(600.0),
             cold_count: 2,
+            copy_from: CopyFrom::Memory,
+            stash_blocks: 4096,
             copy_depth: 4,
             copy_priority: -1,
             max_copy_blocks: 64,
@@ -204,6 +224,8 @@ impl Params {
             )?,
             cold: secs_to_ns(num("cold_s", k.cold_s, 0.0, 1e3 * DAY_S, 600.0)?),
             cold_count: count("cold_count", k.cold_count, 0, u32::MAX as u64, 2)? as u32,
+            copy_from: k.copy_from.unwrap_or(d.copy_from),
+            stash_blocks: count("stash_kb", k.stash_kb, 4, 1 << 22, 16_384)? / 4,
             copy_depth: count("copy_depth", k.copy_depth, 1, 1024, 4)? as usize,
             copy_priority: match k.copy_priority {
                 Some(v) if (-128..=0).contains(&v) => v as i8,
@@ -304,6 +326,11 @@ fn swarm(d: &mut Draw<'_>, _devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert("high_watermark".into(), h.into());
     t.insert("cold_s".into(), (*d.pick(&[0.0, 0.01, 1.0])).into());
     t.insert("copy_depth".into(), (1 + d.below(4) as i64).into());
+    if d.chance(0.25) {
+        t.insert("copy_from".into(), "disk".into());
+    }
+    // A small stash: some candidates fall back to copies from the disk.
+    t.insert("stash_kb".into(), (*d.pick(&[8i64, 64, 16_384])).into());
     // Half the draws persist the table: the crashes then test its recovery.
     if d.chance(0.5) {
         t.insert("journal_kb".into(), (*d.pick(&[8i64, 64])).into());
@@ -334,6 +361,7 @@ mod tests {
         assert_eq!(p.copy_priority, -1);
         assert_eq!(p.max_copy_blocks, 64);
         assert_eq!(p.mode, Mode::Dynamic);
+        assert_eq!((p.copy_from, p.stash_blocks), (CopyFrom::Memory, 4096));
     }
 
     #[test]
@@ -354,6 +382,10 @@ mod tests {
             (
                 "disk = 'd'\nmode = 'static'",
                 "function[0].replicate: mode = \"static\" needs the blocks to replicate (`replicate`)",
+            ),
+            (
+                "disk = 'd'\nstash_kb = 2",
+                "function[0].stash_kb: expected a whole number from 4 to 4194304, got 2",
             ),
             (
                 "disk = 'd'\ncopy_priority = 5",

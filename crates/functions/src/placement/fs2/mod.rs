@@ -18,7 +18,9 @@
 //!   host I/O becomes the target. Blocks read outside it are candidates, replicated in
 //!   access order into contiguous free runs inside it (else in a neighbouring region within
 //!   5 % of the capacity, else dropped), by copies at a lower device priority than the
-//!   host's I/O ([`Copier`]).
+//!   host's I/O ([`Copier`]): by default each is written from the bytes of the host read
+//!   that made it a candidate (the thesis writes replicas "while still in memory"), else
+//!   read from the original first.
 //! * **Watermarks** on the free space left: below the low one replication stops and cold
 //!   replicas go, below the critical one whole regions of replicas go, one at a time, until
 //!   the low one is passed; replication resumes above the high one.
@@ -39,7 +41,7 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
+pub use config::{CopyFrom, Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
 
 use freespace::FreeMap;
 use std::collections::VecDeque;
@@ -51,7 +53,7 @@ use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function, TimerId};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::geometry::Geometry;
-use wattio_core::io::{Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::io::{Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Step as LogStep};
 use wattio_core::region::Region;
 use wattio_core::time::Nanos;
@@ -75,6 +77,8 @@ struct CopyState {
     dest: u64,
     /// A write or discard of the original arrived after the copy started.
     stale: bool,
+    /// Written from a host read's bytes (no read of the original).
+    from_memory: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -93,6 +97,7 @@ struct Counters {
     invalidated_cold: u64,
     invalidated_critical: u64,
     copies: u64,
+    copies_from_memory: u64,
     copies_stale: u64,
     copies_failed: u64,
     recovered_replicas: u64,
@@ -134,6 +139,13 @@ pub struct Fs2 {
     queued: FxHashSet<u64>,
     copier: Copier,
     copies: FxHashMap<u64, CopyState>,
+    /// Copies in flight that read the original from the disk (bounded by `copy_depth`).
+    disk_copies: usize,
+    /// Blocks of copies from memory in flight (bounded by `stash_blocks`).
+    stashed: u64,
+    /// Host reads whose blocks become candidates when they complete, with their bytes
+    /// (`copy_from = "memory"`): id → blocks.
+    pending: FxHashMap<IoId, (u64, u64)>,
     next_tag: u64,
     /// Wraps I/O an upper layer originated (own or sub ids) under this layer's sub-I/O ids,
     /// so they cannot collide with its own. Only wrapping uses it: a reply from it is
@@ -210,6 +222,9 @@ impl Fs2 {
             queued: FxHashSet::default(),
             copier: Copier::new(copy_base(layer)),
             copies: FxHashMap::default(),
+            disk_copies: 0,
+            stashed: 0,
+            pending: FxHashMap::default(),
             next_tag: 0,
             fanout: Fanout::new(),
             redirected: FxHashMap::default(),
@@ -459,11 +474,17 @@ impl Fs2 {
                 .any(|c| c.dest < b1 && b0 < c.dest + c.n)
     }
 
+    /// A host write or discard of `b0..b1` is sent: copies of those blocks under way are
+    /// not installed, and reads of them still out no longer stand for their bytes (a read
+    /// a device serves concurrently with a write may return either version).
     fn mark_stale(&mut self, b0: u64, b1: u64) {
         for c in self.copies.values_mut() {
             if c.orig < b1 && b0 < c.orig + c.n {
                 c.stale = true;
             }
+        }
+        if !self.pending.is_empty() {
+            self.pending.retain(|_, &mut (a, z)| z <= b0 || b1 <= a);
         }
     }
 
@@ -501,8 +522,15 @@ impl Fs2 {
         } else {
             self.c.reads_original_closer += 1;
         }
-        if replicated < n {
-            self.candidate(b0, b1);
+        if replicated < n && self.outside_target(b0, b1) {
+            // Whole blocks only: a read's bytes can stand for its blocks only if it covers
+            // them (else the blocks are copied from the disk).
+            let whole = io.offset.is_multiple_of(BLOCK) && io.end().is_multiple_of(BLOCK);
+            if self.p.copy_from == CopyFrom::Memory && whole {
+                self.pending.insert(io.id, (b0, b1));
+            } else {
+                self.candidate(b0, b1);
+            }
         }
         self.send(io, out);
     }
@@ -531,15 +559,17 @@ impl Fs2 {
         best.1
     }
 
-    /// Blocks read outside the target region become candidates, in access order.
-    fn candidate(&mut self, b0: u64, b1: u64) {
+    /// Blocks read outside the target region are candidates (dynamic mode).
+    fn outside_target(&self, b0: u64, b1: u64) -> bool {
         if self.p.mode != Mode::Dynamic || self.target == NO_REGION {
-            return;
+            return false;
         }
         let t = self.target as u64 * self.region_blocks;
-        if b0 < t + self.region_blocks && t < b1 {
-            return;
-        }
+        !(b0 < t + self.region_blocks && t < b1)
+    }
+
+    /// Candidates copied from the disk, queued in access order.
+    fn candidate(&mut self, b0: u64, b1: u64) {
         let mut s = b0;
         while s < b1 {
             let n = (b1 - s).min(self.p.max_copy_blocks);
@@ -606,65 +636,116 @@ impl Fs2 {
         true
     }
 
-    /// Start copies while replication runs and the depth allows.
+    /// Blocks `s..s + n` where a new copy should go, or `None` (counted): replication is
+    /// off, the table is full, a block has its replicas or one in the target already, a
+    /// host write or discard, a copy or a redirected read of one is out, or no free run
+    /// fits.
+    fn destination(&mut self, s: u64, n: u64) -> Option<u64> {
+        if self.table.len() as u64 + n > self.p.max_replica_blocks {
+            self.c.candidates_dropped_full += 1;
+            return None;
+        }
+        let t = self.target;
+        let deg = self.p.degree as usize;
+        let rb = self.region_blocks;
+        let skip = (s..s + n).any(|b| {
+            self.table.get(b).is_some_and(|e| {
+                e.replicas().len() >= deg || e.replicas().iter().any(|&r| r / rb == t as u64)
+            })
+        }) || self.writes.values().any(|&(a, z)| a < s + n && s < z)
+            || self
+                .copies
+                .values()
+                .any(|c| c.orig < s + n && s < c.orig + c.n)
+            || (s..s + n).any(|b| self.busy.contains_key(&b));
+        if skip || t == NO_REGION {
+            self.c.candidates_skipped += 1;
+            return None;
+        }
+        let dest = self.allocate(t, n);
+        if dest.is_none() {
+            self.c.candidates_dropped_no_space += 1;
+        }
+        dest
+    }
+
+    /// A new copy of `n` blocks from `s` to `dest`: its tag and its job.
+    fn copy_job(&mut self, s: u64, n: u64, dest: u64, from_memory: bool) -> CopyJob {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.copies.insert(
+            tag,
+            CopyState {
+                orig: s,
+                n,
+                dest,
+                stale: false,
+                from_memory,
+            },
+        );
+        self.c.copies += 1;
+        CopyJob {
+            tag,
+            from_dev: self.disk,
+            from: s * BLOCK,
+            to_dev: self.disk,
+            to: dest * BLOCK,
+            len: (n * BLOCK) as u32,
+            priority: self.p.copy_priority,
+            // A persisted replica's record follows its copy: the copy must be durable
+            // first.
+            fua: self.journal.is_some(),
+        }
+    }
+
+    /// Start copies from the disk while replication runs and the depth allows.
     fn pump(&mut self, now: Nanos, out: &mut Actions) {
         // Not before the recovered table has taken its blocks out of the free space.
-        while !self.recovering && !self.suspended && self.copies.len() < self.p.copy_depth {
+        while !self.recovering && !self.suspended && self.disk_copies < self.p.copy_depth {
             let Some((s, n)) = self.candidates.pop_front() else {
                 break;
             };
             self.queued.remove(&s);
-            if self.table.len() as u64 + n > self.p.max_replica_blocks {
-                self.c.candidates_dropped_full += 1;
-                continue;
-            }
-            let t = self.target;
-            let deg = self.p.degree as usize;
-            let rb = self.region_blocks;
-            let skip = (s..s + n).any(|b| {
-                self.table.get(b).is_some_and(|e| {
-                    e.replicas().len() >= deg || e.replicas().iter().any(|&r| r / rb == t as u64)
-                })
-            }) || self.writes.values().any(|&(a, z)| a < s + n && s < z)
-                || self
-                    .copies
-                    .values()
-                    .any(|c| c.orig < s + n && s < c.orig + c.n)
-                || (s..s + n).any(|b| self.busy.contains_key(&b));
-            if skip || t == NO_REGION {
-                self.c.candidates_skipped += 1;
-                continue;
-            }
-            let Some(dest) = self.allocate(t, n) else {
-                self.c.candidates_dropped_no_space += 1;
+            let Some(dest) = self.destination(s, n) else {
                 continue;
             };
-            let tag = self.next_tag;
-            self.next_tag += 1;
-            self.copies.insert(
-                tag,
-                CopyState {
-                    orig: s,
-                    n,
-                    dest,
-                    stale: false,
-                },
-            );
-            self.c.copies += 1;
-            let io = self.copier.start(CopyJob {
-                tag,
-                from_dev: self.disk,
-                from: s * BLOCK,
-                to_dev: self.disk,
-                to: dest * BLOCK,
-                len: (n * BLOCK) as u32,
-                priority: self.p.copy_priority,
-                // A persisted replica's record follows its copy: the copy must be durable
-                // first.
-                fua: self.journal.is_some(),
-            });
+            let job = self.copy_job(s, n, dest, false);
+            self.disk_copies += 1;
+            let io = self.copier.start(job);
             self.send(io, out);
             self.watermarks(now);
+        }
+    }
+
+    /// A candidate read is back with its bytes (`copy_from = "memory"`): each piece of it
+    /// is written to its replica at once, out of a scratch buffer the read's bytes are put
+    /// into before the read is answered, and left to the device queue's priorities (the
+    /// thesis leaves replica writes to the I/O scheduler). Past the stash bound, or while
+    /// the table is recovering, a piece queues as a copy from the disk.
+    fn copy_read_bytes(&mut self, now: Nanos, read: &Io, b0: u64, b1: u64, out: &mut Actions) {
+        let mut s = b0;
+        while s < b1 {
+            let n = (b1 - s).min(self.p.max_copy_blocks);
+            if self.suspended || !self.outside_target(s, s + n) {
+                // Replication stopped, or the target moved onto these blocks.
+            } else if self.recovering || self.stashed + n > self.p.stash_blocks {
+                self.candidate(s, s + n);
+            } else if let Some(dest) = self.destination(s, n) {
+                let job = self.copy_job(s, n, dest, true);
+                self.c.copies_from_memory += 1;
+                self.stashed += n;
+                let id = self.copier.reserve();
+                let scratch = Buf::Scratch { id, offset: 0 };
+                out.xor(
+                    scratch,
+                    read.buf.at((s * BLOCK - read.offset) as u32),
+                    job.len,
+                );
+                let w = self.copier.start_filled(id, job);
+                self.send(w, out);
+                self.watermarks(now);
+            }
+            s += n;
         }
     }
 
@@ -699,6 +780,11 @@ impl Fs2 {
         let Some(st) = self.copies.remove(&tag) else {
             return;
         };
+        if st.from_memory {
+            self.stashed -= st.n;
+        } else {
+            self.disk_copies -= 1;
+        }
         if !ok {
             self.c.copies_failed += 1;
         } else if st.stale {
@@ -952,6 +1038,12 @@ impl Function for Fs2 {
                 }
             }
         }
+        if let Some((b0, b1)) = self.pending.remove(&id) {
+            // Before the reply: the read's buffer is the host's until it is answered.
+            if done.status == Status::Ok {
+                self.copy_read_bytes(now, &done.io, b0, b1, out);
+            }
+        }
         if id.is_sub() {
             self.writes.remove(&id);
             if let Step::Reply(c) = self.fanout.complete(&done) {
@@ -1024,6 +1116,7 @@ impl Function for Fs2 {
             ("invalidated_cold", c.invalidated_cold),
             ("invalidated_critical", c.invalidated_critical),
             ("copies", c.copies),
+            ("copies_from_memory", c.copies_from_memory),
             ("copies_stale", c.copies_stale),
             ("copies_failed", c.copies_failed),
             ("recovered_replicas", c.recovered_replicas),

@@ -226,8 +226,8 @@ fn make_target(f: &mut Fs2, hot_block: u64) {
 
 #[test]
 fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_the_copy_wins() {
-    // Regions of 1 MiB (256 blocks); blocks 256..512 free.
-    let mut f = toy("region_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
+    // Regions of 1 MiB (256 blocks); blocks 256..512 free. Copies read the original.
+    let mut f = toy("copy_from = 'disk'\nregion_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
     make_target(&mut f, 300);
     assert_eq!(f.target(), Some(1));
     // A read of blocks 5000..5002 (outside): passed on, and a copy into region 1 starts.
@@ -264,9 +264,9 @@ fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_th
 fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
     let mut f = toy("region_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
     make_target(&mut f, 300);
-    let sent = request(&mut f, 0, host(Op::Read, 5000, 1));
-    let copy_read = sent[1];
-    let acts = complete(&mut f, MS, copy_read);
+    let r = host(Op::Read, 5000, 1);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    let acts = complete(&mut f, MS, r);
     let w = submitted(&acts)[0];
     assert_eq!(w.offset, 256 * BLOCK);
     // The file system writes block 256 while the copy's write is out: it waits.
@@ -277,6 +277,116 @@ fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
     let acts = complete(&mut f, 2 * MS, w);
     assert!(submitted(&acts).contains(&hw));
     assert!(f.table.get(5000).is_none() && !f.is_free(256));
+}
+
+/// The thesis's replication: a block read outside the hot region is written to its replica
+/// from the bytes that read brought ("anytime the replicas are still in memory"), with no
+/// second read of the original.
+#[test]
+fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
+    let marks = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0";
+    let mut f = toy(&format!(
+        "region_mb = 1\nfree = [[1048576, 1048576]]\n{marks}"
+    ));
+    make_target(&mut f, 300);
+    // 70 blocks outside the target: the read alone goes to the disk.
+    let mut r = host(Op::Read, 6000, 70);
+    r.buf = Buf::Host { id: 9, offset: 512 };
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    // Back: its bytes go into two scratch buffers (pieces of 64 and 6 blocks, the
+    // 256 KiB bound), each written at once to the next free run of the target, below the
+    // host's priority, and only then is the read answered.
+    let acts = complete(&mut f, MS, r);
+    let base = copy_base(0);
+    let s0 = Buf::Scratch {
+        id: base,
+        offset: 0,
+    };
+    let s1 = Buf::Scratch {
+        id: base + 1,
+        offset: 0,
+    };
+    assert!(
+        matches!(acts[0], Action::Xor { dst, src: Buf::Host { id: 9, offset: 512 }, len: 262_144 } if dst == s0),
+        "{acts:?}"
+    );
+    assert!(
+        matches!(acts[2], Action::Xor { dst, src: Buf::Host { id: 9, offset }, len: 24_576 } if dst == s1 && offset == 512 + 64 * 4096),
+        "{acts:?}"
+    );
+    let w = submitted(&acts);
+    assert_eq!(w.len(), 2, "{acts:?}");
+    assert_eq!(
+        (w[0].op, w[0].offset, w[0].len, w[0].buf),
+        (Op::Write, 256 * BLOCK, 262_144, s0)
+    );
+    assert_eq!(
+        (w[1].op, w[1].offset, w[1].len, w[1].buf),
+        (Op::Write, 320 * BLOCK, 24_576, s1)
+    );
+    assert!(w.iter().all(|w| w.priority < 0));
+    assert!(matches!(acts[4], Action::Reply(c) if c.io == r), "{acts:?}");
+    assert_eq!(acts.len(), 5, "{acts:?}");
+    complete(&mut f, 2 * MS, w[0]);
+    complete(&mut f, 2 * MS, w[1]);
+    assert_eq!(f.table.get(6000).unwrap().replicas(), &[256]);
+    assert_eq!(f.table.get(6069).unwrap().replicas(), &[325]);
+    assert_eq!((f.c.copies, f.c.copies_from_memory, f.stashed), (2, 2, 0));
+
+    // A write of the block sent while the read is out, and done first (a device serving
+    // them concurrently, as live): the read's bytes may be either version, so they are
+    // not copied.
+    let r = host(Op::Read, 7000, 1);
+    request(&mut f, 3 * MS, r);
+    let mut hw = host(Op::Write, 7000, 1);
+    hw.id = IoId(99_999);
+    assert_eq!(request(&mut f, 3 * MS, hw), vec![hw]);
+    complete(&mut f, 4 * MS, hw);
+    let acts = complete(&mut f, 4 * MS, r);
+    assert!(
+        matches!(acts[..], [Action::Reply(c)] if c.io == r),
+        "{acts:?}"
+    );
+
+    // A read not of whole blocks is copied from the disk.
+    let mut part = host(Op::Read, 8000, 1);
+    part.len = 2048;
+    let sent = request(&mut f, 5 * MS, part);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(
+        (sent[1].op, sent[1].offset, sent[1].len),
+        (Op::Read, 8000 * BLOCK, 4096)
+    );
+    assert!(sent[1].id.is_own());
+}
+
+#[test]
+fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
+    let marks = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0";
+    let mut f = toy(&format!(
+        "stash_kb = 4\nregion_mb = 1\nfree = [[1048576, 1048576]]\n{marks}"
+    ));
+    make_target(&mut f, 300);
+    let (a, b) = (host(Op::Read, 5000, 1), host(Op::Read, 5001, 1));
+    request(&mut f, 0, a);
+    request(&mut f, 0, b);
+    let wa = submitted(&complete(&mut f, MS, a));
+    assert_eq!(wa.len(), 1);
+    assert_eq!((wa[0].op, wa[0].offset), (Op::Write, 256 * BLOCK));
+    // One block of bytes in flight already: b's block is read again from the disk.
+    let acts = complete(&mut f, MS, b);
+    let rb = submitted(&acts);
+    assert_eq!(rb.len(), 1, "{acts:?}");
+    assert_eq!((rb[0].op, rb[0].offset), (Op::Read, 5001 * BLOCK));
+    assert!(!acts.iter().any(|a| matches!(a, Action::Xor { .. })));
+    assert!(matches!(acts[0], Action::Reply(c) if c.io == b), "{acts:?}");
+    let wb = submitted(&complete(&mut f, 2 * MS, rb[0]));
+    assert_eq!((wb[0].op, wb[0].offset), (Op::Write, 257 * BLOCK));
+    complete(&mut f, 3 * MS, wa[0]);
+    complete(&mut f, 3 * MS, wb[0]);
+    assert_eq!(f.table.get(5001).unwrap().replicas(), &[257]);
+    assert_eq!((f.c.copies, f.c.copies_from_memory), (2, 1));
+    assert_eq!((f.stashed, f.disk_copies), (0, 0));
 }
 
 /// FS2 under a layer that splits its requests (a RAID, a page splitter): that layer's
