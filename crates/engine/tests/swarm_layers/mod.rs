@@ -121,9 +121,11 @@ impl Function for Pages {
 /// What an I/O of the write-back layer is for.
 #[derive(Clone, Copy, Debug)]
 enum Pending {
-    /// A host I/O forwarded (to the cache or the backing device), replied when it is back.
+    /// A host I/O forwarded (to the cache or the backing device), replied when it is back;
+    /// `split`: a page of a larger I/O (its reply goes to the fan-out).
     Forward {
         io: Io,
+        split: bool,
     },
     /// A host write to the cache; `fua`: durable before it is replied (a flush job).
     /// `replied`: already acknowledged (the broken early-acknowledging cache).
@@ -131,6 +133,7 @@ enum Pending {
         io: Io,
         page: u64,
         replied: bool,
+        split: bool,
     },
     /// Copying `page` of a job: cache → scratch `n`, then scratch → backing.
     CopyRead {
@@ -147,11 +150,14 @@ enum Pending {
 struct Job {
     io: Io,
     status: Status,
+    /// A page of a split FUA write (replied to the fan-out).
+    split: bool,
 }
 
 /// A write-back cache on a second device: host writes to device `backing` go to the same
 /// offset on `cache` and are acknowledged once there; reads of a page written since the
-/// start come from the cache. A FLUSH (or a FUA write, after its cache write) is a job, one
+/// start come from the cache. It works a page at a time: a read or write of several pages
+/// is split into pages (`wattio_core::fanout`) and replied when the last is back. A FLUSH (or a FUA write, after its cache write) is a job, one
 /// at a time: copy every dirty page cache → backing through scratch buffers, flush the
 /// backing device, then reply. The page map is volatile: after a crash the rebuilt layer
 /// reads the backing device, where every flushed write is.
@@ -175,6 +181,7 @@ pub struct WriteBack {
     copying: Vec<(u64, u64)>,
     copies_left: usize,
     running: Option<Job>,
+    fanout: Fanout,
 }
 
 impl WriteBack {
@@ -195,6 +202,7 @@ impl WriteBack {
             copying: Vec::new(),
             copies_left: 0,
             running: None,
+            fanout: Fanout::new(),
         }
     }
 
@@ -240,6 +248,65 @@ impl WriteBack {
         self.send(f, Pending::JobFlush, out);
     }
 
+    /// Reply to a host I/O, or, for a page of a split one, to the fan-out.
+    fn answer(&mut self, c: Completion, split: bool, out: &mut Actions) {
+        if !split {
+            return out.reply(c);
+        }
+        if let Step::Reply(parent) = self.fanout.complete(&c) {
+            out.reply(parent);
+        }
+    }
+
+    /// A host I/O within one page (or a FLUSH, or I/O to another device).
+    fn page_request(&mut self, io: Io, split: bool, out: &mut Actions) {
+        if io.dev != self.backing {
+            return self.send(io, Pending::Forward { io, split }, out);
+        }
+        let page = io.offset / PAGE;
+        match io.op {
+            Op::Flush if self.ignore_flush => {
+                self.answer(Completion::ok(io, 0, Breakdown::default()), split, out)
+            }
+            Op::Flush => {
+                self.jobs.push_back(Job {
+                    io,
+                    status: Status::Ok,
+                    split,
+                });
+                self.start_job(out);
+            }
+            // A whole page, or a part of one already cached (the cache holds the rest).
+            Op::Write if io.len as u64 == PAGE || self.cached.contains(&page) => {
+                let to = Io {
+                    dev: self.cache,
+                    fua: false,
+                    ..io
+                };
+                let replied = self.early_ack && !io.fua;
+                let why = Pending::CacheWrite {
+                    io,
+                    page,
+                    replied,
+                    split,
+                };
+                self.send(to, why, out);
+                if replied {
+                    self.answer(Completion::ok(io, 0, Breakdown::default()), split, out);
+                }
+            }
+            Op::Read if self.cached.contains(&page) => {
+                let to = Io {
+                    dev: self.cache,
+                    ..io
+                };
+                self.send(to, Pending::Forward { io, split }, out);
+            }
+            // Reads of pages never cached, partial writes of them (write-through), discards.
+            _ => self.send(io, Pending::Forward { io, split }, out),
+        }
+    }
+
     fn copy_done(&mut self, status: Status, out: &mut Actions) {
         if let Some(j) = &mut self.running {
             if j.status == Status::Ok {
@@ -268,43 +335,19 @@ impl Function for WriteBack {
     }
 
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
-        if io.dev != self.backing {
-            return self.send(io, Pending::Forward { io }, out);
+        let (first, last) = (io.offset / PAGE, io.end().saturating_sub(1) / PAGE);
+        if io.dev != self.backing || !io.op.moves_data() || io.len == 0 || first == last {
+            return self.page_request(io, false, out);
         }
-        let page = io.offset / PAGE;
-        match io.op {
-            Op::Flush if self.ignore_flush => {
-                out.reply(Completion::ok(io, 0, Breakdown::default()))
-            }
-            Op::Flush => {
-                self.jobs.push_back(Job {
-                    io,
-                    status: Status::Ok,
-                });
-                self.start_job(out);
-            }
-            // A whole page, or a part of one already cached (the cache holds the rest).
-            Op::Write if io.len as u64 == PAGE || self.cached.contains(&page) => {
-                let to = Io {
-                    dev: self.cache,
-                    fua: false,
-                    ..io
-                };
-                let replied = self.early_ack && !io.fua;
-                self.send(to, Pending::CacheWrite { io, page, replied }, out);
-                if replied {
-                    out.reply(Completion::ok(io, 0, Breakdown::default()));
-                }
-            }
-            Op::Read if self.cached.contains(&page) => {
-                let to = Io {
-                    dev: self.cache,
-                    ..io
-                };
-                self.send(to, Pending::Forward { io }, out);
-            }
-            // Reads of pages never cached, partial writes of them (write-through), discards.
-            _ => self.send(io, Pending::Forward { io }, out),
+        let key = self.fanout.begin(io);
+        let mut at = io.offset;
+        while at < io.end() {
+            let end = ((at / PAGE + 1) * PAGE).min(io.end());
+            let sub = self
+                .fanout
+                .sub(key, (at - io.offset) as u32, (end - at) as u32, io.dev, at);
+            self.page_request(sub, true, out);
+            at = end;
         }
     }
 
@@ -313,8 +356,13 @@ impl Function for WriteBack {
         let why = self.pending.remove(&own).expect("an I/O of ours");
         let reply = |io: Io, status: Status| Completion { io, status, ..done };
         match why {
-            Pending::Forward { io } => out.reply(reply(io, done.status)),
-            Pending::CacheWrite { io, page, replied } => {
+            Pending::Forward { io, split } => self.answer(reply(io, done.status), split, out),
+            Pending::CacheWrite {
+                io,
+                page,
+                replied,
+                split,
+            } => {
                 if done.status == Status::Ok {
                     self.cached.insert(page);
                     self.generation += 1;
@@ -324,10 +372,11 @@ impl Function for WriteBack {
                     self.jobs.push_back(Job {
                         io,
                         status: Status::Ok,
+                        split,
                     });
                     self.start_job(out);
                 } else if !replied {
-                    out.reply(reply(io, done.status));
+                    self.answer(reply(io, done.status), split, out);
                 }
             }
             Pending::CopyRead { page, n } => {
@@ -353,7 +402,7 @@ impl Function for WriteBack {
                     }
                 }
                 self.copying.clear();
-                out.reply(reply(job.io, status));
+                self.answer(reply(job.io, status), job.split, out);
                 self.start_job(out);
             }
         }
