@@ -44,6 +44,7 @@ mod tests;
 pub use config::{CopyFrom, Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
 
 use freespace::FreeMap;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use table::ReplicaTable;
@@ -69,16 +70,33 @@ const REC_DROP_REPLICA: u8 = 3;
 /// An invalidation whose record is not appended yet.
 const NOT_APPENDED: u64 = u64::MAX;
 
-/// A copy of `n` original blocks from `orig` to `dest`.
+/// Original blocks `orig..orig + n` of a copy.
 #[derive(Clone, Copy, Debug)]
-struct CopyState {
+struct Piece {
     orig: u64,
     n: u64,
-    dest: u64,
-    /// A write or discard of the original arrived after the copy started.
+    /// A write or discard of these originals arrived after their bytes were taken.
     stale: bool,
-    /// Written from a host read's bytes (no read of the original).
+}
+
+/// A copy: its pieces' replicas lie one after another from `dest` (`n` blocks in all). A
+/// copy from the disk has one piece; a copy from memory gathers the pieces whose replicas
+/// were allocated one after another, and is written as one I/O.
+#[derive(Clone, Debug)]
+struct CopyState {
+    pieces: SmallVec<[Piece; 2]>,
+    dest: u64,
+    n: u64,
+    /// Written from host reads' bytes (no read of the original).
     from_memory: bool,
+    /// A copy from memory's scratch buffer (its own-I/O number).
+    scratch: u64,
+}
+
+impl CopyState {
+    fn copies(&self, b0: u64, b1: u64) -> bool {
+        self.pieces.iter().any(|p| p.orig < b1 && b0 < p.orig + p.n)
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -141,8 +159,10 @@ pub struct Fs2 {
     copies: FxHashMap<u64, CopyState>,
     /// Copies in flight that read the original from the disk (bounded by `copy_depth`).
     disk_copies: usize,
-    /// Blocks of copies from memory in flight (bounded by `stash_blocks`).
+    /// Blocks of copies from memory gathering or in flight (bounded by `stash_blocks`).
     stashed: u64,
+    /// The copy from memory still gathering pieces (not sent yet), by tag.
+    gathering: Option<u64>,
     /// Host reads whose blocks become candidates when they complete, with their bytes
     /// (`copy_from = "memory"`): id → blocks.
     pending: FxHashMap<IoId, (u64, u64)>,
@@ -224,6 +244,7 @@ impl Fs2 {
             copies: FxHashMap::default(),
             disk_copies: 0,
             stashed: 0,
+            gathering: None,
             pending: FxHashMap::default(),
             next_tag: 0,
             fanout: Fanout::new(),
@@ -479,8 +500,10 @@ impl Fs2 {
     /// a device serves concurrently with a write may return either version).
     fn mark_stale(&mut self, b0: u64, b1: u64) {
         for c in self.copies.values_mut() {
-            if c.orig < b1 && b0 < c.orig + c.n {
-                c.stale = true;
+            for p in &mut c.pieces {
+                if p.orig < b1 && b0 < p.orig + p.n {
+                    p.stale = true;
+                }
             }
         }
         if !self.pending.is_empty() {
@@ -653,10 +676,7 @@ impl Fs2 {
                 e.replicas().len() >= deg || e.replicas().iter().any(|&r| r / rb == t as u64)
             })
         }) || self.writes.values().any(|&(a, z)| a < s + n && s < z)
-            || self
-                .copies
-                .values()
-                .any(|c| c.orig < s + n && s < c.orig + c.n)
+            || self.copies.values().any(|c| c.copies(s, s + n))
             || (s..s + n).any(|b| self.busy.contains_key(&b));
         if skip || t == NO_REGION {
             self.c.candidates_skipped += 1;
@@ -669,32 +689,54 @@ impl Fs2 {
         dest
     }
 
-    /// A new copy of `n` blocks from `s` to `dest`: its tag and its job.
-    fn copy_job(&mut self, s: u64, n: u64, dest: u64, from_memory: bool) -> CopyJob {
+    /// A new copy of `n` blocks from `s` to `dest` (`scratch`: a copy from memory's
+    /// buffer); its tag.
+    fn new_copy(&mut self, s: u64, n: u64, dest: u64, scratch: Option<u64>) -> u64 {
         let tag = self.next_tag;
         self.next_tag += 1;
+        let piece = Piece {
+            orig: s,
+            n,
+            stale: false,
+        };
         self.copies.insert(
             tag,
             CopyState {
-                orig: s,
-                n,
+                pieces: smallvec::smallvec![piece],
                 dest,
-                stale: false,
-                from_memory,
+                n,
+                from_memory: scratch.is_some(),
+                scratch: scratch.unwrap_or(0),
             },
         );
         self.c.copies += 1;
+        tag
+    }
+
+    /// The device half of copy `tag` (the read of a copy from the disk, the write of one
+    /// from memory).
+    fn copy_job(&self, tag: u64) -> CopyJob {
+        let c = &self.copies[&tag];
         CopyJob {
             tag,
             from_dev: self.disk,
-            from: s * BLOCK,
+            from: c.pieces[0].orig * BLOCK,
             to_dev: self.disk,
-            to: dest * BLOCK,
-            len: (n * BLOCK) as u32,
+            to: c.dest * BLOCK,
+            len: (c.n * BLOCK) as u32,
             priority: self.p.copy_priority,
             // A persisted replica's record follows its copy: the copy must be durable
             // first.
             fua: self.journal.is_some(),
+        }
+    }
+
+    /// Send the copy from memory that is gathering pieces, if one is.
+    fn send_gathered(&mut self, out: &mut Actions) {
+        if let Some(tag) = self.gathering.take() {
+            let job = self.copy_job(tag);
+            let w = self.copier.start_filled(self.copies[&tag].scratch, job);
+            self.send(w, out);
         }
     }
 
@@ -709,19 +751,23 @@ impl Fs2 {
             let Some(dest) = self.destination(s, n) else {
                 continue;
             };
-            let job = self.copy_job(s, n, dest, false);
+            let tag = self.new_copy(s, n, dest, None);
             self.disk_copies += 1;
-            let io = self.copier.start(job);
+            let io = self.copier.start(self.copy_job(tag));
             self.send(io, out);
             self.watermarks(now);
         }
     }
 
     /// A candidate read is back with its bytes (`copy_from = "memory"`): each piece of it
-    /// is written to its replica at once, out of a scratch buffer the read's bytes are put
-    /// into before the read is answered, and left to the device queue's priorities (the
-    /// thesis leaves replica writes to the I/O scheduler). Past the stash bound, or while
-    /// the table is recovering, a piece queues as a copy from the disk.
+    /// is put into a scratch buffer before the read is answered, and written out of it to
+    /// its replicas. Pieces whose replicas are allocated one after another (in access
+    /// order, as the thesis lays them out) gather in one buffer and go as one write of up
+    /// to `max_copy_kb`, sent when the next piece does not follow on, the buffer is full,
+    /// a host write or discard needs its blocks, or the epoch ends: the page cache's
+    /// write-back, which the thesis relies on to amortise replication over sequential
+    /// writes. Past the stash bound, or while the table is recovering, a piece queues as a
+    /// copy from the disk.
     fn copy_read_bytes(&mut self, now: Nanos, read: &Io, b0: u64, b1: u64, out: &mut Actions) {
         let mut s = b0;
         while s < b1 {
@@ -731,18 +777,45 @@ impl Fs2 {
             } else if self.recovering || self.stashed + n > self.p.stash_blocks {
                 self.candidate(s, s + n);
             } else if let Some(dest) = self.destination(s, n) {
-                let job = self.copy_job(s, n, dest, true);
                 self.c.copies_from_memory += 1;
                 self.stashed += n;
-                let id = self.copier.reserve();
-                let scratch = Buf::Scratch { id, offset: 0 };
-                out.xor(
-                    scratch,
-                    read.buf.at((s * BLOCK - read.offset) as u32),
-                    job.len,
-                );
-                let w = self.copier.start_filled(id, job);
-                self.send(w, out);
+                let src = read.buf.at((s * BLOCK - read.offset) as u32);
+                let len = (n * BLOCK) as u32;
+                let max = self.p.max_copy_blocks;
+                let joined = self.gathering.and_then(|tag| {
+                    let c = self.copies.get_mut(&tag)?;
+                    (c.dest + c.n == dest && c.n + n <= max).then(|| {
+                        let at = Buf::Scratch {
+                            id: c.scratch,
+                            offset: (c.n * BLOCK) as u32,
+                        };
+                        c.pieces.push(Piece {
+                            orig: s,
+                            n,
+                            stale: false,
+                        });
+                        c.n += n;
+                        (at, c.n == max)
+                    })
+                });
+                match joined {
+                    Some((at, full)) => {
+                        out.xor(at, src, len);
+                        if full {
+                            self.send_gathered(out);
+                        }
+                    }
+                    None => {
+                        self.send_gathered(out);
+                        let id = self.copier.reserve();
+                        let tag = self.new_copy(s, n, dest, Some(id));
+                        out.xor(Buf::Scratch { id, offset: 0 }, src, len);
+                        self.gathering = Some(tag);
+                        if n == max {
+                            self.send_gathered(out);
+                        }
+                    }
+                }
                 self.watermarks(now);
             }
             s += n;
@@ -787,16 +860,20 @@ impl Fs2 {
         }
         if !ok {
             self.c.copies_failed += 1;
-        } else if st.stale {
+        } else if st.pieces.iter().any(|p| p.stale) {
             self.c.copies_stale += 1;
         }
-        for i in 0..st.n {
-            if ok && !st.stale && self.table.add(st.orig + i, st.dest + i, now) {
-                self.c.replicas_created += 1;
-                self.log(REC_ADD, st.orig + i, st.dest + i, &[]);
-            } else {
-                self.free.insert(st.dest + i, st.dest + i + 1);
+        let mut dest = st.dest;
+        for p in &st.pieces {
+            for i in 0..p.n {
+                if ok && !p.stale && self.table.add(p.orig + i, dest + i, now) {
+                    self.c.replicas_created += 1;
+                    self.log(REC_ADD, p.orig + i, dest + i, &[]);
+                } else {
+                    self.free.insert(dest + i, dest + i + 1);
+                }
             }
+            dest += p.n;
         }
     }
 
@@ -875,6 +952,15 @@ impl Fs2 {
                 finished: now,
                 breakdown: Default::default(),
             });
+        }
+        if io.op != Op::Read
+            && self.gathering.is_some_and(|t| {
+                self.copies[&t].dest < b1 && b0 < self.copies[&t].dest + self.copies[&t].n
+            })
+        {
+            // The file system wants blocks a gathering copy will write: send it, and the
+            // write or discard waits for it as for any copy.
+            self.send_gathered(out);
         }
         if io.op != Op::Read && self.conflicts(b0, b1) {
             if fresh {
@@ -1055,7 +1141,7 @@ impl Function for Fs2 {
                     let tag = self.copier.job(&w).map(|j| j.tag);
                     let stale = tag
                         .and_then(|t| self.copies.get(&t))
-                        .is_none_or(|c| c.stale);
+                        .is_none_or(|c| c.pieces.iter().all(|p| p.stale));
                     if stale {
                         self.copier.abandon(&w);
                         if let Some(t) = tag {
@@ -1095,6 +1181,7 @@ impl Function for Fs2 {
         }
         self.counts.clear();
         out.set_timer(EPOCH, now + self.p.epoch);
+        self.send_gathered(out);
         self.pump(now, out);
         self.flush_log(out);
     }

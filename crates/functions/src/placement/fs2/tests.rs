@@ -262,11 +262,11 @@ fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_th
 
 #[test]
 fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
-    let mut f = toy("region_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
+    let mut f = toy("copy_from = 'disk'\nregion_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
     make_target(&mut f, 300);
-    let r = host(Op::Read, 5000, 1);
-    assert_eq!(request(&mut f, 0, r), vec![r]);
-    let acts = complete(&mut f, MS, r);
+    let sent = request(&mut f, 0, host(Op::Read, 5000, 1));
+    let copy_read = sent[1];
+    let acts = complete(&mut f, MS, copy_read);
     let w = submitted(&acts)[0];
     assert_eq!(w.offset, 256 * BLOCK);
     // The file system writes block 256 while the copy's write is out: it waits.
@@ -279,9 +279,21 @@ fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
     assert!(f.table.get(5000).is_none() && !f.is_free(256));
 }
 
+/// Reads of region `hot` that keep it the target, then the epoch's end: what the timer did.
+fn epoch_keeping(f: &mut Fs2, hot_block: u64, now: Nanos) -> Vec<Action> {
+    for _ in 0..3 {
+        let io = host(Op::Read, hot_block, 1);
+        let sent = request(f, now, io);
+        complete(f, now, sent[0]);
+    }
+    let mut out = Actions::new();
+    f.on_timer(now, EPOCH, &mut out);
+    out.as_slice().to_vec()
+}
+
 /// The thesis's replication: a block read outside the hot region is written to its replica
 /// from the bytes that read brought ("anytime the replicas are still in memory"), with no
-/// second read of the original.
+/// second read of the original; replicas allocated one after another go out as one write.
 #[test]
 fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
     let marks = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0";
@@ -293,9 +305,10 @@ fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
     let mut r = host(Op::Read, 6000, 70);
     r.buf = Buf::Host { id: 9, offset: 512 };
     assert_eq!(request(&mut f, 0, r), vec![r]);
-    // Back: its bytes go into two scratch buffers (pieces of 64 and 6 blocks, the
-    // 256 KiB bound), each written at once to the next free run of the target, below the
-    // host's priority, and only then is the read answered.
+    // Back: its bytes go into scratch buffers before the read is answered, in pieces of
+    // at most 256 KiB: the first (64 blocks) fills its buffer and is written at once to
+    // the target's first free run, below the host's priority; the rest (6 blocks) waits
+    // for more replicas to follow it.
     let acts = complete(&mut f, MS, r);
     let base = copy_base(0);
     let s0 = Buf::Scratch {
@@ -306,43 +319,71 @@ fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
         id: base + 1,
         offset: 0,
     };
+    assert_eq!(acts.len(), 4, "{acts:?}");
     assert!(
         matches!(acts[0], Action::Xor { dst, src: Buf::Host { id: 9, offset: 512 }, len: 262_144 } if dst == s0),
         "{acts:?}"
     );
+    let w0 = submitted(&acts);
+    assert_eq!(w0.len(), 1, "{acts:?}");
+    assert_eq!(
+        (w0[0].op, w0[0].offset, w0[0].len, w0[0].buf),
+        (Op::Write, 256 * BLOCK, 262_144, s0)
+    );
+    assert!(w0[0].priority < 0, "copies yield to the host's I/O");
     assert!(
         matches!(acts[2], Action::Xor { dst, src: Buf::Host { id: 9, offset }, len: 24_576 } if dst == s1 && offset == 512 + 64 * 4096),
         "{acts:?}"
     );
-    let w = submitted(&acts);
-    assert_eq!(w.len(), 2, "{acts:?}");
-    assert_eq!(
-        (w[0].op, w[0].offset, w[0].len, w[0].buf),
-        (Op::Write, 256 * BLOCK, 262_144, s0)
+    assert!(matches!(acts[3], Action::Reply(c) if c.io == r), "{acts:?}");
+    // The next candidate's replicas follow on: its bytes join the same buffer.
+    let r2 = host(Op::Read, 9000, 2);
+    request(&mut f, MS, r2);
+    let acts = complete(&mut f, MS, r2);
+    assert_eq!(acts.len(), 2, "{acts:?}");
+    assert!(
+        matches!(acts[0], Action::Xor { dst: Buf::Scratch { id, offset: 24_576 }, src: Buf::Host { id: 7, offset: 0 }, len: 8192 } if id == base + 1),
+        "{acts:?}"
     );
+    // The epoch's end sends it: 8 blocks in one write.
+    let w1 = submitted(&epoch_keeping(&mut f, 300, 2 * MS));
     assert_eq!(
-        (w[1].op, w[1].offset, w[1].len, w[1].buf),
-        (Op::Write, 320 * BLOCK, 24_576, s1)
+        (w1[0].op, w1[0].offset, w1[0].len, w1[0].buf),
+        (Op::Write, 320 * BLOCK, 8 * 4096, s1)
     );
-    assert!(w.iter().all(|w| w.priority < 0));
-    assert!(matches!(acts[4], Action::Reply(c) if c.io == r), "{acts:?}");
-    assert_eq!(acts.len(), 5, "{acts:?}");
-    complete(&mut f, 2 * MS, w[0]);
-    complete(&mut f, 2 * MS, w[1]);
+    complete(&mut f, 3 * MS, w0[0]);
+    complete(&mut f, 3 * MS, w1[0]);
     assert_eq!(f.table.get(6000).unwrap().replicas(), &[256]);
     assert_eq!(f.table.get(6069).unwrap().replicas(), &[325]);
-    assert_eq!((f.c.copies, f.c.copies_from_memory, f.stashed), (2, 2, 0));
+    assert_eq!(f.table.get(9001).unwrap().replicas(), &[327]);
+    assert_eq!((f.c.copies, f.c.copies_from_memory, f.stashed), (2, 3, 0));
+
+    // A host write to a block a gathering copy will write: the copy goes now, the write
+    // waits for it and then drops the replica it overwrites.
+    let r3 = host(Op::Read, 10_000, 1);
+    request(&mut f, 4 * MS, r3);
+    assert!(submitted(&complete(&mut f, 4 * MS, r3)).is_empty());
+    let hw = host(Op::Write, 328, 1);
+    let w2 = request(&mut f, 4 * MS, hw);
+    assert_eq!(w2.len(), 1, "{w2:?}");
+    assert_eq!(
+        (w2[0].op, w2[0].offset, w2[0].len),
+        (Op::Write, 328 * BLOCK, 4096)
+    );
+    let acts = complete(&mut f, 5 * MS, w2[0]);
+    assert!(submitted(&acts).contains(&hw));
+    assert!(f.table.get(10_000).is_none() && !f.is_free(328));
 
     // A write of the block sent while the read is out, and done first (a device serving
     // them concurrently, as live): the read's bytes may be either version, so they are
     // not copied.
     let r = host(Op::Read, 7000, 1);
-    request(&mut f, 3 * MS, r);
+    request(&mut f, 6 * MS, r);
     let mut hw = host(Op::Write, 7000, 1);
     hw.id = IoId(99_999);
-    assert_eq!(request(&mut f, 3 * MS, hw), vec![hw]);
-    complete(&mut f, 4 * MS, hw);
-    let acts = complete(&mut f, 4 * MS, r);
+    assert_eq!(request(&mut f, 6 * MS, hw), vec![hw]);
+    complete(&mut f, 7 * MS, hw);
+    let acts = complete(&mut f, 7 * MS, r);
     assert!(
         matches!(acts[..], [Action::Reply(c)] if c.io == r),
         "{acts:?}"
@@ -351,7 +392,7 @@ fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
     // A read not of whole blocks is copied from the disk.
     let mut part = host(Op::Read, 8000, 1);
     part.len = 2048;
-    let sent = request(&mut f, 5 * MS, part);
+    let sent = request(&mut f, 8 * MS, part);
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(
         (sent[1].op, sent[1].offset, sent[1].len),
@@ -370,10 +411,11 @@ fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
     let (a, b) = (host(Op::Read, 5000, 1), host(Op::Read, 5001, 1));
     request(&mut f, 0, a);
     request(&mut f, 0, b);
-    let wa = submitted(&complete(&mut f, MS, a));
-    assert_eq!(wa.len(), 1);
-    assert_eq!((wa[0].op, wa[0].offset), (Op::Write, 256 * BLOCK));
-    // One block of bytes in flight already: b's block is read again from the disk.
+    assert!(
+        submitted(&complete(&mut f, MS, a)).is_empty(),
+        "a's bytes gather"
+    );
+    // One block of bytes held already: b's block is read again from the disk.
     let acts = complete(&mut f, MS, b);
     let rb = submitted(&acts);
     assert_eq!(rb.len(), 1, "{acts:?}");
@@ -382,8 +424,11 @@ fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
     assert!(matches!(acts[0], Action::Reply(c) if c.io == b), "{acts:?}");
     let wb = submitted(&complete(&mut f, 2 * MS, rb[0]));
     assert_eq!((wb[0].op, wb[0].offset), (Op::Write, 257 * BLOCK));
+    let wa = submitted(&epoch_keeping(&mut f, 300, 2 * MS));
+    assert_eq!((wa[0].op, wa[0].offset), (Op::Write, 256 * BLOCK));
     complete(&mut f, 3 * MS, wa[0]);
     complete(&mut f, 3 * MS, wb[0]);
+    assert_eq!(f.table.get(5000).unwrap().replicas(), &[256]);
     assert_eq!(f.table.get(5001).unwrap().replicas(), &[257]);
     assert_eq!((f.c.copies, f.c.copies_from_memory), (2, 1));
     assert_eq!((f.stashed, f.disk_copies), (0, 0));
