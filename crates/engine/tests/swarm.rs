@@ -636,7 +636,7 @@ fn swarm() {
             // FS2 made replicas (also from the bytes of host reads), read from them, and
             // invalidated them on writes, also while a copy was out.
             "replicas_created",
-            "copies_from_memory",
+            "pieces_from_memory",
             "reads_redirected",
             "invalidated_by_write",
             "copies_stale",

@@ -29,7 +29,10 @@ Every choice the thesis leaves open, fixed before the first run (docs/functions/
   user-perceived time = the run's span; total energy = the disk's energy over it.
 
 The rules were written, and this module committed, before any of these experiments was
-first run.
+first run. On 2026-11-28 the CVS row moved to a real ``cvs -q update`` capture
+(``workloads/cvs-update``, switched before FS2 ran on it) and FS2 learned to write replicas
+from the reads' bytes, gathered (docs/functions/fs2.md, "Reproduction"); the rules did not
+change.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ struct Counters {
     invalidated_cold: u64,
     invalidated_critical: u64,
     copies: u64,
-    copies_from_memory: u64,
+    pieces_from_memory: u64,
     copies_stale: u64,
     copies_failed: u64,
     recovered_replicas: u64,
@@ -777,7 +777,7 @@ impl Fs2 {
             } else if self.recovering || self.stashed + n > self.p.stash_blocks {
                 self.candidate(s, s + n);
             } else if let Some(dest) = self.destination(s, n) {
-                self.c.copies_from_memory += 1;
+                self.c.pieces_from_memory += 1;
                 self.stashed += n;
                 let src = read.buf.at((s * BLOCK - read.offset) as u32);
                 let len = (n * BLOCK) as u32;
@@ -1203,7 +1203,7 @@ impl Function for Fs2 {
             ("invalidated_cold", c.invalidated_cold),
             ("invalidated_critical", c.invalidated_critical),
             ("copies", c.copies),
-            ("copies_from_memory", c.copies_from_memory),
+            ("pieces_from_memory", c.pieces_from_memory),
             ("copies_stale", c.copies_stale),
             ("copies_failed", c.copies_failed),
             ("recovered_replicas", c.recovered_replicas),

@@ -356,7 +356,7 @@ fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
     assert_eq!(f.table.get(6000).unwrap().replicas(), &[256]);
     assert_eq!(f.table.get(6069).unwrap().replicas(), &[325]);
     assert_eq!(f.table.get(9001).unwrap().replicas(), &[327]);
-    assert_eq!((f.c.copies, f.c.copies_from_memory, f.stashed), (2, 3, 0));
+    assert_eq!((f.c.copies, f.c.pieces_from_memory, f.stashed), (2, 3, 0));
 
     // A host write to a block a gathering copy will write: the copy goes now, the write
     // waits for it and then drops the replica it overwrites.
@@ -430,7 +430,7 @@ fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
     complete(&mut f, 3 * MS, wb[0]);
     assert_eq!(f.table.get(5000).unwrap().replicas(), &[256]);
     assert_eq!(f.table.get(5001).unwrap().replicas(), &[257]);
-    assert_eq!((f.c.copies, f.c.copies_from_memory), (2, 1));
+    assert_eq!((f.c.copies, f.c.pieces_from_memory), (2, 1));
     assert_eq!((f.stashed, f.disk_copies), (0, 0));
 }
 
