@@ -8,6 +8,7 @@
 //! simulator's data checker follows the versions through it. [`Copier`] keeps that two-step
 //! bookkeeping, written once.
 
+use crate::function::Actions;
 use crate::fxhash::FxHashMap;
 use crate::io::{Completion, DeviceId, Io, IoId, Op, Status};
 
@@ -99,12 +100,15 @@ impl Copier {
 
     /// Forget the copy whose read returned `write`, without submitting it: the function
     /// stopped the copy while its read was out (EXCES: a foreground write to a page being
-    /// moved supersedes the moved data).
-    pub fn abandon(&mut self, write: &Io) -> Option<CopyJob> {
+    /// moved supersedes the moved data). Its scratch buffer, which only the write would
+    /// have drained, is released (`out`).
+    pub fn abandon(&mut self, write: &Io, out: &mut Actions) -> Option<CopyJob> {
         if !write.id.is_own() || write.id.is_sub() {
             return None;
         }
-        self.jobs.remove(&(write.id.0 & (IoId::SUB - 1)))
+        let job = self.jobs.remove(&(write.id.0 & (IoId::SUB - 1)))?;
+        out.release(write.buf);
+        Some(job)
     }
 
     /// A completion reached the layer.
@@ -217,7 +221,13 @@ mod tests {
         let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok)) else {
             panic!("expected the write")
         };
-        assert_eq!(c.abandon(&w), Some(job(3)));
+        let mut out = Actions::new();
+        assert_eq!(c.abandon(&w, &mut out), Some(job(3)));
+        assert_eq!(
+            out.as_slice(),
+            &[crate::function::Action::Release { buf: r.buf }],
+            "the buffer the read filled is freed"
+        );
         assert_eq!(c.in_flight(), 0);
         assert_eq!(c.job(&w), None);
         assert_eq!(c.complete(&ok(w, Status::Ok)), CopyStep::NotMine);

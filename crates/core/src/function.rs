@@ -61,6 +61,12 @@ pub enum Action {
         len: u32,
         tag: u64,
     },
+    /// The function is done with one of its scratch buffers without writing it out (a
+    /// copy abandoned after its read): the executor frees it. A buffer lives from the read
+    /// (or `Xor`, `Fill`) that creates it to the write that drains it, or to this.
+    Release {
+        buf: Buf,
+    },
     /// The function cannot go on (its metadata region holds something that is not its log,
     /// a record is corrupt beyond recovery, …): the simulated run stops with this message;
     /// a live session keeps it as its first fault and reports it at the end. The message is
@@ -125,6 +131,11 @@ impl Actions {
     /// ([`Action::Take`]).
     pub fn take(&mut self, src: Buf, len: u32, tag: u64) {
         self.list.push(Action::Take { src, len, tag });
+    }
+    /// Free scratch buffer `buf` ([`Action::Release`]).
+    #[inline]
+    pub fn release(&mut self, buf: Buf) {
+        self.list.push(Action::Release { buf });
     }
     /// Stop: the function cannot go on ([`Action::Fail`]).
     pub fn fail(&mut self, msg: &str) {

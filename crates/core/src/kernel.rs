@@ -147,6 +147,12 @@ pub trait Executor {
         let _ = (src, len);
         Err("this executor carries no bytes".into())
     }
+
+    /// A function is done with its scratch buffer `buf` without writing it out: free it
+    /// (unless I/O on it is still out). Only called when `EMULATES_BYTES` is false.
+    fn release(&mut self, buf: Buf) {
+        let _ = buf;
+    }
 }
 
 /// Sees every data movement of a run in one place, for both executors: what the host
@@ -760,6 +766,14 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         };
         if let Err(e) = r {
             self.fail(e);
+        }
+    }
+
+    fn release(&mut self, _now: Nanos, buf: Buf) {
+        if X::EMULATES_BYTES {
+            self.scratch.release(buf);
+        } else {
+            self.x.release(buf);
         }
     }
 

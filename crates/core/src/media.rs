@@ -266,6 +266,16 @@ impl ScratchBytes {
         Ok(())
     }
 
+    /// The function is done with `buf` without writing it out: forget it, unless device
+    /// I/O on it is still out (then its last write frees it).
+    pub fn release(&mut self, buf: Buf) {
+        if let Some((id, _)) = scratch(buf) {
+            if self.bufs.get(&id).is_some_and(|e| e.1 == 0) {
+                self.bufs.remove(&id);
+            }
+        }
+    }
+
     /// The first `len` bytes of `src` (zeros past what it holds), freeing the buffer.
     pub fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
         let (id, off) = scratch(src).ok_or_else(|| {
@@ -417,6 +427,25 @@ mod tests {
         s.complete(0, &r, Some(vec![1, 2, 3, 4]));
         assert_eq!(s.take(buf.at(1), 4).unwrap(), vec![2, 3, 4, 0]);
         assert!(s.fill(Buf::Host { id: 0, offset: 0 }, &[1]).is_err());
+    }
+
+    #[test]
+    fn a_released_buffer_is_freed_unless_io_on_it_is_out() {
+        let mut s = ScratchBytes::default();
+        let buf = Buf::Scratch { id: 4, offset: 0 };
+        let mut r = io(1, Op::Read, 0, 4, false);
+        r.buf = buf;
+        s.submit(&r);
+        // Its read is out: kept.
+        s.release(buf);
+        assert_eq!(s.held(), 1);
+        s.complete(0, &r, Some(vec![1, 2, 3, 4]));
+        s.release(buf);
+        assert_eq!(s.held(), 0, "read back and released: freed");
+        // Releasing what does not exist, or a host buffer, does nothing.
+        s.release(buf);
+        s.release(Buf::Host { id: 4, offset: 0 });
+        assert_eq!(s.held(), 0);
     }
 
     #[test]

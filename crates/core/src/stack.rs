@@ -52,6 +52,10 @@ pub enum Effect {
         len: u32,
         tag: u64,
     },
+    /// A scratch buffer is freed ([`Action::Release`]).
+    Release {
+        buf: Buf,
+    },
     /// `layer` cannot go on ([`Action::Fail`]).
     Fail {
         layer: usize,
@@ -83,6 +87,8 @@ pub trait Effects {
     /// `layer` asks for the first `len` bytes of `src`: hand them to
     /// [`Stack::bytes`] once the stack call in progress has returned ([`Action::Take`]).
     fn take(&mut self, now: Nanos, layer: usize, src: Buf, len: u32, tag: u64);
+    /// Free scratch buffer `buf` ([`Action::Release`]).
+    fn release(&mut self, now: Nanos, buf: Buf);
     /// `layer` cannot go on ([`Action::Fail`]).
     fn fail(&mut self, now: Nanos, layer: usize, msg: &str);
 }
@@ -122,6 +128,9 @@ impl Effects for Vec<Effect> {
             len,
             tag,
         });
+    }
+    fn release(&mut self, _now: Nanos, buf: Buf) {
+        self.push(Effect::Release { buf });
     }
     fn fail(&mut self, _now: Nanos, layer: usize, msg: &str) {
         self.push(Effect::Fail {
@@ -333,6 +342,7 @@ impl Stack {
                 &Action::Xor { dst, src, len } => fx.xor(now, dst, src, len),
                 &Action::Fill { dst, data } => fx.fill(now, dst, self.acts.data(data)),
                 &Action::Take { src, len, tag } => fx.take(now, layer, src, len, tag),
+                &Action::Release { buf } => fx.release(now, buf),
                 &Action::Fail { msg } => {
                     fx.fail(now, layer, &String::from_utf8_lossy(self.acts.data(msg)))
                 }

@@ -255,6 +255,9 @@ pub struct Snapshot {
     pub devices: Vec<DeviceStatus>,
     /// The current gear of each layer that has one (PARAID's `gear` counter): (layer, gear).
     pub gears: Vec<(String, u64)>,
+    /// Functions' scratch buffers held (copies under way, metadata being written): a bound
+    /// to watch, since a buffer nobody drains or releases is memory lost.
+    pub scratch_buffers: usize,
 }
 
 /// What a session leaves behind: the live counters, and the stack and device runtimes as
@@ -499,6 +502,7 @@ impl Session {
                     Some((l.name().to_string(), gear.1 as u64))
                 })
                 .collect(),
+            scratch_buffers: g.kernel.executor().scratch.len(),
         }
     }
 
@@ -1155,6 +1159,15 @@ impl Executor for Live {
 
     /// The bytes a real read put into a scratch buffer, for the function; the buffer is
     /// freed.
+    fn release(&mut self, buf: Buf) {
+        if let Buf::Scratch { id, .. } = buf {
+            // I/O still out on it: its last write frees it (as for any buffer).
+            if self.scratch.get(&id).is_some_and(|e| e.1 == 0) {
+                self.scratch.remove(&id);
+            }
+        }
+    }
+
     fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
         let Buf::Scratch { id, offset } = src else {
             return Err(format!(
@@ -1250,6 +1263,81 @@ mod tests {
         fn structured(&self) -> bool {
             false
         }
+    }
+
+    /// Answers a host read after a copy it starts and then abandons (as FS2 and EXCES do
+    /// when a write overtakes a copy): the copy's scratch buffer must not outlive it.
+    struct Abandons {
+        copier: wattio_core::copy::Copier,
+        held: HashMap<u64, Io>,
+    }
+    impl Function for Abandons {
+        fn name(&self) -> &str {
+            "abandons"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            let r = self.copier.start(wattio_core::copy::CopyJob {
+                tag: io.id.0,
+                from_dev: 0,
+                from: 0,
+                to_dev: 0,
+                to: 8192,
+                len: 4096,
+                priority: -1,
+                fua: false,
+            });
+            self.held.insert(io.id.0, io);
+            out.submit(r);
+        }
+        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+            if let wattio_core::copy::CopyStep::Write(w) = self.copier.complete(&done) {
+                let job = self.copier.abandon(&w, out).expect("a copy of ours");
+                let io = self.held.remove(&job.tag).expect("the host read");
+                out.reply(Completion::ok(io, now, Breakdown::default()));
+            }
+        }
+    }
+
+    #[test]
+    fn an_abandoned_copy_s_scratch_buffer_is_freed() {
+        let dir = std::env::temp_dir().join(format!("wattio-abandon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join("abandon.img");
+        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
+        let devices = vec![DeviceSetup {
+            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
+            runtime: None,
+        }];
+        let exports = vec![ExportSpec {
+            info: ExportInfo::new("d", 1 << 16),
+            host_dev: 0,
+        }];
+        let opts = SessionOptions {
+            workers: 1,
+            ..SessionOptions::default()
+        };
+        let f = Abandons {
+            copier: wattio_core::copy::Copier::new(1 << 40),
+            held: HashMap::new(),
+        };
+        let s = Session::start(Stack::new(vec![Box::new(f)]), devices, exports, opts).unwrap();
+        let replies = Arc::new(Replies::default());
+        for cookie in 0..20 {
+            let cmd = Command {
+                cookie,
+                kind: CmdKind::Read,
+                fua: false,
+                offset: 4096 * (cookie % 8),
+                len: 4096,
+            };
+            s.submit(replies.clone(), 0, 0, cmd, false);
+        }
+        assert!(s.drain(Duration::from_secs(5)));
+        assert_eq!(lock(&replies.0).len(), 20, "every read answered");
+        // Each copy's read created a buffer; without the release all 20 would be held.
+        assert_eq!(s.snapshot().scratch_buffers, 0);
+        s.finish(Duration::from_secs(5)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

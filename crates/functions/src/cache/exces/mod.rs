@@ -1680,7 +1680,7 @@ impl Function for Exces {
                         .expect("a move of this page");
                     if m.stopped {
                         m.copy_out = false;
-                        self.copier.abandon(&w);
+                        self.copier.abandon(&w, out);
                         return self.move_done(now, slot, Status::Ok, out);
                     }
                     m.writing = true;

@@ -1143,7 +1143,7 @@ impl Function for Fs2 {
                         .and_then(|t| self.copies.get(&t))
                         .is_none_or(|c| c.pieces.iter().all(|p| p.stale));
                     if stale {
-                        self.copier.abandon(&w);
+                        self.copier.abandon(&w, out);
                         if let Some(t) = tag {
                             self.copy_done(now, t, true);
                         }
