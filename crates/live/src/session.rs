@@ -1265,6 +1265,29 @@ mod tests {
         }
     }
 
+    /// A one-worker session of `f` over a 64 KiB image file in a fresh directory (the
+    /// caller removes it).
+    fn session(name: &str, f: Box<dyn Function>) -> (Session, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("wattio-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join(format!("{name}.img"));
+        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
+        let devices = vec![DeviceSetup {
+            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
+            runtime: None,
+        }];
+        let exports = vec![ExportSpec {
+            info: ExportInfo::new("d", 1 << 16),
+            host_dev: 0,
+        }];
+        let opts = SessionOptions {
+            workers: 1,
+            ..SessionOptions::default()
+        };
+        let s = Session::start(Stack::new(vec![f]), devices, exports, opts).unwrap();
+        (s, dir)
+    }
+
     /// Answers a host read after a copy it starts and then abandons (as FS2 and EXCES do
     /// when a write overtakes a copy): the copy's scratch buffer must not outlive it.
     struct Abandons {
@@ -1300,27 +1323,11 @@ mod tests {
 
     #[test]
     fn an_abandoned_copy_s_scratch_buffer_is_freed() {
-        let dir = std::env::temp_dir().join(format!("wattio-abandon-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let img = dir.join("abandon.img");
-        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
-        let devices = vec![DeviceSetup {
-            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
-            runtime: None,
-        }];
-        let exports = vec![ExportSpec {
-            info: ExportInfo::new("d", 1 << 16),
-            host_dev: 0,
-        }];
-        let opts = SessionOptions {
-            workers: 1,
-            ..SessionOptions::default()
-        };
         let f = Abandons {
             copier: wattio_core::copy::Copier::new(1 << 40),
             held: HashMap::new(),
         };
-        let s = Session::start(Stack::new(vec![Box::new(f)]), devices, exports, opts).unwrap();
+        let (s, dir) = session("abandon", Box::new(f));
         let replies = Arc::new(Replies::default());
         for cookie in 0..20 {
             let cmd = Command {
@@ -1342,24 +1349,7 @@ mod tests {
 
     #[test]
     fn a_function_that_replies_twice_is_answered_once_and_reported_at_the_end() {
-        let dir = std::env::temp_dir().join(format!("wattio-session-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let img = dir.join("twice.img");
-        std::fs::write(&img, vec![0u8; 1 << 16]).unwrap();
-        let devices = vec![DeviceSetup {
-            backend: Backend::open(&ComponentSpec::file(&img)).unwrap(),
-            runtime: None,
-        }];
-        let exports = vec![ExportSpec {
-            info: ExportInfo::new("d", 1 << 16),
-            host_dev: 0,
-        }];
-        let opts = SessionOptions {
-            workers: 1,
-            ..SessionOptions::default()
-        };
-        let stack = Stack::new(vec![Box::new(Twice)]);
-        let s = Session::start(stack, devices, exports, opts).unwrap();
+        let (s, dir) = session("twice", Box::new(Twice));
         let replies = Arc::new(Replies::default());
         let cmd = Command {
             cookie: 7,

@@ -213,6 +213,17 @@ fn writes_and_discards_invalidate_and_reclaim() {
     assert_eq!(f.c.replica_blocks_overwritten, 1);
 }
 
+/// The toy disk with 1 MiB regions (256 blocks), blocks 256..512 free, watermarks off, and
+/// region 1 made the target; `extra` keys first.
+fn toy_target_1(extra: &str) -> Fs2 {
+    let mut f = toy(&format!(
+        "{extra}\nregion_mb = 1\nfree = [[1048576, 1048576]]\n{NO_MARKS}"
+    ));
+    make_target(&mut f, 300);
+    assert_eq!(f.target(), Some(1));
+    f
+}
+
 /// Run one epoch with reads of region `hot` so that it becomes the target.
 fn make_target(f: &mut Fs2, hot_block: u64) {
     for _ in 0..3 {
@@ -226,10 +237,8 @@ fn make_target(f: &mut Fs2, hot_block: u64) {
 
 #[test]
 fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_the_copy_wins() {
-    // Regions of 1 MiB (256 blocks); blocks 256..512 free. Copies read the original.
-    let mut f = toy("copy_from = 'disk'\nregion_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
-    make_target(&mut f, 300);
-    assert_eq!(f.target(), Some(1));
+    // Copies read the original.
+    let mut f = toy_target_1("copy_from = 'disk'");
     // A read of blocks 5000..5002 (outside): passed on, and a copy into region 1 starts.
     let r = host(Op::Read, 5000, 2);
     let sent = request(&mut f, 0, r);
@@ -262,8 +271,7 @@ fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_th
 
 #[test]
 fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
-    let mut f = toy("copy_from = 'disk'\nregion_mb = 1\nfree = [[1048576, 1048576]]\nhigh_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0");
-    make_target(&mut f, 300);
+    let mut f = toy_target_1("copy_from = 'disk'");
     let sent = request(&mut f, 0, host(Op::Read, 5000, 1));
     let copy_read = sent[1];
     let acts = complete(&mut f, MS, copy_read);
@@ -296,11 +304,7 @@ fn epoch_keeping(f: &mut Fs2, hot_block: u64, now: Nanos) -> Vec<Action> {
 /// second read of the original; replicas allocated one after another go out as one write.
 #[test]
 fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
-    let marks = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0";
-    let mut f = toy(&format!(
-        "region_mb = 1\nfree = [[1048576, 1048576]]\n{marks}"
-    ));
-    make_target(&mut f, 300);
+    let mut f = toy_target_1("");
     // 70 blocks outside the target: the read alone goes to the disk.
     let mut r = host(Op::Read, 6000, 70);
     r.buf = Buf::Host { id: 9, offset: 512 };
@@ -403,11 +407,7 @@ fn candidates_are_written_from_the_bytes_of_the_read_that_found_them() {
 
 #[test]
 fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
-    let marks = "high_watermark = 0\nlow_watermark = 0\ncritical_watermark = 0";
-    let mut f = toy(&format!(
-        "stash_kb = 4\nregion_mb = 1\nfree = [[1048576, 1048576]]\n{marks}"
-    ));
-    make_target(&mut f, 300);
+    let mut f = toy_target_1("stash_kb = 4");
     let (a, b) = (host(Op::Read, 5000, 1), host(Op::Read, 5001, 1));
     request(&mut f, 0, a);
     request(&mut f, 0, b);
