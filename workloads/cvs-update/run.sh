@@ -6,7 +6,7 @@
 # The tree is wattio's locked dependencies' sources (`cargo vendor`: 178 crates, ~8,700
 # files, ~210 MB — about a Linux 2.6 tree's size), deterministic for a given Cargo.lock.
 # The upstream change appends one line to every tenth file (sorted by path).
-# Needs: cvs, cargo (with the registry already fetched: it runs offline).
+# Needs: apt-get install cvs; cargo with the registry already fetched (it runs offline).
 source "$(dirname "$0")/../capture.sh"
 setup=$(cat <<SETUP
 set -e
