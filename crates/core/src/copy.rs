@@ -62,8 +62,7 @@ impl Copier {
 
     /// Start `job`: submit the read this returns.
     pub fn start(&mut self, job: CopyJob) -> Io {
-        let n = self.next;
-        self.next = (self.next + 1) & (IoId::SUB - 1);
+        let n = self.reserve();
         self.jobs.insert(n, job);
         let mut io = Io::own(n, Op::Read, job.from_dev, job.from, job.len);
         io.priority = job.priority;
@@ -84,10 +83,7 @@ impl Copier {
     /// submit the write this returns; its completion ends the copy.
     pub fn start_filled(&mut self, n: u64, job: CopyJob) -> Io {
         self.jobs.insert(n, job);
-        let mut w = Io::own(n, Op::Write, job.to_dev, job.to, job.len);
-        w.priority = job.priority;
-        w.fua = job.fua;
-        w
+        write(n, &job)
     }
 
     /// The copy an I/O of the copier belongs to (its read or its write).
@@ -122,10 +118,7 @@ impl Copier {
             return CopyStep::NotMine;
         };
         if done.io.op == Op::Read && done.status == Status::Ok {
-            let mut w = Io::own(n, Op::Write, job.to_dev, job.to, job.len);
-            w.priority = job.priority;
-            w.fua = job.fua;
-            return CopyStep::Write(w);
+            return CopyStep::Write(write(n, &job));
         }
         self.jobs.remove(&n);
         CopyStep::Done {
@@ -133,6 +126,14 @@ impl Copier {
             status: done.status,
         }
     }
+}
+
+/// The write of copy `n`, out of its scratch buffer.
+fn write(n: u64, job: &CopyJob) -> Io {
+    let mut w = Io::own(n, Op::Write, job.to_dev, job.to, job.len);
+    w.priority = job.priority;
+    w.fua = job.fua;
+    w
 }
 
 #[cfg(test)]

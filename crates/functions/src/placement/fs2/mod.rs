@@ -87,10 +87,9 @@ struct CopyState {
     pieces: SmallVec<[Piece; 2]>,
     dest: u64,
     n: u64,
-    /// Written from host reads' bytes (no read of the original).
-    from_memory: bool,
-    /// A copy from memory's scratch buffer (its own-I/O number).
-    scratch: u64,
+    /// A copy from memory (written from host reads' bytes, no read of the original): its
+    /// scratch buffer (its own-I/O number).
+    scratch: Option<u64>,
 }
 
 impl CopyState {
@@ -705,8 +704,7 @@ impl Fs2 {
                 pieces: smallvec::smallvec![piece],
                 dest,
                 n,
-                from_memory: scratch.is_some(),
-                scratch: scratch.unwrap_or(0),
+                scratch,
             },
         );
         self.c.copies += 1;
@@ -733,9 +731,11 @@ impl Fs2 {
 
     /// Send the copy from memory that is gathering pieces, if one is.
     fn send_gathered(&mut self, out: &mut Actions) {
-        if let Some(tag) = self.gathering.take() {
-            let job = self.copy_job(tag);
-            let w = self.copier.start_filled(self.copies[&tag].scratch, job);
+        let Some(tag) = self.gathering.take() else {
+            return;
+        };
+        if let Some(id) = self.copies[&tag].scratch {
+            let w = self.copier.start_filled(id, self.copy_job(tag));
             self.send(w, out);
         }
     }
@@ -779,42 +779,42 @@ impl Fs2 {
             } else if let Some(dest) = self.destination(s, n) {
                 self.c.pieces_from_memory += 1;
                 self.stashed += n;
-                let src = read.buf.at((s * BLOCK - read.offset) as u32);
-                let len = (n * BLOCK) as u32;
                 let max = self.p.max_copy_blocks;
-                let joined = self.gathering.and_then(|tag| {
-                    let c = self.copies.get_mut(&tag)?;
-                    (c.dest + c.n == dest && c.n + n <= max).then(|| {
-                        let at = Buf::Scratch {
-                            id: c.scratch,
-                            offset: (c.n * BLOCK) as u32,
-                        };
+                let follows = self.gathering.filter(|t| {
+                    let c = &self.copies[t];
+                    c.dest + c.n == dest && c.n + n <= max
+                });
+                let tag = match follows {
+                    Some(tag) => {
+                        let c = self.copies.get_mut(&tag).expect("a gathering copy");
                         c.pieces.push(Piece {
                             orig: s,
                             n,
                             stale: false,
                         });
                         c.n += n;
-                        (at, c.n == max)
-                    })
-                });
-                match joined {
-                    Some((at, full)) => {
-                        out.xor(at, src, len);
-                        if full {
-                            self.send_gathered(out);
-                        }
+                        tag
                     }
                     None => {
                         self.send_gathered(out);
                         let id = self.copier.reserve();
                         let tag = self.new_copy(s, n, dest, Some(id));
-                        out.xor(Buf::Scratch { id, offset: 0 }, src, len);
                         self.gathering = Some(tag);
-                        if n == max {
-                            self.send_gathered(out);
-                        }
+                        tag
                     }
+                };
+                let c = &self.copies[&tag];
+                let at = Buf::Scratch {
+                    id: c.scratch.expect("a copy from memory"),
+                    offset: ((c.n - n) * BLOCK) as u32,
+                };
+                out.xor(
+                    at,
+                    read.buf.at((s * BLOCK - read.offset) as u32),
+                    (n * BLOCK) as u32,
+                );
+                if c.n == max {
+                    self.send_gathered(out);
                 }
                 self.watermarks(now);
             }
@@ -853,7 +853,7 @@ impl Fs2 {
         let Some(st) = self.copies.remove(&tag) else {
             return;
         };
-        if st.from_memory {
+        if st.scratch.is_some() {
             self.stashed -= st.n;
         } else {
             self.disk_copies -= 1;
@@ -955,7 +955,8 @@ impl Fs2 {
         }
         if io.op != Op::Read
             && self.gathering.is_some_and(|t| {
-                self.copies[&t].dest < b1 && b0 < self.copies[&t].dest + self.copies[&t].n
+                let c = &self.copies[&t];
+                c.dest < b1 && b0 < c.dest + c.n
             })
         {
             // The file system wants blocks a gathering copy will write: send it, and the
