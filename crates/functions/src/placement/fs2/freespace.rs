@@ -16,15 +16,55 @@ pub struct FreeMap {
     /// At most this many extents are remembered; space beyond it is forgotten (never
     /// believed free), which is always safe.
     max_runs: usize,
+    /// Blocks per bucket (FS2's region), 0 for none: `take` inside one bucket is asked
+    /// for every replica, once per neighbouring region while the target is full, and
+    /// most of those asks find nothing.
+    bucket: u64,
+    /// Per bucket, an upper bound on its longest free run (clipped to the bucket): raised
+    /// when space is freed in it, made exact when a search of the whole bucket fails, and
+    /// never too low (runs only shrink between), so a bucket it rules out has no fit.
+    longest: Vec<u64>,
 }
 
 impl FreeMap {
     pub fn new(max_runs: usize) -> FreeMap {
+        FreeMap::with_buckets(max_runs, 0)
+    }
+
+    /// A map whose searches within one `bucket`-block bucket skip buckets known to hold no
+    /// run long enough (same answers as without).
+    pub fn with_buckets(max_runs: usize, bucket: u64) -> FreeMap {
         FreeMap {
             runs: BTreeMap::new(),
             total: 0,
             max_runs: max_runs.max(1),
+            bucket,
+            longest: Vec::new(),
         }
+    }
+
+    /// `[s, e)` became free (as part of a run): raise its buckets' bounds.
+    fn raise(&mut self, s: u64, e: u64) {
+        if self.bucket == 0 || s >= e {
+            return;
+        }
+        let (first, last) = (s / self.bucket, (e - 1) / self.bucket);
+        let need = (last + 1) as usize;
+        if self.longest.len() < need {
+            self.longest.resize(need, 0);
+        }
+        for k in first..=last {
+            let (lo, hi) = (k * self.bucket, (k + 1) * self.bucket);
+            let len = e.min(hi) - s.max(lo);
+            let slot = &mut self.longest[k as usize];
+            *slot = (*slot).max(len);
+        }
+    }
+
+    /// The bucket `[lo, hi)` lies in, if it lies in one.
+    fn bucket_of(&self, lo: u64, hi: u64) -> Option<u64> {
+        (self.bucket > 0 && hi > lo && lo / self.bucket == (hi - 1) / self.bucket)
+            .then(|| lo / self.bucket)
     }
 
     /// Blocks believed free.
@@ -74,6 +114,7 @@ impl FreeMap {
         }
         self.runs.insert(s, e);
         self.total += e - s;
+        self.raise(s, e);
         self.total - before
     }
 
@@ -106,19 +147,44 @@ impl FreeMap {
 
     /// Take `len` contiguous free blocks inside `[lo, hi)`, the first run from `from` on
     /// that fits (then from `lo`): replicas written in access order land one after another.
+    ///
+    /// With buckets, `[lo, hi)` inside one bucket is ruled out at once when the bucket's
+    /// bound is below `len`, and a failed search sets the bound to the bucket's longest
+    /// run.
     pub fn take(&mut self, lo: u64, hi: u64, from: u64, len: u64) -> Option<u64> {
+        let bucket = self.bucket_of(lo, hi);
+        if let Some(k) = bucket {
+            if self.longest.get(k as usize).is_none_or(|&l| l < len) {
+                return None;
+            }
+        }
         let from = from.clamp(lo, hi);
         let found = self
             .fit(from, hi, len)
-            .or_else(|| self.fit(lo, from.saturating_add(len).min(hi), len))?;
-        self.remove(found, found + len);
-        Some(found)
+            .or_else(|| self.fit(lo, from.saturating_add(len).min(hi), len));
+        let Some((at, run_start, run_end)) = found else {
+            if let Some(k) = bucket {
+                let whole = self.longest_in(k * self.bucket, (k + 1) * self.bucket);
+                self.longest[k as usize] = whole;
+            }
+            return None;
+        };
+        // Cut `[at, at + len)` out of the run it lies in, which `fit` found: no second
+        // search.
+        if at == run_start {
+            self.runs.remove(&run_start);
+        } else if let Some(e) = self.runs.get_mut(&run_start) {
+            *e = at;
+        }
+        if run_end > at + len {
+            self.runs.insert(at + len, run_end);
+        }
+        self.total -= len;
+        Some(at)
     }
 
-    fn fit(&self, lo: u64, hi: u64, len: u64) -> Option<u64> {
-        if lo >= hi {
-            return None;
-        }
+    /// The longest free run inside `[lo, hi)`, clipped to it.
+    fn longest_in(&self, lo: u64, hi: u64) -> u64 {
         let first = self
             .runs
             .range(..=lo)
@@ -128,8 +194,27 @@ impl FreeMap {
         first
             .into_iter()
             .chain(self.runs.range(lo + 1..hi).map(|(&s, &e)| (s, e)))
-            .map(|(s, e)| (s, e.min(hi)))
-            .find(|&(s, e)| e >= s + len)
-            .map(|(s, _)| s)
+            .map(|(s, e)| e.min(hi) - s)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The first `len` free blocks inside `[lo, hi)`: where they start, and the run
+    /// (start, end) they lie in.
+    fn fit(&self, lo: u64, hi: u64, len: u64) -> Option<(u64, u64, u64)> {
+        if lo >= hi {
+            return None;
+        }
+        let first = self
+            .runs
+            .range(..=lo)
+            .next_back()
+            .filter(|(_, &e)| e > lo)
+            .map(|(&s, &e)| (s, e));
+        first
+            .into_iter()
+            .chain(self.runs.range(lo + 1..hi).map(|(&s, &e)| (s, e)))
+            .find(|&(s, e)| e.min(hi) >= s.max(lo) + len)
+            .map(|(s, e)| (s.max(lo), s, e))
     }
 }

@@ -232,7 +232,7 @@ impl Fs2 {
             blocks: 0,
             region_blocks: p.region_bytes / BLOCK,
             initial_free,
-            free: FreeMap::new(p.max_free_extents),
+            free: FreeMap::with_buckets(p.max_free_extents, p.region_bytes / BLOCK),
             table: ReplicaTable::new(p.region_bytes / BLOCK),
             head: 0,
             counts: FxHashMap::default(),

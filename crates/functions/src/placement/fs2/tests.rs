@@ -766,6 +766,94 @@ fn free_map_merges_splits_and_allocates_in_order() {
     assert!(!m.is_free(60) && m.is_free(40));
 }
 
+/// The free map against a block-per-bool model, with and without FS2's per-region bounds:
+/// random frees, writes and allocations (inside whole buckets and parts of one, that fail
+/// and succeed) give the model's answers. A bound not raised on a merge, or set from part
+/// of a bucket, makes the bucketed map answer `None` where a run fits; a wrong cut in
+/// `take` leaves extents the model does not have.
+#[test]
+fn free_map_answers_as_a_block_model_with_and_without_buckets() {
+    const BLOCKS: u64 = 1100;
+    // The model's first fit of `n` blocks inside [lo, hi).
+    fn first_fit(free: &[bool], lo: u64, hi: u64, n: u64) -> Option<u64> {
+        (lo..hi.saturating_sub(n - 1)).find(|&s| (s..s + n).all(|b| free[b as usize]))
+    }
+    fn extents(free: &[bool]) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = Vec::new();
+        for (b, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+            let b = b as u64;
+            match v.last_mut() {
+                Some((_, e)) if *e == b => *e += 1,
+                _ => v.push((b, b + 1)),
+            }
+        }
+        v
+    }
+    let mut model = vec![false; BLOCKS as usize];
+    let mut maps = [
+        freespace::FreeMap::new(10_000),
+        freespace::FreeMap::with_buckets(10_000, 64),
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let (mut failed, mut found) = (0, 0);
+    for _ in 0..20_000 {
+        let (a, len) = (next(1024), 1 + next(40));
+        match next(4) {
+            0 | 1 => {
+                let free = next(4) == 0 || a % 2 == 0;
+                let changed = (a..a + len).filter(|&b| model[b as usize] != free).count() as u64;
+                (a..a + len).for_each(|b| model[b as usize] = free);
+                for m in &mut maps {
+                    let got = if free {
+                        m.insert(a, a + len)
+                    } else {
+                        m.remove(a, a + len)
+                    };
+                    assert_eq!(got, changed, "free {free} [{a}, {})", a + len);
+                }
+            }
+            _ => {
+                let base = a / 64 * 64;
+                let (lo, hi) = match next(3) {
+                    0 => (base, base + 64),
+                    _ => (base + next(32), base + 33 + next(31)),
+                };
+                let n = 1 + len % 24;
+                let from = a.clamp(lo, hi);
+                let want = first_fit(&model, from, hi, n)
+                    .or_else(|| first_fit(&model, lo, (from + n).min(hi), n));
+                if let Some(s) = want {
+                    (s..s + n).for_each(|b| model[b as usize] = false);
+                    found += 1;
+                } else {
+                    failed += 1;
+                }
+                for m in &mut maps {
+                    assert_eq!(
+                        m.take(lo, hi, a, n),
+                        want,
+                        "take {n} in [{lo}, {hi}) from {a}"
+                    );
+                }
+            }
+        }
+        for m in &maps {
+            assert_eq!(m.iter().collect::<Vec<_>>(), extents(&model));
+            assert_eq!(m.total(), model.iter().filter(|&&f| f).count() as u64);
+        }
+    }
+    assert!(
+        found > 1000 && failed > 1000,
+        "both outcomes exercised: {found} / {failed}"
+    );
+}
+
 /// Hand the layer's actions to a scripted disk: the journal's I/O (own I/O in its region)
 /// waits in `log` for [`step`], a read of the region returns zeros (a new disk); the other
 /// I/O it submits is returned.
