@@ -250,6 +250,22 @@ fn wd800_mechanical_matches_fs2_table_5_1() {
         0.01,
         "seek at a third of the stroke (ms)",
     );
+    // Between the anchors, the three-term curve 1.97213 + 6.49646·√x + 12.53141·x
+    // (x = distance / 55,231), hand-computed: a short seek costs more the longer it is
+    // (the two-term curve, clamped at 2.0 ms out to 4,224 cylinders, did not).
+    for (d, ms) in [
+        (100u32, 2.2713),
+        (1_000, 3.0732),
+        (4_224, 4.7271),
+        (30_000, 13.5668),
+    ] {
+        close(
+            seek.time_ms(d),
+            ms,
+            0.01,
+            &format!("seek over {d} cylinders (ms)"),
+        );
+    }
     // Outer zone: 879 sectors a revolution = 879 × 512 B × 120 /s = 54.0 MB/s.
     let outer = d.layout().blocks_per_track(0) as f64 * 512.0 * 120.0;
     close(outer / 1e6, 54.0, 0.01, "outer-zone media rate (MB/s)");

@@ -293,8 +293,8 @@ _SETUP = (
     "cold LibreOffice launch, 776 block requests; SURGE and TPC-W: apache2 serving a 255 MB "
     "Zipf file set on a 1 GB image, 11,910 requests over 94 s), replayed closed-loop on the "
     "thesis's disk as a mechanical model rather than run on the disk. The web and launch "
-    "images are far smaller than the thesis's file systems, so their seeks are short (this "
-    "drive's seek curve is flat at 2.0 ms up to 4,224 cylinders)."
+    "images are far smaller than the thesis's file systems, so their seeks are short (1 GB of "
+    "this drive's outer zone spans about 560 cylinders: no seek within it exceeds 2.8 ms)."
 )
 
 DYNAMIC = Experiment(
