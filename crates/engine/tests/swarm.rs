@@ -640,6 +640,7 @@ fn swarm() {
             "reads_redirected",
             "invalidated_by_write",
             "copies_stale",
+            "copies_dropped_stale",
             // FS2's persisted table: logged, invalidations waited for, rebuilt after crashes.
             "log_records",
             "waited_for_log",

@@ -116,6 +116,9 @@ struct Counters {
     copies: u64,
     pieces_from_memory: u64,
     copies_stale: u64,
+    /// Copies never written: every piece went stale before the write (of these, counted
+    /// in `copies_stale` too).
+    copies_dropped_stale: u64,
     copies_failed: u64,
     recovered_replicas: u64,
     log_records: u64,
@@ -729,15 +732,25 @@ impl Fs2 {
         }
     }
 
-    /// Send the copy from memory that is gathering pieces, if one is.
-    fn send_gathered(&mut self, out: &mut Actions) {
+    /// Send the copy from memory that is gathering pieces, if one is; drop it if every
+    /// piece went stale while it gathered (a host write or discard of each original), as a
+    /// copy from the disk is dropped when its read is back: nothing of it would be used.
+    fn send_gathered(&mut self, now: Nanos, out: &mut Actions) {
         let Some(tag) = self.gathering.take() else {
             return;
         };
-        if let Some(id) = self.copies[&tag].scratch {
-            let w = self.copier.start_filled(id, self.copy_job(tag));
-            self.send(w, out);
+        let c = &self.copies[&tag];
+        let Some(id) = c.scratch else {
+            return;
+        };
+        if c.pieces.iter().all(|p| p.stale) {
+            self.c.copies_dropped_stale += 1;
+            out.release(Buf::Scratch { id, offset: 0 });
+            self.copy_done(now, tag, true);
+            return;
         }
+        let w = self.copier.start_filled(id, self.copy_job(tag));
+        self.send(w, out);
     }
 
     /// Start copies from the disk while replication runs and the depth allows.
@@ -796,7 +809,7 @@ impl Fs2 {
                         tag
                     }
                     None => {
-                        self.send_gathered(out);
+                        self.send_gathered(now, out);
                         let id = self.copier.reserve();
                         let tag = self.new_copy(s, n, dest, Some(id));
                         self.gathering = Some(tag);
@@ -814,7 +827,7 @@ impl Fs2 {
                     (n * BLOCK) as u32,
                 );
                 if c.n == max {
-                    self.send_gathered(out);
+                    self.send_gathered(now, out);
                 }
                 self.watermarks(now);
             }
@@ -961,7 +974,7 @@ impl Fs2 {
         {
             // The file system wants blocks a gathering copy will write: send it, and the
             // write or discard waits for it as for any copy.
-            self.send_gathered(out);
+            self.send_gathered(now, out);
         }
         if io.op != Op::Read && self.conflicts(b0, b1) {
             if fresh {
@@ -1144,6 +1157,7 @@ impl Function for Fs2 {
                         .and_then(|t| self.copies.get(&t))
                         .is_none_or(|c| c.pieces.iter().all(|p| p.stale));
                     if stale {
+                        self.c.copies_dropped_stale += 1;
                         self.copier.abandon(&w, out);
                         if let Some(t) = tag {
                             self.copy_done(now, t, true);
@@ -1182,7 +1196,7 @@ impl Function for Fs2 {
         }
         self.counts.clear();
         out.set_timer(EPOCH, now + self.p.epoch);
-        self.send_gathered(out);
+        self.send_gathered(now, out);
         self.pump(now, out);
         self.flush_log(out);
     }
@@ -1206,6 +1220,7 @@ impl Function for Fs2 {
             ("copies", c.copies),
             ("pieces_from_memory", c.pieces_from_memory),
             ("copies_stale", c.copies_stale),
+            ("copies_dropped_stale", c.copies_dropped_stale),
             ("copies_failed", c.copies_failed),
             ("recovered_replicas", c.recovered_replicas),
             ("log_records", c.log_records),

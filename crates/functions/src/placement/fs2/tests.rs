@@ -434,6 +434,74 @@ fn past_the_stash_bound_candidates_are_copied_from_the_disk() {
     assert_eq!((f.stashed, f.disk_copies), (0, 0));
 }
 
+/// A gathering copy whose every piece a host write made stale is not written: its buffer
+/// is released and its destination is free again (one still holding a live piece is
+/// written, its stale pieces' blocks freed when it is done).
+#[test]
+fn a_gathered_copy_all_of_whose_pieces_went_stale_is_not_written() {
+    let mut f = toy_target_1("");
+    let (a, b) = (host(Op::Read, 5000, 1), host(Op::Read, 5001, 1));
+    for r in [a, b] {
+        request(&mut f, 0, r);
+        assert!(
+            submitted(&complete(&mut f, MS, r)).is_empty(),
+            "bytes gather"
+        );
+    }
+    // Both originals rewritten before the copy goes.
+    for (i, w) in [host(Op::Write, 5000, 1), host(Op::Write, 5001, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut w = w;
+        w.id = IoId(50_000 + i as u64);
+        assert_eq!(request(&mut f, 2 * MS, w), vec![w]);
+        complete(&mut f, 2 * MS, w);
+    }
+    let acts = epoch_keeping(&mut f, 300, 3 * MS);
+    assert!(submitted(&acts).is_empty(), "{acts:?}");
+    let scratch = Buf::Scratch {
+        id: copy_base(0),
+        offset: 0,
+    };
+    assert!(
+        acts.iter()
+            .any(|x| matches!(x, Action::Release { buf } if *buf == scratch)),
+        "{acts:?}"
+    );
+    assert!(
+        f.is_free(256) && f.is_free(257),
+        "its destination is free again"
+    );
+    assert!(f.table.get(5000).is_none() && f.table.get(5001).is_none());
+    assert_eq!((f.c.copies_dropped_stale, f.c.copies_stale), (1, 1));
+    assert_eq!((f.stashed, f.copies.len()), (0, 0));
+
+    // One piece of two stale: the copy is written; only the live piece becomes a replica.
+    let (c, d) = (host(Op::Read, 6000, 1), host(Op::Read, 6001, 1));
+    for r in [c, d] {
+        request(&mut f, 4 * MS, r);
+        complete(&mut f, 4 * MS, r);
+    }
+    let mut w = host(Op::Write, 6000, 1);
+    w.id = IoId(50_002);
+    request(&mut f, 5 * MS, w);
+    complete(&mut f, 5 * MS, w);
+    let sent = submitted(&epoch_keeping(&mut f, 300, 6 * MS));
+    assert_eq!(
+        (sent.len(), sent[0].op, sent[0].len),
+        (1, Op::Write, 2 * 4096)
+    );
+    complete(&mut f, 7 * MS, sent[0]);
+    assert!(f.table.get(6000).is_none());
+    assert_eq!(
+        f.table.get(6001).unwrap().replicas(),
+        &[sent[0].offset / BLOCK + 1]
+    );
+    assert!(f.is_free(sent[0].offset / BLOCK));
+    assert_eq!((f.c.copies_dropped_stale, f.c.copies_stale), (1, 2));
+}
+
 /// FS2 under a layer that splits its requests (a RAID, a page splitter): that layer's
 /// sub-I/O ids are numbered from 0, as FS2's own wrapping ones are. Found by the swarm: a
 /// reply was matched to the wrong one and every request through such a layer was dropped.
