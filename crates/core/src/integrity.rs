@@ -60,6 +60,15 @@ impl BufKey {
     }
 }
 
+/// A scratch buffer the checker holds versions for.
+#[derive(Debug, Default)]
+struct ScratchState {
+    /// Device I/O out on it.
+    inflight: u32,
+    /// Offsets of its entries in `Checker::bufs`.
+    offsets: Vec<u64>,
+}
+
 /// One host write of one block.
 #[derive(Clone, Copy, Debug)]
 struct WriteRec {
@@ -199,6 +208,12 @@ pub struct Checker {
     dirty: BTreeMap<u16, BTreeSet<u64>>,
     /// Buffer contents: (buffer, byte offset in it) → version.
     bufs: HashMap<(BufKey, u64), u64>,
+    /// Scratch buffers alive, as the executors keep them ([`crate::media::ScratchBytes`]):
+    /// id → device I/O out on it and the offsets `bufs` holds for it. A buffer lives from
+    /// the read, fill or XOR that creates it to the last write that drains it, a release
+    /// or a take; then its entries go, so the checker's memory follows the buffers alive,
+    /// not every copy a run made.
+    scratch: HashMap<u64, ScratchState>,
     reqs: HashMap<u64, HostReq>,
     /// Issue sequence numbers of host reads in flight (with multiplicity).
     reads: BTreeMap<u64, u32>,
@@ -256,6 +271,7 @@ impl Checker {
             dev: HashMap::new(),
             dirty: BTreeMap::new(),
             bufs: HashMap::new(),
+            scratch: HashMap::new(),
             reqs: HashMap::new(),
             reads: BTreeMap::new(),
             dev_writes: HashMap::new(),
@@ -277,6 +293,63 @@ impl Checker {
     /// the blocks a run touches, not by capacities.
     pub fn tracked_blocks(&self) -> usize {
         self.host.len() + self.dev.len()
+    }
+
+    /// Buffer positions the checker holds versions for in scratch buffers (bounded by the
+    /// buffers alive).
+    pub fn scratch_entries(&self) -> usize {
+        self.scratch.values().map(|s| s.offsets.len()).sum()
+    }
+
+    /// `bufs[(k, off)] = v`, remembering a scratch buffer's offsets.
+    fn put(&mut self, k: BufKey, off: u64, v: u64) {
+        if self.bufs.insert((k, off), v).is_none() {
+            if let BufKey::Scratch(id) = k {
+                self.scratch.entry(id).or_default().offsets.push(off);
+            }
+        }
+    }
+
+    /// An I/O on a scratch buffer is out (to a device, or to a lower layer): a read
+    /// creates its buffer, a write counts only on a buffer alive (as the executors).
+    fn out_on_scratch(&mut self, io: &Io) {
+        let Buf::Scratch { id, .. } = io.buf else {
+            return;
+        };
+        match io.op {
+            Op::Read => self.scratch.entry(id).or_default().inflight += 1,
+            Op::Write => {
+                if let Some(st) = self.scratch.get_mut(&id) {
+                    st.inflight += 1;
+                }
+            }
+            Op::Flush | Op::Discard => {}
+        }
+    }
+
+    /// It is back: the last write out of a buffer drains it.
+    fn back_from_scratch(&mut self, io: &Io) {
+        let Buf::Scratch { id, .. } = io.buf else {
+            return;
+        };
+        if !matches!(io.op, Op::Read | Op::Write) {
+            return;
+        }
+        if let Some(st) = self.scratch.get_mut(&id) {
+            st.inflight = st.inflight.saturating_sub(1);
+            if io.op == Op::Write && st.inflight == 0 {
+                self.forget(id);
+            }
+        }
+    }
+
+    /// Scratch buffer `id` is freed: its versions go.
+    fn forget(&mut self, id: u64) {
+        if let Some(st) = self.scratch.remove(&id) {
+            for off in st.offsets {
+                self.bufs.remove(&(BufKey::Scratch(id), off));
+            }
+        }
     }
 
     fn tick(&mut self) -> u64 {
@@ -313,6 +386,7 @@ impl Checker {
             b.volatile.clear();
         }
         self.bufs.clear();
+        self.scratch.clear();
         self.reads.clear();
         // Writes in flight may or may not have landed: they stay possible, as if
         // acknowledged by the crash, but promise nothing.
@@ -458,18 +532,43 @@ impl DataObserver for Checker {
         }
     }
 
+    fn release(&mut self, _now: Nanos, buf: Buf) {
+        if let Buf::Scratch { id, .. } = buf {
+            if self.scratch.get(&id).is_some_and(|st| st.inflight == 0) {
+                self.forget(id);
+            }
+        }
+    }
+
+    fn take(&mut self, _now: Nanos, buf: Buf) {
+        if let Buf::Scratch { id, .. } = buf {
+            self.forget(id);
+        }
+    }
+
+    fn hold(&mut self, _now: Nanos, io: &Io) {
+        self.out_on_scratch(io);
+    }
+
+    fn unhold(&mut self, _now: Nanos, io: &Io) {
+        self.back_from_scratch(io);
+    }
+
     /// The function's own bytes: whole blocks of `dst` hold [`META`], a partial one is
     /// undefined.
     fn fill(&mut self, _now: Nanos, dst: Buf, len: u32) {
         let Some((k, off)) = BufKey::of(dst) else {
             return;
         };
+        if let BufKey::Scratch(id) = k {
+            self.scratch.entry(id).or_default();
+        }
         let size = 1u64 << self.shift;
         let len = len as u64;
         let mut at = 0;
         while at < len {
             let v = if at + size <= len { META } else { ANY };
-            self.bufs.insert((k, off + at), v);
+            self.put(k, off + at, v);
             at += size;
         }
     }
@@ -482,6 +581,9 @@ impl DataObserver for Checker {
         let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
             return;
         };
+        if let BufKey::Scratch(id) = dk {
+            self.scratch.entry(id).or_default();
+        }
         let size = 1u64 << self.shift;
         let len = len as u64;
         let mut k = 0;
@@ -492,17 +594,17 @@ impl DataObserver for Checker {
             match (from, to) {
                 (Some(f), t) if whole => {
                     let v = self.xor_of(t.unwrap_or(INITIAL), f);
-                    self.bufs.insert((dk, doff + k), v);
+                    self.put(dk, doff + k, v);
                     k += size;
                     continue;
                 }
                 // The source's content here is not known block for block: whatever the
                 // destination held is now undefined.
                 (None, None) if whole => {
-                    self.bufs.insert((dk, doff + k), ANY);
+                    self.put(dk, doff + k, ANY);
                 }
                 (_, Some(_)) => {
-                    self.bufs.insert((dk, doff + k), ANY);
+                    self.put(dk, doff + k, ANY);
                 }
                 _ => {}
             }
@@ -556,6 +658,7 @@ impl DataObserver for Checker {
 
     fn device_submit(&mut self, _now: Nanos, io: &Io) {
         let seq = self.tick();
+        self.out_on_scratch(io);
         match io.op {
             Op::Write => {
                 let src = BufKey::of(io.buf);
@@ -593,6 +696,8 @@ impl DataObserver for Checker {
         let seq = self.tick();
         let io = &done.io;
         let ok = done.status == Status::Ok;
+        // A write's versions were taken at its submission: its buffer may go now.
+        self.back_from_scratch(io);
         match io.op {
             Op::Write | Op::Discard => {
                 let vers = if io.op == Op::Write {
@@ -640,7 +745,7 @@ impl DataObserver for Checker {
                         ANY
                     };
                     if full {
-                        self.bufs.insert((k, o + at), v);
+                        self.put(k, o + at, v);
                     }
                 }
             }

@@ -153,6 +153,20 @@ pub trait Executor {
     fn release(&mut self, buf: Buf) {
         let _ = buf;
     }
+
+    /// An I/O on scratch buffer `io.buf` passed to a lower layer ([`Effects::hold`]):
+    /// count it as out on the buffer, as a device I/O is. Only called when
+    /// `EMULATES_BYTES` is false.
+    fn hold(&mut self, io: &Io) {
+        let _ = io;
+    }
+
+    /// Its reply came back up ([`Effects::unhold`]): as a device I/O's completion, a
+    /// write's buffer is freed when nothing else is out on it. Only called when
+    /// `EMULATES_BYTES` is false.
+    fn unhold(&mut self, io: &Io) {
+        let _ = io;
+    }
 }
 
 /// Sees every data movement of a run in one place, for both executors: what the host
@@ -190,6 +204,24 @@ pub trait DataObserver {
     fn reserve(&mut self, r: Region) {
         let _ = r;
     }
+    /// A function is done with its scratch buffer `buf` without writing it out
+    /// ([`Action::Release`](crate::function::Action::Release)): it is freed unless device
+    /// I/O on it is still out (then its last write frees it).
+    fn release(&mut self, now: Nanos, buf: Buf) {
+        let _ = (now, buf);
+    }
+    /// A function took the bytes of its scratch buffer `buf`, which frees it.
+    fn take(&mut self, now: Nanos, buf: Buf) {
+        let _ = (now, buf);
+    }
+    /// An I/O on a scratch buffer passed to a lower layer ([`Effects::hold`]).
+    fn hold(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
+    /// Its reply came back up ([`Effects::unhold`]).
+    fn unhold(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
 }
 
 /// The observer that observes nothing, and costs nothing.
@@ -219,6 +251,18 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
     fn reserve(&mut self, r: Region) {
         (**self).reserve(r)
+    }
+    fn release(&mut self, now: Nanos, buf: Buf) {
+        (**self).release(now, buf)
+    }
+    fn take(&mut self, now: Nanos, buf: Buf) {
+        (**self).take(now, buf)
+    }
+    fn hold(&mut self, now: Nanos, io: &Io) {
+        (**self).hold(now, io)
+    }
+    fn unhold(&mut self, now: Nanos, io: &Io) {
+        (**self).unhold(now, io)
     }
 }
 
@@ -769,7 +813,8 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         }
     }
 
-    fn release(&mut self, _now: Nanos, buf: Buf) {
+    fn release(&mut self, now: Nanos, buf: Buf) {
+        self.observer.release(now, buf);
         if X::EMULATES_BYTES {
             self.scratch.release(buf);
         } else {
@@ -777,7 +822,26 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         }
     }
 
-    fn take(&mut self, _now: Nanos, layer: usize, src: Buf, len: u32, tag: u64) {
+    fn hold(&mut self, now: Nanos, io: &Io) {
+        self.observer.hold(now, io);
+        if X::EMULATES_BYTES {
+            self.scratch.submit(io);
+        } else {
+            self.x.hold(io);
+        }
+    }
+
+    fn unhold(&mut self, now: Nanos, io: &Io) {
+        self.observer.unhold(now, io);
+        if X::EMULATES_BYTES {
+            self.scratch.complete(io.dev, io, None);
+        } else {
+            self.x.unhold(io);
+        }
+    }
+
+    fn take(&mut self, now: Nanos, layer: usize, src: Buf, len: u32, tag: u64) {
+        self.observer.take(now, src);
         let r = if X::EMULATES_BYTES {
             self.scratch.take(src, len)
         } else {
@@ -1048,6 +1112,81 @@ mod tests {
             power_wait_ns,
             service_ns,
         }
+    }
+
+    /// On a timer, fills scratch buffer 1 with 8 KiB of its own bytes and writes it out.
+    struct Writer;
+    impl Function for Writer {
+        fn name(&self) -> &str {
+            "writer"
+        }
+        fn on_request(&mut self, _now: Nanos, _io: Io, _out: &mut Actions) {}
+        fn on_completion(&mut self, _now: Nanos, _done: Completion, _out: &mut Actions) {}
+        fn on_timer(&mut self, _now: Nanos, _timer: TimerId, out: &mut Actions) {
+            out.fill(crate::io::Buf::Scratch { id: 1, offset: 0 }, &[0xAB; 8192]);
+            out.submit(Io::own(1, Op::Write, 0, 0, 8192));
+        }
+    }
+
+    /// Splits each write into two 4 KiB halves and sends the second only when the first
+    /// is back (as a RAID-5 row waiting for its reads), then replies.
+    #[derive(Default)]
+    struct Halves {
+        parent: Option<Io>,
+    }
+    impl Function for Halves {
+        fn name(&self) -> &str {
+            "halves"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            self.parent = Some(io);
+            out.submit(Io {
+                id: crate::io::IoId::sub(0),
+                len: 4096,
+                ..io
+            });
+        }
+        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+            let p = self.parent.expect("a write out");
+            if done.io.id == crate::io::IoId::sub(0) {
+                let mut second = Io {
+                    id: crate::io::IoId::sub(1),
+                    offset: p.offset + 4096,
+                    len: 4096,
+                    ..p
+                };
+                second.buf = p.buf.at(4096);
+                out.submit(second);
+            } else {
+                out.reply(Completion::ok(p, now, Default::default()));
+            }
+        }
+    }
+
+    /// A scratch buffer lives until the last write out of it is back at the layer that
+    /// sent it, not until the first device write on it completes: a layer below may send a
+    /// write's pieces at different times. (The kernel freed it when the first half landed,
+    /// and the live executor then wrote zeros for the second.)
+    #[test]
+    fn a_scratch_buffer_outlives_the_first_piece_of_a_split_write() {
+        let mut stack = Stack::new(vec![Box::new(Writer), Box::new(Halves::default())]);
+        let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
+        k.start(&mut stack, 0).unwrap();
+        k.set_timer(0, 0, 1, 10);
+        k.settle(&mut stack, 0).unwrap();
+        let mut r = Rig {
+            k,
+            stack,
+            log: Arc::new(Mutex::new(Vec::new())),
+        };
+        r.run_until(10).unwrap();
+        assert_eq!(r.k.scratch.held(), 1, "filled, first half out");
+        // The first half lands (5 µs): the second is sent from the same buffer.
+        r.run_until(5_010).unwrap();
+        assert_eq!(r.k.executor().submits.len(), 2);
+        assert_eq!(r.k.scratch.held(), 1, "the second half still to drain it");
+        r.run_until(20_000).unwrap();
+        assert_eq!(r.k.scratch.held(), 0, "freed when the write is back up");
     }
 
     #[test]

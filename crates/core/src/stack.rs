@@ -91,6 +91,18 @@ pub trait Effects {
     fn release(&mut self, now: Nanos, buf: Buf);
     /// `layer` cannot go on ([`Action::Fail`]).
     fn fail(&mut self, now: Nanos, layer: usize, msg: &str);
+    /// An I/O on a scratch buffer passes from a layer to the one below, which may split it
+    /// and send its pieces at different times: the buffer is held until the reply comes
+    /// back up ([`Effects::unhold`]), so the completion of one piece's device write does
+    /// not free it while another piece is still to be sent.
+    fn hold(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
+    /// The reply to an I/O [`Effects::hold`] held reaches the layer above: a write's buffer
+    /// is freed if nothing else is out on it.
+    fn unhold(&mut self, now: Nanos, io: &Io) {
+        let _ = (now, io);
+    }
 }
 
 impl Effects for Vec<Effect> {
@@ -321,6 +333,9 @@ impl Stack {
                     if layer == bottom {
                         fx.submit(now, io);
                     } else {
+                        if matches!(io.buf, Buf::Scratch { .. }) {
+                            fx.hold(now, io);
+                        }
                         self.work.push_back(Work::Request(layer + 1, *io));
                     }
                 }
@@ -328,6 +343,9 @@ impl Stack {
                     if layer == 0 {
                         fx.host_reply(now, done);
                     } else {
+                        if matches!(done.io.buf, Buf::Scratch { .. }) {
+                            fx.unhold(now, &done.io);
+                        }
                         // A reply completes now, whatever the function copied from below.
                         let done = Completion {
                             finished: now,

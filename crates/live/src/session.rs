@@ -1157,13 +1157,35 @@ impl Executor for Live {
         Ok(())
     }
 
-    /// The bytes a real read put into a scratch buffer, for the function; the buffer is
-    /// freed.
+    /// The function is done with a scratch buffer without writing it out.
     fn release(&mut self, buf: Buf) {
         if let Buf::Scratch { id, .. } = buf {
             // I/O still out on it: its last write frees it (as for any buffer).
             if self.scratch.get(&id).is_some_and(|e| e.1 == 0) {
                 self.scratch.remove(&id);
+            }
+        }
+    }
+
+    /// An I/O on a scratch buffer went to a lower layer: out on the buffer, as a device
+    /// I/O (a layer below may split a write and send its pieces at different times).
+    fn hold(&mut self, io: &Io) {
+        if let Buf::Scratch { id, .. } = io.buf {
+            self.scratch
+                .entry(id)
+                .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0))
+                .1 += 1;
+        }
+    }
+
+    /// Its reply came back up: as a real I/O's end, the last write frees the buffer.
+    fn unhold(&mut self, io: &Io) {
+        if let Buf::Scratch { id, .. } = io.buf {
+            if let Some(e) = self.scratch.get_mut(&id) {
+                e.1 = e.1.saturating_sub(1);
+                if e.1 == 0 && io.op == Op::Write {
+                    self.scratch.remove(&id);
+                }
             }
         }
     }
@@ -1268,6 +1290,11 @@ mod tests {
     /// A one-worker session of `f` over a 64 KiB image file in a fresh directory (the
     /// caller removes it).
     fn session(name: &str, f: Box<dyn Function>) -> (Session, std::path::PathBuf) {
+        session_of(name, vec![f])
+    }
+
+    /// The same, with a stack of several layers.
+    fn session_of(name: &str, layers: Vec<Box<dyn Function>>) -> (Session, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("wattio-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let img = dir.join(format!("{name}.img"));
@@ -1284,7 +1311,7 @@ mod tests {
             workers: 1,
             ..SessionOptions::default()
         };
-        let s = Session::start(Stack::new(vec![f]), devices, exports, opts).unwrap();
+        let s = Session::start(Stack::new(layers), devices, exports, opts).unwrap();
         (s, dir)
     }
 
@@ -1344,6 +1371,117 @@ mod tests {
         // Each copy's read created a buffer; without the release all 20 would be held.
         assert_eq!(s.snapshot().scratch_buffers, 0);
         s.finish(Duration::from_secs(5)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Copies what a host read brought to 32 KiB further on, from memory (as FS2's
+    /// replicas): the read's bytes are XORed into scratch buffer 1, which is written out.
+    struct CopiesFromMemory;
+    impl Function for CopiesFromMemory {
+        fn name(&self) -> &str {
+            "copies"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            out.submit(io);
+        }
+        fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+            if done.io.id.is_own() {
+                return;
+            }
+            let scratch = Buf::Scratch { id: 1, offset: 0 };
+            out.xor(scratch, done.io.buf, done.io.len);
+            out.reply(done);
+            out.submit(Io::own(
+                1,
+                Op::Write,
+                0,
+                done.io.offset + 32768,
+                done.io.len,
+            ));
+        }
+    }
+
+    /// Splits an own write from above into two halves and sends the second only when the
+    /// first is back (as a RAID-5 row waiting for its reads); passes the rest through.
+    #[derive(Default)]
+    struct Halves {
+        parent: Option<Io>,
+    }
+    impl Function for Halves {
+        fn name(&self) -> &str {
+            "halves"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            if io.op == Op::Write && io.id.is_own() {
+                self.parent = Some(io);
+                let half = io.len / 2;
+                out.submit(Io {
+                    id: IoId::sub(0),
+                    len: half,
+                    ..io
+                });
+            } else {
+                out.submit(io);
+            }
+        }
+        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+            if done.io.id == IoId::sub(0) {
+                let p = self.parent.expect("a split write");
+                let half = p.len / 2;
+                out.submit(Io {
+                    id: IoId::sub(1),
+                    offset: p.offset + half as u64,
+                    len: p.len - half,
+                    buf: p.buf.at(half),
+                    ..p
+                });
+            } else if done.io.id == IoId::sub(1) {
+                let p = self.parent.take().expect("a split write");
+                out.reply(Completion::ok(p, now, Breakdown::default()));
+            } else {
+                out.reply(done);
+            }
+        }
+    }
+
+    /// A copy's write split below the layer that owns its buffer, the halves sent one
+    /// after the other: both carry the buffer's bytes. (The buffer was freed when the
+    /// first half landed, and the second wrote zeros.)
+    #[test]
+    fn a_copy_split_below_its_layer_writes_every_piece_from_its_buffer() {
+        let (s, dir) = session_of(
+            "split",
+            vec![Box::new(CopiesFromMemory), Box::new(Halves::default())],
+        );
+        let pattern: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8 + 1).collect();
+        {
+            use std::io::Write;
+            let mut img = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("split.img"))
+                .unwrap();
+            img.write_all(&pattern).unwrap();
+            img.sync_all().unwrap();
+        }
+        let replies = Arc::new(Replies::default());
+        let cmd = Command {
+            cookie: 1,
+            kind: CmdKind::Read,
+            fua: false,
+            offset: 0,
+            len: 8192,
+        };
+        s.submit(replies.clone(), 0, 0, cmd, false);
+        assert!(s.drain(Duration::from_secs(5)));
+        assert_eq!(lock(&replies.0).len(), 1);
+        assert_eq!(s.snapshot().scratch_buffers, 0, "freed once written");
+        s.finish(Duration::from_secs(5)).unwrap();
+        let img = std::fs::read(dir.join("split.img")).unwrap();
+        assert!(img[32768..32768 + 4096] == pattern[..4096], "first half");
+        assert!(
+            img[32768 + 4096..32768 + 8192] == pattern[4096..],
+            "second half"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

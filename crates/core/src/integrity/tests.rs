@@ -245,6 +245,55 @@ fn scratch_copies_carry_versions_and_unfilled_buffers_are_garbage() {
     assert!(e.contains("holds garbage (a buffer never filled)"), "{e}");
 }
 
+/// The checker forgets a scratch buffer's versions when the executors free it: at the
+/// completion of the last write out of it, at a release with nothing out on it, at a take.
+/// (It kept every copy's entries until a crash, so a long checked run grew with its
+/// copies.)
+#[test]
+fn scratch_versions_are_forgotten_when_the_buffer_is_freed() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 4, 2);
+    let scratch = |id| Buf::Scratch { id, offset: 0 };
+    // A two-block copy through scratch 7, written out in two halves.
+    let rd = Io::own(7, Op::Read, 0, 4 * B, 2 * B as u32);
+    device(&mut c, 20, rd);
+    assert_eq!(c.scratch_entries(), 2);
+    let half = |n: u64| Io {
+        buf: Buf::Scratch {
+            id: 7,
+            offset: (n * B) as u32,
+        },
+        ..Io::own(8 + n, Op::Write, 1, (9 + n) * B, B as u32)
+    };
+    let (w0, w1) = (half(0), half(1));
+    c.device_submit(21, &w0);
+    c.device_submit(21, &w1);
+    c.device_complete(22, &ok(w0, 22));
+    assert_eq!(c.scratch_entries(), 2, "a write still drains it");
+    c.release(22, scratch(7));
+    assert_eq!(
+        c.scratch_entries(),
+        2,
+        "released with a write out: freed by that write"
+    );
+    c.device_complete(23, &ok(w1, 23));
+    assert_eq!(c.scratch_entries(), 0);
+    read_from(&mut c, 30, 1, 5, 1, 10).unwrap();
+    // Filled and released with nothing out: gone at once.
+    c.fill(40, scratch(20), 2 * B as u32);
+    c.xor(40, scratch(21), scratch(20), B as u32);
+    assert_eq!(c.scratch_entries(), 3);
+    c.release(41, scratch(20));
+    assert_eq!(c.scratch_entries(), 1);
+    // A take frees its buffer.
+    c.take(42, scratch(21));
+    assert_eq!(c.scratch_entries(), 0);
+    // A freed buffer's id used again starts empty: a write out of it lands garbage.
+    device(&mut c, 50, half(0));
+    let e = read_from(&mut c, 60, 2, 4, 1, 9).unwrap_err();
+    assert!(e.contains("holds garbage (a buffer never filled)"), "{e}");
+}
+
 #[test]
 fn partly_covered_blocks_are_undefined_not_guessed() {
     let mut c = Checker::new(4096).unwrap();
