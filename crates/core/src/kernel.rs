@@ -1128,48 +1128,16 @@ mod tests {
         }
     }
 
-    /// Splits each write into two 4 KiB halves and sends the second only when the first
-    /// is back (as a RAID-5 row waiting for its reads), then replies.
-    #[derive(Default)]
-    struct Halves {
-        parent: Option<Io>,
-    }
-    impl Function for Halves {
-        fn name(&self) -> &str {
-            "halves"
-        }
-        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
-            self.parent = Some(io);
-            out.submit(Io {
-                id: crate::io::IoId::sub(0),
-                len: 4096,
-                ..io
-            });
-        }
-        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-            let p = self.parent.expect("a write out");
-            if done.io.id == crate::io::IoId::sub(0) {
-                let mut second = Io {
-                    id: crate::io::IoId::sub(1),
-                    offset: p.offset + 4096,
-                    len: 4096,
-                    ..p
-                };
-                second.buf = p.buf.at(4096);
-                out.submit(second);
-            } else {
-                out.reply(Completion::ok(p, now, Default::default()));
-            }
-        }
-    }
-
     /// A scratch buffer lives until the last write out of it is back at the layer that
     /// sent it, not until the first device write on it completes: a layer below may send a
     /// write's pieces at different times. (The kernel freed it when the first half landed,
     /// and the live executor then wrote zeros for the second.)
     #[test]
     fn a_scratch_buffer_outlives_the_first_piece_of_a_split_write() {
-        let mut stack = Stack::new(vec![Box::new(Writer), Box::new(Halves::default())]);
+        let mut stack = Stack::new(vec![
+            Box::new(Writer),
+            Box::new(crate::testing::Halves::default()),
+        ]);
         let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
         k.start(&mut stack, 0).unwrap();
         k.set_timer(0, 0, 1, 10);

@@ -475,3 +475,48 @@ mod tests {
         assert_eq!(always_on(1, "f").power.deepest_sleep(), None);
     }
 }
+
+/// A layer that splits an own write from above into two halves and sends the second only
+/// when the first is back (as a RAID-5 row waiting for its reads), then replies; anything
+/// else passes through. For tests of what outlives the first piece of a split write (a
+/// scratch buffer must).
+#[derive(Default)]
+pub struct Halves {
+    parent: Option<Io>,
+}
+
+impl Function for Halves {
+    fn name(&self) -> &str {
+        "halves"
+    }
+    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+        if io.op == Op::Write && io.id.is_own() {
+            self.parent = Some(io);
+            out.submit(Io {
+                id: crate::io::IoId::sub(0),
+                len: io.len / 2,
+                ..io
+            });
+        } else {
+            out.submit(io);
+        }
+    }
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        if done.io.id == crate::io::IoId::sub(0) {
+            let p = self.parent.expect("a split write");
+            let half = p.len / 2;
+            out.submit(Io {
+                id: crate::io::IoId::sub(1),
+                offset: p.offset + half as u64,
+                len: p.len - half,
+                buf: p.buf.at(half),
+                ..p
+            });
+        } else if done.io.id == crate::io::IoId::sub(1) {
+            let p = self.parent.take().expect("a split write");
+            out.reply(Completion::ok(p, now, Breakdown::default()));
+        } else {
+            out.reply(done);
+        }
+    }
+}

@@ -1401,49 +1401,6 @@ mod tests {
         }
     }
 
-    /// Splits an own write from above into two halves and sends the second only when the
-    /// first is back (as a RAID-5 row waiting for its reads); passes the rest through.
-    #[derive(Default)]
-    struct Halves {
-        parent: Option<Io>,
-    }
-    impl Function for Halves {
-        fn name(&self) -> &str {
-            "halves"
-        }
-        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
-            if io.op == Op::Write && io.id.is_own() {
-                self.parent = Some(io);
-                let half = io.len / 2;
-                out.submit(Io {
-                    id: IoId::sub(0),
-                    len: half,
-                    ..io
-                });
-            } else {
-                out.submit(io);
-            }
-        }
-        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-            if done.io.id == IoId::sub(0) {
-                let p = self.parent.expect("a split write");
-                let half = p.len / 2;
-                out.submit(Io {
-                    id: IoId::sub(1),
-                    offset: p.offset + half as u64,
-                    len: p.len - half,
-                    buf: p.buf.at(half),
-                    ..p
-                });
-            } else if done.io.id == IoId::sub(1) {
-                let p = self.parent.take().expect("a split write");
-                out.reply(Completion::ok(p, now, Breakdown::default()));
-            } else {
-                out.reply(done);
-            }
-        }
-    }
-
     /// A copy's write split below the layer that owns its buffer, the halves sent one
     /// after the other: both carry the buffer's bytes. (The buffer was freed when the
     /// first half landed, and the second wrote zeros.)
@@ -1451,7 +1408,10 @@ mod tests {
     fn a_copy_split_below_its_layer_writes_every_piece_from_its_buffer() {
         let (s, dir) = session_of(
             "split",
-            vec![Box::new(CopiesFromMemory), Box::new(Halves::default())],
+            vec![
+                Box::new(CopiesFromMemory),
+                Box::new(wattio_core::testing::Halves::default()),
+            ],
         );
         let pattern: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8 + 1).collect();
         {
@@ -1474,6 +1434,12 @@ mod tests {
         s.submit(replies.clone(), 0, 0, cmd, false);
         assert!(s.drain(Duration::from_secs(5)));
         assert_eq!(lock(&replies.0).len(), 1);
+        // The copy's write goes after the reply: wait for it (the buffer is freed once the
+        // write is back up).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while s.snapshot().scratch_buffers > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(s.snapshot().scratch_buffers, 0, "freed once written");
         s.finish(Duration::from_secs(5)).unwrap();
         let img = std::fs::read(dir.join("split.img")).unwrap();
