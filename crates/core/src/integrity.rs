@@ -63,7 +63,8 @@ impl BufKey {
 /// A scratch buffer the checker holds versions for.
 #[derive(Debug, Default)]
 struct ScratchState {
-    /// Device I/O out on it.
+    /// I/O out on it: device I/O, and I/O a layer passed to the one below (until its
+    /// reply comes back up).
     inflight: u32,
     /// Offsets of its entries in `Checker::bufs`.
     offsets: Vec<u64>,
@@ -209,7 +210,7 @@ pub struct Checker {
     /// Buffer contents: (buffer, byte offset in it) → version.
     bufs: HashMap<(BufKey, u64), u64>,
     /// Scratch buffers alive, as the executors keep them ([`crate::media::ScratchBytes`]):
-    /// id → device I/O out on it and the offsets `bufs` holds for it. A buffer lives from
+    /// id → I/O out on it and the offsets `bufs` holds for it. A buffer lives from
     /// the read, fill or XOR that creates it to the last write that drains it, a release
     /// or a take; then its entries go, so the checker's memory follows the buffers alive,
     /// not every copy a run made.

@@ -231,7 +231,8 @@ impl Media {
 /// The scratch buffers holding bytes, for an executor that does not move bytes itself.
 #[derive(Debug, Default)]
 pub struct ScratchBytes {
-    /// Scratch id → (bytes, device I/O in flight on it).
+    /// Scratch id → (bytes, I/O in flight on it: device I/O, and I/O passed to a lower
+    /// layer until its reply is back up).
     bufs: FxHashMap<u64, (Vec<u8>, u32)>,
 }
 
