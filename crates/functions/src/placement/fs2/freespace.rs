@@ -183,18 +183,23 @@ impl FreeMap {
         Some(at)
     }
 
-    /// The longest free run inside `[lo, hi)`, clipped to it.
-    fn longest_in(&self, lo: u64, hi: u64) -> u64 {
+    /// The runs overlapping `[lo, hi)`, in order, unclipped (`lo < hi`).
+    fn overlapping(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
         let first = self
             .runs
             .range(..=lo)
             .next_back()
             .filter(|(_, &e)| e > lo)
-            .map(|(&s, &e)| (s.max(lo), e));
+            .map(|(&s, &e)| (s, e));
         first
             .into_iter()
             .chain(self.runs.range(lo + 1..hi).map(|(&s, &e)| (s, e)))
-            .map(|(s, e)| e.min(hi) - s)
+    }
+
+    /// The longest free run inside `[lo, hi)`, clipped to it.
+    fn longest_in(&self, lo: u64, hi: u64) -> u64 {
+        self.overlapping(lo, hi)
+            .map(|(s, e)| e.min(hi) - s.max(lo))
             .max()
             .unwrap_or(0)
     }
@@ -205,15 +210,7 @@ impl FreeMap {
         if lo >= hi {
             return None;
         }
-        let first = self
-            .runs
-            .range(..=lo)
-            .next_back()
-            .filter(|(_, &e)| e > lo)
-            .map(|(&s, &e)| (s, e));
-        first
-            .into_iter()
-            .chain(self.runs.range(lo + 1..hi).map(|(&s, &e)| (s, e)))
+        self.overlapping(lo, hi)
             .find(|&(s, e)| e.min(hi) >= s.max(lo) + len)
             .map(|(s, e)| (s.max(lo), s, e))
     }
