@@ -922,6 +922,120 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
     );
 }
 
+#[test]
+fn replica_table_answers_as_a_map_model() {
+    use std::collections::BTreeMap;
+    // The table's specification, as maps: original → (replicas, last access, count),
+    // replica → original, region → replica blocks. A block re-added for another original
+    // belongs to the last one; dropping an original unlinks each block its entry lists.
+    #[derive(Default)]
+    struct Model {
+        orig: BTreeMap<u64, (Vec<u64>, Nanos, u32)>,
+        rep: BTreeMap<u64, u64>,
+    }
+    const RB: u64 = 1000;
+    let region = |b: u64| (b / RB) as u32;
+    let mut m = Model::default();
+    let mut t = table::ReplicaTable::new(RB);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |k: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % k
+    };
+    // 48 blocks over three directories of the index (262,144 blocks each), so that
+    // originals and replicas collide.
+    let block = |i: u64| i * 11_003 + i % 3;
+    let mut unlinks = 0;
+    for step in 0..40_000u64 {
+        let (a, b) = (block(next(48)), block(next(48)));
+        match next(8) {
+            0..=2 => {
+                let e = m.orig.entry(a).or_insert((Vec::new(), step, 0));
+                let ok = e.0.len() < MAX_DEGREE as usize;
+                if ok {
+                    e.0.push(b);
+                    m.rep.insert(b, a);
+                }
+                assert_eq!(t.add(a, b, step), ok, "add {a} -> {b}");
+            }
+            3 => {
+                let mut want = Vec::new();
+                if let Some((reps, _, _)) = m.orig.remove(&a) {
+                    for r in reps {
+                        unlinks += m.rep.remove(&r).is_some() as u32;
+                        want.push(r);
+                    }
+                }
+                let mut got = Vec::new();
+                t.remove_original(a, &mut got);
+                assert_eq!(got, want, "remove original {a}");
+            }
+            4 => {
+                let want = m.rep.remove(&b);
+                if let Some(o) = want {
+                    let e = m
+                        .orig
+                        .get_mut(&o)
+                        .expect("a replica's original has an entry");
+                    if let Some(i) = e.0.iter().position(|&r| r == b) {
+                        e.0.remove(i);
+                    }
+                    if e.0.is_empty() {
+                        m.orig.remove(&o);
+                    }
+                }
+                assert_eq!(t.remove_replica(b), want, "remove replica {b}");
+            }
+            _ => {
+                let want = match m.orig.get_mut(&a) {
+                    Some(e) => {
+                        e.1 = step;
+                        e.2 += 1;
+                        true
+                    }
+                    None => false,
+                };
+                assert_eq!(t.touch(a, step), want, "touch {a}");
+            }
+        }
+        assert_eq!(t.len(), m.rep.len());
+        let got = t
+            .get(a)
+            .map(|e| (e.replicas().to_vec(), e.last_access, e.count));
+        assert_eq!(got.as_ref(), m.orig.get(&a), "entry of {a}");
+        assert_eq!(t.original_of(b), m.rep.get(&b).copied(), "original of {b}");
+        if step % 97 == 0 {
+            let mut regions: BTreeMap<u32, u64> = BTreeMap::new();
+            m.rep
+                .keys()
+                .for_each(|&r| *regions.entry(region(r)).or_insert(0) += 1);
+            let fullest = regions
+                .iter()
+                .max_by_key(|(r, n)| (**n, std::cmp::Reverse(**r)));
+            assert_eq!(t.fullest_region(), fullest.map(|(&r, _)| r));
+            let r = region(b);
+            let want: Vec<u64> = m.rep.keys().copied().filter(|&k| region(k) == r).collect();
+            assert_eq!(t.region_replicas(r), want, "region {r}");
+            let mut pairs: Vec<(u64, u64)> = m.rep.iter().map(|(&r, &o)| (o, r)).collect();
+            pairs.sort_unstable();
+            assert_eq!(t.pairs(), pairs);
+            let (before, count) = (step.saturating_sub(next(3000)), next(6) as u32);
+            let cold: Vec<u64> = (m.orig.iter())
+                .filter(|(_, e)| e.1 < before && e.2 < count)
+                .map(|(&o, _)| o)
+                .collect();
+            assert_eq!(t.cold(before, count), cold);
+        }
+    }
+    assert!(
+        unlinks > 1000 && t.len() > 10,
+        "{unlinks} unlinks, {} left",
+        t.len()
+    );
+}
+
 /// Hand the layer's actions to a scripted disk: the journal's I/O (own I/O in its region)
 /// waits in `log` for [`step`], a read of the region returns zeros (a new disk); the other
 /// I/O it submits is returned.
