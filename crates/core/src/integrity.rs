@@ -60,16 +60,6 @@ impl BufKey {
     }
 }
 
-/// A scratch buffer the checker holds versions for.
-#[derive(Debug, Default)]
-struct ScratchState {
-    /// I/O out on it: device I/O, and I/O a layer passed to the one below (until its
-    /// reply comes back up).
-    inflight: u32,
-    /// Offsets of its entries in `Checker::bufs`.
-    offsets: Vec<u64>,
-}
-
 /// One host write of one block.
 #[derive(Clone, Copy, Debug)]
 struct WriteRec {
@@ -210,11 +200,10 @@ pub struct Checker {
     /// Buffer contents: (buffer, byte offset in it) → version.
     bufs: HashMap<(BufKey, u64), u64>,
     /// Scratch buffers alive, as the executors keep them ([`crate::media::ScratchBytes`]):
-    /// id → I/O out on it and the offsets `bufs` holds for it. A buffer lives from
-    /// the read, fill or XOR that creates it to the last write that drains it, a release
-    /// or a take; then its entries go, so the checker's memory follows the buffers alive,
-    /// not every copy a run made.
-    scratch: HashMap<u64, ScratchState>,
+    /// id → the offsets `bufs` holds for it. When the kernel frees the buffer
+    /// ([`DataObserver::scratch_freed`], by the executors' one rule) its entries go, so the
+    /// checker's memory follows the buffers alive, not every copy a run made.
+    scratch: HashMap<u64, Vec<u64>>,
     reqs: HashMap<u64, HostReq>,
     /// Issue sequence numbers of host reads in flight (with multiplicity).
     reads: BTreeMap<u64, u32>,
@@ -299,55 +288,22 @@ impl Checker {
     /// Buffer positions the checker holds versions for in scratch buffers (bounded by the
     /// buffers alive).
     pub fn scratch_entries(&self) -> usize {
-        self.scratch.values().map(|s| s.offsets.len()).sum()
+        self.scratch.values().map(Vec::len).sum()
     }
 
     /// `bufs[(k, off)] = v`, remembering a scratch buffer's offsets.
     fn put(&mut self, k: BufKey, off: u64, v: u64) {
         if self.bufs.insert((k, off), v).is_none() {
             if let BufKey::Scratch(id) = k {
-                self.scratch.entry(id).or_default().offsets.push(off);
-            }
-        }
-    }
-
-    /// An I/O on a scratch buffer is out (to a device, or to a lower layer): a read
-    /// creates its buffer, a write counts only on a buffer alive (as the executors).
-    fn out_on_scratch(&mut self, io: &Io) {
-        let Buf::Scratch { id, .. } = io.buf else {
-            return;
-        };
-        match io.op {
-            Op::Read => self.scratch.entry(id).or_default().inflight += 1,
-            Op::Write => {
-                if let Some(st) = self.scratch.get_mut(&id) {
-                    st.inflight += 1;
-                }
-            }
-            Op::Flush | Op::Discard => {}
-        }
-    }
-
-    /// It is back: the last write out of a buffer drains it.
-    fn back_from_scratch(&mut self, io: &Io) {
-        let Buf::Scratch { id, .. } = io.buf else {
-            return;
-        };
-        if !matches!(io.op, Op::Read | Op::Write) {
-            return;
-        }
-        if let Some(st) = self.scratch.get_mut(&id) {
-            st.inflight = st.inflight.saturating_sub(1);
-            if io.op == Op::Write && st.inflight == 0 {
-                self.forget(id);
+                self.scratch.entry(id).or_default().push(off);
             }
         }
     }
 
     /// Scratch buffer `id` is freed: its versions go.
     fn forget(&mut self, id: u64) {
-        if let Some(st) = self.scratch.remove(&id) {
-            for off in st.offsets {
+        if let Some(offsets) = self.scratch.remove(&id) {
+            for off in offsets {
                 self.bufs.remove(&(BufKey::Scratch(id), off));
             }
         }
@@ -533,26 +489,10 @@ impl DataObserver for Checker {
         }
     }
 
-    fn release(&mut self, _now: Nanos, buf: Buf) {
-        if let Buf::Scratch { id, .. } = buf {
-            if self.scratch.get(&id).is_some_and(|st| st.inflight == 0) {
-                self.forget(id);
-            }
-        }
-    }
-
-    fn take(&mut self, _now: Nanos, buf: Buf) {
-        if let Buf::Scratch { id, .. } = buf {
-            self.forget(id);
-        }
-    }
-
-    fn hold(&mut self, _now: Nanos, io: &Io) {
-        self.out_on_scratch(io);
-    }
-
-    fn unhold(&mut self, _now: Nanos, io: &Io) {
-        self.back_from_scratch(io);
+    /// The executors' rule freed the buffer (the kernel's [`crate::scratch`]): its
+    /// versions go, so a later buffer with the same id starts undefined.
+    fn scratch_freed(&mut self, _now: Nanos, id: u64) {
+        self.forget(id);
     }
 
     /// The function's own bytes: whole blocks of `dst` hold [`META`], a partial one is
@@ -561,9 +501,6 @@ impl DataObserver for Checker {
         let Some((k, off)) = BufKey::of(dst) else {
             return;
         };
-        if let BufKey::Scratch(id) = k {
-            self.scratch.entry(id).or_default();
-        }
         let size = 1u64 << self.shift;
         let len = len as u64;
         let mut at = 0;
@@ -582,9 +519,6 @@ impl DataObserver for Checker {
         let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
             return;
         };
-        if let BufKey::Scratch(id) = dk {
-            self.scratch.entry(id).or_default();
-        }
         let size = 1u64 << self.shift;
         let len = len as u64;
         let mut k = 0;
@@ -659,7 +593,6 @@ impl DataObserver for Checker {
 
     fn device_submit(&mut self, _now: Nanos, io: &Io) {
         let seq = self.tick();
-        self.out_on_scratch(io);
         match io.op {
             Op::Write => {
                 let src = BufKey::of(io.buf);
@@ -697,8 +630,8 @@ impl DataObserver for Checker {
         let seq = self.tick();
         let io = &done.io;
         let ok = done.status == Status::Ok;
-        // A write's versions were taken at its submission: its buffer may go now.
-        self.back_from_scratch(io);
+        // A write's versions were taken at its submission: the kernel may free its
+        // buffer after this call.
         match io.op {
             Op::Write | Op::Discard => {
                 let vers = if io.op == Op::Write {

@@ -48,6 +48,7 @@ use crate::io::{Breakdown, Buf, Completion, DeviceId, Io, Op, Request, Status};
 use crate::media::ScratchBytes;
 use crate::power::PowerStateId;
 use crate::region::Region;
+use crate::scratch::ScratchLife;
 use crate::stack::{Effects, Stack};
 use crate::stats::LatencyHistogram;
 use crate::time::Nanos;
@@ -148,24 +149,10 @@ pub trait Executor {
         Err("this executor carries no bytes".into())
     }
 
-    /// A function is done with its scratch buffer `buf` without writing it out: free it
-    /// (unless I/O on it is still out). Only called when `EMULATES_BYTES` is false.
-    fn release(&mut self, buf: Buf) {
-        let _ = buf;
-    }
-
-    /// An I/O on scratch buffer `io.buf` passed to a lower layer ([`Effects::hold`]):
-    /// count it as out on the buffer, as a device I/O is. Only called when
-    /// `EMULATES_BYTES` is false.
-    fn hold(&mut self, io: &Io) {
-        let _ = io;
-    }
-
-    /// Its reply came back up ([`Effects::unhold`]): as a device I/O's completion, a
-    /// write's buffer is freed when nothing else is out on it. Only called when
-    /// `EMULATES_BYTES` is false.
-    fn unhold(&mut self, io: &Io) {
-        let _ = io;
+    /// Scratch buffer `id` is freed (the kernel's rule: [`crate::scratch`]): drop its
+    /// bytes. Every I/O on it has come back. Only called when `EMULATES_BYTES` is false.
+    fn free_scratch(&mut self, id: u64) {
+        let _ = id;
     }
 }
 
@@ -204,23 +191,10 @@ pub trait DataObserver {
     fn reserve(&mut self, r: Region) {
         let _ = r;
     }
-    /// A function is done with its scratch buffer `buf` without writing it out
-    /// ([`Action::Release`](crate::function::Action::Release)): it is freed unless device
-    /// I/O on it is still out (then its last write frees it).
-    fn release(&mut self, now: Nanos, buf: Buf) {
-        let _ = (now, buf);
-    }
-    /// A function took the bytes of its scratch buffer `buf`, which frees it.
-    fn take(&mut self, now: Nanos, buf: Buf) {
-        let _ = (now, buf);
-    }
-    /// An I/O on a scratch buffer passed to a lower layer ([`Effects::hold`]).
-    fn hold(&mut self, now: Nanos, io: &Io) {
-        let _ = (now, io);
-    }
-    /// Its reply came back up ([`Effects::unhold`]).
-    fn unhold(&mut self, now: Nanos, io: &Io) {
-        let _ = (now, io);
+    /// Scratch buffer `id` is freed (the kernel's rule: [`crate::scratch`]); a later
+    /// buffer may reuse the id.
+    fn scratch_freed(&mut self, now: Nanos, id: u64) {
+        let _ = (now, id);
     }
 }
 
@@ -252,17 +226,8 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     fn reserve(&mut self, r: Region) {
         (**self).reserve(r)
     }
-    fn release(&mut self, now: Nanos, buf: Buf) {
-        (**self).release(now, buf)
-    }
-    fn take(&mut self, now: Nanos, buf: Buf) {
-        (**self).take(now, buf)
-    }
-    fn hold(&mut self, now: Nanos, io: &Io) {
-        (**self).hold(now, io)
-    }
-    fn unhold(&mut self, now: Nanos, io: &Io) {
-        (**self).unhold(now, io)
+    fn scratch_freed(&mut self, now: Nanos, id: u64) {
+        (**self).scratch_freed(now, id)
     }
 }
 
@@ -346,6 +311,9 @@ pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
     taken: Vec<(usize, u64, Vec<u8>)>,
     /// Filled scratch buffers, when the kernel keeps bytes (`X::EMULATES_BYTES`).
     scratch: ScratchBytes,
+    /// Which scratch buffers are alive, for every executor: when one is freed, the bytes'
+    /// keeper and the observer are told.
+    life: ScratchLife,
     /// `X::EMULATES_BYTES` and some function reserved a metadata region: device I/O is
     /// followed into the devices' media. False: the hot path pays one test.
     emulate: bool,
@@ -370,6 +338,7 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
             )),
             taken: Vec::new(),
             scratch: ScratchBytes::default(),
+            life: ScratchLife::default(),
             emulate: false,
         }
     }
@@ -497,6 +466,7 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         done: Completion,
     ) -> Result<(), String> {
         self.observer.device_complete(now, &done);
+        self.scratch_back(now, &done.io);
         stack.device_completion(now, done, self);
         self.settle(stack, now)
     }
@@ -520,14 +490,9 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 let found = rt.service_end_into(now, token, &mut self.dev_ev, done);
                 if found && X::EMULATES_BYTES {
                     let media = if self.emulate { rt.media_mut() } else { None };
-                    let with_media = media.is_some();
-                    let read = media.and_then(|m| m.complete(done));
-                    // Every write out of a scratch buffer was counted at submission (the
-                    // last one frees it); reads only where the media keeps bytes.
-                    if with_media
-                        || (done.io.op == Op::Write && matches!(done.io.buf, Buf::Scratch { .. }))
-                    {
-                        self.scratch.complete(dev, &done.io, read);
+                    // A read of bytes the media keeps lands in its scratch buffer.
+                    if let Some(read) = media.and_then(|m| m.complete(done)) {
+                        self.scratch.complete(&done.io, read);
                     }
                 }
                 // The device's own events first (the next I/O it starts), then the stack
@@ -535,6 +500,8 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 self.device_events(dev);
                 if found && self.x.model_done(now, &mut self.done) {
                     self.observer.device_complete(now, &self.done);
+                    let io = self.done.io;
+                    self.scratch_back(now, &io);
                     stack.device_completion(now, *self.done, self);
                 }
             }
@@ -645,10 +612,33 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     }
 }
 
+impl<X: Executor, O: DataObserver> Kernel<X, O> {
+    /// An I/O on a scratch buffer came back (from a device, or up from a lower layer):
+    /// free the buffer if that was the last one out and the rule says so.
+    #[inline]
+    fn scratch_back(&mut self, now: Nanos, io: &Io) {
+        if let Some(id) = self.life.back(io) {
+            self.free_scratch(now, id);
+        }
+    }
+
+    /// Scratch buffer `id` is freed: its bytes go (kept here or by the executor), and the
+    /// observer forgets them.
+    fn free_scratch(&mut self, now: Nanos, id: u64) {
+        if X::EMULATES_BYTES {
+            self.scratch.free(id);
+        } else {
+            self.x.free_scratch(id);
+        }
+        self.observer.scratch_freed(now, id);
+    }
+}
+
 impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     #[inline]
     fn submit(&mut self, now: Nanos, io: &Io) {
         self.observer.device_submit(now, io);
+        self.life.out(io);
         let modelled = match self.devs.get_mut(io.dev as usize) {
             Some(Some(d)) => {
                 if X::EMULATES_BYTES {
@@ -662,12 +652,6 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
                             m.submit(io, src);
                         }
                         m => {
-                            // A write out of a filled scratch buffer that no media keeps
-                            // (a probe's own writes) is counted too, so that its buffer is
-                            // freed when it completes rather than kept for the whole run.
-                            if io.op == Op::Write && matches!(io.buf, Buf::Scratch { .. }) {
-                                self.scratch.submit(io);
-                            }
                             if let Some(m) = m.filter(|_| io.op != Op::Read) {
                                 m.submit(io, None);
                             }
@@ -796,6 +780,7 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
 
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.observer.xor(now, dst, src, len);
+        self.life.open(dst);
         if let Err(e) = self.x.xor(dst, src, len, &self.hosts) {
             self.fail(e);
         }
@@ -803,6 +788,7 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
 
     fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]) {
         self.observer.fill(now, dst, bytes.len() as u32);
+        self.life.open(dst);
         let r = if X::EMULATES_BYTES {
             self.scratch.fill(dst, bytes)
         } else {
@@ -814,39 +800,28 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     }
 
     fn release(&mut self, now: Nanos, buf: Buf) {
-        self.observer.release(now, buf);
-        if X::EMULATES_BYTES {
-            self.scratch.release(buf);
-        } else {
-            self.x.release(buf);
+        if let Some(id) = self.life.release(buf) {
+            self.free_scratch(now, id);
         }
     }
 
-    fn hold(&mut self, now: Nanos, io: &Io) {
-        self.observer.hold(now, io);
-        if X::EMULATES_BYTES {
-            self.scratch.submit(io);
-        } else {
-            self.x.hold(io);
-        }
+    fn hold(&mut self, _now: Nanos, io: &Io) {
+        self.life.out(io);
     }
 
     fn unhold(&mut self, now: Nanos, io: &Io) {
-        self.observer.unhold(now, io);
-        if X::EMULATES_BYTES {
-            self.scratch.complete(io.dev, io, None);
-        } else {
-            self.x.unhold(io);
-        }
+        self.scratch_back(now, io);
     }
 
     fn take(&mut self, now: Nanos, layer: usize, src: Buf, len: u32, tag: u64) {
-        self.observer.take(now, src);
         let r = if X::EMULATES_BYTES {
             self.scratch.take(src, len)
         } else {
             self.x.take(src, len)
         };
+        if let Some(id) = self.life.take(src) {
+            self.observer.scratch_freed(now, id);
+        }
         match r {
             Ok(bytes) => self.taken.push((layer, tag, bytes)),
             Err(e) => self.fail(e),

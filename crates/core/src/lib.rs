@@ -36,6 +36,7 @@ pub mod media;
 pub mod periodic;
 pub mod power;
 pub mod region;
+pub mod scratch;
 pub mod stack;
 pub mod stats;
 pub mod testing;

@@ -17,7 +17,7 @@
 //! completes, as the live executor does.
 
 use crate::fxhash::FxHashMap;
-use crate::io::{Buf, Completion, DeviceId, Io, IoId, Op, Status};
+use crate::io::{Buf, Completion, Io, IoId, Op, Status};
 use crate::region::Region;
 use std::collections::BTreeMap;
 
@@ -231,9 +231,9 @@ impl Media {
 /// The scratch buffers holding bytes, for an executor that does not move bytes itself.
 #[derive(Debug, Default)]
 pub struct ScratchBytes {
-    /// Scratch id → (bytes, I/O in flight on it: device I/O, and I/O passed to a lower
-    /// layer until its reply is back up).
-    bufs: FxHashMap<u64, (Vec<u8>, u32)>,
+    /// Scratch id → its bytes. When a buffer is freed is the kernel's rule
+    /// ([`crate::scratch::ScratchLife`]), which calls [`ScratchBytes::free`].
+    bufs: FxHashMap<u64, Vec<u8>>,
 }
 
 /// A scratch buffer named by `b`, as (id, byte offset); `None` for other buffers.
@@ -255,7 +255,7 @@ impl ScratchBytes {
         let (id, off) = scratch(dst).ok_or_else(|| {
             format!("a function filled {dst:?}: only its own scratch buffers take bytes")
         })?;
-        let b = &mut self.bufs.entry(id).or_default().0;
+        let b = self.bufs.entry(id).or_default();
         // Zeros only where nothing is written (a new buffer's bytes are copied in once:
         // every metadata block a function writes passes here).
         if b.len() < off {
@@ -267,14 +267,9 @@ impl ScratchBytes {
         Ok(())
     }
 
-    /// The function is done with `buf` without writing it out: forget it, unless device
-    /// I/O on it is still out (then its last write frees it).
-    pub fn release(&mut self, buf: Buf) {
-        if let Some((id, _)) = scratch(buf) {
-            if self.bufs.get(&id).is_some_and(|e| e.1 == 0) {
-                self.bufs.remove(&id);
-            }
-        }
+    /// Scratch buffer `id` is freed.
+    pub fn free(&mut self, id: u64) {
+        self.bufs.remove(&id);
     }
 
     /// The first `len` bytes of `src` (zeros past what it holds), freeing the buffer.
@@ -282,7 +277,7 @@ impl ScratchBytes {
         let (id, off) = scratch(src).ok_or_else(|| {
             format!("a function took the bytes of {src:?}: only its own scratch buffers hold bytes")
         })?;
-        let (b, _) = self.bufs.remove(&id).ok_or_else(|| {
+        let b = self.bufs.remove(&id).ok_or_else(|| {
             format!("a function took the bytes of scratch buffer {id}, which holds none")
         })?;
         let mut out = vec![0; len as usize];
@@ -300,40 +295,28 @@ impl ScratchBytes {
         let (id, off) = scratch(io.buf)?;
         match io.op {
             Op::Write => {
-                let e = self.bufs.get_mut(&id)?;
-                e.1 += 1;
-                let end = (off + io.len as usize).min(e.0.len());
-                Some(&e.0[off.min(end)..end])
+                let b = self.bufs.get(&id)?;
+                let end = (off + io.len as usize).min(b.len());
+                Some(&b[off.min(end)..end])
             }
             Op::Read => {
-                self.bufs.entry(id).or_default().1 += 1;
+                self.bufs.entry(id).or_default();
                 None
             }
             _ => None,
         }
     }
 
-    /// A device I/O on device `dev` finished; `read`: the bytes a read returned. A buffer
-    /// lives from the I/O (or fill) that creates it to the last write that drains it.
-    pub fn complete(&mut self, _dev: DeviceId, io: &Io, read: Option<Vec<u8>>) {
+    /// A device read into a scratch buffer returned `bytes` (from the media).
+    pub fn complete(&mut self, io: &Io, bytes: Vec<u8>) {
         let Some((id, off)) = scratch(io.buf) else {
             return;
         };
-        let Some(e) = self.bufs.get_mut(&id) else {
-            return;
-        };
-        e.1 = e.1.saturating_sub(1);
-        match (io.op, read) {
-            (Op::Read, Some(bytes)) => {
-                if e.0.len() < off + bytes.len() {
-                    e.0.resize(off + bytes.len(), 0);
-                }
-                e.0[off..off + bytes.len()].copy_from_slice(&bytes);
+        if let Some(b) = self.bufs.get_mut(&id) {
+            if b.len() < off + bytes.len() {
+                b.resize(off + bytes.len(), 0);
             }
-            (Op::Write, _) if e.1 == 0 => {
-                self.bufs.remove(&id);
-            }
-            _ => {}
+            b[off..off + bytes.len()].copy_from_slice(&bytes);
         }
     }
 }
@@ -413,40 +396,28 @@ mod tests {
     }
 
     #[test]
-    fn scratch_buffers_live_until_the_write_that_drains_them() {
+    fn scratch_bytes_are_kept_from_fills_and_reads_until_freed_or_taken() {
         let mut s = ScratchBytes::default();
         let buf = Buf::Scratch { id: 9, offset: 0 };
         s.fill(buf.at(2), &[5, 6]).unwrap();
         let mut w = io(1, Op::Write, 8192, 4, true);
         w.buf = buf;
         assert_eq!(s.submit(&w), Some(&[0, 0, 5, 6][..]));
-        s.complete(0, &w, None);
-        assert!(s.take(buf, 4).is_err(), "freed by its write");
+        assert_eq!(
+            s.held(),
+            1,
+            "a write does not free it: the kernel's rule does"
+        );
+        s.free(9);
+        assert!(s.take(buf, 4).is_err(), "freed");
+        assert_eq!(s.submit(&w), None, "a write out of nothing has no bytes");
         let mut r = io(2, Op::Read, 8192, 4, false);
         r.buf = buf;
         s.submit(&r);
-        s.complete(0, &r, Some(vec![1, 2, 3, 4]));
+        s.complete(&r, vec![1, 2, 3, 4]);
         assert_eq!(s.take(buf.at(1), 4).unwrap(), vec![2, 3, 4, 0]);
+        assert_eq!(s.held(), 0, "taken: freed");
         assert!(s.fill(Buf::Host { id: 0, offset: 0 }, &[1]).is_err());
-    }
-
-    #[test]
-    fn a_released_buffer_is_freed_unless_io_on_it_is_out() {
-        let mut s = ScratchBytes::default();
-        let buf = Buf::Scratch { id: 4, offset: 0 };
-        let mut r = io(1, Op::Read, 0, 4, false);
-        r.buf = buf;
-        s.submit(&r);
-        // Its read is out: kept.
-        s.release(buf);
-        assert_eq!(s.held(), 1);
-        s.complete(0, &r, Some(vec![1, 2, 3, 4]));
-        s.release(buf);
-        assert_eq!(s.held(), 0, "read back and released: freed");
-        // Releasing what does not exist, or a host buffer, does nothing.
-        s.release(buf);
-        s.release(Buf::Host { id: 4, offset: 0 });
-        assert_eq!(s.held(), 0);
     }
 
     #[test]

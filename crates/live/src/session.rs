@@ -133,7 +133,6 @@ enum DataRef {
         zero: Option<bool>,
     },
     Scratch {
-        id: u64,
         buf: Arc<Mutex<AlignedBuf>>,
         off: usize,
     },
@@ -191,7 +190,7 @@ struct Live {
     sleep_until: Nanos,
     timer_cv: Arc<Condvar>,
     emu: HashMap<(DeviceId, IoId), EmuPair>,
-    scratch: HashMap<u64, (Arc<Mutex<AlignedBuf>>, usize)>,
+    scratch: HashMap<u64, Arc<Mutex<AlignedBuf>>>,
     /// Latency since the last status line.
     window: LatencyHistogram,
     /// Per-kind counters (`requests` and `errors` are the kernel's, filled in on reading).
@@ -957,17 +956,6 @@ impl Core {
 
     /// The real half of a device I/O finished.
     fn real_done(&mut self, now: Nanos, job: Job, status: Status, service_ns: Nanos) {
-        if let DataRef::Scratch { id, .. } = job.data {
-            let scratch = &mut self.kernel.executor_mut().scratch;
-            if let Some(e) = scratch.get_mut(&id) {
-                e.1 = e.1.saturating_sub(1);
-                // A scratch buffer lives from the read that fills it to the last write that
-                // drains it.
-                if e.1 == 0 && job.io.op == Op::Write {
-                    scratch.remove(&id);
-                }
-            }
-        }
         let done = if job.emulated {
             // The model's service may be due already: release it now rather than after a
             // timer-thread wake-up.
@@ -1043,6 +1031,16 @@ impl Core {
     }
 }
 
+impl Live {
+    /// Scratch buffer `id`, created empty (zeros as it grows) when nothing made it yet.
+    fn scratch_buf(&mut self, id: u64) -> Arc<Mutex<AlignedBuf>> {
+        self.scratch
+            .entry(id)
+            .or_insert_with(|| Arc::new(Mutex::new(AlignedBuf::zeroed(0))))
+            .clone()
+    }
+}
+
 impl Executor for Live {
     type Host = HostReq;
 
@@ -1073,18 +1071,10 @@ impl Executor for Live {
                 },
                 None => DataRef::None,
             },
-            Buf::Scratch { id, offset } => {
-                let e = self
-                    .scratch
-                    .entry(id)
-                    .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0));
-                e.1 += 1;
-                DataRef::Scratch {
-                    id,
-                    buf: e.0.clone(),
-                    off: offset as usize,
-                }
-            }
+            Buf::Scratch { id, offset } => DataRef::Scratch {
+                buf: self.scratch_buf(id),
+                off: offset as usize,
+            },
             Buf::None => DataRef::None,
         };
         // A device that does not exist has no backend either: the job fails as EINVAL.
@@ -1105,14 +1095,7 @@ impl Executor for Live {
                 }
                 // A scratch buffer a function computes into before any read filled it
                 // starts as zeros; the write that drains it frees it.
-                Buf::Scratch { id, offset } => Some((
-                    self.scratch
-                        .entry(id)
-                        .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0))
-                        .0
-                        .clone(),
-                    offset as usize,
-                )),
+                Buf::Scratch { id, offset } => Some((self.scratch_buf(id), offset as usize)),
                 Buf::None => None,
             }
         };
@@ -1146,48 +1129,18 @@ impl Executor for Live {
                 "a function filled {dst:?}: only its own scratch buffers take bytes"
             ));
         };
-        let e = self
-            .scratch
-            .entry(id)
-            .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0));
-        let mut b = lock(&e.0);
+        let e = self.scratch_buf(id);
+        let mut b = lock(&e);
         let off = offset as usize;
         b.ensure(off + bytes.len());
         b.as_mut_slice()[off..off + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }
 
-    /// The function is done with a scratch buffer without writing it out.
-    fn release(&mut self, buf: Buf) {
-        if let Buf::Scratch { id, .. } = buf {
-            // I/O still out on it: its last write frees it (as for any buffer).
-            if self.scratch.get(&id).is_some_and(|e| e.1 == 0) {
-                self.scratch.remove(&id);
-            }
-        }
-    }
-
-    /// An I/O on a scratch buffer went to a lower layer: out on the buffer, as a device
-    /// I/O (a layer below may split a write and send its pieces at different times).
-    fn hold(&mut self, io: &Io) {
-        if let Buf::Scratch { id, .. } = io.buf {
-            self.scratch
-                .entry(id)
-                .or_insert_with(|| (Arc::new(Mutex::new(AlignedBuf::zeroed(0))), 0))
-                .1 += 1;
-        }
-    }
-
-    /// Its reply came back up: as a real I/O's end, the last write frees the buffer.
-    fn unhold(&mut self, io: &Io) {
-        if let Buf::Scratch { id, .. } = io.buf {
-            if let Some(e) = self.scratch.get_mut(&id) {
-                e.1 = e.1.saturating_sub(1);
-                if e.1 == 0 && io.op == Op::Write {
-                    self.scratch.remove(&id);
-                }
-            }
-        }
+    /// The kernel freed a scratch buffer: every I/O on it has come back (a real I/O holds
+    /// its own reference until its job ends, so none is cut short).
+    fn free_scratch(&mut self, id: u64) {
+        self.scratch.remove(&id);
     }
 
     fn take(&mut self, src: Buf, len: u32) -> Result<Vec<u8>, String> {
@@ -1196,7 +1149,7 @@ impl Executor for Live {
                 "a function took the bytes of {src:?}: only its own scratch buffers hold bytes"
             ));
         };
-        let (buf, _) = self.scratch.remove(&id).ok_or_else(|| {
+        let buf = self.scratch.remove(&id).ok_or_else(|| {
             format!("a function took the bytes of scratch buffer {id}, which holds none")
         })?;
         let b = lock(&buf);

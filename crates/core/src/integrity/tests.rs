@@ -245,10 +245,9 @@ fn scratch_copies_carry_versions_and_unfilled_buffers_are_garbage() {
     assert!(e.contains("holds garbage (a buffer never filled)"), "{e}");
 }
 
-/// The checker forgets a scratch buffer's versions when the executors free it: at the
-/// completion of the last write out of it, at a release with nothing out on it, at a take.
-/// (It kept every copy's entries until a crash, so a long checked run grew with its
-/// copies.)
+/// The checker forgets a scratch buffer's versions when the kernel frees it
+/// (`scratch_freed`, by the executors' one rule, `crate::scratch`), and only then: it kept
+/// every copy's entries until a crash, so a long checked run grew with its copies.
 #[test]
 fn scratch_versions_are_forgotten_when_the_buffer_is_freed() {
     let mut c = Checker::new(4096).unwrap();
@@ -269,24 +268,18 @@ fn scratch_versions_are_forgotten_when_the_buffer_is_freed() {
     c.device_submit(21, &w0);
     c.device_submit(21, &w1);
     c.device_complete(22, &ok(w0, 22));
-    assert_eq!(c.scratch_entries(), 2, "a write still drains it");
-    c.release(22, scratch(7));
-    assert_eq!(
-        c.scratch_entries(),
-        2,
-        "released with a write out: freed by that write"
-    );
     c.device_complete(23, &ok(w1, 23));
+    assert_eq!(c.scratch_entries(), 2, "kept until the kernel frees it");
+    c.scratch_freed(23, 7);
     assert_eq!(c.scratch_entries(), 0);
+    // The second half landed what the buffer held when it was sent.
     read_from(&mut c, 30, 1, 5, 1, 10).unwrap();
-    // Filled and released with nothing out: gone at once.
     c.fill(40, scratch(20), 2 * B as u32);
     c.xor(40, scratch(21), scratch(20), B as u32);
     assert_eq!(c.scratch_entries(), 3);
-    c.release(41, scratch(20));
+    c.scratch_freed(41, 20);
     assert_eq!(c.scratch_entries(), 1);
-    // A take frees its buffer.
-    c.take(42, scratch(21));
+    c.scratch_freed(42, 21);
     assert_eq!(c.scratch_entries(), 0);
     // A freed buffer's id used again starts empty: a write out of it lands garbage.
     device(&mut c, 50, half(0));

@@ -29,6 +29,7 @@ struct Rig {
     j: Journal,
     media: Media,
     scratch: ScratchBytes,
+    life: crate::scratch::ScratchLife,
     out: Actions,
     /// Device I/O submitted and not completed, in order.
     inflight: Vec<Io>,
@@ -46,6 +47,7 @@ impl Rig {
             cfg,
             media,
             scratch: ScratchBytes::default(),
+            life: crate::scratch::ScratchLife::default(),
             out: Actions::new(),
             inflight: Vec::new(),
             steps: Vec::new(),
@@ -74,6 +76,7 @@ impl Rig {
                     Action::Fill { .. } => {
                         let (dst, b) = fills.next().unwrap();
                         self.scratch.fill(dst, &b).unwrap();
+                        self.life.open(dst);
                     }
                     Action::Submit(io) => {
                         assert_eq!(io.dev, 0);
@@ -83,12 +86,14 @@ impl Rig {
                             self.writes
                                 .push((io.offset - self.cfg.region.offset, io.len));
                         }
+                        self.life.out(&io);
                         let src = self.scratch.submit(&io).map(|s| s.to_vec());
                         self.media.submit(&io, src.as_deref());
                         self.inflight.push(io);
                     }
                     Action::Take { src, len, tag } => {
                         let b = self.scratch.take(src, len).unwrap();
+                        self.life.take(src);
                         let s = self.j.on_bytes(tag, &b, &mut self.out);
                         self.steps.push(s);
                     }
@@ -102,8 +107,12 @@ impl Rig {
     fn complete_one(&mut self) {
         let io = self.inflight.remove(0);
         let done = Completion::ok(io, 0, Breakdown::default());
-        let read = self.media.complete(&done);
-        self.scratch.complete(0, &io, read);
+        if let Some(read) = self.media.complete(&done) {
+            self.scratch.complete(&io, read);
+        }
+        if let Some(id) = self.life.back(&io) {
+            self.scratch.free(id);
+        }
         let s = self.j.on_completion(&done, &mut self.out);
         if s != Step::Busy {
             self.steps.push(s);

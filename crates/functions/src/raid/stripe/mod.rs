@@ -170,6 +170,10 @@ struct RowOp {
     writing: bool,
     /// Scratch buffer of the attempt (a retry starts from a fresh, zeroed one).
     scratch: u64,
+    /// The attempt's parity write out of `scratch` is sent, and frees it when back. Else
+    /// the layer releases it when the attempt ends (a degraded read's or a failed
+    /// attempt's reads filled it, and nothing will write it out).
+    drained: bool,
     /// The row's parity is known to match its data once the writes land.
     makes_known: bool,
 }
@@ -188,6 +192,7 @@ impl RowOp {
             failed: false,
             writing: false,
             scratch: 0,
+            drained: true,
             makes_known: false,
         }
     }
@@ -527,6 +532,12 @@ impl Raid {
     /// caller runs the queue on).
     fn end_op(&mut self, id: u64, status: Status, out: &mut Actions) {
         let op = self.ops.remove(&id).expect("a live operation");
+        if !op.drained {
+            out.release(Buf::Scratch {
+                id: op.scratch,
+                offset: 0,
+            });
+        }
         if let Some(q) = self.queues.get_mut(&op.stripe) {
             q.pop_front();
         }
@@ -746,6 +757,13 @@ impl Raid {
         }
         {
             let op = self.ops.get_mut(&id).expect("op");
+            if !op.drained {
+                out.release(Buf::Scratch {
+                    id: op.scratch,
+                    offset: 0,
+                });
+            }
+            op.drained = false;
             op.scratch = scratch;
             op.plan = plan;
             op.makes_known = makes_known;
@@ -834,6 +852,7 @@ impl Raid {
         if let Some((lo, hi)) = parity {
             if !self.is_bad(pd, stripe, page) {
                 writes.push((pd, lo, hi, par.at(lo)));
+                self.ops.get_mut(&id).expect("op").drained = true;
             }
         }
         if writes.is_empty() {

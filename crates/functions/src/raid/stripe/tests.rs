@@ -198,6 +198,14 @@ fn a_bad_page_is_rebuilt_from_the_others_into_the_hosts_buffer() {
     h.complete(3, rebuild[0], Status::Ok);
     let a = h.complete(3, rebuild[1], Status::Ok);
     assert_eq!(xors(&a), vec![(host_buf(5, 0), rebuild[1].buf, K as u32)]);
+    // Nothing writes the parity's scratch buffer out: the layer releases it (else live
+    // and the data checker would keep it for the session).
+    let Buf::Scratch { id, .. } = rebuild[1].buf else {
+        panic!("parity read into scratch")
+    };
+    assert!(a.iter().any(
+        |x| matches!(x, Action::Release { buf: Buf::Scratch { id: r, offset: 0 } } if *r == id)
+    ));
     let r = replied(&a);
     assert_eq!((r[0].io, r[0].status), (io, Status::Ok));
     assert_eq!(h.counter("bad_pages"), 1.0);
@@ -207,6 +215,10 @@ fn a_bad_page_is_rebuilt_from_the_others_into_the_hosts_buffer() {
     assert_eq!(shape(&submitted(&a)), vec![(0, 0, Op::Read)]);
     let a = h.complete(5, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&submitted(&a)), vec![(2, 0, Op::Write)]);
+    // The parity write drains its buffer: no release.
+    let a = h.complete(6, submitted(&a)[0], Status::Ok);
+    assert_eq!(replied(&a).len(), 1);
+    assert!(!a.iter().any(|x| matches!(x, Action::Release { .. })));
 }
 
 #[test]
