@@ -21,6 +21,7 @@
 //!   written and read back through ordinary I/O), [`media`] (the bytes the simulator keeps
 //!   of those regions, durable or volatile).
 
+pub mod block_index;
 pub mod copy;
 pub mod device;
 pub mod fanout;

@@ -49,12 +49,14 @@ pub use config::{
 
 use map_log::UNMAPPED;
 use ranker::{Decay, PageRanker};
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use topk::{TopK, Update};
+use wattio_core::block_index::BlockIndex;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
 use wattio_core::function::{Actions, Function};
+use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Recovery, Step as LogStep};
 use wattio_core::power::PowerStateId;
@@ -79,6 +81,58 @@ struct Page {
     slot: u32,
     /// Host writes to it in flight (to either device): a move of it would race them.
     writes: u32,
+}
+
+/// The pages seen, by disk page number: a slab found through a [`BlockIndex`] (every
+/// page of every host request is looked up; a hash map's probe of a table of hundreds of
+/// thousands of pages was a quarter of the layer's time). Pages are never forgotten: the
+/// table is bounded by the disk's pages (requests past its end are passed on).
+#[derive(Clone, Debug, Default)]
+struct Pages {
+    index: BlockIndex,
+    slab: Vec<Page>,
+}
+
+impl Pages {
+    #[inline]
+    fn get(&self, page: &u64) -> Option<&Page> {
+        self.index.get(*page).map(|s| &self.slab[s as usize])
+    }
+
+    #[inline]
+    fn get_mut(&mut self, page: &u64) -> Option<&mut Page> {
+        self.index.get(*page).map(|s| &mut self.slab[s as usize])
+    }
+
+    /// `page`'s entry, made from `new` if it has none.
+    #[inline]
+    fn or_insert(&mut self, page: u64, new: Page) -> &mut Page {
+        let s = match self.index.get(page) {
+            Some(s) => s,
+            None => {
+                let s = self.slab.len() as u32;
+                self.slab.push(new);
+                self.index.set(page, s);
+                s
+            }
+        };
+        &mut self.slab[s as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Page> {
+        self.slab.iter_mut()
+    }
+}
+
+impl std::ops::Index<&u64> for Pages {
+    type Output = Page;
+    fn index(&self, page: &u64) -> &Page {
+        self.get(page).expect("a tracked page")
+    }
 }
 
 /// Which way a reconfiguration copy goes.
@@ -287,7 +341,7 @@ pub struct Exces {
     flash: DeviceId,
     disk_pages: u64,
     decay: Decay,
-    pages: HashMap<u64, Page>,
+    pages: Pages,
     topk: TopK,
     slots: Vec<Slot>,
     /// Free ECD pages (a stack: the lowest numbers first at the start).
@@ -297,7 +351,7 @@ pub struct Exces {
     clean_out: VecDeque<u32>,
     clean_in: VecDeque<u32>,
     /// Page I/O waiting for a buffered write to land, by ECD page.
-    waiting: HashMap<u32, Vec<Io>>,
+    waiting: FxHashMap<u32, Vec<Io>>,
     /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
     /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
     /// planning costs what it moves, not k (ordered sets: deterministic plans).
@@ -350,7 +404,7 @@ pub struct Exces {
     subs: Vec<Io>,
     /// I/O passed through (to other devices, discards, past the disk's end), under ids of
     /// the layer's fan-out: ids from above may collide with the layer's own.
-    passing: HashSet<IoId>,
+    passing: FxHashSet<IoId>,
     c: Counters,
 }
 
@@ -362,13 +416,13 @@ impl Exces {
             flash: 0,
             disk_pages: 0,
             decay: Decay::new(p.quantum, p.half_life),
-            pages: HashMap::new(),
+            pages: Pages::default(),
             topk: TopK::new(0),
             slots: Vec::new(),
             free: Vec::new(),
             clean_out: VecDeque::new(),
             clean_in: VecDeque::new(),
-            waiting: HashMap::new(),
+            waiting: FxHashMap::default(),
             incoming: BTreeSet::new(),
             outgoing: BTreeSet::new(),
             dirty_pages: 0,
@@ -399,7 +453,7 @@ impl Exces {
             job_copies_left: 0,
             disk_unflushed: false,
             subs: Vec::new(),
-            passing: HashSet::new(),
+            passing: FxHashSet::default(),
             c: Counters::default(),
             p,
         }
@@ -452,12 +506,15 @@ impl Exces {
         }
         self.c.work += 1;
         let decay = &self.decay;
-        let e = self.pages.entry(page).or_insert(Page {
-            ranker: PageRanker::default(),
-            in_topk: false,
-            slot: NO_SLOT,
-            writes: 0,
-        });
+        let e = self.pages.or_insert(
+            page,
+            Page {
+                ranker: PageRanker::default(),
+                in_topk: false,
+                slot: NO_SLOT,
+                writes: 0,
+            },
+        );
         let old = e.ranker.rank;
         if recency {
             // The rank is the time of the last access (exact in an f64 for 104 days of
@@ -1392,12 +1449,15 @@ impl Exces {
             if page == UNMAPPED {
                 continue;
             }
-            self.pages.entry(page).or_insert(Page {
-                ranker: PageRanker::default(),
-                in_topk: false,
-                slot: NO_SLOT,
-                writes: 0,
-            });
+            self.pages.or_insert(
+                page,
+                Page {
+                    ranker: PageRanker::default(),
+                    in_topk: false,
+                    slot: NO_SLOT,
+                    writes: 0,
+                },
+            );
             self.logged[slot] = page;
             self.map(page, slot as u32, true);
             self.c.recovered_pages += 1;
@@ -1725,7 +1785,8 @@ impl Function for Exces {
         let c = &self.c;
         let k = self.slots.len().max(1) as f64;
         let mem_map = self.slots.len() * std::mem::size_of::<Slot>();
-        let mem_rankers = self.pages.len() * (std::mem::size_of::<Page>() + 8);
+        // A page's entry and its slot in the index (the index's partly used pages aside).
+        let mem_rankers = self.pages.len() * (std::mem::size_of::<Page>() + 4);
         let mem_topk = self.topk.len() * 16;
         let per_io = |x: u64| x as f64 / c.requests.max(1) as f64;
         [

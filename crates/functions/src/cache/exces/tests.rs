@@ -663,7 +663,7 @@ fn recovery_from_a_persisted_map() {
 
 /// Copy the bytes `actions` fill and write into the map's region into `image`.
 fn land(h: &Harness<Exces>, actions: &[Action], k: u64, image: &mut [u8]) {
-    let mut bufs: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut bufs: std::collections::HashMap<u64, Vec<u8>> = Default::default();
     for a in actions {
         if let Action::Fill {
             dst: Buf::Scratch { id, offset },

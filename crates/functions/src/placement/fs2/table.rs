@@ -2,28 +2,17 @@
 //! access count; every replica block → its original; replicas counted per disk region, so a
 //! region can be invalidated at once.
 //!
-//! Indexed by block number through two paged arrays rather than hash maps: FS2 looks a
-//! block up on every block a host reads or writes, the blocks of one request are
-//! consecutive, and a table of millions of blocks kept in hash maps spent most of its time
-//! in cache misses and rehashing (docs/benchmarks.md, FS2). A page of the arrays covers
-//! `PAGE` consecutive blocks and is allocated when a block in it first gets an entry, so
-//! memory follows the blocks replicated or holding replicas, not the disk's size.
+//! Indexed by block number through two paged arrays ([`BlockIndex`]) rather than hash maps:
+//! FS2 looks a block up on every block a host reads or writes, the blocks of one request
+//! are consecutive, and a table of millions of blocks kept in hash maps spent most of its
+//! time in cache misses and rehashing (docs/benchmarks.md, FS2).
 
 use super::config::MAX_DEGREE;
+use wattio_core::block_index::BlockIndex;
 use wattio_core::fxhash::FxHashMap;
 use wattio_core::time::Nanos;
 
 const DEG: usize = MAX_DEGREE as usize;
-
-/// Blocks per page of an index (1 KiB of `u32`s, 1 MiB of disk), and pages per directory
-/// (8 KiB of pointers, 1 GiB of disk): a disk of 20 TB needs 160 KB of directories at most.
-const PAGE_SHIFT: u32 = 8;
-const PAGE: usize = 1 << PAGE_SHIFT;
-const DIR_SHIFT: u32 = 10;
-const DIR: usize = 1 << DIR_SHIFT;
-
-type Page = Box<[u32; PAGE]>;
-type Dir = Box<[Option<Page>; DIR]>;
 
 /// One replicated block.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,54 +28,6 @@ pub struct Entry {
 impl Entry {
     pub fn replicas(&self) -> &[u64] {
         &self.reps[..self.n as usize]
-    }
-}
-
-/// Block → slot number + 1 (0: none), in pages allocated on first use.
-#[derive(Clone, Debug, Default)]
-struct BlockIndex {
-    dirs: Vec<Option<Dir>>,
-}
-
-impl BlockIndex {
-    #[inline]
-    fn page(&self, block: u64) -> Option<&Page> {
-        let d = self
-            .dirs
-            .get((block >> (PAGE_SHIFT + DIR_SHIFT)) as usize)?;
-        d.as_ref()?[(block >> PAGE_SHIFT) as usize & (DIR - 1)].as_ref()
-    }
-
-    #[inline]
-    fn get(&self, block: u64) -> Option<u32> {
-        let v = self.page(block)?[block as usize & (PAGE - 1)];
-        (v != 0).then(|| v - 1)
-    }
-
-    fn set(&mut self, block: u64, slot: u32) {
-        let d = (block >> (PAGE_SHIFT + DIR_SHIFT)) as usize;
-        if d >= self.dirs.len() {
-            self.dirs.resize_with(d + 1, || None);
-        }
-        let dir = self.dirs[d].get_or_insert_with(|| Box::new([const { None }; DIR]));
-        let page = dir[(block >> PAGE_SHIFT) as usize & (DIR - 1)]
-            .get_or_insert_with(|| Box::new([0; PAGE]));
-        page[block as usize & (PAGE - 1)] = slot + 1;
-    }
-
-    /// Clear `block`; the slot it named.
-    fn take(&mut self, block: u64) -> Option<u32> {
-        let d = self
-            .dirs
-            .get_mut((block >> (PAGE_SHIFT + DIR_SHIFT)) as usize)?;
-        let page = d.as_mut()?[(block >> PAGE_SHIFT) as usize & (DIR - 1)].as_mut()?;
-        let v = std::mem::take(&mut page[block as usize & (PAGE - 1)]);
-        (v != 0).then(|| v - 1)
-    }
-
-    /// Blocks of `b0..b1` with an entry, in order.
-    fn blocks_in(&self, b0: u64, b1: u64) -> impl Iterator<Item = u64> + '_ {
-        (b0..b1).filter(move |&b| self.get(b).is_some())
     }
 }
 
