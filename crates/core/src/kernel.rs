@@ -500,8 +500,10 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                 self.device_events(dev);
                 if found && self.x.model_done(now, &mut self.done) {
                     self.observer.device_complete(now, &self.done);
-                    let io = self.done.io;
-                    self.scratch_back(now, &io);
+                    if matches!(self.done.io.buf, Buf::Scratch { .. }) {
+                        let io = self.done.io;
+                        self.scratch_back(now, &io);
+                    }
                     stack.device_completion(now, *self.done, self);
                 }
             }
