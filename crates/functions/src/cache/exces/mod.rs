@@ -104,14 +104,19 @@ impl Pages {
         self.index.get(*page).map(|s| &mut self.slab[s as usize])
     }
 
-    /// `page`'s entry, made from `new` if it has none.
+    /// `page`'s entry, a page not seen before if it has none.
     #[inline]
-    fn or_insert(&mut self, page: u64, new: Page) -> &mut Page {
+    fn entry(&mut self, page: u64) -> &mut Page {
         let s = match self.index.get(page) {
             Some(s) => s,
             None => {
                 let s = self.slab.len() as u32;
-                self.slab.push(new);
+                self.slab.push(Page {
+                    ranker: PageRanker::default(),
+                    in_topk: false,
+                    slot: NO_SLOT,
+                    writes: 0,
+                });
                 self.index.set(page, s);
                 s
             }
@@ -506,15 +511,7 @@ impl Exces {
         }
         self.c.work += 1;
         let decay = &self.decay;
-        let e = self.pages.or_insert(
-            page,
-            Page {
-                ranker: PageRanker::default(),
-                in_topk: false,
-                slot: NO_SLOT,
-                writes: 0,
-            },
-        );
+        let e = self.pages.entry(page);
         let old = e.ranker.rank;
         if recency {
             // The rank is the time of the last access (exact in an f64 for 104 days of
@@ -1449,15 +1446,7 @@ impl Exces {
             if page == UNMAPPED {
                 continue;
             }
-            self.pages.or_insert(
-                page,
-                Page {
-                    ranker: PageRanker::default(),
-                    in_topk: false,
-                    slot: NO_SLOT,
-                    writes: 0,
-                },
-            );
+            self.pages.entry(page);
             self.logged[slot] = page;
             self.map(page, slot as u32, true);
             self.c.recovered_pages += 1;
