@@ -2,7 +2,8 @@
 //! the L1 (32 KiB, 8 ways) and a 1 MiB 16-way hybrid PRAM + STT-RAM LLC, and peak memory
 //! at two trace lengths (it must not grow with the length). `cargo bench -q -p
 //! wattio-nvcache --bench nvcache`; results in docs/benchmarks.md. An argument N runs each
-//! configuration once at N accesses (for a profiler: callgrind on 2 M accesses).
+//! configuration once at N accesses (for a profiler: callgrind on 2 M accesses); a second,
+//! `hc` or `hc-di4`, runs that configuration only.
 
 use std::hint::black_box;
 use wattio_nvcache::{Encoding, Hierarchy, Hybrid, LlcConfig, SimConfig, WearLevelling};
@@ -92,10 +93,14 @@ fn main() {
         "generation alone: {:.1} M accesses/s (CPU)",
         20.0 / ((cpu_ns() - t0) as f64 / 1e9)
     );
-    for (name, enc) in [
-        ("L1 + HC", Encoding::Dw),
-        ("L1 + HC+DI(4)", Encoding::Di { unit: 4 }),
+    let only = std::env::args().nth(2);
+    for (key, name, enc) in [
+        ("hc", "L1 + HC", Encoding::Dw),
+        ("hc-di4", "L1 + HC+DI(4)", Encoding::Di { unit: 4 }),
     ] {
+        if only.as_deref().is_some_and(|o| o != key) {
+            continue;
+        }
         for &n in &lengths {
             let (cpu, wall, rss) = run(n, enc);
             println!(
