@@ -138,6 +138,30 @@ pub fn write(enc: Encoding, stored: &mut Line, flags: &mut Flags, new: &Line) ->
     }
 }
 
+/// Per-unit population counts of `x`: each `unit`-bit field of the result holds the number
+/// of ones in that field of `x` (the SWAR steps of a popcount, stopped at the unit's width;
+/// a count of at most `unit` fits its field). Portable code has no `popcnt` instruction, so
+/// two counts per unit cost more than the rest of a data-inverting write.
+fn unit_counts(x: u64, unit: u32) -> u64 {
+    let mut c = x - ((x >> 1) & 0x5555_5555_5555_5555);
+    if unit >= 4 {
+        c = (c & 0x3333_3333_3333_3333) + ((c >> 2) & 0x3333_3333_3333_3333);
+    }
+    if unit >= 8 {
+        c = (c + (c >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    }
+    if unit >= 16 {
+        c = (c + (c >> 8)) & 0x00ff_00ff_00ff_00ff;
+    }
+    if unit >= 32 {
+        c = (c + (c >> 16)) & 0x0000_ffff_0000_ffff;
+    }
+    if unit >= 64 {
+        c = (c + (c >> 32)) & 0xffff_ffff;
+    }
+    c
+}
+
 fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
     let per_word = 64 / unit;
     let unit_mask = if unit == 64 {
@@ -145,35 +169,40 @@ fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) 
     } else {
         (1u64 << unit) - 1
     };
+    // A unit is stored inverted when that programs fewer cells, its flag included:
+    // (unit - c) + (1 - flag) < c + flag, i.e. c + flag > (unit + 1) / 2, where c counts
+    // the cells that change if it is stored as is.
+    let invert_at = unit / 2 + 1;
     let mut prog = Programmed {
         data: [0; 8],
         flags: [0; 4],
         bits: 0,
     };
     for w in 0..8 {
-        let mut out = 0u64;
+        let counts = unit_counts(stored[w] ^ new[w], unit);
+        let first = w as u32 * per_word;
+        let mut old_flags = 0u64;
+        let mut new_flags = 0u64;
+        let mut invert = 0u64;
         for u in 0..per_word {
-            let shift = u * unit;
-            let m = unit_mask << shift;
-            let f = w as u32 * per_word + u;
-            let (fw, fb) = ((f / 64) as usize, f % 64);
-            let flag = (flags[fw] >> fb) & 1;
-            // Cells that change if the unit is stored as is, or inverted (flag included).
-            let plain = ((stored[w] ^ new[w]) & m).count_ones() + flag as u32;
-            let inverted = ((stored[w] ^ !new[w]) & m).count_ones() + (1 - flag as u32);
-            let (bits, new_flag) = if inverted < plain {
-                (!new[w] & m, 1)
-            } else {
-                (new[w] & m, 0)
-            };
-            out |= bits;
-            if new_flag != flag {
-                prog.flags[fw] |= 1 << fb;
-                flags[fw] ^= 1 << fb;
-            }
+            let f = first + u;
+            let flag = (flags[(f / 64) as usize] >> (f % 64)) & 1;
+            let c = ((counts >> (u * unit)) & unit_mask) as u32;
+            let inv = u64::from(c + flag as u32 >= invert_at);
+            invert |= (inv * unit_mask) << (u * unit);
+            old_flags |= flag << u;
+            new_flags |= inv << u;
         }
+        let out = new[w] ^ invert;
         prog.data[w] = stored[w] ^ out;
         stored[w] = out;
+        // The word's units' flags are `per_word` consecutive flag bits, in one flag word.
+        let changed = old_flags ^ new_flags;
+        if changed != 0 {
+            let (fw, fb) = ((first / 64) as usize, first % 64);
+            prog.flags[fw] |= changed << fb;
+            flags[fw] ^= changed << fb;
+        }
     }
     prog.bits = prog
         .data
@@ -205,4 +234,98 @@ pub fn decode(enc: Encoding, stored: &Line, flags: &Flags) -> Line {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Data inverting unit by unit with two popcounts each: the definition the SWAR
+    /// version must match.
+    fn reference(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
+        let per_word = 64 / unit;
+        let unit_mask = if unit == 64 {
+            u64::MAX
+        } else {
+            (1u64 << unit) - 1
+        };
+        let mut prog = Programmed {
+            data: [0; 8],
+            flags: [0; 4],
+            bits: 0,
+        };
+        for w in 0..8 {
+            let mut out = 0u64;
+            for u in 0..per_word {
+                let m = unit_mask << (u * unit);
+                let f = w as u32 * per_word + u;
+                let (fw, fb) = ((f / 64) as usize, f % 64);
+                let flag = (flags[fw] >> fb) & 1;
+                let plain = ((stored[w] ^ new[w]) & m).count_ones() + flag as u32;
+                let inverted = ((stored[w] ^ !new[w]) & m).count_ones() + (1 - flag as u32);
+                let (bits, new_flag) = if inverted < plain {
+                    (!new[w] & m, 1)
+                } else {
+                    (new[w] & m, 0)
+                };
+                out |= bits;
+                if new_flag != flag {
+                    prog.flags[fw] |= 1 << fb;
+                    flags[fw] ^= 1 << fb;
+                }
+            }
+            prog.data[w] = stored[w] ^ out;
+            stored[w] = out;
+        }
+        prog.bits = prog
+            .data
+            .iter()
+            .chain(&prog.flags)
+            .map(|w| w.count_ones())
+            .sum();
+        prog
+    }
+
+    #[test]
+    fn unit_counts_are_each_units_popcount() {
+        // 0b1011 in the lowest 4-bit unit, 0xf in the next, 0 elsewhere.
+        assert_eq!(unit_counts(0xfb, 4), 0x43);
+        assert_eq!(unit_counts(0xfb, 8), 7);
+        assert_eq!(unit_counts(0b11_10_01_00, 2), 0b10_01_01_00);
+        assert_eq!(unit_counts(u64::MAX, 64), 64);
+        assert_eq!(unit_counts(u64::MAX, 32), (32 << 32) | 32);
+    }
+
+    #[test]
+    fn data_inverting_matches_the_unit_by_unit_definition() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for unit in [2, 4, 8, 16, 32, 64] {
+            let (mut s1, mut f1) = ([0u64; 8], [0u64; 4]);
+            let (mut s2, mut f2) = (s1, f1);
+            for step in 0..2000 {
+                // Dense random lines, and sparse changes of the last one (few bits: most
+                // units stay, some flip back), so every flag transition occurs.
+                let mut new = decode(Encoding::Di { unit }, &s1, &f1);
+                if step % 2 == 0 {
+                    for w in new.iter_mut() {
+                        *w = next();
+                    }
+                } else {
+                    for w in new.iter_mut() {
+                        *w ^= next() & next() & next();
+                    }
+                }
+                let a = write(Encoding::Di { unit }, &mut s1, &mut f1, &new);
+                let b = reference(unit, &mut s2, &mut f2, &new);
+                assert_eq!((a, s1, f1), (b, s2, f2), "unit {unit}, step {step}");
+                assert_eq!(decode(Encoding::Di { unit }, &s1, &f1), new);
+            }
+        }
+    }
 }
