@@ -109,6 +109,19 @@ pub struct Programmed {
     pub bits: u32,
 }
 
+impl Programmed {
+    /// `bits` set to the cells the masks name.
+    pub fn counted(mut self) -> Self {
+        self.bits = self
+            .data
+            .iter()
+            .chain(&self.flags)
+            .map(|w| w.count_ones())
+            .sum();
+        self
+    }
+}
+
 /// Writes the logical line `new` into a frame holding the stored bits `stored` and flags
 /// `flags` under `enc`; updates both and returns the cells programmed.
 pub fn write(enc: Encoding, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
@@ -204,13 +217,7 @@ fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) 
             flags[fw] ^= changed << fb;
         }
     }
-    prog.bits = prog
-        .data
-        .iter()
-        .chain(&prog.flags)
-        .map(|w| w.count_ones())
-        .sum();
-    prog
+    prog.counted()
 }
 
 /// The logical line a frame holds: its stored bits with inverted units turned back.
@@ -277,13 +284,7 @@ mod tests {
             prog.data[w] = stored[w] ^ out;
             stored[w] = out;
         }
-        prog.bits = prog
-            .data
-            .iter()
-            .chain(&prog.flags)
-            .map(|w| w.count_ones())
-            .sum();
-        prog
+        prog.counted()
     }
 
     #[test]

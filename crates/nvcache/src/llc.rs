@@ -340,8 +340,7 @@ impl Llc {
             for i in 0..4 {
                 p.flags[i] = self.flags[from][i] ^ self.flags[prev][i];
             }
-            p.bits = p.data.iter().chain(&p.flags).map(|w| w.count_ones()).sum();
-            p
+            p.counted()
         };
         self.wear(frame, &p);
         self.traffic.n_wl += u64::from(p.bits);

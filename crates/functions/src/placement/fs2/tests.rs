@@ -862,13 +862,7 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
         freespace::FreeMap::new(10_000),
         freespace::FreeMap::with_buckets(10_000, 64),
     ];
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
+    let mut next = below(0x9e37_79b9_7f4a_7c15);
     let (mut failed, mut found) = (0, 0);
     for _ in 0..20_000 {
         let (a, len) = (next(1024), 1 + next(40));
@@ -937,13 +931,7 @@ fn replica_table_answers_as_a_map_model() {
     let region = |b: u64| (b / RB) as u32;
     let mut m = Model::default();
     let mut t = table::ReplicaTable::new(RB);
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = |k: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % k
-    };
+    let mut next = below(0x2545_f491_4f6c_dd1d);
     // 48 blocks over three directories of the index (262,144 blocks each), so that
     // originals and replicas collide.
     let block = |i: u64| i * 11_003 + i % 3;
@@ -1113,4 +1101,16 @@ fn records_waiting_for_room_in_the_journal_are_checkpointed_without_a_new_record
     assert_eq!(sent, w, "every write went on, in order");
     assert_eq!(f.journal.as_ref().unwrap().stats().checkpoints, 1);
     assert!(f.unlogged.is_empty());
+}
+
+/// A xorshift64 stream from `seed` (non-zero), each draw reduced below its argument: the
+/// model-checking tests' reproducible choices.
+fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed;
+    move |k| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % k
+    }
 }
