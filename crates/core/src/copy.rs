@@ -107,8 +107,12 @@ impl Copier {
         Some(job)
     }
 
-    /// A completion reached the layer.
-    pub fn complete(&mut self, done: &Completion) -> CopyStep {
+    /// A completion reached the layer. When it ends the copy (a failed read, or the
+    /// write back) the copy's buffer is released (`out`): a failed read leaves nothing to
+    /// drain it, and a layer below may have written the bytes out of buffers of its own
+    /// (a RAID level computing parity), so the write back need not have drained it. A
+    /// release of a buffer already freed by its write is nothing.
+    pub fn complete(&mut self, done: &Completion, out: &mut Actions) -> CopyStep {
         let id = done.io.id;
         if !id.is_own() || id.is_sub() {
             return CopyStep::NotMine;
@@ -120,6 +124,7 @@ impl Copier {
         if done.io.op == Op::Read && done.status == Status::Ok {
             return CopyStep::Write(write(n, &job));
         }
+        out.release(done.io.buf);
         self.jobs.remove(&n);
         CopyStep::Done {
             job,
@@ -170,20 +175,27 @@ mod tests {
         assert_eq!((r.op, r.dev, r.offset, r.len), (Op::Read, 1, 8192, 4096));
         assert_eq!(r.buf, Buf::Scratch { id: 100, offset: 0 });
         assert_eq!(r.priority, -1);
-        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok)) else {
+        let mut out = Actions::new();
+        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok), &mut out) else {
             panic!("expected the write")
         };
+        assert!(out.as_slice().is_empty(), "the write still needs the bytes");
         assert_eq!(
             (w.op, w.dev, w.offset, w.len, w.fua),
             (Op::Write, 0, 4096, 4096, true)
         );
         assert_eq!(w.buf, r.buf, "the write drains the buffer the read filled");
         assert_eq!(
-            c.complete(&ok(w, Status::Ok)),
+            c.complete(&ok(w, Status::Ok), &mut out),
             CopyStep::Done {
                 job: job(9),
                 status: Status::Ok
             }
+        );
+        assert_eq!(
+            out.as_slice(),
+            &[crate::function::Action::Release { buf: r.buf }],
+            "the copy is over: its buffer is released (a lower layer may not have drained it)"
         );
         assert_eq!(c.in_flight(), 0);
     }
@@ -203,7 +215,7 @@ mod tests {
         assert_eq!(c.job(&w), Some(job(2)));
         assert_eq!(c.in_flight(), 2);
         assert_eq!(
-            c.complete(&ok(w, Status::Ok)),
+            c.complete(&ok(w, Status::Ok), &mut Actions::new()),
             CopyStep::Done {
                 job: job(2),
                 status: Status::Ok
@@ -219,7 +231,7 @@ mod tests {
         let mut c = Copier::new(5);
         let r = c.start(job(3));
         assert_eq!(c.job(&r), Some(job(3)));
-        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok)) else {
+        let CopyStep::Write(w) = c.complete(&ok(r, Status::Ok), &mut Actions::new()) else {
             panic!("expected the write")
         };
         let mut out = Actions::new();
@@ -231,25 +243,40 @@ mod tests {
         );
         assert_eq!(c.in_flight(), 0);
         assert_eq!(c.job(&w), None);
-        assert_eq!(c.complete(&ok(w, Status::Ok)), CopyStep::NotMine);
+        assert_eq!(
+            c.complete(&ok(w, Status::Ok), &mut Actions::new()),
+            CopyStep::NotMine
+        );
     }
 
     #[test]
     fn a_failed_read_ends_the_copy_without_a_write() {
         let mut c = Copier::new(0);
         let r = c.start(job(1));
+        let mut out = Actions::new();
         assert_eq!(
-            c.complete(&ok(r, Status::IoError)),
+            c.complete(&ok(r, Status::IoError), &mut out),
             CopyStep::Done {
                 job: job(1),
                 status: Status::IoError
             }
         );
+        assert_eq!(
+            out.as_slice(),
+            &[crate::function::Action::Release { buf: r.buf }],
+            "no write will drain the buffer the read failed into: it is freed"
+        );
         // Forwarded and sub-I/O ids are not the copier's.
         let fwd = crate::io::Request::new(0, Op::Read, 0, 512).io(0);
-        assert_eq!(c.complete(&ok(fwd, Status::Ok)), CopyStep::NotMine);
+        assert_eq!(
+            c.complete(&ok(fwd, Status::Ok), &mut Actions::new()),
+            CopyStep::NotMine
+        );
         let mut sub = fwd;
         sub.id = IoId::sub(0);
-        assert_eq!(c.complete(&ok(sub, Status::Ok)), CopyStep::NotMine);
+        assert_eq!(
+            c.complete(&ok(sub, Status::Ok), &mut Actions::new()),
+            CopyStep::NotMine
+        );
     }
 }

@@ -248,6 +248,14 @@ pub trait Function: Send {
     fn volume(&self) -> Option<Volume> {
         None
     }
+
+    /// At most how many of its scratch buffers this function keeps alive now: bytes it
+    /// holds for later (copies under way, prefetched data). A scratch buffer alive with no
+    /// I/O out on it that no function claims is a leak; the swarm test checks the kernel
+    /// never has more such buffers than the functions claim together.
+    fn scratch_buffers(&self) -> usize {
+        0
+    }
 }
 
 /// A host volume a layer presents over several devices.
@@ -296,5 +304,8 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn volume(&self) -> Option<Volume> {
         (**self).volume()
+    }
+    fn scratch_buffers(&self) -> usize {
+        (**self).scratch_buffers()
     }
 }

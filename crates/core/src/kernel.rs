@@ -360,6 +360,11 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         std::mem::take(&mut self.devs)
     }
 
+    /// Scratch buffers alive with no I/O out on them (held by the functions).
+    pub fn scratch_held(&self) -> usize {
+        self.life.held()
+    }
+
     pub fn into_parts(self) -> (Vec<Option<DeviceRuntime>>, X, O) {
         (self.devs, self.x, self.observer)
     }

@@ -52,6 +52,11 @@ impl ScratchLife {
         self.bufs.is_empty()
     }
 
+    /// Buffers alive with no I/O out on them: held by their functions.
+    pub fn held(&self) -> usize {
+        self.bufs.values().filter(|l| l.out == 0).count()
+    }
+
     /// Bytes were put into `buf` (a fill, an xor into it): it exists.
     pub fn open(&mut self, buf: Buf) {
         if let Buf::Scratch { id, .. } = buf {

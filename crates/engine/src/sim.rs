@@ -215,6 +215,8 @@ pub struct SimOutcome {
     pub latency: LatencyHistogram,
     pub power_wait: LatencyHistogram,
     pub assumptions: Vec<String>,
+    /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
+    pub scratch_held: usize,
 }
 
 pub struct Simulator<O: DataObserver = NoObserver> {
@@ -389,6 +391,7 @@ impl<O: DataObserver> Simulator<O> {
         let (requests, errors) = k.completed();
         let latency = k.latency().clone();
         let power_wait = k.power_wait().clone();
+        let scratch_held = k.scratch_held();
         let (devs, _, _) = k.into_parts();
         Ok(SimOutcome {
             stack,
@@ -399,6 +402,7 @@ impl<O: DataObserver> Simulator<O> {
             latency,
             power_wait,
             assumptions: Vec::new(),
+            scratch_held,
         })
     }
 }

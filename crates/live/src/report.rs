@@ -76,6 +76,7 @@ pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
         assumptions: vec![
             "live session: requests from NBD clients, times from the wall clock".to_string(),
         ],
+        scratch_held: s.scratch_held,
     };
     let mut summary =
         wattio_engine::Summary::build(s.meta.name.clone(), s.meta.seed, &models, &outcome);

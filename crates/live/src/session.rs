@@ -278,6 +278,8 @@ pub struct Summary {
     pub runtimes: Vec<Option<DeviceRuntime>>,
     /// Per component device: I/O counters when it has no runtime (zero otherwise).
     pub real: Vec<DeviceCounters>,
+    /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
+    pub scratch_held: usize,
 }
 
 impl std::fmt::Debug for Summary {
@@ -558,6 +560,7 @@ impl Session {
             .collect();
         let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
         let runtimes = g.kernel.take_devices();
+        let scratch_held = g.kernel.scratch_held();
         let summary = Summary {
             duration_ns: now,
             stats: g.stats(),
@@ -571,6 +574,7 @@ impl Session {
             stack,
             runtimes,
             real: std::mem::take(&mut g.real),
+            scratch_held,
         };
         if errors.is_empty() {
             Ok(summary)
@@ -1293,7 +1297,7 @@ mod tests {
             out.submit(r);
         }
         fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-            if let wattio_core::copy::CopyStep::Write(w) = self.copier.complete(&done) {
+            if let wattio_core::copy::CopyStep::Write(w) = self.copier.complete(&done, out) {
                 let job = self.copier.abandon(&w, out).expect("a copy of ours");
                 let io = self.held.remove(&job.tag).expect("the host read");
                 out.reply(Completion::ok(io, now, Breakdown::default()));

@@ -334,6 +334,11 @@ impl Function for WriteBack {
         Ok(())
     }
 
+    /// One buffer per page a running job still copies.
+    fn scratch_buffers(&self) -> usize {
+        self.copies_left
+    }
+
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
         let (first, last) = (io.offset / PAGE, io.end().saturating_sub(1) / PAGE);
         if io.dev != self.backing || !io.op.moves_data() || io.len == 0 || first == last {
@@ -381,6 +386,8 @@ impl Function for WriteBack {
             }
             Pending::CopyRead { page, n } => {
                 if done.status != Status::Ok {
+                    // The buffer the read failed into is never written: free it.
+                    out.release(done.io.buf);
                     return self.copy_done(done.status, out);
                 }
                 let wr = Io::own(n, Op::Write, self.backing, page * PAGE, PAGE as u32);

@@ -1720,7 +1720,7 @@ impl Function for Exces {
                 self.ecd_unflushed = true;
             }
         }
-        match self.copier.complete(&done) {
+        match self.copier.complete(&done, out) {
             CopyStep::Write(w) => {
                 if kind == TAG_MOVE {
                     let m = self.slots[slot as usize]
@@ -1768,6 +1768,11 @@ impl Function for Exces {
             // `on_power` reports stable states: asleep = one that cannot serve I/O.
             self.disk_asleep = !self.disk_ready.get(state as usize).copied().unwrap_or(true);
         }
+    }
+
+    /// One buffer per copy under way (a reconfiguration's move or a write-back).
+    fn scratch_buffers(&self) -> usize {
+        self.copier.in_flight()
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

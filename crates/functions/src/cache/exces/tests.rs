@@ -715,7 +715,11 @@ fn a_volatile_ecds_flush_writes_back_and_fails_only_for_pages_it_covers() {
         vec![(0, 5 * P, 4096, Op::Write), (0, 9 * P, 4096, Op::Write)]
     );
     let w = submitted(&wb);
-    assert!(h.complete(S, w[0], Status::IoError).is_empty());
+    // The failed write-back ends its copy: only its buffer is released.
+    assert_eq!(
+        h.complete(S, w[0], Status::IoError),
+        vec![Action::Release { buf: w[0].buf }]
+    );
     let fl = h.complete(S, w[1], Status::Ok);
     assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
     // The FUA write's own page is on the disk and flushed: it succeeds.

@@ -1150,7 +1150,7 @@ impl Function for Fs2 {
                 out.reply(c);
             }
         } else if id.is_own() {
-            match self.copier.complete(&done) {
+            match self.copier.complete(&done, out) {
                 CopyStep::Write(w) => {
                     let tag = self.copier.job(&w).map(|j| j.tag);
                     let stale = tag
@@ -1199,6 +1199,12 @@ impl Function for Fs2 {
         self.send_gathered(now, out);
         self.pump(now, out);
         self.flush_log(out);
+    }
+
+    /// One buffer per copy under way: read from the disk, or filled from a host read's
+    /// bytes and waiting in the stash or the open gathering write.
+    fn scratch_buffers(&self) -> usize {
+        self.copies.len()
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

@@ -411,12 +411,22 @@ impl LaunchPrefetcher {
         }
     }
 
-    /// The launch is over: drop the buffers, watch for the next one.
-    fn end_launch(&mut self) {
+    /// The launch is over: free the buffers, watch for the next one. (The next prefetch
+    /// numbers its buffers anew, so one kept here would live as long as the layer.)
+    fn end_launch(&mut self, out: &mut Actions) {
         self.phase = Phase::Armed;
         self.window.clear();
-        for e in &mut self.extents {
+        for (i, e) in self.extents.iter_mut().enumerate() {
             e.valid = false;
+            if e.state != State::Queued {
+                // Fetched, or failed (a read error leaves its buffer too; an extent never
+                // sent has none, and a release of it is nothing).
+                out.release(Buf::Scratch {
+                    id: self.base + i as u64,
+                    offset: 0,
+                });
+                e.state = State::Queued;
+            }
         }
     }
 }
@@ -517,11 +527,20 @@ impl Function for LaunchPrefetcher {
                 self.plan();
                 self.phase = Phase::Armed;
             }
-            Phase::Serving => self.end_launch(),
+            Phase::Serving => self.end_launch(out),
             // The dispatcher is still running: the launch is not over.
             Phase::Prefetching => out.set_timer(IDLE, now + self.p.gap),
             _ => {}
         }
+    }
+
+    /// One buffer per extent of the current prefetch that was sent for (fetched, failed
+    /// or in flight), until the launch ends and they are released.
+    fn scratch_buffers(&self) -> usize {
+        self.extents
+            .iter()
+            .filter(|e| e.state != State::Queued)
+            .count()
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

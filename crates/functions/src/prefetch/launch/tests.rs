@@ -269,7 +269,28 @@ fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
 #[test]
 fn the_end_of_a_launch_drops_the_buffers_and_rearms_detection() {
     let mut h = prefetched_all(params(Order::Lba, Hold::Launch, 8));
-    h.timer(500 * MS, IDLE);
+    assert_eq!(h.function().scratch_buffers(), 5, "five extents fetched");
+    let a = h.timer(500 * MS, IDLE);
+    // Each extent's buffer is freed: the next prefetch numbers its buffers anew, so one
+    // kept here would never be.
+    let mut freed: Vec<Buf> = a
+        .iter()
+        .filter_map(|x| match x {
+            Action::Release { buf } => Some(*buf),
+            _ => None,
+        })
+        .collect();
+    freed.sort_by_key(|b| match b {
+        Buf::Scratch { id, .. } => *id,
+        _ => 0,
+    });
+    assert_eq!(
+        freed,
+        (1000..1005)
+            .map(|id| Buf::Scratch { id, offset: 0 })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(h.function().scratch_buffers(), 0);
     // After the launch, a read of a learned page goes to the disk.
     let a = h.request(600 * MS, read(300, 20, 1, Some(7)));
     assert!(replied(&a).is_empty());

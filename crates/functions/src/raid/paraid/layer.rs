@@ -568,7 +568,7 @@ impl Paraid {
                 self.drive(now, g, &mut acts, out);
                 self.pool.push(acts);
             }
-            Origin::Copy => match self.copier.complete(&done) {
+            Origin::Copy => match self.copier.complete(&done, out) {
                 CopyStep::Write(w) => {
                     let key = (self.member[w.dev as usize], w.offset / self.p.chunk);
                     let to = self.copying[&key].from.other();
@@ -1058,6 +1058,16 @@ impl Function for Paraid {
             name: "paraid".into(),
             ..self.levels.last()?.volume()?
         })
+    }
+
+    /// One buffer per propagation copy under way, and the RAID levels' own.
+    fn scratch_buffers(&self) -> usize {
+        self.copying.len()
+            + self
+                .levels
+                .iter()
+                .map(|l| l.scratch_buffers())
+                .sum::<usize>()
     }
 
     fn counters(&self) -> Vec<(String, f64)> {

@@ -153,9 +153,13 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     assert_eq!(shape(&r), vec![(0, base, Op::Read, 0, false)]);
     let w = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&w), vec![(1, 0, Op::Write, -1, true)]);
-    assert!(h
-        .complete(NS_PER_S, submitted(&w)[0], Status::Ok)
-        .is_empty());
+    // The copy is over: nothing more than its buffer's release.
+    assert_eq!(
+        h.complete(NS_PER_S, submitted(&w)[0], Status::Ok),
+        vec![Action::Release {
+            buf: submitted(&w)[0].buf
+        }]
+    );
     assert!(h.function().dirty().is_empty());
     settle(&mut h, NS_PER_S, held);
     settle(&mut h, NS_PER_S, r);
@@ -181,9 +185,12 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     assert_eq!(shape(&hw), vec![(1, K, Op::Write, 0, false)]);
     let w = h.complete(2 * NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&w), vec![(0, base + K, Op::Write, -1, true)]);
-    assert!(h
-        .complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok)
-        .is_empty());
+    assert_eq!(
+        h.complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok),
+        vec![Action::Release {
+            buf: submitted(&w)[0].buf
+        }]
+    );
     assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Original);
     // The host write lands: a second copy starts.
     let again = h.complete(2 * NS_PER_S, submitted(&hw)[0], Status::Ok);
@@ -237,9 +244,12 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
     // The first copy lands on disk 1 (FUA): still chunk 1 to go.
     let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
-    assert!(h
-        .complete(NS_PER_S, submitted(&c)[0], Status::Ok)
-        .is_empty());
+    assert_eq!(
+        h.complete(NS_PER_S, submitted(&c)[0], Status::Ok),
+        vec![Action::Release {
+            buf: submitted(&c)[0].buf
+        }]
+    );
     assert_eq!(h.function().gear(), 0);
     // The host write lands: its chunk is copied, and with it the gear switches.
     let c = h.complete(NS_PER_S, submitted(&w)[0], Status::Ok);
@@ -247,9 +257,12 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
     assert_eq!(shape(&c), vec![(0, base + K, Op::Read, -1, false)]);
     let c = h.complete(NS_PER_S + NS_PER_S / 2, submitted(&c)[0], Status::Ok);
     assert_eq!(shape(&c), vec![(1, K, Op::Write, -1, true)]);
-    assert!(h
-        .complete(NS_PER_S + NS_PER_S / 2, submitted(&c)[0], Status::Ok)
-        .is_empty());
+    assert_eq!(
+        h.complete(NS_PER_S + NS_PER_S / 2, submitted(&c)[0], Status::Ok),
+        vec![Action::Release {
+            buf: submitted(&c)[0].buf
+        }]
+    );
     assert_eq!(h.function().gear(), 1);
     assert!(h.function().dirty().is_empty());
     assert_eq!(h.counter("upshifts"), 1.0);

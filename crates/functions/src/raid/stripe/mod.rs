@@ -1320,6 +1320,11 @@ impl Function for Raid {
         })
     }
 
+    /// At most one buffer per row operation (its current attempt's) and per held read.
+    fn scratch_buffers(&self) -> usize {
+        self.ops.len() + self.held.len()
+    }
+
     fn counters(&self) -> Vec<(String, f64)> {
         let c = &self.counters;
         [
