@@ -165,4 +165,19 @@ mod tests {
         assert_eq!(l.take(b), Some(9));
         assert!(l.is_empty());
     }
+
+    #[test]
+    fn held_counts_the_buffers_alive_with_nothing_out() {
+        let mut l = ScratchLife::default();
+        let (r, w) = (io(Op::Read, 1), io(Op::Write, 2));
+        l.out(&r);
+        l.out(&w);
+        assert_eq!((l.len(), l.held()), (2, 0), "both have I/O out");
+        l.back(&r);
+        assert_eq!((l.len(), l.held()), (2, 1), "the read's buffer waits, idle");
+        l.open(Buf::Scratch { id: 3, offset: 0 });
+        assert_eq!(l.held(), 2, "a filled buffer nothing was sent from");
+        l.back(&w);
+        assert_eq!((l.len(), l.held()), (2, 2), "the write freed its buffer");
+    }
 }
