@@ -45,3 +45,18 @@ def test_cli_run_json_and_errors(wattio_cli, tmp_path):
     assert bad.returncode == 2 and "power-of-two number of 64-byte-line sets" in bad.stderr
     missing = wattio_cli("nvm", "run", tmp_path / "none.parquet", check=False)
     assert missing.returncode == 2 and "none.parquet" in missing.stderr
+
+
+def test_miss_counter_readings():
+    """`miss_count` reaches the simulator: both readings see the same LLC traffic, and on this
+    stand-in the per-set reading (every buffer miss counts) moves ownership more often; a bad
+    value is refused."""
+    block = nvm.simulate(TRACE, nvm.Cache("hc", n_th=4))
+    per_set = nvm.simulate(TRACE, nvm.Cache("hc", n_th=4, miss_count="set"))
+    assert block["config"]["llc"]["hybrid"] == {"n_th": 4, "miss_count": "block"}
+    assert per_set["config"]["llc"]["hybrid"]["miss_count"] == "set"
+    tb, ts = block["traffic"], per_set["traffic"]
+    assert (tb["reads"], tb["writes"]) == (ts["reads"], ts["writes"])
+    assert ts["swaps"] > tb["swaps"] > 0
+    with pytest.raises(ValueError, match="expected `block` or `set`"):
+        nvm.simulate(TRACE, nvm.Cache("hc", miss_count="bogus"))

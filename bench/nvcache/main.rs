@@ -57,7 +57,7 @@ fn run(n: u64, enc: Encoding) -> (f64, f64, u64) {
             bytes: 1 << 20,
             ways: 16,
             encoding: enc,
-            hybrid: Some(Hybrid { n_th: 4 }),
+            hybrid: Some(Hybrid::new(4)),
             wear_levelling: WearLevelling::default(),
         },
         clock: Default::default(),

@@ -21,6 +21,7 @@ def _size(text: str) -> int:
 
 def _run(args) -> int:
     cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways, n_th=args.n_th,
+                      miss_count=args.miss_count,
                       set_rotation=args.set_rotation, line_rotation=args.line_rotation,
                       l1_bytes=args.l1_size, l1_ways=args.l1_ways)
     rep = nvm.simulate(args.trace, cache)
@@ -52,6 +53,8 @@ def add_commands(sub) -> None:
     r.add_argument("--llc-size", type=_size, default=256 << 10, help="LLC bytes (default 256K)")
     r.add_argument("--llc-ways", type=int, default=8, help="LLC ways (default 8)")
     r.add_argument("--n-th", type=int, default=4, help="hybrid cache: N_th (default 4)")
+    r.add_argument("--miss-count", choices=("block", "set"), default="block",
+                   help="hybrid cache: N_miss counts CB_last's own misses (block, default) or the set's (set)")
     r.add_argument("--set-rotation", type=int, help="wear levelling: rotate sets every N PRAM writes")
     r.add_argument("--line-rotation", type=int, help="wear levelling: rotate a set's ways every N writes to it")
     r.add_argument("--l1-size", type=_size, default=32 << 10, help="L1D bytes, load/store traces (default 32K)")

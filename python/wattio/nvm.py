@@ -37,6 +37,9 @@ class Cache:
     llc_bytes: int = 256 * 1024
     llc_ways: int = 8
     n_th: int = 4
+    #: The hybrid cache's miss counter: "block" (CB_last's own run of misses) or "set"
+    #: (the set's run, CB_last taking the buffer); docs/nvcache/hc.md.
+    miss_count: str = "block"
     set_rotation: int | None = None
     line_rotation: int | None = None
     l1_bytes: int = 32 * 1024
@@ -51,7 +54,7 @@ class Cache:
                 "bytes": self.llc_bytes,
                 "ways": self.llc_ways,
                 "encoding": enc,
-                "hybrid": {"n_th": self.n_th} if hybrid else None,
+                "hybrid": {"n_th": self.n_th, "miss_count": self.miss_count} if hybrid else None,
                 "wear_levelling": {"set_rotation": self.set_rotation, "line_rotation": self.line_rotation},
             },
         }

@@ -11,5 +11,5 @@ pub mod llc;
 pub mod sim;
 
 pub use line::Encoding;
-pub use llc::{Hybrid, Llc, LlcConfig, Memory, Traffic, WearLevelling};
+pub use llc::{Hybrid, Llc, LlcConfig, Memory, MissCount, Traffic, WearLevelling};
 pub use sim::{run_trace, Hierarchy, Report, SimConfig};

@@ -15,9 +15,39 @@ const NONE: u8 = u8::MAX;
 
 /// The hybrid cache's ownership policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Hybrid {
-    /// N_th: successive write-buffer misses of one block before it takes the buffer.
+    /// N_th: successive write-buffer misses before the buffer changes owner.
     pub n_th: u32,
+    /// Whose successive misses N_miss counts (the paper's text admits both).
+    #[serde(default)]
+    pub miss_count: MissCount,
+}
+
+impl Hybrid {
+    /// N_th with the default reading of the miss counter.
+    pub fn new(n_th: u32) -> Hybrid {
+        Hybrid {
+            n_th,
+            miss_count: MissCount::Block,
+        }
+    }
+}
+
+/// What the miss counter's N_miss counts: the paper says it keeps "the number of write
+/// buffer misses of the last write-accessed cache block" (CB_last) and that CB_last takes
+/// the buffer "when its value of N_miss reaches" N_th, but also calls N_miss "the number of
+/// successive write buffer misses" without naming a block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissCount {
+    /// CB_last's own run of misses: a miss by another block restarts the count at 1 for
+    /// it (wattio's reading, the default: "its value of N_miss").
+    #[default]
+    Block,
+    /// The set's run of misses since the owner last wrote, whoever missed; CB_last (the
+    /// block that missed last) takes the buffer when the run reaches N_th.
+    Set,
 }
 
 /// Wear levelling of the PRAM array (both may be on).
@@ -470,12 +500,12 @@ impl Llc {
             return;
         }
         self.traffic.buffer_misses += 1;
-        if self.cb_last[set] as usize == way {
+        if self.cb_last[set] as usize == way || h.miss_count == MissCount::Set {
             self.n_miss[set] += 1;
         } else {
-            self.cb_last[set] = way as u8;
             self.n_miss[set] = 1;
         }
+        self.cb_last[set] = way as u8;
         if self.n_miss[set] >= h.n_th {
             // Ownership moves: the old owner's line goes back into its PRAM block (a swap),
             // then this block's line goes into the buffer.

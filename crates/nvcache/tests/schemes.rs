@@ -3,7 +3,7 @@
 
 use wattio_nvcache::cost;
 use wattio_nvcache::line::{self, Encoding, Line};
-use wattio_nvcache::{Hybrid, Llc, LlcConfig, Memory, WearLevelling};
+use wattio_nvcache::{Hybrid, Llc, LlcConfig, Memory, MissCount, WearLevelling};
 
 fn one_word(w0: u64) -> Line {
     [w0, 0, 0, 0, 0, 0, 0, 0]
@@ -87,7 +87,7 @@ fn one_set(hybrid: Option<Hybrid>, wear_levelling: WearLevelling) -> Llc {
 
 #[test]
 fn hybrid_cache_moves_ownership_after_n_th_successive_buffer_misses() {
-    let mut c = one_set(Some(Hybrid { n_th: 3 }), WearLevelling::default());
+    let mut c = one_set(Some(Hybrid::new(3)), WearLevelling::default());
     let mut mem = Memory::default();
     let (a, b) = (0u64, 1u64 << 20); // both map to the only set
     c.read(a, &mut mem);
@@ -131,9 +131,45 @@ fn hybrid_cache_moves_ownership_after_n_th_successive_buffer_misses() {
     assert_eq!(c.traffic.swaps, 1);
 }
 
+/// Two blocks that are not the owner write in turn: per block (the default) neither ever
+/// misses N_th times in a row, so the owner keeps the buffer; per set the run counts both,
+/// and the block that missed last takes the buffer at the N_th-th miss.
+#[test]
+fn the_two_readings_of_the_miss_counter_differ_on_interleaved_writers() {
+    for (miss_count, owner_after) in [(MissCount::Block, 0u64), (MissCount::Set, 2 << 20)] {
+        let mut c = one_set(
+            Some(Hybrid {
+                n_th: 3,
+                miss_count,
+            }),
+            WearLevelling::default(),
+        );
+        let mut mem = Memory::default();
+        let (a, b, d) = (0u64, 1u64 << 20, 2u64 << 20);
+        for k in [a, b, d] {
+            c.read(k, &mut mem);
+        }
+        c.write(a, &one_word(1), &mut mem); // A takes the free buffer
+                                            // B, D, D: three successive misses in the set; D's own run is two.
+        c.write(b, &one_word(1), &mut mem);
+        c.write(d, &one_word(1), &mut mem);
+        assert_eq!(c.buffer_owner(a), Some(a), "{miss_count:?}: two misses");
+        c.write(d, &one_word(3), &mut mem);
+        assert_eq!(
+            c.buffer_owner(owner_after),
+            Some(owner_after),
+            "{miss_count:?}: after B, D, D"
+        );
+        let swaps = if miss_count == MissCount::Set { 1 } else { 0 };
+        assert_eq!((c.traffic.buffer_misses, c.traffic.swaps), (3, swaps));
+        assert_eq!(c.read(d, &mut mem), one_word(3), "{miss_count:?}: D's data");
+        assert_eq!(c.read(a, &mut mem), one_word(1), "{miss_count:?}: A's data");
+    }
+}
+
 #[test]
 fn hybrid_cache_with_n_th_one_swaps_on_every_buffer_miss() {
-    let mut c = one_set(Some(Hybrid { n_th: 1 }), WearLevelling::default());
+    let mut c = one_set(Some(Hybrid::new(1)), WearLevelling::default());
     let mut mem = Memory::default();
     let (a, b) = (0u64, 1u64 << 20);
     c.read(a, &mut mem);
@@ -146,7 +182,7 @@ fn hybrid_cache_with_n_th_one_swaps_on_every_buffer_miss() {
 
 #[test]
 fn evicting_the_owner_writes_the_buffer_line_to_memory() {
-    let mut c = one_set(Some(Hybrid { n_th: 2 }), WearLevelling::default());
+    let mut c = one_set(Some(Hybrid::new(2)), WearLevelling::default());
     let mut mem = Memory::default();
     c.read(0, &mut mem);
     c.write(0, &one_word(0xAB), &mut mem);
@@ -169,7 +205,7 @@ fn every_scheme_returns_the_last_data_written() {
         Encoding::Di { unit: 16 },
     ];
     for enc in encs {
-        for hybrid in [None, Some(Hybrid { n_th: 2 })] {
+        for hybrid in [None, Some(Hybrid::new(2))] {
             let wear_levelling = WearLevelling {
                 set_rotation: Some(7),
                 line_rotation: Some(3),
@@ -318,7 +354,7 @@ fn cell_energies_and_areas_follow_the_cited_cells() {
     );
     // HC adds 4096 STT-RAM lines at 57.5 F² and an owner bit per block.
     let hc = LlcConfig {
-        hybrid: Some(Hybrid { n_th: 4 }),
+        hybrid: Some(Hybrid::new(4)),
         ..dw
     };
     let extra = (4096.0 * 512.0 * 57.5 + 65536.0 * 9.0) * 8100e-18 * 1e6;

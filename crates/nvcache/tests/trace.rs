@@ -107,7 +107,7 @@ fn fill_and_writeback_rows_go_straight_to_the_llc() {
     assert_eq!(rep.seconds, 400.0 / 2e9);
     // The hybrid cache takes A's write into its free buffer, which held zeros: 0xFF programs
     // 8 STT-RAM cells, and no PRAM cell.
-    let hc = run_trace(&path, &config(Encoding::Dw, Some(Hybrid { n_th: 2 }))).unwrap();
+    let hc = run_trace(&path, &config(Encoding::Dw, Some(Hybrid::new(2)))).unwrap();
     assert_eq!(
         (hc.traffic.n_upper, hc.traffic.n_wb, hc.traffic.n_lower),
         (0, 8, 4)
