@@ -66,19 +66,9 @@ impl L1 {
         self.stats.accesses += 1;
         self.clock += 1;
         let base = (key as usize & (self.sets - 1)) * self.ways;
-        // Every way is compared, without an early exit: the way that hits is as good as
-        // random, so a search that stops there mispredicts its exit on nearly every access
-        // (the largest cost of the hit path). A key is in at most one way of its set.
-        let mut hit = usize::MAX;
-        for (w, &t) in self.tag[base..base + self.ways].iter().enumerate() {
-            if t == key {
-                hit = w;
-            }
-        }
-        let slot = if hit != usize::MAX {
-            base + hit
-        } else {
-            self.miss(base, key, llc, mem)
+        let slot = match line::way_of(&self.tag[base..base + self.ways], key) {
+            Some(w) => base + w,
+            None => self.miss(base, key, llc, mem),
         };
         self.stamp[slot] = self.clock;
         if let Some(bytes) = store {

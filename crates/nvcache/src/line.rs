@@ -54,6 +54,22 @@ pub fn put_bytes(line: &mut Line, off: usize, bytes: &[u8]) {
     }
 }
 
+/// The way of a set's tags holding `key`, if any. Every way is compared, without an early
+/// exit: the way that hits is as good as random, so a search that stops there mispredicts
+/// its exit on nearly every access (it was the largest cost of the L1's hit path). A key is
+/// in at most one way of its set.
+#[inline]
+pub fn way_of(tags: &[u64], key: u64) -> Option<usize> {
+    // A plain index, not an `Option`, in the loop: it compiles to a conditional move.
+    let mut hit = usize::MAX;
+    for (w, &t) in tags.iter().enumerate() {
+        if t == key {
+            hit = w;
+        }
+    }
+    (hit != usize::MAX).then_some(hit)
+}
+
 /// Bits that differ between two lines.
 pub fn diff_bits(a: &Line, b: &Line) -> u32 {
     a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
@@ -191,31 +207,32 @@ fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) 
         flags: [0; 4],
         bits: 0,
     };
+    // A word's units' flags are `per_word` consecutive flag bits, in one flag word.
+    let word_flags = if per_word == 64 {
+        u64::MAX
+    } else {
+        (1u64 << per_word) - 1
+    };
     for w in 0..8 {
         let counts = unit_counts(stored[w] ^ new[w], unit);
         let first = w as u32 * per_word;
-        let mut old_flags = 0u64;
+        let (fw, fb) = ((first / 64) as usize, first % 64);
+        let old_flags = (flags[fw] >> fb) & word_flags;
         let mut new_flags = 0u64;
         let mut invert = 0u64;
         for u in 0..per_word {
-            let f = first + u;
-            let flag = (flags[(f / 64) as usize] >> (f % 64)) & 1;
+            let flag = ((old_flags >> u) & 1) as u32;
             let c = ((counts >> (u * unit)) & unit_mask) as u32;
-            let inv = u64::from(c + flag as u32 >= invert_at);
+            let inv = u64::from(c + flag >= invert_at);
             invert |= (inv * unit_mask) << (u * unit);
-            old_flags |= flag << u;
             new_flags |= inv << u;
         }
         let out = new[w] ^ invert;
         prog.data[w] = stored[w] ^ out;
         stored[w] = out;
-        // The word's units' flags are `per_word` consecutive flag bits, in one flag word.
         let changed = old_flags ^ new_flags;
-        if changed != 0 {
-            let (fw, fb) = ((first / 64) as usize, first % 64);
-            prog.flags[fw] |= changed << fb;
-            flags[fw] ^= changed << fb;
-        }
+        prog.flags[fw] |= changed << fb;
+        flags[fw] ^= changed << fb;
     }
     prog.counted()
 }

@@ -262,16 +262,8 @@ impl Llc {
     }
 
     fn find(&self, set: usize, key: u64) -> Option<usize> {
-        // Every way compared, no early exit (the hit way is as good as random: see
-        // `L1::access`); a key is in at most one way of its set.
         let base = set * self.ways;
-        let mut hit = None;
-        for (w, &t) in self.tag[base..base + self.ways].iter().enumerate() {
-            if t == key {
-                hit = Some(w);
-            }
-        }
-        hit
+        line::way_of(&self.tag[base..base + self.ways], key)
     }
 
     fn touch(&mut self, slot: usize) {
