@@ -60,3 +60,27 @@ def test_miss_counter_readings():
     assert ts["swaps"] > tb["swaps"] > 0
     with pytest.raises(ValueError, match="expected `block` or `set`"):
         nvm.simulate(TRACE, nvm.Cache("hc", miss_count="bogus"))
+
+
+def test_passes_loop_the_trace(wattio_cli):
+    """`--passes N` replays the trace N times over the caches the last pass left: the LLC
+    sees N times the rows and N times the time; with set rotation on, the looped run's
+    hottest line is nearer the mean than one pass's (the rotation has gone further round)."""
+    one = nvm.simulate(TRACE, nvm.Cache("di8", 256 * 1024, 16, set_rotation=4096))
+    p = wattio_cli("nvm", "run", TRACE, "--scheme", "di8", "--llc-ways", "16", "--set-rotation", "4096",
+                   "--passes", "8", "--json")
+    eight = json.loads(p.stdout)["report"]
+    t1, t8 = one["traffic"], eight["traffic"]
+    assert eight["config"]["passes"] == 8
+    assert t8["reads"] + t8["writes"] == 8 * (t1["reads"] + t1["writes"]) == 800_000
+    assert eight["instructions"] == 8 * one["instructions"]
+    assert eight["fills_unknown"] == one["fills_unknown"]
+
+    def spread(rep):
+        heat = nvm.simulate(TRACE, nvm.Cache("di8", 256 * 1024, 16, set_rotation=4096,
+                                             passes=rep["config"]["passes"]))["heat_map"]
+        return max(heat) / (sum(heat) / len(heat))
+
+    assert spread(eight) < spread(one)
+    bad = wattio_cli("nvm", "run", TRACE, "--passes", "0", check=False)
+    assert bad.returncode == 2 and "passes = 0" in bad.stderr

@@ -61,6 +61,7 @@ fn run(n: u64, enc: Encoding) -> (f64, f64, u64) {
             wear_levelling: WearLevelling::default(),
         },
         clock: Default::default(),
+        passes: 1,
     };
     let mut h = Hierarchy::new(&cfg).expect("valid config");
     let mut s = Stream(0x9E37_79B9_7F4A_7C15);

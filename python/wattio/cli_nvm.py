@@ -23,7 +23,7 @@ def _run(args) -> int:
     cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways, n_th=args.n_th,
                       miss_count=args.miss_count,
                       set_rotation=args.set_rotation, line_rotation=args.line_rotation,
-                      l1_bytes=args.l1_size, l1_ways=args.l1_ways)
+                      l1_bytes=args.l1_size, l1_ways=args.l1_ways, passes=args.passes)
     rep = nvm.simulate(args.trace, cache)
     s = nvm.summary(rep)
     if args.json:
@@ -31,7 +31,8 @@ def _run(args) -> int:
         print(json.dumps({"summary": s, "report": rep}, indent=1))
         return 0
     print(f"{args.trace}: scheme {args.scheme}, LLC {args.llc_size >> 10} KiB {args.llc_ways}-way"
-          f"{'' if rep['through_l1'] else ' (behind the capture’s own L1)'}")
+          f"{'' if rep['through_l1'] else ' (behind the capture’s own L1)'}"
+          f"{f', {args.passes} passes' if args.passes > 1 else ''}")
     print(f"PRAM bit changes: n_lower {s['n_lower']}, n_upper {s['n_upper']}, n_swap {s['n_swap']}, "
           f"n_wl {s['n_wl']} (total {s['pram_bits']}); STT-RAM n_wb {s['n_wb']}")
     print(f"LLC: {s['llc_reads']} reads ({s['llc_read_hits']} hits), {s['llc_writes']} writes, {s['swaps']} swaps")
@@ -59,5 +60,7 @@ def add_commands(sub) -> None:
     r.add_argument("--line-rotation", type=int, help="wear levelling: rotate a set's ways every N writes to it")
     r.add_argument("--l1-size", type=_size, default=32 << 10, help="L1D bytes, load/store traces (default 32K)")
     r.add_argument("--l1-ways", type=int, default=8, help="L1D ways (default 8)")
+    r.add_argument("--passes", type=int, default=1,
+                   help="replay the trace N times back to back, caches carried over (default 1)")
     r.add_argument("--json", action="store_true", help="the whole report as JSON")
     r.set_defaults(func=_run)

@@ -44,12 +44,16 @@ class Cache:
     line_rotation: int | None = None
     l1_bytes: int = 32 * 1024
     l1_ways: int = 8
+    #: The trace replayed this many times back to back (caches and memory carried over):
+    #: wear levelling's steady state needs its rotations to go round (docs/nvcache/wear-levelling.md).
+    passes: int = 1
 
     def config(self) -> dict:
         enc, hybrid = encoding(self.scheme)
         return {
             "l1_bytes": self.l1_bytes,
             "l1_ways": self.l1_ways,
+            "passes": self.passes,
             "llc": {
                 "bytes": self.llc_bytes,
                 "ways": self.llc_ways,
@@ -74,7 +78,8 @@ def summary(report: dict) -> dict:
         "n_lower": t["n_lower"], "n_upper": t["n_upper"], "n_swap": t["n_swap"], "n_wb": t["n_wb"],
         "n_wl": t["n_wl"], "pram_bits": t["n_lower"] + t["n_upper"] + t["n_swap"] + t["n_wl"],
         "llc_reads": t["reads"], "llc_read_hits": t["read_hits"], "llc_writes": t["writes"],
-        "swaps": t["swaps"], "max_pram_cell_writes": report["max_pram_cell_writes"],
+        "swaps": t["swaps"], "pram_writes": t["pram_writes"], "passes": report["config"]["passes"],
+        "max_pram_cell_writes": report["max_pram_cell_writes"],
         "seconds": report["seconds"], "energy_j": c["total_j"], "lifetime_s": c["lifetime_s"],
         "area_mm2": c["area_mm2"], "fills_unknown": report["fills_unknown"],
     }

@@ -12,4 +12,6 @@ pub mod sim;
 
 pub use line::Encoding;
 pub use llc::{Hybrid, Llc, LlcConfig, Memory, MissCount, Traffic, WearLevelling};
-pub use sim::{run_trace, Hierarchy, Report, SimConfig};
+pub use sim::{
+    run_trace, run_trace_keeping, Hierarchy, Report, SimConfig, MAX_KEPT_ROWS, MAX_PASSES,
+};

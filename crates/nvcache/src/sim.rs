@@ -23,7 +23,25 @@ pub struct SimConfig {
     pub llc: LlcConfig,
     #[serde(default)]
     pub clock: Clock,
+    /// How many times the trace is replayed back to back, as a program looping over the
+    /// traced phase: the caches and memory keep their contents from one pass to the next,
+    /// and time, traffic, wear and costs cover every pass. Wear levelling needs enough
+    /// passes for its rotations to go round before the hottest cell's rate is a steady one
+    /// (docs/nvcache/wear-levelling.md).
+    #[serde(default = "default_passes")]
+    pub passes: u32,
 }
+
+fn default_passes() -> u32 {
+    1
+}
+
+/// The most passes a run may ask for.
+pub const MAX_PASSES: u32 = 10_000;
+
+/// Rows kept in memory for the passes after the first; a longer trace is read again from
+/// its file for each pass, so memory stays bounded whatever the trace's length.
+pub const MAX_KEPT_ROWS: usize = 2_000_000;
 
 fn default_l1_bytes() -> u64 {
     32 * 1024
@@ -178,67 +196,81 @@ fn seed(mem: &mut Memory, initial: &LineMap<Line>, key: u64) -> bool {
 
 /// Runs the trace at `path` through the hierarchy of `cfg`.
 pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
-    let mut h = Hierarchy::new(cfg)?;
-    let (initial, through_l1) = initial_memory(path)?;
-    let reader = MemTraceReader::open(path).map_err(|e| e.to_string())?;
-    if reader.geometry().line as usize != LINE_BYTES {
-        return Err(err(
-            path,
-            format!(
-                "{}-byte lines: the simulator models 64-byte lines",
-                reader.geometry().line
-            ),
+    run_trace_keeping(path, cfg, MAX_KEPT_ROWS)
+}
+
+/// [`run_trace`], keeping at most `max_kept_rows` rows in memory between passes.
+pub fn run_trace_keeping(
+    path: &Path,
+    cfg: &SimConfig,
+    max_kept_rows: usize,
+) -> Result<Report, String> {
+    if !(1..=MAX_PASSES).contains(&cfg.passes) {
+        return Err(format!(
+            "passes = {}: expected a whole number from 1 to {MAX_PASSES}",
+            cfg.passes
         ));
     }
-    let mut fills_unknown = 0;
-    let mut old_mismatches = 0;
-    let mut instructions = 0u64;
-    let mut last: HashMap<u32, u64> = HashMap::new();
-    for r in reader {
-        let r = r.map_err(|e| e.to_string())?;
-        // Time is the instructions the traffic rows span, per process image (a truncated
-        // trace's exit row lies far beyond its last traffic row; an exec restarts the count).
-        match r.kind {
-            MemKind::Start => {
-                last.insert(r.pid, r.icount);
-            }
-            MemKind::Fill | MemKind::WriteBack | MemKind::Load | MemKind::Store => {
-                let prev = last.insert(r.pid, r.icount).unwrap_or(0);
-                instructions += r.icount.saturating_sub(prev);
-            }
-            _ => {}
+    let mut h = Hierarchy::new(cfg)?;
+    let (initial, through_l1) = initial_memory(path)?;
+    let open = || -> Result<MemTraceReader, String> {
+        let reader = MemTraceReader::open(path).map_err(|e| e.to_string())?;
+        if reader.geometry().line as usize != LINE_BYTES {
+            return Err(err(
+                path,
+                format!(
+                    "{}-byte lines: the simulator models 64-byte lines",
+                    reader.geometry().line
+                ),
+            ));
         }
-        let key = line_key(r.pid, r.addr);
-        match r.kind {
-            MemKind::Fill => {
-                if !seed(&mut h.mem, &initial, key) {
-                    fills_unknown += 1;
-                }
-                h.llc.read(key, &mut h.mem);
+        Ok(reader)
+    };
+    let mut replay = Replay {
+        path,
+        initial: &initial,
+        h: &mut h,
+        fills_unknown: 0,
+        old_mismatches: 0,
+        instructions: 0,
+        last: HashMap::new(),
+        first_pass: true,
+    };
+    // The first pass reads the file, keeping its rows for the others while they fit.
+    let mut kept: Option<Vec<MemRecord>> = (cfg.passes > 1).then(Vec::new);
+    for r in open()? {
+        let r = r.map_err(|e| e.to_string())?;
+        replay.row(&r)?;
+        if let Some(rows) = &mut kept {
+            if rows.len() < max_kept_rows {
+                rows.push(r);
+            } else {
+                kept = None;
             }
-            MemKind::WriteBack => {
-                let (old, new) = (
-                    r.old.as_deref().unwrap_or(&[]),
-                    r.new.as_deref().unwrap_or(&[]),
-                );
-                let (old, new) = (line_of(path, &r, old)?, line_of(path, &r, new)?);
-                if h.llc.peek(key).unwrap_or_else(|| h.mem.get(key)) != old {
-                    old_mismatches += 1;
-                }
-                h.llc.write(key, &new, &mut h.mem);
-            }
-            MemKind::Load | MemKind::Store => {
-                let mut a = r.addr;
-                while a < r.addr.saturating_add(r.size) {
-                    let k = line_key(r.pid, a);
-                    seed(&mut h.mem, &initial, k);
-                    a = (a | (LINE_BYTES as u64 - 1)).saturating_add(1);
-                }
-                h.access(r.pid, r.addr, r.size, r.new.as_deref());
-            }
-            _ => {}
         }
     }
+    replay.first_pass = false;
+    for _ in 1..cfg.passes {
+        // Each pass's time starts again from each process's first row.
+        replay.last.clear();
+        match &kept {
+            Some(rows) => {
+                for r in rows {
+                    replay.row(r)?;
+                }
+            }
+            None => {
+                for r in open()? {
+                    replay.row(&r.map_err(|e| e.to_string())?)?;
+                }
+            }
+        }
+    }
+    let (instructions, fills_unknown, old_mismatches) = (
+        replay.instructions,
+        replay.fills_unknown,
+        replay.old_mismatches,
+    );
     h.l1.flush(&mut h.llc, &mut h.mem);
     Ok(report(
         cfg,
@@ -248,6 +280,69 @@ pub fn run_trace(path: &Path, cfg: &SimConfig) -> Result<Report, String> {
         fills_unknown,
         old_mismatches,
     ))
+}
+
+/// The state of a replay across its passes.
+struct Replay<'a> {
+    path: &'a Path,
+    initial: &'a LineMap<Line>,
+    h: &'a mut Hierarchy,
+    /// Counted on the first pass only: they describe the trace, and on later passes the
+    /// caches hold the previous pass's end state, not the trace's start.
+    fills_unknown: u64,
+    old_mismatches: u64,
+    instructions: u64,
+    last: HashMap<u32, u64>,
+    first_pass: bool,
+}
+
+impl Replay<'_> {
+    fn row(&mut self, r: &MemRecord) -> Result<(), String> {
+        let h = &mut *self.h;
+        // Time is the instructions the traffic rows span, per process image (a truncated
+        // trace's exit row lies far beyond its last traffic row; an exec restarts the count).
+        match r.kind {
+            MemKind::Start => {
+                self.last.insert(r.pid, r.icount);
+            }
+            MemKind::Fill | MemKind::WriteBack | MemKind::Load | MemKind::Store => {
+                let prev = self.last.insert(r.pid, r.icount).unwrap_or(0);
+                self.instructions += r.icount.saturating_sub(prev);
+            }
+            _ => {}
+        }
+        let key = line_key(r.pid, r.addr);
+        match r.kind {
+            MemKind::Fill => {
+                if !seed(&mut h.mem, self.initial, key) && self.first_pass {
+                    self.fills_unknown += 1;
+                }
+                h.llc.read(key, &mut h.mem);
+            }
+            MemKind::WriteBack => {
+                let (old, new) = (
+                    r.old.as_deref().unwrap_or(&[]),
+                    r.new.as_deref().unwrap_or(&[]),
+                );
+                let (old, new) = (line_of(self.path, r, old)?, line_of(self.path, r, new)?);
+                if self.first_pass && h.llc.peek(key).unwrap_or_else(|| h.mem.get(key)) != old {
+                    self.old_mismatches += 1;
+                }
+                h.llc.write(key, &new, &mut h.mem);
+            }
+            MemKind::Load | MemKind::Store => {
+                let mut a = r.addr;
+                while a < r.addr.saturating_add(r.size) {
+                    let k = line_key(r.pid, a);
+                    seed(&mut h.mem, self.initial, k);
+                    a = (a | (LINE_BYTES as u64 - 1)).saturating_add(1);
+                }
+                h.access(r.pid, r.addr, r.size, r.new.as_deref());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 /// The report of a finished run.

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 use wattio_formats::memtrace::{CacheGeometry, MemKind, MemRecord, MemTraceWriter, Process};
-use wattio_nvcache::{run_trace, Encoding, Hybrid, LlcConfig, SimConfig, WearLevelling};
+use wattio_nvcache::{
+    run_trace, run_trace_keeping, Encoding, Hybrid, LlcConfig, SimConfig, WearLevelling,
+};
 
 fn rec(
     icount: u64,
@@ -67,6 +69,7 @@ fn config(encoding: Encoding, hybrid: Option<Hybrid>) -> SimConfig {
             wear_levelling: WearLevelling::default(),
         },
         clock: Default::default(),
+        passes: 1,
     }
 }
 
@@ -112,6 +115,59 @@ fn fill_and_writeback_rows_go_straight_to_the_llc() {
         (hc.traffic.n_upper, hc.traffic.n_wb, hc.traffic.n_lower),
         (0, 8, 4)
     );
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn passes_replay_the_trace_over_the_caches_the_last_pass_left() {
+    // The trace of fill_and_writeback_rows_go_straight_to_the_llc, replayed twice. Pass 2
+    // finds A and B still in the LLC: two read hits that program nothing, and A's
+    // write-back 0xFF over 0xFF programs nothing. Time doubles; the trace's unknown fill and
+    // its old bytes are judged on the first pass only (on the second the LLC holds 0xFF
+    // where the row says 0x0F, a consequence of looping, not a fault of the trace).
+    let rows = [
+        rec(100, MemKind::Fill, 0x1000, 64, None, None),
+        rec(200, MemKind::Fill, 0x2000, 64, None, None),
+        rec(
+            400,
+            MemKind::WriteBack,
+            0x1000,
+            64,
+            Some(line(0x0F)),
+            Some(line(0xFF)),
+        ),
+    ];
+    let path = write_trace("passes", true, &rows);
+    let cfg = SimConfig {
+        passes: 2,
+        ..config(Encoding::Dw, None)
+    };
+    let rep = run_trace(&path, &cfg).unwrap();
+    let t = rep.traffic;
+    assert_eq!(
+        (
+            t.n_lower,
+            t.n_upper,
+            t.reads,
+            t.read_hits,
+            t.writes,
+            t.write_hits
+        ),
+        (4, 4, 4, 2, 2, 2)
+    );
+    assert_eq!((rep.fills_unknown, rep.old_mismatches), (1, 0));
+    assert_eq!(rep.instructions, 800);
+    // Read again from the file for every pass (no row kept in memory): the same run.
+    let again = run_trace_keeping(&path, &cfg, 1).unwrap();
+    assert_eq!(
+        serde_json::to_string(&again).unwrap(),
+        serde_json::to_string(&rep).unwrap()
+    );
+    // Out of range: an error naming the key.
+    for passes in [0, 10_001] {
+        let e = run_trace(&path, &SimConfig { passes, ..cfg }).unwrap_err();
+        assert!(e.contains(&format!("passes = {passes}")), "{e}");
+    }
     std::fs::remove_file(path).unwrap();
 }
 
