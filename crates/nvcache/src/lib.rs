@@ -4,6 +4,7 @@
 //! read-before-write (RBW), data inverting per n-bit unit (DI(n)), the hybrid PRAM + STT-RAM
 //! cache (HC) and wear levelling — and the energy, lifetime and area those bits cost.
 
+pub mod cell_wear;
 pub mod cost;
 pub mod l1;
 pub mod line;

@@ -171,6 +171,7 @@ pub fn write(enc: Encoding, stored: &mut Line, flags: &mut Flags, new: &Line) ->
 /// of ones in that field of `x` (the SWAR steps of a popcount, stopped at the unit's width;
 /// a count of at most `unit` fits its field). Portable code has no `popcnt` instruction, so
 /// two counts per unit cost more than the rest of a data-inverting write.
+#[inline(always)]
 fn unit_counts(x: u64, unit: u32) -> u64 {
     let mut c = x - ((x >> 1) & 0x5555_5555_5555_5555);
     if unit >= 4 {
@@ -191,7 +192,25 @@ fn unit_counts(x: u64, unit: u32) -> u64 {
     c
 }
 
+/// Data inverting with `unit`-bit units: one copy per unit size, so that the loops over a
+/// word's units unroll (as a run-time bound they cost a looped replay a third of its time).
 fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
+    match unit {
+        2 => write_inverting_by::<2>(stored, flags, new),
+        4 => write_inverting_by::<4>(stored, flags, new),
+        8 => write_inverting_by::<8>(stored, flags, new),
+        16 => write_inverting_by::<16>(stored, flags, new),
+        32 => write_inverting_by::<32>(stored, flags, new),
+        _ => write_inverting_by::<64>(stored, flags, new),
+    }
+}
+
+fn write_inverting_by<const UNIT: u32>(
+    stored: &mut Line,
+    flags: &mut Flags,
+    new: &Line,
+) -> Programmed {
+    let unit = UNIT;
     let per_word = 64 / unit;
     let unit_mask = if unit == 64 {
         u64::MAX
@@ -242,20 +261,40 @@ pub fn decode(enc: Encoding, stored: &Line, flags: &Flags) -> Line {
     let Encoding::Di { unit } = enc else {
         return *stored;
     };
+    match unit {
+        2 => decode_by::<2>(stored, flags),
+        4 => decode_by::<4>(stored, flags),
+        8 => decode_by::<8>(stored, flags),
+        16 => decode_by::<16>(stored, flags),
+        32 => decode_by::<32>(stored, flags),
+        _ => decode_by::<64>(stored, flags),
+    }
+}
+
+fn decode_by<const UNIT: u32>(stored: &Line, flags: &Flags) -> Line {
+    let unit = UNIT;
     let per_word = 64 / unit;
     let unit_mask = if unit == 64 {
         u64::MAX
     } else {
         (1u64 << unit) - 1
     };
+    let word_flags = if per_word == 64 {
+        u64::MAX
+    } else {
+        (1u64 << per_word) - 1
+    };
     let mut out = *stored;
     for (w, word) in out.iter_mut().enumerate() {
+        // The word's units' flags, one flag word's consecutive bits, spread without branches
+        // (a branch per flag mispredicts on data-dependent flags).
+        let first = w as u32 * per_word;
+        let fl = (flags[(first / 64) as usize] >> (first % 64)) & word_flags;
+        let mut invert = 0u64;
         for u in 0..per_word {
-            let f = w as u32 * per_word + u;
-            if (flags[(f / 64) as usize] >> (f % 64)) & 1 == 1 {
-                *word ^= unit_mask << (u * unit);
-            }
+            invert |= ((fl >> u) & 1) * (unit_mask << (u * unit));
         }
+        *word ^= invert;
     }
     out
 }

@@ -5,6 +5,7 @@
 //! contents moved back into PRAM on an ownership change), n_wb (STT-RAM writes) and n_wl
 //! (lines moved by wear levelling).
 
+use crate::cell_wear::CellWear;
 use crate::line::{self, Encoding, Flags, Line, Programmed, LINE_BITS};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -188,7 +189,6 @@ pub struct Llc {
     cfg: LlcConfig,
     sets: usize,
     ways: usize,
-    flag_bits: usize,
     /// Per logical slot (set * ways + way): tag (line key; `u64::MAX` invalid), dirty, LRU
     /// stamp, stored bits and DI flags (the cells of the frame the slot maps to).
     tag: Vec<u64>,
@@ -210,11 +210,11 @@ pub struct Llc {
     since_line_rot: Vec<u64>,
     /// Per physical frame: writes of each data and flag cell, whole-line programs (BL, a
     /// write of every cell), and bits programmed in all (the heat map).
-    cell_writes: Vec<u32>,
+    cell_writes: CellWear,
     full_writes: Vec<u32>,
     frame_bits: Vec<u64>,
     /// Per set: writes of each STT-RAM cell of the write buffer.
-    buffer_cell_writes: Vec<u32>,
+    buffer_cell_writes: CellWear,
     pub traffic: Traffic,
 }
 
@@ -230,7 +230,6 @@ impl Llc {
             cfg,
             sets,
             ways,
-            flag_bits,
             tag: vec![u64::MAX; frames],
             dirty: vec![false; frames],
             stamp: vec![0; frames],
@@ -245,10 +244,10 @@ impl Llc {
             way_off: vec![0; sets],
             since_set_rot: 0,
             since_line_rot: vec![0; sets],
-            cell_writes: vec![0; frames * (LINE_BITS as usize + flag_bits)],
+            cell_writes: CellWear::new(frames, LINE_BITS as usize + flag_bits),
             full_writes: vec![0; frames],
             frame_bits: vec![0; frames],
-            buffer_cell_writes: vec![0; if hybrid { sets * LINE_BITS as usize } else { 0 }],
+            buffer_cell_writes: CellWear::new(if hybrid { sets } else { 0 }, LINE_BITS as usize),
             traffic: Traffic::default(),
         })
     }
@@ -295,16 +294,11 @@ impl Llc {
             self.full_writes[frame] += 1;
             return;
         }
-        let base = frame * (LINE_BITS as usize + self.flag_bits);
-        add_cells(
-            &mut self.cell_writes[base..base + LINE_BITS as usize],
-            &p.data,
-        );
-        if self.flag_bits > 0 {
-            let fl = &mut self.cell_writes
-                [base + LINE_BITS as usize..base + LINE_BITS as usize + self.flag_bits];
-            add_cells(fl, &p.flags);
-        }
+        // A frame's row: its 512 data cells (words 0..8), then its flag cells.
+        let mut mask = [0u64; 12];
+        mask[..8].copy_from_slice(&p.data);
+        mask[8..].copy_from_slice(&p.flags);
+        self.cell_writes.add(frame, &mask);
     }
 
     /// Writes `new` into the PRAM cells of a slot; returns the bits programmed.
@@ -519,11 +513,7 @@ impl Llc {
         for (i, c) in changed.iter_mut().enumerate() {
             *c = self.buffer[set][i] ^ data[i];
         }
-        let base = set * LINE_BITS as usize;
-        add_cells(
-            &mut self.buffer_cell_writes[base..base + LINE_BITS as usize],
-            &changed,
-        );
+        self.buffer_cell_writes.add(set, &changed);
         self.traffic.n_wb += u64::from(changed.iter().map(|w| w.count_ones()).sum::<u32>());
         self.traffic.buffer_writes += 1;
         self.buffer[set] = *data;
@@ -544,26 +534,18 @@ impl Llc {
 
     /// The most-written PRAM cell's write count.
     pub fn max_cell_writes(&self) -> u64 {
-        let per = LINE_BITS as usize + self.flag_bits;
         (0..self.sets * self.ways)
-            .map(|f| {
-                let most = self.cell_writes[f * per..(f + 1) * per]
-                    .iter()
-                    .max()
-                    .copied()
-                    .unwrap_or(0);
-                u64::from(most) + u64::from(self.full_writes[f])
-            })
+            .map(|f| self.cell_writes.row_max(f) + u64::from(self.full_writes[f]))
             .max()
             .unwrap_or(0)
     }
 
     /// The most-written STT-RAM write-buffer cell's write count (0 without buffers).
     pub fn max_buffer_cell_writes(&self) -> u64 {
-        self.buffer_cell_writes
-            .iter()
+        (0..self.buffer_cell_writes.rows())
+            .map(|s| self.buffer_cell_writes.row_max(s))
             .max()
-            .map_or(0, |&m| u64::from(m))
+            .unwrap_or(0)
     }
 
     /// Bits programmed per physical frame, set-major (`sets` rows of `ways`): the heat map.
@@ -577,19 +559,5 @@ impl Llc {
 
     pub fn ways(&self) -> usize {
         self.ways
-    }
-}
-
-/// Adds one write to each cell whose bit is set in `mask`.
-fn add_cells(cells: &mut [u32], mask: &[u64]) {
-    for (w, &m) in mask.iter().enumerate() {
-        let mut m = m;
-        while m != 0 {
-            let b = m.trailing_zeros() as usize;
-            if let Some(c) = cells.get_mut(w * 64 + b) {
-                *c = c.saturating_add(1);
-            }
-            m &= m - 1;
-        }
     }
 }
