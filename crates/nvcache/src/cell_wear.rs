@@ -111,19 +111,24 @@ impl CellWear {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A xorshift64 stream from `seed` (non-zero): the crate's unit tests' random inputs.
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
 
     /// Against one counter per cell, on random masks over rows of awkward widths.
     #[test]
     fn counts_as_one_counter_per_cell() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for cells in [64, 100, 512, 512 + 64, 512 + 256] {
             let rows = 3;
             let mut w = CellWear::new(rows, cells);

@@ -355,13 +355,7 @@ mod tests {
 
     #[test]
     fn data_inverting_matches_the_unit_by_unit_definition() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::cell_wear::tests::xorshift(0x2545_f491_4f6c_dd1d);
         for unit in [2, 4, 8, 16, 32, 64] {
             let (mut s1, mut f1) = ([0u64; 8], [0u64; 4]);
             let (mut s2, mut f2) = (s1, f1);

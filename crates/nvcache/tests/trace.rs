@@ -79,12 +79,10 @@ fn line(first: u8) -> Vec<u8> {
     l
 }
 
-#[test]
-fn fill_and_writeback_rows_go_straight_to_the_llc() {
-    // Line A (content 0x0F at fill, shown by its write-back's old bytes) and line B (never
-    // written: content unknown, zeros). A's fill programs 4 cells into an empty frame; its
-    // write-back 0x0F -> 0xFF programs 4 more; B's fill programs none.
-    let rows = [
+/// Line A filled (content 0x0F, shown by its write-back's old bytes), line B filled (never
+/// written: content unknown), A written back as 0xFF.
+fn fills_and_a_write_back() -> [MemRecord; 3] {
+    [
         rec(100, MemKind::Fill, 0x1000, 64, None, None),
         rec(200, MemKind::Fill, 0x2000, 64, None, None),
         rec(
@@ -95,7 +93,15 @@ fn fill_and_writeback_rows_go_straight_to_the_llc() {
             Some(line(0x0F)),
             Some(line(0xFF)),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn fill_and_writeback_rows_go_straight_to_the_llc() {
+    // Line A (content 0x0F at fill, shown by its write-back's old bytes) and line B (never
+    // written: content unknown, zeros). A's fill programs 4 cells into an empty frame; its
+    // write-back 0x0F -> 0xFF programs 4 more; B's fill programs none.
+    let rows = fills_and_a_write_back();
     let path = write_trace("fills", true, &rows);
     let rep = run_trace(&path, &config(Encoding::Dw, None)).unwrap();
     assert!(!rep.through_l1);
@@ -125,18 +131,7 @@ fn passes_replay_the_trace_over_the_caches_the_last_pass_left() {
     // write-back 0xFF over 0xFF programs nothing. Time doubles; the trace's unknown fill and
     // its old bytes are judged on the first pass only (on the second the LLC holds 0xFF
     // where the row says 0x0F, a consequence of looping, not a fault of the trace).
-    let rows = [
-        rec(100, MemKind::Fill, 0x1000, 64, None, None),
-        rec(200, MemKind::Fill, 0x2000, 64, None, None),
-        rec(
-            400,
-            MemKind::WriteBack,
-            0x1000,
-            64,
-            Some(line(0x0F)),
-            Some(line(0xFF)),
-        ),
-    ];
+    let rows = fills_and_a_write_back();
     let path = write_trace("passes", true, &rows);
     let cfg = SimConfig {
         passes: 2,
