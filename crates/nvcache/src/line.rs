@@ -237,15 +237,35 @@ fn write_inverting_by<const UNIT: u32>(
         let first = w as u32 * per_word;
         let (fw, fb) = ((first / 64) as usize, first % 64);
         let old_flags = (flags[fw] >> fb) & word_flags;
-        let mut new_flags = 0u64;
-        let mut invert = 0u64;
-        for u in 0..per_word {
-            let flag = ((old_flags >> u) & 1) as u32;
-            let c = ((counts >> (u * unit)) & unit_mask) as u32;
-            let inv = u64::from(c + flag >= invert_at);
-            invert |= (inv * unit_mask) << (u * unit);
-            new_flags |= inv << u;
-        }
+        let (invert, new_flags) = if (4..64).contains(&unit) {
+            // Every unit at once: its flag joins its count in the unit's field (a sum of at
+            // most unit + 1, below the field's top bit), and `(sum | top) - invert_at` keeps
+            // the top bit exactly where sum >= invert_at, with no borrow between fields.
+            let lsb = u64::MAX / unit_mask;
+            let top = lsb << (unit - 1);
+            let mut spread = 0u64;
+            for u in 0..per_word {
+                spread |= ((old_flags >> u) & 1) << (u * unit);
+            }
+            let sum = counts + spread;
+            let inv = (((sum | top) - lsb * u64::from(invert_at)) & top) >> (unit - 1);
+            let mut new_flags = 0u64;
+            for u in 0..per_word {
+                new_flags |= ((inv >> (u * unit)) & 1) << u;
+            }
+            (inv.wrapping_mul(unit_mask), new_flags)
+        } else {
+            // 2-bit units (a sum of 3 reaches the field's top bit) and one 64-bit unit.
+            let (mut invert, mut new_flags) = (0u64, 0u64);
+            for u in 0..per_word {
+                let flag = ((old_flags >> u) & 1) as u32;
+                let c = ((counts >> (u * unit)) & unit_mask) as u32;
+                let inv = u64::from(c + flag >= invert_at);
+                invert |= (inv * unit_mask) << (u * unit);
+                new_flags |= inv << u;
+            }
+            (invert, new_flags)
+        };
         let out = new[w] ^ invert;
         prog.data[w] = stored[w] ^ out;
         stored[w] = out;
