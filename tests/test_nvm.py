@@ -15,6 +15,10 @@ def test_scheme_names():
     assert nvm.encoding("HC") == ({"kind": "dw"}, True)
     assert nvm.encoding("hc+di4") == ({"kind": "di", "unit": 4}, True)
     assert nvm.encoding("di16") == ({"kind": "di", "unit": 16}, False)
+    assert nvm.encoding("rbw+di8") == ({"kind": "di", "unit": 8}, False)
+    assert nvm.reads_first("RBW+di8") and not nvm.reads_first("di8") and not nvm.reads_first("rbw")
+    with pytest.raises(ValueError, match="scheme 'rbw\\+hc'"):
+        nvm.encoding("rbw+hc")
     with pytest.raises(ValueError, match="scheme 'di'"):
         nvm.encoding("di")
 
@@ -29,6 +33,12 @@ def test_schemes_on_a_stand_in():
     assert (dw["llc_reads"] + dw["llc_writes"], t["reads"] + t["writes"]) == (100_000, 100_000)
     # RBW programs the same cells as DW; BL programs all 512 of every PRAM write.
     assert rbw["pram_bits"] == dw["pram_bits"]
+    # DI on top of RBW: DI's cells, and RBW's read of 512 cells (2 pJ each) before each PRAM write.
+    di = nvm.simulate(TRACE, nvm.Cache("di8"))
+    rbw_di = nvm.simulate(TRACE, nvm.Cache("rbw+di8"))
+    assert rbw_di["traffic"] == di["traffic"] and rbw_di["max_pram_cell_writes"] == di["max_pram_cell_writes"]
+    reads = rbw_di["costs"]["pram_read_j"] - di["costs"]["pram_read_j"]
+    assert reads == pytest.approx(di["traffic"]["pram_writes"] * 512 * 2e-12, rel=1e-9)
     assert bl["pram_bits"] == 512 * bl["llc_reads"] - 512 * bl["llc_read_hits"] + 512 * bl["llc_writes"]
     # HC never writes more PRAM bits on L1 write-backs than DW, and its fills are the same lines.
     assert t["n_upper"] + t["n_swap"] < dw["n_upper"]

@@ -59,6 +59,7 @@ fn run(n: u64, enc: Encoding) -> (f64, f64, u64) {
             encoding: enc,
             hybrid: Some(Hybrid::new(4)),
             wear_levelling: WearLevelling::default(),
+            read_before_write: false,
         },
         clock: Default::default(),
         passes: 1,

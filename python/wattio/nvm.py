@@ -2,6 +2,7 @@
 
 A *scheme* names how the PRAM last-level cache writes: ``bl`` (every cell), ``dw``
 (differential write), ``rbw`` (read-before-write), ``diN`` (data inverting per N-bit unit),
+``rbw+diN`` (data inverting on top of read-before-write: DI's bits, RBW's reads priced),
 ``hc`` (the hybrid PRAM + STT-RAM cache, DW in PRAM) and ``hc+diN``. Wear levelling is
 separate: ``set_rotation`` and ``line_rotation`` intervals in PRAM line writes.
 """
@@ -13,12 +14,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEME_HELP = "bl, dw, rbw, diN (N = 2..64, a power of two), hc, hc+diN"
+SCHEME_HELP = "bl, dw, rbw, diN (N = 2..64, a power of two), rbw+diN, hc, hc+diN"
 
 
 def encoding(scheme: str) -> tuple[dict, bool]:
     """The LLC encoding of a scheme and whether it has the hybrid cache's write buffers."""
     s = scheme.strip().lower()
+    if s.startswith("rbw+di"):
+        s = s[4:]
     hybrid = s == "hc" or s.startswith("hc+")
     rest = "dw" if s == "hc" else s[3:] if hybrid else s
     if rest in ("bl", "dw", "rbw"):
@@ -27,6 +30,12 @@ def encoding(scheme: str) -> tuple[dict, bool]:
     if m:
         return {"kind": "di", "unit": int(m.group(1))}, hybrid
     raise ValueError(f"scheme {scheme!r}: expected one of {SCHEME_HELP}")
+
+
+def reads_first(scheme: str) -> bool:
+    """Whether a scheme prices a line read before each PRAM write besides ``rbw`` itself
+    (``rbw+diN``)."""
+    return scheme.strip().lower().startswith("rbw+")
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class Cache:
                 "encoding": enc,
                 "hybrid": {"n_th": self.n_th, "miss_count": self.miss_count} if hybrid else None,
                 "wear_levelling": {"set_rotation": self.set_rotation, "line_rotation": self.line_rotation},
+                "read_before_write": reads_first(self.scheme),
             },
         }
 

@@ -135,7 +135,7 @@ pub fn costs(cfg: &LlcConfig, t: &Traffic, seconds: f64, max_pram: u64, max_stt:
     // Reads of PRAM lines: L1 misses that hit outside a write buffer, and RBW's read before
     // every PRAM write. Write-buffer reads: its owner's hits and each swap's read-out.
     let mut pram_reads = (t.read_hits - t.buffer_reads) as f64;
-    if cfg.encoding.reads_before_write() {
+    if cfg.reads_before_write() {
         pram_reads += t.pram_writes as f64;
     }
     let pram_read_j = pram_reads * bits * p.read_j;

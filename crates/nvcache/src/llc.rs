@@ -72,9 +72,19 @@ pub struct LlcConfig {
     pub hybrid: Option<Hybrid>,
     #[serde(default)]
     pub wear_levelling: WearLevelling,
+    /// Charge a line read before every PRAM write, as RBW does, with any encoding: the
+    /// PCM-cache paper's data inverting sits on top of RBW (`rbw+diN`), and its reads are
+    /// part of that design's energy. Bits and wear do not change.
+    #[serde(default)]
+    pub read_before_write: bool,
 }
 
 impl LlcConfig {
+    /// Whether each PRAM write is priced with a line read before it.
+    pub fn reads_before_write(&self) -> bool {
+        self.read_before_write || self.encoding.reads_before_write()
+    }
+
     pub fn sets(&self) -> u64 {
         self.bytes / (self.ways as u64 * line::LINE_BYTES as u64)
     }

@@ -81,6 +81,7 @@ fn one_set(hybrid: Option<Hybrid>, wear_levelling: WearLevelling) -> Llc {
         encoding: Encoding::Dw,
         hybrid,
         wear_levelling,
+        read_before_write: false,
     })
     .unwrap()
 }
@@ -216,6 +217,7 @@ fn every_scheme_returns_the_last_data_written() {
                 encoding: enc,
                 hybrid,
                 wear_levelling,
+                read_before_write: false,
             };
             let mut c = Llc::new(cfg).unwrap();
             let mut mem = Memory::default();
@@ -291,6 +293,7 @@ fn set_rotation_moves_every_set_and_counts_the_cells_it_rewrites() {
             set_rotation: Some(1),
             line_rotation: None,
         },
+        read_before_write: false,
     })
     .unwrap();
     let mut mem = Memory::default();
@@ -335,6 +338,44 @@ fn lifetime_is_endurance_times_span_over_the_hottest_cells_writes() {
 }
 
 #[test]
+fn a_read_before_each_write_is_charged_with_any_encoding_when_asked() {
+    // One fill and eight write-hits of one line: nine PRAM line writes. With
+    // `read_before_write` each is priced with a 512-cell read first (2 pJ a cell): 9 × 512 ×
+    // 2 pJ = 9.216 nJ more than without, whatever the encoding; bits programmed unchanged.
+    let run = |encoding: Encoding, read_before_write: bool| {
+        let mut c = Llc::new(LlcConfig {
+            bytes: 256,
+            ways: 4,
+            encoding,
+            hybrid: None,
+            wear_levelling: WearLevelling::default(),
+            read_before_write,
+        })
+        .unwrap();
+        let mut mem = Memory::default();
+        c.read(0, &mut mem);
+        for i in 0..8u64 {
+            c.write(0, &one_word(i * 3), &mut mem);
+        }
+        assert_eq!((c.traffic.pram_writes, c.traffic.read_hits), (9, 0));
+        let k = cost::costs(c.config(), &c.traffic, 1.0, 1, 0);
+        (k.pram_read_j, c.traffic.pram_bits())
+    };
+    let extra = 9.0 * 512.0 * cost::pram().read_j;
+    assert!((extra - 9.216e-9).abs() < 1e-18);
+    for enc in [Encoding::Dw, Encoding::Di { unit: 8 }] {
+        let (plain, bits) = run(enc, false);
+        let (rbw, bits_rbw) = run(enc, true);
+        assert_eq!(plain, 0.0, "{enc:?}");
+        assert!((rbw - extra).abs() < 1e-18, "{enc:?}: {rbw}");
+        assert_eq!(bits, bits_rbw);
+    }
+    // The RBW encoding is DW with the reads: the same price with or without the flag.
+    assert!((run(Encoding::Rbw, false).0 - extra).abs() < 1e-18);
+    assert_eq!(run(Encoding::Rbw, true), run(Encoding::Rbw, false));
+}
+
+#[test]
 fn cell_energies_and_areas_follow_the_cited_cells() {
     // PRAM RESET: (300 µA)²·1 kΩ·40 ns + 300 µA·0.3 V·40 ns = 3.6 + 3.6 pJ; SET: (150 µA)²·
     // 1 kΩ·150 ns + 150 µA·0.3 V·150 ns = 3.375 + 6.75 pJ; mean 8.6625 pJ.
@@ -346,6 +387,7 @@ fn cell_energies_and_areas_follow_the_cited_cells() {
         encoding: Encoding::Dw,
         hybrid: None,
         wear_levelling: WearLevelling::default(),
+        read_before_write: false,
     };
     assert!(
         (cost::area_mm2(&dw) - 2.446_118_092_8).abs() < 1e-6,

@@ -67,6 +67,7 @@ fn config(encoding: Encoding, hybrid: Option<Hybrid>) -> SimConfig {
             encoding,
             hybrid,
             wear_levelling: WearLevelling::default(),
+            read_before_write: false,
         },
         clock: Default::default(),
         passes: 1,

@@ -257,13 +257,13 @@ NTH = Experiment(
 PCM_CONFIGS = {
     "BL": nvm.Cache("bl", LLC, WAYS),
     "RBW": nvm.Cache("rbw", LLC, WAYS),
-    "RBW+DI(8)": nvm.Cache("di8", LLC, WAYS),
-    "RBW+DI(8)+WL": nvm.Cache("di8", LLC, WAYS, set_rotation=SET_ROTATION, line_rotation=LINE_ROTATION),
+    "RBW+DI(8)": nvm.Cache("rbw+di8", LLC, WAYS),
+    "RBW+DI(8)+WL": nvm.Cache("rbw+di8", LLC, WAYS, set_rotation=SET_ROTATION, line_rotation=LINE_ROTATION),
 }
 WL_CONFIGS = {
     "no wear levelling": PCM_CONFIGS["RBW+DI(8)"],
-    "set rotation": nvm.Cache("di8", LLC, WAYS, set_rotation=SET_ROTATION),
-    "line rotation": nvm.Cache("di8", LLC, WAYS, line_rotation=LINE_ROTATION),
+    "set rotation": nvm.Cache("rbw+di8", LLC, WAYS, set_rotation=SET_ROTATION),
+    "line rotation": nvm.Cache("rbw+di8", LLC, WAYS, line_rotation=LINE_ROTATION),
     "set + line rotation": PCM_CONFIGS["RBW+DI(8)+WL"],
 }
 HOUR = 3600.0
