@@ -192,6 +192,74 @@ fn unit_counts(x: u64, unit: u32) -> u64 {
     c
 }
 
+/// The masks of [`spread`]'s steps for `unit`-bit fields: after the step that moves blocks of
+/// `b` bits (b = k/2, k/4, …, 1 for k = 64/unit bits), bit j sits at
+/// j + (unit − 1)·(j without its bits below b), and at j·unit after the last.
+const fn spread_masks(unit: u32) -> [u64; 6] {
+    let k = 64 / unit;
+    let mut out = [0u64; 6];
+    let (mut i, mut b) = (0, k / 2);
+    while b >= 1 {
+        let (mut m, mut j) = (0u64, 0);
+        while j < k {
+            m |= 1 << (j + (unit - 1) * (j & !(b - 1)));
+            j += 1;
+        }
+        out[i] = m;
+        i += 1;
+        b /= 2;
+    }
+    out
+}
+
+/// The unit-field layout of a word for `UNIT`-bit units.
+struct Fields<const UNIT: u32>;
+
+impl<const UNIT: u32> Fields<UNIT> {
+    const PER_WORD: u32 = 64 / UNIT;
+    const STEPS: usize = Self::PER_WORD.trailing_zeros() as usize;
+    const MASKS: [u64; 6] = spread_masks(UNIT);
+    const LOW: u64 = if Self::PER_WORD == 64 {
+        u64::MAX
+    } else {
+        (1 << Self::PER_WORD) - 1
+    };
+
+    /// Bit u of `bits` (u < 64/UNIT) to bit u·UNIT, the lowest of field u (a `pdep` the
+    /// portable target lacks), in log2(64/UNIT) shift-or-mask steps.
+    #[inline(always)]
+    fn spread(bits: u64) -> u64 {
+        let mut x = bits & Self::LOW;
+        let mut b = Self::PER_WORD / 2;
+        let mut i = 0;
+        while i < Self::STEPS {
+            x = (x | (x << (b * (UNIT - 1)))) & Self::MASKS[i];
+            b /= 2;
+            i += 1;
+        }
+        x
+    }
+
+    /// The inverse of [`Fields::spread`]: the lowest bit of each field, packed (`pext`).
+    #[inline(always)]
+    fn gather(lows: u64) -> u64 {
+        let mut x = lows;
+        let mut b = 1;
+        let mut i = Self::STEPS;
+        while i > 0 {
+            i -= 1;
+            let keep = if i == 0 {
+                Self::LOW
+            } else {
+                Self::MASKS[i - 1]
+            };
+            x = (x | (x >> (b * (UNIT - 1)))) & keep;
+            b *= 2;
+        }
+        x
+    }
+}
+
 /// Data inverting with `unit`-bit units: one copy per unit size, so that the loops over a
 /// word's units unroll (as a run-time bound they cost a looped replay a third of its time).
 fn write_inverting(unit: u32, stored: &mut Line, flags: &mut Flags, new: &Line) -> Programmed {
@@ -243,17 +311,9 @@ fn write_inverting_by<const UNIT: u32>(
             // the top bit exactly where sum >= invert_at, with no borrow between fields.
             let lsb = u64::MAX / unit_mask;
             let top = lsb << (unit - 1);
-            let mut spread = 0u64;
-            for u in 0..per_word {
-                spread |= ((old_flags >> u) & 1) << (u * unit);
-            }
-            let sum = counts + spread;
+            let sum = counts + Fields::<UNIT>::spread(old_flags);
             let inv = (((sum | top) - lsb * u64::from(invert_at)) & top) >> (unit - 1);
-            let mut new_flags = 0u64;
-            for u in 0..per_word {
-                new_flags |= ((inv >> (u * unit)) & 1) << u;
-            }
-            (inv.wrapping_mul(unit_mask), new_flags)
+            (inv.wrapping_mul(unit_mask), Fields::<UNIT>::gather(inv))
         } else {
             // 2-bit units (a sum of 3 reaches the field's top bit) and one 64-bit unit.
             let (mut invert, mut new_flags) = (0u64, 0u64);
@@ -306,15 +366,11 @@ fn decode_by<const UNIT: u32>(stored: &Line, flags: &Flags) -> Line {
     };
     let mut out = *stored;
     for (w, word) in out.iter_mut().enumerate() {
-        // The word's units' flags, one flag word's consecutive bits, spread without branches
-        // (a branch per flag mispredicts on data-dependent flags).
+        // The word's units' flags, one flag word's consecutive bits, spread to their units'
+        // lowest bits and widened to whole units without a branch per flag.
         let first = w as u32 * per_word;
         let fl = (flags[(first / 64) as usize] >> (first % 64)) & word_flags;
-        let mut invert = 0u64;
-        for u in 0..per_word {
-            invert |= ((fl >> u) & 1) * (unit_mask << (u * unit));
-        }
-        *word ^= invert;
+        *word ^= Fields::<UNIT>::spread(fl).wrapping_mul(unit_mask);
     }
     out
 }
@@ -371,6 +427,35 @@ mod tests {
         assert_eq!(unit_counts(0b11_10_01_00, 2), 0b10_01_01_00);
         assert_eq!(unit_counts(u64::MAX, 64), 64);
         assert_eq!(unit_counts(u64::MAX, 32), (32 << 32) | 32);
+    }
+
+    /// `spread` and `gather` against their bit-by-bit definitions: every value for up to 16
+    /// units a word, random ones for 32.
+    #[test]
+    fn fields_spread_and_gather_bit_by_bit() {
+        fn check<const UNIT: u32>(v: u64) {
+            let k = 64 / UNIT;
+            let mut want = 0u64;
+            for u in 0..k {
+                want |= ((v >> u) & 1) << (u * UNIT);
+            }
+            assert_eq!(Fields::<UNIT>::spread(v), want, "unit {UNIT}, {v:#x}");
+            let low = if k == 64 { u64::MAX } else { (1 << k) - 1 };
+            assert_eq!(Fields::<UNIT>::gather(want), v & low, "unit {UNIT}, {v:#x}");
+        }
+        for v in 0..1u64 << 16 {
+            check::<4>(v);
+            check::<8>(v);
+            check::<16>(v);
+            check::<32>(v);
+            check::<64>(v);
+        }
+        let mut next = crate::cell_wear::tests::xorshift(0x1234_5678_9abc_def1);
+        for _ in 0..100_000 {
+            let v = next();
+            check::<2>(v);
+            check::<4>(v);
+        }
     }
 
     #[test]
