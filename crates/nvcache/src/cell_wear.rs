@@ -10,6 +10,9 @@
 /// Planes per row: counts up to 2^32 − 1.
 const PLANES: usize = 32;
 
+/// Words per plane at most (the carry and candidate arrays' size).
+const MAX_WORDS: usize = 16;
+
 pub struct CellWear {
     /// Words per plane (cells per row / 64, rounded up).
     words: usize,
@@ -20,7 +23,13 @@ pub struct CellWear {
 }
 
 impl CellWear {
+    /// `rows` rows of `cells_per_row` cells (1 to 1,024: a line's 512 data cells and at most
+    /// 256 flag cells fit).
     pub fn new(rows: usize, cells_per_row: usize) -> Self {
+        assert!(
+            (1..=64 * MAX_WORDS).contains(&cells_per_row),
+            "a row of {cells_per_row} cells"
+        );
         let words = cells_per_row.div_ceil(64);
         let last_mask = match cells_per_row % 64 {
             0 => u64::MAX,
@@ -38,8 +47,7 @@ impl CellWear {
     #[inline]
     pub fn add(&mut self, row: usize, mask: &[u64]) {
         let n = self.words;
-        let mut carry = [0u64; 16];
-        debug_assert!(n <= carry.len());
+        let mut carry = [0u64; MAX_WORDS];
         let mut any = 0;
         for (c, &m) in carry.iter_mut().zip(mask).take(n) {
             *c = m;
@@ -74,12 +82,12 @@ impl CellWear {
     /// plane's bit whenever any of the remaining ones do.
     pub fn row_max(&self, row: usize) -> u64 {
         let n = self.words;
-        let mut cand = [u64::MAX; 16];
+        let mut cand = [u64::MAX; MAX_WORDS];
         cand[n - 1] = self.last_mask;
         let mut value = 0u64;
         let row_planes = &self.planes[row * PLANES * n..(row + 1) * PLANES * n];
         for (p, plane) in row_planes.chunks_exact(n).enumerate().rev() {
-            let mut t = [0u64; 16];
+            let mut t = [0u64; MAX_WORDS];
             let mut any = 0;
             for ((t, &c), &x) in t.iter_mut().zip(&cand).zip(plane) {
                 *t = c & x;
