@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use wattio_formats::memtrace::{
-    convert_raw, memtrace_stats, CacheGeometry, ConvertOptions, MemKind, MemRecord, MemTraceReader,
-    RawReader, MAP_BRK, MAP_R, MAP_STARTUP, MAP_W,
+    convert_raw, memtrace_stats, segments, CacheGeometry, ConvertOptions, MemKind, MemRecord,
+    MemTraceReader, RawReader, Segment, MAP_BRK, MAP_R, MAP_STARTUP, MAP_W,
 };
 
 /// Encodes a raw stream as the tool does (wm_main.c's FORMAT comment).
@@ -174,6 +174,39 @@ fn raw_files_convert_to_rows_in_process_start_order() {
             l2_ways: 16,
             cache: true
         }
+    );
+
+    // Each process's run of rows, found from the pid column, and read alone.
+    assert_eq!(
+        segments(&out).unwrap(),
+        [
+            Segment {
+                pid: 10,
+                first: 0,
+                rows: 8
+            },
+            Segment {
+                pid: 20,
+                first: 8,
+                rows: 8
+            },
+        ]
+    );
+    let second: Vec<MemRecord> = MemTraceReader::open_rows(&out, 8, 8)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(second, want[8..]);
+    // A range that does not begin with a start row is refused, naming the file's row.
+    let e = MemTraceReader::open_rows(&out, 9, 3)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("@row 9") && e.contains("a start row first"),
+        "{e}"
     );
 
     let st = memtrace_stats(MemTraceReader::open(&out).unwrap()).unwrap();

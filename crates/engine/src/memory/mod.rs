@@ -36,7 +36,10 @@ use wattio_devices::dram::{Rank, RankSpec, STANDBY, STATE_NAMES};
 use wattio_functions::memory::reshape::{PageUse, Reshape, ReshapeConfig};
 use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
 use wattio_workload::Rng;
-pub use workload::{load_memtrace, Hitting, ProcEvent, ProcessStream, Recorded, Streaming};
+pub use workload::{
+    load_memtrace, Hitting, ProcEvent, ProcessStream, Recorded, Streaming, TraceProcess,
+    TraceStream, RECORD_ROWS,
+};
 
 /// How physical addresses map to ranks.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -273,12 +276,12 @@ impl MemSim {
                 "ns_per_instruction: expected a number in [0, 1e6], got {ns_per_instruction}"
             ));
         }
-        let (procs, line) = load_memtrace(path, ns_per_instruction)?;
+        let (procs, line) = load_memtrace(path, ns_per_instruction, RECORD_ROWS)?;
         if self.line_bytes == 0 {
             self.line_bytes = line;
         }
         for p in procs {
-            self.add(Box::new(Recorded::new(p.events)));
+            self.add(p.stream);
         }
         Ok(())
     }
@@ -707,6 +710,9 @@ impl Run {
             };
             match event {
                 None => {
+                    if let Some(e) = self.procs[pi].stream.error() {
+                        return Err(e.to_string());
+                    }
                     self.exit(pi);
                     self.switch(c, false);
                     continue;

@@ -1,9 +1,9 @@
 //! What the processes of a memory run do: a stream of events per process, from a captured
 //! memory trace (`wattio capture memory`) or a synthetic generator.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use wattio_core::Nanos;
-use wattio_formats::memtrace::{MemKind, MemTraceReader, MAP_X};
+use wattio_formats::memtrace::{self, MemKind, MemRecord, MemTraceReader, Segment, MAP_X};
 
 /// One event of a process, in the process's own order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +33,12 @@ pub enum ProcEvent {
 /// A process's events, produced as the run consumes them.
 pub trait ProcessStream: Send {
     fn next_event(&mut self) -> Option<ProcEvent>;
+
+    /// Why the stream ended early, if it did (a trace row that cannot be read): the run
+    /// fails with it rather than taking the process for finished.
+    fn error(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Events held in memory.
@@ -103,49 +109,33 @@ impl ProcessStream for Hitting {
     }
 }
 
-/// One process of a captured trace.
+/// A process's runs of rows of at most this many are read into memory at once (24 bytes an
+/// event); longer ones are streamed from the file as the run consumes them, so memory does
+/// not grow with the trace's length (the thesis's high mix has ~70 M accesses).
+pub const RECORD_ROWS: u64 = 1 << 16;
+
+/// One process of a captured trace: a run of its rows, read into memory or streamed.
 pub struct TraceProcess {
     pub pid: u32,
     pub command: String,
-    pub events: Vec<ProcEvent>,
+    pub stream: Box<dyn ProcessStream>,
 }
 
-/// Every process of a memory trace, its traffic as events (time = instructions ×
-/// `ns_per_instruction`), and the trace's line size. Fills and loads are reads, write-backs
-/// and stores writes; start and mark rows carry no traffic. A process that did not exit in
-/// the trace ends with its last row.
-pub fn load_memtrace(
-    path: &Path,
+/// Rows to events, for one process: time = instructions × `ns_per_instruction`, counted
+/// from the process's first row. Fills and loads are reads, write-backs and stores writes;
+/// start, exit and mark rows carry no traffic (their gap becomes computation).
+struct Convert {
     ns_per_instruction: f64,
-) -> Result<(Vec<TraceProcess>, u32), String> {
-    let reader = MemTraceReader::open(path).map_err(|e| e.to_string())?;
-    let line = reader.geometry().line;
-    let commands: Vec<(u32, String)> = reader
-        .processes()
-        .iter()
-        .map(|p| (p.pid, p.command.clone()))
-        .collect();
-    let mut out: Vec<TraceProcess> = Vec::new();
-    let mut last_icount = 0u64;
-    for row in reader {
-        let r = row.map_err(|e| e.to_string())?;
-        if out.last().is_none_or(|p| p.pid != r.pid) {
-            let command = commands
-                .iter()
-                .find(|c| c.0 == r.pid)
-                .map(|c| c.1.clone())
-                .unwrap_or_default();
-            out.push(TraceProcess {
-                pid: r.pid,
-                command,
-                events: Vec::new(),
-            });
-            last_icount = r.icount;
-        }
-        let gap_instr = r.icount.saturating_sub(last_icount);
-        last_icount = last_icount.max(r.icount);
-        let gap = (gap_instr as f64 * ns_per_instruction).round() as Nanos;
-        let ev = match r.kind {
+    last_icount: Option<u64>,
+}
+
+impl Convert {
+    fn event(&mut self, r: &MemRecord) -> Option<ProcEvent> {
+        let last = *self.last_icount.get_or_insert(r.icount);
+        let gap_instr = r.icount.saturating_sub(last);
+        self.last_icount = Some(last.max(r.icount));
+        let gap = (gap_instr as f64 * self.ns_per_instruction).round() as Nanos;
+        Some(match r.kind {
             MemKind::Fill | MemKind::Load => ProcEvent::Access {
                 gap,
                 vaddr: r.addr,
@@ -169,11 +159,110 @@ pub fn load_memtrace(
                 if gap > 0 {
                     ProcEvent::Compute(gap)
                 } else {
-                    continue;
+                    return None;
                 }
             }
+        })
+    }
+}
+
+/// A process's run of rows read from the trace file as the run consumes it (its own
+/// reader, opened at the first event asked for). A row the reader refuses ends the stream
+/// and is reported by [`ProcessStream::error`].
+pub struct TraceStream {
+    path: PathBuf,
+    segment: Segment,
+    reader: Option<MemTraceReader>,
+    convert: Convert,
+    error: Option<String>,
+}
+
+impl ProcessStream for TraceStream {
+    fn next_event(&mut self) -> Option<ProcEvent> {
+        if self.error.is_some() {
+            return None;
+        }
+        if self.reader.is_none() {
+            match MemTraceReader::open_rows(&self.path, self.segment.first, self.segment.rows) {
+                Ok(r) => self.reader = Some(r),
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return None;
+                }
+            }
+        }
+        let reader = self.reader.as_mut().expect("opened above");
+        loop {
+            match reader.next()? {
+                Ok(r) => {
+                    if let Some(ev) = self.convert.event(&r) {
+                        return Some(ev);
+                    }
+                }
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+}
+
+/// Every process of a memory trace (each run of a process's rows, in file order) as a
+/// stream of events, and the trace's line size. Runs of up to `record_rows` rows are read
+/// (and checked) here, longer ones streamed. A process that did not exit in the trace ends
+/// with its last row.
+pub fn load_memtrace(
+    path: &Path,
+    ns_per_instruction: f64,
+    record_rows: u64,
+) -> Result<(Vec<TraceProcess>, u32), String> {
+    let head = MemTraceReader::open(path).map_err(|e| e.to_string())?;
+    let line = head.geometry().line;
+    let commands: Vec<(u32, String)> = head
+        .processes()
+        .iter()
+        .map(|p| (p.pid, p.command.clone()))
+        .collect();
+    drop(head);
+    let mut out = Vec::new();
+    for seg in memtrace::segments(path).map_err(|e| e.to_string())? {
+        let command = commands
+            .iter()
+            .find(|c| c.0 == seg.pid)
+            .map(|c| c.1.clone())
+            .unwrap_or_default();
+        let mut convert = Convert {
+            ns_per_instruction,
+            last_icount: None,
         };
-        out.last_mut().expect("pushed above").events.push(ev);
+        let stream: Box<dyn ProcessStream> = if seg.rows <= record_rows {
+            let reader =
+                MemTraceReader::open_rows(path, seg.first, seg.rows).map_err(|e| e.to_string())?;
+            let mut events = Vec::new();
+            for row in reader {
+                let r = row.map_err(|e| e.to_string())?;
+                events.extend(convert.event(&r));
+            }
+            Box::new(Recorded::new(events))
+        } else {
+            Box::new(TraceStream {
+                path: path.to_path_buf(),
+                segment: seg,
+                reader: None,
+                convert,
+                error: None,
+            })
+        };
+        out.push(TraceProcess {
+            pid: seg.pid,
+            command,
+            stream,
+        });
     }
     Ok((out, line))
 }

@@ -8,7 +8,8 @@ mod table_3_2;
 use proptest::prelude::*;
 use std::path::Path;
 use wattio_engine::memory::{
-    run_config, Interleave, MemConfig, MemSim, MemSummary, Placement, ProcEvent, Recorded,
+    load_memtrace, run_config, Interleave, MemConfig, MemSim, MemSummary, Placement, ProcEvent,
+    Recorded,
 };
 use wattio_functions::memory::reshape::ReshapeConfig;
 use wattio_functions::memory::PolicyConfig;
@@ -365,4 +366,76 @@ fn configs_parse_and_bad_ones_name_the_key() {
     )
     .unwrap_err();
     assert!(e.contains("out of simulated memory"), "{e}");
+}
+
+/// A captured trace's processes read whole or streamed from the file as the run consumes
+/// them (runs longer than the record limit): the same events, process by process.
+#[test]
+fn streamed_and_recorded_trace_processes_give_the_same_events() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/mem-gcc/trace.parquet");
+    let (whole, l1) = load_memtrace(&path, 0.625, u64::MAX).unwrap();
+    let (streamed, l2) = load_memtrace(&path, 0.625, 0).unwrap();
+    assert_eq!((l1, whole.len()), (l2, streamed.len()));
+    let mut events = 0;
+    for (mut a, mut b) in whole.into_iter().zip(streamed) {
+        assert_eq!((a.pid, &a.command), (b.pid, &b.command));
+        loop {
+            let e = a.stream.next_event();
+            assert_eq!(e, b.stream.next_event(), "pid {}", a.pid);
+            if e.is_none() {
+                break;
+            }
+            events += 1;
+        }
+        assert_eq!(b.stream.error(), None);
+    }
+    assert!(events > 100_000, "{events}");
+}
+
+/// A row the trace's reader refuses, in a streamed process, fails the run with the row's
+/// number: the process is not taken for finished.
+#[test]
+fn a_bad_row_in_a_streamed_process_fails_the_run_naming_it() {
+    use wattio_formats::memtrace::{CacheGeometry, MemKind, MemRecord, MemTraceWriter};
+    let path = std::env::temp_dir().join(format!("memtrace-{}-bad.parquet", std::process::id()));
+    let g = CacheGeometry {
+        line: 64,
+        l1_bytes: 32768,
+        l1_ways: 8,
+        l2_bytes: 1 << 20,
+        l2_ways: 8,
+        cache: true,
+    };
+    let row = |pid, icount, kind, addr| MemRecord {
+        pid,
+        icount,
+        kind,
+        addr,
+        size: if kind == MemKind::Fill { 64 } else { 0 },
+        flags: 0,
+        old: None,
+        new: None,
+    };
+    let mut w = MemTraceWriter::create(&path, &g, &[]).unwrap();
+    // Process 7: a start row, fills 10 instructions apart, then one whose time goes back
+    // (row 6); process 9 is well formed.
+    w.write(&row(7, 0, MemKind::Start, 0)).unwrap();
+    for i in 1..=5u64 {
+        w.write(&row(7, i * 10, MemKind::Fill, i << 12)).unwrap();
+    }
+    w.write(&row(7, 5, MemKind::Fill, 1 << 12)).unwrap();
+    w.write(&row(9, 0, MemKind::Start, 0)).unwrap();
+    w.write(&row(9, 100, MemKind::Fill, 1 << 12)).unwrap();
+    w.finish(&[]).unwrap();
+    // Read whole, the error comes at load; streamed, from the run.
+    let e = load_memtrace(&path, 1.0, u64::MAX).err().unwrap();
+    assert!(e.contains("row 6") && e.contains("icount 5"), "{e}");
+    let (procs, _) = load_memtrace(&path, 1.0, 0).unwrap();
+    let mut sim = MemSim::new(&cfg("nopm", 1)).unwrap();
+    for p in procs {
+        sim.add(p.stream);
+    }
+    let e = sim.run().err().unwrap();
+    assert!(e.contains("row 6") && e.contains("icount 5"), "{e}");
+    std::fs::remove_file(path).unwrap();
 }

@@ -428,6 +428,87 @@ pub fn is_memtrace(path: &Path) -> bool {
         .is_some_and(|kv| kv.iter().any(|k| k.key == VERSION_KEY)))
 }
 
+/// One process's run of consecutive rows in a memory trace (a trace holds each process's
+/// rows together, each run beginning with its start row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub pid: u32,
+    pub first: u64,
+    pub rows: u64,
+}
+
+/// The runs of rows of the trace at `path`, in file order, found from its `pid` column alone
+/// (the other columns are checked by the readers of the runs, [`MemTraceReader::open_rows`]);
+/// at most [`MAX_PROCESSES`] of them.
+pub fn segments(path: &Path) -> Result<Vec<Segment>, FormatError> {
+    let file = path.display().to_string();
+    let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
+    let builder = open_parquet(f, &file, "a wattio memory trace (Parquet)")?;
+    let Some(col) = builder
+        .parquet_schema()
+        .columns()
+        .iter()
+        .position(|c| c.name() == "pid")
+    else {
+        return Err(
+            FormatError::file(&file, "column `pid` is missing".to_string())
+                .with_expected("the wattio memory-trace schema (docs/capture-memory.md)"),
+        );
+    };
+    let mask = parquet::arrow::ProjectionMask::leaves(builder.parquet_schema(), [col]);
+    let reader = contain(&file, Location::File, || {
+        builder
+            .with_projection(mask)
+            .with_batch_size(READ_BATCH_ROWS)
+            .build()
+    })?
+    .map_err(|e| pq_err(&file, e))?;
+    let mut out: Vec<Segment> = Vec::new();
+    let mut row = 0u64;
+    for batch in reader {
+        let b = batch.map_err(|e| {
+            FormatError::new(&file, Location::Row(row), format!("Parquet: {e}"))
+                .with_expected("readable pages")
+        })?;
+        let Some(pids) = b.column(0).as_any().downcast_ref::<UInt32Array>() else {
+            return Err(
+                FormatError::file(&file, "column `pid` is not UInt32".to_string())
+                    .with_expected("type UInt32"),
+            );
+        };
+        for (i, pid) in pids.iter().enumerate() {
+            let pid = pid.ok_or_else(|| {
+                FormatError::new(
+                    &file,
+                    Location::Row(row + i as u64),
+                    "null in column `pid`".to_string(),
+                )
+                .with_expected("a value in every non-nullable column")
+            })?;
+            match out.last_mut() {
+                Some(s) if s.pid == pid => s.rows += 1,
+                _ => {
+                    if out.len() == MAX_PROCESSES {
+                        return Err(FormatError::new(
+                            &file,
+                            Location::Row(row + i as u64),
+                            format!("more than {MAX_PROCESSES} runs of process rows"),
+                        )
+                        .with_expected("each process's rows together"));
+                    }
+                    out.push(Segment {
+                        pid,
+                        first: row + i as u64,
+                        rows: 1,
+                    });
+                }
+            }
+        }
+        row += b.num_rows() as u64;
+    }
+    Ok(out)
+}
+
 /// Reads a memory trace row by row: an iterator of [`MemRecord`]s that checks every row
 /// (known kind, values present exactly where the kind has them and as long as `size`,
 /// time non-decreasing within a process image, each image's rows starting with its start
@@ -450,17 +531,27 @@ impl MemTraceReader {
     pub fn open(path: &Path) -> Result<Self, FormatError> {
         let file = path.display().to_string();
         let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
-        Self::from_chunks(f, file)
+        Self::from_chunks(f, file, None)
+    }
+
+    /// Rows `first .. first + count` of the trace at `path` only (one process's run of rows,
+    /// see [`segments`]): the first must be a start row; rows are numbered in errors as in
+    /// the whole file.
+    pub fn open_rows(path: &Path, first: u64, count: u64) -> Result<Self, FormatError> {
+        let file = path.display().to_string();
+        let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
+        Self::from_chunks(f, file, Some((first, count)))
     }
 
     /// A memory trace held in memory (`name` is used in errors; the fuzz target's entry).
     pub fn from_bytes(data: Vec<u8>, name: &str) -> Result<Self, FormatError> {
-        Self::from_chunks(bytes::Bytes::from(data), name.to_string())
+        Self::from_chunks(bytes::Bytes::from(data), name.to_string(), None)
     }
 
     fn from_chunks<T: parquet::file::reader::ChunkReader + 'static>(
         input: T,
         file: String,
+        rows: Option<(u64, u64)>,
     ) -> Result<Self, FormatError> {
         let builder = open_parquet(input, &file, "a wattio memory trace (Parquet)")?;
         let provenance = key_values(builder.metadata().file_metadata());
@@ -532,6 +623,18 @@ impl MemTraceReader {
                 }
             }
         }
+        let (first, builder) = match rows {
+            None => (0, builder),
+            Some((first, count)) => {
+                let (Ok(f), Ok(n)) = (usize::try_from(first), usize::try_from(count)) else {
+                    return Err(bad(
+                        format!("rows {first} + {count}"),
+                        "a row range of the file",
+                    ));
+                };
+                (first, builder.with_offset(f).with_limit(n))
+            }
+        };
         let reader = contain(&file, Location::File, || {
             builder.with_batch_size(READ_BATCH_ROWS).build()
         })?
@@ -541,7 +644,7 @@ impl MemTraceReader {
             reader,
             batch: None,
             pos: 0,
-            row: 0,
+            row: first,
             pid: None,
             icount: 0,
             geometry,
