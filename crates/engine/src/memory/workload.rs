@@ -236,27 +236,25 @@ pub fn load_memtrace(
             .find(|c| c.0 == seg.pid)
             .map(|c| c.1.clone())
             .unwrap_or_default();
-        let mut convert = Convert {
-            ns_per_instruction,
-            last_icount: None,
+        let mut stream = TraceStream {
+            path: path.to_path_buf(),
+            segment: seg,
+            reader: None,
+            convert: Convert {
+                ns_per_instruction,
+                last_icount: None,
+            },
+            error: None,
         };
         let stream: Box<dyn ProcessStream> = if seg.rows <= record_rows {
-            let reader =
-                MemTraceReader::open_rows(path, seg.first, seg.rows).map_err(|e| e.to_string())?;
-            let mut events = Vec::new();
-            for row in reader {
-                let r = row.map_err(|e| e.to_string())?;
-                events.extend(convert.event(&r));
+            // Short: read (and checked) now, by the same stream.
+            let events: Vec<ProcEvent> = std::iter::from_fn(|| stream.next_event()).collect();
+            if let Some(e) = stream.error() {
+                return Err(e.to_string());
             }
             Box::new(Recorded::new(events))
         } else {
-            Box::new(TraceStream {
-                path: path.to_path_buf(),
-                segment: seg,
-                reader: None,
-                convert,
-                error: None,
-            })
+            Box::new(stream)
         };
         out.push(TraceProcess {
             pid: seg.pid,
