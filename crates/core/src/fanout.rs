@@ -113,6 +113,31 @@ impl Fanout {
         }
     }
 
+    /// Fold sub-I/O `next` into `into`, another outstanding sub-I/O of the same parent
+    /// that ends where `next` begins (same device and operation, both unsent): `into`
+    /// grows by `next`'s length and `next`'s id is retired, so the parent waits for one
+    /// sub-I/O fewer. Its buffer already reaches on into `next`'s, which follows it in the
+    /// parent. For a layer that merges adjacent pieces going to one device.
+    pub fn merge(&mut self, into: &mut Io, next: Io) {
+        let key = |s: &Fanout, io: &Io| s.subs.get(&(io.id.0 & (IoId::SUB - 1))).copied();
+        let parent = key(self, into).expect("Fanout::merge: not an outstanding sub-I/O");
+        assert_eq!(
+            key(self, &next),
+            Some(parent),
+            "Fanout::merge: sub-I/Os of different parents"
+        );
+        assert!(
+            into.dev == next.dev
+                && into.op == next.op
+                && into.end() == next.offset
+                && into.buf.at(into.len) == next.buf,
+            "Fanout::merge: the pieces are not adjacent on one device and in the buffer"
+        );
+        self.subs.remove(&(next.id.0 & (IoId::SUB - 1)));
+        self.parents.get_mut(&parent).expect("present").left -= 1;
+        into.len += next.len;
+    }
+
     /// Split `io` at `page`-aligned offsets into sub-I/Os for the same device and offsets,
     /// appended to `out`. An I/O with nothing to split (flush, zero length) yields one
     /// sub-I/O covering it, so every parent is answered through [`Fanout::complete`].
@@ -219,6 +244,42 @@ mod tests {
         let mut ids: Vec<_> = subs.iter().map(|s| s.id).collect();
         ids.dedup();
         assert_eq!(ids.len(), 4);
+    }
+
+    #[test]
+    fn a_merged_piece_is_answered_with_the_piece_it_joined() {
+        // 10 KiB at 3 KiB in four pieces; the middle two merge into [4,12) KiB, so the
+        // parent is answered after three completions, not four.
+        let host = Request::new(0, Op::Write, 3072, 10240).io(7);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        let mut run = subs[1];
+        f.merge(&mut run, subs[2]);
+        assert_eq!(
+            (run.offset, run.len, buf_offset(run.buf)),
+            (4096, 8192, Some(1024))
+        );
+        // The retired piece's id is no longer the fan-out's.
+        assert_eq!(f.complete(&done(subs[2], Status::Ok, 1, 1)), Step::NotMine);
+        assert_eq!(f.complete(&done(subs[0], Status::Ok, 2, 1)), Step::Pending);
+        assert_eq!(f.complete(&done(run, Status::Ok, 3, 1)), Step::Pending);
+        assert!(matches!(
+            f.complete(&done(subs[3], Status::Ok, 4, 1)),
+            Step::Reply(c) if c.io == host
+        ));
+        assert_eq!(f.in_flight(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not adjacent")]
+    fn pieces_that_do_not_meet_are_not_merged() {
+        let host = Request::new(0, Op::Read, 0, 12288).io(1);
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        let mut first = subs[0];
+        f.merge(&mut first, subs[2]);
     }
 
     #[test]

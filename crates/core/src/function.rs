@@ -163,6 +163,15 @@ impl Actions {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    /// The I/O of the last action if that action is a [`Action::Submit`]: a layer may
+    /// still grow it (merge the next adjacent piece into it) while nothing follows it.
+    #[inline]
+    pub fn last_submit_mut(&mut self) -> Option<&mut Io> {
+        match self.list.last_mut() {
+            Some(Action::Submit(io)) => Some(io),
+            _ => None,
+        }
+    }
     #[inline]
     pub fn len(&self) -> usize {
         self.list.len()

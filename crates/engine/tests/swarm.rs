@@ -719,7 +719,8 @@ fn volatile_raid(config: &str) -> String {
 /// forgetting the list at the crash returns the bytes from before the write, and the checker
 /// says so. The RAID writes row by row (`merge_kib = 4`), as when the seed was found: with
 /// row ranges (the default) the same draw marks no page bad, and no seed of 1..28,000
-/// drawn with the default gave this failure-then-stale-read sequence.
+/// drawn with the default gave this failure-then-stale-read sequence. EXCES sends one disk
+/// I/O a page (`merge_disk_pages = false`), as it did when the seed was found.
 #[test]
 fn a_raid_that_forgets_its_bad_pages_at_a_crash_is_caught() {
     let seed = env_u64("WATTIO_RAID_FORGET_SEED").unwrap_or(4501);
@@ -727,7 +728,11 @@ fn a_raid_that_forgets_its_bad_pages_at_a_crash_is_caught() {
         let mut s = draw(seed, None);
         s.config = s
             .config
-            .replace("kind = \"raid\"\n", "kind = \"raid\"\nmerge_kib = 4\n");
+            .replace("kind = \"raid\"\n", "kind = \"raid\"\nmerge_kib = 4\n")
+            .replace(
+                "kind = \"exces\"\n",
+                "kind = \"exces\"\nmerge_disk_pages = false\n",
+            );
         s
     };
     let s = row_by_row(seed);

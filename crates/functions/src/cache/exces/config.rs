@@ -70,6 +70,7 @@ struct Keys {
     clean_on_spin_up: Option<bool>,
     readahead_pages: Option<u64>,
     persist_map: Option<bool>,
+    merge_disk_pages: Option<bool>,
 }
 
 /// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
@@ -114,6 +115,10 @@ pub struct Params {
     /// false: the ECD is volatile (laptop mode's page cache), so a FLUSH or FUA write
     /// writes every dirty page back to the disk first and a restart starts empty.
     pub persist_map: bool,
+    /// Send adjacent pages of one host request that both go to the disk as one disk I/O,
+    /// as the block layer below the paper's module merges adjacent bios; false: one disk
+    /// I/O per 4 KiB page.
+    pub merge_disk_pages: bool,
 }
 
 impl Default for Params {
@@ -138,6 +143,7 @@ impl Default for Params {
             clean_on_spin_up: false,
             readahead_pages: 0,
             persist_map: true,
+            merge_disk_pages: true,
         }
     }
 }
@@ -201,6 +207,7 @@ impl Params {
                 None => d.readahead_pages,
             },
             persist_map: k.persist_map.unwrap_or(d.persist_map),
+            merge_disk_pages: k.merge_disk_pages.unwrap_or(d.merge_disk_pages),
             disk: k.disk,
             flash: k.flash,
         };

@@ -77,59 +77,85 @@ const MISS_BUCKETS: usize = 60;
 struct Page {
     ranker: PageRanker,
     in_topk: bool,
+    /// Accessed at least once (a page of a group that was never is not tracked).
+    seen: bool,
     /// The ECD page it is mapped to, or `NO_SLOT`.
     slot: u32,
     /// Host writes to it in flight (to either device): a move of it would race them.
     writes: u32,
 }
 
-/// The pages seen, by disk page number: a slab found through a [`BlockIndex`] (every
-/// page of every host request is looked up; a hash map's probe of a table of hundreds of
-/// thousands of pages was a quarter of the layer's time). Pages are never forgotten: the
-/// table is bounded by the disk's pages (requests past its end are passed on).
+const UNSEEN: Page = Page {
+    ranker: PageRanker::new(),
+    in_topk: false,
+    seen: false,
+    slot: NO_SLOT,
+    writes: 0,
+};
+
+/// Pages a group of neighbours in [`Pages`] holds.
+const GROUP: u64 = 16;
+
+/// The pages seen, by disk page number: groups of GROUP neighbouring pages, each group
+/// allocated when one of its pages is first seen, in a slab found through a
+/// [`BlockIndex`] by group number. Every page of every host request is looked up, and the
+/// pages of a request are neighbours: in one group they share cache lines and the memory
+/// prefetcher's stream, where one slab entry a page (in the order pages were first seen)
+/// cost a cache miss a page once the footprint outgrew the caches. Pages are never
+/// forgotten: the table is bounded by the disk's pages (requests past its end are passed
+/// on), and a group costs at most GROUP times a page's entry.
 #[derive(Clone, Debug, Default)]
 struct Pages {
     index: BlockIndex,
-    slab: Vec<Page>,
+    slab: Vec<[Page; GROUP as usize]>,
+    seen: usize,
 }
 
 impl Pages {
     #[inline]
     fn get(&self, page: &u64) -> Option<&Page> {
-        self.index.get(*page).map(|s| &self.slab[s as usize])
+        let g = self.index.get(page / GROUP)?;
+        Some(&self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen)
     }
 
     #[inline]
     fn get_mut(&mut self, page: &u64) -> Option<&mut Page> {
-        self.index.get(*page).map(|s| &mut self.slab[s as usize])
+        let g = self.index.get(page / GROUP)?;
+        Some(&mut self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen)
     }
 
     /// `page`'s entry, a page not seen before if it has none.
     #[inline]
     fn entry(&mut self, page: u64) -> &mut Page {
-        let s = match self.index.get(page) {
-            Some(s) => s,
+        let g = match self.index.get(page / GROUP) {
+            Some(g) => g,
             None => {
-                let s = self.slab.len() as u32;
-                self.slab.push(Page {
-                    ranker: PageRanker::default(),
-                    in_topk: false,
-                    slot: NO_SLOT,
-                    writes: 0,
-                });
-                self.index.set(page, s);
-                s
+                let g = self.slab.len() as u32;
+                self.slab.push([UNSEEN; GROUP as usize]);
+                self.index.set(page / GROUP, g);
+                g
             }
         };
-        &mut self.slab[s as usize]
+        let e = &mut self.slab[g as usize][(page % GROUP) as usize];
+        if !e.seen {
+            e.seen = true;
+            self.seen += 1;
+        }
+        e
     }
 
+    /// Pages seen.
     fn len(&self) -> usize {
-        self.slab.len()
+        self.seen
+    }
+
+    /// Bytes of the groups and their index entries.
+    fn bytes(&self) -> usize {
+        self.slab.len() * (std::mem::size_of::<[Page; GROUP as usize]>() + 4)
     }
 
     fn values_mut(&mut self) -> impl Iterator<Item = &mut Page> {
-        self.slab.iter_mut()
+        self.slab.iter_mut().flatten().filter(|p| p.seen)
     }
 }
 
@@ -313,6 +339,8 @@ struct Counters {
     read_misses: u64,
     write_misses: u64,
     partial_write_misses: u64,
+    /// Missed pages sent to the disk inside the previous page's disk I/O.
+    merged_pages: u64,
     waited_for_fill: u64,
     race_reads_to_origin: u64,
     race_writes_to_destination: u64,
@@ -407,6 +435,11 @@ pub struct Exces {
     /// A write reached the disk since the last disk flush was sent.
     disk_unflushed: bool,
     subs: Vec<Io>,
+    /// A host request's pages are being routed and `merge_disk_pages` is on.
+    merging: bool,
+    /// While `merging`: the id of the disk I/O the request's last missed pages went into,
+    /// which the next missed page may join.
+    disk_run: Option<IoId>,
     /// I/O passed through (to other devices, discards, past the disk's end), under ids of
     /// the layer's fan-out: ids from above may collide with the layer's own.
     passing: FxHashSet<IoId>,
@@ -458,6 +491,8 @@ impl Exces {
             job_copies_left: 0,
             disk_unflushed: false,
             subs: Vec::new(),
+            merging: false,
+            disk_run: None,
             passing: FxHashSet::default(),
             c: Counters::default(),
             p,
@@ -784,7 +819,7 @@ impl Exces {
                 self.c.read_misses += 1;
                 self.read_ahead(now, page);
             }
-            out.submit(sub);
+            self.miss_to_disk(sub, out);
             return self.miss(now, out);
         }
         let s = self.slots[slot as usize];
@@ -857,6 +892,23 @@ impl Exces {
                 }
             }
         }
+    }
+
+    /// A missed page goes to the disk: inside the disk I/O of the request's previous page
+    /// when that one missed too, ends where this one begins, and is still the last thing
+    /// sent (so merging never reorders what the layer sends).
+    fn miss_to_disk(&mut self, sub: Io, out: &mut Actions) {
+        if !self.merging {
+            return out.submit(sub);
+        }
+        if let (Some(run), Some(last)) = (self.disk_run, out.last_submit_mut()) {
+            if last.id == run && last.end() == sub.offset {
+                self.c.merged_pages += 1;
+                return self.fanout.merge(last, sub);
+            }
+        }
+        self.disk_run = Some(sub.id);
+        out.submit(sub);
     }
 
     /// A read miss: the next `readahead_pages` pages (within the disk) count as accessed.
@@ -1482,18 +1534,21 @@ impl Exces {
         if io.dev == self.disk {
             if io.op == Op::Write {
                 self.disk_unflushed = true;
-                let p = self
-                    .pages
-                    .get_mut(&(io.offset / PAGE))
-                    .expect("a page written is tracked");
-                p.writes -= 1;
-                let slot = p.slot;
-                if slot != NO_SLOT
-                    && self.slots[slot as usize]
-                        .moving
-                        .is_some_and(|m| m.handoff.is_some())
-                {
-                    self.handoff_done(now, slot, done.status, out);
+                // One page, or a run of missed pages merged into one disk write.
+                for page in io.offset / PAGE..io.end().div_ceil(PAGE) {
+                    let p = self
+                        .pages
+                        .get_mut(&page)
+                        .expect("a page written is tracked");
+                    p.writes -= 1;
+                    let slot = p.slot;
+                    if slot != NO_SLOT
+                        && self.slots[slot as usize]
+                            .moving
+                            .is_some_and(|m| m.handoff.is_some())
+                    {
+                        self.handoff_done(now, slot, done.status, out);
+                    }
                 }
             }
             return;
@@ -1653,10 +1708,12 @@ impl Function for Exces {
                 subs.clear();
                 self.fanout.split(io, PAGE, &mut subs);
                 self.c.page_requests += subs.len() as u64;
+                self.merging = self.p.merge_disk_pages;
                 for &sub in &subs {
                     self.track(now, sub.offset / PAGE);
                     self.route(now, sub, out);
                 }
+                (self.merging, self.disk_run) = (false, None);
                 self.subs = subs;
                 if self.dirty_pages as f64 > self.p.dirty_threshold * self.slots.len() as f64 {
                     self.clean(now, out);
@@ -1779,8 +1836,9 @@ impl Function for Exces {
         let c = &self.c;
         let k = self.slots.len().max(1) as f64;
         let mem_map = self.slots.len() * std::mem::size_of::<Slot>();
-        // A page's entry and its slot in the index (the index's partly used pages aside).
-        let mem_rankers = self.pages.len() * (std::mem::size_of::<Page>() + 4);
+        // The groups of pages' entries and their slots in the index (the index's partly
+        // used pages aside).
+        let mem_rankers = self.pages.bytes();
         let mem_topk = self.topk.len() * 16;
         let per_io = |x: u64| x as f64 / c.requests.max(1) as f64;
         [
@@ -1793,6 +1851,7 @@ impl Function for Exces {
             ("read_misses", c.read_misses as f64),
             ("write_misses", c.write_misses as f64),
             ("partial_write_misses", c.partial_write_misses as f64),
+            ("merged_pages", c.merged_pages as f64),
             ("waited_for_fill", c.waited_for_fill as f64),
             ("race_reads_to_origin", c.race_reads_to_origin as f64),
             (

@@ -72,6 +72,15 @@ pub struct PageRanker {
 }
 
 impl PageRanker {
+    /// A page never accessed: rank 0, nothing pending.
+    pub const fn new() -> PageRanker {
+        PageRanker {
+            rank: 0.0,
+            last_acc: [0; H_SIZE],
+            filled: 0,
+        }
+    }
+
     /// Record an access in quantum `q`. When it fills `last_acc`, the accesses are weighed
     /// and folded into the rank: returns true (the rank changed).
     pub fn access(&mut self, q: u32, decay: &Decay) -> bool {

@@ -215,6 +215,63 @@ fn algorithm_1_on_the_papers_split_example() {
 }
 
 #[test]
+fn missed_pages_of_a_request_go_to_the_disk_as_one_io() {
+    // Fig. 7's map again (disk page 0 → ECD page 5, 2 → 4, 1 unmapped), the disk awake.
+    let mut p = params(8);
+    p.miss_threshold_per_min = 1e9;
+    let mut h = harness(p.clone());
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[10, 11, 12, 13, 2, 0]);
+    h.power(2 * S, 0, "idle");
+    // Pages 3 to 7, unaligned at both ends: five pieces, every one a miss, one disk read.
+    let a = h.request(2 * S, io(1, Op::Read, 3 * P + 512, 4 * P as u32));
+    assert_eq!(shape(&a), vec![(0, 3 * P + 512, 4 * P as u32, Op::Read)]);
+    assert_eq!(submitted(&a)[0].buf, Buf::Host { id: 1, offset: 0 });
+    assert_eq!(h.counter("read_misses"), 5.0);
+    assert_eq!(h.counter("merged_pages"), 4.0);
+    let r = replied(&h.complete(3 * S, submitted(&a)[0], Status::Ok));
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].io, io(1, Op::Read, 3 * P + 512, 4 * P as u32));
+    // Pages 1 to 4: page 2 is on the ECD between the misses, so page 1 goes alone and
+    // pages 3 and 4 together; three pieces answered, then one reply.
+    let a = h.request(4 * S, io(2, Op::Read, P, 4 * P as u32));
+    assert_eq!(
+        shape(&a),
+        vec![
+            (0, P, 4096, Op::Read),
+            (1, 4 * P, 4096, Op::Read),
+            (0, 3 * P, 8192, Op::Read),
+        ]
+    );
+    let bufs: Vec<_> = submitted(&a).iter().map(|i| i.buf).collect();
+    assert_eq!(
+        bufs,
+        [0, 4096, 8192].map(|offset| Buf::Host { id: 2, offset })
+    );
+    let back = complete_all(&mut h, 5 * S, &a);
+    assert_eq!(replied(&back).len(), 1);
+    // A write over unmapped pages 20 to 22 (the disk is awake: not absorbed): one disk
+    // write, and once it is back no page of it counts a write in flight.
+    let a = h.request(6 * S, io(3, Op::Write, 20 * P, 3 * P as u32));
+    assert_eq!(shape(&a), vec![(0, 20 * P, 3 * P as u32, Op::Write)]);
+    assert_eq!(h.function().pages[&21].writes, 1);
+    let back = complete_all(&mut h, 7 * S, &a);
+    assert_eq!(replied(&back).len(), 1);
+    assert!((20..23).all(|pg| h.function().pages[&pg].writes == 0));
+    // merge_disk_pages = false: one disk I/O a page.
+    p.merge_disk_pages = false;
+    let mut h = harness(p);
+    let a = h.request(S, io(1, Op::Write, 20 * P, 3 * P as u32));
+    assert_eq!(
+        shape(&a),
+        (20..23)
+            .map(|pg| (0, pg * P, 4096, Op::Write))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(h.counter("merged_pages"), 0.0);
+}
+
+#[test]
 fn write_absorption_always_takes_free_then_clean_pages() {
     let mut p = params(2);
     p.absorb = Absorb::Always;
