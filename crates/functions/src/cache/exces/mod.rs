@@ -547,7 +547,6 @@ impl Exces {
         self.c.work += 1;
         let decay = &self.decay;
         let e = self.pages.entry(page);
-        let old = e.ranker.rank;
         if recency {
             // The rank is the time of the last access (exact in an f64 for 104 days of
             // nanoseconds; ties are broken by page number in the top-k set).
@@ -559,7 +558,11 @@ impl Exces {
         self.c.ranker_folds += 1;
         self.c.topk_updates += 1;
         self.c.work += 2;
-        match self.topk.update(page, was_in.then_some(old), new) {
+        let pages = &self.pages;
+        match self
+            .topk
+            .update(page, was_in, new, |p| pages[&p].ranker.rank)
+        {
             Update::Moved | Update::Out => {}
             Update::Entered { evicted } => {
                 self.set_topk(page, true, mapped);
@@ -603,7 +606,7 @@ impl Exces {
         let pages = &self.pages;
         let inside: Vec<(f64, u64)> = self
             .topk
-            .pages_desc()
+            .pages()
             .map(|pg| (pages[&pg].ranker.rank, pg))
             .collect();
         self.topk.rebuild(inside.into_iter());

@@ -51,23 +51,53 @@ fn the_decay_base_moves_before_weights_overflow() {
 
 #[test]
 fn top_k_membership_by_hand() {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    // The pages' ranks, as the layer keeps them; the set reads those of pages inside.
+    let ranks = RefCell::new(HashMap::<u64, f64>::new());
+    let rank_of = |p: u64| ranks.borrow()[&p];
     let mut t = TopK::new(2);
-    assert_eq!(t.threshold(), None);
-    assert_eq!(t.update(10, None, 3.0), Update::Entered { evicted: None });
-    assert_eq!(t.update(11, None, 1.0), Update::Entered { evicted: None });
-    assert_eq!(t.threshold(), Some(1.0));
+    let update = |t: &mut TopK, page: u64, inside: bool, rank: f64| {
+        ranks.borrow_mut().insert(page, rank);
+        t.update(page, inside, rank, rank_of)
+    };
+    assert_eq!(t.threshold(rank_of), None);
+    assert_eq!(
+        update(&mut t, 10, false, 3.0),
+        Update::Entered { evicted: None }
+    );
+    assert_eq!(
+        update(&mut t, 11, false, 1.0),
+        Update::Entered { evicted: None }
+    );
+    assert_eq!(t.threshold(rank_of), Some(1.0));
     // Not above the minimum (equal is not enough): stays out.
-    assert_eq!(t.update(12, None, 1.0), Update::Out);
+    assert_eq!(update(&mut t, 12, false, 1.0), Update::Out);
     // Above it: 11 leaves.
     assert_eq!(
-        t.update(12, None, 2.0),
+        update(&mut t, 12, false, 2.0),
         Update::Entered { evicted: Some(11) }
     );
-    assert_eq!(t.pages_desc().collect::<Vec<_>>(), vec![10, 12]);
-    // A page inside whose rank grew is repositioned.
-    assert_eq!(t.update(12, Some(2.0), 5.0), Update::Moved);
-    assert_eq!(t.pages_desc().collect::<Vec<_>>(), vec![12, 10]);
-    assert_eq!(t.threshold(), Some(3.0));
+    let mut inside: Vec<_> = t.pages().collect();
+    inside.sort();
+    assert_eq!(inside, vec![10, 12]);
+    // A page inside whose rank grew (12: 2 → 5) keeps its old key for now; the minimum
+    // is still found by its rank: 10's 3, and a page ranked 4 evicts 10, not 12.
+    assert_eq!(update(&mut t, 12, true, 5.0), Update::Moved);
+    assert_eq!(t.threshold(rank_of), Some(3.0));
+    assert_eq!(
+        update(&mut t, 13, false, 4.0),
+        Update::Entered { evicted: Some(10) }
+    );
+    assert_eq!(t.threshold(rank_of), Some(4.0));
+    // 4.5 beats 13's 4 but not 12's 5: 13 leaves.
+    assert_eq!(
+        update(&mut t, 14, false, 4.5),
+        Update::Entered { evicted: Some(13) }
+    );
+    let mut inside: Vec<_> = t.pages().collect();
+    inside.sort();
+    assert_eq!(inside, vec![12, 14]);
 }
 
 fn params(cache: u64) -> Params {
