@@ -37,8 +37,8 @@ use wattio_functions::memory::reshape::{PageUse, Reshape, ReshapeConfig};
 use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
 use wattio_workload::Rng;
 pub use workload::{
-    load_memtrace, Hitting, ProcEvent, ProcessStream, Recorded, Streaming, TraceProcess,
-    TraceStream, RECORD_ROWS,
+    load_memtrace, load_memtrace_bounded, Hitting, ProcEvent, ProcessStream, Recorded, Streaming,
+    TraceProcess, TraceReaders, TraceStream, MAX_OPEN_READERS, RECORD_ROWS,
 };
 
 /// How physical addresses map to ranks.

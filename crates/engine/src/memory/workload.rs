@@ -2,8 +2,9 @@
 //! memory trace (`wattio capture memory`) or a synthetic generator.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use wattio_core::Nanos;
-use wattio_formats::memtrace::{self, MemKind, MemRecord, MemTraceReader, Segment, MAP_X};
+use wattio_formats::memtrace::{self, MemKind, MemRecord, MemTraceReader, Resume, Segment, MAP_X};
 
 /// One event of a process, in the process's own order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,13 +167,135 @@ impl Convert {
     }
 }
 
-/// A process's run of rows read from the trace file as the run consumes it (its own
-/// reader, opened at the first event asked for). A row the reader refuses ends the stream
-/// and is reported by [`ProcessStream::error`].
-pub struct TraceStream {
+/// Readers of one trace's streamed runs held open at once: past this, the one read least
+/// recently is closed and reopened where it stopped when its process runs again. A
+/// reader holds a Parquet decoder and a batch of rows (a few hundred KiB); a trace's
+/// long runs are bounded only by its rows, so without this a trace of many concurrent
+/// long processes would hold as many readers.
+pub const MAX_OPEN_READERS: usize = 64;
+
+enum Reader {
+    Unread,
+    Open {
+        reader: Box<MemTraceReader>,
+        used: u64,
+    },
+    Parked(Resume),
+    Done,
+}
+
+/// The readers of a trace's streamed runs (one slot a run), at most `limit` open.
+struct Readers {
     path: PathBuf,
-    segment: Segment,
-    reader: Option<MemTraceReader>,
+    limit: usize,
+    tick: u64,
+    runs: Vec<(Segment, Reader)>,
+    /// Runs with an open reader.
+    open: Vec<usize>,
+    most_open: usize,
+    reopened: u64,
+}
+
+impl Readers {
+    /// Run `id`'s reader, opened (or reopened where it stopped) if it is not, closing the
+    /// least recently read one if `limit` are; `None`: the run is over.
+    fn reader(&mut self, id: usize) -> Result<Option<&mut MemTraceReader>, String> {
+        self.tick += 1;
+        let (seg, state) = &self.runs[id];
+        let end = seg.first + seg.rows;
+        let at = match state {
+            Reader::Done => return Ok(None),
+            Reader::Open { .. } => None,
+            Reader::Unread => Some(Resume {
+                row: seg.first,
+                pid: None,
+                icount: 0,
+            }),
+            Reader::Parked(at) => Some(*at),
+        };
+        if let Some(at) = at {
+            if self.open.len() >= self.limit {
+                let (k, &lru) = self
+                    .open
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, &o)| match self.runs[o].1 {
+                        Reader::Open { used, .. } => used,
+                        _ => u64::MAX,
+                    })
+                    .expect("limit > 0");
+                self.open.swap_remove(k);
+                let parked = match &self.runs[lru].1 {
+                    Reader::Open { reader, .. } => reader.resume_point(),
+                    _ => unreachable!("only open runs are listed"),
+                };
+                self.runs[lru].1 = Reader::Parked(parked);
+            }
+            let reopen = matches!(self.runs[id].1, Reader::Parked(_));
+            let reader = if reopen {
+                MemTraceReader::resume(&self.path, at, end - at.row)
+            } else {
+                MemTraceReader::open_rows(&self.path, at.row, end - at.row)
+            }
+            .map_err(|e| e.to_string())?;
+            self.reopened += reopen as u64;
+            self.runs[id].1 = Reader::Open {
+                reader: Box::new(reader),
+                used: 0,
+            };
+            self.open.push(id);
+            self.most_open = self.most_open.max(self.open.len());
+        }
+        let tick = self.tick;
+        match &mut self.runs[id].1 {
+            Reader::Open { reader, used } => {
+                *used = tick;
+                Ok(Some(reader))
+            }
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    /// Run `id` is over (or failed): its reader is freed.
+    fn done(&mut self, id: usize) {
+        if matches!(self.runs[id].1, Reader::Open { .. }) {
+            self.open.retain(|&o| o != id);
+        }
+        self.runs[id].1 = Reader::Done;
+    }
+}
+
+/// A handle on a trace's readers, for their figures.
+#[derive(Clone)]
+pub struct TraceReaders(Arc<Mutex<Readers>>);
+
+impl TraceReaders {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Readers> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Readers open now.
+    pub fn open(&self) -> usize {
+        self.lock().open.len()
+    }
+
+    /// The most readers that were open at once.
+    pub fn most_open(&self) -> usize {
+        self.lock().most_open
+    }
+
+    /// Readers reopened where they had stopped.
+    pub fn reopened(&self) -> u64 {
+        self.lock().reopened
+    }
+}
+
+/// A process's run of rows read from the trace file as the run consumes it, through the
+/// trace's bounded set of readers (opened at the first event asked for). A row the reader
+/// refuses ends the stream and is reported by [`ProcessStream::error`].
+pub struct TraceStream {
+    readers: TraceReaders,
+    id: usize,
     convert: Convert,
     error: Option<String>,
 }
@@ -182,29 +305,32 @@ impl ProcessStream for TraceStream {
         if self.error.is_some() {
             return None;
         }
-        if self.reader.is_none() {
-            match MemTraceReader::open_rows(&self.path, self.segment.first, self.segment.rows) {
-                Ok(r) => self.reader = Some(r),
-                Err(e) => {
-                    self.error = Some(e.to_string());
-                    return None;
-                }
+        let mut readers = self.readers.lock();
+        let reader = match readers.reader(self.id) {
+            Ok(Some(r)) => r,
+            Ok(None) => return None,
+            Err(e) => {
+                self.error = Some(e);
+                readers.done(self.id);
+                return None;
             }
-        }
-        let reader = self.reader.as_mut().expect("opened above");
-        loop {
-            match reader.next()? {
-                Ok(r) => {
+        };
+        let event = loop {
+            match reader.next() {
+                None => break None,
+                Some(Ok(r)) => {
                     if let Some(ev) = self.convert.event(&r) {
                         return Some(ev);
                     }
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     self.error = Some(e.to_string());
-                    return None;
+                    break None;
                 }
             }
-        }
+        };
+        readers.done(self.id);
+        event
     }
 
     fn error(&self) -> Option<&str> {
@@ -214,13 +340,25 @@ impl ProcessStream for TraceStream {
 
 /// Every process of a memory trace (each run of a process's rows, in file order) as a
 /// stream of events, and the trace's line size. Runs of up to `record_rows` rows are read
-/// (and checked) here, longer ones streamed. A process that did not exit in the trace ends
-/// with its last row.
+/// (and checked) here, longer ones streamed, with at most [`MAX_OPEN_READERS`] readers
+/// open. A process that did not exit in the trace ends with its last row.
 pub fn load_memtrace(
     path: &Path,
     ns_per_instruction: f64,
     record_rows: u64,
 ) -> Result<(Vec<TraceProcess>, u32), String> {
+    load_memtrace_bounded(path, ns_per_instruction, record_rows, MAX_OPEN_READERS)
+        .map(|(procs, line, _)| (procs, line))
+}
+
+/// [`load_memtrace`] with at most `open_readers` (≥ 1) readers open at once, and a handle
+/// on them.
+pub fn load_memtrace_bounded(
+    path: &Path,
+    ns_per_instruction: f64,
+    record_rows: u64,
+    open_readers: usize,
+) -> Result<(Vec<TraceProcess>, u32, TraceReaders), String> {
     let head = MemTraceReader::open(path).map_err(|e| e.to_string())?;
     let line = head.geometry().line;
     let commands: Vec<(u32, String)> = head
@@ -229,17 +367,26 @@ pub fn load_memtrace(
         .map(|p| (p.pid, p.command.clone()))
         .collect();
     drop(head);
+    let segments = memtrace::segments(path).map_err(|e| e.to_string())?;
+    let readers = TraceReaders(Arc::new(Mutex::new(Readers {
+        path: path.to_path_buf(),
+        limit: open_readers.max(1),
+        tick: 0,
+        runs: segments.iter().map(|&s| (s, Reader::Unread)).collect(),
+        open: Vec::new(),
+        most_open: 0,
+        reopened: 0,
+    })));
     let mut out = Vec::new();
-    for seg in memtrace::segments(path).map_err(|e| e.to_string())? {
+    for (id, seg) in segments.into_iter().enumerate() {
         let command = commands
             .iter()
             .find(|c| c.0 == seg.pid)
             .map(|c| c.1.clone())
             .unwrap_or_default();
         let mut stream = TraceStream {
-            path: path.to_path_buf(),
-            segment: seg,
-            reader: None,
+            readers: readers.clone(),
+            id,
             convert: Convert {
                 ns_per_instruction,
                 last_icount: None,
@@ -262,5 +409,5 @@ pub fn load_memtrace(
             stream,
         });
     }
-    Ok((out, line))
+    Ok((out, line, readers))
 }

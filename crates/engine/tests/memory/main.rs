@@ -392,6 +392,95 @@ fn streamed_and_recorded_trace_processes_give_the_same_events() {
     assert!(events > 100_000, "{events}");
 }
 
+/// Three processes' long runs read turn about, one event each, with one reader allowed
+/// open: every turn closes a reader and reopens another where it stopped, and the events
+/// are those of the runs read whole; a row whose time goes back, met right after a
+/// reopening, is still refused (the reader resumes with the process's clock).
+#[test]
+fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
+    use wattio_engine::memory::load_memtrace_bounded;
+    use wattio_formats::memtrace::{CacheGeometry, MemKind, MemRecord, MemTraceWriter};
+    let path = std::env::temp_dir().join(format!("memtrace-{}-lru.parquet", std::process::id()));
+    let g = CacheGeometry {
+        line: 64,
+        l1_bytes: 32768,
+        l1_ways: 8,
+        l2_bytes: 1 << 20,
+        l2_ways: 8,
+        cache: true,
+    };
+    let row = |pid, icount, kind, addr| MemRecord {
+        pid,
+        icount,
+        kind,
+        addr,
+        size: if kind == MemKind::Fill { 64 } else { 0 },
+        flags: 0,
+        old: None,
+        new: None,
+    };
+    let write = |bad_at: Option<u64>| {
+        let mut w = MemTraceWriter::create(&path, &g, &[]).unwrap();
+        for pid in [3u32, 5, 7] {
+            w.write(&row(pid, 0, MemKind::Start, 0)).unwrap();
+            for i in 1..=300u64 {
+                let t = if Some(i) == bad_at.filter(|_| pid == 5) {
+                    1
+                } else {
+                    i * 10
+                };
+                w.write(&row(pid, t, MemKind::Fill, (pid as u64) << 20 | i << 6))
+                    .unwrap();
+            }
+        }
+        w.finish(&[]).unwrap();
+    };
+    write(None);
+    let (whole, _) = load_memtrace(&path, 1.0, u64::MAX).unwrap();
+    let want: Vec<Vec<ProcEvent>> = whole
+        .into_iter()
+        .map(|mut p| std::iter::from_fn(|| p.stream.next_event()).collect())
+        .collect();
+    assert_eq!(want.iter().map(Vec::len).collect::<Vec<_>>(), [300; 3]);
+    // Turn about, one reader open at most.
+    let turns = |procs: &mut Vec<wattio_engine::memory::TraceProcess>| {
+        let mut got = vec![Vec::new(); procs.len()];
+        let mut live = procs.len();
+        while live > 0 {
+            live = 0;
+            for (k, p) in procs.iter_mut().enumerate() {
+                if let Some(e) = p.stream.next_event() {
+                    got[k].push(e);
+                    live += 1;
+                }
+            }
+        }
+        got
+    };
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 1).unwrap();
+    assert_eq!(turns(&mut procs), want);
+    assert!(procs.iter().all(|p| p.stream.error().is_none()));
+    assert_eq!(readers.most_open(), 1);
+    assert_eq!(readers.open(), 0, "finished runs free their readers");
+    // A process is asked 301 times (300 events, then the end); every time but the first
+    // its reader was closed by another's turn and is reopened.
+    assert_eq!(readers.reopened(), 3 * 300);
+    // With room for all three, none is reopened.
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 3).unwrap();
+    assert_eq!(turns(&mut procs), want);
+    assert_eq!((readers.most_open(), readers.reopened()), (3, 0));
+    // Process 5's row 150 goes back in time (row 301 + 150 of the file): refused after
+    // a reopening, naming the row.
+    write(Some(150));
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 1).unwrap();
+    let got = turns(&mut procs);
+    assert_eq!(got[1].len(), 149);
+    let e = procs[1].stream.error().expect("the bad row is refused");
+    assert!(e.contains("row 451") && e.contains("icount 1"), "{e}");
+    assert!(readers.reopened() > 0);
+    std::fs::remove_file(&path).unwrap();
+}
+
 /// A row the trace's reader refuses, in a streamed process, fails the run with the row's
 /// number: the process is not taken for finished.
 #[test]

@@ -430,6 +430,14 @@ pub fn is_memtrace(path: &Path) -> bool {
 
 /// One process's run of consecutive rows in a memory trace (a trace holds each process's
 /// rows together, each run beginning with its start row).
+/// Where a reader stopped ([`MemTraceReader::resume_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    pub row: u64,
+    pub pid: Option<u32>,
+    pub icount: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
     pub pid: u32,
@@ -541,6 +549,26 @@ impl MemTraceReader {
         let file = path.display().to_string();
         let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
         Self::from_chunks(f, file, Some((first, count)))
+    }
+
+    /// Where a reader of rows stopped: the next row, and the process and time the next
+    /// row is checked against ([`MemTraceReader::resume`]).
+    pub fn resume_point(&self) -> Resume {
+        Resume {
+            row: self.row,
+            pid: self.pid,
+            icount: self.icount,
+        }
+    }
+
+    /// Rows `at.row .. at.row + count` of the trace at `path`, checked as if the rows
+    /// before them had just been read by the reader whose [`resume_point`](Self::resume_point)
+    /// `at` is (a reader closed to bound the files held open, reopened where it stopped).
+    pub fn resume(path: &Path, at: Resume, count: u64) -> Result<Self, FormatError> {
+        let mut r = Self::open_rows(path, at.row, count)?;
+        r.pid = at.pid;
+        r.icount = at.icount;
+        Ok(r)
     }
 
     /// A memory trace held in memory (`name` is used in errors; the fuzz target's entry).
