@@ -39,6 +39,8 @@ fn live_section(s: &Summary) -> serde_json::Value {
         }))).collect::<serde_json::Map<_, _>>(),
         "power_commands_without_model": st.power_commands_without_model,
         "capture_error": s.capture_error,
+        // Scratch buffers the functions still held at the end: 0 unless one leaks them.
+        "scratch_buffers_held": s.scratch_held,
     })
 }
 

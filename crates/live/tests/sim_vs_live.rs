@@ -116,6 +116,7 @@ fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
     assert_eq!(live_sum["devices"]["disk"]["bytes_written"], 8192);
     assert_eq!(live_sum["devices"]["disk"]["bytes_read"], 6 * 4096);
     assert_eq!(live_sum["live"]["devices"]["disk"]["emulated"], true);
+    assert_eq!(live_sum["live"]["scratch_buffers_held"], 0);
 }
 
 /// How each key of `summary.json` must agree between a live session and its simulation.
