@@ -204,6 +204,14 @@ mod tests {
         }
     }
 
+    /// A fan-out and `host` split into its 4 KiB pieces.
+    fn pages_of(host: Io) -> (Fanout, Vec<Io>) {
+        let mut f = Fanout::new();
+        let mut subs = Vec::new();
+        f.split(host, 4096, &mut subs);
+        (f, subs)
+    }
+
     fn done(io: Io, status: Status, finished: u64, service_ns: u64) -> Completion {
         Completion {
             io,
@@ -220,9 +228,7 @@ mod tests {
     fn split_at_page_boundaries_with_buffers_following() {
         // 10 KiB at 3 KiB: pieces [3,4) [4,8) [8,12) [12,13) KiB.
         let host = Request::new(0, Op::Write, 3072, 10240).io(7);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (_, subs) = pages_of(host);
         let shape: Vec<_> = subs
             .iter()
             .map(|s| (s.offset, s.len, buf_offset(s.buf)))
@@ -251,9 +257,7 @@ mod tests {
         // 10 KiB at 3 KiB in four pieces; the middle two merge into [4,12) KiB, so the
         // parent is answered after three completions, not four.
         let host = Request::new(0, Op::Write, 3072, 10240).io(7);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (mut f, subs) = pages_of(host);
         let mut run = subs[1];
         f.merge(&mut run, subs[2]);
         assert_eq!(
@@ -275,9 +279,7 @@ mod tests {
     #[should_panic(expected = "not adjacent")]
     fn pieces_that_do_not_meet_are_not_merged() {
         let host = Request::new(0, Op::Read, 0, 12288).io(1);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (mut f, subs) = pages_of(host);
         let mut first = subs[0];
         f.merge(&mut first, subs[2]);
     }
@@ -285,9 +287,7 @@ mod tests {
     #[test]
     fn replies_once_with_the_worst_status_and_the_last_breakdown() {
         let host = Request::new(0, Op::Read, 0, 8192).io(1);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (mut f, subs) = pages_of(host);
         assert_eq!(
             f.complete(&done(subs[1], Status::IoError, 10, 4)),
             Step::Pending
@@ -310,9 +310,7 @@ mod tests {
     #[test]
     fn a_sibling_holds_the_parent_until_it_too_is_back() {
         let host = Request::new(0, Op::Write, 0, 4096).io(4);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (mut f, subs) = pages_of(host);
         let s = f.sibling(&subs[0]);
         assert_ne!(s.id, subs[0].id);
         assert_eq!(
@@ -330,9 +328,7 @@ mod tests {
     #[test]
     fn a_flush_is_one_sub_io() {
         let host = Request::new(0, Op::Flush, 0, 0).io(3);
-        let mut f = Fanout::new();
-        let mut subs = Vec::new();
-        f.split(host, 4096, &mut subs);
+        let (mut f, subs) = pages_of(host);
         assert_eq!(subs.len(), 1);
         assert!(matches!(
             f.complete(&done(subs[0], Status::Ok, 5, 1)),

@@ -392,24 +392,27 @@ fn streamed_and_recorded_trace_processes_give_the_same_events() {
     assert!(events > 100_000, "{events}");
 }
 
-/// Three processes' long runs read turn about, one event each, with one reader allowed
-/// open: every turn closes a reader and reopens another where it stopped, and the events
-/// are those of the runs read whole; a row whose time goes back, met right after a
-/// reopening, is still refused (the reader resumes with the process's clock).
-#[test]
-fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
-    use wattio_engine::memory::load_memtrace_bounded;
-    use wattio_formats::memtrace::{CacheGeometry, MemKind, MemRecord, MemTraceWriter};
-    let path = std::env::temp_dir().join(format!("memtrace-{}-lru.parquet", std::process::id()));
-    let g = CacheGeometry {
+/// The cache geometry of the hand-written traces below.
+fn small_geometry() -> wattio_formats::memtrace::CacheGeometry {
+    wattio_formats::memtrace::CacheGeometry {
         line: 64,
         l1_bytes: 32768,
         l1_ways: 8,
         l2_bytes: 1 << 20,
         l2_ways: 8,
         cache: true,
-    };
-    let row = |pid, icount, kind, addr| MemRecord {
+    }
+}
+
+/// A row of a hand-written trace: a fill is one 64-byte line.
+fn row(
+    pid: u32,
+    icount: u64,
+    kind: wattio_formats::memtrace::MemKind,
+    addr: u64,
+) -> wattio_formats::memtrace::MemRecord {
+    use wattio_formats::memtrace::{MemKind, MemRecord};
+    MemRecord {
         pid,
         icount,
         kind,
@@ -418,7 +421,19 @@ fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
         flags: 0,
         old: None,
         new: None,
-    };
+    }
+}
+
+/// Three processes' long runs read turn about, one event each, with one reader allowed
+/// open: every turn closes a reader and reopens another where it stopped, and the events
+/// are those of the runs read whole; a row whose time goes back, met right after a
+/// reopening, is still refused (the reader resumes with the process's clock).
+#[test]
+fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
+    use wattio_engine::memory::load_memtrace_bounded;
+    use wattio_formats::memtrace::{MemKind, MemTraceWriter};
+    let path = std::env::temp_dir().join(format!("memtrace-{}-lru.parquet", std::process::id()));
+    let g = small_geometry();
     let write = |bad_at: Option<u64>| {
         let mut w = MemTraceWriter::create(&path, &g, &[]).unwrap();
         for pid in [3u32, 5, 7] {
@@ -485,26 +500,9 @@ fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
 /// number: the process is not taken for finished.
 #[test]
 fn a_bad_row_in_a_streamed_process_fails_the_run_naming_it() {
-    use wattio_formats::memtrace::{CacheGeometry, MemKind, MemRecord, MemTraceWriter};
+    use wattio_formats::memtrace::{MemKind, MemTraceWriter};
     let path = std::env::temp_dir().join(format!("memtrace-{}-bad.parquet", std::process::id()));
-    let g = CacheGeometry {
-        line: 64,
-        l1_bytes: 32768,
-        l1_ways: 8,
-        l2_bytes: 1 << 20,
-        l2_ways: 8,
-        cache: true,
-    };
-    let row = |pid, icount, kind, addr| MemRecord {
-        pid,
-        icount,
-        kind,
-        addr,
-        size: if kind == MemKind::Fill { 64 } else { 0 },
-        flags: 0,
-        old: None,
-        new: None,
-    };
+    let g = small_geometry();
     let mut w = MemTraceWriter::create(&path, &g, &[]).unwrap();
     // Process 7: a start row, fills 10 instructions apart, then one whose time goes back
     // (row 6); process 9 is well formed.

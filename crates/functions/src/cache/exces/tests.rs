@@ -56,6 +56,11 @@ fn top_k_membership_by_hand() {
     // The pages' ranks, as the layer keeps them; the set reads those of pages inside.
     let ranks = RefCell::new(HashMap::<u64, f64>::new());
     let rank_of = |p: u64| ranks.borrow()[&p];
+    let inside = |t: &TopK| {
+        let mut v: Vec<u64> = t.pages().collect();
+        v.sort();
+        v
+    };
     let mut t = TopK::new(2);
     let update = |t: &mut TopK, page: u64, inside: bool, rank: f64| {
         ranks.borrow_mut().insert(page, rank);
@@ -78,9 +83,7 @@ fn top_k_membership_by_hand() {
         update(&mut t, 12, false, 2.0),
         Update::Entered { evicted: Some(11) }
     );
-    let mut inside: Vec<_> = t.pages().collect();
-    inside.sort();
-    assert_eq!(inside, vec![10, 12]);
+    assert_eq!(inside(&t), vec![10, 12]);
     // A page inside whose rank grew (12: 2 → 5) keeps its old key for now; the minimum
     // is still found by its rank: 10's 3, and a page ranked 4 evicts 10, not 12.
     assert_eq!(update(&mut t, 12, true, 5.0), Update::Moved);
@@ -95,9 +98,7 @@ fn top_k_membership_by_hand() {
         update(&mut t, 14, false, 4.5),
         Update::Entered { evicted: Some(13) }
     );
-    let mut inside: Vec<_> = t.pages().collect();
-    inside.sort();
-    assert_eq!(inside, vec![12, 14]);
+    assert_eq!(inside(&t), vec![12, 14]);
 }
 
 fn params(cache: u64) -> Params {
