@@ -38,7 +38,8 @@ use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
 use wattio_workload::Rng;
 pub use workload::{
     load_memtrace, load_memtrace_bounded, Hitting, ProcEvent, ProcessStream, Recorded, Streaming,
-    TraceProcess, TraceReaders, TraceStream, MAX_OPEN_READERS, RECORD_ROWS,
+    TraceLimits, TraceProcess, TraceReaders, TraceStream, MAX_OPEN_READERS, RECORD_ROWS,
+    RECORD_TOTAL_ROWS,
 };
 
 /// How physical addresses map to ranks.

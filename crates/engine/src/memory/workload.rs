@@ -115,6 +115,10 @@ impl ProcessStream for Hitting {
 /// not grow with the trace's length (the thesis's high mix has ~70 M accesses).
 pub const RECORD_ROWS: u64 = 1 << 16;
 
+/// Rows of a trace's short runs read into memory in all (24 MiB of events): the runs past
+/// it are streamed however short, so a trace of many short runs is bounded too.
+pub const RECORD_TOTAL_ROWS: u64 = 1 << 20;
+
 /// One process of a captured trace: a run of its rows, read into memory or streamed.
 pub struct TraceProcess {
     pub pid: u32,
@@ -194,6 +198,8 @@ struct Readers {
     open: Vec<usize>,
     most_open: usize,
     reopened: u64,
+    /// Runs streamed (the others were read at load).
+    streamed: usize,
 }
 
 impl Readers {
@@ -288,6 +294,11 @@ impl TraceReaders {
     pub fn reopened(&self) -> u64 {
         self.lock().reopened
     }
+
+    /// Runs streamed rather than read at load.
+    pub fn streamed(&self) -> usize {
+        self.lock().streamed
+    }
 }
 
 /// A process's run of rows read from the trace file as the run consumes it, through the
@@ -338,26 +349,49 @@ impl ProcessStream for TraceStream {
     }
 }
 
+/// How much of a captured trace is held in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceLimits {
+    /// Runs of at most this many rows are read (and checked) at load ...
+    pub record_rows: u64,
+    /// ... while their rows in all stay within this; the other runs are streamed.
+    pub record_total_rows: u64,
+    /// Readers of streamed runs open at once (at least 1).
+    pub open_readers: usize,
+}
+
+impl Default for TraceLimits {
+    fn default() -> TraceLimits {
+        TraceLimits {
+            record_rows: RECORD_ROWS,
+            record_total_rows: RECORD_TOTAL_ROWS,
+            open_readers: MAX_OPEN_READERS,
+        }
+    }
+}
+
 /// Every process of a memory trace (each run of a process's rows, in file order) as a
 /// stream of events, and the trace's line size. Runs of up to `record_rows` rows are read
-/// (and checked) here, longer ones streamed, with at most [`MAX_OPEN_READERS`] readers
-/// open. A process that did not exit in the trace ends with its last row.
+/// (and checked) here, within [`RECORD_TOTAL_ROWS`] in all; the others are streamed, with
+/// at most [`MAX_OPEN_READERS`] readers open. A process that did not exit in the trace
+/// ends with its last row.
 pub fn load_memtrace(
     path: &Path,
     ns_per_instruction: f64,
     record_rows: u64,
 ) -> Result<(Vec<TraceProcess>, u32), String> {
-    load_memtrace_bounded(path, ns_per_instruction, record_rows, MAX_OPEN_READERS)
-        .map(|(procs, line, _)| (procs, line))
+    let limits = TraceLimits {
+        record_rows,
+        ..TraceLimits::default()
+    };
+    load_memtrace_bounded(path, ns_per_instruction, limits).map(|(procs, line, _)| (procs, line))
 }
 
-/// [`load_memtrace`] with at most `open_readers` (≥ 1) readers open at once, and a handle
-/// on them.
+/// [`load_memtrace`] within `limits`, and a handle on the trace's readers.
 pub fn load_memtrace_bounded(
     path: &Path,
     ns_per_instruction: f64,
-    record_rows: u64,
-    open_readers: usize,
+    limits: TraceLimits,
 ) -> Result<(Vec<TraceProcess>, u32, TraceReaders), String> {
     let head = MemTraceReader::open(path).map_err(|e| e.to_string())?;
     let line = head.geometry().line;
@@ -370,14 +404,16 @@ pub fn load_memtrace_bounded(
     let segments = memtrace::segments(path).map_err(|e| e.to_string())?;
     let readers = TraceReaders(Arc::new(Mutex::new(Readers {
         path: path.to_path_buf(),
-        limit: open_readers.max(1),
+        limit: limits.open_readers.max(1),
         tick: 0,
         runs: segments.iter().map(|&s| (s, Reader::Unread)).collect(),
         open: Vec::new(),
         most_open: 0,
         reopened: 0,
+        streamed: 0,
     })));
     let mut out = Vec::new();
+    let mut recorded = 0u64;
     for (id, seg) in segments.into_iter().enumerate() {
         let command = commands
             .iter()
@@ -393,14 +429,18 @@ pub fn load_memtrace_bounded(
             },
             error: None,
         };
-        let stream: Box<dyn ProcessStream> = if seg.rows <= record_rows {
+        let record =
+            seg.rows <= limits.record_rows && recorded + seg.rows <= limits.record_total_rows;
+        let stream: Box<dyn ProcessStream> = if record {
             // Short: read (and checked) now, by the same stream.
+            recorded += seg.rows;
             let events: Vec<ProcEvent> = std::iter::from_fn(|| stream.next_event()).collect();
             if let Some(e) = stream.error() {
                 return Err(e.to_string());
             }
             Box::new(Recorded::new(events))
         } else {
+            readers.lock().streamed += 1;
             Box::new(stream)
         };
         out.push(TraceProcess {

@@ -430,7 +430,12 @@ fn row(
 /// reopening, is still refused (the reader resumes with the process's clock).
 #[test]
 fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
-    use wattio_engine::memory::load_memtrace_bounded;
+    use wattio_engine::memory::{load_memtrace_bounded, TraceLimits};
+    let limits = |record_rows, record_total_rows, open_readers| TraceLimits {
+        record_rows,
+        record_total_rows,
+        open_readers,
+    };
     use wattio_formats::memtrace::{MemKind, MemTraceWriter};
     let path = std::env::temp_dir().join(format!("memtrace-{}-lru.parquet", std::process::id()));
     let g = small_geometry();
@@ -472,7 +477,7 @@ fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
         }
         got
     };
-    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 1).unwrap();
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, limits(0, 0, 1)).unwrap();
     assert_eq!(turns(&mut procs), want);
     assert!(procs.iter().all(|p| p.stream.error().is_none()));
     assert_eq!(readers.most_open(), 1);
@@ -481,13 +486,19 @@ fn a_traces_readers_are_bounded_and_resume_where_they_stopped() {
     // its reader was closed by another's turn and is reopened.
     assert_eq!(readers.reopened(), 3 * 300);
     // With room for all three, none is reopened.
-    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 3).unwrap();
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, limits(0, 0, 3)).unwrap();
     assert_eq!(turns(&mut procs), want);
     assert_eq!((readers.most_open(), readers.reopened()), (3, 0));
+    // Runs short enough to read at load, but only 700 rows of them in all: the first two
+    // (301 rows each) are read, the third streamed.
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, limits(1000, 700, 3)).unwrap();
+    assert_eq!((readers.streamed(), readers.open()), (1, 0));
+    assert_eq!(turns(&mut procs), want);
+    assert_eq!(readers.most_open(), 1);
     // Process 5's row 150 goes back in time (row 301 + 150 of the file): refused after
     // a reopening, naming the row.
     write(Some(150));
-    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, 0, 1).unwrap();
+    let (mut procs, _, readers) = load_memtrace_bounded(&path, 1.0, limits(0, 0, 1)).unwrap();
     let got = turns(&mut procs);
     assert_eq!(got[1].len(), 149);
     let e = procs[1].stream.error().expect("the bad row is refused");
