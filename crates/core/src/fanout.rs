@@ -46,7 +46,6 @@ const ANSWERED: u32 = u32::MAX;
 pub struct Fanout {
     parents: Vec<Option<Parent>>,
     free: Vec<u32>,
-    in_flight: usize,
     /// Parent key of sub-I/O number `base + i`, or ANSWERED.
     window: VecDeque<u32>,
     base: u64,
@@ -59,7 +58,7 @@ impl Fanout {
 
     /// Parents with sub-I/Os still out.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.parents.len() - self.free.len()
     }
 
     /// Register `parent` and return a key for [`Fanout::sub`]. A parent that never gets a
@@ -71,7 +70,6 @@ impl Fanout {
             status: Status::Ok,
             last: Breakdown::default(),
         };
-        self.in_flight += 1;
         match self.free.pop() {
             Some(k) => {
                 self.parents[k as usize] = Some(p);
@@ -216,7 +214,6 @@ impl Fanout {
         }
         let p = self.parents[key as usize].take().expect("present");
         self.free.push(key as u32);
-        self.in_flight -= 1;
         Step::Reply(Completion {
             io: p.io,
             status: p.status,

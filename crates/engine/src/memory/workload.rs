@@ -237,14 +237,9 @@ impl Readers {
                 };
                 self.runs[lru].1 = Reader::Parked(parked);
             }
-            let reopen = matches!(self.runs[id].1, Reader::Parked(_));
-            let reader = if reopen {
-                MemTraceReader::resume(&self.path, at, end - at.row)
-            } else {
-                MemTraceReader::open_rows(&self.path, at.row, end - at.row)
-            }
-            .map_err(|e| e.to_string())?;
-            self.reopened += reopen as u64;
+            let reader =
+                MemTraceReader::resume(&self.path, at, end - at.row).map_err(|e| e.to_string())?;
+            self.reopened += matches!(self.runs[id].1, Reader::Parked(_)) as u64;
             self.runs[id].1 = Reader::Open {
                 reader: Box::new(reader),
                 used: 0,

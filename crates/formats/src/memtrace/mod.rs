@@ -428,9 +428,8 @@ pub fn is_memtrace(path: &Path) -> bool {
         .is_some_and(|kv| kv.iter().any(|k| k.key == VERSION_KEY)))
 }
 
-/// One process's run of consecutive rows in a memory trace (a trace holds each process's
-/// rows together, each run beginning with its start row).
-/// Where a reader stopped ([`MemTraceReader::resume_point`]).
+/// Where a reader stopped ([`MemTraceReader::resume_point`]); `row` with no `pid` and
+/// `icount` 0 is where a reader of a run starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resume {
     pub row: u64,
@@ -438,6 +437,8 @@ pub struct Resume {
     pub icount: u64,
 }
 
+/// One process's run of consecutive rows in a memory trace (a trace holds each process's
+/// rows together, each run beginning with its start row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
     pub pid: u32,
