@@ -64,6 +64,7 @@ def _block(args) -> int:
         args.setup,
         args.drop_caches,
         args.buffer_kb,
+        args.fs_block_size,
     )
     result = json.loads(out)
     what = f"{result['requests']} requests on {result['device']}"
@@ -105,6 +106,9 @@ def add_commands(sub) -> None:
     b.add_argument("--out", "-o", required=True, help="columnar trace to write (.parquet)")
     b.add_argument("--fs", default="ext4", help="file system type (default ext4)")
     b.add_argument("--size", type=parse_size, help="create IMAGE of this size if missing (1G)")
+    b.add_argument("--fs-block-size", type=int, metavar="BYTES",
+                   help="block size of the file system made on a new IMAGE (ext2/3/4, xfs; "
+                   "default: mkfs's choice, which for ext4 under 512 MB is 1024)")
     b.add_argument("--setup", metavar="SCRIPT",
                    help="shell script run on the mounted image before tracing (untraced)")
     b.add_argument("--drop-caches", action="store_true",

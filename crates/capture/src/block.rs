@@ -24,6 +24,8 @@ pub struct BlockOptions {
     /// A shell command run on the mounted image before tracing starts (to populate it).
     pub setup: Option<String>,
     pub drop_caches: bool,
+    /// Block size of an image this capture creates (mkfs's choice when `None`).
+    pub fs_block_size: Option<u32>,
     /// Ring buffer per CPU, KiB.
     pub buffer_kb: u32,
 }
@@ -38,6 +40,7 @@ impl BlockOptions {
             command,
             setup: None,
             drop_caches: false,
+            fs_block_size: None,
             buffer_kb: 16 * 1024,
         }
     }
@@ -134,8 +137,11 @@ pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> 
         .into_iter()
         .map(|n| format!("removed tracefs instance {n} left by a killed capture"))
         .collect();
-    let created = image::prepare(&opts.image, &opts.fs, opts.size)?;
+    let created = image::prepare(&opts.image, &opts.fs, opts.size, opts.fs_block_size)?;
     let mounted = MountedImage::mount(&opts.image, &opts.fs)?;
+    // Recorded because it shapes every request: mke2fs gives an image under 512 MB 1 KiB
+    // blocks, and a trace of 1 KiB blocks is not what a laptop's 4 KiB file system sends.
+    let block_size = image::fs_block_size(&mounted.mountpoint)?;
     if let Some(s) = &opts.setup {
         run_setup(s, &mounted, &guard)?;
     }
@@ -191,7 +197,7 @@ pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> 
     notes.append(&mut more);
     if created {
         notes.push(format!(
-            "{} created as a fresh {} file system",
+            "{} created as a fresh {} file system of {block_size}-byte blocks",
             opts.image.display(),
             opts.fs
         ));
@@ -219,6 +225,10 @@ pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> 
         ),
         ("wattio.capture.command".to_string(), opts.command.join(" ")),
         ("wattio.capture.fs".to_string(), opts.fs.clone()),
+        (
+            "wattio.capture.fs_block_size".to_string(),
+            block_size.to_string(),
+        ),
         (
             "wattio.capture.processes".to_string(),
             serde_json::to_string(&processes).unwrap_or_default(),

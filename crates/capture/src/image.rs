@@ -27,10 +27,71 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, CaptureError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Makes `image` a fresh `fs` file system of `size` bytes when it does not exist yet
-/// (sparse file + `mkfs.FS`); an existing image is used as it is. Returns whether it made one.
-pub fn prepare(image: &Path, fs: &str, size: Option<u64>) -> Result<bool, CaptureError> {
+/// The block sizes `--fs-block-size` accepts: what ext2/3/4 and XFS can be made with on
+/// 4 KiB-page machines (mke2fs: 1024–65536, XFS: 512–65536; both powers of two).
+const BLOCK_SIZES: std::ops::RangeInclusive<u32> = 512..=65536;
+
+/// The arguments of `mkfs.FS` for a fresh image: ext2/3/4 quietly and forced (the target is
+/// a regular file), with `-b` when a block size is asked; XFS with `-b size=`; any other
+/// file system with the image alone, and no block size (its mkfs spells it differently).
+pub fn mkfs_args(
+    fs: &str,
+    image: &str,
+    block_size: Option<u32>,
+) -> Result<Vec<String>, CaptureError> {
+    let mut args: Vec<String> = Vec::new();
+    if let Some(b) = block_size {
+        if !b.is_power_of_two() || !BLOCK_SIZES.contains(&b) {
+            return Err(CaptureError::new(format!(
+                "--fs-block-size {b}: expected a power of two from {} to {} bytes",
+                BLOCK_SIZES.start(),
+                BLOCK_SIZES.end()
+            )));
+        }
+        if fs.starts_with("ext") && b < 1024 {
+            return Err(CaptureError::new(format!(
+                "--fs-block-size {b}: {fs} blocks are 1024 bytes or more"
+            )));
+        }
+    }
+    match (fs, block_size) {
+        (f, b) if f.starts_with("ext") => {
+            args.extend(["-F", "-q"].map(String::from));
+            if let Some(b) = b {
+                args.extend(["-b".to_string(), b.to_string()]);
+            }
+        }
+        ("xfs", Some(b)) => args.extend(["-b".to_string(), format!("size={b}")]),
+        (_, None) => {}
+        (f, Some(_)) => {
+            return Err(CaptureError::new(format!(
+                "--fs-block-size is supported for ext2, ext3, ext4 and xfs, not {f}"
+            )))
+        }
+    }
+    args.push(image.to_string());
+    Ok(args)
+}
+
+/// Makes `image` a fresh `fs` file system of `size` bytes (with `block_size`-byte blocks
+/// when given, else mkfs's choice) when it does not exist yet (sparse file + `mkfs.FS`); an
+/// existing image is used as it is. Returns whether it made one.
+pub fn prepare(
+    image: &Path,
+    fs: &str,
+    size: Option<u64>,
+    block_size: Option<u32>,
+) -> Result<bool, CaptureError> {
+    let img = image.to_string_lossy();
+    let args = mkfs_args(fs, &img, block_size)?;
     if image.exists() {
+        if let Some(b) = block_size {
+            return Err(CaptureError::new(format!(
+                "--fs-block-size {b}: {} exists and is used as it is; the block size applies \
+                 only to an image this capture creates (remove it, or drop the option)",
+                image.display()
+            )));
+        }
         return Ok(false);
     }
     let Some(size) = size else {
@@ -43,18 +104,29 @@ pub fn prepare(image: &Path, fs: &str, size: Option<u64>) -> Result<bool, Captur
     f.set_len(size)
         .map_err(|e| CaptureError::io(image.display(), &e))?;
     drop(f);
-    let img = image.to_string_lossy();
     let mkfs = format!("mkfs.{fs}");
-    let res = if fs.starts_with("ext") {
-        run(&mkfs, &["-F", "-q", &img])
-    } else {
-        run(&mkfs, &[&img])
-    };
-    if let Err(e) = res {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if let Err(e) = run(&mkfs, &args) {
         let _ = std::fs::remove_file(image);
         return Err(e);
     }
     Ok(true)
+}
+
+/// The block size of the file system mounted at `mnt` (statvfs `f_bsize`).
+pub fn fs_block_size(mnt: &Path) -> Result<u64, CaptureError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes())
+        .map_err(|_| CaptureError::new(format!("{}: a NUL in the path", mnt.display())))?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `s` a statvfs the call fills.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(CaptureError::io(
+            mnt.display(),
+            &std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(s.f_bsize as u64)
 }
 
 /// The image mounted on a private directory; unmounted (and so its loop device freed) on drop.
@@ -146,5 +218,50 @@ impl Drop for MountedImage {
             eprintln!("wattio capture: cleanup: {e}");
         }
         let _ = std::fs::remove_dir(&self.mountpoint);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mkfs_args_carry_the_block_size_in_each_file_systems_spelling() {
+        let a = |fs, b| mkfs_args(fs, "w.img", b).map_err(|e| e.to_string());
+        assert_eq!(a("ext4", None).unwrap(), ["-F", "-q", "w.img"]);
+        assert_eq!(
+            a("ext4", Some(4096)).unwrap(),
+            ["-F", "-q", "-b", "4096", "w.img"]
+        );
+        assert_eq!(
+            a("ext2", Some(1024)).unwrap(),
+            ["-F", "-q", "-b", "1024", "w.img"]
+        );
+        assert_eq!(a("xfs", Some(4096)).unwrap(), ["-b", "size=4096", "w.img"]);
+        assert_eq!(a("btrfs", None).unwrap(), ["w.img"]);
+        let e = a("btrfs", Some(4096)).unwrap_err();
+        assert!(e.contains("ext2, ext3, ext4 and xfs, not btrfs"), "{e}");
+        let e = a("ext4", Some(3000)).unwrap_err();
+        assert!(
+            e.contains("--fs-block-size 3000: expected a power of two from 512 to 65536"),
+            "{e}"
+        );
+        let e = a("ext4", Some(512)).unwrap_err();
+        assert!(e.contains("ext4 blocks are 1024 bytes or more"), "{e}");
+        assert!(a("xfs", Some(131072)).is_err());
+    }
+
+    #[test]
+    fn a_block_size_for_an_existing_image_is_refused_not_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("old.img");
+        std::fs::write(&img, b"not formatted by us").unwrap();
+        let e = prepare(&img, "ext4", Some(1 << 20), Some(4096))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exists and is used as it is"), "{e}");
+        assert_eq!(std::fs::read(&img).unwrap(), b"not formatted by us");
+        // Without the option the image is used as it is.
+        assert!(!prepare(&img, "ext4", Some(1 << 20), None).unwrap());
     }
 }

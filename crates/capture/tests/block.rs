@@ -108,6 +108,8 @@ fn exact_requests(dir: &Path) {
         ),
     );
     o.size = Some(64 << 20);
+    // mke2fs would give a 64 MiB image 1 KiB blocks.
+    o.fs_block_size = Some(4096);
     o.setup = Some(format!(
         "dd if=/dev/urandom of=f bs=1M count=1 status=none && sync && filefrag -v -b512 f > {}",
         extents.display()
@@ -159,6 +161,12 @@ fn exact_requests(dir: &Path) {
     assert!(reqs.windows(2).all(|w| w[0].arrival <= w[1].arrival));
     assert!(
         notes.iter().any(|n| n.contains("block_rq_issue")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("ext4 file system of 4096-byte blocks")),
         "{notes:?}"
     );
     println!("exact_requests: ok ({} requests)", reqs.len());
