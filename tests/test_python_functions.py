@@ -50,3 +50,39 @@ def test_passthrough_base_class_is_transparent():
     assert s["energy_j"] == plain["energy_j"]
     assert s["mean_latency_ms"] == plain["mean_latency_ms"]
     assert json.dumps(s["devices"], sort_keys=True) == json.dumps(plain["devices"], sort_keys=True)
+
+
+def test_a_python_layer_hears_each_transition_start_and_its_end():
+    """`on_transition(now, dev, to)` at the start of every power transition, then
+    `on_power(now + latency, dev, to)` when the device is there: a spin-down takes the
+    disk's spin-down time, a spin-up its spin-up time (DeviceInfo.transition_ns)."""
+
+    class Ears(wattio.Function):
+        def __init__(self):
+            self.heard = []
+
+        def attach(self, devices):
+            d = devices[0]
+            self.idle, self.sleep = d.idle_state, d.deepest_sleep
+            self.down = d.transition_ns(self.idle, self.sleep)
+            self.up = d.transition_ns(self.sleep, self.idle)
+
+        def on_transition(self, now, device, to):
+            self.heard.append(("to", now, device, to))
+
+        def on_power(self, now, device, state):
+            self.heard.append(("at", now, device, state))
+
+    cfg = shorten((EXAMPLES / "laptop-fixed.toml").read_text())
+    layered = cfg.replace("[[function]]", '[[function]]\nkind = "python"\nclass = "x:y"\n\n[[function]]', 1)
+    ears = Ears()
+    s = wattio.run(layered, functions={0: ears}, progress=False).summary
+    spin_ups = s["devices"]["disk"]["spin_ups"]
+    assert spin_ups > 10 and ears.down > 0 and ears.up > 0
+    h = ears.heard
+    assert len(h) % 2 == 0 and len(h) > 4 * spin_ups - 4
+    for start, end in zip(h[::2], h[1::2]):
+        assert start[0] == "to" and end[0] == "at" and start[2:] == end[2:], (start, end)
+        latency = ears.down if start[3] == ears.sleep else ears.up
+        assert end[1] - start[1] == latency, (start, end)
+    assert sum(1 for x in h[::2] if x[3] == ears.idle) == spin_ups

@@ -44,7 +44,11 @@ class Function:
         """A timer this layer set expired."""
 
     def on_power(self, now: int, device: int, state: int) -> None:
-        """A device entered power state ``state``."""
+        """A device entered (stable) power state ``state``."""
+
+    def on_transition(self, now: int, device: int, to: int) -> None:
+        """A device began a power transition towards state ``to``; it serves no I/O until
+        ``on_power`` reports ``to``."""
 
     def counters(self) -> dict[str, float]:
         """Function-specific numbers for ``summary.json``."""

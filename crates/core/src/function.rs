@@ -226,10 +226,18 @@ pub trait Function: Send {
         let _ = (now, timer, out);
     }
 
-    /// A device has entered a power state (stable state or the start of a transition;
-    /// busy sub-states such as seek are not reported). Every layer hears of every device.
+    /// A device has entered a stable power state (busy sub-states such as seek are not
+    /// reported). Every layer hears of every device.
     fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
         let _ = (now, device, state);
+    }
+
+    /// A device has begun a power transition towards stable state `to`: it serves no I/O
+    /// until `on_power` reports `to` (a request sent meanwhile waits for the transition and
+    /// for whatever the device needs after it, a spin-up back from a spin-down). Every
+    /// layer hears of every device.
+    fn on_transition(&mut self, now: Nanos, device: DeviceId, to: PowerStateId) {
+        let _ = (now, device, to);
     }
 
     /// The bytes asked for by an [`Action::Take`] with `tag` (a metadata read that came
@@ -301,6 +309,9 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn on_power(&mut self, now: Nanos, device: DeviceId, state: PowerStateId) {
         (**self).on_power(now, device, state)
+    }
+    fn on_transition(&mut self, now: Nanos, device: DeviceId, to: PowerStateId) {
+        (**self).on_transition(now, device, to)
     }
     fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
         (**self).on_bytes(now, tag, bytes, out)

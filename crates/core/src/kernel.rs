@@ -298,7 +298,9 @@ pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
     dev_ev: Vec<DevEvent>,
     /// Power notifications for the stack, delivered once the stack call that caused them
     /// has returned.
-    power: Vec<(DeviceId, PowerStateId)>,
+    /// Power notifications for the layers: (device, state, whether it is the start of a
+    /// transition towards `state` rather than the entry into it).
+    power: Vec<(DeviceId, PowerStateId, bool)>,
     hosts: Hosts<X::Host>,
     /// The first error an effect met, reported when the stack call returns.
     err: Option<String>,
@@ -554,8 +556,10 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     fn settle(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
         if !self.power.is_empty() {
             for k in 0..self.power.len() {
-                let (dev, state) = self.power[k];
-                stack.power(now, dev, state);
+                match self.power[k] {
+                    (dev, state, false) => stack.power(now, dev, state),
+                    (dev, to, true) => stack.transition(now, dev, to),
+                }
             }
             self.power.clear();
         }
@@ -606,11 +610,14 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                     if let Err(e) = self.x.mode(dev, at, slot) {
                         self.fail(e);
                     }
-                    let states = self.devs[dev as usize]
-                        .as_ref()
-                        .map_or(0, |d| d.spec().states.len());
+                    let Some(spec) = self.devs[dev as usize].as_ref().map(|d| d.spec()) else {
+                        continue;
+                    };
+                    let states = spec.states.len();
                     if slot < states {
-                        self.power.push((dev, slot as PowerStateId));
+                        self.power.push((dev, slot as PowerStateId, false));
+                    } else if let Some(t) = spec.transitions.get(slot - states) {
+                        self.power.push((dev, t.to, true));
                     }
                 }
             }
@@ -854,6 +861,7 @@ mod tests {
     enum Seen {
         Timer(Nanos, TimerId),
         Power(Nanos, DeviceId, PowerStateId),
+        Transition(Nanos, DeviceId, PowerStateId),
     }
 
     /// One layer: forwards requests to device 0 (or holds them, for tests that reply by
@@ -885,6 +893,12 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push(Seen::Power(now, device, state));
+        }
+        fn on_transition(&mut self, now: Nanos, device: DeviceId, to: PowerStateId) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(Seen::Transition(now, device, to));
         }
     }
 
@@ -1277,13 +1291,15 @@ mod tests {
         r.k.set_power(1_000, 0, STANDBY);
         r.k.settle(&mut r.stack, 1_000).unwrap();
         // Spin-down begins: the timeline hears of the transition (slot 4 + 0), the layers
-        // do not (not a stable state), and its end is scheduled 1 s later.
+        // hear where it goes (`on_transition`, not `on_power`: no stable state yet), and
+        // its end is scheduled 1 s later.
         assert_eq!(r.k.executor().modes, vec![(0, 1_000, 4)]);
         assert_eq!(
             r.k.executor().scheduled,
             vec![(1_000_001_000, Event::Transition { dev: 0 })]
         );
-        assert_eq!(r.seen(), vec![]);
+        assert_eq!(r.seen(), vec![Seen::Transition(1_000, 0, STANDBY)]);
+        r.log.lock().unwrap().clear();
         // Handled 500 ns late (a live timer thread): the timeline and ledger take the
         // scheduled end, the layers the time the kernel learned of it.
         r.run_late(1_000_001_500).unwrap();
@@ -1301,7 +1317,10 @@ mod tests {
         // Idle at 2 s + 100; the I/O starts then and ends 5 µs later.
         let up = 2_000_000_100;
         assert_eq!(r.k.executor().modes[1], (0, up, IDLE as usize));
-        assert_eq!(r.seen(), vec![Seen::Power(up, 0, IDLE)]);
+        assert_eq!(
+            r.seen(),
+            vec![Seen::Transition(100, 0, IDLE), Seen::Power(up, 0, IDLE)]
+        );
         assert_eq!(
             r.k.executor().scheduled,
             vec![

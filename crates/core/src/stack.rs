@@ -290,6 +290,13 @@ impl Stack {
         }
     }
 
+    /// A device began a transition towards state `to`: every layer hears of it.
+    pub fn transition(&mut self, now: Nanos, device: DeviceId, to: PowerStateId) {
+        for l in &mut self.layers {
+            l.on_transition(now, device, to);
+        }
+    }
+
     #[inline]
     fn run<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
         while let Some(w) = self.work.pop_front() {

@@ -178,6 +178,12 @@ impl<F: Function> Harness<F> {
         self.f.on_power(now, dev, id);
     }
 
+    /// Device `dev` began a transition towards the state named `to`.
+    pub fn transition(&mut self, now: Nanos, dev: DeviceId, to: &str) {
+        let id = self.state(dev, to);
+        self.f.on_transition(now, dev, id);
+    }
+
     /// The id of state `name` of device `dev`.
     pub fn state(&self, dev: DeviceId, name: &str) -> PowerStateId {
         self.devices[dev as usize]

@@ -512,6 +512,22 @@ impl Function for PyFunction {
         )
     }
 
+    fn on_transition(&mut self, now: Nanos, device: u16, to: PowerStateId) {
+        self.call(
+            "on_transition",
+            Some(now),
+            |py| {
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    device.into_pyobject(py)?.into_any(),
+                    to.into_pyobject(py)?.into_any(),
+                ])
+            },
+            false,
+            &mut Actions::new(),
+        )
+    }
+
     fn counters(&self) -> Vec<(String, f64)> {
         Python::with_gil(|py| {
             let obj = self.obj.bind(py);
