@@ -1,6 +1,7 @@
 # Sourced by every workloads/NAME/run.sh: `capture_block IMAGE_SIZE SETUP -- COMMAND…` runs
 # `wattio capture block` on a fresh scratch image (created, used, deleted; file system
-# $CAPTURE_FS, default ext4), `capture_files -- COMMAND…` runs `wattio capture files`,
+# $CAPTURE_FS, default ext4; blocks of $CAPTURE_FS_BLOCK_SIZE bytes when set, else mkfs's
+# choice, which for ext4 under 512 MB is 1 KiB), `capture_files -- COMMAND…` runs `wattio capture files`,
 # `capture_launch -- COMMAND…` `wattio capture launch`. Each writes NAME/trace.parquet and
 # records how and where it was captured and its `wattio trace stats` in NAME/README.md
 # between the `<!-- capture -->` markers. Needs root.
@@ -17,15 +18,17 @@ capture_block() {
   local size=$1 setup=$2
   shift 3 # SIZE SETUP --
   local fs=${CAPTURE_FS:-ext4}
+  local bs=()
+  [ -n "${CAPTURE_FS_BLOCK_SIZE:-}" ] && bs=(--fs-block-size "$CAPTURE_FS_BLOCK_SIZE")
   img="$scratch/wattio-workload-$name.img"
   rm -f "$img"
   # A recipe's own clean-up (a function named capture_cleanup) runs on exit too.
   trap 'rm -f "$img"; if declare -F capture_cleanup > /dev/null; then capture_cleanup; fi' EXIT
   local start
   start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  "$WATTIO" capture block --image "$img" --size "$size" --fs "$fs" --setup "$setup" --drop-caches \
+  "$WATTIO" capture block --image "$img" --size "$size" --fs "$fs" "${bs[@]}" --setup "$setup" --drop-caches \
     --out "$here/trace.parquet" -- "$@"
-  record "$start" "; image: $size $fs on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
+  record "$start" "; image: $size $fs${CAPTURE_FS_BLOCK_SIZE:+ (${CAPTURE_FS_BLOCK_SIZE}-byte blocks)} on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
 }
 
 capture_files() {

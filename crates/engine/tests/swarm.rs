@@ -720,7 +720,8 @@ fn volatile_raid(config: &str) -> String {
 /// says so. The RAID writes row by row (`merge_kib = 4`), as when the seed was found: with
 /// row ranges (the default) the same draw marks no page bad, and no seed of 1..28,000
 /// drawn with the default gave this failure-then-stale-read sequence. EXCES sends one disk
-/// I/O a page (`merge_disk_pages = false`), as it did when the seed was found.
+/// I/O a page (`merge_disk_pages = false`) and hears of the disk's sleep at STANDBY
+/// (`asleep_from = "standby"`), as it did when the seed was found.
 #[test]
 fn a_raid_that_forgets_its_bad_pages_at_a_crash_is_caught() {
     let seed = env_u64("WATTIO_RAID_FORGET_SEED").unwrap_or(4501);
@@ -732,7 +733,8 @@ fn a_raid_that_forgets_its_bad_pages_at_a_crash_is_caught() {
             .replace(
                 "kind = \"exces\"\n",
                 "kind = \"exces\"\nmerge_disk_pages = false\n",
-            );
+            )
+            .replace("asleep_from = \"spin-down\"", "asleep_from = \"standby\"");
         s
     };
     let s = row_by_row(seed);

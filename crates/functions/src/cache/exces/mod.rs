@@ -44,7 +44,7 @@ pub mod ranker;
 pub mod topk;
 
 pub use config::{
-    Absorb, Params, Ranking, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH, MAX_READAHEAD,
+    Absorb, AsleepFrom, Params, Ranking, Victim, KIND, MAX_CACHE_PAGES, MAX_DEPTH, MAX_READAHEAD,
 };
 
 use map_log::UNMAPPED;
@@ -1827,6 +1827,17 @@ impl Function for Exces {
         if device == self.disk {
             // `on_power` reports stable states: asleep = one that cannot serve I/O.
             self.disk_asleep = !self.disk_ready.get(state as usize).copied().unwrap_or(true);
+        }
+    }
+
+    fn on_transition(&mut self, _now: Nanos, device: DeviceId, to: PowerStateId) {
+        // A spin-down's start, with `asleep_from = "spin-down"`. A spin-up's start changes
+        // nothing: the disk serves no I/O until `on_power` reports the state it reached.
+        if device == self.disk
+            && self.p.asleep_from == AsleepFrom::SpinDown
+            && !self.disk_ready.get(to as usize).copied().unwrap_or(true)
+        {
+            self.disk_asleep = true;
         }
     }
 

@@ -1019,3 +1019,41 @@ fn laptop_mode_writes_back_when_a_miss_wakes_the_disk_and_reads_ahead() {
     assert!((40..=42).all(|pg| h.function().mapping(pg).is_some()));
     assert_eq!(h.counter("pages_prefetched"), 3.0);
 }
+
+#[test]
+fn a_write_during_the_disks_spin_down_is_absorbed_only_with_asleep_from_spin_down() {
+    // The same whole-page write to an unmapped page, sent while the disk spins down:
+    // with the default the layer has not heard of STANDBY yet and sends it to the disk
+    // (which will spin up again for it); with `spin-down` it lands on ECD page 0.
+    let write = |id| io(id, Op::Write, 3 * P, P as u32);
+    let mut h = harness(params(8));
+    h.transition(S, 0, "standby");
+    let a = h.request(S, write(1));
+    assert_eq!(shape(&a), vec![(0, 3 * P, 4096, Op::Write)]);
+    assert_eq!(h.counter("absorbed_writes"), 0.0);
+
+    let mut p = params(8);
+    p.asleep_from = AsleepFrom::SpinDown;
+    let mut h = harness(p);
+    let a = h.request(S / 2, write(1));
+    assert_eq!(
+        shape(&a),
+        vec![(0, 3 * P, 4096, Op::Write)],
+        "awake: to the disk"
+    );
+    h.complete(S / 2, submitted(&a)[0], Status::Ok);
+    h.transition(S, 0, "standby");
+    let a = h.request(S, write(2));
+    assert_eq!(shape(&a), vec![(1, 0, 4096, Op::Write)]);
+    assert_eq!(h.counter("absorbed_writes"), 1.0);
+    // In standby, and while it spins up again (no I/O served until it is idle): absorbed.
+    h.power(2 * S, 0, "standby");
+    h.transition(3 * S, 0, "idle");
+    let a = h.request(3 * S, io(3, Op::Write, 5 * P, P as u32));
+    assert_eq!(shape(&a), vec![(1, P, 4096, Op::Write)]);
+    // Idle: writes to unmapped pages go to the disk again.
+    h.power(4 * S, 0, "idle");
+    let a = h.request(4 * S, io(4, Op::Write, 6 * P, P as u32));
+    assert_eq!(shape(&a), vec![(0, 6 * P, 4096, Op::Write)]);
+    assert_eq!(h.counter("absorbed_writes"), 2.0);
+}
