@@ -12,14 +12,18 @@
 //! (with device emulation) in wall-clock time.
 
 use crate::geometry::Geometry;
-use crate::io::{Breakdown, Completion, DeviceId, Io, Status};
+use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Status};
 use crate::ledger::{Ledger, LedgerRow};
 use crate::media::{Media, Tear};
-use crate::power::{PowerSpec, PowerStateId};
+use crate::power::{FlushAsleep, PowerSpec, PowerStateId};
 use crate::region::Region;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Tokens from here on name FLUSHes answered asleep (`DeviceRuntime::asleep_answers`), not
+/// service slots (a device never has 2^31 I/Os in service).
+const ASLEEP_TOKEN: u32 = 1 << 31;
 
 /// Where a service went, phase by phase (phases map to power states: seek → the spec's
 /// `seek` state, the rest → `active`).
@@ -181,6 +185,8 @@ pub struct DeviceCounters {
     pub errors: u64,
     /// I/Os that addressed bytes past the end of the device (completed with `Invalid`).
     pub out_of_range: u64,
+    /// FLUSHes answered while the device slept, without waking it (`flush_asleep`).
+    pub flushes_answered_asleep: u64,
     /// The model's service time of every I/O started, by component (FS2's evaluation reports
     /// access time as seek + rotation + transfer): counted when service starts.
     pub seek_ns: Nanos,
@@ -194,6 +200,7 @@ impl DeviceCounters {
     pub fn since(&self, earlier: &DeviceCounters) -> DeviceCounters {
         DeviceCounters {
             ios: self.ios - earlier.ios,
+            flushes_answered_asleep: self.flushes_answered_asleep - earlier.flushes_answered_asleep,
             bytes_read: self.bytes_read - earlier.bytes_read,
             bytes_written: self.bytes_written - earlier.bytes_written,
             busy_ns: self.busy_ns - earlier.busy_ns,
@@ -218,6 +225,9 @@ pub struct DeviceRuntime {
     /// when service starts).
     slots: Vec<Option<Completion>>,
     free_slots: Vec<u32>,
+    /// FLUSHes answered asleep whose completion event is pending, by token − `ASLEEP_TOKEN`
+    /// (outside `slots`: they hold no service slot and leave the ledger alone).
+    asleep_answers: Vec<Option<Completion>>,
     busy: u32,
     max_concurrent: u32,
     schedules: bool,
@@ -256,6 +266,7 @@ impl DeviceRuntime {
             queue: VecDeque::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
+            asleep_answers: Vec::new(),
             busy: 0,
             max_concurrent,
             schedules,
@@ -401,7 +412,14 @@ impl DeviceRuntime {
     ) -> Option<Completion> {
         // The slot's content is only a value to write into (a Completion has no default);
         // service_end_into fills it.
-        let mut done = self.slots.get(token as usize).copied().flatten()?;
+        let mut done = if token >= ASLEEP_TOKEN {
+            self.asleep_answers
+                .get((token - ASLEEP_TOKEN) as usize)
+                .copied()
+                .flatten()?
+        } else {
+            self.slots.get(token as usize).copied().flatten()?
+        };
         self.service_end_into(now, token, ev, &mut done)
             .then_some(done)
     }
@@ -418,6 +436,9 @@ impl DeviceRuntime {
         ev: &mut Vec<DevEvent>,
         out: &mut Completion,
     ) -> bool {
+        if token >= ASLEEP_TOKEN {
+            return self.asleep_answer_end(now, token, out);
+        }
         let Some(slot) = self.slots.get_mut(token as usize) else {
             return false;
         };
@@ -461,6 +482,7 @@ impl DeviceRuntime {
             m.crash(tear);
         }
         self.queue.clear();
+        self.asleep_answers.clear();
         for (t, s) in self.slots.iter_mut().enumerate() {
             if s.take().is_some() {
                 self.free_slots.push(t as u32);
@@ -579,9 +601,14 @@ impl DeviceRuntime {
                         }
                     }
                 }
-                Pending::Io { .. } => {
+                Pending::Io { io, enqueued, .. } => {
                     let spec = &self.info.power;
                     if !spec.states[cur as usize].ready {
+                        if io.op == Op::Flush && spec.flush_asleep == FlushAsleep::Answer {
+                            self.queue.pop_front();
+                            self.answer_asleep(now, io, enqueued, ev);
+                            continue;
+                        }
                         let tr = spec
                             .transition(cur, spec.idle)
                             .expect("validated: every non-ready state wakes to idle");
@@ -609,6 +636,45 @@ impl DeviceRuntime {
                 }
             }
         }
+    }
+
+    /// A FLUSH reaching the device asleep: answered now, with no service and no change of
+    /// state (the drive wrote its cache before it slept). Its completion comes through a
+    /// `ServiceEnd` event at `now`, as every completion does, under a token of its own.
+    fn answer_asleep(&mut self, now: Nanos, io: Io, enqueued: Nanos, ev: &mut Vec<DevEvent>) {
+        self.counters.ios += 1;
+        self.counters.flushes_answered_asleep += 1;
+        let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
+        self.asleep_answers.push(Some(Completion {
+            io,
+            status: Status::Ok,
+            finished: now,
+            breakdown: Breakdown {
+                queue_ns: now - enqueued,
+                ..Breakdown::default()
+            },
+        }));
+        ev.push(DevEvent::ServiceEnd { at: now, token });
+    }
+
+    /// The completion of a FLUSH answered asleep (false for a stale token: a crash came
+    /// between). The list is emptied once none is pending (they all end at the time they
+    /// were answered, so it holds the answers of one instant).
+    fn asleep_answer_end(&mut self, now: Nanos, token: u32, out: &mut Completion) -> bool {
+        let Some(done) = self
+            .asleep_answers
+            .get_mut((token - ASLEEP_TOKEN) as usize)
+            .and_then(Option::take)
+        else {
+            return false;
+        };
+        *out = done;
+        if self.asleep_answers.iter().all(Option::is_none) {
+            self.asleep_answers.clear();
+        }
+        // A live executor may call late; the simulator calls at the scheduled end.
+        out.finished = now;
+        true
     }
 
     fn pick(&mut self, now: Nanos) -> usize {
@@ -809,5 +875,84 @@ mod tests {
         d.crash(3_000_000_000);
         assert_eq!(d.state(), Some(d.spec().idle));
         assert_eq!(residency_sum(&d, 4_000_000_000), 4_000_000_000);
+    }
+
+    fn disk_with(flush_asleep: FlushAsleep) -> DeviceRuntime {
+        let mut def = laptop();
+        def.flush_asleep = flush_asleep;
+        let info = DeviceInfo {
+            power: Arc::new(PowerSpec::from_def(&def).unwrap()),
+            ..disk().info
+        };
+        let timing = Box::new(Fixed {
+            power_events: Vec::new(),
+        });
+        DeviceRuntime::new(info, timing, None, 0)
+    }
+
+    /// Spin `d` down at 0 (1 s) and return the state it sleeps in.
+    fn asleep(d: &mut DeviceRuntime) -> PowerStateId {
+        let mut ev = Vec::new();
+        let standby = d.spec().state_id("standby").unwrap();
+        d.set_power(0, standby, &mut ev);
+        d.transition_end(1_000_000_000, &mut ev);
+        assert_eq!(d.state(), Some(standby));
+        standby
+    }
+
+    #[test]
+    fn a_flush_to_a_sleeping_drive_is_answered_without_waking_it() {
+        let mut d = disk_with(FlushAsleep::Answer);
+        let standby = asleep(&mut d);
+        let mut ev = Vec::new();
+        // Sent during the spin-down it waits for its end; sent asleep it is answered then.
+        let t = 2_000_000_000;
+        d.submit(t, Request::new(t, Op::Flush, 0, 0).io(7), &mut ev);
+        let [DevEvent::ServiceEnd { at, token }] = ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(at, t);
+        let done = d.service_end(t, token, &mut ev).expect("the answer");
+        assert_eq!(
+            (done.io.op, done.status, done.finished),
+            (Op::Flush, Status::Ok, t)
+        );
+        assert_eq!(done.breakdown, Breakdown::default());
+        assert_eq!(d.state(), Some(standby));
+        assert!(d.service_end(t, token, &mut ev).is_none(), "answered once");
+        let c = d.counters();
+        assert_eq!((c.ios, c.flushes_answered_asleep, c.busy_ns), (1, 1, 0));
+        // No spin-up: the ledger shows idle, the spin-down and standby only.
+        let rows = d.ledger_rows(3_000_000_000);
+        assert_eq!(rows[standby as usize].residency_ns, 2_000_000_000);
+        assert_eq!(d.ledger().spin_ups(), 0);
+        assert_eq!(residency_sum(&d, 3_000_000_000), 3_000_000_000);
+        // A read wakes it; a flush sent behind the read waits for the spin-up and is
+        // served then, in order.
+        ev.clear();
+        d.submit(t, Request::new(t, Op::Read, 0, 512).io(9), &mut ev);
+        assert!(
+            matches!(ev[0], DevEvent::Mode { at, .. } if at == t),
+            "{ev:?}"
+        );
+        ev.clear();
+        d.submit(t, Request::new(t, Op::Flush, 0, 0).io(10), &mut ev);
+        assert_eq!(ev, vec![], "queued behind the read, in the spin-up");
+        assert_eq!(d.counters().flushes_answered_asleep, 1);
+    }
+
+    #[test]
+    fn a_drive_that_wakes_for_flush_spins_up_for_it() {
+        let mut d = disk_with(FlushAsleep::Wake);
+        asleep(&mut d);
+        let mut ev = Vec::new();
+        let t = 2_000_000_000;
+        d.submit(t, Request::new(t, Op::Flush, 0, 0).io(7), &mut ev);
+        assert!(
+            matches!(ev[0], DevEvent::Mode { at, .. } if at == t),
+            "{ev:?}"
+        );
+        assert_eq!(d.state(), None, "in its spin-up");
+        assert_eq!(d.counters().flushes_answered_asleep, 0);
     }
 }

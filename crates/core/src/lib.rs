@@ -51,7 +51,7 @@ pub use integrity::Checker;
 pub use io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Request, Status};
 pub use kernel::{DataObserver, Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
 pub use ledger::{Ledger, LedgerRow};
-pub use power::{PowerSpec, PowerState, PowerStateId, Transition};
+pub use power::{FlushAsleep, PowerSpec, PowerState, PowerStateId, Transition};
 pub use region::Region;
 pub use stack::{Effect, Effects, Stack};
 pub use time::Nanos;

@@ -68,10 +68,29 @@ pub struct PowerDef {
     pub rated_start_stop: Option<u64>,
     #[serde(default)]
     pub rated_start_stop_source: String,
+    /// What a FLUSH reaching the device asleep does (default: answered at once).
+    #[serde(default)]
+    pub flush_asleep: FlushAsleep,
     #[serde(rename = "state")]
     pub states: Vec<StateDef>,
     #[serde(rename = "transition", default)]
     pub transitions: Vec<TransitionDef>,
+}
+
+/// What a FLUSH does when it reaches a device in a state that cannot serve I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlushAsleep {
+    /// Completes at once, the device left asleep: a drive writes its cache before it spins
+    /// down, so a sleeping one holds nothing a FLUSH must write (Hitachi Travelstar 5K320
+    /// OEM spec §14.42, Standby Immediate: "the device confirms the completion of the cached
+    /// write commands. Then the device is spun down"; Seagate ATA interface manual: a drive
+    /// "shifts to the power management mode that uses the minimum amount of power required
+    /// to complete that command").
+    #[default]
+    Answer,
+    /// Wakes the device like any other request (a drive that spins up for FLUSH CACHE).
+    Wake,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +132,7 @@ pub struct PowerSpec {
     pub active: PowerStateId,
     pub seek: Option<PowerStateId>,
     pub rated_start_stop: Option<u64>,
+    pub flush_asleep: FlushAsleep,
     /// `table[from * n + to]` = index into `transitions`.
     table: Vec<Option<u16>>,
 }
@@ -231,6 +251,7 @@ impl PowerSpec {
             active,
             seek,
             rated_start_stop: def.rated_start_stop,
+            flush_asleep: def.flush_asleep,
             table,
         };
         // Every non-ready state must be able to wake, or an I/O there would wait forever.
@@ -259,6 +280,7 @@ impl PowerSpec {
             active: 0,
             seek: None,
             rated_start_stop: None,
+            flush_asleep: FlushAsleep::Answer,
             table: vec![None],
         }
     }

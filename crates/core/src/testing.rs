@@ -227,6 +227,7 @@ pub fn disk(id: DeviceId, name: &str) -> DeviceInfo {
         seek: None,
         rated_start_stop: None,
         rated_start_stop_source: String::new(),
+        flush_asleep: Default::default(),
         states: vec![
             state("active", 2.0, true),
             state("idle", 1.0, true),

@@ -294,6 +294,7 @@ impl RankDef {
             seek: None,
             rated_start_stop: None,
             rated_start_stop_source: String::new(),
+            flush_asleep: Default::default(),
             states: (0..5).map(state).collect(),
             transitions: vec![
                 tr("powerdown_exit", POWERDOWN, STANDBY, t.t_xp_ns),

@@ -238,6 +238,7 @@ pub fn spec_toml(
         seek: None,
         rated_start_stop: None,
         rated_start_stop_source: String::new(),
+        flush_asleep: Default::default(),
         states: vec![StateDef {
             name: "on".into(),
             watts: 0.0,

@@ -23,6 +23,8 @@ pub struct DeviceSummary {
     pub busy_s: f64,
     pub utilization: f64,
     pub power_commands_ignored: u64,
+    /// FLUSHes answered while the device slept, without waking it (`power.flush_asleep`).
+    pub flushes_answered_asleep: u64,
     /// I/Os that addressed bytes past the end of the device (each also an error).
     pub out_of_range: u64,
     /// The timing model's own counters (e.g. an SSD's write amplification).
@@ -55,6 +57,7 @@ impl DeviceSummary {
                 0.0
             },
             power_commands_ignored: c.power_commands_ignored,
+            flushes_answered_asleep: c.flushes_answered_asleep,
             out_of_range: c.out_of_range,
             model_counters: BTreeMap::new(),
             service_s: [
