@@ -84,6 +84,7 @@ struct Keys {
     readahead_pages: Option<u64>,
     persist_map: Option<bool>,
     merge_disk_pages: Option<bool>,
+    merge_flash_pages: Option<bool>,
 }
 
 /// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
@@ -133,6 +134,11 @@ pub struct Params {
     /// as the block layer below the paper's module merges adjacent bios; false: one disk
     /// I/O per 4 KiB page.
     pub merge_disk_pages: bool,
+    /// Send hits of one host request in neighbouring ECD pages as one ECD I/O, and bring a
+    /// reconfiguration's pages in in disk order into ascending free ECD pages (so that
+    /// neighbouring pages land in neighbouring ECD pages); false: one ECD I/O per page, and
+    /// pages come in most popular first.
+    pub merge_flash_pages: bool,
 }
 
 impl Default for Params {
@@ -159,6 +165,7 @@ impl Default for Params {
             readahead_pages: 0,
             persist_map: true,
             merge_disk_pages: true,
+            merge_flash_pages: true,
         }
     }
 }
@@ -224,6 +231,7 @@ impl Params {
             },
             persist_map: k.persist_map.unwrap_or(d.persist_map),
             merge_disk_pages: k.merge_disk_pages.unwrap_or(d.merge_disk_pages),
+            merge_flash_pages: k.merge_flash_pages.unwrap_or(d.merge_flash_pages),
             disk: k.disk,
             flash: k.flash,
         };

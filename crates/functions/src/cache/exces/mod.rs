@@ -341,6 +341,7 @@ struct Counters {
     partial_write_misses: u64,
     /// Missed pages sent to the disk inside the previous page's disk I/O.
     merged_pages: u64,
+    merged_hits: u64,
     waited_for_fill: u64,
     race_reads_to_origin: u64,
     race_writes_to_destination: u64,
@@ -435,11 +436,14 @@ pub struct Exces {
     /// A write reached the disk since the last disk flush was sent.
     disk_unflushed: bool,
     subs: Vec<Io>,
-    /// A host request's pages are being routed and `merge_disk_pages` is on.
+    /// A host request's pages are being routed (their I/O may merge, as the options say).
     merging: bool,
     /// While `merging`: the id of the disk I/O the request's last missed pages went into,
     /// which the next missed page may join.
     disk_run: Option<IoId>,
+    /// While `merging` and `merge_flash_pages`: the id of the ECD I/O the request's last
+    /// hit went into, which the next hit may join when its ECD page follows.
+    flash_run: Option<IoId>,
     /// I/O passed through (to other devices, discards, past the disk's end), under ids of
     /// the layer's fan-out: ids from above may collide with the layer's own.
     passing: FxHashSet<IoId>,
@@ -493,6 +497,7 @@ impl Exces {
             subs: Vec::new(),
             merging: false,
             disk_run: None,
+            flash_run: None,
             passing: FxHashSet::default(),
             c: Counters::default(),
             p,
@@ -841,7 +846,7 @@ impl Exces {
                     self.c.read_hits += 1;
                 }
                 let io = self.to_slot(sub, slot);
-                self.submit_flash(io, out);
+                self.hit_to_flash(io, out);
             }
             Some(m) if !write => {
                 // A read of a page in flight goes to the origin.
@@ -897,11 +902,27 @@ impl Exces {
         }
     }
 
+    /// A hit goes to the ECD: inside the ECD I/O of the request's previous page when that
+    /// one hit too, in the ECD page before this one, and is still the last thing sent.
+    fn hit_to_flash(&mut self, io: Io, out: &mut Actions) {
+        if self.merging && self.p.merge_flash_pages {
+            if let (Some(run), Some(last)) = (self.flash_run, out.last_submit_mut()) {
+                if last.id == run && last.op == io.op && last.end() == io.offset {
+                    self.c.merged_hits += 1;
+                    self.slots[(io.offset / PAGE) as usize].busy += 1;
+                    return self.fanout.merge(last, io);
+                }
+            }
+            self.flash_run = Some(io.id);
+        }
+        self.submit_flash(io, out);
+    }
+
     /// A missed page goes to the disk: inside the disk I/O of the request's previous page
     /// when that one missed too, ends where this one begins, and is still the last thing
     /// sent (so merging never reorders what the layer sends).
     fn miss_to_disk(&mut self, sub: Io, out: &mut Actions) {
-        if !self.merging {
+        if !(self.merging && self.p.merge_disk_pages) {
             return out.submit(sub);
         }
         if let (Some(run), Some(last)) = (self.disk_run, out.last_submit_mut()) {
@@ -1016,7 +1037,13 @@ impl Exces {
             }
             incoming.truncate(room);
         }
-        incoming.sort_unstable_by(order);
+        if self.p.merge_flash_pages {
+            // In disk order, into ascending ECD pages (`advance_reconfig`): neighbours on
+            // the disk become neighbours on the ECD, whose hits then merge.
+            incoming.sort_unstable_by_key(|&(_, p)| p);
+        } else {
+            incoming.sort_unstable_by(order);
+        }
         r.incoming = incoming.into_iter().map(|(_, p)| p).collect();
         self.reconfig = Some(r);
     }
@@ -1082,6 +1109,13 @@ impl Exces {
             }
             if r.outgoing.is_empty() && r.in_flight == 0 {
                 r.incoming_phase = true;
+                if self.p.merge_flash_pages {
+                    // The ECD pages the incoming pages will take (popped from the end), in
+                    // ascending order: sorting them alone costs what the plan moves.
+                    let n = r.incoming.len().min(self.free.len());
+                    let at = self.free.len() - n;
+                    self.free[at..].sort_unstable_by(|a, b| b.cmp(a));
+                }
                 if !self.retiring.is_empty() {
                     // The pages flushed out are free once the log unmaps them.
                     self.reconfig = Some(r);
@@ -1556,26 +1590,28 @@ impl Exces {
             }
             return;
         }
-        let slot = (io.offset / PAGE) as u32;
-        self.slots[slot as usize].busy -= 1;
-        if io.op == Op::Write {
-            self.ecd_unflushed |= done.status == Status::Ok;
-            let s = self.slots[slot as usize];
-            if let Some(p) = self.pages.get_mut(&s.page) {
-                p.writes -= 1;
-            }
-            if s.filling {
-                self.slots[slot as usize].filling = false;
-                if done.status != Status::Ok {
-                    // The buffered write failed: the disk still holds the page.
-                    self.unmap(slot);
+        // One ECD page, or hits in neighbouring ECD pages merged into one I/O.
+        for slot in (io.offset / PAGE) as u32..io.end().div_ceil(PAGE) as u32 {
+            self.slots[slot as usize].busy -= 1;
+            if io.op == Op::Write {
+                self.ecd_unflushed |= done.status == Status::Ok;
+                let s = self.slots[slot as usize];
+                if let Some(p) = self.pages.get_mut(&s.page) {
+                    p.writes -= 1;
                 }
-                for w in self.waiting.remove(&slot).unwrap_or_default() {
-                    self.route(now, w, out);
+                if s.filling {
+                    self.slots[slot as usize].filling = false;
+                    if done.status != Status::Ok {
+                        // The buffered write failed: the disk still holds the page.
+                        self.unmap(slot);
+                    }
+                    for w in self.waiting.remove(&slot).unwrap_or_default() {
+                        self.route(now, w, out);
+                    }
                 }
             }
+            self.release(slot);
         }
-        self.release(slot);
     }
 }
 
@@ -1711,12 +1747,12 @@ impl Function for Exces {
                 subs.clear();
                 self.fanout.split(io, PAGE, &mut subs);
                 self.c.page_requests += subs.len() as u64;
-                self.merging = self.p.merge_disk_pages;
+                self.merging = true;
                 for &sub in &subs {
                     self.track(now, sub.offset / PAGE);
                     self.route(now, sub, out);
                 }
-                (self.merging, self.disk_run) = (false, None);
+                (self.merging, self.disk_run, self.flash_run) = (false, None, None);
                 self.subs = subs;
                 if self.dirty_pages as f64 > self.p.dirty_threshold * self.slots.len() as f64 {
                     self.clean(now, out);
@@ -1866,6 +1902,7 @@ impl Function for Exces {
             ("write_misses", c.write_misses as f64),
             ("partial_write_misses", c.partial_write_misses as f64),
             ("merged_pages", c.merged_pages as f64),
+            ("merged_hits", c.merged_hits as f64),
             ("waited_for_fill", c.waited_for_fill as f64),
             ("race_reads_to_origin", c.race_reads_to_origin as f64),
             (

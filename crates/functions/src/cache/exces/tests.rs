@@ -1057,3 +1057,93 @@ fn a_write_during_the_disks_spin_down_is_absorbed_only_with_asleep_from_spin_dow
     assert_eq!(shape(&a), vec![(0, 6 * P, 4096, Op::Write)]);
     assert_eq!(h.counter("absorbed_writes"), 2.0);
 }
+
+#[test]
+fn hits_in_neighbouring_ecd_pages_go_to_the_ecd_as_one_io() {
+    // Disk pages 10–13 buffered into ECD pages 0–3; the disk awake again.
+    let mut p = params(8);
+    p.miss_threshold_per_min = 1e9;
+    let mut h = harness(p.clone());
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[10, 11, 12, 13]);
+    h.power(2 * S, 0, "idle");
+    // Pages 10 to 13, unaligned at both ends: four hits, one ECD read from byte 512 of ECD
+    // page 0 to 512 bytes short of ECD page 3's end.
+    let a = h.request(2 * S, io(1, Op::Read, 10 * P + 512, 4 * P as u32 - 1024));
+    assert_eq!(shape(&a), vec![(1, 512, 4 * P as u32 - 1024, Op::Read)]);
+    assert_eq!(h.counter("read_hits"), 4.0);
+    assert_eq!(h.counter("merged_hits"), 3.0);
+    let busy = |h: &Harness<Exces>| {
+        (0..4)
+            .map(|s| h.function().slots[s].busy)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(busy(&h), vec![1, 1, 1, 1]);
+    let r = replied(&h.complete(3 * S, submitted(&a)[0], Status::Ok));
+    assert_eq!(r[0].io, io(1, Op::Read, 10 * P + 512, 4 * P as u32 - 1024));
+    assert_eq!(
+        busy(&h),
+        vec![0, 0, 0, 0],
+        "the completion settles every ECD page"
+    );
+    // A write over pages 11 and 12: one ECD write; its completion settles both pages.
+    let a = h.request(4 * S, io(2, Op::Write, 11 * P, 2 * P as u32));
+    assert_eq!(shape(&a), vec![(1, P, 2 * P as u32, Op::Write)]);
+    assert!((11..13).all(|pg| h.function().pages[&pg].writes == 1));
+    assert_eq!(
+        replied(&h.complete(5 * S, submitted(&a)[0], Status::Ok)).len(),
+        1
+    );
+    assert!((11..13).all(|pg| h.function().pages[&pg].writes == 0));
+    assert_eq!(busy(&h), vec![0, 0, 0, 0]);
+    // Off: one ECD I/O a page, as before.
+    p.merge_flash_pages = false;
+    let mut h = harness(p);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[10, 11, 12, 13]);
+    h.power(2 * S, 0, "idle");
+    let a = h.request(2 * S, io(1, Op::Read, 10 * P, 4 * P as u32));
+    assert_eq!(
+        shape(&a),
+        (0..4)
+            .map(|s| (1, s * P, 4096, Op::Read))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_reconfiguration_brings_pages_in_in_disk_order_into_ascending_ecd_pages() {
+    // Four rounds of reads of pages 7, 7, 7, 3, 3, 5: every access misses, and the 24th
+    // (page 5's fourth: all three ranked now, 7 highest, then 3) crosses the trigger's
+    // threshold of 23 misses a minute. The plan copies 3, 5, 7 into ECD pages 0, 1, 2 with
+    // `merge_flash_pages`, and 7, 3, 5 (most popular first) without.
+    for merge in [true, false] {
+        let mut p = params(8);
+        p.merge_flash_pages = merge;
+        p.miss_threshold_per_min = 23.0;
+        let mut h = harness(p);
+        let mut last = Vec::new();
+        let mut id = 1;
+        for _ in 0..4 {
+            for pg in [7u64, 7, 7, 3, 3, 5] {
+                last = h.request(S, io(id, Op::Read, pg * P, P as u32));
+                id += 1;
+                if id <= 24 {
+                    assert_eq!(h.counter("reconfigurations"), 0.0);
+                    complete_all(&mut h, S, &last);
+                }
+            }
+        }
+        assert_eq!(h.counter("reconfigurations"), 1.0);
+        let copies: Vec<u64> = submitted(&last)
+            .iter()
+            .filter(|i| i.dev == 0 && i.priority == COPY_PRIORITY)
+            .map(|i| i.offset / P)
+            .collect();
+        let want = if merge { [3, 5, 7] } else { [7, 3, 5] };
+        assert_eq!(copies, want, "merge = {merge}");
+        let m = |pg| h.function().mapping(pg).map(|(s, _)| s);
+        let slots = [m(want[0]), m(want[1]), m(want[2])];
+        assert_eq!(slots, [Some(0), Some(1), Some(2)], "merge = {merge}");
+    }
+}
