@@ -601,12 +601,16 @@ impl DeviceRuntime {
                         }
                     }
                 }
-                Pending::Io { io, enqueued, .. } => {
+                Pending::Io {
+                    io,
+                    enqueued,
+                    notready_at_enq,
+                } => {
                     let spec = &self.info.power;
                     if !spec.states[cur as usize].ready {
                         if io.op == Op::Flush && spec.flush_asleep == FlushAsleep::Answer {
                             self.queue.pop_front();
-                            self.answer_asleep(now, io, enqueued, ev);
+                            self.answer_asleep(now, io, enqueued, notready_at_enq, ev);
                             continue;
                         }
                         let tr = spec
@@ -641,7 +645,17 @@ impl DeviceRuntime {
     /// A FLUSH reaching the device asleep: answered now, with no service and no change of
     /// state (the drive wrote its cache before it slept). Its completion comes through a
     /// `ServiceEnd` event at `now`, as every completion does, under a token of its own.
-    fn answer_asleep(&mut self, now: Nanos, io: Io, enqueued: Nanos, ev: &mut Vec<DevEvent>) {
+    fn answer_asleep(
+        &mut self,
+        now: Nanos,
+        io: Io,
+        enqueued: Nanos,
+        notready_at_enq: Nanos,
+        ev: &mut Vec<DevEvent>,
+    ) {
+        // Time it waited for a spin-down to end is power wait, as for any I/O.
+        let waited = now - enqueued;
+        let power_wait_ns = (self.notready_at(now) - notready_at_enq).min(waited);
         self.counters.ios += 1;
         self.counters.flushes_answered_asleep += 1;
         let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
@@ -650,8 +664,9 @@ impl DeviceRuntime {
             status: Status::Ok,
             finished: now,
             breakdown: Breakdown {
-                queue_ns: now - enqueued,
-                ..Breakdown::default()
+                queue_ns: waited - power_wait_ns,
+                power_wait_ns,
+                service_ns: 0,
             },
         }));
         ev.push(DevEvent::ServiceEnd { at: now, token });
@@ -939,6 +954,32 @@ mod tests {
         d.submit(t, Request::new(t, Op::Flush, 0, 0).io(10), &mut ev);
         assert_eq!(ev, vec![], "queued behind the read, in the spin-up");
         assert_eq!(d.counters().flushes_answered_asleep, 1);
+        // Sent during the spin-down: answered when the disk is asleep, the wait counted as
+        // power wait.
+        let mut d = disk_with(FlushAsleep::Answer);
+        let standby = d.spec().state_id("standby").unwrap();
+        let mut ev = Vec::new();
+        d.set_power(0, standby, &mut ev);
+        ev.clear();
+        d.submit(400_000_000, Request::new(0, Op::Flush, 0, 0).io(1), &mut ev);
+        assert_eq!(ev, vec![]);
+        d.transition_end(1_000_000_000, &mut ev);
+        let Some(&DevEvent::ServiceEnd { at, token }) =
+            ev.iter().find(|e| matches!(e, DevEvent::ServiceEnd { .. }))
+        else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(at, 1_000_000_000);
+        let done = d.service_end(at, token, &mut ev).unwrap();
+        assert_eq!(
+            done.breakdown,
+            Breakdown {
+                queue_ns: 0,
+                power_wait_ns: 600_000_000,
+                service_ns: 0
+            }
+        );
+        assert_eq!(d.state(), Some(standby));
     }
 
     #[test]
