@@ -654,8 +654,7 @@ impl DeviceRuntime {
         ev: &mut Vec<DevEvent>,
     ) {
         // Time it waited for a spin-down to end is power wait, as for any I/O.
-        let waited = now - enqueued;
-        let power_wait_ns = (self.notready_at(now) - notready_at_enq).min(waited);
+        let breakdown = self.waits(now, enqueued, notready_at_enq, 0);
         self.counters.ios += 1;
         self.counters.flushes_answered_asleep += 1;
         let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
@@ -663,11 +662,7 @@ impl DeviceRuntime {
             io,
             status: Status::Ok,
             finished: now,
-            breakdown: Breakdown {
-                queue_ns: waited - power_wait_ns,
-                power_wait_ns,
-                service_ns: 0,
-            },
+            breakdown,
         }));
         ev.push(DevEvent::ServiceEnd { at: now, token });
     }
@@ -709,6 +704,25 @@ impl DeviceRuntime {
             .min(self.scratch.len() - 1)
     }
 
+    /// An I/O's time split, starting (or answered) at `now` after waiting since `enqueued`:
+    /// the part of the wait the device was not ready is power wait, the rest queueing.
+    #[inline]
+    fn waits(
+        &self,
+        now: Nanos,
+        enqueued: Nanos,
+        notready_at_enq: Nanos,
+        service_ns: Nanos,
+    ) -> Breakdown {
+        let waited = now - enqueued;
+        let power_wait_ns = (self.notready_at(now) - notready_at_enq).min(waited);
+        Breakdown {
+            queue_ns: waited - power_wait_ns,
+            power_wait_ns,
+            service_ns,
+        }
+    }
+
     #[inline]
     fn start(
         &mut self,
@@ -727,13 +741,7 @@ impl DeviceRuntime {
         } else {
             self.timing.service(now, &io)
         };
-        let power_wait_ns = self.notready_at(now) - notready_at_enq;
-        let waited = now - enqueued;
-        let breakdown = Breakdown {
-            queue_ns: waited - power_wait_ns.min(waited),
-            power_wait_ns: power_wait_ns.min(waited),
-            service_ns: svc.total(),
-        };
+        let breakdown = self.waits(now, enqueued, notready_at_enq, svc.total());
         let spec = &self.info.power;
         if self.busy == 0 {
             self.busy_since = now;

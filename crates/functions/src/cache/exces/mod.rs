@@ -907,7 +907,7 @@ impl Exces {
     fn hit_to_flash(&mut self, io: Io, out: &mut Actions) {
         if self.merging && self.p.merge_flash_pages {
             if let (Some(run), Some(last)) = (self.flash_run, out.last_submit_mut()) {
-                if last.id == run && last.op == io.op && last.end() == io.offset {
+                if last.id == run && last.end() == io.offset {
                     self.c.merged_hits += 1;
                     self.slots[(io.offset / PAGE) as usize].busy += 1;
                     return self.fanout.merge(last, io);
