@@ -26,6 +26,12 @@ ZIPF_ALPHA = 0.9
 RATE = 1_000  # GETs per second
 CALLS = 10  # GETs per (persistent) connection: 9,310 connections, not 93,100 in TIME_WAIT
 PORT = 8088
+#: The document root inside the file system: `www` (default), or `.` (WEB_DOCROOT=.): the
+#: site's 100 directories then sit at the file system's top level, as on a content volume
+#: mounted as the document root, and ext4's Orlov allocator spreads them over the volume.
+DOCROOT = os.environ.get("WEB_DOCROOT", "www")
+if DOCROOT not in ("www", "."):
+    sys.exit(f"WEB_DOCROOT: expected 'www' or '.', got {DOCROOT!r}")
 
 CONF = """ServerRoot /usr/lib/apache2
 Listen 127.0.0.1:{port}
@@ -35,8 +41,8 @@ LoadModule mpm_event_module modules/mod_mpm_event.so
 LoadModule authz_core_module modules/mod_authz_core.so
 User www-data
 Group www-data
-DocumentRoot {root}/www
-<Directory {root}/www>
+DocumentRoot {docroot}
+<Directory {docroot}>
   Require all granted
 </Directory>
 ErrorLog {root}/logs/error.log
@@ -69,8 +75,14 @@ def plan(rng: random.Random) -> list[tuple[str, int]]:
     return reqs
 
 
+def uri_of(f: int) -> str:
+    """File ``f``'s path under the document root (its URI without the leading slash)."""
+    return f"d{f % 100:02d}/f{f:05d}.html"
+
+
 def path_of(f: int) -> str:
-    return f"www/d{f % 100:02d}/f{f:05d}.html"
+    """File ``f``'s path under the file system's root."""
+    return os.path.normpath(f"{DOCROOT}/{uri_of(f)}")
 
 
 def fileset(root: Path) -> None:
@@ -91,13 +103,14 @@ def serve(root: Path) -> None:
     puts = [f for op, f in reqs if op == "w"]
     run = Path("/tmp/wattio-web")
     run.mkdir(exist_ok=True)
-    (run / "httpd.conf").write_text(CONF.format(port=PORT, run=run, root=root))
-    (run / "uris").write_bytes(b"".join(f"/{path_of(f)[4:]}".encode() + b"\0" for f in gets))
+    docroot = os.path.normpath(root / DOCROOT)
+    (run / "httpd.conf").write_text(CONF.format(port=PORT, run=run, root=root, docroot=docroot))
+    (run / "uris").write_bytes(b"".join(f"/{uri_of(f)}".encode() + b"\0" for f in gets))
     httpd = subprocess.Popen(["apache2", "-f", str(run / "httpd.conf"), "-DFOREGROUND"])
     try:
         for _ in range(100):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/{path_of(0)[4:]}").read()
+                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/{uri_of(0)}").read()
                 break
             except OSError:
                 time.sleep(0.1)
