@@ -8,6 +8,7 @@
 //! buffers point into the parent's at the right offset ([`Buf::at`](crate::io::Buf::at)), so the live executor
 //! moves the bytes and the data checker follows them with no code in the function.
 
+use crate::fxhash::FxHashMap;
 use crate::io::{Breakdown, Completion, Io, IoId, Status};
 use std::collections::VecDeque;
 
@@ -34,6 +35,19 @@ pub enum Step {
 /// A window slot whose sub-I/O was answered (or retired by a merge).
 const ANSWERED: u32 = u32::MAX;
 
+/// The window's bound in slots (4 MiB): past it, the oldest sub-I/Os still out move to a
+/// map, so that one that never comes back cannot grow the window without end.
+const WINDOW_MAX: usize = 1 << 20;
+
+/// Where an outstanding sub-I/O is kept.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Window index.
+    Window(usize),
+    /// Sub-I/O number, in the stragglers' map.
+    Straggler(u64),
+}
+
 /// Outstanding parents and their sub-I/Os.
 ///
 /// Parents live in a slab (their keys are slots, reused once answered), and sub-I/O
@@ -41,7 +55,10 @@ const ANSWERED: u32 = u32::MAX;
 /// completion is two array loads, not two hash-map probes (these were most of the
 /// fan-out's cost in the EXCES and PARAID benchmarks). Memory is proportional to the
 /// parents in flight plus 4 bytes for every sub-I/O issued since the oldest one still out
-/// was (a sub-I/O that waits long, on a disk spinning up, holds the window open behind it).
+/// was (a sub-I/O that waits long, on a disk spinning up, holds the window open behind it),
+/// up to [`WINDOW_MAX`] slots: the sub-I/Os still out at the front of a window that long
+/// move to a map of stragglers (one that never completes, on a live device that hangs,
+/// then costs its entry only).
 #[derive(Default)]
 pub struct Fanout {
     parents: Vec<Option<Parent>>,
@@ -49,6 +66,8 @@ pub struct Fanout {
     /// Parent key of sub-I/O number `base + i`, or ANSWERED.
     window: VecDeque<u32>,
     base: u64,
+    /// Parent key of each sub-I/O still out that the window's bound moved out of it.
+    stragglers: FxHashMap<u64, u32>,
 }
 
 impl Fanout {
@@ -110,21 +129,61 @@ impl Fanout {
         self.parent(key).left += 1;
         let n = self.base + self.window.len() as u64;
         self.window.push_back(key as u32);
+        if self.window.len() > WINDOW_MAX {
+            self.shed();
+        }
         IoId::sub(n)
     }
 
-    /// The window index of outstanding sub-I/O `id`, if it is one of this fan-out's.
-    fn slot_of(&self, id: IoId) -> Option<usize> {
+    /// Move the sub-I/Os still out from the front half of a full window to the stragglers'
+    /// map (the answered ones there are dropped).
+    #[cold]
+    fn shed(&mut self) {
+        while self.window.len() > WINDOW_MAX / 2 || self.window.front() == Some(&ANSWERED) {
+            let key = self.window.pop_front().expect("a full window");
+            if key != ANSWERED {
+                self.stragglers.insert(self.base, key);
+            }
+            self.base += 1;
+        }
+    }
+
+    /// Where outstanding sub-I/O `id` is kept, if it is one of this fan-out's.
+    fn slot_of(&self, id: IoId) -> Option<Slot> {
         if !id.is_sub() {
             return None;
         }
         let n = id.0 & (IoId::SUB - 1);
-        let i = usize::try_from(n.checked_sub(self.base)?).ok()?;
-        (self.window.get(i).is_some_and(|&k| k != ANSWERED)).then_some(i)
+        let Some(i) = n.checked_sub(self.base) else {
+            return self
+                .stragglers
+                .contains_key(&n)
+                .then_some(Slot::Straggler(n));
+        };
+        let i = usize::try_from(i).ok()?;
+        (self.window.get(i).is_some_and(|&k| k != ANSWERED)).then_some(Slot::Window(i))
     }
 
-    /// Mark window slot `i` answered and drop the answered slots at the window's front.
-    fn answer(&mut self, i: usize) -> u64 {
+    /// The parent key of the outstanding sub-I/O at `slot`.
+    fn key_at(&self, slot: Slot) -> u32 {
+        match slot {
+            Slot::Window(i) => self.window[i],
+            Slot::Straggler(n) => self.stragglers[&n],
+        }
+    }
+
+    /// Mark `slot` answered (dropping the answered slots at the window's front) and return
+    /// its parent's key.
+    fn answer(&mut self, slot: Slot) -> u64 {
+        let i = match slot {
+            Slot::Window(i) => i,
+            Slot::Straggler(n) => {
+                return self
+                    .stragglers
+                    .remove(&n)
+                    .expect("an outstanding straggler") as u64;
+            }
+        };
         let key = std::mem::replace(&mut self.window[i], ANSWERED) as u64;
         while self.window.front() == Some(&ANSWERED) {
             self.window.pop_front();
@@ -141,7 +200,7 @@ impl Fanout {
         let i = self
             .slot_of(sub.id)
             .expect("Fanout::sibling: not an outstanding sub-I/O");
-        let key = self.window[i] as u64;
+        let key = self.key_at(i) as u64;
         Io {
             id: self.enlist(key),
             ..*sub
@@ -159,7 +218,7 @@ impl Fanout {
             .expect("Fanout::merge: not an outstanding sub-I/O");
         let j = self.slot_of(next.id);
         assert!(
-            j.is_some_and(|j| self.window[j] == self.window[i]),
+            j.is_some_and(|j| self.key_at(j) == self.key_at(i)),
             "Fanout::merge: sub-I/Os of different parents"
         );
         assert!(
@@ -306,6 +365,47 @@ mod tests {
         f.split(Request::new(0, Op::Write, 0, 4096).io(3), 4096, &mut sc);
         assert_eq!(n(&sc[0]), 3);
         assert_eq!(f.parents.len(), 2, "an answered parent's slot is reused");
+    }
+
+    #[test]
+    fn a_sub_io_that_never_returns_does_not_grow_the_window_without_end() {
+        // A's second piece stays out while WINDOW_MAX + 10 one-piece parents come and go:
+        // the window stays within its bound, the straggler moves to the map, and it still
+        // answers A (once), and can still be cut into a sibling and merged into.
+        let a = Request::new(0, Op::Read, 0, 12288).io(1);
+        let (mut f, sa) = pages_of(a);
+        assert_eq!(f.complete(&done(sa[0], Status::Ok, 1, 1)), Step::Pending);
+        let mut longest = 0;
+        for k in 0..WINDOW_MAX as u64 + 10 {
+            let mut s = Vec::new();
+            f.split(
+                Request::new(0, Op::Write, k * 4096, 4096).io(2 + k),
+                4096,
+                &mut s,
+            );
+            longest = longest.max(f.window.len());
+            assert!(matches!(
+                f.complete(&done(s[0], Status::Ok, 2, 1)),
+                Step::Reply(_)
+            ));
+        }
+        assert!(longest <= WINDOW_MAX, "window grew to {longest}");
+        assert_eq!(f.stragglers.len(), 2, "A's pieces 1 and 2 are stragglers");
+        assert!(f.window.is_empty());
+        // Piece 2 merges into piece 1 (both stragglers now); a sibling of the merged piece.
+        let mut run = sa[1];
+        f.merge(&mut run, sa[2]);
+        assert_eq!((run.offset, run.len), (4096, 8192));
+        let sib = f.sibling(&run);
+        assert_eq!(f.complete(&done(sa[2], Status::Ok, 3, 1)), Step::NotMine);
+        assert_eq!(f.complete(&done(run, Status::Ok, 4, 1)), Step::Pending);
+        assert_eq!(f.complete(&done(run, Status::Ok, 5, 1)), Step::NotMine);
+        assert!(matches!(
+            f.complete(&done(sib, Status::Ok, 6, 1)),
+            Step::Reply(c) if c.io == a && c.finished == 6
+        ));
+        assert!(f.stragglers.is_empty());
+        assert_eq!(f.in_flight(), 0);
     }
 
     #[test]
