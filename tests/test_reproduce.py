@@ -190,38 +190,33 @@ KNOWN_FAILURES = {
         "3 s spin-up waits, and the card spares 8 of its 10"
     ),
     "fs2-dynamic": (
-        "seek falls on every stand-in (T_s: CVS 37.4 %, startx 29.0 %, SURGE 31.7 %) and SURGE's "
-        "row holds but for rotation, yet rotation does not fall anywhere (T_r: -1.3, -6.0, "
-        "-0.2 %; the thesis 53, 47, 68 %): each 4 KiB read comes after a think time and waits "
-        "half a turn whichever copy it reads (the WD model has no drive cache); CVS's disk "
-        "busy cannot fall (0.2 %): its closed-loop replay keeps the disk 98 % busy either way; "
-        "startx's T_A gains only 2.3 % and its busy time rises 3.8 %: the 69 copies of its "
-        "second run cost about what its shorter seeks save"
-    ),
-    "fs2-overall": (
-        "holds on CVS (time 10.3 %, energy 15.6 %) and SURGE (11.0 %, 16.7 %) but startx's "
-        "launch replays 2.4 % slower with FS2 (15.83 s against 15.46 s; energy -0.5 %): its "
-        "second run still copies (845 accesses to Base's 776) while its seeks are short"
+        "access time falls on every stand-in (T_A: CVS 20.4 %, startx 11.1 %, SURGE 19.7 %; "
+        "T_s 40.5, 29.9, 31.5 %; energy per access 24.7, 13.9, 23.5 %) but disk busy hardly "
+        "does on CVS (0.4 %) and startx (1.1 %): CVS's closed-loop replay keeps the disk 98 % "
+        "busy however fast each access is, and startx's second run adds 67 copy accesses to "
+        "its 776; and SURGE's rotation does not fall (0.2 %; CVS 11.5 %, startx 9.5 %): its "
+        "reads are single files in Zipf order, one after another's think time, so its "
+        "replicas in access order are seldom read one after another as laid out"
     ),
     "fs2-per-access-falls-most": (
-        "holds on startx and SURGE but not on CVS, whose total energy falls more (15.6 %) than "
-        "its T_A (11.9 %): rotation, unchanged, is 60 % of its T_A, while the energy follows "
-        "the seek time (-37 %, at 14 W against 8 W) and the 10.3 % shorter run"
+        "holds on startx and SURGE but not on CVS, whose total energy falls more (23.5 %) than "
+        "its T_A (20.4 %): the energy follows the seek time (-40.5 %, at 14 W against 8 W) and "
+        "the 19.1 % shorter run, while T_A is diluted by rotation (47 % of it, -11.5 %)"
     ),
     "fs2-static-vs-dynamic": (
-        "static gains more than dynamic (T_A 32.7 against 19.6 %, T_s 50.0 against 31.7 %, "
-        "T_r 0.8 against -0.2 %; the thesis's static 24, 53, -1.6 %): static replicates every "
-        "block the web server reads before the run, while dynamic replicates as it goes and "
-        "the server's 1,799 rewrites a run invalidate what it made (11,979 invalidations over "
-        "the two runs); and dynamic's replicas, laid out in access order, save no rotation "
-        "(each read after a think time waits half a turn), which is where the thesis's "
-        "dynamic gained over static (T_r 31 %)"
+        "static gains more than dynamic on T_A (32.5 against 19.7 %) and T_s (50.1 against "
+        "31.5 %; T_r 0.0 below 0.2 %, as the paper's; the thesis's static 24, 53, -1.6 %): "
+        "static replicates every block the web server reads before the run, while dynamic "
+        "replicates as it goes and "
+        "the server's 1,799 rewrites a run invalidate what it made (12,001 invalidations over "
+        "the two runs); and dynamic saves no rotation on this stand-in (fs2-dynamic), which "
+        "is where the thesis's dynamic gained over static (T_r 31 against -1.6 %)"
     ),
     "fs2-learning-run": (
-        "the learning run costs more than the 10 % bound on CVS (time 12.9 %, energy 14.7 %; "
-        "the thesis 6 % and 7 %) and just reaches it on TPC-W (time 10.04 %, energy 9.2 %; "
-        "the thesis 1.7 % and 0.8 %): both replays keep the disk 94-98 % busy, so each copy "
-        "of the first run lengthens it, where the thesis's TPC-W disk was 31 % busy"
+        "the learning run costs more than the 10 % bound on CVS (time 18.9 %, energy 21.5 %; "
+        "the thesis 6 % and 7 %) and on TPC-W's time (10.1 %, energy 9.2 %; the thesis 1.7 % "
+        "and 0.8 %): both replays keep the disk 94-98 % busy, so each copy of the first run "
+        "lengthens it, where the thesis's TPC-W disk was 31 % busy"
     ),
     "fs2-validated-drive": (
         "holds on SURGE (T_A 5.5 %, T_s 26.0 %, energy per access 5.4 %) but not on CVS: its "

@@ -37,8 +37,9 @@ from the reads' bytes, gathered (docs/functions/fs2.md, "Reproduction"); the rul
 change. On 2026-11-29 the SURGE and TPC-W rows moved to ``workloads/webserver-volume`` (the
 same web server on a 72 GiB image, its data spread over the volume, as on the thesis's 80 GB
 disk, instead of the first gigabyte of a 1 GB image; pre-registered, the rules unchanged),
-and FS2's copies went at the host's priority, as the thesis's (decided after a run at -1 and
-disclosed in docs/functions/fs2.md).
+FS2's copies went at the host's priority, as the thesis's, and the WD model gained its
+datasheet 2 MB buffer (both decided after runs without them, disclosed in
+docs/functions/fs2.md).
 """
 
 from __future__ import annotations
