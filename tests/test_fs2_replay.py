@@ -114,6 +114,28 @@ def test_a_trace_past_a_drive_s_end_is_compacted_in_order_to_fit_it():
     assert span == pytest.approx(3.65, abs=0.01)
 
 
+def test_a_trace_spread_over_its_volume_is_compacted_in_smaller_pieces_until_it_fits():
+    # The web server's data lies in 71 of the 72 GiB image's 128 MiB block groups (36 of its
+    # GiB): in 1 GiB pieces it would need 36 GiB of the 9.1 GB Atlas 10K, in 128 MiB pieces
+    # 71 x 128 MiB = 9.5 GB, still past its end; in 64 MiB pieces (71 of them) 4.8 GB.
+    atlas = fs2._capacity("quantum-atlas-10k")
+    src = pq.read_table(ROOT / "workloads" / "webserver-volume" / "trace.parquet").to_pandas()
+    data = src[src["len"] > 0]
+    assert len(set(data["offset"] // (1 << 30))) == 36
+    assert len(set(data["offset"] // (128 << 20))) == 71 and 70 * (128 << 20) > atlas
+    assert len(set(data["offset"] // (64 << 20))) == 71
+    path, _, _, _ = fs2._trace("webserver-volume", "quantum-atlas-10k")
+    assert fs2._CHUNKS[("webserver-volume", "quantum-atlas-10k")] == 64 << 20
+    got = pq.read_table(path).to_pandas()
+    chunk = 64 << 20
+    pieces = sorted(set(src["offset"] // chunk))
+    mapping = {c: i for i, c in enumerate(pieces)}
+    want = src["offset"].map(lambda o: mapping[o // chunk] * chunk + o % chunk)
+    assert list(got["offset"]) == list(want)
+    assert list(got["arrival_ns"]) == list(src["arrival_ns"])
+    assert int((got["offset"] + got["len"]).max()) <= atlas
+
+
 def test_the_cli_replays_a_trace_closed_loop(tmp_path, wattio_cli):
     cfg = tmp_path / "disk.toml"
     cfg.write_text(DISK)
