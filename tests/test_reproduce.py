@@ -194,14 +194,14 @@ KNOWN_FAILURES = {
         "T_s 40.5, 29.9, 31.5 %; energy per access 24.7, 13.9, 23.5 %) but disk busy hardly "
         "does on CVS (0.4 %) and startx (1.1 %): CVS's closed-loop replay keeps the disk 98 % "
         "busy however fast each access is, and startx's second run adds 67 copy accesses to "
-        "its 776; and SURGE's rotation does not fall (0.2 %; CVS 11.5 %, startx 9.5 %): its "
+        "its 776; and SURGE's rotation does not fall (0.2 %; CVS 11.4 %, startx 9.5 %): its "
         "reads are single files in Zipf order, one after another's think time, so its "
         "replicas in access order are seldom read one after another as laid out"
     ),
     "fs2-per-access-falls-most": (
         "holds on startx and SURGE but not on CVS, whose total energy falls more (23.5 %) than "
         "its T_A (20.4 %): the energy follows the seek time (-40.5 %, at 14 W against 8 W) and "
-        "the 19.1 % shorter run, while T_A is diluted by rotation (47 % of it, -11.5 %)"
+        "the 19.1 % shorter run, while T_A is diluted by rotation (47 % of it, -11.4 %)"
     ),
     "fs2-static-vs-dynamic": (
         "static gains more than dynamic on T_A (32.5 against 19.7 %) and T_s (50.1 against "
