@@ -1,6 +1,6 @@
 //! `kind = "paraid"`: its configuration, checks, builder and swarm generator.
 
-use super::layer::{Paraid, Params};
+use super::layer::{Paraid, Params, PROPAGATION_PRIORITY};
 use super::model::shares;
 use super::policy::ShiftParams;
 use crate::raid::stripe::{check_array, check_merge, LayoutName, Level};
@@ -59,6 +59,7 @@ struct Keys {
     copies: Option<u64>,
     persist: Option<bool>,
     merge_kib: Option<u64>,
+    propagation_priority: Option<i64>,
 }
 
 /// A checked PARAID configuration.
@@ -110,6 +111,15 @@ impl ParaidConfig {
             Some(c) => range::count(&format!("{key}.copies"), c, 1, 1024)?,
             None => 4,
         } as usize;
+        let propagation_priority = match k.propagation_priority {
+            Some(v) if (-128..=0).contains(&v) => v as i8,
+            Some(v) => {
+                return Err(format!(
+                    "{key}.propagation_priority: expected a whole number from -128 to 0 (the host's I/O has 0), got {v}"
+                ))
+            }
+            None => PROPAGATION_PRIORITY,
+        };
         let ns = |s: f64| (s * NS_PER_S as f64).round() as u64;
         Ok(ParaidConfig {
             devices: k.devices,
@@ -133,6 +143,7 @@ impl ParaidConfig {
                 assume_clean: k.assume_clean.unwrap_or(false),
                 persist: k.persist.unwrap_or(true),
                 merge,
+                propagation_priority,
             },
         })
     }

@@ -55,7 +55,8 @@ const JOURNAL_BASE: u64 = 1 << 44;
 const COPY_BASE: u64 = 1 << 46;
 /// Scratch ids of level g's RAID start at `RAID_SCRATCH + g·2^40`.
 const RAID_SCRATCH: u64 = 1 << 48;
-/// Device-queue priority of propagation I/O: below the host's 0.
+/// Device-queue priority of propagation I/O by default: below the host's 0 (the issue's
+/// rule; `propagation_priority` sets it).
 pub const PROPAGATION_PRIORITY: i8 = -1;
 /// Rated start/stop cycles when neither the table nor the catalogue gives them (the paper).
 pub const DEFAULT_RATED_CYCLES: u64 = 20_000;
@@ -89,6 +90,8 @@ pub struct Params {
     /// RAID-5 gears: the largest row range one write operation covers, bytes (the RAID's
     /// `merge_kib`).
     pub merge: u64,
+    /// Device-queue priority of propagation copies (the host's I/O has 0).
+    pub propagation_priority: i8,
 }
 
 /// Which copy of a chunk is the newer.
@@ -661,7 +664,7 @@ impl Paraid {
                 to_dev: self.devs[key.0],
                 to: at,
                 len: self.p.chunk as u32,
-                priority: PROPAGATION_PRIORITY,
+                priority: self.p.propagation_priority,
                 fua: true,
             });
             self.route(now, Origin::Copy, read, Some(from), out);

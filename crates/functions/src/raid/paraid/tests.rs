@@ -36,6 +36,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         assume_clean: true,
         persist: false,
         merge: crate::raid::stripe::DEFAULT_MERGE_KIB * 1024,
+        propagation_priority: super::layer::PROPAGATION_PRIORITY,
     }
 }
 
@@ -127,6 +128,46 @@ fn a_low_gear_writes_a_spun_down_disks_blocks_into_its_replica() {
     // Disk 4's chunk 0 (host block 4) → soft volume (4 − 2)·top → disk 0, stripe top.
     let a = h.request(30, host(4, Op::Read, 4, 1));
     assert_eq!(shape(&a), vec![(0, (top + top) * K, Op::Read, 0, false)]);
+}
+
+#[test]
+fn propagation_goes_at_the_configured_priority() {
+    // `propagation_priority` is checked (the host's 0 at most) and reaches the copies: the
+    // upshift's copy-back of a dirty chunk goes at 0 here, where the default gives -1.
+    let t = |extra: &str| -> toml::Table {
+        format!("level = 0\ndevices = [\"a\", \"b\"]\ngears = [1, 2]\n{extra}")
+            .parse()
+            .unwrap()
+    };
+    let parse = |extra: &str| super::config::ParaidConfig::parse(&t(extra), "function.0");
+    assert_eq!(parse("").unwrap().params.propagation_priority, -1);
+    assert_eq!(
+        parse("propagation_priority = -3")
+            .unwrap()
+            .params
+            .propagation_priority,
+        -3
+    );
+    let e = parse("propagation_priority = 1").unwrap_err();
+    assert!(
+        e.starts_with("function.0.propagation_priority: expected a whole number from -128 to 0"),
+        "{e}"
+    );
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut h = array(Params {
+        propagation_priority: 0,
+        ..params(Level::Raid0, &[1, 2], true)
+    });
+    h.start(0);
+    let held = h.request(0, host(2, Op::Read, 0, 1));
+    let a = h.request(0, host(1, Op::Write, 1, 1));
+    settle(&mut h, 1, a);
+    let a = h.timer(NS_PER_S, 0);
+    assert_eq!(h.function().gear(), 1);
+    assert_eq!(shape(&a), vec![(0, base, Op::Read, 0, false)]);
+    let w = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&w), vec![(1, 0, Op::Write, 0, true)]);
+    settle(&mut h, NS_PER_S, held);
 }
 
 #[test]
