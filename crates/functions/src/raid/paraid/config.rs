@@ -186,7 +186,13 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         "upshift".into(),
         (if d.chance(0.5) { "full" } else { "on-demand" }).into(),
     );
-    t.insert("copies".into(), (*d.pick(&[1i64, 4])).into());
+    let copies = *d.pick(&[1i64, 4]);
+    t.insert("copies".into(), copies.into());
+    // Propagation at the host's priority as well as below it, derived from a drawn value so
+    // that the draws, and every seed's other choices, stay as they were.
+    if copies == 1 {
+        t.insert("propagation_priority".into(), 0i64.into());
+    }
     // The paper's ration (10 cycles a day) holds the array up after a few shifts; a large
     // one lets the swarm's seconds shift many times.
     t.insert(
