@@ -153,13 +153,13 @@ def _trace(workload: str, drive: str = DISK) -> tuple[str, tuple, tuple, float]:
     # where that still does not fit the drive, in pieces half the size, and so on.
     if df.loc[~block].shape[0] or (len(ends) and int(ends.max()) > _capacity(drive)):
         off = df.loc[block, "offset"].to_numpy(dtype=np.int64)
+        lens = ends - off
         chunk = CHUNK
         while True:
             chunks = np.unique(off // chunk)
             rank = np.searchsorted(chunks, off // chunk)
             moved = rank * chunk + off % chunk
-            fits = int((moved + df.loc[block, "len"].to_numpy(dtype=np.int64)).max())
-            if fits <= _capacity(drive) or chunk <= MIN_CHUNK:
+            if int((moved + lens).max()) <= _capacity(drive) or chunk <= MIN_CHUNK:
                 break
             chunk //= 2
         df.loc[block, "offset"] = moved
