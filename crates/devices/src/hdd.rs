@@ -2,10 +2,16 @@
 //! literature and of FS2's evaluation (§5): T = overhead + seek + rotation + transfer.
 //!
 //! * Seek: zero for a request that starts where the previous one ended (sequential);
-//!   otherwise, if `track_to_track_ms` and `full_stroke_ms` are given, the √-distance curve
-//!   `a + b·√x` (x = seek distance / capacity) through the full stroke at x = 1 and the
-//!   average seek at x = 1/3 (the mean distance between two uniform random positions),
-//!   never below track-to-track; else the average seek for any move.
+//!   otherwise, if `track_to_track_ms` and `full_stroke_ms` are given, the three-point curve
+//!   of Lee and Katz (SIGMETRICS 1993; DiskSim's `SEEK_3PT_CURVE`), in x = seek distance /
+//!   capacity: `t(x) = t2t + b·√x + c·x` with `b = (−10·t2t + 15·avg − 5·full) / 3` and
+//!   `c = (7·t2t − 15·avg + 8·full) / 3`. It starts at track-to-track, reaches the full
+//!   stroke at x = 1, and its mean over two uniform random positions (distance density
+//!   2(1 − x)) is the average seek, which is how datasheets define "average seek" (the
+//!   weighted average of all seek combinations) — not the seek at a third of the stroke,
+//!   which a concave curve puts above the mean. Anchors for which the curve would fall
+//!   anywhere (b < 0 or b/2 + c < 0) are rejected. Without the two anchors, the average
+//!   seek for any move.
 //! * Rotation: half a revolution for a non-sequential request (the expected latency; this
 //!   model does not track rotational phase — the `hdd-mechanical` model does).
 //! * Transfer: `len` at the media rate, interpolated linearly from the outer-zone rate at
@@ -29,8 +35,8 @@ pub struct ParametricHdd {
     inv_capacity: f64,
     half_rotation: Nanos,
     avg_seek: Nanos,
-    /// √-curve parameters (seconds) and floor, when the curve is given.
-    curve: Option<(f64, f64, Nanos)>,
+    /// Three-point curve `t2t + b·√x + c·x` as (t2t, b, c) in seconds, when it is given.
+    curve: Option<(f64, f64, f64)>,
     /// Bytes per second at offset 0 and at the end.
     rate_outer: f64,
     rate_inner: f64,
@@ -66,8 +72,17 @@ impl ParametricHdd {
                         t2t * 1e3, avg_seek * 1e3, full * 1e3
                     ));
                 }
-                let b = (full - avg_seek) / (1.0 - (1.0f64 / 3.0).sqrt());
-                Some((full - b, b, secs_to_ns(t2t)))
+                let b = (-10.0 * t2t + 15.0 * avg_seek - 5.0 * full) / 3.0;
+                let c = (7.0 * t2t - 15.0 * avg_seek + 8.0 * full) / 3.0;
+                // t'(x) = b/(2√x) + c is smallest at x = 1 when c < 0: monotone iff b ≥ 0 and
+                // b/2 + c ≥ 0 (a tolerance for rounding at the boundary).
+                if b < -1e-12 || b / 2.0 + c < -1e-12 {
+                    return Err(format!(
+                        "timing: track_to_track_ms / avg_seek_ms / full_stroke_ms = {} / {} / {} give no rising seek curve whose mean over random seeks is the average (Lee-Katz: need 3·avg ≥ 2·t2t + full and 15·avg ≤ 4·t2t + 11·full)",
+                        t2t * 1e3, avg_seek * 1e3, full * 1e3
+                    ));
+                }
+                Some((t2t, b, c))
             }
             (None, None) => None,
             _ => {
@@ -121,11 +136,11 @@ impl ParametricHdd {
         }
         match self.curve {
             None => self.avg_seek,
-            Some((a, b, floor)) => {
+            Some((t2t, b, c)) => {
                 // Clamped to the capacity (< 2⁶³; parked heads give a huge distance), then through
                 // i64: one conversion instruction instead of the unsigned sequence.
                 let x = (distance.min(self.capacity) as i64 as f64 * self.inv_capacity).min(1.0);
-                secs_to_ns(a + b * x.sqrt()).max(floor)
+                secs_to_ns(t2t + b * x.sqrt() + c * x)
             }
         }
     }
@@ -205,12 +220,44 @@ mod tests {
     }
 
     #[test]
-    fn sqrt_curve_hits_its_anchor_points() {
+    fn three_point_curve_by_hand() {
+        // t2t 1, avg 10, full 20 ms: b = (−10 + 150 − 100)/3 = 40/3, c = (7 − 150 + 160)/3 = 17/3.
         let d = disk("track_to_track_ms = 1.0\nfull_stroke_ms = 20.0");
         assert_eq!(d.seek_time(1_000_000_000), 20_000_000);
-        let third = d.seek_time(333_333_333);
-        assert!((third as i64 - 10_000_000).abs() < 2_000, "{third}");
-        assert_eq!(d.seek_time(1), 1_000_000); // floor: track-to-track
+        // x = 1/4: 1 + 40/3 · 1/2 + 17/3 · 1/4 = 9.08333 ms.
+        assert_eq!(d.seek_time(250_000_000), 9_083_333);
+        // One byte: x = 1e-9, 1 + 40/3 · 3.1623e-5 ms = 1.000422 ms.
+        assert_eq!(d.seek_time(1), 1_000_422);
+        // The seek at a third of the stroke lies above the average, the curve being concave.
+        assert_eq!(d.seek_time(333_333_333), 10_586_892); // 1 + 40/3 · 0.57735 + 17/9
+    }
+
+    #[test]
+    fn three_point_curve_mean_is_the_average_seek() {
+        // The mean over two uniform random positions (distance density 2(1 − x)) is the
+        // datasheet's average seek: midpoint rule over 100,000 strips.
+        let d = disk("track_to_track_ms = 1.0\nfull_stroke_ms = 20.0");
+        let n = 100_000;
+        let mean: f64 = (0..n)
+            .map(|i| {
+                let x = (i as f64 + 0.5) / n as f64;
+                2.0 * (1.0 - x) * d.seek_time((x * 1e9) as u64) as f64 / n as f64
+            })
+            .sum();
+        assert!((mean - 10_000_000.0).abs() < 2_000.0, "{mean}");
+    }
+
+    #[test]
+    fn three_point_curve_rejects_anchors_it_cannot_fit() {
+        for (t2t, full) in [(1.0, 25.0), (0.1, 10.5)] {
+            let t: toml::Table = toml::from_str(&format!(
+                "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = {}\ntrack_to_track_ms = {t2t}\nfull_stroke_ms = {full}\nmedia_rate_mbps = 1",
+                if full > 20.0 { 8.0 } else { 10.0 }
+            ))
+            .unwrap();
+            let e = ParametricHdd::from_toml(&t).unwrap_err();
+            assert!(e.contains("no rising seek curve"), "{e}");
+        }
     }
 
     #[test]

@@ -94,10 +94,11 @@ fn wd800_access_energy_is_fs2_e_a() {
     let done = settle(&mut dev, ev);
     assert_eq!(done.len(), 1);
     let c = &done[0];
-    // Head starts at 0: seek over half the disk, a+b·sqrt(0.5) on FS2's curve
-    // (2.0 / 9.9 / 21 ms anchors): 21 − (21 − 9.9)/(1 − sqrt(1/3))·(1 − sqrt(0.5)) ms.
-    let b = (21.0 - 9.9) / (1.0 - (1.0f64 / 3.0).sqrt());
-    let seek_ms = 21.0 - b + b * 0.5f64.sqrt();
+    // Head starts at 0: seek over half the disk on the Lee-Katz curve through FS2's
+    // 2.0 / 9.9 / 21 ms anchors, 2 + b·sqrt(0.5) + c·0.5 ms with b = (−20 + 148.5 − 105)/3
+    // and c = (14 − 148.5 + 168)/3.
+    let (b, lin) = (23.5 / 3.0, 33.5 / 3.0);
+    let seek_ms = 2.0 + b * 0.5f64.sqrt() + lin * 0.5;
     let rot_ms = 30_000.0 / 7200.0;
     // Transfer at the zone rate halfway between 54 and 32.94 MB/s.
     let rate = 54e6 + (32.94e6 - 54e6) * (offset as f64 / cap as f64);
