@@ -404,6 +404,15 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         }
     }
     requests.sort_by_key(|r| r.arrival);
+    // Half the seeds give the inline devices (disk and flash cards) the other FLUSH policy:
+    // a FLUSH reaching one asleep wakes it (`flush_asleep = "wake"`) instead of being
+    // answered asleep, the default (drawn last, so the draws above are every seed's).
+    if rng.below(2) == 0 {
+        config = config.replace(
+            "[device.spec.power]\nidle = \"idle\"\n",
+            "[device.spec.power]\nflush_asleep = \"wake\"\nidle = \"idle\"\n",
+        );
+    }
     Scenario {
         config,
         layers,
@@ -667,6 +676,19 @@ fn swarm() {
             );
         }
     }
+}
+
+#[test]
+fn the_swarm_draws_both_flush_policies() {
+    // The inline devices answer a FLUSH asleep (the default) or wake for it: both are drawn,
+    // and the replacement that sets `wake` still finds the specs' power tables.
+    let wake = (1..=200)
+        .filter(|&s| draw(s, None).config.contains("flush_asleep = \"wake\""))
+        .count();
+    assert!(
+        (40..=160).contains(&wake),
+        "{wake} of 200 seeds wake for a FLUSH"
+    );
 }
 
 /// The first seed (of 1..=40) on which the checker rejects a stack with `broken` in it.
