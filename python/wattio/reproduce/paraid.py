@@ -102,6 +102,13 @@ WEB_CAPTURE_RATE = 1000.0
 CELLO_SPEEDS = {"128x": 128.0, "64x": 64.0, "32x": 32.0}
 #: Both replays start in the lowest gear with the gear content prepopulated (Sec. 6.1, 7.1).
 START = "lowest"
+#: Propagation copies at the host's device-queue priority (the function's default is −1,
+#: below the host): the prototype ran on Linux 2.6.5 (Sec. 5) and its disk manager
+#: "reissu[es] all outstanding writes", reading each block from the original gear and
+#: writing it — ordinary block I/O on a kernel without I/O priorities (ioprio_set(2) came
+#: with 2.6.13), so copies and host I/O shared one priority. Chosen 2026-11-29 after
+#: PostMark's sensitivity at 0 was known (docs/functions/paraid.md, "Reproduction").
+COPY_PRIORITY = 0
 
 #: The Cello99 extract (Sec. 7): 50 h from 12 Sep 1999, ~1.5 M requests, 12 GB, 110 K unique
 #: blocks, 58 % reads (Sec. 6). Choices (the paper publishes nothing else): the block is the
@@ -143,7 +150,8 @@ def _array(level: int, paraid: bool, start: str = START, upshift: str = "on-dema
     gears = "[2, 5]" if level == 0 else "[3, 5]"
     return (
         f'[[function]]\nkind = "paraid"\nlevel = {level}\ndevices = [{members}]\n'
-        f'gears = {gears}\nstart = "{start}"\nupshift = "{upshift}"\n\n'
+        f'gears = {gears}\nstart = "{start}"\nupshift = "{upshift}"\n'
+        f"propagation_priority = {COPY_PRIORITY}\n\n"
     )
 
 
