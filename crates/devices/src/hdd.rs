@@ -18,13 +18,26 @@
 //!   offset 0 to the inner-zone rate at the end (zoned recording), or one rate if only
 //!   `media_rate_mbps` is given.
 //!
+//! * On-disk cache (optional: `cache_bytes`, `cache_segments`, `interface_mbps`): the
+//!   drive's buffer as `cache_segments` LRU segments of `cache_bytes / cache_segments`
+//!   bytes, each holding one run of consecutive bytes read or written (a request that
+//!   overlaps or continues a segment's run joins it, cut to the segment's size around the
+//!   request: a sequential stream keeps its latest bytes; a write into a cached run
+//!   updates it in place).
+//!   A read inside one segment is a hit: it costs the overhead and the transfer at the
+//!   interface rate, and leaves the head where it was. Anything else is served from the
+//!   media as above. Writes go through to the media (write cache off) and leave their
+//!   bytes in the buffer; a discard removes its range from every segment.
+//!   No read-ahead: a segment holds only bytes a request moved.
+//!
 //! Timing parameters (`[timing]`): `capacity_bytes`, `rpm`, `avg_seek_ms`,
 //! optional `track_to_track_ms`, `full_stroke_ms`, `media_rate_mbps` or
-//! `media_rate_outer_mbps` + `media_rate_inner_mbps`, optional `overhead_ms`.
+//! `media_rate_outer_mbps` + `media_rate_inner_mbps`, optional `overhead_ms`,
+//! optional `cache_bytes` + `cache_segments` + `interface_mbps`.
 
 use crate::params::{check_keys, count, opt_f64, positive};
 use wattio_core::device::{Service, Timing};
-use wattio_core::io::Io;
+use wattio_core::io::{Io, Op};
 use wattio_core::time::{secs_to_ns, Nanos};
 
 #[derive(Clone, Debug)]
@@ -42,6 +55,95 @@ pub struct ParametricHdd {
     rate_inner: f64,
     overhead: Nanos,
     head: u64,
+    cache: Option<Buffer>,
+}
+
+/// The on-disk buffer: LRU segments, each one run of bytes `lo..hi`.
+#[derive(Clone, Debug)]
+struct Buffer {
+    segment_bytes: u64,
+    /// Bytes per second over the interface, for a hit.
+    interface_rate: f64,
+    /// Most recently used first; empty runs (`lo == hi`) hold nothing.
+    segments: Vec<Run>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Run {
+    lo: u64,
+    hi: u64,
+}
+
+impl Buffer {
+    /// Whether `lo..hi` lies inside one segment; a hit makes it the most recent.
+    fn hit(&mut self, lo: u64, hi: u64) -> bool {
+        match self.segments.iter().position(|r| r.lo <= lo && hi <= r.hi) {
+            Some(i) => {
+                self.segments[..=i].rotate_right(1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bytes `lo..hi` moved between the host and the media. The segment whose run they
+    /// overlap or continue takes them in (the union, cut to `segment_bytes` around them:
+    /// the request's own latest bytes, then what follows, then what precedes); else the
+    /// least recently used segment holds them alone. Other segments drop the range.
+    fn keep(&mut self, lo: u64, hi: u64) {
+        let seg = self.segment_bytes;
+        let i = self
+            .segments
+            .iter()
+            .position(|r| r.lo < r.hi && r.lo <= hi && lo <= r.hi);
+        let (i, u) = match i {
+            Some(i) => {
+                let r = self.segments[i];
+                (
+                    i,
+                    Run {
+                        lo: r.lo.min(lo),
+                        hi: r.hi.max(hi),
+                    },
+                )
+            }
+            None => (self.segments.len() - 1, Run { lo, hi }),
+        };
+        let end = u.hi.min(hi.max(lo.saturating_add(seg)));
+        self.segments[i] = Run {
+            lo: u.lo.max(end.saturating_sub(seg)),
+            hi: end,
+        };
+        for (j, r) in self.segments.iter_mut().enumerate() {
+            if j != i {
+                Self::cut(r, lo, hi);
+            }
+        }
+        self.segments[..=i].rotate_right(1);
+    }
+
+    /// Drop `lo..hi` from every segment (a discard).
+    fn forget(&mut self, lo: u64, hi: u64) {
+        for r in &mut self.segments {
+            Self::cut(r, lo, hi);
+        }
+    }
+
+    /// Drop `lo..hi` from run `r`: a run it covers only partly keeps its longer side.
+    fn cut(r: &mut Run, lo: u64, hi: u64) {
+        if r.hi <= lo || hi <= r.lo {
+            return;
+        }
+        let below = lo.saturating_sub(r.lo);
+        let above = r.hi.saturating_sub(hi);
+        *r = if below == 0 && above == 0 {
+            Run { lo: 0, hi: 0 }
+        } else if below >= above {
+            Run { lo: r.lo, hi: lo }
+        } else {
+            Run { lo: hi, hi: r.hi }
+        };
+    }
 }
 
 const KEYS: &[&str] = &[
@@ -54,6 +156,9 @@ const KEYS: &[&str] = &[
     "media_rate_outer_mbps",
     "media_rate_inner_mbps",
     "overhead_ms",
+    "cache_bytes",
+    "cache_segments",
+    "interface_mbps",
 ];
 
 impl ParametricHdd {
@@ -116,6 +221,32 @@ impl ParametricHdd {
                 return Err(format!("timing.{k}: expected a rate > 0, got {v}"));
             }
         }
+        let cache =
+            match (
+                t.get("cache_bytes"),
+                t.get("cache_segments"),
+                t.get("interface_mbps"),
+            ) {
+                (None, None, None) => None,
+                (Some(_), Some(_), Some(_)) => {
+                    let bytes = count(t, "cache_bytes")?;
+                    let n = count(t, "cache_segments")?;
+                    if n > 1024 || n > bytes {
+                        return Err(format!(
+                            "timing.cache_segments: expected 1 … min(1024, cache_bytes), got {n}"
+                        ));
+                    }
+                    Some(Buffer {
+                        segment_bytes: bytes / n,
+                        interface_rate: positive(t, "interface_mbps")? * 1e6,
+                        segments: vec![Run { lo: 0, hi: 0 }; n as usize],
+                    })
+                }
+                _ => return Err(
+                    "timing: give cache_bytes, cache_segments and interface_mbps together, or none"
+                        .into(),
+                ),
+            };
         Ok(ParametricHdd {
             capacity,
             inv_capacity: 1.0 / capacity.max(1) as f64,
@@ -126,6 +257,7 @@ impl ParametricHdd {
             rate_inner: inner * 1e6,
             overhead: secs_to_ns(opt_f64(t, "overhead_ms")?.unwrap_or(0.0) / 1e3),
             head: 0,
+            cache,
         })
     }
 
@@ -165,10 +297,25 @@ impl Timing for ParametricHdd {
     fn service(&mut self, _start: Nanos, io: &Io) -> Service {
         if !io.op.moves_data() {
             // Flush and discard cost one command overhead; this model keeps no write cache.
+            if io.op == Op::Discard {
+                if let Some(c) = &mut self.cache {
+                    c.forget(io.offset, io.end());
+                }
+            }
             return Service {
                 overhead_ns: self.overhead,
                 ..Service::default()
             };
+        }
+        if let Some(c) = &mut self.cache {
+            if io.op == Op::Read && c.hit(io.offset, io.end()) {
+                return Service {
+                    transfer_ns: secs_to_ns(io.len as f64 / c.interface_rate),
+                    overhead_ns: self.overhead,
+                    ..Service::default()
+                };
+            }
+            c.keep(io.offset, io.end());
         }
         let sequential = io.offset == self.head;
         let distance = io.offset.abs_diff(self.head);
@@ -258,6 +405,98 @@ mod tests {
             let e = ParametricHdd::from_toml(&t).unwrap_err();
             assert!(e.contains("no rising seek curve"), "{e}");
         }
+    }
+
+    fn cached(segments: u32, bytes: u64) -> ParametricHdd {
+        disk(&format!(
+            "overhead_ms = 0.5\ncache_bytes = {bytes}\ncache_segments = {segments}\ninterface_mbps = 100"
+        ))
+    }
+
+    fn read(d: &mut ParametricHdd, offset: u64, len: u32) -> Service {
+        d.service(0, &Request::new(0, Op::Read, offset, len).io(0))
+    }
+
+    #[test]
+    fn a_read_inside_a_segment_costs_the_interface_only() {
+        let mut d = cached(4, 1_000_000);
+        // Miss: 10 ms seek + 5 ms rotation + 1 ms transfer + 0.5 ms overhead.
+        assert_eq!(read(&mut d, 500_000_000, 50_000).total(), 16_500_000);
+        // Hit: 50 kB at 100 MB/s = 0.5 ms, + 0.5 ms overhead; no seek, no rotation.
+        let s = read(&mut d, 500_010_000, 20_000);
+        assert_eq!(
+            (s.seek_ns, s.rotate_ns, s.transfer_ns, s.total()),
+            (0, 0, 200_000, 700_000)
+        );
+        // The head stayed at the end of the miss: the next read there is sequential.
+        let s = read(&mut d, 500_050_000, 50_000);
+        assert_eq!((s.seek_ns, s.rotate_ns, s.total()), (0, 0, 1_500_000));
+        // The run is now 500.00..500.10 MB; a read only partly inside it goes to the media
+        // (not where the head is: 10 + 5 + 0.4 + 0.5 ms).
+        assert_eq!(read(&mut d, 500_090_000, 20_000).total(), 15_900_000);
+    }
+
+    #[test]
+    fn segments_are_replaced_least_recently_used_first() {
+        let mut d = cached(2, 200_000);
+        let miss = |s: Service| s.rotate_ns > 0;
+        assert!(miss(read(&mut d, 1_000_000, 4096)));
+        assert!(miss(read(&mut d, 10_000_000, 4096)));
+        assert!(!miss(read(&mut d, 1_000_000, 4096))); // A is now the most recent
+        assert!(miss(read(&mut d, 20_000_000, 4096))); // evicts B
+        assert!(miss(read(&mut d, 10_000_000, 4096))); // B is gone; evicts A
+        assert!(!miss(read(&mut d, 20_000_000, 4096)));
+        assert!(miss(read(&mut d, 1_000_000, 4096)));
+    }
+
+    #[test]
+    fn a_run_continued_keeps_its_latest_bytes() {
+        // One segment of 100 kB: reading 0..64 kB then 64..128 kB leaves 28..128 kB.
+        let mut d = cached(1, 100_000);
+        read(&mut d, 0, 64_000);
+        read(&mut d, 64_000, 64_000);
+        assert_eq!(read(&mut d, 28_000, 100_000).seek_ns, 0);
+        assert_eq!(read(&mut d, 28_000, 100_000).rotate_ns, 0);
+        assert_eq!(read(&mut d, 28_000, 100_000).total(), 1_500_000); // hit: 1 ms + 0.5 ms
+        assert!(read(&mut d, 27_000, 2_000).rotate_ns > 0); // before the run: a miss
+    }
+
+    #[test]
+    fn writes_go_through_and_update_the_buffer() {
+        let mut d = cached(4, 1_000_000);
+        read(&mut d, 0, 100_000);
+        // A write is served by the media even over cached bytes, and updates the run in
+        // place: 0..100 kB stays cached.
+        let w = d.service(0, &Request::new(0, Op::Write, 40_000, 20_000).io(1));
+        assert!(w.rotate_ns > 0);
+        assert_eq!(read(&mut d, 40_000, 20_000).total(), 700_000);
+        assert_eq!(read(&mut d, 0, 100_000).total(), 1_500_000);
+        // A write elsewhere takes a segment of its own.
+        d.service(0, &Request::new(0, Op::Write, 5_000_000, 8_000).io(2));
+        assert_eq!(read(&mut d, 5_000_000, 8_000).total(), 580_000);
+        // A discard forgets its range: the run keeps its longer side, 0..60 kB.
+        d.service(0, &Request::new(0, Op::Discard, 60_000, 40_000).io(3));
+        assert!(read(&mut d, 70_000, 10_000).rotate_ns > 0);
+        assert_eq!(read(&mut d, 0, 60_000).total(), 1_100_000);
+    }
+
+    #[test]
+    fn cache_keys_come_together_and_name_themselves() {
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_mbps = 1\ncache_bytes = 100",
+        )
+        .unwrap();
+        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        assert!(
+            e.contains("cache_bytes, cache_segments and interface_mbps together"),
+            "{e}"
+        );
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_mbps = 1\ncache_bytes = 100\ncache_segments = 101\ninterface_mbps = 10",
+        )
+        .unwrap();
+        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        assert!(e.starts_with("timing.cache_segments"), "{e}");
     }
 
     #[test]
