@@ -89,7 +89,8 @@ EQ2 = Experiment(
 # *direction* of every step (SameTrend, flat within 2 %), and at the slowest replay the order
 # of the two arrays' mean response times, never the printed values.
 
-#: The catalogue's MAP3367 (Table II's powers; 10,025 RPM, no on-disk cache modelled).
+#: The catalogue's MAP3367 (Table II's powers; 10,025 RPM; since 2026-11-29 the paper's 5 MB
+#: on-disk cache, 16 segments assumed: docs/catalogue.md).
 DISK = "fujitsu-map3367"
 DISKS = 5
 #: The web replay: RAID-0, gears {2,5}; the paper's HTTP request rate at each speed-up
@@ -340,7 +341,8 @@ STAND_INS = (
     "httperf, 95,000 requests over a 255 MB Zipf file set, the page cache's misses), stretched "
     "so its HTTP rate is the paper's; the Cello99 replay is a generated workload calibrated to "
     "the extract's published statistics (requests, bytes, unique blocks, reads, 50 h) with a "
-    "daily cycle. The disks are the catalogue's MAP3367 without an on-disk cache; energy is the "
+    "daily cycle. The disks are the catalogue's MAP3367: an average seek for any move, the "
+    "paper's 5 MB on-disk cache (16 segments assumed, write-through); energy is the "
     "five disks' over the replay plus 5 s, RAID and PARAID alike. Trends are compared, not values."
 )
 
@@ -545,8 +547,9 @@ POSTMARK_DIFFERS = (
     "files and 100K transactions captured at the block level on an ext2 image of this VM "
     "with 2.6.5's write-back thresholds for 512 MB (its README), closed-loop: each request "
     "waits for what it waited for in the capture. The disks are the catalogue's MAP3367 "
-    "without an on-disk cache, so the small random writes of PostMark's write-back take far "
-    "longer on the array than the 8.4 s they took on this VM's disk."
+    "with the paper's 5 MB on-disk cache (16 segments assumed; write-through, no "
+    "read-ahead), so the small random writes of PostMark's write-back take far longer on "
+    "the array than the 8.4 s they took on this VM's disk."
 )
 
 POSTMARK_HIGH = Experiment(
