@@ -64,67 +64,120 @@ struct Buffer {
     segment_bytes: u64,
     /// Bytes per second over the interface, for a hit.
     interface_rate: f64,
-    /// Most recently used first; empty runs (`lo == hi`) hold nothing.
-    segments: Vec<Run>,
+    /// The segments; an empty run (`lo == hi`) holds nothing.
+    runs: Vec<Run>,
+    /// Use counter: a segment's `used` is the count at its last use (LRU by the smallest;
+    /// stamps rather than a list kept in use order, which moved the list on every request).
+    clock: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Run {
     lo: u64,
     hi: u64,
+    used: u64,
+}
+
+/// What [`Buffer::scan`] found (`usize::MAX`: none).
+struct Scan {
+    inside: usize,
+    join: usize,
+    join_used: u64,
+    lru: usize,
+    lru_used: u64,
+    overlapping: u32,
 }
 
 impl Buffer {
-    /// Whether `lo..hi` lies inside one segment; a hit makes it the most recent.
-    fn hit(&mut self, lo: u64, hi: u64) -> bool {
-        match self.segments.iter().position(|r| r.lo <= lo && hi <= r.hi) {
-            Some(i) => {
-                self.segments[..=i].rotate_right(1);
-                true
-            }
-            None => false,
+    fn new(segment_bytes: u64, interface_rate: f64, segments: usize) -> Buffer {
+        Buffer {
+            segment_bytes,
+            interface_rate,
+            runs: vec![
+                Run {
+                    lo: 0,
+                    hi: 0,
+                    used: 0
+                };
+                segments
+            ],
+            clock: 0,
         }
     }
 
-    /// Bytes `lo..hi` moved between the host and the media. The segment whose run they
-    /// overlap or continue takes them in (the union, cut to `segment_bytes` around them:
-    /// the request's own latest bytes, then what follows, then what precedes); else the
-    /// least recently used segment holds them alone. Other segments drop the range.
-    fn keep(&mut self, lo: u64, hi: u64) {
+    /// One pass over the segments for a request `lo..hi`: the segment holding all of it
+    /// (runs are disjoint, so at most one), the most recently used one whose run it
+    /// overlaps or continues, the least recently used one, and how many runs it overlaps.
+    /// Written without early exits or short-circuits: with a few dozen segments scanned
+    /// for every I/O, mispredicted branches were most of the buffer's cost.
+    #[inline]
+    fn scan(&self, lo: u64, hi: u64) -> Scan {
+        let mut s = Scan {
+            inside: usize::MAX,
+            join: usize::MAX,
+            join_used: 0,
+            lru: 0,
+            lru_used: u64::MAX,
+            overlapping: 0,
+        };
+        for (i, r) in self.runs.iter().enumerate() {
+            let inside = (r.lo <= lo) & (hi <= r.hi);
+            s.inside = if inside { i } else { s.inside };
+            let touches = (r.lo < r.hi) & (r.lo <= hi) & (lo <= r.hi);
+            let newer = touches & ((s.join == usize::MAX) | (s.join_used < r.used));
+            s.join = if newer { i } else { s.join };
+            s.join_used = if newer { r.used } else { s.join_used };
+            let older = r.used < s.lru_used;
+            s.lru = if older { i } else { s.lru };
+            s.lru_used = if older { r.used } else { s.lru_used };
+            s.overlapping += u32::from((r.lo < hi) & (lo < r.hi));
+        }
+        s
+    }
+
+    /// Whether `lo..hi` lies inside one segment; a hit makes it the most recent.
+    fn hit(&mut self, scan: &Scan) -> bool {
+        let Some(r) = self.runs.get_mut(scan.inside) else {
+            return false;
+        };
+        self.clock += 1;
+        r.used = self.clock;
+        true
+    }
+
+    /// Bytes `lo..hi` moved between the host and the media. The most recently used segment
+    /// whose run they overlap or continue takes them in (the union, cut to `segment_bytes`
+    /// around them: the request's own latest bytes, then what follows, then what precedes);
+    /// else the least recently used segment holds them alone. Other segments drop the range.
+    fn keep(&mut self, lo: u64, hi: u64, scan: &Scan) {
         let seg = self.segment_bytes;
-        let i = self
-            .segments
-            .iter()
-            .position(|r| r.lo < r.hi && r.lo <= hi && lo <= r.hi);
-        let (i, u) = match i {
-            Some(i) => {
-                let r = self.segments[i];
-                (
-                    i,
-                    Run {
-                        lo: r.lo.min(lo),
-                        hi: r.hi.max(hi),
-                    },
-                )
+        let mut overlapping = scan.overlapping;
+        let (i, (ulo, uhi)) = match self.runs.get(scan.join) {
+            Some(&r) => {
+                overlapping -= u32::from(r.lo < hi && lo < r.hi);
+                (scan.join, (r.lo.min(lo), r.hi.max(hi)))
             }
-            None => (self.segments.len() - 1, Run { lo, hi }),
+            None => (scan.lru, (lo, hi)),
         };
-        let end = u.hi.min(hi.max(lo.saturating_add(seg)));
-        self.segments[i] = Run {
-            lo: u.lo.max(end.saturating_sub(seg)),
+        let end = uhi.min(hi.max(lo.saturating_add(seg)));
+        self.clock += 1;
+        self.runs[i] = Run {
+            lo: ulo.max(end.saturating_sub(seg)),
             hi: end,
+            used: self.clock,
         };
-        for (j, r) in self.segments.iter_mut().enumerate() {
-            if j != i {
-                Self::cut(r, lo, hi);
+        if overlapping > 0 {
+            for (j, r) in self.runs.iter_mut().enumerate() {
+                if j != i {
+                    Self::cut(r, lo, hi);
+                }
             }
         }
-        self.segments[..=i].rotate_right(1);
     }
 
     /// Drop `lo..hi` from every segment (a discard).
     fn forget(&mut self, lo: u64, hi: u64) {
-        for r in &mut self.segments {
+        for r in &mut self.runs {
             Self::cut(r, lo, hi);
         }
     }
@@ -136,12 +189,12 @@ impl Buffer {
         }
         let below = lo.saturating_sub(r.lo);
         let above = r.hi.saturating_sub(hi);
-        *r = if below == 0 && above == 0 {
-            Run { lo: 0, hi: 0 }
+        (r.lo, r.hi) = if below == 0 && above == 0 {
+            (0, 0)
         } else if below >= above {
-            Run { lo: r.lo, hi: lo }
+            (r.lo, lo)
         } else {
-            Run { lo: hi, hi: r.hi }
+            (hi, r.hi)
         };
     }
 }
@@ -236,11 +289,11 @@ impl ParametricHdd {
                             "timing.cache_segments: expected 1 … min(1024, cache_bytes), got {n}"
                         ));
                     }
-                    Some(Buffer {
-                        segment_bytes: bytes / n,
-                        interface_rate: positive(t, "interface_mbps")? * 1e6,
-                        segments: vec![Run { lo: 0, hi: 0 }; n as usize],
-                    })
+                    Some(Buffer::new(
+                        bytes / n,
+                        positive(t, "interface_mbps")? * 1e6,
+                        n as usize,
+                    ))
                 }
                 _ => return Err(
                     "timing: give cache_bytes, cache_segments and interface_mbps together, or none"
@@ -284,22 +337,23 @@ impl ParametricHdd {
     #[inline(never)]
     fn buffered(&mut self, io: &Io) -> Option<Service> {
         let c = self.cache.as_mut()?;
+        let (lo, hi) = (io.offset, io.end());
         match io.op {
-            Op::Read if c.hit(io.offset, io.end()) => Some(Service {
-                transfer_ns: secs_to_ns(io.len as f64 / c.interface_rate),
-                overhead_ns: self.overhead,
-                ..Service::default()
-            }),
-            Op::Discard => {
-                c.forget(io.offset, io.end());
-                None
-            }
+            Op::Discard => c.forget(lo, hi),
             _ if io.op.moves_data() => {
-                c.keep(io.offset, io.end());
-                None
+                let scan = c.scan(lo, hi);
+                if io.op == Op::Read && c.hit(&scan) {
+                    return Some(Service {
+                        transfer_ns: secs_to_ns(io.len as f64 / c.interface_rate),
+                        overhead_ns: self.overhead,
+                        ..Service::default()
+                    });
+                }
+                c.keep(lo, hi, &scan);
             }
-            _ => None,
+            _ => {}
         }
+        None
     }
 
     /// Transfer time of `len` bytes at `offset`.
