@@ -192,6 +192,16 @@ pub mod range {
             ))
         }
     }
+    /// A device-queue priority in `lo..=hi` (the host's I/O has 0).
+    pub fn priority(key: &str, v: i64, lo: i8, hi: i8) -> Result<i8, String> {
+        if (lo as i64..=hi as i64).contains(&v) {
+            Ok(v as i8)
+        } else {
+            Err(format!(
+                "{key}: expected a whole number from {lo} to {hi} (the host's I/O has 0), got {v}"
+            ))
+        }
+    }
 }
 
 /// A source of random choices for swarm generators (the swarm's seeded generator behind it).

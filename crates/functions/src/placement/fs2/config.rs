@@ -228,13 +228,7 @@ impl Params {
             stash_blocks: count("stash_kb", k.stash_kb, 4, 1 << 22, 16_384)? / 4,
             copy_depth: count("copy_depth", k.copy_depth, 1, 1024, 4)? as usize,
             copy_priority: match k.copy_priority {
-                Some(v) if (-128..=0).contains(&v) => v as i8,
-                Some(v) => {
-                    return Err(format!(
-                    "{}: expected a whole number from -128 to 0 (the host's I/O has 0), got {v}",
-                    path("copy_priority")
-                ))
-                }
+                Some(v) => range::priority(&path("copy_priority"), v, i8::MIN, 0)?,
                 None => d.copy_priority,
             },
             max_copy_blocks: count("max_copy_kb", k.max_copy_kb, 4, 1 << 20, 256)? / 4,

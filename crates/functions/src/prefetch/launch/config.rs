@@ -115,12 +115,12 @@ impl Params {
             1,
             MAX_DEPTH,
         )?;
-        let priority = k.priority.unwrap_or(1);
-        if !(i8::MIN as i64..=i8::MAX as i64).contains(&priority) {
-            return Err(format!(
-                "{key}.priority: expected a whole number from -128 to 127, got {priority}"
-            ));
-        }
+        let priority = range::priority(
+            &format!("{key}.priority"),
+            k.priority.unwrap_or(1),
+            i8::MIN,
+            i8::MAX,
+        )?;
         let gap = range::within(
             &format!("{key}.gap_s"),
             k.gap_s.unwrap_or(1.0),
@@ -132,7 +132,7 @@ impl Params {
             hold,
             detect: detect as usize,
             depth: depth as usize,
-            priority: priority as i8,
+            priority,
             gap: secs_to_ns(gap),
         })
     }

@@ -112,12 +112,7 @@ impl ParaidConfig {
             None => 4,
         } as usize;
         let propagation_priority = match k.propagation_priority {
-            Some(v) if (-128..=0).contains(&v) => v as i8,
-            Some(v) => {
-                return Err(format!(
-                    "{key}.propagation_priority: expected a whole number from -128 to 0 (the host's I/O has 0), got {v}"
-                ))
-            }
+            Some(v) => range::priority(&format!("{key}.propagation_priority"), v, i8::MIN, 0)?,
             None => PROPAGATION_PRIORITY,
         };
         let ns = |s: f64| (s * NS_PER_S as f64).round() as u64;
