@@ -412,12 +412,16 @@ mod tests {
     use super::*;
     use wattio_core::io::{Op, Request};
 
+    /// The model from a `[timing]` table's text.
+    fn parsed(text: &str) -> Result<ParametricHdd, String> {
+        ParametricHdd::from_toml(&toml::from_str(text).expect("test toml"))
+    }
+
     fn disk(extra: &str) -> ParametricHdd {
-        let t: toml::Table = toml::from_str(&format!(
+        parsed(&format!(
             "model = \"hdd-parametric\"\ncapacity_bytes = 1_000_000_000\nrpm = 6000\navg_seek_ms = 10.0\nmedia_rate_mbps = 50\n{extra}"
         ))
-        .unwrap();
-        ParametricHdd::from_toml(&t).unwrap()
+        .unwrap()
     }
 
     #[test]
@@ -466,12 +470,11 @@ mod tests {
     #[test]
     fn three_point_curve_rejects_anchors_it_cannot_fit() {
         for (t2t, full) in [(1.0, 25.0), (0.1, 10.5)] {
-            let t: toml::Table = toml::from_str(&format!(
+            let e = parsed(&format!(
                 "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = {}\ntrack_to_track_ms = {t2t}\nfull_stroke_ms = {full}\nmedia_rate_mbps = 1",
                 if full > 20.0 { 8.0 } else { 10.0 }
             ))
-            .unwrap();
-            let e = ParametricHdd::from_toml(&t).unwrap_err();
+            .unwrap_err();
             assert!(e.contains("no rising seek curve"), "{e}");
         }
     }
@@ -551,20 +554,18 @@ mod tests {
 
     #[test]
     fn cache_keys_come_together_and_name_themselves() {
-        let t: toml::Table = toml::from_str(
+        let e = parsed(
             "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_mbps = 1\ncache_bytes = 100",
         )
-        .unwrap();
-        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        .unwrap_err();
         assert!(
             e.contains("cache_bytes, cache_segments and interface_mbps together"),
             "{e}"
         );
-        let t: toml::Table = toml::from_str(
+        let e = parsed(
             "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_mbps = 1\ncache_bytes = 100\ncache_segments = 101\ninterface_mbps = 10",
         )
-        .unwrap();
-        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        .unwrap_err();
         assert!(e.starts_with("timing.cache_segments"), "{e}");
     }
 
@@ -580,11 +581,10 @@ mod tests {
 
     #[test]
     fn zoned_rate_interpolates() {
-        let t: toml::Table = toml::from_str(
+        let d = parsed(
             "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 9\nmedia_rate_outer_mbps = 60\nmedia_rate_inner_mbps = 30",
         )
         .unwrap();
-        let d = ParametricHdd::from_toml(&t).unwrap();
         assert_eq!(d.transfer_time(0, 60_000), 1_000_000);
         assert_eq!(d.transfer_time(1000, 30_000), 1_000_000);
         assert_eq!(d.transfer_time(500, 45_000), 1_000_000);
@@ -592,18 +592,13 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let t: toml::Table = toml::from_str(
-            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = -1\nmedia_rate_mbps = 1",
-        )
-        .unwrap();
-        let e = ParametricHdd::from_toml(&t).unwrap_err();
+        let e = parsed("capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = -1\nmedia_rate_mbps = 1")
+            .unwrap_err();
         assert!(e.starts_with("timing.avg_seek_ms"), "{e}");
-        let t: toml::Table = toml::from_str(
-            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 1\nmedia_rate_mbps = 1\nseek = 3",
+        assert!(parsed(
+            "capacity_bytes = 1000\nrpm = 7200\navg_seek_ms = 1\nmedia_rate_mbps = 1\nseek = 3"
         )
-        .unwrap();
-        assert!(ParametricHdd::from_toml(&t)
-            .unwrap_err()
-            .starts_with("timing.seek: unknown key"));
+        .unwrap_err()
+        .starts_with("timing.seek: unknown key"));
     }
 }
