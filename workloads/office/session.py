@@ -1,76 +1,444 @@
-"""An Office-like session (BLTK's Office workload stands behind it): a user opens OpenDocument
-files (zip archives with content.xml, styles.xml, a thumbnail), types with human pauses, and
-the suite autosaves and saves the way office suites do (a new archive written beside the old,
-fsync, rename), sometimes exports a copy. Seeded; the pauses are compressed (see README).
+"""BLTK's Office workload, replayed on LibreOffice through UNO.
+
+BLTK (Intel's Battery Life Toolkit, the benchmark of the EXCES paper) drives OpenOffice.org
+with synthetic X key events from a scenario: start Writer on a sample document, type three
+short texts at 150 ms a keystroke, find-and-replace, save, quit; the same for a Calc sheet
+(type a small pay table, two formulas, save, quit) and a Draw picture (duplicate a picture,
+move it, type over it, insert a spreadsheet object, save, quit). Each round is given 720 s
+(`BLTK_WL_TIME`); what the scenario leaves of it the machine idles with the display off.
+
+There is no X server here, so the keystrokes become the UNO calls that have the same effect on
+the documents (the characters typed one by one, the replace, the cells and formulas, the
+shapes), and every pause of the scenario is kept: a keystroke's own delay, the DELAYs between
+steps. The office suite itself is the real program: it runs from a copy on the traced volume
+(program, shared data, user profile and documents), so its start-ups, profile writes, lock
+files and saves are in the trace. The delays are BLTK's `wl_office/scen` (1.1.x); `session.py`
+re-expresses them step by step below.
+
+    python3 session.py setup .      # untraced: copy LibreOffice in, make the samples and profile
+    python3 session.py session .    # traced: ROUNDS rounds of ROUND_S seconds
 """
 
 from __future__ import annotations
 
 import os
-import random
+import shutil
+import struct
+import subprocess
 import sys
 import time
-import zipfile
+import zlib
 from pathlib import Path
 
-SEED = 11
-DOCS = 6
-ACTIONS = 40
-PAUSE_S = (0.5, 6.0)
+import uno  # python3-uno: the client end of the bridge (from the root file system)
+from com.sun.star.connection import NoConnectException
+from com.sun.star.uno import RuntimeException as UnoRuntimeException
+
+#: BLTK_WL_TIME: each round of the scenario is given 720 s, the rest is idle.
+ROUND_S = float(os.environ.get("OFFICE_ROUND_S", "720"))
+#: Rounds captured: the first starts from a cold page cache, the second is BLTK's steady state.
+ROUNDS = int(os.environ.get("OFFICE_ROUNDS", "2"))
+#: BLTK types text at 150 ms a character (TYPETEXT ... 150).
+KEY_S = 0.150
+PIPE = "wattio_office"
+LIBREOFFICE = Path("/usr/lib/libreoffice")
+ETC = Path("/etc/libreoffice")
+
+# BLTK's texts (wl_office/text1..3): what its simulated user types into Writer and Draw.
+TEXT1 = "    Leo Tolstoy - War and Peace\n"
+TEXT2 = (
+    "    This is the first attempt to make\n    openOffice workload more realistic.\n"
+    "    To be or not to be, that is the question !!!\n    To be continued.\n"
+)
+TEXT3 = (
+    "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But "
+    "I warn you, if you don't tell me that this means war, if you still try to defend the "
+    "infamies and horrors perpetrated by that Antichrist - I really believe he is "
+    "Antichrist - I will have nothing more to do with you and you are no longer my friend, "
+    "no longer my 'faithful slave,' as you call yourself! But how do you do? I see I have "
+    "frightened you - sit down and tell me all the news.\n"
+)
+
+CALC_ROWS = [
+    ("Name", "Workdays", "Pay Rate", "Salary"),
+    ("John", "12", "25"),
+    ("Jane", "20", "20"),
+    ("Sam", "15", "25"),
+    ("Sarah", "10", "40"),
+]
 
 
-def words(rng: random.Random, n: int) -> str:
-    return " ".join(
-        "".join(rng.choice("etaoinshrdlucmfwyp") for _ in range(rng.randint(2, 9)))
-        for _ in range(n)
+#: Scales every pause (1 = BLTK's pacing; smaller only to try the script out quickly).
+PACE = float(os.environ.get("OFFICE_PACE", "1"))
+
+
+def pause(seconds: float) -> None:
+    time.sleep(seconds * PACE)
+
+
+# --- the office suite -------------------------------------------------------------------------
+
+
+class Office:
+    """One start of the suite (BLTK's RUNCMD ... WAITFINISHCMD soffice.bin)."""
+
+    def __init__(self, root: Path) -> None:
+        self.uno = uno
+        self.root = root
+        self.proc = subprocess.Popen(
+            [
+                str(root / "libreoffice/program/soffice"),
+                "--headless",
+                "--invisible",
+                "--nologo",
+                "--norestore",
+                "--nodefault",
+                "--nolockcheck",
+                f"-env:UserInstallation=file://{root}/profile",
+                f"--accept=pipe,name={PIPE};urp;StarOffice.ComponentContext",
+            ],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            # `import uno` points URE_BOOTSTRAP at the installed suite: the copy has its own.
+            env={k: v for k, v in os.environ.items() if k not in ("URE_BOOTSTRAP", "UNO_PATH")},
+        )
+        local = uno.getComponentContext()
+        resolver = local.ServiceManager.createInstanceWithContext(
+            "com.sun.star.bridge.UnoUrlResolver", local
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.ctx = resolver.resolve(f"uno:pipe,name={PIPE};urp;StarOffice.ComponentContext")
+                break
+            except NoConnectException:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("LibreOffice did not come up") from None
+                time.sleep(0.05)
+        self.desktop = self.ctx.ServiceManager.createInstanceWithContext(
+            "com.sun.star.frame.Desktop", self.ctx
+        )
+
+    def prop(self, name: str, value):
+        p = self.uno.createUnoStruct("com.sun.star.beans.PropertyValue")
+        p.Name, p.Value = name, value
+        return p
+
+    def open(self, name: str):
+        url = self.uno.systemPathToFileUrl(str(self.root / name))
+        return self.desktop.loadComponentFromURL(url, "_blank", 0, (self.prop("Hidden", True),))
+
+    def new(self, kind: str):
+        return self.desktop.loadComponentFromURL(
+            f"private:factory/{kind}", "_blank", 0, (self.prop("Hidden", True),)
+        )
+
+    def quit(self, doc) -> None:
+        """Ctrl+Q: close the document and the suite, and wait for soffice.bin to exit."""
+        doc.close(True)
+        try:
+            self.desktop.terminate()
+        except UnoRuntimeException:  # DisposedException: the bridge went away with the process
+            pass
+        self.proc.wait(timeout=120)
+
+
+def type_text(text_obj, cursor, s: str, paragraph_break) -> None:
+    for ch in s:
+        if ch == "\n":
+            text_obj.insertControlCharacter(cursor, paragraph_break, False)
+        else:
+            text_obj.insertString(cursor, ch, False)
+        pause(KEY_S)
+
+
+def keys(n: int, delay_s: float) -> None:
+    """Keystrokes with no effect on the document's data (cursor moves, dialogs): their time."""
+    pause(n * delay_s)
+
+
+# --- the three applications, with BLTK's delays -----------------------------------------------
+
+
+def writer(root: Path) -> None:
+    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
+
+    office = Office(root)
+    doc = office.open("OOWRITER_FILE.odt")
+    text = doc.Text
+    cur = text.createTextCursor()
+    pause(0.15 + 3.0)
+    for _ in range(2):  # Return x2, 3 s each
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(3.0)
+    type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
+    for _ in range(2):
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(3.0)
+    pause(3.0)
+    # Ctrl+F, Return: the Find & Replace dialog; type both strings, Alt+L (replace all).
+    keys(1, 1.0)
+    pause(2.0)
+    keys(1, 2.0)
+    keys(len("openOffice"), KEY_S)
+    keys(1, 1.0)
+    keys(len("OpenOffice"), KEY_S)
+    pause(2.0)
+    rd = doc.createReplaceDescriptor()
+    rd.SearchString, rd.ReplaceString = "openOffice", "OpenOffice"
+    doc.replaceAll(rd)
+    pause(3.0)
+    keys(1, 3.0 + 0.15)  # the "search key replaced" box: Return
+    keys(1, 1.0)
+    pause(2.0)
+    keys(1, 1.0)  # Alt+C closes the dialog
+    keys(10, KEY_S)  # Down x10
+    cur.gotoEnd(False)
+    type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
+    for _ in range(3):
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(3.0)
+    pause(3.0)
+    type_text(text, cur, TEXT3, PARAGRAPH_BREAK)
+    for _ in range(2):
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(3.0)
+    pause(3.0)
+    doc.store()  # Ctrl+S
+    pause(1.0 + 2.0)
+    office.quit(doc)  # Ctrl+Q
+    pause(1.0 + 3.0)
+
+
+def fill_pay_table(sheet) -> None:
+    """The pay table BLTK types into Calc (and into Draw's spreadsheet object)."""
+    cell = sheet.getCellByPosition
+    for col, s in enumerate(CALC_ROWS[0]):
+        keys(len(s), KEY_S)
+        cell(col, 0).setString(s)
+        keys(1, 1.0)
+    keys(3, 0.5)
+    for col in range(3):  # names, workdays, pay rates: a column at a time
+        pause(3.0)
+        for row in range(1, 5):
+            s = CALC_ROWS[row][col]
+            keys(len(s), KEY_S)
+            if col == 0:
+                cell(col, row).setString(s)
+            else:
+                cell(col, row).setValue(float(s))
+            keys(1, 1.0)
+        keys(3, 0.5)
+    pause(3.0)
+    keys(len("=b2*c2"), 0.3)
+    cell(3, 1).setFormula("=B2*C2")
+    keys(2, 1.0)
+    keys(1, 1.0)  # Ctrl+C
+    keys(1, 0.2)
+    keys(2, 0.5)  # Shift+Down x2
+    keys(1, 1.0)  # Ctrl+V
+    for row in range(2, 5):
+        cell(3, row).setFormula(f"=B{row + 1}*C{row + 1}")
+    pause(3.0)
+    keys(1, 1.0)
+    keys(len("=sum("), 0.3)
+    keys(1, 0.5)
+    keys(3, 0.5)
+    keys(1, 0.5)
+    pause(1.0)
+    cell(3, 5).setFormula("=SUM(D2:D5)")
+    keys(1, 1.0)
+    pause(3.0)
+    keys(2, 1.0)
+    keys(len("Total Pays"), KEY_S)
+    cell(2, 5).setString("Total Pays")
+
+
+def calc(root: Path) -> None:
+    office = Office(root)
+    doc = office.open("OOCALC_FILE.ods")
+    pause(0.15 + 3.0)
+    fill_pay_table(doc.Sheets.getByIndex(0))
+    pause(3.0)
+    doc.store()
+    pause(1.0 + 2.0)
+    office.quit(doc)
+    pause(0.15 + 3.0)
+
+
+def draw(root: Path) -> None:
+    from com.sun.star.awt import Point
+    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
+
+    office = Office(root)
+    doc = office.open("OODRAW_FILE.odg")
+    page = doc.DrawPages.getByIndex(0)
+    picture = page.getByIndex(0)
+    pause(0.15 + 3.0)
+    keys(1, 1.0)  # Tab selects the picture
+    keys(1, 1.0)  # Alt+E, e: Edit > Duplicate
+    keys(1, 0.15)
+    pause(1.0)
+    keys(1, 0.5)
+    keys(1, 0.15 + 1.0)  # the Duplicate dialog: Return
+    copy = doc.createInstance("com.sun.star.drawing.GraphicObjectShape")
+    page.add(copy)
+    copy.Graphic = picture.Graphic
+    copy.Size = picture.Size
+    copy.Position = Point(picture.Position.X + 500, picture.Position.Y + 500)
+    pause(2.0)
+    pause(0.15 + 2.0)
+    keys(51, KEY_S)  # Down x51 and Left x5 move the copy
+    keys(5, KEY_S)
+    copy.Position = Point(copy.Position.X - 5 * 100, copy.Position.Y + 51 * 100)
+    keys(1, 1.0)
+    keys(56, KEY_S)  # Up x56, Return: into the picture's text
+    keys(1, 0.5)
+    text = copy.Text
+    cur = text.createTextCursor()
+    type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
+    for _ in range(2):
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(1.0)
+    pause(3.0)
+    type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
+    for _ in range(2):
+        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+        pause(1.0)
+    pause(1.0)
+    keys(1, 1.0)  # Esc
+    keys(2, 1.0)  # Tab x2, Return x2
+    keys(2, 1.0)
+    pause(3.0)
+    keys(1, 1.0)  # Alt+V, z: View > Zoom 150 %
+    pause(2.0)
+    keys(2, 0.5 + 0.5)
+    pause(1.0)
+    keys(5, KEY_S)
+    keys(3, KEY_S)
+    keys(2, 0.5 + 1.0)
+    doc.getCurrentController()  # the zoom changes no data
+    pause(0.15 + 2.0)
+    keys(1, 1.0)  # Alt+I, o, o, Return x2: Insert > Object > OLE Object (a spreadsheet)
+    keys(1, 0.15)
+    pause(1.0)
+    keys(1, 0.15)
+    pause(1.0)
+    keys(2, 0.5)
+    ole = doc.createInstance("com.sun.star.drawing.OLE2Shape")
+    page.add(ole)
+    ole.CLSID = "47BBB4CB-CE4C-4E80-A591-42D9AE74950F"  # a Calc spreadsheet object
+    ole.Position = Point(2000, 12000)
+    keys(1, 0.15 + 0.5 + 1.0)
+    fill_pay_table(ole.Model.Sheets.getByIndex(0))
+    pause(3.0)
+    keys(3, 3.0)  # Esc x3
+    doc.store()
+    pause(1.0 + 3.0)
+    office.quit(doc)
+    pause(1.0 + 3.0)
+
+
+# --- setup (untraced) and the session (traced) ------------------------------------------------
+
+
+def png(width: int, height: int) -> bytes:
+    """A picture for Draw's sample: a gradient, so it is neither tiny nor incompressible."""
+    rows = b"".join(
+        b"\x00"
+        + b"".join(
+            bytes(((x * 3 + y * 5) % 256, (x ^ y) % 256, (y * 7 + x) % 256)) for x in range(width)
+        )
+        for y in range(height)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows, 6))
+        + chunk(b"IEND", b"")
     )
 
 
-def save(path: Path, content: str, thumb: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.saving")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
-        z.writestr("content.xml", f"<office:text>{content}</office:text>")
-        z.writestr("styles.xml", "<office:styles/>" * 200)
-        z.writestr("Thumbnails/thumbnail.png", thumb)
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def lock(doc: Path) -> Path:
-    return doc.with_name(f".~lock.{doc.name}#")
+def relocate(dest: Path) -> None:
+    """Copy the installed suite to ``dest`` so that it runs from there. Debian's packaging points
+    its bootstrap files at /usr/lib/libreoffice and /etc/libreoffice; the copy's point at
+    itself, as upstream's do (``${ORIGIN}/..``), so that every file the suite reads at start-up
+    is on the traced volume."""
+    shutil.copytree(LIBREOFFICE, dest, symlinks=False)
+    (dest / "etc").mkdir()
+    shutil.copyfile(ETC / "sofficerc", dest / "etc/sofficerc")
+    for name, subs in (
+        (
+            "fundamentalrc",
+            (
+                ("file:///usr/lib/libreoffice", "${ORIGIN}/.."),
+                ("file:///etc/libreoffice/registry", "${BRAND_BASE_DIR}/share/registry"),
+            ),
+        ),
+        ("sofficerc", (("file:///etc/libreoffice/sofficerc", "${ORIGIN}/../etc/sofficerc"),)),
+    ):
+        rc = dest / "program" / name
+        text = rc.read_text()
+        for old, new in subs:
+            if old not in text:
+                raise SystemExit(f"{rc}: no {old!r} to relocate (another LibreOffice packaging?)")
+            text = text.replace(old, new)
+        rc.write_text(text)
 
 
 def setup(root: Path) -> None:
-    rng = random.Random(SEED)
-    for d in range(DOCS):
-        save(root / f"doc{d}.odt", words(rng, rng.randint(5_000, 60_000)), rng.randbytes(20_000))
+    """The installed suite, its profile after a first start, and BLTK's three sample files."""
+    relocate(root / "libreoffice")
+    (root / "picture.png").write_bytes(png(640, 480))
+    office = Office(root)
+    from com.sun.star.awt import Point, Size
+    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
+
+    doc = office.new("swriter")
+    cur = doc.Text.createTextCursor()
+    for _ in range(40):  # a few pages of the novel the texts come from
+        doc.Text.insertString(cur, TEXT3.strip(), False)
+        doc.Text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
+    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OOWRITER_FILE_SAMPLE.odt")), ())
+    doc.close(True)
+    doc = office.new("scalc")
+    doc.Sheets.getByIndex(0).getCellByPosition(0, 10).setString("Pays")
+    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OOCALC_FILE_SAMPLE.ods")), ())
+    doc.close(True)
+    doc = office.new("sdraw")
+    shape = doc.createInstance("com.sun.star.drawing.GraphicObjectShape")
+    page = doc.DrawPages.getByIndex(0)
+    page.add(shape)
+    shape.GraphicURL = office.uno.systemPathToFileUrl(str(root / "picture.png"))
+    shape.Size = Size(12000, 9000)
+    shape.Position = Point(2000, 2000)
+    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OODRAW_FILE_SAMPLE.odg")), ())
+    office.quit(doc)
+    (root / "picture.png").unlink()
 
 
 def session(root: Path) -> None:
-    rng = random.Random(SEED + 1)
-    open_doc = None
-    text = ""
-    for _ in range(ACTIONS):
-        what = rng.random()
-        if open_doc is None or what < 0.15:
-            if open_doc is not None:
-                lock(open_doc).unlink()
-            open_doc = root / f"doc{rng.randrange(DOCS)}.odt"
-            lock(open_doc).write_text("user,host,2026-11-23T16:00\n")  # the suite's lock file
-            with zipfile.ZipFile(open_doc) as z:
-                text = z.read("content.xml").decode()
-        elif what < 0.75:
-            text += " " + words(rng, rng.randint(20, 200))  # typing
-            if rng.random() < 0.3:
-                save(open_doc, text, rng.randbytes(20_000))  # autosave / Ctrl-S
-        elif what < 0.85:
-            export = open_doc.with_suffix(".pdf")
-            export.write_bytes(text.encode() * 2)  # export a copy
-        else:
-            save(open_doc, text, rng.randbytes(20_000))
-        time.sleep(rng.uniform(*PAUSE_S))
+    for _ in range(ROUNDS):
+        start = time.monotonic()
+        for name in ("OOWRITER_FILE", "OOCALC_FILE", "OODRAW_FILE"):  # BLTK's run1 copies
+            ext = {"OOWRITER_FILE": "odt", "OOCALC_FILE": "ods", "OODRAW_FILE": "odg"}[name]
+            shutil.copyfile(root / f"{name}_SAMPLE.{ext}", root / f"{name}.{ext}")
+        writer(root)
+        calc(root)
+        draw(root)
+        idle = ROUND_S - (time.monotonic() - start)
+        print(f"round: work {ROUND_S - idle:.1f} s, idle {max(idle, 0):.1f} s", file=sys.stderr)
+        pause(max(idle, 0.0))
 
 
 if __name__ == "__main__":
