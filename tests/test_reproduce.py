@@ -159,34 +159,26 @@ KNOWN_FAILURES = {
         "1, 1 and 3 gear switches (the paper: 6, 5.6, 5.4, falling) and 0.02, 0.005 and 0.22 % "
         "extra I/O (the paper: 8, 15, 21 %, rising)"
     ),
-    "spindown-share-vs-one-minute": (
-        "holds on developer, postmark, webserver and checkout (share ties fixed 60 s) but not on "
-        "office, BLTK's Office scenario on LibreOffice (two 720 s rounds): share draws 939.2 J "
-        "against fixed 60 s's 882.1 J, spinning the disk down 15 times against 3: its experts "
-        "stop at the 32.9 s break-even, and the scenario's typing pauses (10-100 s) end in a "
-        "save or a start-up that spins the disk up again; the paper's traces are HP "
-        "workstation days"
-    ),
     "exces-fig8-spin-down-timeouts": (
-        "with EXCES buffering office's saves, its energy rises with the timeout (5 s 833.3 J, "
-        "10 s 855.3, 15 s 877.3, 30 s 1,033.6, none 1,225.0 J) where the paper's Office is "
-        "best at 10 s (the bare disk shows that optimum: 10 s 932 J, 5 s 1,001 J, 15 s 984 J; "
+        "with EXCES buffering office's saves, its energy rises with the timeout (5 s 751.9 J, "
+        "10 s 769.9, 15 s 787.9, 30 s 960.9, none 1,186.2 J) where the paper's Office is best "
+        "at 10 s (the bare disk is better at 10 s than at 5 and 15 s: 842, 917, 888 J; "
         "spindown grid); and from 10 s on the disk never spins down on postmark (longest gap "
         "5.0 s), so 10, 15, 30 s and no timeout tie (31.3 J) where the paper orders them"
     ),
     "exces-fig9-developer-savings": (
-        "EXCES with CF saves 37.5 % on office (the paper: no substantial saving) against 21.0 % "
+        "EXCES with CF saves 40.8 % on office (the paper: no substantial saving) against 21.0 % "
         "on developer (the paper: about 14 %): under Base's 5 s timeout office's 24 minutes "
-        "hold 35 spin-ups, most for writes (19 of the 30 gaps over 6 s end in one: the "
+        "hold 32 spin-ups, most for writes (16 of the 25 gaps over 6 s end in one: the "
         "write-back of saves and profile updates 25-30 s after them), and EXCES buffers those "
-        "(10 spin-ups, for reads: start-ups and document loads); the paper measured "
+        "(8 spin-ups, for reads: start-ups and document loads); the paper measured "
         "whole-system power, where the disk's share is smaller"
     ),
     "exces-fig10-io-time": (
         "holds on developer (Base 1,210 ms; CF 1,366, USB 2,026 ms) but not on office, where the "
-        "ECD lowers the mean I/O time (Base 3,302 ms; CF 2,857, USB 2,807 ms): the mean is "
-        "dominated by 3 s spin-up waits and the start-ups' reads queued behind them, and the "
-        "card spares 25 of Base's 35 spin-ups"
+        "ECD lowers the mean I/O time (Base 2,596 ms; CF 2,314, USB 2,192 ms): the mean is "
+        "dominated by 3 s spin-up waits and the first start-up's 105 MB of reads queued behind "
+        "one another, and the card spares 24 of Base's 32 spin-ups"
     ),
     "fs2-dynamic": (
         "access time falls on every stand-in (T_A: CVS 20.4 %, startx 11.1 %, SURGE 19.7 %; "
