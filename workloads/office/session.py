@@ -156,6 +156,13 @@ def type_text(text_obj, cursor, s: str, paragraph_break) -> None:
         pause(KEY_S)
 
 
+def returns(text_obj, cursor, n: int, delay_s: float, paragraph_break) -> None:
+    """Return pressed ``n`` times, each followed by ``delay_s``."""
+    for _ in range(n):
+        text_obj.insertControlCharacter(cursor, paragraph_break, False)
+        pause(delay_s)
+
+
 def keys(n: int, delay_s: float) -> None:
     """Keystrokes with no effect on the document's data (cursor moves, dialogs): their time."""
     pause(n * delay_s)
@@ -172,13 +179,9 @@ def writer(root: Path) -> None:
     text = doc.Text
     cur = text.createTextCursor()
     pause(0.15 + 3.0)
-    for _ in range(2):  # Return x2, 3 s each
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(3.0)
+    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
     type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
-    for _ in range(2):
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(3.0)
+    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
     pause(3.0)
     # Ctrl+F, Return: the Find & Replace dialog; type both strings, Alt+L (replace all).
     keys(1, 1.0)
@@ -199,14 +202,10 @@ def writer(root: Path) -> None:
     keys(10, KEY_S)  # Down x10
     cur.gotoEnd(False)
     type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
-    for _ in range(3):
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(3.0)
+    returns(text, cur, 3, 3.0, PARAGRAPH_BREAK)
     pause(3.0)
     type_text(text, cur, TEXT3, PARAGRAPH_BREAK)
-    for _ in range(2):
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(3.0)
+    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
     pause(3.0)
     doc.store()  # Ctrl+S
     pause(1.0 + 2.0)
@@ -301,14 +300,10 @@ def draw(root: Path) -> None:
     text = copy.Text
     cur = text.createTextCursor()
     type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
-    for _ in range(2):
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(1.0)
+    returns(text, cur, 2, 1.0, PARAGRAPH_BREAK)
     pause(3.0)
     type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
-    for _ in range(2):
-        text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-        pause(1.0)
+    returns(text, cur, 2, 1.0, PARAGRAPH_BREAK)
     pause(1.0)
     keys(1, 1.0)  # Esc
     keys(2, 1.0)  # Tab x2, Return x2
