@@ -34,7 +34,9 @@ import zlib
 from pathlib import Path
 
 import uno  # python3-uno: the client end of the bridge (from the root file system)
+from com.sun.star.awt import Point, Size
 from com.sun.star.connection import NoConnectException
+from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
 from com.sun.star.uno import RuntimeException as UnoRuntimeException
 
 #: BLTK_WL_TIME: each round of the scenario is given 720 s, the rest is idle.
@@ -86,7 +88,6 @@ class Office:
     """One start of the suite (BLTK's RUNCMD ... WAITFINISHCMD soffice.bin)."""
 
     def __init__(self, root: Path) -> None:
-        self.uno = uno
         self.root = root
         self.proc = subprocess.Popen(
             [
@@ -124,12 +125,12 @@ class Office:
         )
 
     def prop(self, name: str, value):
-        p = self.uno.createUnoStruct("com.sun.star.beans.PropertyValue")
+        p = uno.createUnoStruct("com.sun.star.beans.PropertyValue")
         p.Name, p.Value = name, value
         return p
 
     def open(self, name: str):
-        url = self.uno.systemPathToFileUrl(str(self.root / name))
+        url = uno.systemPathToFileUrl(str(self.root / name))
         return self.desktop.loadComponentFromURL(url, "_blank", 0, (self.prop("Hidden", True),))
 
     def new(self, kind: str):
@@ -147,19 +148,19 @@ class Office:
         self.proc.wait(timeout=120)
 
 
-def type_text(text_obj, cursor, s: str, paragraph_break) -> None:
+def type_text(text_obj, cursor, s: str) -> None:
     for ch in s:
         if ch == "\n":
-            text_obj.insertControlCharacter(cursor, paragraph_break, False)
+            text_obj.insertControlCharacter(cursor, PARAGRAPH_BREAK, False)
         else:
             text_obj.insertString(cursor, ch, False)
         pause(KEY_S)
 
 
-def returns(text_obj, cursor, n: int, delay_s: float, paragraph_break) -> None:
+def returns(text_obj, cursor, n: int, delay_s: float) -> None:
     """Return pressed ``n`` times, each followed by ``delay_s``."""
     for _ in range(n):
-        text_obj.insertControlCharacter(cursor, paragraph_break, False)
+        text_obj.insertControlCharacter(cursor, PARAGRAPH_BREAK, False)
         pause(delay_s)
 
 
@@ -172,16 +173,14 @@ def keys(n: int, delay_s: float) -> None:
 
 
 def writer(root: Path) -> None:
-    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
-
     office = Office(root)
     doc = office.open("OOWRITER_FILE.odt")
     text = doc.Text
     cur = text.createTextCursor()
     pause(0.15 + 3.0)
-    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
-    type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
-    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
+    returns(text, cur, 2, 3.0)
+    type_text(text, cur, TEXT2)
+    returns(text, cur, 2, 3.0)
     pause(3.0)
     # Ctrl+F, Return: the Find & Replace dialog; type both strings, Alt+L (replace all).
     keys(1, 1.0)
@@ -201,11 +200,11 @@ def writer(root: Path) -> None:
     keys(1, 1.0)  # Alt+C closes the dialog
     keys(10, KEY_S)  # Down x10
     cur.gotoEnd(False)
-    type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
-    returns(text, cur, 3, 3.0, PARAGRAPH_BREAK)
+    type_text(text, cur, TEXT1)
+    returns(text, cur, 3, 3.0)
     pause(3.0)
-    type_text(text, cur, TEXT3, PARAGRAPH_BREAK)
-    returns(text, cur, 2, 3.0, PARAGRAPH_BREAK)
+    type_text(text, cur, TEXT3)
+    returns(text, cur, 2, 3.0)
     pause(3.0)
     doc.store()  # Ctrl+S
     pause(1.0 + 2.0)
@@ -270,8 +269,6 @@ def calc(root: Path) -> None:
 
 
 def draw(root: Path) -> None:
-    from com.sun.star.awt import Point
-    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
 
     office = Office(root)
     doc = office.open("OODRAW_FILE.odg")
@@ -299,11 +296,11 @@ def draw(root: Path) -> None:
     keys(1, 0.5)
     text = copy.Text
     cur = text.createTextCursor()
-    type_text(text, cur, TEXT2, PARAGRAPH_BREAK)
-    returns(text, cur, 2, 1.0, PARAGRAPH_BREAK)
+    type_text(text, cur, TEXT2)
+    returns(text, cur, 2, 1.0)
     pause(3.0)
-    type_text(text, cur, TEXT1, PARAGRAPH_BREAK)
-    returns(text, cur, 2, 1.0, PARAGRAPH_BREAK)
+    type_text(text, cur, TEXT1)
+    returns(text, cur, 2, 1.0)
     pause(1.0)
     keys(1, 1.0)  # Esc
     keys(2, 1.0)  # Tab x2, Return x2
@@ -398,28 +395,26 @@ def setup(root: Path) -> None:
     relocate(root / "libreoffice")
     (root / "picture.png").write_bytes(png(640, 480))
     office = Office(root)
-    from com.sun.star.awt import Point, Size
-    from com.sun.star.text.ControlCharacter import PARAGRAPH_BREAK
 
     doc = office.new("swriter")
     cur = doc.Text.createTextCursor()
     for _ in range(40):  # a few pages of the novel the texts come from
         doc.Text.insertString(cur, TEXT3.strip(), False)
         doc.Text.insertControlCharacter(cur, PARAGRAPH_BREAK, False)
-    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OOWRITER_FILE_SAMPLE.odt")), ())
+    doc.storeToURL(uno.systemPathToFileUrl(str(root / "OOWRITER_FILE_SAMPLE.odt")), ())
     doc.close(True)
     doc = office.new("scalc")
     doc.Sheets.getByIndex(0).getCellByPosition(0, 10).setString("Pays")
-    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OOCALC_FILE_SAMPLE.ods")), ())
+    doc.storeToURL(uno.systemPathToFileUrl(str(root / "OOCALC_FILE_SAMPLE.ods")), ())
     doc.close(True)
     doc = office.new("sdraw")
     shape = doc.createInstance("com.sun.star.drawing.GraphicObjectShape")
     page = doc.DrawPages.getByIndex(0)
     page.add(shape)
-    shape.GraphicURL = office.uno.systemPathToFileUrl(str(root / "picture.png"))
+    shape.GraphicURL = uno.systemPathToFileUrl(str(root / "picture.png"))
     shape.Size = Size(12000, 9000)
     shape.Position = Point(2000, 2000)
-    doc.storeToURL(office.uno.systemPathToFileUrl(str(root / "OODRAW_FILE_SAMPLE.odg")), ())
+    doc.storeToURL(uno.systemPathToFileUrl(str(root / "OODRAW_FILE_SAMPLE.odg")), ())
     office.quit(doc)
     (root / "picture.png").unlink()
 
@@ -492,9 +487,8 @@ def session(root: Path) -> None:
     keep.thread.start()
     for _ in range(ROUNDS):
         start = time.monotonic()
-        for name in ("OOWRITER_FILE", "OOCALC_FILE", "OODRAW_FILE"):  # BLTK's run1 copies
-            ext = {"OOWRITER_FILE": "odt", "OOCALC_FILE": "ods", "OODRAW_FILE": "odg"}[name]
-            shutil.copyfile(root / f"{name}_SAMPLE.{ext}", root / f"{name}.{ext}")
+        for name in ("OOWRITER_FILE.odt", "OOCALC_FILE.ods", "OODRAW_FILE.odg"):  # BLTK's run1
+            shutil.copyfile(root / name.replace(".", "_SAMPLE."), root / name)
         writer(root)
         calc(root)
         draw(root)
