@@ -78,6 +78,7 @@ const CATALOGUE: &[&str] = &[
     "samsung-870-evo-1tb",
     "sandisk-ultra-cf-2gb",
     "seagate-constellation-es3-4tb",
+    "fujitsu-map3367",
 ];
 
 /// Pages of the host volume the workload touches: few, so requests overlap.
