@@ -181,31 +181,31 @@ KNOWN_FAILURES = {
         "one another, and the card spares 24 of Base's 32 spin-ups"
     ),
     "fs2-dynamic": (
-        "access time falls on every stand-in (T_A: CVS 20.4 %, startx 11.1 %, SURGE 19.7 %; "
-        "T_s 40.5, 29.9, 31.5 %; energy per access 24.7, 13.9, 23.5 %) but disk busy hardly "
-        "does on CVS (0.4 %) and startx (1.1 %): CVS's closed-loop replay keeps the disk 98 % "
-        "busy however fast each access is, and startx's second run adds 67 copy accesses to "
-        "its 776; and SURGE's rotation does not fall (0.2 %; CVS 11.4 %, startx 9.5 %): its "
+        "access time falls on every stand-in (T_A: CVS 21.4 %, startx 16.4 %, SURGE 20.6 %; "
+        "T_s 41.3, 37.6, 33.0 %; energy per access 25.8, 19.7, 24.7 %) but disk busy hardly "
+        "does on CVS (0.5 %) and startx (3.9 %): CVS's closed-loop replay keeps the disk 98 % "
+        "busy however fast each access is, and startx's second run adds 63 copy accesses to "
+        "its 776; and SURGE's rotation does not fall (-0.3 %; CVS 12.3 %, startx 14.7 %): its "
         "reads are single files in Zipf order, one after another's think time, so its "
         "replicas in access order are seldom read one after another as laid out"
     ),
     "fs2-per-access-falls-most": (
-        "holds on startx and SURGE but not on CVS, whose total energy falls more (23.5 %) than "
-        "its T_A (20.4 %): the energy follows the seek time (-40.5 %, at 14 W against 8 W) and "
-        "the 19.1 % shorter run, while T_A is diluted by rotation (47 % of it, -11.4 %)"
+        "holds on startx and SURGE but not on CVS, whose total energy falls more (24.5 %) than "
+        "its T_A (21.4 %): the energy follows the seek time (-41.3 %, at 14 W against 8 W) and "
+        "the 20.1 % shorter run, while T_A is diluted by rotation (46 % of it, -12.3 %)"
     ),
     "fs2-static-vs-dynamic": (
-        "static gains more than dynamic on T_A (32.5 against 19.7 %) and T_s (50.1 against "
-        "31.5 %; T_r 0.0 below 0.2 %, as the paper's; the thesis's static 24, 53, -1.6 %): "
+        "static gains more than dynamic on T_A (32.9 against 20.6 %), T_s (49.7 against "
+        "33.0 %) and T_r (1.5 against -0.3 %; the thesis's static 24, 53, -1.6 %): "
         "static replicates every block the web server reads before the run, while dynamic "
         "replicates as it goes and "
-        "the server's 1,799 rewrites a run invalidate what it made (12,001 invalidations over "
+        "the server's 1,799 rewrites a run invalidate what it made (12,122 invalidations over "
         "the two runs); and dynamic saves no rotation on this stand-in (fs2-dynamic), which "
         "is where the thesis's dynamic gained over static (T_r 31 against -1.6 %)"
     ),
     "fs2-learning-run": (
-        "the learning run costs more than the 10 % bound on CVS (time 18.9 %, energy 21.5 %; "
-        "the thesis 6 % and 7 %) and on TPC-W's time (10.1 %, energy 9.2 %; the thesis 1.7 % "
+        "the learning run costs more than the 10 % bound on CVS (time 19.0 %, energy 21.4 %; "
+        "the thesis 6 % and 7 %) and on TPC-W's time (10.1 %, energy 9.4 %; the thesis 1.7 % "
         "and 0.8 %): both replays keep the disk 94-98 % busy, so each copy of the first run "
         "lengthens it, where the thesis's TPC-W disk was 31 % busy"
     ),

@@ -258,25 +258,29 @@ fn wd800_mechanical_matches_fs2_table_5_1() {
         "half a revolution (ms)",
     );
     // Seek anchors of Table 5.1 on cylinder distances: track-to-track 2.0 ms, full stroke
-    // 21 ms, 9.9 ms at a third of the stroke (the curve the parametric entry uses).
+    // 21 ms, and 9.9 ms the mean over two uniform random cylinders (distance d with
+    // probability 2(C − d)/C², C = 55,232), as the parametric entry reads "average".
     let seek = d.seek_curve();
-    let full = s.timing["cylinders"].as_integer().unwrap() as u32 - 1;
+    let cyls = s.timing["cylinders"].as_integer().unwrap() as u32;
+    let full = cyls - 1;
     assert_eq!(seek.time_ms(1), 2.0);
     assert_eq!(seek.time_ms(full), 21.0);
-    close(
-        seek.time_ms(full / 3),
-        9.9,
-        0.01,
-        "seek at a third of the stroke (ms)",
-    );
-    // Between the anchors, the three-term curve 1.97213 + 6.49646·√x + 12.53141·x
-    // (x = distance / 55,231), hand-computed: a short seek costs more the longer it is
-    // (the two-term curve, clamped at 2.0 ms out to 4,224 cylinders, did not).
+    let c = cyls as f64;
+    let mean: f64 = (1..cyls)
+        .map(|d| 2.0 * (c - d as f64) / (c * c) * seek.time_ms(d))
+        .sum();
+    close(mean, 9.9, 0.01, "mean seek over random cylinder pairs (ms)");
+    // A concave curve puts the seek at a third of the stroke above its mean.
+    assert!(seek.time_ms(full / 3) > 10.2, "{}", seek.time_ms(full / 3));
+    // Between the anchors, Lee and Katz's three-point curve 2 + b·√x + c·x with
+    // x = (d − 1)/55,230, b = (−10·2 + 15·9.9 − 5·21)/3 = 7.8333 and
+    // c = (7·2 − 15·9.9 + 8·21)/3 = 11.1667, hand-computed: e.g. d = 1,000: x = 0.018088,
+    // 2 + 7.8333 × 0.13449 + 11.1667 × 0.018088 = 3.2555 ms.
     for (d, ms) in [
-        (100u32, 2.2713),
-        (1_000, 3.0732),
-        (4_224, 4.7271),
-        (30_000, 13.5668),
+        (100u32, 2.3517),
+        (1_000, 3.2555),
+        (4_224, 5.0199),
+        (30_000, 13.8385),
     ] {
         close(
             seek.time_ms(d),

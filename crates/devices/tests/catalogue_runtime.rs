@@ -133,7 +133,7 @@ fn wd800_mechanical_access_energy_is_fs2_e_a() {
         .unwrap();
     let svc = model.service(0, &Request::new(0, Op::Read, offset, 65_536).io(1));
     assert_eq!(svc.total(), done[0].breakdown.service_ns);
-    // From cylinder 0 to mid-disk: between the 1/3-stroke 9.9 ms and the 21 ms full stroke;
+    // From cylinder 0 to mid-disk: between the 9.9 ms average and the 21 ms full stroke;
     // no command overhead (FS2's T_A has none); the rotational wait is under a revolution.
     assert!(
         svc.seek_ns > 9_900_000 && svc.seek_ns < 21_000_000,
