@@ -104,13 +104,13 @@ fn live_probe_over_nbd_finds_the_emulated_drives_track_boundaries() {
         r.probes, r.glitches, r.retried, live.wall, r.response_steps
     );
     assert_eq!(got, want, "live probe vs the model's layout");
-    // The wall clock is the probe's clock: its own duration is about a revolution a probe
-    // (6 ms at 10,025 rpm), plus what loopback adds.
+    // The wall clock is the probe's clock, and the emulation enforces the model on it: a
+    // probe write costs at least most of a revolution (6 ms at 10,025 rpm). No upper bound:
+    // what loopback and a loaded host add is not the emulation's to promise (an upper bound
+    // here failed on an oversubscribed machine), and the runs above already check that the
+    // jitter did not blur the layout.
     let per_probe_ms = r.finished_at_ns as f64 / 1e6 / r.probes as f64;
-    assert!(
-        (5.0..12.0).contains(&per_probe_ms),
-        "{per_probe_ms:.2} ms a probe write"
-    );
+    assert!(per_probe_ms >= 5.0, "{per_probe_ms:.2} ms a probe write");
 }
 
 /// A live probe of something that is not there names it.
