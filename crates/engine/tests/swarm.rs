@@ -602,7 +602,15 @@ fn seeds() -> Vec<u64> {
 fn swarm() {
     let mut total = Outcome::default();
     for seed in seeds() {
-        match run(seed, None) {
+        // A panic inside a layer (an assertion of the function's own invariants) names its
+        // seed too, so that it can be replayed alone.
+        let ran = std::panic::catch_unwind(|| run(seed, None)).unwrap_or_else(|_| {
+            panic!(
+                "swarm seed {seed} panicked (message above)\nreproduce: {}",
+                reproducer(seed, "swarm")
+            )
+        });
+        match ran {
             Ok(o) => {
                 total.replied += o.replied;
                 total.lost_in_crashes += o.lost_in_crashes;

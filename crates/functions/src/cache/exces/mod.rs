@@ -904,10 +904,13 @@ impl Exces {
 
     /// A hit goes to the ECD: inside the ECD I/O of the request's previous page when that
     /// one hit too, in the ECD page before this one, and is still the last thing sent.
+    /// "The previous page" is checked on the buffer: a page between them may have been
+    /// held (it waits for its ECD page to be filled) without sending anything, and then
+    /// the ECD pages are neighbours but the host's bytes are not.
     fn hit_to_flash(&mut self, io: Io, out: &mut Actions) {
         if self.merging && self.p.merge_flash_pages {
             if let (Some(run), Some(last)) = (self.flash_run, out.last_submit_mut()) {
-                if last.id == run && last.end() == io.offset {
+                if last.id == run && last.end() == io.offset && last.buf.at(last.len) == io.buf {
                     self.c.merged_hits += 1;
                     self.slots[(io.offset / PAGE) as usize].busy += 1;
                     return self.fanout.merge(last, io);

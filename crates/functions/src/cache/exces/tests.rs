@@ -609,6 +609,37 @@ fn a_read_waits_for_the_buffered_write_that_fills_its_page() {
     assert_eq!(shape(&back), vec![(1, 0, 4096, Op::Read)]);
 }
 
+#[test]
+fn a_hit_after_a_page_that_waits_is_not_merged_into_the_previous_hit() {
+    // Found by the swarm (seed range 1..=20,000): disk pages 10 and 12 are in ECD pages 0
+    // and 1, page 11 is being written into ECD page 2. A read of pages 10–12 hits 10,
+    // holds 11 until its page is filled, and hits 12 in the ECD page right after 10's —
+    // but 12's bytes are not next to 10's in the read's buffer (11's lie between), so it
+    // is a separate ECD read; merging it panicked in `Fanout::merge`.
+    let mut p = params(8);
+    p.miss_threshold_per_min = 1e9;
+    let mut h = harness(p);
+    h.power(S, 0, "standby");
+    buffer(&mut h, S, &[10, 12]);
+    let w = h.request(S, io(3, Op::Write, 11 * P, P as u32));
+    assert_eq!(shape(&w), vec![(1, 2 * P, 4096, Op::Write)]);
+    let a = h.request(2 * S, io(4, Op::Read, 10 * P, 3 * P as u32));
+    assert_eq!(
+        shape(&a),
+        vec![(1, 0, 4096, Op::Read), (1, P, 4096, Op::Read)]
+    );
+    assert_eq!(h.counter("merged_hits"), 0.0);
+    assert_eq!(h.counter("waited_for_fill"), 1.0);
+    // The fill lands: page 11's read goes, and the three pieces answer the read once.
+    let back = h.complete(3 * S, submitted(&w)[0], Status::Ok);
+    assert_eq!(shape(&back), vec![(1, 2 * P, 4096, Op::Read)]);
+    let mut answered = replied(&back).len();
+    for id in submitted(&a).into_iter().chain(submitted(&back)) {
+        answered += replied(&h.complete(4 * S, id, Status::Ok)).len();
+    }
+    assert_eq!(answered, 2, "the write, then the read");
+}
+
 /// Where the map's journal starts: after the region's two headers and two snapshot slots.
 fn journal_at(k: u64) -> u64 {
     k * P + 2 * P + 2 * map_log::snapshot_bytes(k).div_ceil(P) * P
