@@ -549,9 +549,15 @@ impl Fs2 {
         }
         if replicated < n && self.outside_target(b0, b1) {
             // Whole blocks only: a read's bytes can stand for its blocks only if it covers
-            // them (else the blocks are copied from the disk).
+            // them (else the blocks are copied from the disk). Nor while a host write or
+            // discard of one of them is out: a device serving the two concurrently may
+            // return either version, and a replica of the older one, installed after the
+            // write has invalidated the blocks' replicas, would be read in place of the
+            // newer (found by swarm seed 24,728). `mark_stale` covers the other order.
             let whole = io.offset.is_multiple_of(BLOCK) && io.end().is_multiple_of(BLOCK);
-            if self.p.copy_from == CopyFrom::Memory && whole {
+            let written =
+                !self.writes.is_empty() && self.writes.values().any(|&(a, z)| a < b1 && b0 < z);
+            if self.p.copy_from == CopyFrom::Memory && whole && !written {
                 self.pending.insert(io.id, (b0, b1));
             } else {
                 self.candidate(b0, b1);

@@ -270,6 +270,36 @@ fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_th
 }
 
 #[test]
+fn a_read_sent_while_a_write_of_its_block_is_out_is_not_copied_from_memory() {
+    // Found by the swarm (seed 24,728): the disk may serve a read sent while a write of
+    // the same block is out with the older bytes. A replica made of them, installed after
+    // the write had invalidated the block's replicas, was read in place of the write.
+    let mut f = toy_target_1("");
+    let w = host(Op::Write, 5000, 1);
+    assert_eq!(request(&mut f, 0, w), vec![w]);
+    let mut r = host(Op::Read, 5000, 1);
+    r.id = IoId(1_000_000);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    // The write is back, then the read (with either version): its bytes are not stashed
+    // for a replica (the block went to the copies from the disk, which skip it while the
+    // write is out), and nothing is written.
+    complete(&mut f, MS, w);
+    let acts = complete(&mut f, 2 * MS, r);
+    assert!(submitted(&acts).is_empty(), "{acts:?}");
+    assert!(
+        matches!(acts.last(), Some(Action::Reply(c)) if c.io == r),
+        "{acts:?}"
+    );
+    assert_eq!((f.c.pieces_from_memory, f.stashed), (0, 0));
+    assert!(f.table.get(5000).is_none());
+    // A read once the write is back is copied from memory as before.
+    let r2 = host(Op::Read, 5001, 1);
+    request(&mut f, 5 * MS, r2);
+    complete(&mut f, 5 * MS, r2);
+    assert_eq!(f.c.pieces_from_memory, 1);
+}
+
+#[test]
 fn a_host_write_to_a_block_being_copied_into_waits_for_the_copy() {
     let mut f = toy_target_1("copy_from = 'disk'");
     let sent = request(&mut f, 0, host(Op::Read, 5000, 1));
