@@ -691,6 +691,21 @@ fn swarm() {
     }
 }
 
+/// Seeds past the default range that found bugs, kept as regressions: 4,572 (an EXCES
+/// merge of two ECD hits across a page held for its fill: a panic), 24,728 (FS2 made a
+/// replica of a read that raced a write: a stale read), 57,238 (EXCES answered a FUA
+/// write whose page a move had taken to the disk's volatile cache: lost after a crash).
+#[test]
+fn the_seeds_that_found_bugs_pass() {
+    for seed in [4572, 24728, 57238] {
+        let ran = std::panic::catch_unwind(|| run(seed, None))
+            .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));
+        if let Err(e) = ran {
+            panic!("seed {seed}: {e}\nreproduce: {}", reproducer(seed, "swarm"));
+        }
+    }
+}
+
 #[test]
 fn the_swarm_draws_both_flush_policies() {
     // The inline devices answer a FLUSH asleep (the default) or wake for it: both are drawn,

@@ -432,9 +432,17 @@ pub struct Exces {
     failed_back: Vec<u64>,
     /// The running job's copies: (ECD page, disk page, generation copied).
     job_pages: Vec<(u32, u64, u32)>,
+    /// The running job's pages written back, clean once the disk's flush is back: until
+    /// then the disk may hold them in its volatile cache, and the ECD's copy must stay
+    /// (a clean page's ECD page can be given to another).
+    job_back: Vec<(u32, u64, u32)>,
     job_copies_left: usize,
     /// A write reached the disk since the last disk flush was sent.
     disk_unflushed: bool,
+    /// A dirty page whose map entry was not logged yet moved to the disk since the last
+    /// disk flush was sent: a FUA write it held is durable only once the disk is flushed
+    /// (its ECD page may already hold another page, and the log never mapped it).
+    moved_unlogged: bool,
     subs: Vec<Io>,
     /// A host request's pages are being routed (their I/O may merge, as the options say).
     merging: bool,
@@ -492,8 +500,10 @@ impl Exces {
             early: Vec::new(),
             failed_back: Vec::new(),
             job_pages: Vec::new(),
+            job_back: Vec::new(),
             job_copies_left: 0,
             disk_unflushed: false,
+            moved_unlogged: false,
             subs: Vec::new(),
             merging: false,
             disk_run: None,
@@ -1179,6 +1189,8 @@ impl Exces {
                 // Algorithm 2, line 7: the entry goes after the copy.
                 (Dir::EcdToDisk, Status::Ok) => {
                     self.c.pages_flushed += 1;
+                    let s = self.slots[slot as usize];
+                    self.moved_unlogged |= self.logged[slot as usize] != s.page;
                     self.unmap(slot);
                 }
                 (Dir::EcdToDisk, _) => {}
@@ -1267,9 +1279,11 @@ impl Exces {
     /// The job's last step; false if the disk has nothing to flush (the job is over).
     fn flush_disk(&mut self, now: Nanos, out: &mut Actions) -> bool {
         if !self.disk_unflushed {
+            self.written_back_durable();
             return self.finish_job(now, out);
         }
         self.disk_unflushed = false;
+        self.moved_unlogged = false;
         let f = Io {
             buf: Buf::None,
             ..Io::own(self.flush_id, Op::Flush, self.disk, 0, 0)
@@ -1288,14 +1302,24 @@ impl Exces {
         if status != Status::Ok {
             self.failed_back.push(page);
         }
-        let s = self.slots[slot as usize];
-        if status == Status::Ok && s.page == page && s.gen == gen && s.dirty {
-            self.c.pages_written_back += 1;
-            self.set_clean(slot);
+        if status == Status::Ok {
+            self.job_back.push((slot, page, gen));
         }
         self.job_copies_left -= 1;
         if self.job_copies_left == 0 && !self.flush_disk(now, out) {
             self.pump(now, out);
+        }
+    }
+
+    /// The running job's disk flush is back (or nothing needed one): the pages it wrote
+    /// back are durable on the disk, and those not written again since are clean.
+    fn written_back_durable(&mut self) {
+        for (slot, page, gen) in std::mem::take(&mut self.job_back) {
+            let s = self.slots[slot as usize];
+            if s.page == page && s.gen == gen && s.dirty {
+                self.c.pages_written_back += 1;
+                self.set_clean(slot);
+            }
         }
     }
 
@@ -1333,8 +1357,18 @@ impl Exces {
                 ..Io::own(self.ecd_flush_id, Op::Flush, self.flash, 0, 0)
             });
         }
-        if self.disk_unflushed && (!sy.unmaps.is_empty() || self.host_flush()) {
+        // A FUA write whose page a move took to the disk before its entry was logged (found
+        // by swarm seed 57,238: the write was answered with its data in the disk's cache
+        // only) is durable once the disk is flushed.
+        let fua = self
+            .running
+            .and_then(|j| j.io)
+            .is_some_and(|io| io.op == Op::Write);
+        if self.disk_unflushed
+            && (!sy.unmaps.is_empty() || self.host_flush() || (fua && self.moved_unlogged))
+        {
             self.disk_unflushed = false;
+            self.moved_unlogged = false;
             sy.flushes += 1;
             out.submit(Io {
                 buf: Buf::None,
@@ -1799,8 +1833,12 @@ impl Function for Exces {
         if id == IoId::own(self.flush_id) {
             // A cleaning's disk flush: its end.
             self.running = None;
-            if done.status != Status::Ok {
-                // Nothing is known durable: the next sync flushes the disk again.
+            if done.status == Status::Ok {
+                self.written_back_durable();
+            } else {
+                // Nothing is known durable: the pages stay dirty, and the next sync
+                // flushes the disk again.
+                self.job_back.clear();
                 self.disk_unflushed = true;
             }
             return self.pump(now, out);
