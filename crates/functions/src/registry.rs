@@ -231,6 +231,10 @@ impl Draw<'_> {
 /// What a swarm generator may know of the devices under the stack.
 pub struct SwarmDevices<'a> {
     pub names: &'a [String],
+    /// Each named device's capacity in bytes, in the same order (empty: not known). A
+    /// generator sizes what depends on it (a metadata log's region) so that the table is
+    /// valid.
+    pub capacities: &'a [u64],
 }
 
 #[cfg(test)]

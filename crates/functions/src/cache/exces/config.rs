@@ -379,7 +379,13 @@ mod tests {
         };
         let names = vec!["d0".to_string(), "d1".to_string()];
         for _ in 0..500 {
-            let t = swarm(&mut Draw(&mut next), &SwarmDevices { names: &names });
+            let t = swarm(
+                &mut Draw(&mut next),
+                &SwarmDevices {
+                    names: &names,
+                    capacities: &[],
+                },
+            );
             parse(&toml::to_string(&t).unwrap()).unwrap();
         }
     }

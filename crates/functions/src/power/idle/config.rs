@@ -377,7 +377,13 @@ mod tests {
         };
         let names = vec!["a".to_string(), "b".to_string()];
         for _ in 0..500 {
-            let t = swarm(&mut Draw(&mut next), &SwarmDevices { names: &names });
+            let t = swarm(
+                &mut Draw(&mut next),
+                &SwarmDevices {
+                    names: &names,
+                    capacities: &[],
+                },
+            );
             parse(&toml::to_string(&t).unwrap()).unwrap();
         }
     }

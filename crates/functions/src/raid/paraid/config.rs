@@ -2,10 +2,12 @@
 
 use super::layer::{Paraid, Params, PROPAGATION_PRIORITY};
 use super::model::shares;
+use super::persist::{Shape, JOURNAL_BYTES};
 use super::policy::ShiftParams;
 use crate::raid::stripe::{check_array, check_merge, LayoutName, Level};
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
+use wattio_core::journal::{JournalConfig, MAX_REGION};
 use wattio_core::time::NS_PER_S;
 
 pub static KIND: Kind = Kind {
@@ -164,9 +166,27 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     t.insert("devices".into(), toml::Value::Array(names));
     t.insert(
         "gears".into(),
-        toml::Value::Array(gears.into_iter().map(Into::into).collect()),
+        toml::Value::Array(gears.iter().map(|&g| g.into()).collect()),
     );
-    t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16])).into());
+    // The dirty list's log (two bits a chunk of every disk above the lowest gear, twice,
+    // on disk 0) must fit a metadata region: over large disks a drawn chunk doubles until
+    // it does (after the draw, so that every other seed draws as before).
+    let mut chunk_kib = *d.pick(&[4i64, 8, 16]);
+    if let Some(&size) = devices.capacities.iter().min() {
+        let fits = |kib: i64| {
+            let shape = Shape {
+                low: gears[0] as usize,
+                disks: n,
+                chunks: size / (kib as u64 * 1024),
+                gears: gears.len(),
+            };
+            JournalConfig::region_len(shape.snapshot_bytes(), JOURNAL_BYTES) <= MAX_REGION
+        };
+        while !fits(chunk_kib) {
+            chunk_kib *= 2;
+        }
+    }
+    t.insert("chunk_kib".into(), chunk_kib.into());
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
     }

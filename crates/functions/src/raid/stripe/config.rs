@@ -289,7 +289,13 @@ mod tests {
         for n in 1..=5 {
             let names: Vec<String> = (0..n).map(|k| format!("d{k}")).collect();
             for _ in 0..100 {
-                let t = swarm(&mut Draw(&mut next), &SwarmDevices { names: &names });
+                let t = swarm(
+                    &mut Draw(&mut next),
+                    &SwarmDevices {
+                        names: &names,
+                        capacities: &[],
+                    },
+                );
                 parse(&toml::to_string(&t).unwrap()).unwrap();
             }
         }
