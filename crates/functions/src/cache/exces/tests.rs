@@ -179,14 +179,20 @@ fn buffer(h: &mut Harness<Exces>, now: Nanos, pages: &[u64]) {
     }
 }
 
-#[test]
-fn algorithm_1_on_the_papers_split_example() {
-    // Fig. 7: disk page 0 → ECD page 5, disk page 2 → ECD page 4, page 1 unmapped. (No
-    // reconfiguration here: the trigger's threshold is out of reach.)
+/// A layer of 8 ECD pages with the disk in standby from `S` (writes are buffered) and the
+/// trigger's threshold out of reach (no reconfiguration moves what the test placed).
+fn buffering_without_reconfigurations() -> Harness<Exces> {
     let mut p = params(8);
     p.miss_threshold_per_min = 1e9;
     let mut h = harness(p);
     h.power(S, 0, "standby");
+    h
+}
+
+#[test]
+fn algorithm_1_on_the_papers_split_example() {
+    // Fig. 7: disk page 0 → ECD page 5, disk page 2 → ECD page 4, page 1 unmapped.
+    let mut h = buffering_without_reconfigurations();
     buffer(&mut h, S, &[10, 11, 12, 13, 2, 0]);
     assert_eq!(h.function().mapping(0), Some((5, true)));
     assert_eq!(h.function().mapping(2), Some((4, true)));
@@ -611,15 +617,12 @@ fn a_read_waits_for_the_buffered_write_that_fills_its_page() {
 
 #[test]
 fn a_hit_after_a_page_that_waits_is_not_merged_into_the_previous_hit() {
-    // Found by the swarm (seed range 1..=20,000): disk pages 10 and 12 are in ECD pages 0
-    // and 1, page 11 is being written into ECD page 2. A read of pages 10–12 hits 10,
-    // holds 11 until its page is filled, and hits 12 in the ECD page right after 10's —
-    // but 12's bytes are not next to 10's in the read's buffer (11's lie between), so it
-    // is a separate ECD read; merging it panicked in `Fanout::merge`.
-    let mut p = params(8);
-    p.miss_threshold_per_min = 1e9;
-    let mut h = harness(p);
-    h.power(S, 0, "standby");
+    // Found by the swarm (seed 4,572): disk pages 10 and 12 are in ECD pages 0 and 1,
+    // page 11 is being written into ECD page 2. A read of pages 10–12 hits 10, holds 11
+    // until its page is filled, and hits 12 in the ECD page right after 10's — but 12's
+    // bytes are not next to 10's in the read's buffer (11's lie between), so it is a
+    // separate ECD read; merging it panicked in `Fanout::merge`.
+    let mut h = buffering_without_reconfigurations();
     buffer(&mut h, S, &[10, 12]);
     let w = h.request(S, io(3, Op::Write, 11 * P, P as u32));
     assert_eq!(shape(&w), vec![(1, 2 * P, 4096, Op::Write)]);
