@@ -201,21 +201,16 @@ fn fs2_logs(stack: &[String], logs: &mut Vec<String>) {
     }
 }
 
-/// The capacity of a drawn device table: a catalogue model's, or an inline spec's
-/// `capacity_bytes`.
+/// The capacity of a drawn device table, resolved as a run resolves it
+/// (`assemble::device_specs`: a catalogue model or an inline spec).
 fn capacity(device: &str, cat: &Catalogue) -> u64 {
-    if let Some(model) = device
-        .strip_prefix("model = \"")
-        .and_then(|m| m.split('"').next())
-    {
-        let spec = cat.get(model).expect("a catalogue model");
-        return spec.build_timing().expect("its timing").capacity();
-    }
-    device
-        .lines()
-        .find_map(|l| l.strip_prefix("capacity_bytes = "))
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .expect("an inline spec gives capacity_bytes")
+    let cfg = RunConfig::from_toml(
+        "device.toml",
+        &format!("[[device]]\nname = \"d\"\n{device}"),
+    )
+    .expect("a drawn device table parses");
+    let specs = wattio_engine::assemble::device_specs(&cfg, cat).expect("and resolves");
+    specs[0].spec.build_timing().expect("its timing").capacity()
 }
 
 fn draw(seed: u64, broken: Option<Broken>) -> Scenario {

@@ -1407,9 +1407,11 @@ impl Exces {
     /// A flush of the running sync is back.
     fn sync_flushed(&mut self, now: Nanos, done: &Completion, out: &mut Actions) {
         if done.status != Status::Ok {
-            // Nothing is known durable: the next sync flushes again.
+            // Nothing is known durable: the next sync flushes again (and a page a move
+            // took there unlogged still needs it).
             if done.io.dev == self.disk {
                 self.disk_unflushed = true;
+                self.moved_unlogged = true;
             } else {
                 self.ecd_unflushed = true;
             }
@@ -1840,6 +1842,7 @@ impl Function for Exces {
                 // flushes the disk again.
                 self.job_back.clear();
                 self.disk_unflushed = true;
+                self.moved_unlogged = true;
             }
             return self.pump(now, out);
         }
