@@ -10,7 +10,7 @@
 //!   for what they waited for in the capture); [`pinning`] — hybrid-disk pinning of a
 //!   launch by ILP, with the FCFP and SCF baselines.
 //! * [`plausibility`] — the checks a trace must pass to be run (shared by [`run`] and
-//!   [`check`]).
+//!   [`check`]); [`reach`] — what the host may address, checked before a run.
 //! * [`summary`], [`tables`] — what a run writes: `summary.json`, `requests.parquet`,
 //!   `timeline.parquet`, `energy.parquet`.
 
@@ -22,6 +22,7 @@ pub mod memory;
 pub mod pinning;
 pub mod plausibility;
 pub mod probe;
+pub mod reach;
 pub mod sim;
 pub mod summary;
 pub mod tables;
@@ -126,19 +127,33 @@ pub fn check(
         assumptions: Vec::new(),
         warnings: Vec::new(),
     };
-    if let Input::Trace { lenient } = input {
-        let mut watch = plausibility::Watch::new(source.as_mut());
-        let mut buf = Vec::with_capacity(4096);
-        loop {
-            buf.clear();
-            let n = watch.fill(&mut buf, 4096).map_err(|e| e.to_string())?;
-            if n < 4096 {
-                break;
+    let reach = reach::Reach::of(&asm);
+    let tolerate = cfg.run.tolerate_out_of_range;
+    match input {
+        Input::Workload => {
+            if let Some(w) = &cfg.workload {
+                reach.workload(w, tolerate)?;
             }
         }
-        report.trace = Some((watch.requests, watch.last.saturating_sub(watch.first)));
-        report.assumptions = watch.assumptions();
-        report.warnings = trace_verdict(&watch, lenient)?;
+        Input::Trace { lenient } => {
+            let mut watch = plausibility::Watch::new(source.as_mut());
+            let mut within = reach.trace();
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                buf.clear();
+                let n = watch.fill(&mut buf, 4096).map_err(|e| e.to_string())?;
+                for r in &buf {
+                    within.see(r)?;
+                }
+                if n < 4096 {
+                    break;
+                }
+            }
+            report.trace = Some((watch.requests, watch.last.saturating_sub(watch.first)));
+            report.assumptions = watch.assumptions();
+            report.warnings = trace_verdict(&watch, lenient)?;
+            within.verdict(tolerate)?;
+        }
     }
     Ok(report)
 }
@@ -188,6 +203,10 @@ pub fn run(
     opts: RunOptions<'_>,
 ) -> Result<Summary, String> {
     let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
+    if let (Input::Workload, Some(w)) = (opts.input, &cfg.workload) {
+        // Before simulating: a footprint that does not fit would fail the run at its end.
+        reach::Reach::of(&asm).workload(w, cfg.run.tolerate_out_of_range)?;
+    }
     let mut source = opener()?;
     let mut watch = plausibility::Watch::new(source.as_mut());
     let min_end = opts.input.min_end(cfg);

@@ -147,6 +147,121 @@ fn requests_past_the_end_of_a_device_fail_the_run_unless_tolerated() {
     assert_eq!(s.requests, 3);
 }
 
+/// What the run would refuse at its end, `check` refuses up front: a trace request past
+/// its device's end (named by its index) or to a device the run lacks, and a generated
+/// workload whose footprint or device count does not fit — which `run` refuses before
+/// simulating too.
+#[test]
+fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
+    let cat = wattio_devices::Catalogue::default();
+    let check = |cfg: &wattio_engine::RunConfig, reqs: Vec<wattio_core::Request>, input| {
+        wattio_engine::check(
+            cfg,
+            &cat,
+            &opener(reqs),
+            &mut wattio_engine::Registry::new(),
+            input,
+        )
+    };
+    let trace = wattio_engine::Input::Trace { lenient: false };
+    // The disk holds 1,000,000,000 bytes; requests 2 and 3 end past it.
+    let mut reqs = reads(&[1.0, 2.0, 3.0], &[0, 999_999_000, 999_999_999], 4096);
+    reqs[1].len = 1000;
+    let e = check(&config(""), reqs.clone(), trace).unwrap_err();
+    assert_eq!(
+        e,
+        "trace: 1 of 3 requests reach past the end of their device; the first, request 3, addresses bytes 999999999..1000004095 of `disk`, which holds 1000000000 bytes (map the trace's volumes or offsets onto the devices, choose larger devices, or set [run] tolerate_out_of_range = true to count such requests as errors)"
+    );
+    let tolerant = config("[run]\ntolerate_out_of_range = true");
+    assert_eq!(
+        check(&tolerant, reqs.clone(), trace)
+            .unwrap()
+            .trace
+            .unwrap()
+            .0,
+        3
+    );
+    reqs[2].offset = 0;
+    assert!(check(&config(""), reqs.clone(), trace).is_ok());
+    reqs[1].dev = 1;
+    assert_eq!(
+        check(&tolerant, reqs, trace).unwrap_err(),
+        "trace request 2 targets device 1, but the run has 1 device(s) (`disk`): select or map the trace's volumes, or add devices"
+    );
+
+    // A generated workload: the footprint is the furthest a request reaches.
+    let workload = |extra: &str, fp: u64| {
+        config(&format!(
+            "{extra}\n[workload]\narrivals = \"poisson\"\nduration_s = 86400\nrate = 100\nsize = {{ dist = \"fixed\", bytes = 4096 }}\nfootprint_bytes = {fp}\n"
+        ))
+    };
+    let too_far = "workload.footprint_bytes: expected at most the 1000000000 bytes of `disk`, got 1000000001: requests would reach past its end (lower the footprint, choose a larger device, or set [run] tolerate_out_of_range = true to count such requests as errors)";
+    let gen = wattio_engine::Input::Workload;
+    let cfg = workload("", 1_000_000_001);
+    let gen_opener = wattio_engine::workload_opener(&cfg).unwrap();
+    assert_eq!(
+        wattio_engine::check(
+            &cfg,
+            &cat,
+            &gen_opener,
+            &mut wattio_engine::Registry::new(),
+            gen
+        )
+        .unwrap_err(),
+        too_far
+    );
+    // `run` refuses it before simulating a day of 100 requests a second: no progress
+    // report is ever made.
+    let mut reports = 0;
+    let mut progress = |_: u64, _: wattio_core::time::Nanos| {
+        reports += 1;
+        Ok(())
+    };
+    let e = wattio_engine::run(
+        &cfg,
+        &cat,
+        &gen_opener,
+        &mut wattio_engine::Registry::new(),
+        wattio_engine::RunOptions {
+            progress: Some(&mut progress),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!((e.as_str(), reports), (too_far, 0));
+    let fits = workload("", 1_000_000_000);
+    assert!(wattio_engine::check(
+        &fits,
+        &cat,
+        &wattio_engine::workload_opener(&fits).unwrap(),
+        &mut wattio_engine::Registry::new(),
+        gen
+    )
+    .is_ok());
+    let tolerated = workload("[run]\ntolerate_out_of_range = true", 2_000_000_000);
+    assert!(wattio_engine::check(
+        &tolerated,
+        &cat,
+        &wattio_engine::workload_opener(&tolerated).unwrap(),
+        &mut wattio_engine::Registry::new(),
+        gen
+    )
+    .is_ok());
+    let mut two = workload("", 100_000_000);
+    two.workload.as_mut().unwrap().devices = 2;
+    assert_eq!(
+        wattio_engine::check(
+            &two,
+            &cat,
+            &wattio_engine::workload_opener(&two).unwrap(),
+            &mut wattio_engine::Registry::new(),
+            gen
+        )
+        .unwrap_err(),
+        "workload.devices: expected at most the run's 1 device(s) (`disk`), got 2"
+    );
+}
+
 #[test]
 fn configs_that_would_allocate_absurdly_are_refused_with_their_key() {
     let e = wattio_engine::RunConfig::from_toml(
