@@ -160,13 +160,36 @@ pub fn parse<T: serde::de::DeserializeOwned>(table: &toml::Table, key: &str) -> 
     let value = toml::Value::Table(table.clone());
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
+        // The message alone: its Display repeats the key ("in `timeout_s`") on a line of
+        // its own, and names Rust's types where a user wrote TOML.
+        let inner = plain(e.into_inner().message());
         if path.is_empty() || path == "." {
             format!("{key}: {inner}")
         } else {
             format!("{key}.{path}: {inner}")
         }
     })
+}
+
+/// A deserializer's message in TOML's words: `expected f64` is `expected a number`.
+fn plain(msg: &str) -> String {
+    let msg = msg.trim_end();
+    for (rust, toml) in [
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("u64", "a whole number ≥ 0"),
+        ("u32", "a whole number ≥ 0"),
+        ("u16", "a whole number ≥ 0"),
+        ("u8", "a whole number ≥ 0"),
+        ("usize", "a whole number ≥ 0"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+    ] {
+        if let Some(head) = msg.strip_suffix(&format!("expected {rust}")) {
+            return format!("{head}expected {toml}");
+        }
+    }
+    msg.to_string()
 }
 
 /// Range checks, with the key in the message.
@@ -304,10 +327,11 @@ mod tests {
         struct T {
             timeout_s: f64,
         }
+        // One line, in TOML's words, the key said once.
         let e = parse::<T>(&table("timeout_s = 'five'"), "function[2]").unwrap_err();
-        assert!(
-            e.starts_with("function[2].timeout_s: invalid type: string \"five\""),
-            "{e}"
+        assert_eq!(
+            e,
+            "function[2].timeout_s: invalid type: string \"five\", expected a number"
         );
         let e = parse::<T>(&table("timeout_s = 1.0\nwindow = 2"), "function[2]").unwrap_err();
         assert!(e.contains("unknown field `window`"), "{e}");
