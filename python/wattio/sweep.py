@@ -72,18 +72,23 @@ def _label(point: dict) -> str:
 
 def _run_point(task):
     """Runs in a worker: one point of a sweep. Returns its summary as a dict."""
-    index, text, base, trace, trace_format, trace_options, out, report = task
+    index, label, text, base, trace, trace_format, trace_options, out, report = task
     sub = Path(out) / f"{index:04d}" if out else None
-    r = run(
-        text,
-        base_dir=base,
-        trace=trace,
-        trace_format=trace_format,
-        out=sub,
-        progress=False,
-        report=report,
-        **trace_options,
-    )
+    try:
+        r = run(
+            text,
+            base_dir=base,
+            trace=trace,
+            trace_format=trace_format,
+            out=sub,
+            progress=False,
+            report=report,
+            **trace_options,
+        )
+    except (ValueError, RuntimeError) as e:
+        # What only the run finds (a footprint past a device's end, a trace refused): the
+        # point it belongs to, as the up-front config check says it.
+        raise type(e)(f"sweep point {index} ({label}): {e}") from None
     return index, r.summary
 
 
@@ -153,6 +158,7 @@ def sweep(
         tasks.append(
             (
                 i,
+                _label(p),
                 text,
                 str(base),
                 str(trace) if trace else None,
