@@ -92,5 +92,15 @@ def test_passes_loop_the_trace(wattio_cli):
         return max(heat) / (sum(heat) / len(heat))
 
     assert spread(eight) < spread(one)
-    bad = wattio_cli("nvm", "run", TRACE, "--passes", "0", check=False)
-    assert bad.returncode == 2 and "passes = 0" in bad.stderr
+    bad = wattio_cli("nvm", "run", TRACE, "--passes", "10001", check=False)
+    assert bad.returncode == 2 and "passes = 10001: expected a whole number from 1 to 10000" in bad.stderr
+    # Counts below 1 or past the simulator's field are refused by the flag, not as a JSON
+    # decoding error about the config the front door generated.
+    for flag, value, said in [("--passes", "0", "≥ 1"), ("--n-th", "-1", "≥ 1"),
+                              ("--set-rotation", str(2**64), f"at most {2**64 - 1}")]:
+        bad = wattio_cli("nvm", "run", TRACE, "--scheme", "hc", flag, value, check=False)
+        assert bad.returncode == 2 and f"argument {flag}: '{value}': expected" in bad.stderr, bad.stderr
+        assert said in bad.stderr and "column" not in bad.stderr
+    # From Python, the simulator names the key.
+    with pytest.raises(ValueError, match=r"^nvcache config: llc.hybrid.n_th: invalid value: integer `-1`, expected u32$"):
+        nvm.simulate(TRACE, nvm.Cache("hc", n_th=-1))

@@ -19,6 +19,27 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"size {text!r}: expected bytes, or a number with K, M or G") from None
 
 
+def _count(hi: int):
+    """An argparse type: a whole number ≥ 1 that fits the simulator's field (``hi``); the
+    simulator checks the tighter bounds of each (ways, unit sizes) and names them."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number ≥ 1")
+        if n > hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected at most {hi}")
+        return n
+
+    return parse
+
+
+U32, U64 = 2**32 - 1, 2**64 - 1
+
+
 def _run(args) -> int:
     cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways, n_th=args.n_th,
                       miss_count=args.miss_count,
@@ -52,15 +73,15 @@ def add_commands(sub) -> None:
     r.add_argument("trace", help="a memory trace (wattio capture memory)")
     r.add_argument("--scheme", default="dw", help=f"write scheme: {nvm.SCHEME_HELP} (default dw)")
     r.add_argument("--llc-size", type=_size, default=256 << 10, help="LLC bytes (default 256K)")
-    r.add_argument("--llc-ways", type=int, default=8, help="LLC ways (default 8)")
-    r.add_argument("--n-th", type=int, default=4, help="hybrid cache: N_th (default 4)")
+    r.add_argument("--llc-ways", type=_count(U32), default=8, help="LLC ways (default 8)")
+    r.add_argument("--n-th", type=_count(U32), default=4, help="hybrid cache: N_th (default 4)")
     r.add_argument("--miss-count", choices=("block", "set"), default="block",
                    help="hybrid cache: N_miss counts CB_last's own misses (block, default) or the set's (set)")
-    r.add_argument("--set-rotation", type=int, help="wear levelling: rotate sets every N PRAM writes")
-    r.add_argument("--line-rotation", type=int, help="wear levelling: rotate a set's ways every N writes to it")
+    r.add_argument("--set-rotation", type=_count(U64), help="wear levelling: rotate sets every N PRAM writes")
+    r.add_argument("--line-rotation", type=_count(U64), help="wear levelling: rotate a set's ways every N writes to it")
     r.add_argument("--l1-size", type=_size, default=32 << 10, help="L1D bytes, load/store traces (default 32K)")
-    r.add_argument("--l1-ways", type=int, default=8, help="L1D ways (default 8)")
-    r.add_argument("--passes", type=int, default=1,
+    r.add_argument("--l1-ways", type=_count(U32), default=8, help="L1D ways (default 8)")
+    r.add_argument("--passes", type=_count(U32), default=1,
                    help="replay the trace N times back to back, caches carried over (default 1)")
     r.add_argument("--json", action="store_true", help="the whole report as JSON")
     r.set_defaults(func=_run)
