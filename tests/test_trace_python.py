@@ -93,6 +93,17 @@ def test_cli_slice_window_and_speedup(msr: Path, tmp_path: Path) -> None:
     assert df["arrival_ns"].tolist() == [0, 0, 333_013_150]
 
 
+def test_cli_slice_that_keeps_nothing_fails_and_leaves_no_file(msr: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "none.parquet"
+    assert main(["trace", "slice", str(msr), str(out), "--dev", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "slice kept no requests: device 9 is not in the trace (its devices: 0, 1)" in err, err
+    assert not out.exists()
+    assert main(["trace", "slice", str(msr), str(out), "--start", "3600"]) == 2
+    assert "none arrives in the window [3600, end) s (3 read outside it)" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_cli_reports_file_line_column_and_lenient(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text(MSR + "128166372016382155,src2,0,Wrote,0,65536,20\n")

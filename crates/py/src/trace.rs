@@ -148,7 +148,13 @@ fn trace_slice(
         let mut sl = Slice::new(src, so).map_err(PyValueError::new_err)?;
         let w = create_writer(Path::new(output), Some(out_fmt), &[]).map_err(err)?;
         let r: Result<(u64, Vec<String>), FormatError> = copy_trace(&mut sl, w, input);
-        r.map_err(err)
+        let r = r.map_err(err)?;
+        if let Some(why) = sl.nothing_kept() {
+            // No empty trace left behind to be mistaken for a slice.
+            let _ = std::fs::remove_file(output);
+            return Err(PyValueError::new_err(format!("{input}: {why}")));
+        }
+        Ok(r)
     })
 }
 
