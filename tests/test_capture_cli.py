@@ -93,6 +93,16 @@ def test_ctrl_c_midway_cleans_up(tmp_path):
             assert not [n for n in os.listdir(root) if n.startswith(f"wattio-capture-{proc.pid}-")]
 
 
+def test_a_command_that_cannot_run_is_named_and_no_trace_is_written(tmp_path, wattio_cli):
+    # Under strace the command's absence would only show as strace's exit status, after
+    # an empty trace was written.
+    out = tmp_path / "c.parquet"
+    p = wattio_cli("capture", "files", "--out", out, "--", tmp_path / "nope", check=False)
+    assert p.returncode == 2
+    assert f"cannot run `{tmp_path / 'nope'}`: no such file" in p.stderr
+    assert not out.exists()
+
+
 def test_file_calls_capture(tmp_path, wattio_cli):
     data = tmp_path / "d"
     data.write_bytes(bytes(8192))

@@ -46,6 +46,45 @@ impl std::fmt::Display for Ended {
     }
 }
 
+/// Fails unless `prog` names an executable file: with a `/`, relative to `cwd`; without,
+/// somewhere on `PATH` (as the shell would look). For captures that run the command under
+/// a wrapper (strace, a stopping shell), where the wrapper's own complaint would come too
+/// late: after an empty trace was written, as the command's exit status.
+pub fn check_runnable(
+    prog: &str,
+    cwd: &Path,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<(), CaptureError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        let p = cwd.join(prog);
+        return if runnable(&p) {
+            Ok(())
+        } else if p.exists() {
+            Err(CaptureError::new(format!(
+                "cannot run `{prog}`: not an executable file"
+            )))
+        } else {
+            Err(CaptureError::new(format!(
+                "cannot run `{prog}`: no such file"
+            )))
+        };
+    }
+    let found = path
+        .map(|p| std::env::split_paths(p).any(|d| runnable(&cwd.join(d).join(prog))))
+        .unwrap_or(false);
+    if found {
+        Ok(())
+    } else {
+        Err(CaptureError::new(format!(
+            "cannot run `{prog}`: command not found on PATH"
+        )))
+    }
+}
+
 impl Running {
     /// Starts `argv` in `cwd` with `env` added, in a new process group.
     pub fn spawn(
@@ -115,5 +154,46 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_command_that_cannot_run_is_named_before_it_is_wrapped() {
+        let dir = std::env::temp_dir().join(format!("wattio-runnable-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        let tool = dir.join("bin/tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::write(dir.join("data"), "").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::ffi::OsString::from("/nonexistent-dir:bin");
+        // On PATH (a relative PATH entry is relative to the command's directory).
+        assert!(check_runnable("tool", &dir, Some(&path)).is_ok());
+        assert!(check_runnable("./bin/tool", &dir, None).is_ok());
+        let msg = |prog: &str, path: Option<&std::ffi::OsStr>| {
+            check_runnable(prog, &dir, path).unwrap_err().to_string()
+        };
+        assert_eq!(
+            msg("nope", Some(&path)),
+            "cannot run `nope`: command not found on PATH"
+        );
+        assert_eq!(
+            msg("tool", None),
+            "cannot run `tool`: command not found on PATH"
+        );
+        assert_eq!(msg("./nope", None), "cannot run `./nope`: no such file");
+        assert_eq!(
+            msg("./data", None),
+            "cannot run `./data`: not an executable file"
+        );
+        assert_eq!(
+            msg("bin", Some(&path)),
+            "cannot run `bin`: command not found on PATH"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

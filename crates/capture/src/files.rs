@@ -92,6 +92,7 @@ pub fn capture_files(command: &[String], out: &Path) -> Result<FilesCapture, Cap
     argv.push(scratch.0.join("t").display().to_string());
     argv.extend(command.iter().cloned());
     let cwd = std::env::current_dir().map_err(|e| CaptureError::io("current directory", &e))?;
+    crate::command::check_runnable(&command[0], &cwd, std::env::var_os("PATH").as_deref())?;
     let t0 = realtime_ns();
     let mut cmd = Running::spawn(&argv, &cwd, &[]).map_err(|e| {
         CaptureError::new(format!(

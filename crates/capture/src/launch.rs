@@ -117,6 +117,7 @@ pub fn capture_launch(command: &[String], out: &Path) -> Result<LaunchCapture, C
         .collect();
     argv.extend(command.iter().cloned());
     let cwd = std::env::current_dir().map_err(|e| CaptureError::io("current directory", &e))?;
+    crate::command::check_runnable(&command[0], &cwd, std::env::var_os("PATH").as_deref())?;
     let mut pages = Instance::create(&tfs, "launch-pages", 16 * 1024)?;
     let mut blocks = Instance::create(&tfs, "launch-block", 16 * 1024)?;
     let mut cmd = Running::spawn(&argv, &cwd, &[])?;
