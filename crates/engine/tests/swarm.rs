@@ -719,10 +719,13 @@ fn swarm() {
 /// replica of a read that raced a write: a stale read), 57,238 (EXCES answered a FUA
 /// write whose page a move had taken to the disk's volatile cache: lost after a crash),
 /// 111,951 (PARAID's generator drew 8 KiB chunks over three 4 TB drives, a dirty-list log
-/// larger than a metadata region: the generator now sizes the chunk by the capacities).
+/// larger than a metadata region: the generator now sizes the chunk by the capacities),
+/// 263,302 (EXCES over PARAID: a write put a page back in its ECD page while an earlier FUA
+/// write was taking it over to the disk; after a crash the log's map returned the ECD page's
+/// older durable data).
 #[test]
 fn the_seeds_that_found_bugs_pass() {
-    for seed in [4572, 24728, 57238, 111_951] {
+    for seed in [4572, 24728, 57238, 111_951, 263_302] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));
         if let Err(e) = ran {

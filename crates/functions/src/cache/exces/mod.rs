@@ -343,6 +343,8 @@ struct Counters {
     merged_pages: u64,
     merged_hits: u64,
     waited_for_fill: u64,
+    /// Writes held while an earlier write took their page over to the disk.
+    waited_for_handoff: u64,
     race_reads_to_origin: u64,
     race_writes_to_destination: u64,
     race_writes_to_origin: u64,
@@ -386,6 +388,9 @@ pub struct Exces {
     clean_in: VecDeque<u32>,
     /// Page I/O waiting for a buffered write to land, by ECD page.
     waiting: FxHashMap<u32, Vec<Io>>,
+    /// Writes waiting for an earlier write that is taking their page over to the disk (a
+    /// race handoff), by ECD page.
+    handing_over: FxHashMap<u32, Vec<Io>>,
     /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
     /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
     /// planning costs what it moves, not k (ordered sets: deterministic plans).
@@ -473,6 +478,7 @@ impl Exces {
             clean_out: VecDeque::new(),
             clean_in: VecDeque::new(),
             waiting: FxHashMap::default(),
+            handing_over: FxHashMap::default(),
             incoming: BTreeSet::new(),
             outgoing: BTreeSet::new(),
             dirty_pages: 0,
@@ -844,6 +850,17 @@ impl Exces {
         if s.filling {
             self.c.waited_for_fill += 1;
             self.waiting.entry(slot).or_default().push(sub);
+            return;
+        }
+        if write && s.moving.is_some_and(|m| m.handoff.is_some()) {
+            // An earlier write is taking the page over to the disk. Written to the ECD page
+            // instead, this one would keep the page mapped there, with data the ECD may not
+            // have made durable yet, while the log maps the page there: a crash would then
+            // return what the ECD page held before even a FUA write the disk already holds
+            // (swarm seed 263,302). It waits for the handoff and is routed as the page then
+            // stands.
+            self.c.waited_for_handoff += 1;
+            self.handing_over.entry(slot).or_default().push(sub);
             return;
         }
         match s.moving.filter(|m| !m.stopped) {
@@ -1219,6 +1236,9 @@ impl Exces {
         }
         if !copy_out {
             self.end_move(now, slot, out);
+        }
+        for w in self.handing_over.remove(&slot).unwrap_or_default() {
+            self.route(now, w, out);
         }
     }
 
@@ -1948,6 +1968,7 @@ impl Function for Exces {
             ("merged_pages", c.merged_pages as f64),
             ("merged_hits", c.merged_hits as f64),
             ("waited_for_fill", c.waited_for_fill as f64),
+            ("waited_for_handoff", c.waited_for_handoff as f64),
             ("race_reads_to_origin", c.race_reads_to_origin as f64),
             (
                 "race_writes_to_destination",
