@@ -240,3 +240,14 @@ def test_child_processes_each_get_their_rows(tmp_path):
     rows = _rows(out)
     starts = [r["pid"] for r in rows if r["kind"] == START]
     assert sorted(starts) == sorted(p["pid"] for p in rep["processes"])
+
+
+def test_a_command_that_cannot_run_is_named_before_valgrind(tmp_path, capsys):
+    out = tmp_path / "none.parquet"
+    data = tmp_path / "data"
+    data.write_text("")
+    for prog, said in [(str(tmp_path / "nope"), "no such file"), (str(data), "not an executable file"),
+                       ("wattio-no-such-command", "command not found on PATH")]:
+        assert cli.main(["capture", "memory", "--out", str(out), "--", prog]) == 2
+        assert f"cannot run `{prog}`: {said}" in capsys.readouterr().err
+        assert not out.exists()

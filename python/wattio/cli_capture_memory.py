@@ -78,6 +78,19 @@ def build_tool() -> Path:
     return out
 
 
+
+def _check_runnable(prog: str, cwd) -> None:
+    """As `capture files` and `capture launch` do: a command that cannot run is named before
+    Valgrind starts, whose own complaint would come as a capture without a trace."""
+    if "/" in prog:
+        p = Path(cwd or ".") / prog
+        if not p.exists():
+            raise ValueError(f"cannot run `{prog}`: no such file")
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise ValueError(f"cannot run `{prog}`: not an executable file")
+    elif shutil.which(prog) is None:
+        raise ValueError(f"cannot run `{prog}`: command not found on PATH")
+
 def capture(
     command: list[str],
     out: str | os.PathLike,
@@ -100,6 +113,7 @@ def capture(
     """
     if not command:
         raise ValueError("no command to capture (wattio capture memory -- COMMAND ...)")
+    _check_runnable(command[0], cwd)
     libdir = build_tool()
     raw = Path(keep_raw) if keep_raw else Path(tempfile.mkdtemp(prefix="wattio-mem-"))
     raw.mkdir(parents=True, exist_ok=True)
@@ -136,7 +150,7 @@ def capture(
         files = sorted(raw.glob("*.raw*"))
         if not files:
             logs = "".join(p.read_text(errors="replace") for p in sorted(raw.glob("*.log")))
-            raise RuntimeError(f"valgrind wrote no trace (exit status {status}):\n{logs}")
+            raise RuntimeError(f"valgrind wrote no trace (exit status {status}): {logs.strip() or 'no log'}")
         report = json.loads(
             _core.memtrace_convert(
                 [str(f) for f in files],
