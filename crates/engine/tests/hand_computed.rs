@@ -196,20 +196,18 @@ fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
         ))
     };
     let too_far = "workload.footprint_bytes: expected at most the 1000000000 bytes of `disk`, got 1000000001: requests would reach past its end (lower the footprint, choose a larger device, or set [run] tolerate_out_of_range = true to count such requests as errors)";
-    let gen = wattio_engine::Input::Workload;
-    let cfg = workload("", 1_000_000_001);
-    let gen_opener = wattio_engine::workload_opener(&cfg).unwrap();
-    assert_eq!(
+    let check_generated = |cfg: &wattio_engine::RunConfig| {
         wattio_engine::check(
-            &cfg,
+            cfg,
             &cat,
-            &gen_opener,
+            &wattio_engine::workload_opener(cfg).unwrap(),
             &mut wattio_engine::Registry::new(),
-            gen
+            wattio_engine::Input::Workload,
         )
-        .unwrap_err(),
-        too_far
-    );
+        .map(|_| ())
+    };
+    let cfg = workload("", 1_000_000_001);
+    assert_eq!(check_generated(&cfg).unwrap_err(), too_far);
     // `run` refuses it before simulating a day of 100 requests a second: no progress
     // report is ever made.
     let mut reports = 0;
@@ -220,7 +218,7 @@ fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
     let e = wattio_engine::run(
         &cfg,
         &cat,
-        &gen_opener,
+        &wattio_engine::workload_opener(&cfg).unwrap(),
         &mut wattio_engine::Registry::new(),
         wattio_engine::RunOptions {
             progress: Some(&mut progress),
@@ -229,35 +227,13 @@ fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
     )
     .unwrap_err();
     assert_eq!((e.as_str(), reports), (too_far, 0));
-    let fits = workload("", 1_000_000_000);
-    assert!(wattio_engine::check(
-        &fits,
-        &cat,
-        &wattio_engine::workload_opener(&fits).unwrap(),
-        &mut wattio_engine::Registry::new(),
-        gen
-    )
-    .is_ok());
+    assert_eq!(check_generated(&workload("", 1_000_000_000)), Ok(()));
     let tolerated = workload("[run]\ntolerate_out_of_range = true", 2_000_000_000);
-    assert!(wattio_engine::check(
-        &tolerated,
-        &cat,
-        &wattio_engine::workload_opener(&tolerated).unwrap(),
-        &mut wattio_engine::Registry::new(),
-        gen
-    )
-    .is_ok());
+    assert_eq!(check_generated(&tolerated), Ok(()));
     let mut two = workload("", 100_000_000);
     two.workload.as_mut().unwrap().devices = 2;
     assert_eq!(
-        wattio_engine::check(
-            &two,
-            &cat,
-            &wattio_engine::workload_opener(&two).unwrap(),
-            &mut wattio_engine::Registry::new(),
-            gen
-        )
-        .unwrap_err(),
+        check_generated(&two).unwrap_err(),
         "workload.devices: expected at most the run's 1 device(s) (`disk`), got 2"
     );
 }
