@@ -102,5 +102,5 @@ def test_passes_loop_the_trace(wattio_cli):
         assert bad.returncode == 2 and f"argument {flag}: '{value}': expected" in bad.stderr, bad.stderr
         assert said in bad.stderr and "column" not in bad.stderr
     # From Python, the simulator names the key.
-    with pytest.raises(ValueError, match=r"^nvcache config: llc.hybrid.n_th: invalid value: integer `-1`, expected u32$"):
+    with pytest.raises(ValueError, match=r"^nvcache config: llc.hybrid.n_th: invalid value: integer `-1`, expected a whole number ≥ 0$"):
         nvm.simulate(TRACE, nvm.Cache("hc", n_th=-1))

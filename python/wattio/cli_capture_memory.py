@@ -78,19 +78,6 @@ def build_tool() -> Path:
     return out
 
 
-
-def _check_runnable(prog: str, cwd) -> None:
-    """As `capture files` and `capture launch` do: a command that cannot run is named before
-    Valgrind starts, whose own complaint would come as a capture without a trace."""
-    if "/" in prog:
-        p = Path(cwd or ".") / prog
-        if not p.exists():
-            raise ValueError(f"cannot run `{prog}`: no such file")
-        if not (p.is_file() and os.access(p, os.X_OK)):
-            raise ValueError(f"cannot run `{prog}`: not an executable file")
-    elif shutil.which(prog) is None:
-        raise ValueError(f"cannot run `{prog}`: command not found on PATH")
-
 def capture(
     command: list[str],
     out: str | os.PathLike,
@@ -113,7 +100,7 @@ def capture(
     """
     if not command:
         raise ValueError("no command to capture (wattio capture memory -- COMMAND ...)")
-    _check_runnable(command[0], cwd)
+    _core.capture_check_runnable(command[0], str(Path(cwd or ".").resolve()))
     libdir = build_tool()
     raw = Path(keep_raw) if keep_raw else Path(tempfile.mkdtemp(prefix="wattio-mem-"))
     raw.mkdir(parents=True, exist_ok=True)

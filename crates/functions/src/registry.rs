@@ -171,8 +171,9 @@ pub fn parse<T: serde::de::DeserializeOwned>(table: &toml::Table, key: &str) -> 
     })
 }
 
-/// A deserializer's message in TOML's words: `expected f64` is `expected a number`.
-fn plain(msg: &str) -> String {
+/// A deserializer's message in TOML's words: `expected f64` is `expected a number` (also
+/// for the JSON configs the Python front door generates).
+pub fn plain(msg: &str) -> String {
     let msg = msg.trim_end();
     for (rust, toml) in [
         ("f64", "a number"),

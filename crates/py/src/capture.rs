@@ -56,7 +56,16 @@ fn capture_launch(py: Python<'_>, out: PathBuf, command: Vec<String>) -> PyResul
     })
 }
 
+/// Fails unless `prog` can run from `cwd` (`wattio_capture::command::check_runnable`):
+/// `capture memory`, whose wrapper (Valgrind) is started from Python, checks as the others do.
+#[pyfunction]
+fn capture_check_runnable(prog: &str, cwd: PathBuf) -> PyResult<()> {
+    wattio_capture::command::check_runnable(prog, &cwd, std::env::var_os("PATH").as_deref())
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(capture_check_runnable, m)?)?;
     m.add_function(wrap_pyfunction!(capture_block, m)?)?;
     m.add_function(wrap_pyfunction!(capture_files, m)?)?;
     m.add_function(wrap_pyfunction!(capture_launch, m)?)?;

@@ -20,6 +20,7 @@ fn nvcache_run(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<String> 
             Some(i) if e.inner().line() > 0 => &msg[..i],
             _ => &msg,
         };
+        let msg = wattio_functions::registry::plain(msg);
         PyValueError::new_err(format!("nvcache config: {}: {msg}", e.path()))
     })?;
     py.allow_threads(|| {
