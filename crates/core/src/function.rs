@@ -43,6 +43,16 @@ pub enum Action {
         src: Buf,
         len: u32,
     },
+    /// Copy between buffers: `dst = src` over `len` bytes, what a device read does to the
+    /// buffer it fills. A layer that answers a read from bytes it holds (a prefetch buffer)
+    /// must overwrite the read's buffer: a layer above may have used that buffer before (a
+    /// RAID read retried after a failed member), so an `Xor` into it would combine the
+    /// answer with stale bytes. A scratch buffer that does not exist yet is created.
+    Copy {
+        dst: Buf,
+        src: Buf,
+        len: u32,
+    },
     /// Put bytes the function generated into one of its scratch buffers (`dst` must be a
     /// `Buf::Scratch`): the bytes of its own metadata, written to a device by an ordinary
     /// `Submit` out of that buffer. The bytes ride in the [`Actions`]' byte arena
@@ -63,7 +73,7 @@ pub enum Action {
     },
     /// The function is done with one of its scratch buffers without writing it out (a
     /// copy abandoned after its read): the executor frees it. A buffer lives from the read
-    /// (or `Xor`, `Fill`) that creates it to the write that drains it, or to this.
+    /// (or `Xor`, `Copy`, `Fill`) that creates it to the write that drains it, or to this.
     Release {
         buf: Buf,
     },
@@ -121,6 +131,11 @@ impl Actions {
     #[inline]
     pub fn xor(&mut self, dst: Buf, src: Buf, len: u32) {
         self.list.push(Action::Xor { dst, src, len });
+    }
+    /// `dst = src` over `len` bytes ([`Action::Copy`]).
+    #[inline]
+    pub fn copy(&mut self, dst: Buf, src: Buf, len: u32) {
+        self.list.push(Action::Copy { dst, src, len });
     }
     /// `dst[..bytes.len()] = bytes` ([`Action::Fill`]).
     pub fn fill(&mut self, dst: Buf, bytes: &[u8]) {

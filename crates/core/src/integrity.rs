@@ -547,6 +547,34 @@ impl DataObserver for Checker {
         }
     }
 
+    /// `dst = src`, block by block as in [`Checker::xor`]: a destination block takes the
+    /// source's version where the source holds a whole block, and is undefined where it
+    /// does not (the source never filled there, or the copy ends within the block).
+    fn copy(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
+        let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
+            return;
+        };
+        let size = 1u64 << self.shift;
+        let len = len as u64;
+        let mut k = 0;
+        while k < len {
+            let from = self.bufs.get(&(sk, soff + k)).copied();
+            let whole = k + size <= len;
+            match from {
+                Some(f) if whole => {
+                    self.put(dk, doff + k, f);
+                    k += size;
+                    continue;
+                }
+                _ if whole || self.bufs.contains_key(&(dk, doff + k)) => {
+                    self.put(dk, doff + k, ANY);
+                }
+                _ => {}
+            }
+            k += 512;
+        }
+    }
+
     fn host_request(&mut self, now: Nanos, io: &Io) {
         let issued = self.tick();
         match io.op {

@@ -135,6 +135,20 @@ pub trait Executor {
         Ok(())
     }
 
+    /// A function copied between buffers, `dst = src` over `len` bytes (a prefetcher
+    /// answering a read from its buffer). An executor that moves bytes (live) does it,
+    /// creating a scratch buffer that does not exist yet; the simulator moves none.
+    fn copy(
+        &mut self,
+        dst: Buf,
+        src: Buf,
+        len: u32,
+        hosts: &Hosts<Self::Host>,
+    ) -> Result<(), String> {
+        let _ = (dst, src, len, hosts);
+        Ok(())
+    }
+
     /// A function put bytes into its scratch buffer `dst` (creating it). Only called when
     /// the executor moves bytes (`EMULATES_BYTES` false).
     fn fill(&mut self, dst: Buf, bytes: &[u8], hosts: &Hosts<Self::Host>) -> Result<(), String> {
@@ -182,6 +196,10 @@ pub trait DataObserver {
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         let _ = (now, dst, src, len);
     }
+    /// A function copied between buffers: `dst = src` over `len` bytes.
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        let _ = (now, dst, src, len);
+    }
     /// A function put `len` bytes of its own (metadata) into its scratch buffer `dst`.
     fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
         let _ = (now, dst, len);
@@ -219,6 +237,9 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         (**self).xor(now, dst, src, len)
+    }
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        (**self).copy(now, dst, src, len)
     }
     fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
         (**self).fill(now, dst, len)
@@ -796,6 +817,14 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         self.observer.xor(now, dst, src, len);
         self.life.open(dst);
         if let Err(e) = self.x.xor(dst, src, len, &self.hosts) {
+            self.fail(e);
+        }
+    }
+
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        self.observer.copy(now, dst, src, len);
+        self.life.open(dst);
+        if let Err(e) = self.x.copy(dst, src, len, &self.hosts) {
             self.fail(e);
         }
     }

@@ -2,7 +2,7 @@
 //! both executors and the data observer.
 //!
 //! A scratch buffer (`Buf::Scratch`) is created by the first thing that puts bytes in it
-//! (a fill, an xor into it, an I/O on it) and lives while I/O is out on it: device I/O,
+//! (a fill, an xor or copy into it, an I/O on it) and lives while I/O is out on it: device I/O,
 //! and I/O a layer passed to the one below until its reply is back up (a lower layer may
 //! split a write and send the pieces at different times). It is freed
 //!
@@ -57,7 +57,7 @@ impl ScratchLife {
         self.bufs.values().filter(|l| l.out == 0).count()
     }
 
-    /// Bytes were put into `buf` (a fill, an xor into it): it exists.
+    /// Bytes were put into `buf` (a fill, an xor or copy into it): it exists.
     pub fn open(&mut self, buf: Buf) {
         if let Buf::Scratch { id, .. } = buf {
             self.bufs.entry(id).or_default();

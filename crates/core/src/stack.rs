@@ -40,6 +40,12 @@ pub enum Effect {
         src: Buf,
         len: u32,
     },
+    /// `dst = src` over `len` bytes ([`Action::Copy`]).
+    Copy {
+        dst: Buf,
+        src: Buf,
+        len: u32,
+    },
     /// Bytes into a scratch buffer ([`Action::Fill`]).
     Fill {
         dst: Buf,
@@ -82,6 +88,8 @@ pub trait Effects {
     fn cancel_timer(&mut self, now: Nanos, layer: usize, timer: TimerId);
     /// `dst ^= src` over `len` bytes ([`Action::Xor`]).
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32);
+    /// `dst = src` over `len` bytes ([`Action::Copy`]).
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32);
     /// `dst[..bytes.len()] = bytes` ([`Action::Fill`]).
     fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]);
     /// `layer` asks for the first `len` bytes of `src`: hand them to
@@ -126,6 +134,9 @@ impl Effects for Vec<Effect> {
     }
     fn xor(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.push(Effect::Xor { dst, src, len });
+    }
+    fn copy(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
+        self.push(Effect::Copy { dst, src, len });
     }
     fn fill(&mut self, _now: Nanos, dst: Buf, bytes: &[u8]) {
         self.push(Effect::Fill {
@@ -365,6 +376,7 @@ impl Stack {
                 &Action::SetTimer { timer, at } => fx.set_timer(now, layer, timer, at),
                 &Action::CancelTimer { timer } => fx.cancel_timer(now, layer, timer),
                 &Action::Xor { dst, src, len } => fx.xor(now, dst, src, len),
+                &Action::Copy { dst, src, len } => fx.copy(now, dst, src, len),
                 &Action::Fill { dst, data } => fx.fill(now, dst, self.acts.data(data)),
                 &Action::Take { src, len, tag } => fx.take(now, layer, src, len, tag),
                 &Action::Release { buf } => fx.release(now, buf),

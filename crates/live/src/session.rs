@@ -1043,6 +1043,51 @@ impl Live {
             .or_insert_with(|| Arc::new(Mutex::new(AlignedBuf::zeroed(0))))
             .clone()
     }
+
+    /// `op(dst byte, src byte)` over `len` bytes (`what` names it in errors): an xor, a
+    /// copy.
+    fn combine(
+        &mut self,
+        what: &str,
+        dst: Buf,
+        src: Buf,
+        len: u32,
+        hosts: &Hosts<HostReq>,
+        op: impl Fn(&mut u8, u8),
+    ) -> Result<(), String> {
+        let len = len as usize;
+        let mut resolve = |b: Buf| -> Option<(Arc<Mutex<AlignedBuf>>, usize)> {
+            match b {
+                Buf::Host { id, offset } => {
+                    hosts.get(id).map(|h| (h.data.clone(), offset as usize))
+                }
+                // A scratch buffer a function computes into before any read filled it
+                // starts as zeros; the write that drains it frees it.
+                Buf::Scratch { id, offset } => Some((self.scratch_buf(id), offset as usize)),
+                Buf::None => None,
+            }
+        };
+        let (Some((d, doff)), Some((s, soff))) = (resolve(dst), resolve(src)) else {
+            return Err(format!(
+                "{what} of {len} bytes: {dst:?} from {src:?} names no buffer"
+            ));
+        };
+        let from: Vec<u8> = match lock(&s).as_slice().get(soff..soff + len) {
+            Some(b) => b.to_vec(),
+            None => return Err(format!("{what} of {len} bytes: {src:?} is shorter")),
+        };
+        let mut d = lock(&d);
+        if matches!(dst, Buf::Scratch { .. }) {
+            d.ensure(doff + len);
+        }
+        match d.as_mut_slice().get_mut(doff..doff + len) {
+            Some(to) => {
+                to.iter_mut().zip(&from).for_each(|(t, &f)| op(t, f));
+                Ok(())
+            }
+            None => Err(format!("{what} of {len} bytes: {dst:?} is shorter")),
+        }
+    }
 }
 
 impl Executor for Live {
@@ -1091,38 +1136,11 @@ impl Executor for Live {
     }
 
     fn xor(&mut self, dst: Buf, src: Buf, len: u32, hosts: &Hosts<HostReq>) -> Result<(), String> {
-        let len = len as usize;
-        let mut resolve = |b: Buf| -> Option<(Arc<Mutex<AlignedBuf>>, usize)> {
-            match b {
-                Buf::Host { id, offset } => {
-                    hosts.get(id).map(|h| (h.data.clone(), offset as usize))
-                }
-                // A scratch buffer a function computes into before any read filled it
-                // starts as zeros; the write that drains it frees it.
-                Buf::Scratch { id, offset } => Some((self.scratch_buf(id), offset as usize)),
-                Buf::None => None,
-            }
-        };
-        let (Some((d, doff)), Some((s, soff))) = (resolve(dst), resolve(src)) else {
-            return Err(format!(
-                "xor of {len} bytes: {dst:?} ^= {src:?} names no buffer"
-            ));
-        };
-        let from: Vec<u8> = match lock(&s).as_slice().get(soff..soff + len) {
-            Some(b) => b.to_vec(),
-            None => return Err(format!("xor of {len} bytes: {src:?} is shorter")),
-        };
-        let mut d = lock(&d);
-        if matches!(dst, Buf::Scratch { .. }) {
-            d.ensure(doff + len);
-        }
-        match d.as_mut_slice().get_mut(doff..doff + len) {
-            Some(to) => {
-                to.iter_mut().zip(&from).for_each(|(t, f)| *t ^= f);
-                Ok(())
-            }
-            None => Err(format!("xor of {len} bytes: {dst:?} is shorter")),
-        }
+        self.combine("xor", dst, src, len, hosts, |t, f| *t ^= f)
+    }
+
+    fn copy(&mut self, dst: Buf, src: Buf, len: u32, hosts: &Hosts<HostReq>) -> Result<(), String> {
+        self.combine("copy", dst, src, len, hosts, |t, f| *t = f)
     }
 
     /// A function's own bytes go into its scratch buffer (created, or grown, with zeros);
@@ -1406,6 +1424,71 @@ mod tests {
             "second half"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Reads the host's block into its buffer, then a block 8 KiB on into scratch, and
+    /// answers with that scratch block `Copy`-ed (or `Xor`-ed) over the host's buffer: a
+    /// prefetcher answering a read a layer above already read into (seed 344,070).
+    struct AnswersFromScratch {
+        xor: bool,
+        held: Option<Io>,
+    }
+    impl Function for AnswersFromScratch {
+        fn name(&self) -> &str {
+            "answers"
+        }
+        fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+            out.submit(io);
+        }
+        fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+            if !done.io.id.is_own() {
+                let mut r = Io::own(5, Op::Read, 0, done.io.offset + 8192, done.io.len);
+                r.buf = Buf::Scratch { id: 5, offset: 0 };
+                self.held = Some(done.io);
+                out.submit(r);
+                return;
+            }
+            let io = self.held.take().expect("the host read");
+            if self.xor {
+                out.xor(io.buf, done.io.buf, io.len);
+            } else {
+                out.copy(io.buf, done.io.buf, io.len);
+            }
+            out.release(done.io.buf);
+            out.reply(Completion::ok(io, now, Breakdown::default()));
+        }
+    }
+
+    #[test]
+    fn a_copy_overwrites_the_read_s_buffer_and_an_xor_combines() {
+        for xor in [false, true] {
+            let name = if xor { "xor" } else { "copy" };
+            let f = AnswersFromScratch { xor, held: None };
+            let (s, dir) = session(name, Box::new(f));
+            let image: Vec<u8> = (0..16384u32).map(|i| (i % 253) as u8 + 1).collect();
+            std::fs::write(dir.join(format!("{name}.img")), &image).unwrap();
+            let replies = Arc::new(Replies::default());
+            let cmd = Command {
+                cookie: 3,
+                kind: CmdKind::Read,
+                fua: false,
+                offset: 0,
+                len: 4096,
+            };
+            s.submit(replies.clone(), 0, 0, cmd, false);
+            assert!(s.drain(Duration::from_secs(5)));
+            let got = lock(&replies.0).concat();
+            assert_eq!(got.len(), 16 + 4096, "{name}: a simple reply and its data");
+            let want: Vec<u8> = if xor {
+                (0..4096).map(|i| image[i] ^ image[8192 + i]).collect()
+            } else {
+                image[8192..8192 + 4096].to_vec()
+            };
+            assert!(got[16..] == want[..], "{name}: the answer's bytes");
+            assert_eq!(s.snapshot().scratch_buffers, 0, "{name}: released");
+            s.finish(Duration::from_secs(5)).unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 
     #[test]

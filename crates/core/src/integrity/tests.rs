@@ -418,3 +418,41 @@ fn a_block_rebuilt_from_parity_holds_its_version_only_if_the_parity_matched() {
         "{e}"
     );
 }
+
+#[test]
+fn a_copy_overwrites_what_the_buffer_held_where_an_xor_combines() {
+    // Volume block 0 is written twice (v1, then v2). A host read's buffer first gets v1
+    // from a device read (a RAID member read that failed elsewhere), then a layer answers
+    // the read again from a buffer of its own that holds v2: seed 344,070's shape.
+    let answer = |copy: bool| {
+        let mut c = Checker::new(B as u32).unwrap();
+        write(&mut c, 1, 1, 0, 1);
+        let own = Io::own(50, Op::Read, 0, 0, B as u32);
+        let read = host(2, Op::Read, 0, 1);
+        c.host_request(2, &read);
+        device(&mut c, 2, read);
+        write(&mut c, 3, 3, 0, 1);
+        device(&mut c, 4, own);
+        if copy {
+            c.copy(5, read.buf, own.buf, B as u32);
+        } else {
+            c.xor(5, read.buf, own.buf, B as u32);
+        }
+        c.host_reply(5, &ok(read, 5))
+    };
+    answer(true).unwrap();
+    let e = answer(false).unwrap_err();
+    assert!(e.contains("holds a parity combination of [v1, v2]"), "{e}");
+    // A copy from where the source holds no whole block leaves the destination undefined
+    // (accepted, counted as unverified), not the version it held.
+    let mut c = Checker::new(B as u32).unwrap();
+    write(&mut c, 1, 1, 0, 2);
+    let read = host(2, Op::Read, 0, 2);
+    c.host_request(2, &read);
+    device(&mut c, 2, read);
+    let never = Buf::Scratch { id: 77, offset: 0 };
+    c.copy(3, read.buf.at(B as u32), never, B as u32);
+    c.host_reply(3, &ok(read, 3)).unwrap();
+    assert_eq!(c.counters().blocks_checked, 1);
+    assert_eq!(c.counters().blocks_unverified, 1);
+}

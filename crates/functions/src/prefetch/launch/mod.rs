@@ -18,8 +18,8 @@
 //!   order; [`Hold::Extent`] (FAST) lets the launch run and holds only a read whose extent
 //!   is still being fetched, until that extent is in.
 //! * **Answering**: a guest read inside a fetched, still valid extent is answered from the
-//!   prefetch buffer (`Xor` of the buffer into the empty read buffer: a copy, done by the
-//!   executor, followed by the reply). A guest write or discard invalidates every extent it
+//!   prefetch buffer (`Copy` of the buffer over the read's buffer, done by the executor,
+//!   followed by the reply). A guest write or discard invalidates every extent it
 //!   overlaps — fetched, in flight or not yet issued — and so does a guest write that was in
 //!   flight when an extent's read was issued, so a prefetched buffer is never older than a
 //!   write the guest could have seen acknowledged.
@@ -370,10 +370,11 @@ impl LaunchPrefetcher {
         out.set_timer(IDLE, now + self.p.gap);
     }
 
-    /// Answer `io` from extent `i`'s buffer.
+    /// Answer `io` from extent `i`'s buffer. A copy, not an xor: the read's buffer may
+    /// hold bytes already (a RAID layer above retrying a read into it).
     fn answer(&mut self, now: Nanos, io: Io, i: usize, out: &mut Actions) {
         let e = self.extents[i];
-        out.xor(
+        out.copy(
             io.buf,
             Buf::Scratch {
                 id: self.base + i as u64,

@@ -194,17 +194,18 @@ fn the_paused_launch_is_answered_from_the_prefetched_buffers() {
         }
     }
     assert_eq!(order, vec![10, 20, 30, 40, 50]);
-    // The prefetch is over: request 3 is answered from extent "page 20" (an XOR of that
-    // buffer into its empty read buffer, then the reply); the stranger goes to the disk.
-    let xor: Vec<_> = last
+    // The prefetch is over: request 3 is answered from extent "page 20" (a copy of that
+    // buffer over its read buffer, then the reply); the stranger goes to the disk.
+    let copies: Vec<_> = last
         .iter()
         .filter_map(|a| match a {
-            Action::Xor { dst, src, len } => Some((*dst, *src, *len)),
+            Action::Copy { dst, src, len } => Some((*dst, *src, *len)),
             _ => None,
         })
         .collect();
+    assert!(!last.iter().any(|a| matches!(a, Action::Xor { .. })));
     assert_eq!(
-        xor,
+        copies,
         vec![(
             r3.buf,
             Buf::Scratch {
