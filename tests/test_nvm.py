@@ -101,6 +101,13 @@ def test_passes_loop_the_trace(wattio_cli):
         bad = wattio_cli("nvm", "run", TRACE, "--scheme", "hc", flag, value, check=False)
         assert bad.returncode == 2 and f"argument {flag}: '{value}': expected" in bad.stderr, bad.stderr
         assert said in bad.stderr and "column" not in bad.stderr
+    # The hybrid cache's options on another scheme are refused, not silently ignored.
+    bad = wattio_cli("nvm", "run", TRACE, "--scheme", "dw", "--n-th", "2", "--miss-count", "set", check=False)
+    assert bad.returncode == 2 and ("--n-th and --miss-count: hybrid cache options, but --scheme dw is not "
+                                    "a hybrid cache (hc or hc+diN)") in bad.stderr, bad.stderr
+    assert "--n-th" in wattio_cli("nvm", "run", TRACE, "--n-th", "3", check=False).stderr
+    hc = json.loads(wattio_cli("nvm", "run", TRACE, "--scheme", "hc", "--n-th", "2", "--json").stdout)
+    assert hc["report"]["config"]["llc"]["hybrid"] == {"n_th": 2, "miss_count": "block"}
     # From Python, the simulator names the key.
     with pytest.raises(ValueError, match=r"^nvcache config: llc.hybrid.n_th: invalid value: integer `-1`, expected a whole number ≥ 0$"):
         nvm.simulate(TRACE, nvm.Cache("hc", n_th=-1))

@@ -41,8 +41,17 @@ U32, U64 = 2**32 - 1, 2**64 - 1
 
 
 def _run(args) -> int:
-    cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways, n_th=args.n_th,
-                      miss_count=args.miss_count,
+    # The hybrid cache's own options mean nothing to another scheme: say so rather than run
+    # what the user did not ask for.
+    _, hybrid = nvm.encoding(args.scheme)
+    if not hybrid:
+        given = [o for o, v in (("--n-th", args.n_th), ("--miss-count", args.miss_count)) if v is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)}: hybrid cache options, but --scheme {args.scheme} "
+                             "is not a hybrid cache (hc or hc+diN)")
+    cache = nvm.Cache(scheme=args.scheme, llc_bytes=args.llc_size, llc_ways=args.llc_ways,
+                      n_th=4 if args.n_th is None else args.n_th,
+                      miss_count=args.miss_count or "block",
                       set_rotation=args.set_rotation, line_rotation=args.line_rotation,
                       l1_bytes=args.l1_size, l1_ways=args.l1_ways, passes=args.passes)
     rep = nvm.simulate(args.trace, cache)
@@ -74,8 +83,8 @@ def add_commands(sub) -> None:
     r.add_argument("--scheme", default="dw", help=f"write scheme: {nvm.SCHEME_HELP} (default dw)")
     r.add_argument("--llc-size", type=_size, default=256 << 10, help="LLC bytes (default 256K)")
     r.add_argument("--llc-ways", type=_count(U32), default=8, help="LLC ways (default 8)")
-    r.add_argument("--n-th", type=_count(U32), default=4, help="hybrid cache: N_th (default 4)")
-    r.add_argument("--miss-count", choices=("block", "set"), default="block",
+    r.add_argument("--n-th", type=_count(U32), help="hybrid cache: N_th (default 4)")
+    r.add_argument("--miss-count", choices=("block", "set"),
                    help="hybrid cache: N_miss counts CB_last's own misses (block, default) or the set's (set)")
     r.add_argument("--set-rotation", type=_count(U64), help="wear levelling: rotate sets every N PRAM writes")
     r.add_argument("--line-rotation", type=_count(U64), help="wear levelling: rotate a set's ways every N writes to it")
