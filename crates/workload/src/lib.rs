@@ -27,12 +27,63 @@ pub enum Arrivals {
     Diurnal,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+/// Request sizes in bytes. In a config, a table with `dist`, or a plain number for a fixed
+/// size (`size = 4096` is `size = { dist = "fixed", bytes = 4096 }`).
+#[derive(Clone, Debug, PartialEq)]
 pub enum SizeDist {
     Fixed { bytes: u32 },
     Choice { values: Vec<u32>, weights: Vec<f64> },
     Lognormal { median: f64, sigma: f64, max: u32 },
+}
+
+/// [`SizeDist`] as a table.
+#[derive(Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+enum SizeTable {
+    Fixed { bytes: u32 },
+    Choice { values: Vec<u32>, weights: Vec<f64> },
+    Lognormal { median: f64, sigma: f64, max: u32 },
+}
+
+impl<'de> Deserialize<'de> for SizeDist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SizeDist, D::Error> {
+        use serde::de::{self, MapAccess, Unexpected, Visitor};
+        struct Size;
+        impl<'de> Visitor<'de> for Size {
+            type Value = SizeDist;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a number of bytes (4096), or a table with dist = \"fixed\", \"choice\" or \"lognormal\"",
+                )
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SizeDist, E> {
+                match u32::try_from(v) {
+                    Ok(bytes) => Ok(SizeDist::Fixed { bytes }),
+                    Err(_) => Err(E::invalid_value(
+                        Unexpected::Unsigned(v),
+                        &"a number of bytes below 4 GiB",
+                    )),
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SizeDist, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SizeDist, A::Error> {
+                let t = SizeTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(match t {
+                    SizeTable::Fixed { bytes } => SizeDist::Fixed { bytes },
+                    SizeTable::Choice { values, weights } => SizeDist::Choice { values, weights },
+                    SizeTable::Lognormal { median, sigma, max } => {
+                        SizeDist::Lognormal { median, sigma, max }
+                    }
+                })
+            }
+        }
+        d.deserialize_any(Size)
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

@@ -131,6 +131,45 @@ fn errors_name_the_key() {
 }
 
 #[test]
+fn a_size_is_a_number_of_bytes_or_a_table() {
+    let p = "arrivals = \"poisson\"\n";
+    assert_eq!(
+        cfg(&format!("{p}size = 8192")).size,
+        SizeDist::Fixed { bytes: 8192 }
+    );
+    assert_eq!(
+        cfg(&format!("{p}size = {{ dist = \"fixed\", bytes = 8192 }}")).size,
+        SizeDist::Fixed { bytes: 8192 }
+    );
+    assert_eq!(
+        cfg(&format!(
+            "{p}size = {{ dist = \"choice\", values = [512, 4096], weights = [1, 3] }}"
+        ))
+        .size,
+        SizeDist::Choice {
+            values: vec![512, 4096],
+            weights: vec![1.0, 3.0]
+        }
+    );
+    let err = |v: &str| {
+        toml::from_str::<WorkloadConfig>(&format!("duration_s = 1\n{p}size = {v}"))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("\"4k\"");
+    assert!(
+        e.contains("a number of bytes (4096), or a table with dist = \"fixed\", \"choice\" or \"lognormal\""),
+        "{e}"
+    );
+    assert!(err("5000000000").contains("a number of bytes below 4 GiB"));
+    assert!(err("-1").contains("integer `-1`"), "{}", err("-1"));
+    let e = err("{ dist = \"fixed\", byte = 1 }");
+    assert!(e.contains("unknown field `byte`"), "{e}");
+    let e = err("{ dist = \"gamma\" }");
+    assert!(e.contains("unknown variant `gamma`"), "{e}");
+}
+
+#[test]
 fn absurd_durations_and_rates_are_refused_with_their_key() {
     let e = toml::from_str::<WorkloadConfig>("arrivals = \"poisson\"\nrate = 1\nduration_s = 1e30")
         .unwrap()
