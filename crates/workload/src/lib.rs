@@ -86,11 +86,50 @@ impl<'de> Deserialize<'de> for SizeDist {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+/// Which regions requests go to. In a config, a table with `dist`, or the word `"uniform"`
+/// (`popularity = "uniform"` is `popularity = { dist = "uniform" }`).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Popularity {
     Uniform,
     Zipf { s: f64 },
+}
+
+/// [`Popularity`] as a table.
+#[derive(Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+enum PopularityTable {
+    Uniform,
+    Zipf { s: f64 },
+}
+
+impl<'de> Deserialize<'de> for Popularity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Popularity, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct Pop;
+        impl<'de> Visitor<'de> for Pop {
+            type Value = Popularity;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"uniform\", or a table with dist = \"uniform\" or \"zipf\" (and s)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Popularity, E> {
+                match v {
+                    "uniform" => Ok(Popularity::Uniform),
+                    "zipf" => Err(E::custom(
+                        "zipf needs its exponent: write { dist = \"zipf\", s = 0.9 }",
+                    )),
+                    _ => Err(E::unknown_variant(v, &["uniform", "zipf"])),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Popularity, A::Error> {
+                let t = PopularityTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(match t {
+                    PopularityTable::Uniform => Popularity::Uniform,
+                    PopularityTable::Zipf { s } => Popularity::Zipf { s },
+                })
+            }
+        }
+        d.deserialize_any(Pop)
+    }
 }
 
 fn d_rate() -> f64 {

@@ -170,6 +170,45 @@ fn a_size_is_a_number_of_bytes_or_a_table() {
 }
 
 #[test]
+fn a_popularity_is_uniform_or_a_table() {
+    let p = "arrivals = \"poisson\"\n";
+    assert_eq!(
+        cfg(&format!("{p}popularity = \"uniform\"")).popularity,
+        Popularity::Uniform
+    );
+    assert_eq!(
+        cfg(&format!("{p}popularity = {{ dist = \"uniform\" }}")).popularity,
+        Popularity::Uniform
+    );
+    assert_eq!(
+        cfg(&format!("{p}popularity = {{ dist = \"zipf\", s = 0.9 }}")).popularity,
+        Popularity::Zipf { s: 0.9 }
+    );
+    let err = |v: &str| {
+        toml::from_str::<WorkloadConfig>(&format!("duration_s = 1\n{p}popularity = {v}"))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("\"zipf\"");
+    assert!(
+        e.contains("zipf needs its exponent: write { dist = \"zipf\", s = 0.9 }"),
+        "{e}"
+    );
+    let e = err("\"pareto\"");
+    assert!(
+        e.contains("unknown variant `pareto`, expected `uniform` or `zipf`"),
+        "{e}"
+    );
+    let e = err("1");
+    assert!(
+        e.contains("expected \"uniform\", or a table with dist"),
+        "{e}"
+    );
+    let e = err("{ dist = \"zipf\" }");
+    assert!(e.contains("missing field `s`"), "{e}");
+}
+
+#[test]
 fn absurd_durations_and_rates_are_refused_with_their_key() {
     let e = toml::from_str::<WorkloadConfig>("arrivals = \"poisson\"\nrate = 1\nduration_s = 1e30")
         .unwrap()
