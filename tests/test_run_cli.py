@@ -52,14 +52,20 @@ def test_config_errors_name_the_key(tmp_path, wattio_cli):
         'policy = "fixed"': ('policy = "fixd"', "fixd"),
         "rate = 0.05": ("rate = 0.05\nrat = 3", "rat"),
         'model = "toshiba-mk1234gsx"': ('model = "toshiba"', "device[0].model: unknown device `toshiba`"),
+        "footprint_bytes = 20_000_000_000": ("footprint_bytes = 20_000_000_000_000",
+                                             "workload.footprint_bytes: expected at most"),
     }
     for good, (bad, expected) in cases.items():
+        assert good in SMALL
         cfg = tmp_path / "bad.toml"
         cfg.write_text(SMALL.replace(good, bad))
-        p = wattio_cli("run", cfg, "--quiet", check=False)
-        assert p.returncode == 2, (bad, p.stderr)
-        assert expected in p.stderr, (bad, p.stderr)
-        assert "Traceback" not in p.stderr
+        for cmd in ("run", "check"):
+            p = wattio_cli(cmd, cfg, *(["--quiet"] if cmd == "run" else []), check=False)
+            assert p.returncode == 2, (cmd, bad, p.stderr)
+            assert expected in p.stderr, (cmd, bad, p.stderr)
+            # Whether found parsing, validating or assembling the run: the file is named.
+            assert p.stderr.startswith(f"wattio: error: {cfg}: "), (cmd, bad, p.stderr)
+            assert "Traceback" not in p.stderr
 
 
 def test_check_and_catalogue(tmp_path, wattio_cli):

@@ -47,7 +47,7 @@ def test_bad_keys_and_values_are_named():
     with pytest.raises(ValueError, match=r"sweep point 1 \(function.0.timeout_s=-1\).*timeout_s"):
         wattio.sweep(SMALL, {"function.0.timeout_s": [1, -1]})
     # What only the run finds names its point too.
-    with pytest.raises(RuntimeError, match=r"^sweep point 1 \(workload.footprint_bytes=200000000000\): workload.footprint_bytes: expected at most"):
+    with pytest.raises(RuntimeError, match=r"^sweep point 1 \(workload.footprint_bytes=200000000000\): config: workload.footprint_bytes: expected at most"):
         wattio.sweep(SMALL, {"workload.footprint_bytes": [10**9, 2 * 10**11]}, jobs=1)
     with pytest.raises(ValueError, match=r"'run.seed' is a value, not a table"):
         wattio.sweep(SMALL, {"run.seed.x": [1]})

@@ -135,6 +135,10 @@ pub struct RunConfig {
     /// Extra catalogue directories (relative to the config file).
     #[serde(default)]
     pub catalogue: Vec<String>,
+    /// Where the config came from (its file), named before the key of an error found when
+    /// the run is assembled, as [`RunConfig::from_toml`] names it for a parse error.
+    #[serde(skip)]
+    pub origin: String,
 }
 
 impl RunConfig {
@@ -152,7 +156,19 @@ impl RunConfig {
             }
         })?;
         cfg.validate().map_err(|e| format!("{origin}: {e}"))?;
-        Ok(cfg)
+        Ok(RunConfig {
+            origin: origin.to_string(),
+            ..cfg
+        })
+    }
+
+    /// `e`, an error about one of this config's keys, with the config's origin before it.
+    pub fn located(&self, e: String) -> String {
+        if self.origin.is_empty() {
+            e
+        } else {
+            format!("{}: {e}", self.origin)
+        }
     }
 
     /// What the registry needs to check or build the function whose key path is `key`.

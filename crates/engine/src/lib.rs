@@ -118,7 +118,7 @@ pub fn check(
     registry: &mut Registry<'_>,
     input: Input,
 ) -> Result<CheckReport, String> {
-    let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
+    let asm = assemble(cfg, cat, Some(opener), registry, 0).map_err(|e| cfg.located(e))?;
     let mut source = opener()?;
     let mut report = CheckReport {
         devices: asm.devices.len(),
@@ -132,7 +132,7 @@ pub fn check(
     match input {
         Input::Workload => {
             if let Some(w) = &cfg.workload {
-                reach.workload(w, tolerate)?;
+                reach.workload(w, tolerate).map_err(|e| cfg.located(e))?;
             }
         }
         Input::Trace { lenient } => {
@@ -202,10 +202,12 @@ pub fn run(
     registry: &mut Registry<'_>,
     opts: RunOptions<'_>,
 ) -> Result<Summary, String> {
-    let asm = assemble(cfg, cat, Some(opener), registry, 0)?;
+    let asm = assemble(cfg, cat, Some(opener), registry, 0).map_err(|e| cfg.located(e))?;
     if let (Input::Workload, Some(w)) = (opts.input, &cfg.workload) {
         // Before simulating: a footprint that does not fit would fail the run at its end.
-        reach::Reach::of(&asm).workload(w, cfg.run.tolerate_out_of_range)?;
+        reach::Reach::of(&asm)
+            .workload(w, cfg.run.tolerate_out_of_range)
+            .map_err(|e| cfg.located(e))?;
     }
     let mut source = opener()?;
     let mut watch = plausibility::Watch::new(source.as_mut());

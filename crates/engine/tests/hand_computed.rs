@@ -195,7 +195,7 @@ fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
             "{extra}\n[workload]\narrivals = \"poisson\"\nduration_s = 86400\nrate = 100\nsize = {{ dist = \"fixed\", bytes = 4096 }}\nfootprint_bytes = {fp}\n"
         ))
     };
-    let too_far = "workload.footprint_bytes: expected at most the 1000000000 bytes of `disk`, got 1000000001: requests would reach past its end (lower the footprint, choose a larger device, or set [run] tolerate_out_of_range = true to count such requests as errors)";
+    let too_far = "test.toml: workload.footprint_bytes: expected at most the 1000000000 bytes of `disk`, got 1000000001: requests would reach past its end (lower the footprint, choose a larger device, or set [run] tolerate_out_of_range = true to count such requests as errors)";
     let check_generated = |cfg: &wattio_engine::RunConfig| {
         wattio_engine::check(
             cfg,
@@ -234,7 +234,7 @@ fn check_and_run_refuse_requests_that_cannot_fit_before_simulating() {
     two.workload.as_mut().unwrap().devices = 2;
     assert_eq!(
         check_generated(&two).unwrap_err(),
-        "workload.devices: expected at most the run's 1 device(s) (`disk`), got 2"
+        "test.toml: workload.devices: expected at most the run's 1 device(s) (`disk`), got 2"
     );
 }
 

@@ -111,7 +111,7 @@ fn check_refuses_what_assembly_refuses_without_simulating() {
     let e = check_with(bad, reads(&[1.0], &[0], 512), STRICT).unwrap_err();
     let r = run_with(bad, reads(&[1.0], &[0], 512), STRICT).unwrap_err();
     assert_eq!(e, r);
-    assert!(e.starts_with("device[1].model: "), "{e}");
+    assert!(e.starts_with("test.toml: device[1].model: "), "{e}");
 }
 
 #[test]
