@@ -422,6 +422,41 @@ impl Checker {
         }
     }
 
+    /// `dst ^= src` (`xor`) or `dst = src`, block by block where the source holds a whole
+    /// block (buffer positions step by 512 bytes, the finest a block can start at within an
+    /// I/O): an xor combines the versions (a destination not yet filled is zeros), a copy
+    /// replaces the destination's. A destination block whose source is not a whole block
+    /// (partly covered, never filled) becomes undefined, whatever it held.
+    fn combine(&mut self, dst: Buf, src: Buf, len: u32, xor: bool) {
+        let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
+            return;
+        };
+        let size = 1u64 << self.shift;
+        let len = len as u64;
+        let mut k = 0;
+        while k < len {
+            let from = self.bufs.get(&(sk, soff + k)).copied();
+            let to = self.bufs.get(&(dk, doff + k)).copied();
+            let whole = k + size <= len;
+            match from {
+                Some(f) if whole => {
+                    let v = if xor {
+                        self.xor_of(to.unwrap_or(INITIAL), f)
+                    } else {
+                        f
+                    };
+                    self.put(dk, doff + k, v);
+                    k += size;
+                    continue;
+                }
+                // The source's content here is not known block for block.
+                _ if whole || to.is_some() => self.put(dk, doff + k, ANY),
+                _ => {}
+            }
+            k += 512;
+        }
+    }
+
     fn raise(&mut self, e: String) {
         self.fault.get_or_insert(e);
     }
@@ -511,68 +546,14 @@ impl DataObserver for Checker {
         }
     }
 
-    /// `dst ^= src`: block by block where the source holds a whole block (buffer positions
-    /// step by 512 bytes, the finest a block can start at within an I/O). A destination
-    /// not yet filled is zeros; a destination block whose source is not a whole block
-    /// (partly covered, never filled) becomes undefined.
+    /// `dst ^= src` ([`Checker::combine`]).
     fn xor(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
-        let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
-            return;
-        };
-        let size = 1u64 << self.shift;
-        let len = len as u64;
-        let mut k = 0;
-        while k < len {
-            let from = self.bufs.get(&(sk, soff + k)).copied();
-            let to = self.bufs.get(&(dk, doff + k)).copied();
-            let whole = k + size <= len;
-            match (from, to) {
-                (Some(f), t) if whole => {
-                    let v = self.xor_of(t.unwrap_or(INITIAL), f);
-                    self.put(dk, doff + k, v);
-                    k += size;
-                    continue;
-                }
-                // The source's content here is not known block for block: whatever the
-                // destination held is now undefined.
-                (None, None) if whole => {
-                    self.put(dk, doff + k, ANY);
-                }
-                (_, Some(_)) => {
-                    self.put(dk, doff + k, ANY);
-                }
-                _ => {}
-            }
-            k += 512;
-        }
+        self.combine(dst, src, len, true);
     }
 
-    /// `dst = src`, block by block as in [`Checker::xor`]: a destination block takes the
-    /// source's version where the source holds a whole block, and is undefined where it
-    /// does not (the source never filled there, or the copy ends within the block).
+    /// `dst = src` ([`Checker::combine`]).
     fn copy(&mut self, _now: Nanos, dst: Buf, src: Buf, len: u32) {
-        let (Some((dk, doff)), Some((sk, soff))) = (BufKey::of(dst), BufKey::of(src)) else {
-            return;
-        };
-        let size = 1u64 << self.shift;
-        let len = len as u64;
-        let mut k = 0;
-        while k < len {
-            let from = self.bufs.get(&(sk, soff + k)).copied();
-            let whole = k + size <= len;
-            match from {
-                Some(f) if whole => {
-                    self.put(dk, doff + k, f);
-                    k += size;
-                    continue;
-                }
-                _ if whole || self.bufs.contains_key(&(dk, doff + k)) => {
-                    self.put(dk, doff + k, ANY);
-                }
-                _ => {}
-            }
-            k += 512;
-        }
+        self.combine(dst, src, len, false);
     }
 
     fn host_request(&mut self, now: Nanos, io: &Io) {
