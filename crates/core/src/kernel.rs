@@ -816,6 +816,9 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.observer.xor(now, dst, src, len);
         self.life.open(dst);
+        if X::EMULATES_BYTES && self.emulate {
+            self.scratch.combine(dst, src, len, true);
+        }
         if let Err(e) = self.x.xor(dst, src, len, &self.hosts) {
             self.fail(e);
         }
@@ -824,6 +827,9 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.observer.copy(now, dst, src, len);
         self.life.open(dst);
+        if X::EMULATES_BYTES && self.emulate {
+            self.scratch.combine(dst, src, len, false);
+        }
         if let Err(e) = self.x.copy(dst, src, len, &self.hosts) {
             self.fail(e);
         }

@@ -267,6 +267,36 @@ impl ScratchBytes {
         Ok(())
     }
 
+    /// `dst ^= src` (`xor`) or `dst = src` over `len` bytes, where `src` is a scratch
+    /// buffer holding bytes (a function's metadata read, answered or rebuilt by a layer
+    /// below out of its own buffers): the bytes follow, as the live executor moves them.
+    /// `dst` is created, or grown, with zeros; a source holding none (host data, which
+    /// the simulator does not carry) changes nothing.
+    pub fn combine(&mut self, dst: Buf, src: Buf, len: u32, xor: bool) {
+        let (Some((did, doff)), Some((sid, soff))) = (scratch(dst), scratch(src)) else {
+            return;
+        };
+        let Some(s) = self.bufs.get(&sid) else {
+            return;
+        };
+        let len = len as usize;
+        let mut from = vec![0; len];
+        if soff < s.len() {
+            let n = (s.len() - soff).min(len);
+            from[..n].copy_from_slice(&s[soff..soff + n]);
+        }
+        let d = self.bufs.entry(did).or_default();
+        if d.len() < doff + len {
+            d.resize(doff + len, 0);
+        }
+        let to = &mut d[doff..doff + len];
+        if xor {
+            to.iter_mut().zip(&from).for_each(|(t, f)| *t ^= f);
+        } else {
+            to.copy_from_slice(&from);
+        }
+    }
+
     /// Scratch buffer `id` is freed.
     pub fn free(&mut self, id: u64) {
         self.bufs.remove(&id);
@@ -430,5 +460,28 @@ mod tests {
         s.fill(buf.at(3), &[7, 8]).unwrap();
         s.fill(buf.at(7), &[4]).unwrap();
         assert_eq!(s.take(buf, 9).unwrap(), vec![0, 1, 9, 7, 8, 0, 0, 4, 0]);
+    }
+
+    #[test]
+    fn copies_and_xors_carry_bytes_between_scratch_buffers_that_hold_them() {
+        let mut s = ScratchBytes::default();
+        let (a, b, c) = (
+            Buf::Scratch { id: 1, offset: 0 },
+            Buf::Scratch { id: 2, offset: 0 },
+            Buf::Scratch { id: 3, offset: 0 },
+        );
+        s.fill(a, &[1, 2, 3, 4]).unwrap();
+        s.fill(b, &[9, 9, 9, 9, 9]).unwrap();
+        // A copy overwrites (past the source's end: zeros), an xor combines.
+        s.combine(b.at(1), a.at(2), 3, false);
+        s.combine(c.at(2), a, 2, true);
+        s.combine(c.at(2), a.at(1), 2, true);
+        // Host data (the simulator carries none) and a buffer holding none change nothing.
+        s.combine(a, Buf::Host { id: 5, offset: 0 }, 4, false);
+        s.combine(a, Buf::Scratch { id: 8, offset: 0 }, 4, false);
+        assert_eq!(s.held(), 3, "no buffer made for a source without bytes");
+        assert_eq!(s.take(b, 5).unwrap(), vec![9, 3, 4, 0, 9]);
+        assert_eq!(s.take(c, 4).unwrap(), vec![0, 0, 1 ^ 2, 2 ^ 3]);
+        assert_eq!(s.take(a, 4).unwrap(), vec![1, 2, 3, 4]);
     }
 }

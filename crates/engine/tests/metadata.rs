@@ -16,7 +16,7 @@ use wattio_core::media::Tear;
 use wattio_core::testing::{WriteLog, WriteLogSeen};
 use wattio_core::trace::VecSource;
 use wattio_core::{
-    Actions, Completion, DeviceInfo, DeviceRuntime, Function, Io, Nanos, Region, Stack,
+    Actions, Completion, DeviceInfo, DeviceRuntime, Function, Io, IoId, Nanos, Region, Stack,
 };
 use wattio_devices::Catalogue;
 use wattio_engine::{assemble, NullSink, Registry, Simulator};
@@ -25,6 +25,54 @@ use wattio_engine::{assemble, NullSink, Registry, Simulator};
 /// `tear`) or, for the last, when the requests are done. Returns what it saw, and the
 /// checker's verdicts held throughout.
 fn run_phases(writes: &[(f64, u64)], crashes: &[(Nanos, Tear)]) -> Result<WriteLogSeen, String> {
+    run_phases_over(writes, crashes, false)
+}
+
+/// Answers every read from a buffer of its own: reads the same bytes into its scratch
+/// buffer, then `Copy`s them over the read's buffer (as a launch prefetcher answers from
+/// its prefetch buffer). Writes and flushes pass.
+#[derive(Default)]
+struct AnswersFromItsBuffer {
+    held: std::collections::HashMap<u64, Io>,
+    next: u64,
+}
+
+impl Function for AnswersFromItsBuffer {
+    fn name(&self) -> &str {
+        "answers-from-its-buffer"
+    }
+    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+        if io.op != Op::Read {
+            return out.submit(io);
+        }
+        self.next += 1;
+        let n = (1 << 40) + self.next;
+        let mut own = Io::own(n, Op::Read, io.dev, io.offset, io.len);
+        own.buf = wattio_core::Buf::Scratch { id: n, offset: 0 };
+        self.held.insert(n, io);
+        out.submit(own);
+    }
+    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+        let mine = done
+            .io
+            .id
+            .is_own()
+            .then(|| self.held.remove(&(done.io.id.0 & !IoId::OWN)));
+        let Some(io) = mine.flatten() else {
+            return out.reply(done);
+        };
+        out.copy(io.buf, done.io.buf, io.len);
+        out.release(done.io.buf);
+        out.reply(Completion { io, ..done });
+    }
+}
+
+/// [`run_phases`], with [`AnswersFromItsBuffer`] under the logger when `answered_below`.
+fn run_phases_over(
+    writes: &[(f64, u64)],
+    crashes: &[(Nanos, Tear)],
+    answered_below: bool,
+) -> Result<WriteLogSeen, String> {
     let seen = Arc::new(Mutex::new(WriteLogSeen::default()));
     let cfg = config("");
     let reqs: Vec<Request> = writes
@@ -53,7 +101,11 @@ fn run_phases(writes: &[(f64, u64)], crashes: &[(Nanos, Tear)]) -> Result<WriteL
             start,
         )?;
         let infos: Vec<DeviceInfo> = asm.devices.iter().map(|d| d.info.clone()).collect();
-        let mut stack = Stack::new(vec![Box::new(WriteLog::new(seen.clone()))]);
+        let mut layers: Vec<Box<dyn Function>> = vec![Box::new(WriteLog::new(seen.clone()))];
+        if answered_below {
+            layers.push(Box::<AnswersFromItsBuffer>::default());
+        }
+        let mut stack = Stack::new(layers);
         stack.attach(&infos)?;
         let devs = devices.take().unwrap_or(asm.devices);
         let o = Simulator::new(stack, devs)
@@ -87,6 +139,23 @@ fn records_survive_restarts_and_crashes() {
     )
     .unwrap();
     assert_eq!(s.durable, vec![0, 4096, 8192, 12288]);
+    assert_eq!(
+        s.recovered,
+        vec![Ok(vec![]), Ok(vec![0, 4096, 8192])],
+        "fresh, then the three records of before the crash"
+    );
+}
+
+#[test]
+fn records_read_back_through_a_layer_that_answers_from_its_own_buffer() {
+    // The log's recovery reads are answered by a copy out of the lower layer's buffer: the
+    // simulator carries the bytes there as the live executor does.
+    let s = run_phases_over(
+        &[(1.0, 0), (2.0, 4096), (3.0, 8192), (12.0, 12288)],
+        &[(10_000_000_000, Tear::LoseAll)],
+        true,
+    )
+    .unwrap();
     assert_eq!(
         s.recovered,
         vec![Ok(vec![]), Ok(vec![0, 4096, 8192])],
