@@ -667,6 +667,24 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         }
         self.observer.scratch_freed(now, id);
     }
+
+    /// A function's `Xor` (`xor`) or `Copy` into `dst`: the buffer is open; the simulator
+    /// carries a metadata region's bytes through it (the rest it does not move), the
+    /// executor moves the bytes it carries (live: every buffer).
+    fn combine(&mut self, dst: Buf, src: Buf, len: u32, xor: bool) {
+        self.life.open(dst);
+        if X::EMULATES_BYTES && self.emulate {
+            self.scratch.combine(dst, src, len, xor);
+        }
+        let moved = if xor {
+            self.x.xor(dst, src, len, &self.hosts)
+        } else {
+            self.x.copy(dst, src, len, &self.hosts)
+        };
+        if let Err(e) = moved {
+            self.fail(e);
+        }
+    }
 }
 
 impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
@@ -815,24 +833,12 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
 
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.observer.xor(now, dst, src, len);
-        self.life.open(dst);
-        if X::EMULATES_BYTES && self.emulate {
-            self.scratch.combine(dst, src, len, true);
-        }
-        if let Err(e) = self.x.xor(dst, src, len, &self.hosts) {
-            self.fail(e);
-        }
+        self.combine(dst, src, len, true);
     }
 
     fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
         self.observer.copy(now, dst, src, len);
-        self.life.open(dst);
-        if X::EMULATES_BYTES && self.emulate {
-            self.scratch.combine(dst, src, len, false);
-        }
-        if let Err(e) = self.x.copy(dst, src, len, &self.hosts) {
-            self.fail(e);
-        }
+        self.combine(dst, src, len, false);
     }
 
     fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]) {

@@ -244,6 +244,16 @@ fn scratch(b: Buf) -> Option<(u64, usize)> {
     }
 }
 
+/// A function's `Xor` (`to ^= from`, `xor`) or `Copy` (`to = from`) on bytes: both
+/// executors' one rule (the simulator for metadata bytes, live for every buffer).
+pub fn combine_bytes(to: &mut [u8], from: &[u8], xor: bool) {
+    if xor {
+        to.iter_mut().zip(from).for_each(|(t, f)| *t ^= f);
+    } else {
+        to.copy_from_slice(from);
+    }
+}
+
 impl ScratchBytes {
     /// Buffers holding bytes (a bound the tests check).
     pub fn held(&self) -> usize {
@@ -289,12 +299,7 @@ impl ScratchBytes {
         if d.len() < doff + len {
             d.resize(doff + len, 0);
         }
-        let to = &mut d[doff..doff + len];
-        if xor {
-            to.iter_mut().zip(&from).for_each(|(t, f)| *t ^= f);
-        } else {
-            to.copy_from_slice(&from);
-        }
+        combine_bytes(&mut d[doff..doff + len], &from, xor);
     }
 
     /// Scratch buffer `id` is freed.

@@ -1044,17 +1044,17 @@ impl Live {
             .clone()
     }
 
-    /// `op(dst byte, src byte)` over `len` bytes (`what` names it in errors): an xor, a
-    /// copy.
+    /// `dst ^= src` (`xor`) or `dst = src` over `len` bytes
+    /// ([`wattio_core::media::combine_bytes`]).
     fn combine(
         &mut self,
-        what: &str,
         dst: Buf,
         src: Buf,
         len: u32,
         hosts: &Hosts<HostReq>,
-        op: impl Fn(&mut u8, u8),
+        xor: bool,
     ) -> Result<(), String> {
+        let what = if xor { "xor" } else { "copy" };
         let len = len as usize;
         let mut resolve = |b: Buf| -> Option<(Arc<Mutex<AlignedBuf>>, usize)> {
             match b {
@@ -1082,7 +1082,7 @@ impl Live {
         }
         match d.as_mut_slice().get_mut(doff..doff + len) {
             Some(to) => {
-                to.iter_mut().zip(&from).for_each(|(t, &f)| op(t, f));
+                wattio_core::media::combine_bytes(to, &from, xor);
                 Ok(())
             }
             None => Err(format!("{what} of {len} bytes: {dst:?} is shorter")),
@@ -1136,11 +1136,11 @@ impl Executor for Live {
     }
 
     fn xor(&mut self, dst: Buf, src: Buf, len: u32, hosts: &Hosts<HostReq>) -> Result<(), String> {
-        self.combine("xor", dst, src, len, hosts, |t, f| *t ^= f)
+        self.combine(dst, src, len, hosts, true)
     }
 
     fn copy(&mut self, dst: Buf, src: Buf, len: u32, hosts: &Hosts<HostReq>) -> Result<(), String> {
-        self.combine("copy", dst, src, len, hosts, |t, f| *t = f)
+        self.combine(dst, src, len, hosts, false)
     }
 
     /// A function's own bytes go into its scratch buffer (created, or grown, with zeros);
