@@ -725,10 +725,13 @@ fn swarm() {
 /// write was taking it over to the disk; after a crash the log's map returned the ECD page's
 /// older durable data), 344,070 (RAID-5 over FAST: a member read failed after its good page
 /// had filled the host's buffer; the page, read again into that buffer, was answered from
-/// FAST's prefetch buffer by an XOR, which combined the two versions: answers copy now).
+/// FAST's prefetch buffer by an XOR, which combined the two versions: answers copy now),
+/// 410,285 (PARAID-5 logged a propagated chunk clean while the copy's source was still in a
+/// disk's cache; a crash lost it there, and a reconstruct-write computed parity from the
+/// stale side).
 #[test]
 fn the_seeds_that_found_bugs_pass() {
-    for seed in [4572, 24728, 57238, 111_951, 263_302, 344_070] {
+    for seed in [4572, 24728, 57238, 111_951, 263_302, 344_070, 410_285] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));
         if let Err(e) = ran {

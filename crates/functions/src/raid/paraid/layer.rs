@@ -32,7 +32,7 @@
 pub use super::dirty::Dirty;
 use super::dirty::DirtyList;
 use super::model::shares;
-use super::persist::{BadPage, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
+use super::persist::{BadPage, Both, Ordered, Record, Shape, JOURNAL_BYTES, MAX_BAD_PAGES, OWNER};
 use super::policy::{Busy, Ration, Shift, ShiftParams, Shifter};
 use crate::raid::stripe::{Level, Parity, Raid};
 use std::collections::{BTreeMap, VecDeque};
@@ -160,6 +160,8 @@ enum Origin {
     Copy,
     /// The flush of a disk about to be spun down.
     Settle,
+    /// The flush of a disk that is on, before copied chunks are logged clean.
+    Clean,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -184,6 +186,8 @@ struct Counters {
     copies: u64,
     copy_errors: u64,
     abandoned: u64,
+    clean_rounds: u64,
+    clean_round_errors: u64,
     /// Time between full-synchronization upshifts' decisions and their switches.
     sync_ns: Nanos,
     host_ios: u64,
@@ -220,6 +224,19 @@ pub struct Paraid {
     /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
     dirty: DirtyList,
     copying: FxHashMap<(usize, u64), Copying>,
+    /// Copied chunks (clean in memory) whose `Clean` record waits for a flush round: their
+    /// side that was newer, and whether the round out covers them. A copy reads its source
+    /// where the disk has it, its cache too: a host write there not yet durable would be
+    /// lost by a crash, leaving the two sides different under a log that says they are
+    /// equal. So the disks that are on are flushed first; a round covers every copy done
+    /// before it went out. A write that makes the chunk dirty again takes it out (its
+    /// `Newer` record comes later in the log than the `Clean` would have).
+    cleaning: BTreeMap<(usize, u64), (Side, bool)>,
+    /// Chunks in `cleaning` the round out does not cover.
+    uncovered: usize,
+    /// Flushes of the round out, and whether one failed.
+    clean_flushes: u32,
+    clean_failed: bool,
     /// Chunks whose copy failed since the last sample.
     failed: FxHashSet<(usize, u64)>,
     copier: Copier,
@@ -275,6 +292,10 @@ impl Paraid {
             original_writes: 0,
             dirty: DirtyList::default(),
             copying: FxHashMap::default(),
+            cleaning: BTreeMap::new(),
+            uncovered: 0,
+            clean_flushes: 0,
+            clean_failed: false,
             failed: FxHashSet::default(),
             copier: Copier::new(COPY_BASE),
             pending: Vec::new(),
@@ -394,7 +415,7 @@ impl Paraid {
         };
         let x = match origin {
             Origin::Level(g) => self.base[g] + io.offset,
-            Origin::Copy | Origin::Settle => io.offset,
+            Origin::Copy | Origin::Settle | Origin::Clean => io.offset,
         };
         if io.op == Op::Flush {
             if self.is_on(disk) {
@@ -435,6 +456,11 @@ impl Paraid {
         let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
             // One map lookup for a chunk already in the list (this is every write's path).
             let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
+            if new && !self.cleaning.is_empty() {
+                if let Some((_, covered)) = self.cleaning.remove(&key) {
+                    self.uncovered -= usize::from(!covered);
+                }
+            }
             let (side, mut seq) = if new {
                 (d.side, 0)
             } else {
@@ -512,7 +538,14 @@ impl Paraid {
             }
         };
         if j.wants_snapshot() {
-            let snap = self.shape.checkpoint(self.gear, &self.dirty, &self.bad);
+            // Chunks waiting for their `Clean` are still dirty as far as the log knows.
+            let snap = if self.cleaning.is_empty() {
+                self.shape.checkpoint(self.gear, &self.dirty, &self.bad)
+            } else {
+                let cleaning = Ordered(self.cleaning.iter().map(|(&k, &(side, _))| (k, side)));
+                self.shape
+                    .checkpoint(self.gear, &Both(&self.dirty, &cleaning), &self.bad)
+            };
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("paraid: {e}"));
@@ -583,36 +616,27 @@ impl Paraid {
                     match status {
                         Status::Ok => {
                             self.counters.copies += 1;
-                            if self
+                            let copied = self
                                 .dirty
                                 .get(&key)
-                                .is_some_and(|d| d.version == c.version && d.writes == 0)
-                            {
+                                .filter(|d| d.version == c.version && d.writes == 0)
+                                .map(|d| d.side);
+                            if let Some(side) = copied {
                                 self.dirty.remove(&key);
-                                self.log(
-                                    Record::Clean {
-                                        disk: key.0,
-                                        chunk: key.1,
-                                    },
-                                    out,
-                                );
+                                if self.journal.is_some() {
+                                    // Logged clean once a flush round makes the source
+                                    // durable.
+                                    self.cleaning.insert(key, (side, false));
+                                    self.uncovered += 1;
+                                }
                             }
                         }
                         _ => {
-                            // Not retried before the next sample; a downshift that cannot
-                            // bring a leaving disk's replica up to date is abandoned.
                             self.counters.copy_errors += 1;
-                            self.failed.insert(key);
-                            if self
-                                .target
-                                .is_some_and(|t| self.leaving(self.gear, t).contains(&key.0))
-                            {
-                                self.target = None;
-                                self.settle_mark = None;
-                                self.counters.abandoned += 1;
-                            }
+                            self.copy_failed(key);
                         }
                     }
+                    self.flush_for_clean(false, out);
                     self.pump(now, out);
                 }
                 CopyStep::NotMine => {}
@@ -622,6 +646,102 @@ impl Paraid {
                 if self.settling == 0 {
                     self.pump(now, out);
                 }
+            }
+            Origin::Clean => {
+                self.clean_failed |= done.status != Status::Ok;
+                self.clean_flushes -= 1;
+                if self.clean_flushes == 0 {
+                    self.cleaned(out);
+                    self.flush_for_clean(false, out);
+                    self.pump(now, out);
+                }
+            }
+        }
+    }
+
+    /// Chunk `key` could not be brought up to date on its other side (a copy, or the flush
+    /// round after it, failed): not retried before the next sample; a downshift that cannot
+    /// bring a leaving disk's replica up to date is abandoned.
+    fn copy_failed(&mut self, key: (usize, u64)) {
+        self.failed.insert(key);
+        if self
+            .target
+            .is_some_and(|t| self.leaving(self.gear, t).contains(&key.0))
+        {
+            self.target = None;
+            self.settle_mark = None;
+            self.counters.abandoned += 1;
+        }
+    }
+
+    /// Send a flush round for the copied chunks waiting to be logged clean, if none is out:
+    /// at each utilization sample (`sample`), and when a downshift waits for nothing else.
+    /// Lazily, as md clears its write-intent bitmap (at most one pass per `daemon_sleep`):
+    /// a round costs each disk that is on a flush (a write-back drive's destage), so rounds
+    /// are one a sample however fast copies end (a downshift's excepted); until its round,
+    /// a chunk copied is clean in memory and only its record waits.
+    fn flush_for_clean(&mut self, sample: bool, out: &mut Actions) {
+        let downshift = self.target.is_some() && self.copying.is_empty();
+        if self.clean_flushes > 0 || self.uncovered == 0 || !(sample || downshift) {
+            return;
+        }
+        for (_, covered) in self.cleaning.values_mut() {
+            *covered = true;
+        }
+        self.uncovered = 0;
+        self.clean_failed = false;
+        self.counters.clean_rounds += 1;
+        for disk in 0..self.devs.len() {
+            // A disk that is off was flushed before it was spun down (after its copies).
+            if !self.is_on(disk) {
+                continue;
+            }
+            let dev = self.devs[disk];
+            let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
+            let n = self.rename(Pending {
+                origin: Origin::Clean,
+                io: flush(0),
+                write: None,
+            });
+            self.clean_flushes += 1;
+            out.submit(flush(n));
+        }
+        if self.clean_flushes == 0 {
+            self.cleaned(out);
+        }
+    }
+
+    /// The round is back: the chunks it covered are logged clean, or, if a flush failed,
+    /// are dirty again (their `Newer` record is still the log's last word on them).
+    fn cleaned(&mut self, out: &mut Actions) {
+        let covered: Vec<((usize, u64), Side)> = self
+            .cleaning
+            .iter()
+            .filter(|(_, &(_, covered))| covered)
+            .map(|(&key, &(side, _))| (key, side))
+            .collect();
+        if self.clean_failed {
+            self.counters.clean_round_errors += 1;
+        }
+        for (key, side) in covered {
+            self.cleaning.remove(&key);
+            if self.clean_failed {
+                let d = Dirty {
+                    side,
+                    version: 0,
+                    writes: 0,
+                    seq: 0,
+                };
+                self.dirty.insert(key, d);
+                self.copy_failed(key);
+            } else {
+                self.log(
+                    Record::Clean {
+                        disk: key.0,
+                        chunk: key.1,
+                    },
+                    out,
+                );
             }
         }
     }
@@ -684,8 +804,10 @@ impl Paraid {
         }
         let Some(t) = self.target else { return };
         let leaving = self.leaving(self.gear, t);
-        let clean =
-            self.copying.is_empty() && self.dirty.count(leaving.clone(), Side::Original) == 0;
+        // The leaving disks' chunks logged clean too, before the gear record.
+        let clean = self.copying.is_empty()
+            && self.cleaning.is_empty()
+            && self.dirty.count(leaving.clone(), Side::Original) == 0;
         if !clean || self.settling > 0 {
             return;
         }
@@ -1015,6 +1137,7 @@ impl Function for Paraid {
             return;
         }
         self.switch(now, self.gear, out);
+        self.flush_for_clean(true, out);
         if !self.failed.is_empty() {
             self.failed.clear();
             self.pump(now, out);
@@ -1082,6 +1205,8 @@ impl Function for Paraid {
             ("propagation_copies", c.copies as f64),
             ("propagation_errors", c.copy_errors as f64),
             ("downshifts_abandoned", c.abandoned as f64),
+            ("clean_rounds", c.clean_rounds as f64),
+            ("clean_round_errors", c.clean_round_errors as f64),
             ("upshift_sync_s", c.sync_ns as f64 / 1e9),
             ("dirty_chunks", self.dirty.len() as f64),
             ("host_ios", c.host_ios as f64),
