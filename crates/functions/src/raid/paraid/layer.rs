@@ -691,24 +691,27 @@ impl Paraid {
         self.uncovered = 0;
         self.clean_failed = false;
         self.counters.clean_rounds += 1;
-        for disk in 0..self.devs.len() {
-            // A disk that is off was flushed before it was spun down (after its copies).
-            if !self.is_on(disk) {
-                continue;
-            }
-            let dev = self.devs[disk];
-            let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
-            let n = self.rename(Pending {
-                origin: Origin::Clean,
-                io: flush(0),
-                write: None,
-            });
-            self.clean_flushes += 1;
-            out.submit(flush(n));
-        }
+        // A disk that is off was flushed before it was spun down (after its copies).
+        let on = 0..self.p.gears[self.gear];
+        self.clean_flushes = self.flush(on, Origin::Clean, out);
         if self.clean_flushes == 0 {
             self.cleaned(out);
         }
+    }
+
+    /// Flush disks `disks` for `origin` (the layer's own I/O); how many flushes went out.
+    fn flush(&mut self, disks: Range<usize>, origin: Origin, out: &mut Actions) -> u32 {
+        for disk in disks.clone() {
+            let dev = self.devs[disk];
+            let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
+            let n = self.rename(Pending {
+                origin,
+                io: flush(0),
+                write: None,
+            });
+            out.submit(flush(n));
+        }
+        disks.len() as u32
     }
 
     /// The round is back: the chunks it covered are logged clean, or, if a flush failed,
@@ -815,17 +818,7 @@ impl Paraid {
             // Make the leaving disks' own writes durable before they stop being read; a
             // write to an original meanwhile means another round.
             self.settle_mark = Some(self.original_writes);
-            for disk in leaving {
-                let dev = self.devs[disk];
-                let flush = |n| Io::own(n, Op::Flush, dev, 0, 0);
-                let n = self.rename(Pending {
-                    origin: Origin::Settle,
-                    io: flush(0),
-                    write: None,
-                });
-                self.settling += 1;
-                out.submit(flush(n));
-            }
+            self.settling = self.flush(leaving, Origin::Settle, out);
             return;
         }
         self.switch(now, t, out);
