@@ -84,6 +84,17 @@ pub struct Dirty {
 }
 
 impl Dirty {
+    /// A chunk newer on `side` as the log already says (recovered, or a clean record that
+    /// could not be made safe), with no write out.
+    pub(super) fn logged(side: Side) -> Dirty {
+        Dirty {
+            side,
+            version: 0,
+            writes: 0,
+            seq: 0,
+        }
+    }
+
     /// A chunk just made newer on `side`: one write, its record not yet logged.
     pub(super) fn new(side: Side) -> Dirty {
         Dirty {

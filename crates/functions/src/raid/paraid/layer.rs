@@ -729,13 +729,7 @@ impl Paraid {
         for (key, side) in covered {
             self.cleaning.remove(&key);
             if self.clean_failed {
-                let d = Dirty {
-                    side,
-                    version: 0,
-                    writes: 0,
-                    seq: 0,
-                };
-                self.dirty.insert(key, d);
+                self.dirty.insert(key, Dirty::logged(side));
                 self.copy_failed(key);
             } else {
                 self.log(
@@ -868,13 +862,7 @@ impl Paraid {
                     }
                     self.counters.recovered_dirty = dirty.len() as u64;
                     for (k, side) in dirty {
-                        let d = Dirty {
-                            side,
-                            version: 0,
-                            writes: 0,
-                            seq: 0,
-                        };
-                        self.dirty.insert(k, d);
+                        self.dirty.insert(k, Dirty::logged(side));
                     }
                     self.begin(now, out);
                 }
