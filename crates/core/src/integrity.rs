@@ -74,6 +74,9 @@ struct WriteRec {
     /// May it serve as the floor of later reads (acknowledged, and not undone by a crash)?
     floor: bool,
     durable: bool,
+    /// Gone in a crash: a read after it found another of the block's versions from before
+    /// it ([`HostBlock::settle`]).
+    lost: bool,
 }
 
 /// What the host may read back from one block: the writes that are not yet superseded for
@@ -95,6 +98,7 @@ impl HostBlock {
                 acked_at: 0,
                 floor: true,
                 durable: true,
+                lost: false,
             }],
         }
     }
@@ -104,11 +108,12 @@ impl HostBlock {
     /// issued.
     fn allowed(&self, issued: u64) -> impl Iterator<Item = &WriteRec> {
         self.writes.iter().filter(move |w| {
-            !self.writes.iter().any(|f| {
-                f.floor
-                    && f.acked.is_some_and(|a| a < issued)
-                    && w.acked.is_some_and(|a| a < f.issued)
-            })
+            !w.lost
+                && !self.writes.iter().any(|f| {
+                    f.floor
+                        && f.acked.is_some_and(|a| a < issued)
+                        && w.acked.is_some_and(|a| a < f.issued)
+                })
         })
     }
 
@@ -131,6 +136,24 @@ impl HostBlock {
         let mut k = keep.iter();
         self.writes
             .retain(|_| *k.next().expect("one flag per write"));
+    }
+
+    /// A read after crash `epoch` returned the version of the write issued at `issued`, a
+    /// write from before the crash: the crash left that version on the media, so every
+    /// other write from before the crash is gone for good (a disk does not change its mind
+    /// about what it kept), and this one is durable, the floor of every later read, also
+    /// after another crash. Without this rule a layer holding two copies of a block that
+    /// disagree after a crash (a replica made from an unflushed source) could answer from
+    /// either, read after read.
+    fn settle(&mut self, issued: u64, epoch: u32) {
+        for w in &mut self.writes {
+            if w.issued == issued {
+                w.floor = true;
+                w.durable = true;
+            } else if w.epoch < epoch {
+                w.lost = true;
+            }
+        }
     }
 
     /// The record of the write issued at sequence `issued` (one per request and block).
@@ -585,6 +608,7 @@ impl DataObserver for Checker {
                             acked_at: 0,
                             floor: false,
                             durable: false,
+                            lost: false,
                         });
                 }
             }
@@ -740,6 +764,7 @@ impl DataObserver for Checker {
                     }
                 }
                 let mut all = true;
+                let mut settled = Vec::new();
                 for &(b, full, at) in &blocks {
                     let found = self.bufs.remove(&(host, at));
                     if !(ok && full) {
@@ -759,21 +784,38 @@ impl DataObserver for Checker {
                         all = false;
                         continue;
                     }
-                    if allowed.any(|w| w.ver == found) {
+                    if let Some(w) = allowed.find(|w| w.ver == found) {
                         self.counters.blocks_checked += 1;
+                        // A crash left one of the block's earlier versions on the media:
+                        // the first read of one tells which, and from then on it is the
+                        // block's durable content (see `settle`).
+                        let pre = |x: &WriteRec| x.epoch < self.epoch;
+                        if pre(w)
+                            && (!(w.floor && w.durable)
+                                || hb
+                                    .writes
+                                    .iter()
+                                    .any(|x| pre(x) && !x.lost && x.issued != w.issued))
+                        {
+                            settled.push((b, w.issued));
+                        }
                         continue;
                     }
                     let expected: Vec<String> = hb
                         .allowed(req.issued)
                         .map(|w| self.request_name(w))
                         .collect();
-                    let holder = hb
-                        .writes
-                        .iter()
-                        .find(|w| w.ver == found)
-                        .map_or(self.version_name(found), |w| {
-                            format!("{} [superseded]", self.request_name(w))
-                        });
+                    let holder = hb.writes.iter().find(|w| w.ver == found).map_or(
+                        self.version_name(found),
+                        |w| {
+                            let why = if w.lost {
+                                "lost in a crash: an earlier read after it found another version"
+                            } else {
+                                "superseded"
+                            };
+                            format!("{} [{why}]", self.request_name(w))
+                        },
+                    );
                     let size = 1u64 << self.shift;
                     result = Err(format!(
                         "integrity: host read {id} (volume {}, bytes {}..{}) issued at {} ns, replied at {now} ns: block {b} (bytes {}..{}) holds {holder}, expected {}",
@@ -793,6 +835,13 @@ impl DataObserver for Checker {
                 }
                 for &(_, _, at) in &blocks {
                     self.bufs.remove(&(host, at));
+                }
+                if result.is_ok() {
+                    for (b, issued) in settled {
+                        if let Some(hb) = self.host.get_mut(&(io.dev, b)) {
+                            hb.settle(issued, self.epoch);
+                        }
+                    }
                 }
                 if all && ok && result.is_ok() {
                     self.counters.reads_checked += 1;

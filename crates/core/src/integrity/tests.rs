@@ -216,13 +216,75 @@ fn writes_in_flight_at_a_crash_may_or_may_not_read_back() {
         fua: true,
         ..host(0, Op::Write, 0, 1)
     };
-    c.host_request(10, &w);
-    device(&mut c, 10, w);
     // Landed durably, but never acknowledged: reading it back is allowed, and so is the
-    // initial content (the other outcome of a crash).
-    c.crash(20);
+    // initial content (the other outcome of a crash, read here from device 1, which never
+    // saw the write).
+    let mut other = Checker::new(4096).unwrap();
+    for c in [&mut c, &mut other] {
+        c.host_request(10, &w);
+        device(c, 10, w);
+        c.crash(20);
+    }
     read_from(&mut c, 30, 0, 0, 0, 0).unwrap();
-    read_from(&mut c, 31, 1, 0, 1, 0).unwrap();
+    read_from(&mut other, 31, 1, 0, 1, 0).unwrap();
+}
+
+/// A crash leaves one version of each block on the media, and it stays: once a read after
+/// the crash found one of the versions the crash could have left, every later read finds it
+/// too (or a later write), also after another crash. A layer keeping two copies that
+/// disagree after a crash (a mirror written with FUA on one side only, a replica copied
+/// from an unflushed source) must not answer from either, read after read.
+#[test]
+fn a_crash_leaves_one_version_of_a_block_and_later_reads_agree_on_it() {
+    // Version 1 is durable on device 1 only: the host never flushed it.
+    let mirror = |c: &mut Checker| {
+        let w = host(0, Op::Write, 0, 1);
+        c.host_request(10, &w);
+        device(c, 10, w);
+        device(
+            c,
+            10,
+            Io {
+                fua: true,
+                ..to_dev(&w, 1, 0)
+            },
+        );
+        c.host_reply(10, &ok(w, 10)).unwrap();
+        c.crash(20);
+    };
+    // Either outcome may come first...
+    let mut c = Checker::new(4096).unwrap();
+    mirror(&mut c);
+    read_from(&mut c, 30, 1, 0, 1, 0).unwrap();
+    read_from(&mut c, 31, 2, 0, 1, 0).unwrap();
+    // ...but the other never follows.
+    let e = read_from(&mut c, 32, 3, 0, 0, 0).unwrap_err();
+    assert!(
+        e.contains("block 0 (bytes 0..4096) holds the initial content [lost in a crash: an earlier read after it found another version], expected v1 (host request 0 before crash 1, acknowledged at 10 ns)"),
+        "{e}"
+    );
+    let mut c = Checker::new(4096).unwrap();
+    mirror(&mut c);
+    read_from(&mut c, 30, 1, 0, 0, 0).unwrap();
+    let e = read_from(&mut c, 31, 2, 0, 1, 0).unwrap_err();
+    assert!(
+        e.contains("holds v1 (host request 0 before crash 1, acknowledged at 10 ns) [lost in a crash: an earlier read after it found another version], expected the initial content"),
+        "{e}"
+    );
+    // What a read found is durable: a second crash keeps it.
+    let mut c = Checker::new(4096).unwrap();
+    mirror(&mut c);
+    read_from(&mut c, 30, 1, 0, 1, 0).unwrap();
+    c.crash(40);
+    read_from(&mut c, 50, 2, 0, 1, 0).unwrap();
+    assert!(read_from(&mut c, 51, 3, 0, 0, 0).is_err());
+    // A write after the crash supersedes both, as ever.
+    let mut c = Checker::new(4096).unwrap();
+    mirror(&mut c);
+    read_from(&mut c, 30, 1, 0, 0, 0).unwrap();
+    write(&mut c, 40, 2, 0, 1);
+    read_from(&mut c, 50, 3, 0, 0, 0).unwrap();
+    assert!(read_from(&mut c, 51, 4, 0, 1, 0).is_err());
 }
 
 #[test]
