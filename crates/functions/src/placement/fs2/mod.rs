@@ -45,7 +45,7 @@ pub use config::{CopyFrom, Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLO
 
 use freespace::FreeMap;
 use smallvec::SmallVec;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use table::ReplicaTable;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
@@ -123,6 +123,10 @@ struct Counters {
     recovered_replicas: u64,
     log_records: u64,
     waited_for_log: u64,
+    /// Drive FLUSHes sent so replicas could be logged, and those that failed (their
+    /// replicas were dropped, never logged).
+    flush_rounds: u64,
+    flush_round_errors: u64,
     replicas_created: u64,
     candidates: u64,
     candidates_dropped_full: u64,
@@ -200,6 +204,16 @@ pub struct Fs2 {
     /// block is not reused, until it is (so the table on the device never points a read at
     /// a replica that is stale or reused).
     unlogged: FxHashMap<u64, u64>,
+    /// Replicas made but not yet logged (persisted tables only): replica block → (its
+    /// original, covered by the drive FLUSH out). A copy reads the original as the drive
+    /// has it, which may be a host write still in the drive's volatile cache, and its FUA
+    /// write makes that version durable at the replica only: a crash would then leave the
+    /// two copies different, and reads would answer one or the other by head position (the
+    /// swarm, seed 1661). So an ADD record waits for a FLUSH of the drive submitted after
+    /// its copy completed: the flush round ([`Fs2::flush_round`]).
+    unflushed: BTreeMap<u64, (u64, bool)>,
+    /// A flush round is out.
+    flushing: bool,
     c: Counters,
 }
 
@@ -262,6 +276,8 @@ impl Fs2 {
             recovering: false,
             records: Vec::new(),
             unlogged: FxHashMap::default(),
+            unflushed: BTreeMap::new(),
+            flushing: false,
             c: Counters::default(),
             p,
         })
@@ -326,6 +342,9 @@ impl Fs2 {
     fn drop_original(&mut self, orig: u64) -> u64 {
         let mut reps = Vec::new();
         self.table.remove_original(orig, &mut reps);
+        for r in &reps {
+            self.unflushed.remove(r);
+        }
         if !reps.is_empty() {
             // The original waits too: written before its replicas' drop is durable, a crash
             // could bring back a table that reads the new block's old replica.
@@ -344,6 +363,7 @@ impl Fs2 {
         let Some(orig) = self.table.remove_replica(rep) else {
             return false;
         };
+        self.unflushed.remove(&rep);
         self.log(REC_DROP_REPLICA, rep, 0, &[orig, rep]);
         true
     }
@@ -367,6 +387,7 @@ impl Fs2 {
     /// Append the queued records (one group-committed FUA write), and checkpoint the whole
     /// table when the journal is full.
     fn flush_log(&mut self, out: &mut Actions) {
+        self.flush_round(out);
         if let Err(e) = self.try_flush_log(out) {
             self.log_failed(&e, out);
         }
@@ -396,13 +417,67 @@ impl Fs2 {
         // (seed 890 of the swarm hung on a write waiting for one).
         if j.wants_snapshot() {
             let mut snap = Vec::with_capacity(self.table.len() * 16);
-            for (o, r) in self.table.pairs() {
+            // Replicas waiting for their flush round are not durable yet.
+            for (o, r) in self
+                .table
+                .pairs()
+                .into_iter()
+                .filter(|(_, r)| !self.unflushed.contains_key(r))
+            {
                 snap.extend_from_slice(&o.to_le_bytes());
                 snap.extend_from_slice(&r.to_le_bytes());
             }
             j.checkpoint(&snap, out)?;
         }
         Ok(())
+    }
+
+    /// Send a FLUSH of the drive for the replicas made since the last one (when none is
+    /// out and the journal is in use), so their ADD records can follow.
+    fn flush_round(&mut self, out: &mut Actions) {
+        if self.flushing
+            || self.failed
+            || self.recovering
+            || self.unflushed.is_empty()
+            || self.journal.is_none()
+        {
+            return;
+        }
+        for (_, covered) in self.unflushed.values_mut() {
+            *covered = true;
+        }
+        self.flushing = true;
+        self.c.flush_rounds += 1;
+        out.submit(Io::own(self.flush_id(), Op::Flush, self.disk, 0, 0));
+    }
+
+    /// The own-I/O number of the flush round (one is out at a time): below the journal's
+    /// numbers, far above the copies'.
+    fn flush_id(&self) -> u64 {
+        copy_base(self.layer) + (1 << 33) - 1
+    }
+
+    /// The flush round is back: the replicas it covered are logged, or, if it failed,
+    /// dropped (never logged, so no record is needed to forget them).
+    fn flushed(&mut self, ok: bool) {
+        self.flushing = false;
+        if !ok {
+            self.c.flush_round_errors += 1;
+        }
+        let covered: Vec<(u64, u64)> = self
+            .unflushed
+            .iter()
+            .filter(|(_, &(_, c))| c)
+            .map(|(&r, &(o, _))| (r, o))
+            .collect();
+        for (r, o) in covered {
+            self.unflushed.remove(&r);
+            if ok {
+                self.log(REC_ADD, o, r, &[]);
+            } else if self.table.remove_replica(r).is_some() {
+                self.release(r);
+            }
+        }
     }
 
     /// The journal cannot be used: the run stops (simulated) or the fault is kept (live),
@@ -887,7 +962,9 @@ impl Fs2 {
             for i in 0..p.n {
                 if ok && !p.stale && self.table.add(p.orig + i, dest + i, now) {
                     self.c.replicas_created += 1;
-                    self.log(REC_ADD, p.orig + i, dest + i, &[]);
+                    if self.journal.is_some() {
+                        self.unflushed.insert(dest + i, (p.orig + i, false));
+                    }
                 } else {
                     self.free.insert(dest + i, dest + i + 1);
                 }
@@ -1130,6 +1207,10 @@ impl Function for Fs2 {
                 }
             }
         }
+        if id == IoId::own(self.flush_id()) && done.io.op == Op::Flush {
+            self.flushed(done.status == Status::Ok);
+            return self.settle(now, out);
+        }
         if let Some((io, r0, n)) = self.redirected.remove(&id) {
             done.io = io;
             for b in r0..r0 + n {
@@ -1237,6 +1318,8 @@ impl Function for Fs2 {
             ("recovered_replicas", c.recovered_replicas),
             ("log_records", c.log_records),
             ("waited_for_log", c.waited_for_log),
+            ("flush_rounds", c.flush_rounds),
+            ("flush_round_errors", c.flush_round_errors),
             ("replicas_created", c.replicas_created),
             ("candidates", c.candidates),
             ("candidates_dropped_full", c.candidates_dropped_full),
