@@ -698,8 +698,10 @@ fn swarm() {
             "invalidated_by_write",
             "copies_stale",
             "copies_dropped_stale",
-            // FS2's persisted table: logged, invalidations waited for, rebuilt after crashes.
+            // FS2's persisted table: logged after flush rounds, invalidations waited for,
+            // rebuilt after crashes.
             "log_records",
+            "flush_rounds",
             "waited_for_log",
             "recovered_replicas",
             // RAID-5's persisted bad-page list: write replies held for its records, and the
