@@ -89,9 +89,15 @@ fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
     let orig0 = disk0[ORIG as usize * K..(ORIG as usize + 1) * K].to_vec();
 
     // Server 1: region 1 is read most in every epoch, the far block now and then, until
-    // its copy is in region 1's first free block.
+    // its copy is in region 1's first free block and its ADD record (kind 1, original,
+    // replica) in the journal at the end of the image. The record follows the copy by a
+    // flush of the image and a journal write, the layer's own I/O, which a shutdown does
+    // not wait for: so the test waits for the record, not the copy alone.
     let srv = serve(&cfg, &disk, &sock);
     let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    let mut add = vec![1u8];
+    add.extend_from_slice(&ORIG.to_le_bytes());
+    add.extend_from_slice(&(REPLICA as u64).to_le_bytes());
     let t0 = Instant::now();
     loop {
         for _ in 0..3 {
@@ -99,12 +105,13 @@ fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
         }
         assert_eq!(read(&mut c, ORIG), orig0);
         let img = std::fs::read(&disk).unwrap();
-        if img[REPLICA * K..(REPLICA + 1) * K] == orig0[..] {
+        let logged = img[n - (64 << 10)..].windows(add.len()).any(|w| w == add);
+        if img[REPLICA * K..(REPLICA + 1) * K] == orig0[..] && logged {
             break;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(20),
-            "no replica after 20 s"
+            "no logged replica after 20 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
