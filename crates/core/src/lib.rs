@@ -12,8 +12,10 @@
 //! * [`trace`] — the streaming trace source interface.
 //! * [`stats`] — bounded-memory latency statistics.
 //! * Helpers functions share, written once: [`fanout`] (split an I/O, reply when all parts
-//!   are back), [`copy`] (own I/O that moves data through a scratch buffer), [`periodic`]
-//!   (a drift-free periodic timer), [`geometry`] (where an offset lies on the platters).
+//!   are back), [`copy`] (own I/O that moves data through a scratch buffer),
+//!   [`flush_round`] (finished copies a journal may log only after a FLUSH made their
+//!   source durable), [`periodic`] (a drift-free periodic timer), [`geometry`] (where an
+//!   offset lies on the platters).
 //! * [`testing`] — a scripted harness that drives one function by hand.
 //! * [`integrity`] — the data-integrity checker: a version per block instead of bytes.
 //! * Functions' own metadata: [`region`] (a device range a function reserves), [`journal`]
@@ -25,6 +27,7 @@ pub mod block_index;
 pub mod copy;
 pub mod device;
 pub mod fanout;
+pub mod flush_round;
 pub mod function;
 pub mod fxhash;
 pub mod geometry;

@@ -45,12 +45,13 @@ pub use config::{CopyFrom, Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLO
 
 use freespace::FreeMap;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use table::ReplicaTable;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
+use wattio_core::flush_round::FlushRounds;
 use wattio_core::function::{Actions, Function, TimerId};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::geometry::Geometry;
@@ -204,16 +205,14 @@ pub struct Fs2 {
     /// block is not reused, until it is (so the table on the device never points a read at
     /// a replica that is stale or reused).
     unlogged: FxHashMap<u64, u64>,
-    /// Replicas made but not yet logged (persisted tables only): replica block → (its
-    /// original, covered by the drive FLUSH out). A copy reads the original as the drive
+    /// Replicas made but not yet logged (persisted tables only): replica block → its
+    /// original. A copy reads the original as the drive
     /// has it, which may be a host write still in the drive's volatile cache, and its FUA
     /// write makes that version durable at the replica only: a crash would then leave the
     /// two copies different, and reads would answer one or the other by head position (the
     /// swarm, seed 1661). So an ADD record waits for a FLUSH of the drive submitted after
     /// its copy completed: the flush round ([`Fs2::flush_round`]).
-    unflushed: BTreeMap<u64, (u64, bool)>,
-    /// A flush round is out.
-    flushing: bool,
+    unflushed: FlushRounds<u64, u64>,
     c: Counters,
 }
 
@@ -276,8 +275,7 @@ impl Fs2 {
             recovering: false,
             records: Vec::new(),
             unlogged: FxHashMap::default(),
-            unflushed: BTreeMap::new(),
-            flushing: false,
+            unflushed: FlushRounds::new(),
             c: Counters::default(),
             p,
         })
@@ -422,7 +420,7 @@ impl Fs2 {
                 .table
                 .pairs()
                 .into_iter()
-                .filter(|(_, r)| !self.unflushed.contains_key(r))
+                .filter(|(_, r)| !self.unflushed.contains(r))
             {
                 snap.extend_from_slice(&o.to_le_bytes());
                 snap.extend_from_slice(&r.to_le_bytes());
@@ -435,19 +433,11 @@ impl Fs2 {
     /// Send a FLUSH of the drive for the replicas made since the last one (when none is
     /// out and the journal is in use), so their ADD records can follow.
     fn flush_round(&mut self, out: &mut Actions) {
-        if self.flushing
-            || self.failed
-            || self.recovering
-            || self.unflushed.is_empty()
-            || self.journal.is_none()
-        {
+        if !self.unflushed.due() || self.failed || self.recovering || self.journal.is_none() {
             return;
         }
-        for (_, covered) in self.unflushed.values_mut() {
-            *covered = true;
-        }
-        self.flushing = true;
         self.c.flush_rounds += 1;
+        self.unflushed.start(1);
         out.submit(Io::own(self.flush_id(), Op::Flush, self.disk, 0, 0));
     }
 
@@ -460,19 +450,14 @@ impl Fs2 {
     /// The flush round is back: the replicas it covered are logged, or, if it failed,
     /// dropped (never logged, so no record is needed to forget them).
     fn flushed(&mut self, ok: bool) {
-        self.flushing = false;
-        if !ok {
+        let Some(round) = self.unflushed.flushed(ok) else {
+            return;
+        };
+        if !round.ok {
             self.c.flush_round_errors += 1;
         }
-        let covered: Vec<(u64, u64)> = self
-            .unflushed
-            .iter()
-            .filter(|(_, &(_, c))| c)
-            .map(|(&r, &(o, _))| (r, o))
-            .collect();
-        for (r, o) in covered {
-            self.unflushed.remove(&r);
-            if ok {
+        for (r, o) in round.covered {
+            if round.ok {
                 self.log(REC_ADD, o, r, &[]);
             } else if self.table.remove_replica(r).is_some() {
                 self.release(r);
@@ -963,7 +948,7 @@ impl Fs2 {
                 if ok && !p.stale && self.table.add(p.orig + i, dest + i, now) {
                     self.c.replicas_created += 1;
                     if self.journal.is_some() {
-                        self.unflushed.insert(dest + i, (p.orig + i, false));
+                        self.unflushed.add(dest + i, p.orig + i);
                     }
                 } else {
                     self.free.insert(dest + i, dest + i + 1);

@@ -1144,3 +1144,82 @@ fn below(seed: u64) -> impl FnMut(u64) -> u64 {
         x % k
     }
 }
+
+/// A replica is logged only after a FLUSH of the drive, sent after its copy completed,
+/// made its original durable. If that flush fails, the original may never reach the
+/// media, so the replica is dropped and its block freed, with no record (none was written).
+/// Shown to fail on a broken build that logged the covered replicas whatever the flush's
+/// status ("nothing to log or to take back": 2 records were appended).
+#[test]
+fn a_failed_flush_round_drops_the_replicas_it_covered_without_a_record() {
+    for ok in [true, false] {
+        let mut f = toy(&format!(
+            "copy_from = 'disk'\njournal_kb = 16\nmax_replica_blocks = 64\nregion_mb = 1\nfree = [[1048576, 1048576]]\n{NO_MARKS}"
+        ));
+        let mut log = VecDeque::new();
+        let mut out = Actions::new();
+        f.on_start(0, &mut out);
+        assert!(absorb(&mut f, out.as_slice().to_vec(), &mut log).is_empty());
+        while !log.is_empty() {
+            assert!(step(&mut f, &mut log).is_empty(), "recovery");
+        }
+        make_target(&mut f, 300);
+        assert_eq!(f.target(), Some(1));
+        // A read outside the target region: passed on, and its copy starts.
+        let r = host(Op::Read, 5000, 2);
+        let acts = {
+            let mut out = Actions::new();
+            f.on_request(MS, r, &mut out);
+            out.as_slice().to_vec()
+        };
+        let sent = absorb(&mut f, acts, &mut log);
+        assert_eq!(sent[0], r);
+        let acts = complete(&mut f, 2 * MS, sent[1]);
+        let w = absorb(&mut f, acts, &mut log)[0];
+        assert_eq!((w.op, w.offset), (Op::Write, 256 * BLOCK));
+        // The copy is done: the replicas are in the table, and a flush round goes out
+        // before their ADD records may.
+        let acts = complete(&mut f, 3 * MS, w);
+        let sent = absorb(&mut f, acts, &mut log);
+        assert_eq!(f.table.get(5000).unwrap().replicas(), &[256]);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let flush = sent[0];
+        assert_eq!((flush.op, flush.dev), (Op::Flush, 0));
+        assert_eq!(f.c.flush_rounds, 1);
+        assert!(log.is_empty(), "no ADD record before the flush is back");
+        let records = f.c.log_records;
+        let acts = {
+            let mut out = Actions::new();
+            let status = if ok { Status::Ok } else { Status::IoError };
+            f.on_completion(
+                4 * MS,
+                Completion {
+                    io: flush,
+                    status,
+                    finished: 4 * MS,
+                    breakdown: Breakdown::default(),
+                },
+                &mut out,
+            );
+            out.as_slice().to_vec()
+        };
+        assert!(absorb(&mut f, acts, &mut log).is_empty());
+        while !log.is_empty() {
+            assert!(step(&mut f, &mut log).is_empty());
+        }
+        if ok {
+            assert_eq!(f.c.log_records, records + 2, "one ADD record per replica");
+            assert_eq!(f.table.get(5001).unwrap().replicas(), &[257]);
+            assert_eq!(f.c.flush_round_errors, 0);
+        } else {
+            assert_eq!(f.c.log_records, records, "nothing to log or to take back");
+            assert!(f.table.get(5000).is_none() && f.table.get(5001).is_none());
+            assert!(
+                f.is_free(256) && f.is_free(257),
+                "the blocks are free again"
+            );
+            assert_eq!(f.c.flush_round_errors, 1);
+        }
+        assert!(f.unflushed.is_empty());
+    }
+}

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
+use wattio_core::flush_round::{FlushRounds, Round};
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
@@ -224,19 +225,13 @@ pub struct Paraid {
     /// (disk, chunk on disk) → which side is newer. Only disks that can be spun down.
     dirty: DirtyList,
     copying: FxHashMap<(usize, u64), Copying>,
-    /// Copied chunks (clean in memory) whose `Clean` record waits for a flush round: their
-    /// side that was newer, and whether the round out covers them. A copy reads its source
-    /// where the disk has it, its cache too: a host write there not yet durable would be
-    /// lost by a crash, leaving the two sides different under a log that says they are
-    /// equal. So the disks that are on are flushed first; a round covers every copy done
+    /// Copied chunks (clean in memory) whose `Clean` record waits for a flush round, with
+    /// their side that was newer. A copy reads its source where the disk has it, its cache
+    /// too: a host write there not yet durable would be lost by a crash, leaving the two
+    /// sides different under a log that says they are equal. So the disks that are on are flushed first; a round covers every copy done
     /// before it went out. A write that makes the chunk dirty again takes it out (its
     /// `Newer` record comes later in the log than the `Clean` would have).
-    cleaning: BTreeMap<(usize, u64), (Side, bool)>,
-    /// Chunks in `cleaning` the round out does not cover.
-    uncovered: usize,
-    /// Flushes of the round out, and whether one failed.
-    clean_flushes: u32,
-    clean_failed: bool,
+    cleaning: FlushRounds<(usize, u64), Side>,
     /// Chunks whose copy failed since the last sample.
     failed: FxHashSet<(usize, u64)>,
     copier: Copier,
@@ -292,10 +287,7 @@ impl Paraid {
             original_writes: 0,
             dirty: DirtyList::default(),
             copying: FxHashMap::default(),
-            cleaning: BTreeMap::new(),
-            uncovered: 0,
-            clean_flushes: 0,
-            clean_failed: false,
+            cleaning: FlushRounds::new(),
             failed: FxHashSet::default(),
             copier: Copier::new(COPY_BASE),
             pending: Vec::new(),
@@ -457,9 +449,7 @@ impl Paraid {
             // One map lookup for a chunk already in the list (this is every write's path).
             let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
             if new && !self.cleaning.is_empty() {
-                if let Some((_, covered)) = self.cleaning.remove(&key) {
-                    self.uncovered -= usize::from(!covered);
-                }
+                self.cleaning.remove(&key);
             }
             let (side, mut seq) = if new {
                 (d.side, 0)
@@ -542,7 +532,7 @@ impl Paraid {
             let snap = if self.cleaning.is_empty() {
                 self.shape.checkpoint(self.gear, &self.dirty, &self.bad)
             } else {
-                let cleaning = Ordered(self.cleaning.iter().map(|(&k, &(side, _))| (k, side)));
+                let cleaning = Ordered(self.cleaning.iter());
                 self.shape
                     .checkpoint(self.gear, &Both(&self.dirty, &cleaning), &self.bad)
             };
@@ -626,8 +616,7 @@ impl Paraid {
                                 if self.journal.is_some() {
                                     // Logged clean once a flush round makes the source
                                     // durable.
-                                    self.cleaning.insert(key, (side, false));
-                                    self.uncovered += 1;
+                                    self.cleaning.add(key, side);
                                 }
                             }
                         }
@@ -648,10 +637,8 @@ impl Paraid {
                 }
             }
             Origin::Clean => {
-                self.clean_failed |= done.status != Status::Ok;
-                self.clean_flushes -= 1;
-                if self.clean_flushes == 0 {
-                    self.cleaned(out);
+                if let Some(round) = self.cleaning.flushed(done.status == Status::Ok) {
+                    self.cleaned(round, out);
                     self.flush_for_clean(false, out);
                     self.pump(now, out);
                 }
@@ -682,20 +669,15 @@ impl Paraid {
     /// a chunk copied is clean in memory and only its record waits.
     fn flush_for_clean(&mut self, sample: bool, out: &mut Actions) {
         let downshift = self.target.is_some() && self.copying.is_empty();
-        if self.clean_flushes > 0 || self.uncovered == 0 || !(sample || downshift) {
+        if !self.cleaning.due() || !(sample || downshift) {
             return;
         }
-        for (_, covered) in self.cleaning.values_mut() {
-            *covered = true;
-        }
-        self.uncovered = 0;
-        self.clean_failed = false;
         self.counters.clean_rounds += 1;
         // A disk that is off was flushed before it was spun down (after its copies).
         let on = 0..self.p.gears[self.gear];
-        self.clean_flushes = self.flush(on, Origin::Clean, out);
-        if self.clean_flushes == 0 {
-            self.cleaned(out);
+        let flushes = self.flush(on, Origin::Clean, out);
+        if let Some(round) = self.cleaning.start(flushes) {
+            self.cleaned(round, out);
         }
     }
 
@@ -716,19 +698,12 @@ impl Paraid {
 
     /// The round is back: the chunks it covered are logged clean, or, if a flush failed,
     /// are dirty again (their `Newer` record is still the log's last word on them).
-    fn cleaned(&mut self, out: &mut Actions) {
-        let covered: Vec<((usize, u64), Side)> = self
-            .cleaning
-            .iter()
-            .filter(|(_, &(_, covered))| covered)
-            .map(|(&key, &(side, _))| (key, side))
-            .collect();
-        if self.clean_failed {
+    fn cleaned(&mut self, round: Round<(usize, u64), Side>, out: &mut Actions) {
+        if !round.ok {
             self.counters.clean_round_errors += 1;
         }
-        for (key, side) in covered {
-            self.cleaning.remove(&key);
-            if self.clean_failed {
+        for (key, side) in round.covered {
+            if !round.ok {
                 self.dirty.insert(key, Dirty::logged(side));
                 self.copy_failed(key);
             } else {
