@@ -22,9 +22,14 @@ $(STAMP): $(SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test -q
 	touch $(STAMP)
 
-test: install
-	bash scripts/install-apt.sh
-	$(MAKE) lint rust-test py-test fuzz
+# Each stage reports its wall time (scripts/timed.sh): CI's budget is 30 minutes.
+test:
+	bash scripts/timed.sh install $(MAKE) install
+	bash scripts/timed.sh apt bash scripts/install-apt.sh
+	bash scripts/timed.sh lint $(MAKE) lint
+	bash scripts/timed.sh rust-test $(MAKE) rust-test
+	bash scripts/timed.sh py-test $(MAKE) py-test
+	bash scripts/timed.sh fuzz $(MAKE) fuzz
 
 lint:
 	cargo fmt --all -- --check
@@ -39,7 +44,7 @@ fuzz:
 	bash scripts/fuzz-ci.sh
 
 py-test:
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=8
 
 bench: install
 	$(PY) bench/run.py

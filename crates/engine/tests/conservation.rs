@@ -2,7 +2,7 @@
 //! all its states and transitions sums exactly (in ns) to the run's duration, and every host
 //! request completes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

@@ -21,7 +21,7 @@
 //! making only the replicas wait, not the original (`blocks.push(orig)` removed): the
 //! write to the original completes ahead of its record.
 
-mod common;
+use crate::common;
 
 use wattio_core::io::{Op, Request};
 use wattio_core::Nanos;

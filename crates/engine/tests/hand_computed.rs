@@ -1,7 +1,7 @@
 //! A trace with idle gaps of known lengths under a fixed timeout: spin-downs, residencies,
 //! joules and latencies computed by hand.
 
-mod common;
+use crate::common;
 
 use common::*;
 

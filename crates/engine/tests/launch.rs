@@ -1,7 +1,7 @@
 //! Launch replay (`wattio_engine::launch`): the model against a real captured launch, and
 //! the launch prefetchers in the simulator under the data-integrity checker.
 
-mod common;
+use crate::common;
 
 use common::*;
 use wattio_core::integrity::Checker;

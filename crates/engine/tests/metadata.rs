@@ -5,7 +5,7 @@
 //! The bytes live in the device runtime's media, so a crash (`DeviceRuntime::crash_with`)
 //! loses — or tears — exactly what was not durable.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! A data observer on a simulated run (`Simulator::with_observer`): it sees every data
 //! movement through the executor kernel, and its error stops the run.
 
-mod common;
+use crate::common;
 
 use common::*;
 use wattio_core::kernel::DataObserver;

@@ -18,7 +18,7 @@
 //!    newest version; the downshift is made (its propagation first) and the chunks are
 //!    read from the replica.
 
-mod common;
+use crate::common;
 
 use common::disk;
 use wattio_core::io::{Op, Request};

@@ -3,7 +3,7 @@
 //! implausible traces are refused — by `run` and `check` alike — or with `lenient` warned
 //! about in the summary.
 
-mod common;
+use crate::common;
 
 use common::*;
 use wattio_engine::{check, run, Input, Registry, RunOptions};
