@@ -2,12 +2,14 @@
 # Bounded fuzzing in CI (`make fuzz`, part of `make test`): every cargo-fuzz target of the
 # crates listed runs for FUZZ_SECONDS (default 20) from its committed corpus. New inputs go
 # to a scratch directory, never into the repository; a crash fails the run and libFuzzer
-# leaves the input under the crate's fuzz/artifacts/.
+# leaves the input under the crate's fuzz/artifacts/<target>/.
 #
-# cargo-fuzz needs a nightly toolchain: installed with rustup (minimal profile) and
-# `cargo install cargo-fuzz --locked` when missing. FUZZ_CRATES picks the crates (default:
-# live, whose target builds without the Arrow stack; the other crates' corpora are replayed
-# by their tests/fuzz_corpus.rs on stable in every `cargo test`).
+# The fuzz crates are cargo-fuzz projects (`cargo +nightly fuzz run <target>` works on a
+# developer's machine). CI builds them the way cargo-fuzz 0.13 does, with its flags spelled
+# out below, instead of compiling cargo-fuzz itself first (a minute of CI's 30-minute
+# budget on two cores). FUZZ_CRATES picks the crates (default: live, whose target builds
+# without the Arrow stack; the other crates' corpora are replayed by their fuzz_corpus tests
+# on stable in every `cargo test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}
@@ -17,18 +19,32 @@ crates=${FUZZ_CRATES:-live}
 # deterministic mutants still run in every `cargo test`.
 if ! rustup toolchain list | grep -q '^nightly'; then
   rustup toolchain install nightly --profile minimal || {
-    echo "fuzz: SKIPPED: no nightly toolchain on this machine and none could be installed (cargo-fuzz needs one); the committed corpora are replayed by cargo test"
+    echo "fuzz: SKIPPED: no nightly toolchain on this machine and none could be installed (libFuzzer instrumentation needs one); the committed corpora are replayed by cargo test"
     exit 0
   }
 fi
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+host=$(rustc +nightly -vV | sed -n 's/^host: //p')
+# cargo-fuzz 0.13's `build --release` (sancov instrumentation for libFuzzer, AddressSanitizer,
+# cfg(fuzzing)). --target keeps the flags off build scripts and proc macros.
+export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
+-Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Zsanitizer=address \
+-Cllvm-args=-sanitizer-coverage-stack-depth -Ccodegen-units=1"
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 for c in $crates; do
   dir=crates/$c/fuzz
-  for t in $(cd "$dir" && cargo +nightly fuzz list); do
+  cargo +nightly build -q --release --manifest-path "$dir/Cargo.toml" --target "$host" --bins
+  # The [[bin]] targets of the fuzz crate (what `cargo fuzz list` prints).
+  for t in $(sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p}' "$dir/Cargo.toml"); do
     scratch=$(mktemp -d)
+    mkdir -p "$dir/artifacts/$t"
     echo "fuzz: $c/$t for ${secs}s from $(ls "$dir/corpus/$t" | wc -l) seeds"
-    (cd "$dir" && cargo +nightly fuzz run --release "$t" "$scratch" "corpus/$t" -- \
-      -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 12)
-    rm -rf "$scratch"
+    rc=0
+    "$dir/target/$host/release/$t" -artifact_prefix="$dir/artifacts/$t/" "$scratch" "$dir/corpus/$t" \
+      -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 > "$scratch.log" 2>&1 || rc=$?
+    tail -n 12 "$scratch.log"
+    rm -rf "$scratch" "$scratch.log"
+    [ "$rc" -eq 0 ] || { echo "fuzz: $c/$t FAILED (exit $rc): the input is under $dir/artifacts/$t/"; exit "$rc"; }
   done
 done
