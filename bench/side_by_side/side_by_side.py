@@ -175,14 +175,28 @@ def tarball_key(tar: Path) -> str:
     return hashlib.sha256(tar.read_bytes()).hexdigest()[:12]
 
 
-def build_peer(name: str, shared: Path, cache: Path, tools: list[str], rel_binary: str) -> Path:
-    """Builds `shared/<name>-src` with its build.sh into the cache once per tarball."""
+# MQSim's Makefile compiles with -O3 -g: two minutes on two cores. A correctness check of the
+# harness (tests/test_side_by_side.py, --quick-peers) needs its answers, not its speed: make
+# takes command-line variables from MAKEFLAGS, so build.sh's `make` compiles at -O1 without
+# debug information instead (about 40 s), into a cache directory of its own.
+QUICK_MAKEFLAGS = {"mqsim": r"CC_FLAGS=-std=c++11\ -O1"}
+
+
+def build_peer(name: str, shared: Path, cache: Path, tools: list[str], rel_binary: str,
+               quick: bool = False) -> Path:
+    """Builds `shared/<name>-src` with its build.sh into the cache once per tarball (and per
+    build kind: `quick` is QUICK_MAKEFLAGS's, for correctness checks, never for timings)."""
     src = shared / f"{name}-src"
     script = src / "build.sh"
     tars = sorted(src.glob("*.tar.gz")) if src.is_dir() else []
     if not script.exists() or not tars:
         raise Skip(f"{name}: no sources in {src} (build.sh and the tarball)")
-    dest = cache / "peers" / f"{name}-{tarball_key(tars[0])}"
+    env = None
+    suffix = ""
+    if quick and name in QUICK_MAKEFLAGS:
+        env = {**os.environ, "MAKEFLAGS": QUICK_MAKEFLAGS[name]}
+        suffix = "-quick"
+    dest = cache / "peers" / f"{name}-{tarball_key(tars[0])}{suffix}"
     binary = dest / rel_binary
     if binary.exists():
         return binary
@@ -193,7 +207,8 @@ def build_peer(name: str, shared: Path, cache: Path, tools: list[str], rel_binar
         shutil.rmtree(dest)
     print(f"building {name} from {src} into {dest} ...", flush=True)
     t0 = time.perf_counter()
-    p = subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, check=False)
+    p = subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, check=False,
+                       env=env)
     if p.returncode != 0 or not binary.exists():
         raise RuntimeError(f"building {name} failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
     print(f"built {name} in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -386,14 +401,14 @@ def compare_mqsim(args, shared: Path, cache: Path, wattio: list[str]) -> list[Re
         col = to_columnar(wattio, trace, "mqsim")
         results.append(run_wattio(wattio, cfg, col, "columnar", work / "wattio-out-col", args.repeat, "wattio (columnar)"))
     try:
-        binary = build_peer("mqsim", shared, cache, ["g++", "make"], "mqsim/MQSim")
+        binary = build_peer("mqsim", shared, cache, ["g++", "make"], "mqsim/MQSim", args.quick_peers)
     except Skip as e:
         results.append(Result("MQSim", note=f"skipped: {e}"))
         return results
     shutil.copy(binary.parent / "ssdconfig.xml", work / "ssdconfig.xml")
     wl = work / "workload.xml"
     wl.write_text(MQSIM_WORKLOAD.format(occupancy=SSD_OCCUPANCY_PERCENT, trace=trace))
-    r = Result("MQSim")
+    r = Result("MQSim", note="built -O1 (--quick-peers): its times are not comparable" if args.quick_peers else "")
     for i in range(args.peer_repeat):
         cmd = [str(binary), "-i", "ssdconfig.xml", "-w", wl.name]
         r.samples.append(measure(cmd, work, work / f"mqsim.{i}.log"))
@@ -439,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shared", type=Path, help="the shared/ folder (default: beside the checkout)")
     p.add_argument("--wattio", help="the wattio command (default: .venv/bin/wattio)")
     p.add_argument("--json", type=Path, help="also write the figures here")
+    p.add_argument("--quick-peers", action="store_true",
+                   help="build MQSim at -O1 without debug info (a correctness check; its times then mean nothing)")
     args = p.parse_args(argv)
     args.peer_repeat = args.peer_repeat or args.repeat
     shared = args.shared or shared_dir()
