@@ -397,10 +397,17 @@ def test_map_runs_goes_where_placed_says():
         pass
 
 
-def test_reproduce_on_an_unreachable_scheduler_is_a_user_error(wattio_cli):
-    p = wattio_cli("reproduce", "paraid-eq2-gear-savings", "--scheduler", "tcp://127.0.0.1:9", check=False)
-    assert p.returncode != 0
-    assert "--scheduler tcp://127.0.0.1:9: cannot connect to the Dask scheduler" in p.stderr
+def test_reproduce_on_an_unreachable_scheduler_is_a_user_error(monkeypatch, capsys):
+    import sys
+
+    from wattio import cli
+
+    # In this process, with a 1 s connection timeout (the module's, not the function
+    # `wattio.sweep` that shadows it on the package) rather than the 10 s default.
+    monkeypatch.setattr(sys.modules["wattio.sweep"], "CONNECT_TIMEOUT_S", 1)
+    rc = cli.main(["reproduce", "paraid-eq2-gear-savings", "--scheduler", "tcp://127.0.0.1:9"])
+    assert rc != 0
+    assert "--scheduler tcp://127.0.0.1:9: cannot connect to the Dask scheduler" in capsys.readouterr().err
 
 
 @pytest.mark.slow
