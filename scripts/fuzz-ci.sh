@@ -24,24 +24,28 @@ if ! rustup toolchain list | grep -q '^nightly'; then
   }
 fi
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
-# cargo-fuzz 0.13's `build --release` (sancov instrumentation for libFuzzer, AddressSanitizer,
-# cfg(fuzzing)). --target keeps the flags off build scripts and proc macros.
+# cargo-fuzz 0.13's default build (`cargo fuzz run` without --release: the dev profile, with
+# debug assertions; sancov instrumentation for libFuzzer, AddressSanitizer, cfg(fuzzing)).
+# --target keeps the flags off build scripts and proc macros. Not --release: on a clean
+# clone the optimised, instrumented build of wattio-live and its dependencies took most of
+# this stage (233 s on two cores); a 20 s run from the corpus needs coverage, ASan and the
+# assertions, not speed.
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
 -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Zsanitizer=address \
 -Cllvm-args=-sanitizer-coverage-stack-depth -Ccodegen-units=1"
-export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 for c in $crates; do
   dir=crates/$c/fuzz
-  cargo +nightly build -q --release --manifest-path "$dir/Cargo.toml" --target "$host" --bins
+  cargo +nightly build -q --manifest-path "$dir/Cargo.toml" --target "$host" --bins
   # The [[bin]] targets of the fuzz crate (what `cargo fuzz list` prints).
   for t in $(sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p}' "$dir/Cargo.toml"); do
     scratch=$(mktemp -d)
     mkdir -p "$dir/artifacts/$t"
     echo "fuzz: $c/$t for ${secs}s from $(ls "$dir/corpus/$t" | wc -l) seeds"
     rc=0
-    "$dir/target/$host/release/$t" -artifact_prefix="$dir/artifacts/$t/" "$scratch" "$dir/corpus/$t" \
+    "$dir/target/$host/debug/$t" -artifact_prefix="$dir/artifacts/$t/" "$scratch" "$dir/corpus/$t" \
       -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 > "$scratch.log" 2>&1 || rc=$?
     tail -n 12 "$scratch.log"
     rm -rf "$scratch" "$scratch.log"

@@ -1083,12 +1083,10 @@ fn step(f: &mut Fs2, log: &mut VecDeque<Io>) -> Vec<Io> {
     absorb(f, acts, log)
 }
 
-#[test]
-fn records_waiting_for_room_in_the_journal_are_checkpointed_without_a_new_record() {
-    // An 8 KiB journal holds two writes (each padded to a block).
-    let mut f = toy(&format!(
-        "{NO_MARKS}journal_kb = 8\nmax_replica_blocks = 64"
-    ));
+/// A toy layer with a persisted table (`extra` sizes the journal), started and recovered
+/// from its empty journal; the queue the scripted disk's journal I/O waits in (empty).
+fn recovered(extra: &str) -> (Fs2, VecDeque<Io>) {
+    let mut f = toy(extra);
     let mut log = VecDeque::new();
     let mut out = Actions::new();
     f.on_start(0, &mut out);
@@ -1097,6 +1095,15 @@ fn records_waiting_for_room_in_the_journal_are_checkpointed_without_a_new_record
         assert!(step(&mut f, &mut log).is_empty(), "recovery");
     }
     assert!(!f.recovering);
+    (f, log)
+}
+
+#[test]
+fn records_waiting_for_room_in_the_journal_are_checkpointed_without_a_new_record() {
+    // An 8 KiB journal holds two writes (each padded to a block).
+    let (mut f, mut log) = recovered(&format!(
+        "{NO_MARKS}journal_kb = 8\nmax_replica_blocks = 64"
+    ));
     replicate(&mut f, 1000, 16, 3);
     let w: Vec<Io> = (0..3).map(|i| host(Op::Write, 1000 + i, 1)).collect();
     let mut sent = Vec::new();
@@ -1153,16 +1160,9 @@ fn below(seed: u64) -> impl FnMut(u64) -> u64 {
 #[test]
 fn a_failed_flush_round_drops_the_replicas_it_covered_without_a_record() {
     for ok in [true, false] {
-        let mut f = toy(&format!(
+        let (mut f, mut log) = recovered(&format!(
             "copy_from = 'disk'\njournal_kb = 16\nmax_replica_blocks = 64\nregion_mb = 1\nfree = [[1048576, 1048576]]\n{NO_MARKS}"
         ));
-        let mut log = VecDeque::new();
-        let mut out = Actions::new();
-        f.on_start(0, &mut out);
-        assert!(absorb(&mut f, out.as_slice().to_vec(), &mut log).is_empty());
-        while !log.is_empty() {
-            assert!(step(&mut f, &mut log).is_empty(), "recovery");
-        }
         make_target(&mut f, 300);
         assert_eq!(f.target(), Some(1));
         // A read outside the target region: passed on, and its copy starts.
