@@ -228,9 +228,10 @@ pub struct Paraid {
     /// Copied chunks (clean in memory) whose `Clean` record waits for a flush round, with
     /// their side that was newer. A copy reads its source where the disk has it, its cache
     /// too: a host write there not yet durable would be lost by a crash, leaving the two
-    /// sides different under a log that says they are equal. So the disks that are on are flushed first; a round covers every copy done
-    /// before it went out. A write that makes the chunk dirty again takes it out (its
-    /// `Newer` record comes later in the log than the `Clean` would have).
+    /// sides different under a log that says they are equal. So the disks that are on are
+    /// flushed first; a round covers every copy done before it went out. A write that makes
+    /// the chunk dirty again takes it out (its `Newer` record comes later in the log than
+    /// the `Clean` would have).
     cleaning: FlushRounds<(usize, u64), Side>,
     /// Chunks whose copy failed since the last sample.
     failed: FxHashSet<(usize, u64)>,
