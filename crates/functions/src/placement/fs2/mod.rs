@@ -206,12 +206,12 @@ pub struct Fs2 {
     /// a replica that is stale or reused).
     unlogged: FxHashMap<u64, u64>,
     /// Replicas made but not yet logged (persisted tables only): replica block → its
-    /// original. A copy reads the original as the drive
-    /// has it, which may be a host write still in the drive's volatile cache, and its FUA
-    /// write makes that version durable at the replica only: a crash would then leave the
-    /// two copies different, and reads would answer one or the other by head position (the
-    /// swarm, seed 1661). So an ADD record waits for a FLUSH of the drive submitted after
-    /// its copy completed: the flush round ([`Fs2::flush_round`]).
+    /// original. A copy reads the original as the drive has it, which may be a host write
+    /// still in the drive's volatile cache, and its FUA write makes that version durable at
+    /// the replica only: a crash would then leave the two copies different, and reads would
+    /// answer one or the other by head position (the swarm, seed 1661). So an ADD record
+    /// waits for a FLUSH of the drive submitted after its copy completed: the flush round
+    /// ([`Fs2::flush_round`]).
     unflushed: FlushRounds<u64, u64>,
     c: Counters,
 }
