@@ -37,7 +37,7 @@ lint:
 	$(VENV)/bin/ruff check python tests examples bench
 
 rust-test:
-	cargo test --release --workspace --exclude wattio-py -q
+	cargo test --release --workspace -q
 
 # Bounded cargo-fuzz run of the fuzz targets from their committed corpora (nightly).
 fuzz:
