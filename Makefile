@@ -34,7 +34,8 @@ test:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -q -- -D warnings
-	$(VENV)/bin/ruff check python tests examples bench
+	python3 scripts/check_shared_features.py
+	$(VENV)/bin/ruff check python tests examples bench scripts
 
 rust-test:
 	cargo test --release --workspace -q
