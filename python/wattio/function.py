@@ -32,6 +32,10 @@ class Function:
     def on_start(self, now: int, out) -> None:
         """The run starts."""
 
+    def on_stop(self, now: int, out) -> None:
+        """A clean unload (the live server shuts down): no request follows; submit what
+        must reach the devices before the stack goes away (the server waits for it)."""
+
     def on_request(self, now: int, io, out) -> None:
         """A request from above. The default passes it down unchanged."""
         out.submit(io)

@@ -230,6 +230,16 @@ pub trait Function: Send {
         let _ = (now, out);
     }
 
+    /// The host detaches: a clean unload (the live server shuts down). No host request
+    /// follows; requests already in flight have been answered. A function finishes here
+    /// what must be on its devices when the stack goes away — a write-back cache writes its
+    /// dirty data back to the origin — with its own I/O as usual; the executor keeps running
+    /// the stack until no device I/O is out (or its time for the unload runs out). Called
+    /// top down, once. Default: nothing to do.
+    fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
+        let _ = (now, out);
+    }
+
     /// A request from the layer above (or the host).
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions);
 
@@ -312,6 +322,9 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         (**self).on_start(now, out)
+    }
+    fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
+        (**self).on_stop(now, out)
     }
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         (**self).on_request(now, io, out)

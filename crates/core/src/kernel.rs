@@ -340,6 +340,9 @@ pub struct Kernel<X: Executor, O: DataObserver = NoObserver> {
     /// `X::EMULATES_BYTES` and some function reserved a metadata region: device I/O is
     /// followed into the devices' media. False: the hot path pays one test.
     emulate: bool,
+    /// Device I/O submitted and not yet handed back to the stack: what a clean unload
+    /// waits for ([`Kernel::stop`]).
+    device_out: u64,
 }
 
 impl<X: Executor, O: DataObserver> Kernel<X, O> {
@@ -362,6 +365,7 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
             taken: Vec::new(),
             scratch: ScratchBytes::default(),
             life: ScratchLife::default(),
+            device_out: 0,
             emulate: false,
         }
     }
@@ -461,6 +465,18 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         self.settle(stack, now)
     }
 
+    /// The host detaches (a clean unload): every layer's `on_stop`. The executor then runs
+    /// on until [`device_io_out`](Self::device_io_out) is zero, the layers' own I/O done.
+    pub fn stop(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
+        stack.stop(now, self);
+        self.settle(stack, now)
+    }
+
+    /// Device I/O out: submitted by the bottom layer, its completion not yet handed back.
+    pub fn device_io_out(&self) -> u64 {
+        self.device_out
+    }
+
     /// A host request arrives. `io.id` must be [`next_host_id`](Self::next_host_id): the
     /// in-flight table is indexed by it. (By reference: the I/O is copied once, into the
     /// stack, from wherever the executor keeps it.)
@@ -495,6 +511,7 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     ) -> Result<(), String> {
         self.observer.device_complete(now, &done);
         self.scratch_back(now, &done.io);
+        self.device_out = self.device_out.saturating_sub(1);
         stack.device_completion(now, done, self);
         self.settle(stack, now)
     }
@@ -532,6 +549,7 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
                         let io = self.done.io;
                         self.scratch_back(now, &io);
                     }
+                    self.device_out = self.device_out.saturating_sub(1);
                     stack.device_completion(now, *self.done, self);
                 }
             }
@@ -692,6 +710,7 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     fn submit(&mut self, now: Nanos, io: &Io) {
         self.observer.device_submit(now, io);
         self.life.out(io);
+        self.device_out += 1;
         let modelled = match self.devs.get_mut(io.dev as usize) {
             Some(Some(d)) => {
                 if X::EMULATES_BYTES {

@@ -236,6 +236,16 @@ impl Stack {
         }
     }
 
+    /// The host detaches (a clean unload): every layer's `on_stop`, top down.
+    pub fn stop<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
+        for layer in 0..self.layers.len() {
+            self.acts.clear();
+            self.layers[layer].on_stop(now, &mut self.acts);
+            self.route(layer, now, fx);
+            self.run(now, fx);
+        }
+    }
+
     /// A request from the host.
     #[inline]
     pub fn request<E: Effects + ?Sized>(&mut self, now: Nanos, io: Io, fx: &mut E) {

@@ -80,6 +80,12 @@ impl<F: Function> Harness<F> {
         self.take()
     }
 
+    /// A clean unload (`on_stop`).
+    pub fn stop(&mut self, now: Nanos) -> Vec<Action> {
+        self.f.on_stop(now, &mut self.out);
+        self.take()
+    }
+
     pub fn request(&mut self, now: Nanos, io: Io) -> Vec<Action> {
         self.f.on_request(now, io, &mut self.out);
         self.take()

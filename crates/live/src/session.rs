@@ -509,6 +509,36 @@ impl Session {
 
     /// Stop: wait for in-flight requests (up to `drain_timeout`), make every component
     /// device durable, close the ledgers and the capture, and report.
+    /// A clean unload: the layers' `on_stop` (a write-back cache writes back), then wait
+    /// while the session's threads carry out their own I/O, until none is out or `timeout`
+    /// passes (an error then: the unload is not complete).
+    fn unload(&self, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let out = {
+            let mut g = lock(&self.shared.core);
+            let now = self.shared.now();
+            let c = &mut *g;
+            let r = c.kernel.stop(&mut c.stack, now);
+            c.check(r);
+            g.outbox()
+        };
+        self.shared.dispatch(out, false);
+        loop {
+            let out = lock(&self.shared.core).kernel.device_io_out();
+            if out == 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "clean unload: {out} device I/O(s) of the functions still out after {timeout:?}"
+                ));
+            }
+            // Completions come from the worker and timer threads; no condition variable
+            // tells of the last one, and an unload happens once a session.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     pub fn finish(mut self, drain_timeout: Duration) -> Result<Summary, String> {
         let drained = self.drain(drain_timeout);
         let mut errors = Vec::new();
@@ -518,6 +548,11 @@ impl Session {
                 self.inflight(),
                 drain_timeout
             ));
+        }
+        if drained {
+            if let Err(e) = self.unload(drain_timeout) {
+                errors.push(e);
+            }
         }
         self.shared.stop.store(true, Ordering::Release);
         self.shared.queue_cv.notify_all();

@@ -451,6 +451,16 @@ impl Function for PyFunction {
         )
     }
 
+    fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
+        self.call(
+            "on_stop",
+            Some(now),
+            |py| Ok(vec![now.into_pyobject(py)?.into_any()]),
+            true,
+            out,
+        )
+    }
+
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         self.call(
             "on_request",
