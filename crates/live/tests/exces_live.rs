@@ -2,7 +2,8 @@
 //! image (buffered), reads come back from it, a FLUSH makes it durable by logging the map on
 //! the flash image (the disk image is untouched: docs/functions/exces.md), and a server
 //! restarted on the same images rebuilds the map from that log and reads the page from the
-//! flash image. Then fio verifies data through the export while reconfigurations move pages.
+//! flash image. A clean shutdown writes buffered pages back to the disk image (the paper's
+//! clean unload). Then fio verifies data through the export while reconfigurations move pages.
 
 mod common;
 
@@ -30,6 +31,10 @@ cache_pages = 16
 absorb_writes = "always"
 "#;
 
+/// The first test's: a shutdown that keeps the dirty page in the flash image, so that the
+/// restart has to find it through the logged map (the default writes it back: below).
+const KEEP: &str = "clean_on_stop = false\n";
+
 fn serve(cfg: &Path, disk: &Path, ecd: &Path, sock: &Path) -> Server {
     serve_config(cfg, &[("disk", disk), ("ecd", ecd)], sock)
 }
@@ -41,7 +46,10 @@ fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logg
     let cfg = d.path("run.toml");
     std::fs::write(
         &cfg,
-        format!("catalogue = [{:?}]\n{CONFIG}", data.display().to_string()),
+        format!(
+            "catalogue = [{:?}]\n{CONFIG}{KEEP}",
+            data.display().to_string()
+        ),
     )
     .unwrap();
     let disk: PathBuf = image(&d, "disk.img", 1 << 20, 41);
@@ -99,6 +107,51 @@ fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logg
     );
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_clean_shutdown_writes_the_buffered_pages_back_to_the_disk_image() {
+    let d = TempDir::new("exces-unload");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cfg = d.path("run.toml");
+    std::fs::write(
+        &cfg,
+        format!("catalogue = [{:?}]\n{CONFIG}", data.display().to_string()),
+    )
+    .unwrap();
+    let disk = image(&d, "disk.img", 1 << 20, 42);
+    let ecd = d.path("ecd.img");
+    std::fs::write(&ecd, vec![0u8; 1 << 20]).unwrap();
+    let disk0 = std::fs::read(&disk).unwrap();
+    let sock = d.path("s");
+    let srv = serve(&cfg, &disk, &ecd, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    // Pages 3 and 5 buffered in the flash image (no FLUSH from the host).
+    let (w3, w5) = (pattern(8, K), pattern(9, K));
+    assert_eq!(c.write(3 * K as u64, &w3, false).unwrap().error, 0);
+    assert_eq!(c.write(5 * K as u64, &w5, false).unwrap().error, 0);
+    assert!(
+        std::fs::read(&disk).unwrap() == disk0,
+        "buffered, not on the disk"
+    );
+    c.disconnect().unwrap();
+    // The shutdown is the paper's clean unload: both pages go back to the disk image.
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    let after = std::fs::read(&disk).unwrap();
+    // (Compared without printing a megabyte on failure.)
+    assert!(
+        after[3 * K..4 * K] == w3[..],
+        "page 3 is not on the disk image"
+    );
+    assert!(
+        after[5 * K..6 * K] == w5[..],
+        "page 5 is not on the disk image"
+    );
+    assert!(after[..3 * K] == disk0[..3 * K], "pages 0-2 changed");
+    assert!(after[4 * K..5 * K] == disk0[4 * K..5 * K], "page 4 changed");
+    assert!(after[6 * K..] == disk0[6 * K..], "pages from 6 changed");
+    assert_eq!(layer_counter(&s, "exces", "unload_cleanings"), 1.0);
+    assert_eq!(layer_counter(&s, "exces", "pages_written_back"), 2.0);
 }
 
 /// EXCES over the fast-spinning laptop disk and the CF card with a cache of 128 pages (a

@@ -81,6 +81,7 @@ struct Keys {
     dirty_threshold: Option<f64>,
     clean_idle_s: Option<f64>,
     clean_on_spin_up: Option<bool>,
+    clean_on_stop: Option<bool>,
     readahead_pages: Option<u64>,
     persist_map: Option<bool>,
     merge_disk_pages: Option<bool>,
@@ -123,6 +124,10 @@ pub struct Params {
     pub clean_idle: Option<Nanos>,
     /// Write every dirty page back when a miss wakes the sleeping disk (laptop mode).
     pub clean_on_spin_up: bool,
+    /// A cleaning at a clean unload (`Function::on_stop`: the live server shuts down), the
+    /// paper's "clean unload"; false leaves dirty pages in the ECD for the next start to
+    /// recover from the logged map.
+    pub clean_on_stop: bool,
     /// A read miss also ranks the next this-many pages as accessed, so the next
     /// reconfiguration prefetches them (laptop mode's large read-ahead).
     pub readahead_pages: u64,
@@ -162,6 +167,7 @@ impl Default for Params {
             dirty_threshold: 1.0,
             clean_idle: None,
             clean_on_spin_up: false,
+            clean_on_stop: true,
             readahead_pages: 0,
             persist_map: true,
             merge_disk_pages: true,
@@ -225,6 +231,7 @@ impl Params {
                 None => None,
             },
             clean_on_spin_up: k.clean_on_spin_up.unwrap_or(d.clean_on_spin_up),
+            clean_on_stop: k.clean_on_stop.unwrap_or(d.clean_on_stop),
             readahead_pages: match k.readahead_pages {
                 Some(n) => range::count(&path("readahead_pages"), n, 0, MAX_READAHEAD)?,
                 None => d.readahead_pages,

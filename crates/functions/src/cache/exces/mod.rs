@@ -357,6 +357,8 @@ struct Counters {
     flush_jobs: u64,
     pages_written_back: u64,
     cleanings: u64,
+    /// Cleanings asked for by a clean unload (`on_stop`).
+    unload_cleanings: u64,
     syncs: u64,
     map_entries_logged: u64,
     recovered_pages: u64,
@@ -1778,6 +1780,16 @@ impl Function for Exces {
         }
     }
 
+    /// The paper's clean unload: every dirty page back to the disk (the usual cleaning
+    /// job: copies, a disk FLUSH, then the map logged clean), so the disk alone holds the
+    /// data when the stack goes away.
+    fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
+        if self.p.clean_on_stop && self.recovered && !self.failed {
+            self.c.unload_cleanings += 1;
+            self.clean(now, out);
+        }
+    }
+
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
         if self.failed {
             return out.reply(Completion {
@@ -1984,6 +1996,7 @@ impl Function for Exces {
             ("flush_jobs", c.flush_jobs as f64),
             ("pages_written_back", c.pages_written_back as f64),
             ("cleanings", c.cleanings as f64),
+            ("unload_cleanings", c.unload_cleanings as f64),
             ("map_syncs", c.syncs as f64),
             ("map_entries_logged", c.map_entries_logged as f64),
             ("map_recovered_pages", c.recovered_pages as f64),

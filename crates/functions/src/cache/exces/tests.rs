@@ -1025,6 +1025,53 @@ fn idle_cleaning_writes_back_while_the_disk_spins_and_not_once_it_sleeps() {
 }
 
 #[test]
+fn a_clean_unload_writes_every_dirty_page_back_then_flushes_the_disk() {
+    // Pages 30 and 31 buffered in ECD pages 0 and 1 while the disk slept; page 32 too,
+    // then the unload. With `clean_on_stop = false` the unload does nothing.
+    let mut keep = buffering_without_reconfigurations();
+    keep.function_mut().p.clean_on_stop = false;
+    buffer(&mut keep, S, &[30]);
+    assert_eq!(shape(&keep.stop(2 * S)), vec![]);
+    assert_eq!(keep.function().mapping(30), Some((0, true)));
+
+    let mut h = buffering_without_reconfigurations();
+    buffer(&mut h, S, &[30, 31, 32]);
+    // Each dirty page is read from the ECD, then written to its disk page, …
+    let reads = h.stop(2 * S);
+    assert_eq!(
+        shape(&reads),
+        vec![
+            (1, 0, 4096, Op::Read),
+            (1, P, 4096, Op::Read),
+            (1, 2 * P, 4096, Op::Read)
+        ]
+    );
+    let writes = complete_all(&mut h, 2 * S, &reads);
+    let mut w = shape(&writes);
+    w.sort_by_key(|&(dev, offset, ..)| (dev, offset));
+    assert_eq!(
+        w,
+        vec![
+            (0, 30 * P, 4096, Op::Write),
+            (0, 31 * P, 4096, Op::Write),
+            (0, 32 * P, 4096, Op::Write)
+        ]
+    );
+    // … then one FLUSH of the disk once all three are written, …
+    let flush = complete_all(&mut h, 2 * S, &writes);
+    assert_eq!(shape(&flush), vec![(0, 0, 0, Op::Flush)]);
+    // … and only once it is back are they clean (still mapped: reads hit the ECD). The
+    // log keeps their entries: recovery takes a mapped page as dirty, which costs a
+    // needless write-back after a restart, never a stale read (docs/functions/exces.md).
+    assert_eq!(shape(&complete_all(&mut h, 2 * S, &flush)), vec![]);
+    for (slot, pg) in [(0, 30), (1, 31), (2, 32)] {
+        assert_eq!(h.function().mapping(pg), Some((slot, false)), "page {pg}");
+    }
+    assert_eq!(h.counter("unload_cleanings"), 1.0);
+    assert_eq!(h.counter("pages_written_back"), 3.0);
+}
+
+#[test]
 fn laptop_mode_writes_back_when_a_miss_wakes_the_disk_and_reads_ahead() {
     let mut p = lru(8);
     p.clean_on_spin_up = true;
