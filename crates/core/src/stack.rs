@@ -228,19 +228,24 @@ impl Stack {
 
     /// The run starts: every layer's `on_start`, top down.
     pub fn start<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
-        for layer in 0..self.layers.len() {
-            self.acts.clear();
-            self.layers[layer].on_start(now, &mut self.acts);
-            self.route(layer, now, fx);
-            self.run(now, fx);
-        }
+        self.each_layer(now, fx, |f, now, out| f.on_start(now, out));
     }
 
     /// The host detaches (a clean unload): every layer's `on_stop`, top down.
     pub fn stop<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
+        self.each_layer(now, fx, |f, now, out| f.on_stop(now, out));
+    }
+
+    /// `call` on every layer, top down, each layer's actions carried out before the next.
+    fn each_layer<E: Effects + ?Sized>(
+        &mut self,
+        now: Nanos,
+        fx: &mut E,
+        call: impl Fn(&mut dyn Function, Nanos, &mut Actions),
+    ) {
         for layer in 0..self.layers.len() {
             self.acts.clear();
-            self.layers[layer].on_stop(now, &mut self.acts);
+            call(&mut *self.layers[layer], now, &mut self.acts);
             self.route(layer, now, fx);
             self.run(now, fx);
         }

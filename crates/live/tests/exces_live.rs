@@ -42,16 +42,7 @@ fn serve(cfg: &Path, disk: &Path, ecd: &Path, sock: &Path) -> Server {
 #[test]
 fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logged_map() {
     let d = TempDir::new("exces-live");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let cfg = d.path("run.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "catalogue = [{:?}]\n{CONFIG}{KEEP}",
-            data.display().to_string()
-        ),
-    )
-    .unwrap();
+    let cfg = run_config(&d, &format!("{CONFIG}{KEEP}"));
     let disk: PathBuf = image(&d, "disk.img", 1 << 20, 41);
     // A fresh flash card: zeros where the map's log goes (after the 16 cache pages).
     let ecd: PathBuf = d.path("ecd.img");
@@ -112,13 +103,7 @@ fn exces_buffers_in_the_flash_image_and_a_restart_reads_it_back_through_the_logg
 #[test]
 fn a_clean_shutdown_writes_the_buffered_pages_back_to_the_disk_image() {
     let d = TempDir::new("exces-unload");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let cfg = d.path("run.toml");
-    std::fs::write(
-        &cfg,
-        format!("catalogue = [{:?}]\n{CONFIG}", data.display().to_string()),
-    )
-    .unwrap();
+    let cfg = run_config(&d, CONFIG);
     let disk = image(&d, "disk.img", 1 << 20, 42);
     let ecd = d.path("ecd.img");
     std::fs::write(&ecd, vec![0u8; 1 << 20]).unwrap();
@@ -187,16 +172,7 @@ fn slow_fio_verifies_through_an_exces_export_while_reconfigurations_move_pages()
         return;
     }
     let d = TempDir::new("exces-fio");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let cfg = d.path("run.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "catalogue = [{:?}]\n{FIO_CONFIG}",
-            data.display().to_string()
-        ),
-    )
-    .unwrap();
+    let cfg = run_config(&d, FIO_CONFIG);
     let disk = image(&d, "disk.img", 4 << 20, 43);
     let ecd = d.path("ecd.img");
     std::fs::write(&ecd, vec![0u8; 2 << 20]).unwrap();

@@ -42,13 +42,7 @@ fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {
 fn raid5_parity_lands_in_the_member_images() {
     const K: usize = 4096;
     let d = TempDir::new("raid5");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let cfg = d.path("run.toml");
-    std::fs::write(
-        &cfg,
-        format!("catalogue = [{:?}]\n{CONFIG}", data.display().to_string()),
-    )
-    .unwrap();
+    let cfg = run_config(&d, CONFIG);
     let imgs: Vec<_> = (0..3)
         .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 30 + k as u64))
         .collect();

@@ -30,13 +30,7 @@ timeout_s = 0.2
 #[test]
 fn live_and_simulated_energy_agree_within_five_percent_on_the_captured_trace() {
     let d = TempDir::new("simlive");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let cfg_path = d.path("run.toml");
-    std::fs::write(
-        &cfg_path,
-        format!("catalogue = [{:?}]\n{CONFIG}", data.display().to_string()),
-    )
-    .unwrap();
+    let cfg_path = run_config(&d, CONFIG);
     let img = image(&d, "disk.img", 4 << 20, 12);
     let cap = d.path("cap.txt");
     let session = build_from_config(&ConfigServe {

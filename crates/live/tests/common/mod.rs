@@ -155,6 +155,16 @@ pub fn vanish_with_reads_pending(sock: &Path, n: u64, len: u32, span: u64, patie
     let _ = s.write_all(&m);
 }
 
+/// `run.toml` in `d`: `body` (devices and functions) after the tests' own catalogue
+/// (`tests/data`, the emulated drives the live tests use).
+pub fn run_config(d: &TempDir, body: &str) -> PathBuf {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cfg = d.path("run.toml");
+    let text = format!("catalogue = [{:?}]\n{body}", data.display().to_string());
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
 /// A server for a run config (`wattio serve --config`) over `images` (device name, image
 /// path), on a Unix socket.
 pub fn serve_config(cfg: &Path, images: &[(&str, &Path)], sock: &Path) -> Server {
