@@ -507,8 +507,6 @@ impl Session {
         }
     }
 
-    /// Stop: wait for in-flight requests (up to `drain_timeout`), make every component
-    /// device durable, close the ledgers and the capture, and report.
     /// A clean unload: the layers' `on_stop` (a write-back cache writes back), then wait
     /// while the session's threads carry out their own I/O, until none is out or `timeout`
     /// passes (an error then: the unload is not complete).
@@ -539,6 +537,9 @@ impl Session {
         }
     }
 
+    /// Stop: wait for in-flight requests (up to `drain_timeout`), unload the stack cleanly
+    /// (up to `drain_timeout` again), make every component device durable, close the
+    /// ledgers and the capture, and report.
     pub fn finish(mut self, drain_timeout: Duration) -> Result<Summary, String> {
         let drained = self.drain(drain_timeout);
         let mut errors = Vec::new();

@@ -1781,8 +1781,8 @@ impl Function for Exces {
     }
 
     /// The paper's clean unload: every dirty page back to the disk (the usual cleaning
-    /// job: copies, a disk FLUSH, then the map logged clean), so the disk alone holds the
-    /// data when the stack goes away.
+    /// job: copies, then a disk FLUSH, then the pages count as clean; the log keeps their
+    /// entries), so the disk alone holds the data when the stack goes away.
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         if self.p.clean_on_stop && self.recovered && !self.failed {
             self.c.unload_cleanings += 1;
