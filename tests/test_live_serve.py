@@ -278,6 +278,33 @@ def test_serve_config_runs_a_python_function_live(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_a_python_function_hears_the_clean_unload_once_at_shutdown(tmp_path):
+    """`on_stop` reaches a Python function when the server shuts down (after the guest's
+    requests, before the summary is built), exactly once."""
+    (tmp_path / "unload.py").write_text(
+        "import wattio\n\n\n"
+        "class Unload(wattio.Function):\n"
+        "    name = 'unload'\n\n"
+        "    def __init__(self):\n"
+        "        self.stops = 0\n"
+        "        self.requests_after = 0\n\n"
+        "    def on_stop(self, now, out):\n"
+        "        self.stops += 1\n\n"
+        "    def on_request(self, now, io, out):\n"
+        "        self.requests_after += self.stops\n"
+        "        out.submit(io)\n\n"
+        "    def counters(self):\n"
+        "        return {'stops': float(self.stops), 'requests_after_stop': float(self.requests_after)}\n"
+    )
+    proc, sock, _, out = _serve_laptop(tmp_path, 'kind = "python"\nclass = "unload.py:Unload"')
+    r = _qemu_io(sock, "write -P 0x5a 0 4096")
+    assert r.returncode == 0, r.stderr
+    _stop(proc)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["functions"] == [{"name": "unload", "counters": {"stops": 1.0, "requests_after_stop": 0.0}}]
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 def test_a_python_function_that_raises_ends_the_session_with_its_exception(tmp_path):
     (tmp_path / "broken.py").write_text(
         "import wattio\n\n\n"
