@@ -106,6 +106,19 @@ struct Keys {
     persist: Option<bool>,
     max_bad_pages: Option<u64>,
     merge_kib: Option<u64>,
+    spare: Option<String>,
+    replace: Option<String>,
+    replace_on_write_error: Option<bool>,
+}
+
+/// A hot spare and when a member is replaced by it (RAID-5 with its log).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpareConfig {
+    pub device: String,
+    /// Replace a member when a write to it fails (md's WantReplacement).
+    pub on_write_error: bool,
+    /// Replace this member at start (`mdadm --replace`).
+    pub replace: Option<String>,
 }
 
 /// A checked RAID configuration.
@@ -121,6 +134,8 @@ pub struct RaidConfig {
     pub persist: Option<u64>,
     /// RAID-5: the largest row range one operation covers, bytes.
     pub merge: u64,
+    /// RAID-5: a hot spare (`None`: none).
+    pub spare: Option<SpareConfig>,
 }
 
 impl RaidConfig {
@@ -147,6 +162,47 @@ impl RaidConfig {
                 "{key}.max_bad_pages: only a persisted list (RAID-5, persist = true) has a bound"
             ));
         }
+        let spare = match k.spare {
+            None => {
+                for (set, name) in [
+                    (k.replace.is_some(), "replace"),
+                    (k.replace_on_write_error.is_some(), "replace_on_write_error"),
+                ] {
+                    if set {
+                        return Err(format!(
+                            "{key}.{name}: only an array with a `spare` replaces members"
+                        ));
+                    }
+                }
+                None
+            }
+            Some(_) if level == Level::Raid0 => {
+                return Err(format!(
+                    "{key}.spare: RAID-0 has no redundancy to replace a member from"
+                ))
+            }
+            Some(_) if persist.is_none() => {
+                return Err(format!(
+                    "{key}.spare: a replacement is logged in the bad-page log (persist = true)"
+                ))
+            }
+            Some(d) => {
+                if k.devices.contains(&d) {
+                    return Err(format!("{key}.spare: `{d}` is also one of the devices"));
+                }
+                if let Some(r) = k.replace.as_ref().filter(|r| !k.devices.contains(r)) {
+                    return Err(format!(
+                        "{key}.replace: `{r}` is not one of the devices ({})",
+                        k.devices.join(", ")
+                    ));
+                }
+                Some(SpareConfig {
+                    device: d,
+                    on_write_error: k.replace_on_write_error.unwrap_or(true),
+                    replace: k.replace,
+                })
+            }
+        };
         Ok(RaidConfig {
             level,
             devices: k.devices,
@@ -155,6 +211,7 @@ impl RaidConfig {
             assume_clean: k.assume_clean.unwrap_or(false),
             persist,
             merge,
+            spare,
         })
     }
 
@@ -168,6 +225,10 @@ impl RaidConfig {
             self.assume_clean,
         )
         .merge(self.merge);
+        let raid = match self.spare {
+            Some(s) => raid.spare(s.device, s.on_write_error, s.replace),
+            None => raid,
+        };
         match self.persist {
             Some(max) => raid.persist(max),
             None => raid,
@@ -181,11 +242,30 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     let mut t = toml::Table::new();
     let five = devices.names.len() >= 3 && d.chance(0.75);
     t.insert("level".into(), (if five { 5 } else { 0 }).into());
-    let names: Vec<toml::Value> = devices.names.iter().map(|n| n.clone().into()).collect();
+    // A hot spare: the last device, when the others still make a RAID-5 and it is as
+    // large as the smallest of them (its capacity not known: not drawn).
+    let n = devices.names.len();
+    let caps = devices.capacities;
+    let spare = five
+        && n >= 4
+        && caps.len() == n
+        && caps[n - 1] >= *caps[..n - 1].iter().min().expect("members")
+        && d.chance(0.5);
+    let members = &devices.names[..n - usize::from(spare)];
+    let names: Vec<toml::Value> = members.iter().map(|n| n.clone().into()).collect();
     t.insert("devices".into(), toml::Value::Array(names));
     t.insert("chunk_kib".into(), (*d.pick(&[4i64, 8, 16, 64])).into());
     if five && d.chance(0.5) {
         t.insert("layout".into(), "left-asymmetric".into());
+    }
+    if spare {
+        t.insert("spare".into(), devices.names[n - 1].clone().into());
+        if d.chance(0.5) {
+            t.insert("replace".into(), d.pick(members).clone().into());
+        }
+        if d.chance(0.25) {
+            t.insert("replace_on_write_error".into(), false.into());
+        }
     }
     t
 }
@@ -278,6 +358,53 @@ mod tests {
     }
 
     #[test]
+    fn a_spare_and_its_replacement_rules_are_checked_naming_the_key() {
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nspare = 's'\nreplace = 'b'").unwrap();
+        assert_eq!(
+            c.spare,
+            Some(SpareConfig {
+                device: "s".into(),
+                on_write_error: true,
+                replace: Some("b".into())
+            })
+        );
+        let c = parse(
+            "level = 5\ndevices = ['a', 'b', 'c']\nspare = 's'\nreplace_on_write_error = false",
+        )
+        .unwrap();
+        assert!(!c.spare.unwrap().on_write_error);
+        let cases = [
+            (
+                "level = 0\ndevices = ['a', 'b']\nspare = 's'",
+                "function[0].spare: RAID-0 has no redundancy to replace a member from",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nspare = 's'\npersist = false",
+                "function[0].spare: a replacement is logged in the bad-page log (persist = true)",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nspare = 'c'",
+                "function[0].spare: `c` is also one of the devices",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nspare = 's'\nreplace = 'x'",
+                "function[0].replace: `x` is not one of the devices (a, b, c)",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nreplace = 'a'",
+                "function[0].replace: only an array with a `spare` replaces members",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nreplace_on_write_error = true",
+                "function[0].replace_on_write_error: only an array with a `spare` replaces members",
+            ),
+        ];
+        for (text, e) in cases {
+            assert_eq!(parse(text).unwrap_err(), e, "{text}");
+        }
+    }
+
+    #[test]
     fn every_swarm_draw_is_valid() {
         let mut x = 11u64;
         let mut next = move || {
@@ -286,18 +413,28 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             x
         };
+        let mut spares = 0;
         for n in 1..=5 {
             let names: Vec<String> = (0..n).map(|k| format!("d{k}")).collect();
-            for _ in 0..100 {
-                let t = swarm(
-                    &mut Draw(&mut next),
-                    &SwarmDevices {
-                        names: &names,
-                        capacities: &[],
-                    },
-                );
-                parse(&toml::to_string(&t).unwrap()).unwrap();
+            // Capacities known (the last device the largest: a spare may be drawn) or not.
+            let caps: Vec<u64> = (0..n as u64).map(|k| 1 << (30 + k)).collect();
+            for capacities in [&[][..], &caps[..]] {
+                for _ in 0..100 {
+                    let t = swarm(
+                        &mut Draw(&mut next),
+                        &SwarmDevices {
+                            names: &names,
+                            capacities,
+                        },
+                    );
+                    let c = parse(&toml::to_string(&t).unwrap()).unwrap();
+                    if let Some(s) = c.spare {
+                        assert!(capacities.len() == n && n >= 4 && !c.devices.contains(&s.device));
+                        spares += 1;
+                    }
+                }
             }
         }
+        assert!(spares > 20, "{spares} draws with a spare");
     }
 }

@@ -51,6 +51,7 @@
 mod config;
 mod layout;
 pub mod persist;
+mod replace;
 
 pub(crate) use config::{check_array, check_merge, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, DEFAULT_MERGE_KIB, KIND, MAX_MEMBERS};
@@ -121,6 +122,9 @@ enum Work {
     Write(Pieces),
     /// Rebuild bytes `a..b` of data chunk `k`'s page into the host buffer at `delta`.
     Rebuild(Piece),
+    /// Copy the replaced member's chunk of the stripe onto the spare, a row range at a
+    /// time (the operation's `page..page + pages`), then log the stripe as moved.
+    Copy,
 }
 
 /// How a row write goes (see the module docs).
@@ -148,6 +152,8 @@ enum Owner {
     Sub(Io),
     /// A healthy-member read that failed and is rebuilt page by page.
     Held(u64),
+    /// The replacement's copy of a stripe: answers no one.
+    Replace,
 }
 
 /// A row operation: one page row of one stripe, or a range of them, for one host request.
@@ -196,6 +202,44 @@ impl RowOp {
             makes_known: false,
         }
     }
+}
+
+/// A hot spare, and the replacement of one member by it (Linux md's `want_replacement`):
+/// the member's stripes move onto the spare one at a time, in order; stripes
+/// `0..through` are read and written on the spare, the others still on the member.
+struct Spare {
+    name: String,
+    dev: DeviceId,
+    /// Start replacing a member when a write to it fails (md's WantReplacement).
+    on_write_error: bool,
+    /// Replace this member at start (the operator's `mdadm --replace`): its name, then
+    /// its index once attached.
+    at_start: Option<String>,
+    at_start_member: Option<usize>,
+    /// The member being (or, with `through` = the stripes, already) replaced.
+    member: Option<usize>,
+    /// Stripes moved onto the spare, durable in the log.
+    through: u64,
+    /// The stripe copied and waiting for its record: see [`Moved`].
+    moved: Option<Moved>,
+    /// Pages of the stripe being copied that are rebuilt in the current attempt.
+    attempt: Vec<u64>,
+    /// Pages of the stripe being copied rebuilt onto the spare by earlier ranges.
+    rebuilt: Vec<u64>,
+    /// Pages of the stripe being copied whose write to the spare failed: they stay bad.
+    lost: Vec<u64>,
+    /// No further stripe is started (the layer is stopping).
+    stopped: bool,
+}
+
+/// A stripe copied onto the spare whose record is not durable yet: its copy operation
+/// holds the stripe (no write reaches either device) until it is.
+struct Moved {
+    seq: u64,
+    op: u64,
+    through: u64,
+    /// Member pages rebuilt onto the spare: good again once the record is durable.
+    cleared: Vec<u64>,
 }
 
 /// A failed healthy-member read being rebuilt.
@@ -261,6 +305,8 @@ pub struct Raid {
     reads_buf: Vec<(Place, u32, Io)>,
     /// Emptied stripe queues, kept for the next stripe's operations.
     spare_queues: Vec<VecDeque<u64>>,
+    /// The hot spare (RAID-5 with its log), and the replacement onto it.
+    spare: Option<Spare>,
 }
 
 #[derive(Default)]
@@ -275,6 +321,10 @@ struct Counters {
     held_replies: u64,
     recovered_bad_pages: u64,
     unpersisted_errors: u64,
+    replacements: u64,
+    resumed_replacements: u64,
+    spare_rebuilt_pages: u64,
+    spare_lost_pages: u64,
 }
 
 impl Raid {
@@ -320,6 +370,8 @@ impl Raid {
                 disks: 0,
                 pages: 0,
                 max: 0,
+                stripes: 0,
+                spare: false,
             },
             ready: true,
             broken: false,
@@ -336,7 +388,29 @@ impl Raid {
             subs_buf: Vec::new(),
             reads_buf: Vec::new(),
             spare_queues: Vec::new(),
+            spare: None,
         }
+    }
+
+    /// A hot spare named `name` (RAID-5 with its log): a member is replaced by it when a
+    /// write to it fails (`on_write_error`, md's rule) or, `replace`, the named member at
+    /// start.
+    pub fn spare(mut self, name: String, on_write_error: bool, replace: Option<String>) -> Raid {
+        self.spare = Some(Spare {
+            name,
+            dev: 0,
+            on_write_error,
+            at_start: replace,
+            at_start_member: None,
+            member: None,
+            through: 0,
+            moved: None,
+            attempt: Vec::new(),
+            rebuilt: Vec::new(),
+            lost: Vec::new(),
+            stopped: false,
+        });
+        self
     }
 
     /// Cover at most `bytes` of page rows (a multiple of [`PAGE`]) with one write operation
@@ -389,6 +463,16 @@ impl Raid {
         &self.layout
     }
 
+    /// The device holding member `disk`'s chunk of `stripe`: the spare for the stripes a
+    /// replacement has moved.
+    #[inline]
+    fn dev_of(&self, disk: usize, stripe: u64) -> DeviceId {
+        match &self.spare {
+            Some(s) if s.member == Some(disk) && stripe < s.through => s.dev,
+            _ => self.devs[disk],
+        }
+    }
+
     fn row_key(&self, stripe: u64, page: u64) -> u64 {
         stripe * (self.layout.chunk / PAGE) + page
     }
@@ -423,21 +507,55 @@ impl Raid {
             self.unpersisted.insert(key);
             return;
         }
-        let Some(j) = self.journal.as_mut() else {
+        if self.journal.is_none() {
             return self.new_bad.push(key);
-        };
-        match j.append(&persist::record(key.0, key.1), out) {
-            Ok(seq) => self.bad_seq = seq,
-            Err(e) => return out.fail(&format!("{}: {e}", self.name)),
         }
+        if let Some(seq) = self.log_record(&persist::record(key.0, key.1), out) {
+            self.bad_seq = seq;
+        }
+    }
+
+    /// Append a record to the log (checkpointing when it is full): its sequence number,
+    /// `None` if the log failed (reported).
+    fn log_record(&mut self, record: &[u8], out: &mut Actions) -> Option<u64> {
+        let j = self.journal.as_mut().expect("a log");
+        let seq = match j.append(record, out) {
+            Ok(seq) => seq,
+            Err(e) => {
+                out.fail(&format!("{}: {e}", self.name));
+                return None;
+            }
+        };
         if j.wants_snapshot() {
-            let recorded = self.bad.iter().filter(|k| !self.unpersisted.contains(k));
-            let snap = self.shape.snapshot(recorded);
+            let snap = self.snapshot();
             let j = self.journal.as_mut().expect("checked");
             if let Err(e) = j.checkpoint(&snap, out) {
                 out.fail(&format!("{}: {e}", self.name));
             }
         }
+        Some(seq)
+    }
+
+    /// A checkpoint of every record appended: the recorded bad pages and the replacement,
+    /// with a moved stripe whose record is not durable yet counted as moved (a checkpoint
+    /// covers the records before it).
+    fn snapshot(&self) -> Vec<u8> {
+        let (member, moved) = match &self.spare {
+            Some(s) => (s.member, s.moved.as_ref()),
+            None => (None, None),
+        };
+        let cleared = |k: &(usize, u64)| {
+            moved.is_some_and(|m| Some(k.0) == member && m.cleared.contains(&k.1))
+        };
+        let recorded = self
+            .bad
+            .iter()
+            .filter(|k| !self.unpersisted.contains(k) && !cleared(k));
+        let replacement = self.spare.as_ref().and_then(|s| {
+            s.member
+                .map(|m| (m, s.moved.as_ref().map_or(s.through, |x| x.through)))
+        });
+        self.shape.snapshot(recorded, replacement)
     }
 
     /// Does row (`stripe`, `page`) hold a bad page the list could not record?
@@ -451,10 +569,21 @@ impl Raid {
     fn journal_step(&mut self, step: journal::Step, out: &mut Actions) {
         match step {
             journal::Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
-                Ok(bad) => {
-                    self.counters.recovered_bad_pages = bad.len() as u64;
-                    self.bad = bad;
+                Ok(got) => {
+                    self.counters.recovered_bad_pages = got.bad.len() as u64;
+                    self.bad = got.bad;
                     self.ready = true;
+                    if let Some(s) = self.spare.as_mut() {
+                        if let Some((m, through)) = got.replaced {
+                            self.counters.resumed_replacements += 1;
+                            s.member = Some(m);
+                            s.through = through;
+                            self.member[s.dev as usize] = m;
+                            self.copy_next(out);
+                        } else if let Some(m) = s.at_start_member {
+                            self.want_replacement(m, out);
+                        }
+                    }
                     for io in std::mem::take(&mut self.early) {
                         self.on_request(0, io, out);
                     }
@@ -468,6 +597,7 @@ impl Raid {
                 for (_, io, status) in journal::durable(&mut self.parked, upto, |p| p.0) {
                     self.sub_done(io, status, out);
                 }
+                self.moved_durable(upto, out);
             }
             journal::Step::Failed(e) => self.stop(&e, out),
             journal::Step::Busy | journal::Step::NotMine => {}
@@ -488,7 +618,8 @@ impl Raid {
         let n = self.next_io;
         self.next_io = (self.next_io + 1) & (IoId::SUB - 1);
         self.ios.insert(n, op);
-        let mut io = Io::own(n, kind, self.devs[disk], offset, len);
+        let dev = self.dev_of(disk, offset / self.layout.chunk);
+        let mut io = Io::own(n, kind, dev, offset, len);
         io.buf = buf;
         io
     }
@@ -555,6 +686,7 @@ impl Raid {
                 self.parked.push((self.bad_seq, io, status));
             }
             Owner::Sub(io) => self.sub_done(io, status, out),
+            Owner::Replace => {}
             Owner::Held(key) => {
                 let h = self.held.get_mut(&key).expect("held read");
                 h.left -= 1;
@@ -639,6 +771,9 @@ impl Raid {
 
     /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
     fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
+        if matches!(self.ops[&id].work, Work::Copy) {
+            return self.copy_start(id, out);
+        }
         let (stripe, page, pages, owner, redo) = {
             let op = &self.ops[&id];
             (op.stripe, op.page, op.pages, op.owner, op.redo)
@@ -701,6 +836,7 @@ impl Raid {
                     reads.push((j, p.a, p.b, buf));
                 }
             }
+            Work::Copy => unreachable!("copies are planned by copy_start"),
             Work::Write(ref pieces) => {
                 if failures > 1 {
                     return Some(Status::IoError);
@@ -786,6 +922,7 @@ impl Raid {
         match owner {
             Owner::Sub(io) => io.buf,
             Owner::Held(key) => self.held[&key].sub.io.buf,
+            Owner::Replace => unreachable!("a copy has no host buffer"),
         }
     }
 
@@ -860,7 +997,7 @@ impl Raid {
         }
         let fua = match self.ops[&id].owner {
             Owner::Sub(io) => io.fua,
-            Owner::Held(_) => false,
+            Owner::Held(_) | Owner::Replace => false,
         };
         {
             let op = self.ops.get_mut(&id).expect("op");
@@ -892,11 +1029,25 @@ impl Raid {
 
     /// A member I/O of row operation `id` finished.
     fn op_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
+        if matches!(self.ops[&id].work, Work::Copy) {
+            return self.copy_io_done(id, done, out);
+        }
         // A range's I/O does not say which of its pages failed: the range is redone page
         // by page below, and only pages that fail alone are marked (md's
         // narrow_write_error does the same for writes).
         if done.status != Status::Ok && self.ops[&id].pages == 1 {
             self.mark_bad(done.io.dev, done.io.offset, out);
+        }
+        if done.status != Status::Ok && done.io.op == Op::Write {
+            // md's rule: a member a write failed on wants replacing (the spare, once in
+            // use, is the member: its errors are only bad pages). After the bad page's
+            // record, which the write's reply waits for.
+            if let Some(s) = self.spare.as_ref().filter(|s| s.on_write_error) {
+                let m = self.member[done.io.dev as usize];
+                if done.io.dev != s.dev && m != usize::MAX {
+                    self.want_replacement(m, out);
+                }
+            }
         }
         let op = self.ops.get_mut(&id).expect("a live operation");
         op.out -= 1;
@@ -959,6 +1110,7 @@ impl Raid {
                     Some(Status::Ok)
                 }
                 Work::Write(_) => self.write_phase(id, out),
+                Work::Copy => unreachable!("copies complete in copy_io_done"),
             }
         };
         if let Some(status) = ended {
@@ -996,7 +1148,9 @@ impl Raid {
         subs.clear();
         subs.extend(pieces(l, &io).map(|(p, len, delta)| {
             let offset = l.member_offset(p.stripe, p.in_chunk);
-            let sub = self.fanout.sub(key, delta, len, self.devs[p.disk], offset);
+            let sub = self
+                .fanout
+                .sub(key, delta, len, self.dev_of(p.disk, p.stripe), offset);
             (p, len, sub)
         }));
         for &(p, len, sub) in &subs {
@@ -1145,6 +1299,7 @@ impl Function for Raid {
             ));
         }
         self.journal = None;
+        self.shape.spare = self.spare.is_some();
         if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
             // The log's size follows the list's bound; member 0 is shortened by it (and so
             // every member: a stripe spans them all).
@@ -1169,9 +1324,43 @@ impl Function for Raid {
         self.layout.stripes = size / self.layout.chunk;
         self.shape.disks = devs.len();
         self.shape.pages = self.layout.stripes * (self.layout.chunk / PAGE);
+        self.shape.stripes = self.layout.stripes;
         self.member = vec![usize::MAX; devices.len()];
         for (m, &d) in devs.iter().enumerate() {
             self.member[d as usize] = m;
+        }
+        if let Some(s) = self.spare.as_mut() {
+            let Some(d) = devices.iter().find(|d| d.name == s.name) else {
+                let all: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                return Err(format!(
+                    "spare: unknown device `{}` (devices: {})",
+                    s.name,
+                    all.join(", ")
+                ));
+            };
+            if devs.contains(&d.id) {
+                return Err(format!("spare: `{}` is also a member", s.name));
+            }
+            let need = self.layout.stripes * self.layout.chunk;
+            if d.capacity < need {
+                return Err(format!(
+                    "spare: `{}` holds {} bytes, a member's {} stripes need {need}",
+                    s.name, d.capacity, self.layout.stripes
+                ));
+            }
+            s.dev = d.id;
+            // An array device (requests to it are the array's); it stands for the member
+            // it replaces once a replacement starts.
+            self.member[d.id as usize] = 0;
+            s.at_start_member = match &s.at_start {
+                None => None,
+                Some(n) => Some(self.names.iter().position(|x| x == n).ok_or_else(|| {
+                    format!(
+                        "replace: `{n}` is not a member (members: {})",
+                        self.names.join(", ")
+                    )
+                })?),
+            };
         }
         self.devs = devs;
         Ok(())
@@ -1181,6 +1370,12 @@ impl Function for Raid {
         if let Some(j) = self.journal.as_mut() {
             j.recover(out);
         }
+    }
+
+    /// A replacement in progress stops after the stripe it is copying (the log says how
+    /// far it got; the next start goes on from there).
+    fn on_stop(&mut self, _now: Nanos, _out: &mut Actions) {
+        self.stop_replacing();
     }
 
     fn on_bytes(&mut self, _now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
@@ -1222,7 +1417,20 @@ impl Function for Raid {
         }
         match io.op {
             Op::Flush => {
-                let live = self.devs.clone();
+                // Every device holding a member's stripes: a replaced member's spare once
+                // a stripe has moved, the member until all have.
+                let mut live: SmallVec<[DeviceId; 8]> = SmallVec::new();
+                for (m, &d) in self.devs.iter().enumerate() {
+                    match &self.spare {
+                        Some(s) if s.member == Some(m) && s.through > 0 => {
+                            if s.through < self.layout.stripes {
+                                live.push(d);
+                            }
+                            live.push(s.dev);
+                        }
+                        _ => live.push(d),
+                    }
+                }
                 let key = self.fanout.begin(io);
                 for d in live {
                     out.submit(self.fanout.sub(key, 0, 0, d, 0));
@@ -1316,7 +1524,12 @@ impl Function for Raid {
             name: self.name.clone(),
             dev: *self.devs.first()?,
             size: self.layout.capacity(),
-            members: self.devs.clone(),
+            members: self
+                .devs
+                .iter()
+                .copied()
+                .chain(self.spare.as_ref().map(|s| s.dev))
+                .collect(),
         })
     }
 
@@ -1337,6 +1550,21 @@ impl Function for Raid {
             ("bad_pages", c.bad_pages),
         ]
         .into_iter()
+        .chain(
+            self.spare
+                .as_ref()
+                .map(|s| {
+                    [
+                        ("replacements", c.replacements),
+                        ("resumed_replacements", c.resumed_replacements),
+                        ("replaced_stripes", s.through),
+                        ("spare_rebuilt_pages", c.spare_rebuilt_pages),
+                        ("spare_lost_pages", c.spare_lost_pages),
+                    ]
+                })
+                .into_iter()
+                .flatten(),
+        )
         .chain(
             self.journal
                 .is_some()

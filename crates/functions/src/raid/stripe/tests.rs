@@ -604,3 +604,145 @@ fn a_whole_stripe_write_is_one_full_row_range_with_parity_over_the_range() {
     }
     assert_eq!(h.counter("full_row_writes"), 4.0);
 }
+
+/// A persisted RAID-5 of three 4 KiB-chunk members (three stripes after d0's log, parity
+/// known) with `d3` as its hot spare, replacing `replace` at start if named.
+fn with_spare(replace: Option<&str>) -> Harness<Raid> {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    // 88 log blocks (the default bound) and three stripes.
+    let devs = (0..4)
+        .map(|d| {
+            let mut info = disk(d as u16, &format!("d{d}"));
+            info.capacity = (88 + 3) * K;
+            info
+        })
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .spare("d3".into(), true, replace.map(String::from))
+        .persist(4096);
+    Harness::new(r, devs).unwrap()
+}
+
+/// Split `actions`' submissions into (the log's writes, the others).
+fn split_log(actions: &[Action], region: Region) -> (Vec<Io>, Vec<Io>) {
+    submitted(actions)
+        .into_iter()
+        .partition(|io| io.dev == region.dev && io.offset >= region.offset)
+}
+
+#[test]
+fn a_replacement_moves_a_stripe_once_its_record_is_durable_and_writes_wait_for_it() {
+    let mut h = with_spare(Some("d1"));
+    let region = h.function().regions()[0];
+    assert_eq!(h.function().volume().unwrap().size, 3 * 2 * K);
+    // At start: the replacement's first record (member 1, nothing moved) and the copy of
+    // stripe 0's chunk on d1 (data chunk 1 of the volume: d0 and d1 data, d2 parity).
+    let a = h.recover_log(&vec![0; region.len as usize]);
+    let (log, io) = split_log(&a, region);
+    assert_eq!(log.len(), 1);
+    assert_eq!(shape(&io), vec![(1, 0, Op::Read)]);
+    h.complete(1, log[0], Status::Ok);
+    // A write to volume block 1 (stripe 0 on d1) waits behind the copy.
+    let w = host(5, Op::Write, 1, 1);
+    assert!(submitted(&h.request(2, w)).is_empty());
+    // The chunk read lands; it is written to the spare, FUA, from the same scratch.
+    let copy = submitted(&h.complete(3, io[0], Status::Ok));
+    assert_eq!(shape(&copy), vec![(3, 0, Op::Write)]);
+    assert!(copy[0].fua);
+    assert_eq!(copy[0].buf, io[0].buf);
+    // On the spare: the stripe's record goes to the log; reads still go to d1 until it
+    // is durable, and the write still waits.
+    let a = h.complete(4, copy[0], Status::Ok);
+    let (log, other) = split_log(&a, region);
+    assert_eq!((log.len(), other.len()), (1, 0));
+    let r = submitted(&h.request(5, host(6, Op::Read, 1, 1)));
+    assert_eq!(shape(&r), vec![(1, 0, Op::Read)]);
+    // Durable: the write runs, on the spare (a reconstruct-write reading d0, writing the
+    // spare and the parity), and the copy of stripe 1 queues (d1 holds its parity).
+    let a = h.complete(6, log[0], Status::Ok);
+    assert_eq!(
+        shape(&submitted(&a)),
+        vec![(0, 0, Op::Read), (1, 1, Op::Read)]
+    );
+    let r = submitted(&h.request(7, host(7, Op::Read, 1, 1)));
+    assert_eq!(
+        shape(&r),
+        vec![(3, 0, Op::Read)],
+        "stripe 0 of d1 is on the spare"
+    );
+    assert_eq!(h.counter("replaced_stripes"), 1.0);
+    let rcw = submitted(&a)[0];
+    let ws = submitted(&h.complete(8, rcw, Status::Ok));
+    assert_eq!(shape(&ws), vec![(3, 0, Op::Write), (2, 0, Op::Write)]);
+    // A FLUSH now reaches the spare as well as every member.
+    let f = submitted(&h.request(9, host(8, Op::Flush, 0, 0)));
+    let mut devs: Vec<u16> = f.iter().map(|io| io.dev).collect();
+    devs.sort();
+    assert_eq!(devs, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn a_member_a_write_fails_on_is_replaced_and_its_bad_page_rebuilt_onto_the_spare() {
+    let mut h = with_spare(None);
+    let region = h.function().regions()[0];
+    h.recover_log(&vec![0; region.len as usize]);
+    // A whole-row write of stripe 0 (volume blocks 0, 1): d0, d1 data, d2 parity.
+    let w = host(1, Op::Write, 0, 2);
+    let ws = submitted(&h.request(0, w));
+    assert_eq!(
+        shape(&ws),
+        vec![(0, 0, Op::Write), (1, 0, Op::Write), (2, 0, Op::Write)]
+    );
+    // d1's write fails: its page is bad (logged), and d1 wants replacing: the
+    // replacement's record follows in the log, its copy queues behind the write.
+    let a = h.complete(1, ws[1], Status::IoError);
+    let (log, other) = split_log(&a, region);
+    assert_eq!((log.len(), other.len()), (1, 0));
+    assert_eq!(h.counter("replacements"), 1.0);
+    h.complete(2, ws[0], Status::Ok);
+    // The write is over but held for its record; the copy runs: d1's page 0 is bad, its
+    // row known, so it is rebuilt from d0 and d2.
+    let a = h.complete(2, ws[2], Status::Ok);
+    assert!(replied(&a).is_empty(), "held");
+    let reads = submitted(&a);
+    assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    // The bad page's record is durable: the write is answered; the replacement's record
+    // goes out next.
+    let a = h.complete(3, log[0], Status::Ok);
+    assert_eq!(replied(&a)[0].status, Status::Ok);
+    let (log, _) = split_log(&a, region);
+    h.complete(3, log[0], Status::Ok);
+    h.complete(4, reads[0], Status::Ok);
+    let a = h.complete(4, reads[1], Status::Ok);
+    // The spare's image (the scratch's first page; d0's and d2's pages follow) is d0's
+    // page ^ d2's (zeros ^ both), then written out.
+    let Buf::Scratch { id, .. } = reads[0].buf else {
+        panic!("a copy reads into scratch")
+    };
+    let slot = |j: u32| Buf::Scratch {
+        id,
+        offset: j * K as u32,
+    };
+    assert_eq!((reads[0].buf, reads[1].buf), (slot(1), slot(2)));
+    assert_eq!(
+        xors(&a),
+        vec![(slot(0), slot(1), K as u32), (slot(0), slot(2), K as u32)]
+    );
+    let copy = submitted(&a);
+    assert_eq!(shape(&copy), vec![(3, 0, Op::Write)]);
+    assert_eq!(copy[0].buf, slot(0));
+    // The stripe's record goes out, the page's follows it in the next log write; both
+    // durable, the stripe is on the spare and the page good there.
+    let (log, _) = split_log(&h.complete(5, copy[0], Status::Ok), region);
+    let (log, _) = split_log(&h.complete(6, log[0], Status::Ok), region);
+    assert_eq!(h.counter("replaced_stripes"), 0.0);
+    assert_eq!(h.counter("spare_rebuilt_pages"), 0.0);
+    let a = h.complete(6, log[0], Status::Ok);
+    assert_eq!(h.counter("spare_rebuilt_pages"), 1.0);
+    assert_eq!(h.counter("replaced_stripes"), 1.0);
+    // Stripe 1's copy reads d1's chunk there (its parity).
+    assert_eq!(shape(&submitted(&a)), vec![(1, 1, Op::Read)]);
+    // Block 1 is read from the spare directly, not rebuilt.
+    let r = submitted(&h.request(7, host(2, Op::Read, 1, 1)));
+    assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
+}
