@@ -352,6 +352,26 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             *device = format!("model = \"{}\"\n", pick(&mut rng, MECHANICAL_DRIVES));
         }
     }
+    // A RAID's spare was drawn at least as large as its smallest member; a member swapped
+    // for a mechanical drive above may now be larger: such a spare is left out.
+    let caps: Vec<u64> = devices.iter().map(|(_, d, _)| capacity(d, &cat)).collect();
+    for t in stack.iter_mut().filter(|t| t.contains("spare = \"")) {
+        let spare = names
+            .iter()
+            .position(|n| t.contains(&format!("spare = \"{n}\"")));
+        let members = names.iter().enumerate().filter(|(_, n)| {
+            t.lines()
+                .any(|l| l.starts_with("devices = ") && l.contains(&format!("\"{n}\"")))
+        });
+        let smallest = members.map(|(i, _)| caps[i]).min().unwrap_or(0);
+        if spare.is_none_or(|i| caps[i] < smallest) {
+            *t = t
+                .lines()
+                .filter(|l| !l.starts_with("spare") && !l.starts_with("replace"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+    }
     for (name, device, fault) in devices {
         config += &format!("[[device]]\nname = \"{name}\"\n{device}");
         if !fault.is_empty() {
@@ -708,6 +728,11 @@ fn swarm() {
             // list read back after crashes.
             "held_replies",
             "recovered_bad_pages",
+            // RAID-5 replaced a member by its spare (on a write error or at start), moving
+            // stripes and rebuilding bad pages onto it.
+            "replacements",
+            "replaced_stripes",
+            "spare_rebuilt_pages",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
@@ -934,4 +959,91 @@ fn bisect(seed: u64, broken: Option<Broken>) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// A RAID-5 replacing a member by its spare while the host writes the stripes being moved,
+/// with crashes: the scenario of `seed`. Three members and the spare (the swarm's small
+/// disk), 4 KiB chunks, parity known at start, `d0` replaced from the start and 1.5× slow
+/// (as failing drives often are; its log writes are then the slowest I/O of a move). 300
+/// writes (a third FUA), FLUSHes and reads on the first 24 stripes, 10–50 ms apart: the
+/// replacement moves them while they are written, and goes on past them. Two crashes,
+/// every page read back after each.
+fn replacing(seed: u64) -> Scenario {
+    let mut rng = Rng::new(seed);
+    let mut config = format!("[run]\nseed = {seed}\n\n");
+    // d0, replaced, is slow (as failing drives often are): its log writes are the
+    // slowest I/O of a stripe's move.
+    for d in 0..4 {
+        let slow = if d == 0 {
+            "[device.fault]\nslow = 1.5\n"
+        } else {
+            ""
+        };
+        config += &format!("[[device]]\nname = \"d{d}\"\n{}{slow}\n", DISK.toml());
+    }
+    config += "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
+               chunk_kib = 4\nassume_clean = true\nspare = \"d3\"\nreplace = \"d0\"\n\n";
+    let mut requests = Vec::new();
+    let mut t: Nanos = 0;
+    for _ in 0..300 {
+        t += 10_000_000 + rng.below(40_000_000);
+        let op = match rng.below(10) {
+            0..=4 => Op::Write,
+            5 => Op::Flush,
+            _ => Op::Read,
+        };
+        let (offset, len) = match op {
+            Op::Flush => (0, 0),
+            _ => (
+                rng.below(HOT_PAGES) * PAGE,
+                (1 + rng.below(3)) as u32 * PAGE as u32,
+            ),
+        };
+        let mut r = Request::new(t, op, offset, len);
+        r.fua = op == Op::Write && rng.below(3) == 0;
+        requests.push(r);
+    }
+    let mut crashes: Vec<Nanos> = (0..2).map(|_| rng.below(t)).collect();
+    crashes.sort_unstable();
+    crashes.dedup();
+    for &c in &crashes {
+        for p in 0..HOT_PAGES {
+            requests.push(Request::new(c + 1 + p, Op::Read, p * PAGE, PAGE as u32));
+        }
+    }
+    requests.sort_by_key(|r| r.arrival);
+    Scenario {
+        config,
+        layers: Vec::new(),
+        requests,
+        crashes,
+        missing: None,
+    }
+}
+
+/// The replacement resumes from its log after each crash: every acknowledged write is read
+/// back from wherever its stripe is. A replacement that forgets how far it got (restarting
+/// from the member) returns the member's stale bytes for stripes written on the spare:
+/// caught on seed 1 (shown by hand). That a moved stripe's writes wait for its record is
+/// pinned by the unit tests (`raid::stripe::tests`), which fail when the stripe moves at
+/// once; here that window (one log write) is seldom hit by a crash.
+#[test]
+fn a_replacement_under_crashes_keeps_every_acknowledged_write() {
+    let mut total = Outcome::default();
+    for seed in 1..=40 {
+        let o = run_scenario(replacing(seed)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        for (name, v) in o.counters {
+            *total.counters.entry(name).or_default() += v;
+        }
+        total.blocks_checked += o.blocks_checked;
+    }
+    // The replacement ran, was resumed from the log after crashes, and the host's I/O was
+    // checked throughout.
+    for c in ["replaced_stripes", "resumed_replacements"] {
+        assert!(
+            total.counters.get(c).is_some_and(|&v| v > 0.0),
+            "{c}: {total:?}"
+        );
+    }
+    assert!(total.blocks_checked > 10_000, "{total:?}");
 }
