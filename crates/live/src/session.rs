@@ -507,6 +507,21 @@ impl Session {
         }
     }
 
+    /// Counter `name` of the first layer whose name starts with `layer`, now (`None`: no
+    /// such layer or counter): what a function has done so far, while it serves.
+    pub fn counter(&self, layer: &str, name: &str) -> Option<f64> {
+        let g = lock(&self.shared.core);
+        let l = g
+            .stack
+            .layers()
+            .iter()
+            .find(|l| l.name().starts_with(layer))?;
+        l.counters()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|c| c.1)
+    }
+
     /// A clean unload: the layers' `on_stop` (a write-back cache writes back), then wait
     /// while the session's threads carry out their own I/O, until none is out or `timeout`
     /// passes (an error then: the unload is not complete).

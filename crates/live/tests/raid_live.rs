@@ -124,6 +124,108 @@ fn raid5_parity_lands_in_the_member_images() {
     assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
 }
 
+/// A member replaced by a hot spare, live: d1's chunks (data and parity) are copied onto
+/// the spare's image while the array is written, every write after a stripe has moved goes
+/// to the spare, and once all have, the array no longer needs d1 at all: with d1's image
+/// overwritten, a restarted server (the replacement read back from the log) reads every
+/// byte back from d0, d2 and the spare.
+#[test]
+fn a_member_replaced_live_moves_onto_the_spare_image_and_the_array_no_longer_needs_it() {
+    const K: usize = 4096;
+    const CHUNK: usize = 4 * K;
+    let d = TempDir::new("raid5-spare");
+    let cfg = run_config(
+        &d,
+        &format!(
+            "{CONFIG}spare = \"d3\"\nreplace = \"d1\"\n\n[[device]]\nname = \"d3\"\nmodel = \"fast-spinup-laptop-disk\"\n"
+        )
+        .replace("chunk_kib = 4", "chunk_kib = 16"),
+    );
+    let imgs: Vec<_> = (0..4)
+        .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 40 + k as u64))
+        .collect();
+    // d0's last 88 blocks are the log's: zeroed, it is formatted at start. Members of
+    // 1 MiB less the log: 42 stripes of 16 KiB chunks, two data chunks each.
+    let log = (2 + 2 * 11 + 64) * K;
+    let end = (1 << 20) - log;
+    let stripes = end / CHUNK;
+    let mut img0 = std::fs::read(&imgs[0]).unwrap();
+    img0[end..].fill(0);
+    std::fs::write(&imgs[0], &img0).unwrap();
+    let images: Vec<(String, &Path)> = (0..4)
+        .map(|k| (format!("d{k}"), imgs[k].as_path()))
+        .collect();
+    let images: Vec<(&str, &Path)> = images.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+    let sock = d.path("s");
+    let size = stripes * 2 * CHUNK;
+    // The volume as the host wrote it (its first bytes before any write: the members'
+    // own, which the array does not know the parity of, so the test writes them all).
+    let mut want = pattern(50, size);
+    let srv = serve_config(&cfg, &images, &sock);
+    let mut c = Client::connect(&uri(&sock, "raid5")).unwrap();
+    assert_eq!(c.size, size as u64);
+    // The whole volume, 64 KiB at a time (FUA), while the replacement copies.
+    for at in (0..size).step_by(16 * K) {
+        let e = c
+            .write(at as u64, &want[at..at + 16 * K], true)
+            .unwrap()
+            .error;
+        assert_eq!(e, 0, "write at {at}");
+    }
+    let session = srv.session();
+    let moved = || session.counter("raid5", "replaced_stripes").unwrap() as usize;
+    let t0 = std::time::Instant::now();
+    while moved() < stripes {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{} of {stripes} moved",
+            moved()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Every stripe is on the spare: new writes (a page in each stripe) go there only.
+    for s in 0..stripes {
+        let at = s * 2 * CHUNK + CHUNK + K;
+        want[at..at + K].copy_from_slice(&pattern(60 + s as u64, K));
+        assert_eq!(
+            c.write(at as u64, &want[at..at + K], true).unwrap().error,
+            0
+        );
+    }
+    let back = c.read(0, size as u32).unwrap();
+    assert_eq!((back.error, back.data == want), (0, true));
+    c.disconnect().unwrap();
+    let sum = srv.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(layer_counter(&sum, "raid5", "replacements"), 1.0);
+    // The spare holds d1's column: every stripe's parity is the XOR of its data with the
+    // spare in d1's place (left-symmetric, 3 members: parity on 2 − s mod 3).
+    let m: Vec<Vec<u8>> = imgs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let col = |k: usize, s: usize| {
+        let dev = if k == 1 { 3 } else { k };
+        &m[dev][s * CHUNK..(s + 1) * CHUNK]
+    };
+    for s in 0..stripes {
+        assert_eq!(
+            xor(&xor(col(0, s), col(1, s)), col(2, s)),
+            vec![0; CHUNK],
+            "stripe {s}"
+        );
+    }
+    // d1 is out of the array: overwritten, and the server restarted, every byte reads back.
+    std::fs::write(&imgs[1], vec![0xa5; 1 << 20]).unwrap();
+    let srv = serve_config(&cfg, &images, &sock);
+    let mut c = Client::connect(&uri(&sock, "raid5")).unwrap();
+    let back = c.read(0, size as u32).unwrap();
+    assert_eq!((back.error, back.data == want), (0, true));
+    c.disconnect().unwrap();
+    let sum = srv.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(layer_counter(&sum, "raid5", "resumed_replacements"), 1.0);
+    assert_eq!(
+        layer_counter(&sum, "raid5", "replaced_stripes"),
+        stripes as f64
+    );
+}
+
 /// Row ranges (16 KiB chunks: four page rows a stripe, one member I/O a member for a
 /// range) compute the same parity as row by row: a whole stripe (full-row range), a chunk
 /// in a stripe of unknown parity (reconstruct-write range), a chunk in a known one
