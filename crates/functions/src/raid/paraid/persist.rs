@@ -404,11 +404,20 @@ impl Shape {
         b: &[u8],
         dirty: &mut BTreeMap<(usize, u64), Side>,
     ) -> Result<(), String> {
+        let slots = self.bits() / 2;
         for (i, &byte) in b.iter().enumerate().skip(1) {
             for k in (0..8).step_by(2).filter(|k| byte >> k & 3 != 0) {
                 let side = state(byte >> k & 3)
                     .ok_or_else(|| format!("checkpoint byte {i}: chunk state {}", byte >> k & 3))?;
-                dirty.insert(self.key(((i - 1) as u64 * 8 + k) / 2), side);
+                // The last byte's unused bits are zero: a slot past the array would be a
+                // disk it does not have (found by the metadata_logs fuzz target).
+                let slot = ((i - 1) as u64 * 8 + k) / 2;
+                if slot >= slots {
+                    return Err(format!(
+                        "checkpoint byte {i}: a dirty chunk in slot {slot}, past the array's {slots}"
+                    ));
+                }
+                dirty.insert(self.key(slot), side);
             }
         }
         Ok(())
@@ -557,6 +566,21 @@ mod tests {
         assert_eq!(&b[19..29], &[2, 1, 2, 1, 0, 0, 0, 0, 0, 0]);
         let (_, _, bad) = SHAPE.replay(&b, &[]).unwrap();
         assert_eq!(bad, vec![(0, 4, 7), (1, 2, 0x0102)]);
+    }
+
+    #[test]
+    fn a_bitmap_with_a_chunk_in_its_last_bytes_padding_is_refused() {
+        // 30 slots in 8 bytes: the last byte holds slots 28 and 29, then two unused slots.
+        // Slot 29 dirty is fine; slot 30 would be disk 5 of a five-disk array.
+        let mut b = vec![0u8; 1 + 8 + 4];
+        b[8] = 1 << 2;
+        let (_, dirty, _) = SHAPE.replay(&b, &[]).unwrap();
+        assert_eq!(dirty.keys().copied().collect::<Vec<_>>(), vec![(4, 9)]);
+        b[8] = 1 << 4;
+        assert_eq!(
+            SHAPE.replay(&b, &[]).unwrap_err(),
+            "checkpoint byte 8: a dirty chunk in slot 30, past the array's 30"
+        );
     }
 
     #[test]
