@@ -533,3 +533,50 @@ impl Function for Halves {
         }
     }
 }
+
+/// A mutant of fuzz seed `seed`, deterministic from `rng` (the corpus tests that run fuzz
+/// targets on stable Rust): bit flips, byte overwrites with boundary values, inserted and
+/// deleted runs, splices with `other`, and big-endian 32-bit fields set to extremes (lengths
+/// and counts are where a parser allocates).
+pub fn mutate(seed: &[u8], other: &[u8], rng: &mut u64) -> Vec<u8> {
+    let mut next = || {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    };
+    let mut v = seed.to_vec();
+    for _ in 0..1 + next() % 4 {
+        let r = next();
+        let at = if v.is_empty() {
+            0
+        } else {
+            (r >> 8) as usize % v.len()
+        };
+        match r % 6 {
+            0 if !v.is_empty() => v[at] ^= 1 << ((r >> 40) % 8),
+            1 if !v.is_empty() => v[at] = [0, 1, 0x7f, 0x80, 0xff][(r >> 40) as usize % 5],
+            2 => {
+                let n = (r >> 40) as usize % 64;
+                v.splice(at..at, std::iter::repeat_n((r >> 20) as u8, n));
+            }
+            3 if !v.is_empty() => {
+                let n = ((r >> 40) as usize % 64).min(v.len() - at);
+                v.drain(at..at + n);
+            }
+            4 if !other.is_empty() => {
+                let from = (r >> 40) as usize % other.len();
+                v.truncate(at);
+                v.extend_from_slice(&other[from..]);
+            }
+            _ if v.len() >= 4 => {
+                let at = at.min(v.len() - 4);
+                let x: u32 = [0, 1, 0xFFFF_FFFF, 0x8000_0000, 1 << 25, (1 << 25) + 1]
+                    [(r >> 40) as usize % 6];
+                v[at..at + 4].copy_from_slice(&x.to_be_bytes());
+            }
+            _ => {}
+        }
+    }
+    v
+}

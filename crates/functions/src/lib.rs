@@ -23,6 +23,7 @@
 
 pub mod cache;
 pub mod external;
+pub mod fuzz;
 pub mod geometry;
 pub mod memory;
 pub mod placement;

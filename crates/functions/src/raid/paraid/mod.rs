@@ -13,7 +13,7 @@ mod config;
 mod dirty;
 pub mod layer;
 pub mod model;
-mod persist;
+pub(crate) mod persist;
 pub mod policy;
 
 pub use config::{ParaidConfig, KIND};

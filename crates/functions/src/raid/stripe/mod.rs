@@ -185,6 +185,22 @@ struct RowOp {
 }
 
 impl RowOp {
+    /// Begin an attempt with a fresh `scratch` buffer and `ios` member I/Os out: the last
+    /// attempt's buffer, if nothing drains it, is released.
+    fn attempt(&mut self, scratch: u64, ios: usize, out: &mut Actions) {
+        if !self.drained {
+            out.release(Buf::Scratch {
+                id: self.scratch,
+                offset: 0,
+            });
+        }
+        self.drained = false;
+        self.scratch = scratch;
+        self.failed = false;
+        self.writing = false;
+        self.out = ios as u32;
+    }
+
     fn new(owner: Owner, (stripe, page, pages): Rows, work: Work) -> RowOp {
         RowOp {
             owner,
@@ -893,19 +909,9 @@ impl Raid {
         }
         {
             let op = self.ops.get_mut(&id).expect("op");
-            if !op.drained {
-                out.release(Buf::Scratch {
-                    id: op.scratch,
-                    offset: 0,
-                });
-            }
-            op.drained = false;
-            op.scratch = scratch;
+            op.attempt(scratch, reads.len(), out);
             op.plan = plan;
             op.makes_known = makes_known;
-            op.failed = false;
-            op.writing = false;
-            op.out = reads.len() as u32;
         }
         if reads.is_empty() {
             return self.write_phase(id, out);

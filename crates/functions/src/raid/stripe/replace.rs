@@ -133,20 +133,10 @@ impl Raid {
             reads.push((m, run, p - run, slot(m, run)));
         }
         self.spare.as_mut().expect("a spare").attempt = attempt;
-        {
-            let op = self.ops.get_mut(&id).expect("op");
-            if !op.drained {
-                out.release(Buf::Scratch {
-                    id: op.scratch,
-                    offset: 0,
-                });
-            }
-            op.drained = false;
-            op.scratch = scratch;
-            op.failed = false;
-            op.writing = false;
-            op.out = reads.len() as u32;
-        }
+        self.ops
+            .get_mut(&id)
+            .expect("op")
+            .attempt(scratch, reads.len(), out);
         if reads.is_empty() {
             return self.copy_write_phase(id, out);
         }

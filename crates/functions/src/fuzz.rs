@@ -1,0 +1,185 @@
+//! Fuzz entry points (`crates/functions/fuzz`; the committed corpora are replayed with
+//! deterministic mutants by `tests/fuzz_corpus.rs` in every `cargo test`).
+//!
+//! **Metadata logs.** A function's log is read back from a device at every start, and live
+//! that device is a user's image: whatever bytes the journal hands over (its CRCs pass), the
+//! replay must answer with the state or an error naming the entry — never a panic, never an
+//! allocation the bytes choose. [`metadata_logs`] drives the two replays that decode records
+//! of their own (RAID-5's bad-page list with its replacement, PARAID's gear, dirty list and
+//! bad pages) with a geometry and a checkpoint and records taken from the input; EXCES's
+//! map and FS2's replica table decode fixed-width records inside their layers and are
+//! covered by their crash tests and the swarm.
+
+use crate::raid::paraid::persist as paraid;
+use crate::raid::stripe::persist as raid5;
+
+/// A fuzz input's geometry bytes, checkpoint and records.
+type Split<'a> = (&'a [u8], &'a [u8], Vec<Vec<u8>>);
+
+/// The input, split: a geometry (`geometry` bytes), then a checkpoint (a two-byte little-
+/// endian length, at most 16 KiB, then its bytes) and records (each a one-byte length, then
+/// its bytes).
+fn split(data: &[u8], geometry: usize) -> Option<Split<'_>> {
+    let (geo, rest) = data.split_at_checked(geometry)?;
+    let (n, rest) = rest.split_at_checked(2)?;
+    let n = (u16::from_le_bytes([n[0], n[1]]) as usize % (16 << 10)).min(rest.len());
+    let (snap, mut rest) = rest.split_at(n);
+    let mut records = Vec::new();
+    while let Some((&len, tail)) = rest.split_first() {
+        let (r, tail) = tail.split_at(len as usize % (tail.len() + 1));
+        records.push(r.to_vec());
+        rest = tail;
+    }
+    Some((geo, snap, records))
+}
+
+fn u64_of(b: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    x[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+    u64::from_le_bytes(x)
+}
+
+/// Replay a checkpoint and records drawn from `data` through RAID-5's or PARAID's log
+/// decoder (the first byte chooses): true if the log was read back (an error is the other
+/// answer; a panic is a bug). A RAID-5 state read back must checkpoint to bytes that replay
+/// to the same state; a PARAID state must lie inside its geometry.
+pub fn metadata_logs(data: &[u8]) -> bool {
+    let Some((&which, data)) = data.split_first() else {
+        return false;
+    };
+    if which % 2 == 0 {
+        let Some((geo, snap, records)) = split(data, 8) else {
+            return false;
+        };
+        // Members 3–64, up to 2^20 pages each, the list's bound up to 4,096.
+        let disks = 3 + geo[0] as usize % 62;
+        let per_chunk = 1u64 << (geo[1] % 5);
+        let pages = (u64_of(&geo[2..5]) % (1 << 20)) / per_chunk * per_chunk;
+        let shape = raid5::Shape {
+            disks,
+            pages,
+            max: 1 + u64_of(&geo[5..7]) % 4096,
+            stripes: pages / per_chunk,
+            spare: geo[7] & 1 == 1,
+        };
+        let Ok(got) = shape.replay(snap, &records) else {
+            return false;
+        };
+        let again = shape.snapshot(got.bad.iter(), got.replaced);
+        assert!(again.len() as u64 <= shape.snapshot_bytes());
+        assert_eq!(shape.replay(&again, &[]).as_ref(), Ok(&got));
+        true
+    } else {
+        let Some((geo, snap, records)) = split(data, 5) else {
+            return false;
+        };
+        // 2–16 disks, the lowest gear's 1 to all but one, up to 2^16 chunks, 1–8 gears.
+        let disks = 2 + geo[0] as usize % 15;
+        let shape = paraid::Shape {
+            low: 1 + geo[1] as usize % (disks - 1),
+            disks,
+            chunks: u64_of(&geo[2..4]),
+            gears: 1 + geo[4] as usize % 8,
+        };
+        let Ok((gear, dirty, bad)) = shape.replay(snap, &records) else {
+            return false;
+        };
+        assert!(gear.is_none_or(|g| g < shape.gears));
+        assert!(dirty
+            .keys()
+            .all(|&(d, c)| d >= shape.low && d < shape.disks && c < shape.chunks));
+        assert!(bad.len() as u64 <= paraid::MAX_BAD_PAGES);
+        true
+    }
+}
+
+#[cfg(test)]
+mod seeds {
+    //! Writes the committed seeds (`WATTIO_WRITE_FUZZ_SEEDS=1 cargo test -p wattio-functions
+    //! --lib fuzz::seeds`): real checkpoints and records of both logs, in the input layout of
+    //! [`super::metadata_logs`].
+    use super::*;
+    use crate::raid::paraid::layer::Side;
+    use paraid::Record;
+
+    fn input(which: u8, geo: &[u8], snap: &[u8], records: &[Vec<u8>]) -> Vec<u8> {
+        let mut v = vec![which];
+        v.extend_from_slice(geo);
+        v.extend_from_slice(&(snap.len() as u16).to_le_bytes());
+        v.extend_from_slice(snap);
+        for r in records {
+            v.push(r.len() as u8);
+            v.extend_from_slice(r);
+        }
+        v
+    }
+
+    #[test]
+    fn write() {
+        let Some(_) = std::env::var_os("WATTIO_WRITE_FUZZ_SEEDS") else {
+            return;
+        };
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/metadata_logs");
+        let put = |name: &str, v: Vec<u8>| std::fs::write(dir.join(name), v).unwrap();
+        // RAID-5, three members, 16 pages a chunk, 4,000 pages, bound 4,096, a spare.
+        let geo = [0u8, 4, 0xa0, 0x0f, 0, 0xff, 0x0f, 1];
+        let shape = raid5::Shape {
+            disks: 3,
+            pages: 4000,
+            max: 4096,
+            stripes: 250,
+            spare: true,
+        };
+        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), Some((1, 1)));
+        let recs = vec![
+            raid5::replaced(1, 2).to_vec(),
+            raid5::cleared(1, 3).to_vec(),
+            raid5::record(1, 5).to_vec(),
+            raid5::record(0, 3999).to_vec(),
+        ];
+        put("seed_raid5_replacement", input(0, &geo, &snap, &recs));
+        let recs: Vec<Vec<u8>> = (0..20u64)
+            .map(|p| raid5::record((p % 3) as usize, p * 7).to_vec())
+            .collect();
+        put("seed_raid5_records", input(0, &geo, &[], &recs));
+        // PARAID, five disks, the lowest gear two, 1,000 chunks, three gears.
+        let geo = [3u8, 1, 0xe8, 0x03, 2];
+        let shape = paraid::Shape {
+            low: 2,
+            disks: 5,
+            chunks: 1000,
+            gears: 3,
+        };
+        let dirty = [
+            ((2, 7), Side::Replica),
+            ((3, 999), Side::Original),
+            ((4, 0), Side::Replica),
+        ];
+        let snap = shape.snapshot(1, dirty.into_iter(), &[(0, 1, 12), (2, 4, 77)]);
+        let recs = vec![
+            Record::Gear(2).encode().to_vec(),
+            Record::Newer {
+                disk: 3,
+                chunk: 5,
+                side: Side::Replica,
+            }
+            .encode()
+            .to_vec(),
+            Record::Clean { disk: 2, chunk: 7 }.encode().to_vec(),
+            Record::Bad {
+                level: 1,
+                disk: 2,
+                page: 300,
+            }
+            .encode()
+            .to_vec(),
+        ];
+        put("seed_paraid_sparse", input(1, &geo, &snap, &recs));
+        let many: Vec<((usize, u64), Side)> = (2..5)
+            .flat_map(|d| (0..200).map(move |c| ((d, c * 5), Side::Original)))
+            .collect();
+        let snap = shape.snapshot(0, many.into_iter(), &[]);
+        put("seed_paraid_bitmap", input(1, &geo, &snap, &[]));
+    }
+}
