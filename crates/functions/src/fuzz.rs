@@ -4,12 +4,13 @@
 //! **Metadata logs.** A function's log is read back from a device at every start, and live
 //! that device is a user's image: whatever bytes the journal hands over (its CRCs pass), the
 //! replay must answer with the state or an error naming the entry — never a panic, never an
-//! allocation the bytes choose. [`metadata_logs`] drives the two replays that decode records
-//! of their own (RAID-5's bad-page list with its replacement, PARAID's gear, dirty list and
-//! bad pages) with a geometry and a checkpoint and records taken from the input; EXCES's
-//! map and FS2's replica table decode fixed-width records inside their layers and are
-//! covered by their crash tests and the swarm.
+//! allocation the bytes choose. [`metadata_logs`] drives the replays that decode a log on
+//! their own (RAID-5's bad-page list with its replacement, PARAID's gear, dirty list and
+//! bad pages, EXCES's indirection map) with a geometry and a checkpoint and records taken
+//! from the input. FS2's replica table is decoded inside its layer (fixed-width records,
+//! those of another width skipped) and is covered by its crash tests and the swarm.
 
+use crate::cache::exces::map_log;
 use crate::raid::paraid::persist as paraid;
 use crate::raid::stripe::persist as raid5;
 
@@ -39,15 +40,41 @@ fn u64_of(b: &[u8]) -> u64 {
     u64::from_le_bytes(x)
 }
 
-/// Replay a checkpoint and records drawn from `data` through RAID-5's or PARAID's log
-/// decoder (the first byte chooses): true if the log was read back (an error is the other
-/// answer; a panic is a bug). A RAID-5 state read back must checkpoint to bytes that replay
-/// to the same state; a PARAID state must lie inside its geometry.
+/// Replay a checkpoint and records drawn from `data` through RAID-5's, PARAID's or EXCES's
+/// log decoder (the first byte chooses): true if the log was read back (an error is the
+/// other answer; a panic is a bug). A RAID-5 state or an EXCES map read back must
+/// checkpoint to bytes that replay to the same state; every state must lie inside its
+/// geometry.
 pub fn metadata_logs(data: &[u8]) -> bool {
     let Some((&which, data)) = data.split_first() else {
         return false;
     };
-    if which % 2 == 0 {
+    if which % 3 == 2 {
+        let Some((geo, snap, records)) = split(data, 5) else {
+            return false;
+        };
+        // Up to 65,536 ECD pages over up to 2^24 disk pages.
+        let k = 1 + u64_of(&geo[..2]) as usize;
+        let disk_pages = u64_of(&geo[2..5]);
+        let Ok(map) = map_log::rebuild(k, disk_pages, snap, &records) else {
+            return false;
+        };
+        let mut seen = std::collections::HashSet::new();
+        for &p in map.iter().filter(|&&p| p != map_log::UNMAPPED) {
+            assert!(
+                p < disk_pages && seen.insert(p),
+                "page {p} out of range or mapped twice"
+            );
+        }
+        let again = map_log::snapshot(&map);
+        assert!(again.len() as u64 <= map_log::snapshot_bytes(k as u64));
+        assert_eq!(
+            map_log::rebuild(k, disk_pages, &again, &[]).as_ref(),
+            Ok(&map)
+        );
+        return true;
+    }
+    if which % 3 == 0 {
         let Some((geo, snap, records)) = split(data, 8) else {
             return false;
         };
@@ -181,5 +208,18 @@ mod seeds {
             .collect();
         let snap = shape.snapshot(0, many.into_iter(), &[]);
         put("seed_paraid_bitmap", input(1, &geo, &snap, &[]));
+        // EXCES, 64 ECD pages over 10,000 disk pages: a snapshot, then records that map,
+        // move (page 7 to slot 9) and free pages.
+        let geo = [63u8, 0, 0x10, 0x27, 0];
+        let mut map = vec![map_log::UNMAPPED; 64];
+        for (slot, page) in [(0, 7u64), (1, 9_999), (5, 100), (63, 0)] {
+            map[slot] = page;
+        }
+        let snap = map_log::snapshot(&map);
+        let mut a = Vec::new();
+        map_log::encode(&[(9, 7), (2, 4_000)], &mut a);
+        let mut b = Vec::new();
+        map_log::encode(&[(5, map_log::UNMAPPED)], &mut b);
+        put("seed_exces_map", input(2, &geo, &snap, &[a, b]));
     }
 }
