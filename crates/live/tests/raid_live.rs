@@ -137,7 +137,7 @@ fn a_member_replaced_live_moves_onto_the_spare_image_and_the_array_no_longer_nee
     let cfg = run_config(
         &d,
         &format!(
-            "{CONFIG}spare = \"d3\"\nreplace = \"d1\"\n\n[[device]]\nname = \"d3\"\nmodel = \"fast-spinup-laptop-disk\"\n"
+            "{CONFIG}spare = \"d3\"\nreplace = \"d1\"\nreplace_window_kib = 64\n\n[[device]]\nname = \"d3\"\nmodel = \"fast-spinup-laptop-disk\"\n"
         )
         .replace("chunk_kib = 4", "chunk_kib = 16"),
     );

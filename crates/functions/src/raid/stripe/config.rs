@@ -109,7 +109,11 @@ struct Keys {
     spare: Option<String>,
     replace: Option<String>,
     replace_on_write_error: Option<bool>,
+    replace_window_kib: Option<u64>,
 }
+
+/// The default copy window of a replacement, KiB of a member.
+pub const DEFAULT_REPLACE_WINDOW_KIB: u64 = 1024;
 
 /// A hot spare and when a member is replaced by it (RAID-5 with its log).
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +123,8 @@ pub struct SpareConfig {
     pub on_write_error: bool,
     /// Replace this member at start (`mdadm --replace`).
     pub replace: Option<String>,
+    /// Bytes of a member copied at once and logged as moved by one record.
+    pub window: u64,
 }
 
 /// A checked RAID configuration.
@@ -167,6 +173,7 @@ impl RaidConfig {
                 for (set, name) in [
                     (k.replace.is_some(), "replace"),
                     (k.replace_on_write_error.is_some(), "replace_on_write_error"),
+                    (k.replace_window_kib.is_some(), "replace_window_kib"),
                 ] {
                     if set {
                         return Err(format!(
@@ -196,10 +203,15 @@ impl RaidConfig {
                         k.devices.join(", ")
                     ));
                 }
+                let window = match k.replace_window_kib {
+                    Some(w) => range::count(&format!("{key}.replace_window_kib"), w, 4, 1 << 20)?,
+                    None => DEFAULT_REPLACE_WINDOW_KIB,
+                };
                 Some(SpareConfig {
                     device: d,
                     on_write_error: k.replace_on_write_error.unwrap_or(true),
                     replace: k.replace,
+                    window: window * 1024,
                 })
             }
         };
@@ -226,7 +238,9 @@ impl RaidConfig {
         )
         .merge(self.merge);
         let raid = match self.spare {
-            Some(s) => raid.spare(s.device, s.on_write_error, s.replace),
+            Some(s) => raid
+                .spare(s.device, s.on_write_error, s.replace)
+                .copy_window((s.window / self.chunk).max(1)),
             None => raid,
         };
         match self.persist {
@@ -266,6 +280,10 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         if d.chance(0.25) {
             t.insert("replace_on_write_error".into(), false.into());
         }
+        t.insert(
+            "replace_window_kib".into(),
+            (*d.pick(&[4i64, 64, 1024])).into(),
+        );
     }
     t
 }
@@ -365,7 +383,8 @@ mod tests {
             Some(SpareConfig {
                 device: "s".into(),
                 on_write_error: true,
-                replace: Some("b".into())
+                replace: Some("b".into()),
+                window: 1 << 20,
             })
         );
         let c = parse(
@@ -397,6 +416,10 @@ mod tests {
             (
                 "level = 5\ndevices = ['a', 'b', 'c']\nreplace_on_write_error = true",
                 "function[0].replace_on_write_error: only an array with a `spare` replaces members",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nspare = 's'\nreplace_window_kib = 2",
+                "function[0].replace_window_kib: expected a whole number from 4 to 1048576, got 2",
             ),
         ];
         for (text, e) in cases {

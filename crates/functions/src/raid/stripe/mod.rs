@@ -123,7 +123,8 @@ enum Work {
     /// Rebuild bytes `a..b` of data chunk `k`'s page into the host buffer at `delta`.
     Rebuild(Piece),
     /// Copy the replaced member's chunk of the stripe onto the spare, a row range at a
-    /// time (the operation's `page..page + pages`), then log the stripe as moved.
+    /// time (the operation's `page..page + pages`); the stripe is held until its window's
+    /// record says it moved.
     Copy,
 }
 
@@ -236,23 +237,33 @@ struct Spare {
     member: Option<usize>,
     /// Stripes moved onto the spare, durable in the log.
     through: u64,
-    /// The stripe copied and waiting for its record: see [`Moved`].
+    /// Stripes copied at once, and logged as moved by one record (the copy window).
+    window: u64,
+    /// The window's stripes being copied: see [`Copying`].
+    copying: FxHashMap<u64, Copying>,
+    /// The window copied and waiting for its record: see [`Moved`].
     moved: Option<Moved>,
-    /// Pages of the stripe being copied that are rebuilt in the current attempt.
-    attempt: Vec<u64>,
-    /// Pages of the stripe being copied rebuilt onto the spare by earlier ranges.
-    rebuilt: Vec<u64>,
-    /// Pages of the stripe being copied whose write to the spare failed: they stay bad.
-    lost: Vec<u64>,
-    /// No further stripe is started (the layer is stopping).
+    /// No further window is started (the layer is stopping).
     stopped: bool,
 }
 
-/// A stripe copied onto the spare whose record is not durable yet: its copy operation
-/// holds the stripe (no write reaches either device) until it is.
+/// A stripe of the copy window: its pages rebuilt in the current attempt and by earlier
+/// ranges, those whose write to the spare failed (they stay bad), and whether its whole
+/// chunk is on the spare.
+#[derive(Default)]
+struct Copying {
+    attempt: Vec<u64>,
+    rebuilt: Vec<u64>,
+    lost: Vec<u64>,
+    done: bool,
+}
+
+/// A copy window on the spare whose record is not durable yet: its copy operations hold
+/// their stripes (no write reaches either device) until it is.
 struct Moved {
     seq: u64,
-    op: u64,
+    /// Stripes `from..through`.
+    from: u64,
     through: u64,
     /// Member pages rebuilt onto the spare: good again once the record is durable.
     cleared: Vec<u64>,
@@ -410,7 +421,7 @@ impl Raid {
 
     /// A hot spare named `name` (RAID-5 with its log): a member is replaced by it when a
     /// write to it fails (`on_write_error`, md's rule) or, `replace`, the named member at
-    /// start.
+    /// start. The copy moves one stripe at a time (see [`Raid::copy_window`]).
     pub fn spare(mut self, name: String, on_write_error: bool, replace: Option<String>) -> Raid {
         self.spare = Some(Spare {
             name,
@@ -420,12 +431,19 @@ impl Raid {
             at_start_member: None,
             member: None,
             through: 0,
+            window: 1,
+            copying: FxHashMap::default(),
             moved: None,
-            attempt: Vec::new(),
-            rebuilt: Vec::new(),
-            lost: Vec::new(),
             stopped: false,
         });
+        self
+    }
+
+    /// Copy `stripes` stripes onto the spare at once, and log them moved by one record.
+    pub fn copy_window(mut self, stripes: u64) -> Raid {
+        if let Some(s) = self.spare.as_mut() {
+            s.window = stripes.max(1);
+        }
         self
     }
 

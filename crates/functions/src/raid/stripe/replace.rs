@@ -4,15 +4,16 @@
 //! `WantReplacement`) or when the operator asks (`mdadm --replace`), and copies the
 //! member onto the spare while the array stays up, reading the member itself and
 //! reconstructing from the others only what the member cannot give. Here the member's
-//! chunks move **a stripe at a time, in order**: a copy operation takes the stripe's place
-//! in its queue (so no write to that stripe runs meanwhile), reads the member's chunk — a
-//! row range at a time, up to `merge_kib` — rebuilds its bad pages from the other members
-//! where the row's parity is known, writes the range to the spare with FUA, and once the
-//! whole chunk is there logs "stripes `0..s + 1` moved". Only when that record is durable
-//! do the stripe's reads and writes go to the spare (and the copy lets the stripe's queue
-//! run on): a crash before leaves the stripe on the member, which no write reached since
-//! the copy began; a crash after finds it on the spare. Pages rebuilt onto the spare are
-//! logged good again after that record (a crash between leaves them bad: unreadable from
+//! chunks move **a window of stripes at a time, in order** (`replace_window_kib`): each
+//! stripe's copy operation takes the stripe's place in its queue (so no write to that stripe
+//! runs meanwhile), reads the member's chunk — a row range at a time, up to `merge_kib` —
+//! rebuilds its bad pages from the other members where the row's parity is known, and
+//! writes the range to the spare with FUA; once every stripe of the window is there, one
+//! record logs "stripes `0..w` moved". Only when that record is durable do the window's
+//! reads and writes go to the spare (and the copies let the stripes' queues run on): a
+//! crash before leaves the window on the member, which no write reached since the copy
+//! began; a crash after finds it on the spare. Pages rebuilt onto the spare are logged good
+//! again after that record (a crash between leaves them bad: unreadable from
 //! the spare's copy but never wrong). A page the member cannot give and the parity cannot
 //! rebuild (an unknown row, a second bad page) stays bad on the spare: its reads still
 //! answer EIO, never a guess.
@@ -20,11 +21,11 @@
 //! The bad-page list keeps one meaning per (member, page): the page of whichever device
 //! holds that member's stripe (the spare below the moved boundary). md differs in one
 //! respect: it writes to both the member and its replacement during the copy and keeps
-//! the member until the end; moving stripe by stripe instead costs one log record a stripe
-//! but lets a failing member stop taking writes as soon as each stripe has moved.
+//! the member until the end; moving window by window instead costs one log record a window
+//! but lets a failing member stop taking writes as soon as each window has moved.
 
 use super::persist;
-use super::{Moved, Owner, Raid, Rows, Work, PAGE};
+use super::{Copying, Moved, Owner, Raid, Rows, Work, PAGE};
 use smallvec::SmallVec;
 use wattio_core::function::Actions;
 use wattio_core::io::{Buf, Completion, Op, Status};
@@ -66,8 +67,8 @@ impl Raid {
         }
     }
 
-    /// Queue the copy of the first stripe not moved yet (none once all are, or when
-    /// stopping).
+    /// Queue the copies of the next window of stripes not moved yet (none once all are, or
+    /// when stopping).
     pub(super) fn copy_next(&mut self, out: &mut Actions) {
         let Some(s) = self.spare.as_mut() else {
             return;
@@ -75,11 +76,14 @@ impl Raid {
         if s.stopped || s.member.is_none() || s.through >= self.layout.stripes {
             return;
         }
-        let stripe = s.through;
-        s.rebuilt.clear();
-        s.lost.clear();
-        let rows = self.copy_rows(stripe, 0);
-        self.enqueue(Owner::Replace, rows, Work::Copy, out);
+        let window = s.through..(s.through + s.window).min(self.layout.stripes);
+        // Every stripe of the window is known before any copy starts: one that ends at
+        // once must not find the window complete.
+        s.copying = window.clone().map(|w| (w, Copying::default())).collect();
+        for stripe in window {
+            let rows = self.copy_rows(stripe, 0);
+            self.enqueue(Owner::Replace, rows, Work::Copy, out);
+        }
     }
 
     /// Stop starting stripes (the copy in progress finishes and is logged): the next start
@@ -108,7 +112,7 @@ impl Raid {
         };
         let mut reads: SmallVec<[(usize, u64, u64, Buf); 8]> = SmallVec::new();
         let mut attempt = Vec::new();
-        let lost = &self.spare.as_ref().expect("a spare").lost;
+        let lost = &self.spare.as_ref().expect("a spare").copying[&stripe].lost;
         let mut p = first;
         while p < first + pages {
             if self.is_bad(m, stripe, p) {
@@ -132,7 +136,8 @@ impl Raid {
             }
             reads.push((m, run, p - run, slot(m, run)));
         }
-        self.spare.as_mut().expect("a spare").attempt = attempt;
+        let s = self.spare.as_mut().expect("a spare");
+        s.copying.get_mut(&stripe).expect("in the window").attempt = attempt;
         self.ops
             .get_mut(&id)
             .expect("op")
@@ -157,19 +162,20 @@ impl Raid {
         let l = self.layout;
         let s = self.spare.as_ref().expect("a spare");
         let (m, dev) = (s.member.expect("a copy"), s.dev);
+        let c = &s.copying[&stripe];
         let span = pages * PAGE;
         let slot = |j: usize, p: u64| Buf::Scratch {
             id: scratch,
             offset: (copy_slot(j, m) * span + (p - first) * PAGE) as u32,
         };
         // A scratch buffer not yet filled starts as zeros: the XOR of the others is the page.
-        for &p in &s.attempt {
+        for &p in &c.attempt {
             for d in (0..l.disks).filter(|&d| d != m) {
                 out.xor(slot(m, p), slot(d, p), PAGE as u32);
             }
         }
         let writable =
-            |p: u64| (!self.is_bad(m, stripe, p) || s.attempt.contains(&p)) && !s.lost.contains(&p);
+            |p: u64| (!self.is_bad(m, stripe, p) || c.attempt.contains(&p)) && !c.lost.contains(&p);
         let mut writes: SmallVec<[(u64, u64); 4]> = SmallVec::new();
         let mut p = first;
         while p < first + pages {
@@ -211,7 +217,9 @@ impl Raid {
         if done.status != Status::Ok && done.io.len as u64 == PAGE {
             let s = self.spare.as_mut().expect("a spare");
             if done.io.dev == s.dev {
-                s.lost.push(done.io.offset % self.layout.chunk / PAGE);
+                let (stripe, page) = (self.ops[&id].stripe, done.io.offset % self.layout.chunk);
+                let c = s.copying.get_mut(&stripe).expect("in the window");
+                c.lost.push(page / PAGE);
                 self.counters.spare_lost_pages += 1;
             }
             self.mark_bad(done.io.dev, done.io.offset, out);
@@ -237,15 +245,17 @@ impl Raid {
         }
     }
 
-    /// A range is on the spare: the next range of the chunk, or the stripe's record.
+    /// A range is on the spare: the next range of the chunk; once the whole chunk is, and
+    /// every stripe of the window, the window's record.
     fn copy_range_done(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
+        let stripe = self.ops[&id].stripe;
         let s = self.spare.as_mut().expect("a spare");
-        let attempt = std::mem::take(&mut s.attempt);
-        s.rebuilt
-            .extend(attempt.into_iter().filter(|p| !s.lost.contains(p)));
-        let op = self.ops.get_mut(&id).expect("op");
+        let c = s.copying.get_mut(&stripe).expect("in the window");
+        let attempt = std::mem::take(&mut c.attempt);
+        c.rebuilt
+            .extend(attempt.into_iter().filter(|p| !c.lost.contains(p)));
+        let op = &self.ops[&id];
         let next = op.page + op.pages;
-        let stripe = op.stripe;
         if next < self.layout.chunk / PAGE {
             let (_, page, pages) = self.copy_rows(stripe, next);
             let op = self.ops.get_mut(&id).expect("op");
@@ -254,17 +264,33 @@ impl Raid {
             op.redo = false;
             return self.copy_start(id, out);
         }
-        // The whole chunk is on the spare (durable: every write was FUA). Log the stripe
-        // as moved, then its rebuilt pages as good: in that order, so a crash between
-        // leaves them bad on the spare rather than good on the member.
+        // The whole chunk is on the spare (durable: every write was FUA); the operation
+        // holds its stripe until the window's record is durable.
+        let s = self.spare.as_mut().expect("a spare");
+        s.copying.get_mut(&stripe).expect("in the window").done = true;
+        if s.copying.values().all(|c| c.done) {
+            self.log_window(out);
+        }
+        None
+    }
+
+    /// Every stripe of the window is on the spare: log the window as moved, then its rebuilt
+    /// pages as good, in that order, so a crash between leaves them bad on the spare
+    /// rather than good on the member.
+    fn log_window(&mut self, out: &mut Actions) {
         let s = self.spare.as_mut().expect("a spare");
         let m = s.member.expect("a copy");
-        let rebuilt = std::mem::take(&mut s.rebuilt);
-        let cleared: Vec<u64> = rebuilt.iter().map(|&p| self.row_key(stripe, p)).collect();
-        let through = stripe + 1;
+        let (from, through) = (s.through, s.through + s.copying.len() as u64);
+        let mut rebuilt: Vec<(u64, u64)> = s
+            .copying
+            .iter()
+            .flat_map(|(&w, c)| c.rebuilt.iter().map(move |&p| (w, p)))
+            .collect();
+        rebuilt.sort_unstable();
+        let cleared: Vec<u64> = rebuilt.iter().map(|&(w, p)| self.row_key(w, p)).collect();
         self.spare.as_mut().expect("a spare").moved = Some(Moved {
             seq: u64::MAX,
-            op: id,
+            from,
             through,
             cleared: cleared.clone(),
         });
@@ -276,18 +302,34 @@ impl Raid {
             Some(seq) => {
                 let s = self.spare.as_mut().expect("a spare");
                 s.moved.as_mut().expect("set above").seq = seq;
-                None
             }
-            // The log failed (reported): the stripe stays on the member.
+            // The log failed (reported): the window stays on the member, and the
+            // replacement stops there.
             None => {
-                self.spare.as_mut().expect("a spare").moved = None;
-                Some(Status::IoError)
+                let s = self.spare.as_mut().expect("a spare");
+                s.moved = None;
+                s.stopped = true;
+                self.release_window(from..through, out);
             }
         }
     }
 
-    /// Records up to `upto` are durable: a moved stripe's reads and writes go to the spare
-    /// from now on, its rebuilt pages are good, and the next stripe's copy is queued.
+    /// End the window's copy operations, each holding its stripe, and let the stripes'
+    /// queues run on.
+    fn release_window(&mut self, window: std::ops::Range<u64>, out: &mut Actions) {
+        self.spare.as_mut().expect("a spare").copying.clear();
+        for stripe in window {
+            let id = *self.queues[&stripe]
+                .front()
+                .expect("the copy holds its stripe");
+            debug_assert!(matches!(self.ops[&id].work, Work::Copy));
+            self.end_op(id, Status::Ok, out);
+            self.run_queue(stripe, out);
+        }
+    }
+
+    /// Records up to `upto` are durable: a moved window's reads and writes go to the spare
+    /// from now on, its rebuilt pages are good, and the next window's copies are queued.
     pub(super) fn moved_durable(&mut self, upto: u64, out: &mut Actions) {
         let Some(s) = self.spare.as_mut() else {
             return;
@@ -303,9 +345,7 @@ impl Raid {
                 self.counters.spare_rebuilt_pages += 1;
             }
         }
-        let stripe = x.through - 1;
-        self.end_op(x.op, Status::Ok, out);
-        self.run_queue(stripe, out);
+        self.release_window(x.from..x.through, out);
         self.copy_next(out);
     }
 }

@@ -608,6 +608,11 @@ fn a_whole_stripe_write_is_one_full_row_range_with_parity_over_the_range() {
 /// A persisted RAID-5 of three 4 KiB-chunk members (three stripes after d0's log, parity
 /// known) with `d3` as its hot spare, replacing `replace` at start if named.
 fn with_spare(replace: Option<&str>) -> Harness<Raid> {
+    with_spare_window(replace, 1)
+}
+
+/// The same, copying `window` stripes at once.
+fn with_spare_window(replace: Option<&str>, window: u64) -> Harness<Raid> {
     let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
     // 88 log blocks (the default bound) and three stripes.
     let devs = (0..4)
@@ -619,6 +624,7 @@ fn with_spare(replace: Option<&str>) -> Harness<Raid> {
         .collect();
     let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
         .spare("d3".into(), true, replace.map(String::from))
+        .copy_window(window)
         .persist(4096);
     Harness::new(r, devs).unwrap()
 }
@@ -745,4 +751,44 @@ fn a_member_a_write_fails_on_is_replaced_and_its_bad_page_rebuilt_onto_the_spare
     // Block 1 is read from the spare directly, not rebuilt.
     let r = submitted(&h.request(7, host(2, Op::Read, 1, 1)));
     assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
+}
+
+#[test]
+fn a_copy_window_moves_its_stripes_together_under_one_record() {
+    let mut h = with_spare_window(Some("d1"), 3);
+    let region = h.function().regions()[0];
+    // The replacement's record, and the three stripes' copies at once.
+    let a = h.recover_log(&vec![0; region.len as usize]);
+    let (log, reads) = split_log(&a, region);
+    assert_eq!(
+        shape(&reads),
+        vec![(1, 0, Op::Read), (1, 1, Op::Read), (1, 2, Op::Read)]
+    );
+    h.complete(1, log[0], Status::Ok);
+    // A write to volume block 2 (stripe 1: data on d2 and d0, parity on d1) waits.
+    assert!(submitted(&h.request(2, host(9, Op::Write, 2, 1))).is_empty());
+    let writes: Vec<Io> = reads
+        .iter()
+        .flat_map(|r| submitted(&h.complete(3, *r, Status::Ok)))
+        .collect();
+    assert_eq!(
+        shape(&writes),
+        vec![(3, 0, Op::Write), (3, 1, Op::Write), (3, 2, Op::Write)]
+    );
+    // The window's one record goes out when its last stripe is on the spare.
+    assert!(split_log(&h.complete(4, writes[0], Status::Ok), region)
+        .0
+        .is_empty());
+    assert!(split_log(&h.complete(4, writes[1], Status::Ok), region)
+        .0
+        .is_empty());
+    let (log, _) = split_log(&h.complete(4, writes[2], Status::Ok), region);
+    assert_eq!(log.len(), 1);
+    assert_eq!(h.counter("replaced_stripes"), 0.0);
+    // Durable: all three moved; the write runs, its parity to the spare.
+    let rcw = submitted(&h.complete(5, log[0], Status::Ok));
+    assert_eq!(h.counter("replaced_stripes"), 3.0);
+    assert_eq!(shape(&rcw), vec![(0, 1, Op::Read)]);
+    let ws = submitted(&h.complete(6, rcw[0], Status::Ok));
+    assert_eq!(shape(&ws), vec![(2, 1, Op::Write), (3, 1, Op::Write)]);
 }
