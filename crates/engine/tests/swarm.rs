@@ -974,10 +974,11 @@ fn replacing(seed: u64) -> Scenario {
     let mut rng = Rng::new(seed);
     let mut config = format!("[run]\nseed = {seed}\n\n");
     // d0, replaced, is slow (as failing drives often are): its log writes are the
-    // slowest I/O of a stripe's move.
+    // slowest I/O of a stripe's move. It also fails on a few pages of the stripes written
+    // (member bytes 32..48 KiB and 100..108 KiB): the copy rebuilds them onto the spare.
     for d in 0..4 {
         let slow = if d == 0 {
-            "[device.fault]\nslow = 1.5\n"
+            "[device.fault]\nslow = 1.5\neio = [[32768, 49152], [102400, 110592]]\n"
         } else {
             ""
         };
@@ -1024,8 +1025,8 @@ fn replacing(seed: u64) -> Scenario {
     }
 }
 
-/// The replacement resumes from its log after each crash: every acknowledged write is read
-/// back from wherever its stripe is. A replacement that forgets how far it got (restarting
+/// The replacement resumes from its log after each crash and rebuilds d0's failing pages
+/// onto the spare: every acknowledged write is read back from wherever its stripe is. A replacement that forgets how far it got (restarting
 /// from the member) returns the member's stale bytes for stripes written on the spare:
 /// caught on seed 1 (shown by hand). That a moved stripe's writes wait for its record is
 /// pinned by the unit tests (`raid::stripe::tests`), which fail when the stripe moves at
@@ -1040,9 +1041,13 @@ fn a_replacement_under_crashes_keeps_every_acknowledged_write() {
         }
         total.blocks_checked += o.blocks_checked;
     }
-    // The replacement ran, was resumed from the log after crashes, and the host's I/O was
-    // checked throughout.
-    for c in ["replaced_stripes", "resumed_replacements"] {
+    // The replacement ran, was resumed from the log after crashes, rebuilt d0's failing
+    // pages onto the spare, and the host's I/O was checked throughout.
+    for c in [
+        "replaced_stripes",
+        "resumed_replacements",
+        "spare_rebuilt_pages",
+    ] {
         assert!(
             total.counters.get(c).is_some_and(|&v| v > 0.0),
             "{c}: {total:?}"
