@@ -222,7 +222,7 @@ impl RowOp {
 }
 
 /// A hot spare, and the replacement of one member by it (Linux md's `want_replacement`):
-/// the member's stripes move onto the spare one at a time, in order; stripes
+/// the member's stripes move onto the spare a window at a time, in order; stripes
 /// `0..through` are read and written on the spare, the others still on the member.
 struct Spare {
     name: String,
@@ -262,8 +262,7 @@ struct Copying {
 /// their stripes (no write reaches either device) until it is.
 struct Moved {
     seq: u64,
-    /// Stripes `from..through`.
-    from: u64,
+    /// The window is the stripes from the spare's `through` up to this.
     through: u64,
     /// Member pages rebuilt onto the spare: good again once the record is durable.
     cleared: Vec<u64>,
@@ -571,7 +570,7 @@ impl Raid {
     }
 
     /// A checkpoint of every record appended: the recorded bad pages and the replacement,
-    /// with a moved stripe whose record is not durable yet counted as moved (a checkpoint
+    /// with a moved window whose record is not durable yet counted as moved (a checkpoint
     /// covers the records before it).
     fn snapshot(&self) -> Vec<u8> {
         let (member, moved) = match &self.spare {

@@ -290,7 +290,6 @@ impl Raid {
         let cleared: Vec<u64> = rebuilt.iter().map(|&(w, p)| self.row_key(w, p)).collect();
         self.spare.as_mut().expect("a spare").moved = Some(Moved {
             seq: u64::MAX,
-            from,
             through,
             cleared: cleared.clone(),
         });
@@ -339,13 +338,14 @@ impl Raid {
         }
         let x = s.moved.take().expect("checked");
         let m = s.member.expect("a copy");
-        s.through = x.through;
+        // The window is `through..x.through`: the stripes not moved before it.
+        let from = std::mem::replace(&mut s.through, x.through);
         for page in &x.cleared {
             if self.bad.remove(&(m, *page)) {
                 self.counters.spare_rebuilt_pages += 1;
             }
         }
-        self.release_window(x.from..x.through, out);
+        self.release_window(from..x.through, out);
         self.copy_next(out);
     }
 }
