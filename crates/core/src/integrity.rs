@@ -168,6 +168,10 @@ impl HostBlock {
 struct DevBlock {
     durable: u64,
     volatile: Vec<(u64, u64)>,
+    /// The last write to it failed (a medium error): the device refused the data, and what
+    /// it holds is its own business until a write succeeds. Only [`Checker::detached`]
+    /// looks at it: through a stack, layers route around such a block.
+    refused: bool,
 }
 
 impl DevBlock {
@@ -395,6 +399,78 @@ impl Checker {
         }
         self.not_durable.clear();
         self.epoch += 1;
+    }
+
+    /// After a clean unload: the layers are gone and the host reads volume `vol` straight
+    /// from the device of the same id (a cache detached from its disk, as bcache's detach or
+    /// EXCES's unload leave it). Every block the host wrote must hold there a version a
+    /// host read issued now may return, by the same rule as a replied read (and after
+    /// [`crash`](Self::crash), the rule after a crash: only what the device made durable
+    /// counts). Returns the blocks checked; blocks of undefined content, and blocks whose
+    /// last device write failed (a medium error: no layer can put the data there), are
+    /// counted as unverified. Fails if host requests are still in flight: the host detaches only
+    /// once every request is replied.
+    pub fn detached(&mut self, vol: u16) -> Result<u64, String> {
+        if let Some(e) = self.fault.take() {
+            return Err(e);
+        }
+        if !self.reqs.is_empty() {
+            return Err(format!(
+                "integrity: volume {vol} detached with {} host request(s) in flight",
+                self.reqs.len()
+            ));
+        }
+        let issued = self.tick();
+        let mut blocks: Vec<u64> = self
+            .host
+            .keys()
+            .filter(|k| k.0 == vol)
+            .map(|k| k.1)
+            .collect();
+        blocks.sort_unstable();
+        let mut checked = 0;
+        for b in blocks {
+            let hb = &self.host[&(vol, b)];
+            let db = self.dev.get(&(vol, b));
+            let found = db.map_or(INITIAL, DevBlock::current);
+            // A block whose last write the device refused: the bare device answers a read
+            // of it as it answered the write (an error), not with silently stale data.
+            let refused = db.is_some_and(|d| d.refused);
+            if refused || found == ANY || hb.allowed(issued).any(|w| w.ver == ANY) {
+                self.counters.blocks_unverified += 1;
+                continue;
+            }
+            if hb.allowed(issued).any(|w| w.ver == found) {
+                checked += 1;
+                continue;
+            }
+            let expected: Vec<String> = hb.allowed(issued).map(|w| self.request_name(w)).collect();
+            let holder = hb
+                .writes
+                .iter()
+                .find(|w| w.ver == found)
+                .map_or(self.version_name(found), |w| {
+                    format!("{} [superseded]", self.request_name(w))
+                });
+            let size = 1u64 << self.shift;
+            return Err(format!(
+                "integrity: volume {vol} detached{}: device {vol} block {b} (bytes {}..{}) holds {holder}, expected {}",
+                if self.epoch > 0 {
+                    format!(" (after crash {})", self.epoch)
+                } else {
+                    String::new()
+                },
+                b * size,
+                (b + 1) * size,
+                if expected.len() == 1 {
+                    expected[0].clone()
+                } else {
+                    format!("one of [{}]", expected.join("; "))
+                }
+            ));
+        }
+        self.counters.blocks_checked += checked;
+        Ok(checked)
     }
 
     /// The versions a block's content is the XOR of (`None`: undefined or garbage).
@@ -672,10 +748,15 @@ impl DataObserver for Checker {
                 } else {
                     None
                 };
+                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
                 if !ok {
+                    if io.op == Op::Write {
+                        for (b, _, _) in blocks {
+                            self.dev.entry((io.dev, b)).or_default().refused = true;
+                        }
+                    }
                     return;
                 }
-                let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
                 for (k, (b, full, _)) in blocks.into_iter().enumerate() {
                     let v = match (&vers, io.op) {
                         (Some(v), _) => v[k],
@@ -686,6 +767,7 @@ impl DataObserver for Checker {
                         (None, _) => ANY,
                     };
                     let db = self.dev.entry((io.dev, b)).or_default();
+                    db.refused = false;
                     if io.fua {
                         db.durable = v;
                         db.volatile.clear();

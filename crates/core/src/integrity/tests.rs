@@ -1,5 +1,5 @@
 use super::*;
-use crate::io::Request;
+use crate::io::{IoId, Request};
 
 const B: u64 = 4096;
 
@@ -517,4 +517,99 @@ fn a_copy_overwrites_what_the_buffer_held_where_an_xor_combines() {
     c.host_reply(3, &ok(read, 3)).unwrap();
     assert_eq!(c.counters().blocks_checked, 1);
     assert_eq!(c.counters().blocks_unverified, 1);
+}
+
+/// A write-back cache on device 1 in front of device 0: the host write of block `block`
+/// lands on device 1 only, acknowledged.
+fn write_cached(c: &mut Checker, now: Nanos, id: u64, block: u64) -> Io {
+    let io = host(id, Op::Write, block, 1);
+    c.host_request(now, &io);
+    device(c, now, to_dev(&io, 1, block));
+    c.host_reply(now, &ok(io, now)).unwrap();
+    io
+}
+
+#[test]
+fn a_detached_device_must_hold_what_a_write_back_cache_acknowledged() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 2, 1);
+    let w = write_cached(&mut c, 20, 1, 3);
+    // The cache kept block 3 on device 1: device 0 alone does not hold it.
+    let e = c.detached(0).unwrap_err();
+    assert_eq!(
+        e,
+        "integrity: volume 0 detached: device 0 block 3 (bytes 12288..16384) holds the initial \
+         content [superseded], expected v2 (host request 1, acknowledged at 20 ns)"
+    );
+    // The unload's write-back: device 1's block copied to device 0 through a scratch buffer.
+    let scratch = Buf::Scratch { id: 9, offset: 0 };
+    let rd = Io {
+        id: IoId::own(5),
+        buf: scratch,
+        ..to_dev(&w, 1, 3)
+    };
+    device(&mut c, 30, Io { op: Op::Read, ..rd });
+    device(
+        &mut c,
+        31,
+        Io {
+            op: Op::Write,
+            dev: 0,
+            id: IoId::own(6),
+            ..rd
+        },
+    );
+    assert_eq!(c.detached(0), Ok(2));
+    // Not flushed, but the host made nothing durable either: after a power loss of the
+    // bare device either content of block 3 is allowed.
+    c.crash(40);
+    assert_eq!(c.detached(0), Ok(2));
+    assert_eq!(c.counters().blocks_checked, 4);
+}
+
+#[test]
+fn after_a_crash_a_detached_device_must_hold_what_the_host_made_durable() {
+    let mut c = Checker::new(4096).unwrap();
+    write(&mut c, 10, 0, 2, 1);
+    let w = write_cached(&mut c, 20, 1, 3);
+    // The host's FLUSH made both durable; the cache flushed its own device only.
+    let f = host(2, Op::Flush, 0, 0);
+    c.host_request(25, &f);
+    device(&mut c, 25, to_dev(&f, 1, 0));
+    device(&mut c, 25, to_dev(&f, 0, 0));
+    c.host_reply(25, &ok(f, 25)).unwrap();
+    // An unload that copies block 3 back but never flushes device 0.
+    let rd = Io {
+        id: IoId::own(5),
+        buf: Buf::Scratch { id: 9, offset: 0 },
+        op: Op::Read,
+        ..to_dev(&w, 1, 3)
+    };
+    device(&mut c, 30, rd);
+    let wr = Io {
+        op: Op::Write,
+        dev: 0,
+        id: IoId::own(6),
+        ..rd
+    };
+    device(&mut c, 31, wr);
+    assert_eq!(c.detached(0), Ok(2));
+    c.crash(40);
+    let e = c.detached(0).unwrap_err();
+    assert_eq!(
+        e,
+        "integrity: volume 0 detached (after crash 1): device 0 block 3 (bytes 12288..16384) \
+         holds the initial content, expected v2 (host request 1 before crash 1, acknowledged at 20 ns)"
+    );
+}
+
+#[test]
+fn a_volume_is_not_detached_with_requests_in_flight() {
+    let mut c = Checker::new(4096).unwrap();
+    let w = host(0, Op::Write, 0, 1);
+    c.host_request(10, &w);
+    assert_eq!(
+        c.detached(0),
+        Err("integrity: volume 0 detached with 1 host request(s) in flight".to_string())
+    );
 }
