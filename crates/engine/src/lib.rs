@@ -29,7 +29,7 @@ pub mod tables;
 
 pub use assemble::{assemble, Assembly, Opener};
 pub use config::RunConfig;
-pub use sim::{Host, HostRequest, NullSink, RunSink, SimOutcome, Simulator};
+pub use sim::{Host, HostRequest, NullSink, RunSink, SimOutcome, Simulator, Unload};
 pub use summary::Summary;
 pub use wattio_functions::registry::Registry;
 
@@ -239,7 +239,7 @@ pub fn run(
         }
     }
     let models = asm.models.clone();
-    let sim = Simulator::new(asm.stack, asm.devices);
+    let sim = Simulator::new(asm.stack, asm.devices).unloading(cfg.run.unload);
     let outcome = sim.run(&mut watch, until, min_end, &mut sink)?;
     let mut summary = Summary::build(cfg.run.name.clone(), cfg.run.seed, &models, &outcome);
     if let Input::Trace { lenient } = opts.input {

@@ -217,6 +217,19 @@ pub struct SimOutcome {
     pub assumptions: Vec<String>,
     /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
     pub scratch_held: usize,
+    /// With [`Simulator::unloading`]: when the host detached (its last reply after the
+    /// trace) and when the layers' own I/O of the unload was done. `None` without it, or
+    /// when the run was cut (`until`) before the host detached or the unload finished.
+    pub unload: Option<Unload>,
+}
+
+/// A clean unload's span ([`Simulator::unloading`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unload {
+    /// The host's last reply after the trace: every layer's `on_stop` ran then.
+    pub started: Nanos,
+    /// The last device I/O the layers issued for it completed (`started` if none).
+    pub done: Nanos,
 }
 
 pub struct Simulator<O: DataObserver = NoObserver> {
@@ -224,6 +237,7 @@ pub struct Simulator<O: DataObserver = NoObserver> {
     devs: Vec<DeviceRuntime>,
     observer: O,
     start: Nanos,
+    unload: bool,
 }
 
 /// The simulator's side of the [`Kernel`]: virtual time (the event heap) and where a
@@ -242,6 +256,7 @@ impl Simulator {
             devs: devices,
             observer: NoObserver,
             start: 0,
+            unload: false,
         }
     }
 }
@@ -255,7 +270,18 @@ impl<O: DataObserver> Simulator<O> {
             devs: self.devs,
             observer,
             start: self.start,
+            unload: self.unload,
         }
+    }
+
+    /// End the run with a clean unload (`[run] unload`), as the live server ends a session:
+    /// once the trace is exhausted and the host's last request replied, the host detaches
+    /// ([`Kernel::stop`]: every layer's `on_stop`, e.g. a write-back cache writing its dirty
+    /// pages back), and the run goes on until the layers' own device I/O is done. Its time
+    /// and energy count in the run. Off by default: the papers measure a trace, not the
+    /// teardown after it.
+    pub fn unloading(self, unload: bool) -> Simulator<O> {
+        Simulator { unload, ..self }
     }
 
     /// Start the run at `start` instead of 0: the part of a run after a crash, with the
@@ -325,6 +351,7 @@ impl<O: DataObserver> Simulator<O> {
         let mut now: Nanos = self.start;
         k.start(&mut stack, now)?;
         let mut issued: u64 = 0;
+        let mut unload: Option<Unload> = None;
         let cap = until.unwrap_or(Nanos::MAX);
         // With an explicit end, timers and transitions run up to it after the last request.
         let min_end = min_end.max(until.unwrap_or(0));
@@ -359,10 +386,22 @@ impl<O: DataObserver> Simulator<O> {
                 }
                 continue;
             }
+            if self.unload && unload.is_none() && next_at.is_none() && k.idle() {
+                // The host detaches after its last reply (the loop comes here once the
+                // trace is exhausted, before anything later fires).
+                unload = Some(Unload {
+                    started: now,
+                    done: now,
+                });
+                k.stop(&mut stack, now)?;
+                continue;
+            }
+            // The unload's own I/O is out: keep going until it is back.
+            let unloading = unload.is_some() && k.device_io_out() > 0;
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
             // the minimum end.
-            if next_at.is_none() && k.idle() && h > min_end.max(now) {
+            if next_at.is_none() && k.idle() && h > min_end.max(now) && !unloading {
                 break;
             }
             if h > cap {
@@ -371,6 +410,10 @@ impl<O: DataObserver> Simulator<O> {
             let ev = k.executor_mut().heap.pop().expect("peeked");
             now = ev.at;
             k.fire(&mut stack, now, ev.key(), ev.kind)?;
+            if let Some(u) = unload.as_mut().filter(|_| unloading) {
+                // Only while the unload's I/O was out: the time the last of it came back.
+                u.done = now;
+            }
             if CLOSED {
                 for (id, at) in k.executor_mut().replies.drain(..) {
                     arrivals.replied(id, at);
@@ -382,6 +425,10 @@ impl<O: DataObserver> Simulator<O> {
                 "{} host request(s) never completed: a function dropped them (every request needs a Reply)",
                 k.inflight()
             ));
+        }
+        if k.device_io_out() > 0 {
+            // Cut by `until` before the unload's I/O was back: it did not finish.
+            unload = None;
         }
         let end = match until {
             Some(u) => u,
@@ -403,6 +450,7 @@ impl<O: DataObserver> Simulator<O> {
             power_wait,
             assumptions: Vec::new(),
             scratch_held,
+            unload,
         })
     }
 }

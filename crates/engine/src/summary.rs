@@ -99,6 +99,16 @@ pub struct Summary {
     /// Problems of the trace a `lenient` run went ahead with (see `plausibility`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The clean unload at the end (`[run] unload = true`), when it finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unload: Option<UnloadSummary>,
+}
+
+/// When the host detached and how long the layers' own I/O of the unload took.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct UnloadSummary {
+    pub started_s: f64,
+    pub took_s: f64,
 }
 
 fn ms(ns: Nanos) -> f64 {
@@ -161,6 +171,10 @@ impl Summary {
             functions,
             trace: o.assumptions.clone(),
             warnings: Vec::new(),
+            unload: o.unload.map(|u| UnloadSummary {
+                started_s: ns_to_secs(u.started),
+                took_s: ns_to_secs(u.done - u.started),
+            }),
         }
     }
 }

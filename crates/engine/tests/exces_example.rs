@@ -47,3 +47,72 @@ fn the_exces_example_buffers_writes_while_the_disk_sleeps() {
     assert_eq!(counter("dirty_pages"), absorbed);
     assert_eq!(counter("requests"), out.requests as f64);
 }
+
+/// The same hour ended with a clean unload (`[run] unload = true`): after the host's last
+/// reply EXCES writes every buffered page back to the disk (waking it) and flushes it, and
+/// the run lasts until that is done, its time and energy counted.
+#[test]
+fn an_unload_at_the_end_writes_the_buffered_pages_back_to_the_disk() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/laptop-exces.toml"
+    );
+    let text = std::fs::read_to_string(path)
+        .expect("the example")
+        .replace("duration_s = 86400", "duration_s = 3600");
+    let run = |unload: bool| {
+        let text = text.replace("seed = 7\n", &format!("seed = 7\nunload = {unload}\n"));
+        let cfg = RunConfig::from_toml("laptop-exces.toml", &text).expect("a valid config");
+        assert_eq!(cfg.run.unload, unload);
+        let cat = Catalogue::embedded().expect("catalogue");
+        let w = cfg.workload.clone().expect("a workload");
+        let opener: Opener =
+            Arc::new(move || Ok(Box::new(Generator::new(&w, 7)?) as Box<dyn TraceSource>));
+        let asm = assemble(&cfg, &cat, Some(&opener), &mut Registry::new(), 0).expect("assemble");
+        let mut src = opener().expect("source");
+        Simulator::new(asm.stack, asm.devices)
+            .unloading(cfg.run.unload)
+            .run(src.as_mut(), None, 0, &mut NullSink)
+            .expect("run")
+    };
+    let counter = |out: &wattio_engine::SimOutcome, name: &str| {
+        out.stack.layers()[0]
+            .counters()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+            .expect("an EXCES counter")
+    };
+    let plain = run(false);
+    let unloaded = run(true);
+    assert!(plain.unload.is_none());
+    let dirty = counter(&plain, "dirty_pages");
+    assert!(dirty > 0.0);
+    // The same trace, so the same state when the host detaches.
+    assert_eq!(counter(&unloaded, "absorbed_writes"), dirty);
+    assert_eq!(counter(&unloaded, "unload_cleanings"), 1.0);
+    assert_eq!(counter(&unloaded, "dirty_pages"), 0.0);
+    assert_eq!(
+        counter(&unloaded, "pages_written_back") - counter(&plain, "pages_written_back"),
+        dirty
+    );
+    // The host detached at its last reply, the plain run's end; the write-back took time,
+    // and the run ends when it is done.
+    let u = unloaded.unload.expect("the unload finished");
+    assert_eq!(u.started, plain.end);
+    assert!(u.done > u.started);
+    assert_eq!(unloaded.end, u.done);
+    let disk = |out: &wattio_engine::SimOutcome| {
+        let d = &out.devices[0];
+        assert_eq!(d.info.name, "disk");
+        let residency: u64 = d.ledger_rows(out.end).iter().map(|r| r.residency_ns).sum();
+        assert_eq!(residency, out.end, "the ledger covers the run");
+        (d.energy_j(out.end), d.ledger().spin_ups())
+    };
+    let (e_plain, ups_plain) = disk(&plain);
+    let (e_unloaded, ups_unloaded) = disk(&unloaded);
+    // The last request had woken the disk (its 5 s timeout had not run out): the
+    // write-back needs no spin-up, only the disk's time awake for it.
+    assert_eq!(ups_unloaded, ups_plain);
+    assert!(e_unloaded > e_plain);
+}
