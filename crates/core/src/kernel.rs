@@ -465,11 +465,19 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         self.settle(stack, now)
     }
 
-    /// The host detaches (a clean unload): every layer's `on_stop`. The executor then runs
-    /// on until [`device_io_out`](Self::device_io_out) is zero, the layers' own I/O done.
-    pub fn stop(&mut self, stack: &mut Stack, now: Nanos) -> Result<(), String> {
-        stack.stop(now, self);
-        self.settle(stack, now)
+    /// A clean unload, step by step: the host has detached, and each layer's `on_stop` runs
+    /// top down, each once no device I/O is out (the layers above it have finished what
+    /// their own unload sent, through it). Returns true once every layer has stopped and no
+    /// device I/O is out. The executor calls it when the host detaches and again whenever
+    /// [`device_io_out`](Self::device_io_out) may have fallen to zero, until it is true.
+    pub fn stop(&mut self, stack: &mut Stack, now: Nanos) -> Result<bool, String> {
+        while self.device_out == 0 {
+            if !stack.stop_next(now, self) {
+                return Ok(true);
+            }
+            self.settle(stack, now)?;
+        }
+        Ok(false)
     }
 
     /// Device I/O out: submitted by the bottom layer, its completion not yet handed back.

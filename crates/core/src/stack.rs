@@ -174,6 +174,8 @@ pub struct Stack {
     acts: Actions,
     /// The metadata regions the layers reserved (checked at attach).
     regions: Vec<Region>,
+    /// Layers whose `on_stop` ran (a clean unload goes top down, [`Stack::stop_next`]).
+    stopped: usize,
 }
 
 impl Stack {
@@ -185,6 +187,7 @@ impl Stack {
             work: VecDeque::new(),
             acts: Actions::new(),
             regions: Vec::new(),
+            stopped: 0,
         }
     }
 
@@ -231,9 +234,21 @@ impl Stack {
         self.each_layer(now, fx, |f, now, out| f.on_start(now, out));
     }
 
-    /// The host detaches (a clean unload): every layer's `on_stop`, top down.
-    pub fn stop<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
-        self.each_layer(now, fx, |f, now, out| f.on_stop(now, out));
+    /// The next step of a clean unload: the `on_stop` of the topmost layer not yet
+    /// stopped, its actions carried out; false if every layer has stopped. The executor
+    /// ([`crate::kernel::Kernel::stop`]) calls it once the layers above are done: a layer
+    /// stopped before them would not see the write-backs they send it (two write-back
+    /// caches stacked on one disk: the lower one's dirty pages would stay behind).
+    pub fn stop_next<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) -> bool {
+        let Some(layer) = (self.stopped < self.layers.len()).then_some(self.stopped) else {
+            return false;
+        };
+        self.stopped += 1;
+        self.acts.clear();
+        self.layers[layer].on_stop(now, &mut self.acts);
+        self.route(layer, now, fx);
+        self.run(now, fx);
+        true
     }
 
     /// `call` on every layer, top down, each layer's actions carried out before the next.

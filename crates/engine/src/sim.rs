@@ -228,7 +228,8 @@ pub struct SimOutcome {
 pub struct Unload {
     /// The host's last reply after the trace: every layer's `on_stop` ran then.
     pub started: Nanos,
-    /// The last device I/O the layers issued for it completed (`started` if none).
+    /// Every layer had stopped and the last device I/O they issued for it completed
+    /// (`started` if none).
     pub done: Nanos,
 }
 
@@ -276,8 +277,9 @@ impl<O: DataObserver> Simulator<O> {
 
     /// End the run with a clean unload (`[run] unload`), as the live server ends a session:
     /// once the trace is exhausted and the host's last request replied, the host detaches
-    /// ([`Kernel::stop`]: every layer's `on_stop`, e.g. a write-back cache writing its dirty
-    /// pages back), and the run goes on until the layers' own device I/O is done. Its time
+    /// ([`Kernel::stop`]: every layer's `on_stop`, top down, each once the device I/O of
+    /// those above is done — e.g. a write-back cache writing its dirty pages back), and the
+    /// run goes on until the last layer's is done. Its time
     /// and energy count in the run. Off by default: the papers measure a trace, not the
     /// teardown after it.
     pub fn unloading(self, unload: bool) -> Simulator<O> {
@@ -352,6 +354,7 @@ impl<O: DataObserver> Simulator<O> {
         k.start(&mut stack, now)?;
         let mut issued: u64 = 0;
         let mut unload: Option<Unload> = None;
+        let mut unloaded = false;
         let cap = until.unwrap_or(Nanos::MAX);
         // With an explicit end, timers and transitions run up to it after the last request.
         let min_end = min_end.max(until.unwrap_or(0));
@@ -393,11 +396,11 @@ impl<O: DataObserver> Simulator<O> {
                     started: now,
                     done: now,
                 });
-                k.stop(&mut stack, now)?;
+                unloaded = k.stop(&mut stack, now)?;
                 continue;
             }
-            // The unload's own I/O is out: keep going until it is back.
-            let unloading = unload.is_some() && k.device_io_out() > 0;
+            // The layers are still unloading: keep going until the last is done.
+            let unloading = unload.is_some() && !unloaded;
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
             // the minimum end.
@@ -410,9 +413,12 @@ impl<O: DataObserver> Simulator<O> {
             let ev = k.executor_mut().heap.pop().expect("peeked");
             now = ev.at;
             k.fire(&mut stack, now, ev.key(), ev.kind)?;
-            if let Some(u) = unload.as_mut().filter(|_| unloading) {
-                // Only while the unload's I/O was out: the time the last of it came back.
-                u.done = now;
+            if unloading && k.device_io_out() == 0 {
+                // The layers stopped so far are done: the next one stops (`Kernel::stop`).
+                unloaded = k.stop(&mut stack, now)?;
+                if let Some(u) = unload.as_mut().filter(|_| unloaded) {
+                    u.done = now;
+                }
             }
             if CLOSED {
                 for (id, at) in k.executor_mut().replies.drain(..) {
@@ -426,8 +432,8 @@ impl<O: DataObserver> Simulator<O> {
                 k.inflight()
             ));
         }
-        if k.device_io_out() > 0 {
-            // Cut by `until` before the unload's I/O was back: it did not finish.
+        if !unloaded {
+            // Cut by `until` before every layer had unloaded: it did not finish.
             unload = None;
         }
         let end = match until {

@@ -522,23 +522,34 @@ impl Session {
             .map(|c| c.1)
     }
 
-    /// A clean unload: the layers' `on_stop` (a write-back cache writes back), then wait
-    /// while the session's threads carry out their own I/O, until none is out or `timeout`
-    /// passes (an error then: the unload is not complete).
+    /// A clean unload: the layers' `on_stop` top down (a write-back cache writes back), each
+    /// once the session's threads have carried out the device I/O of those above
+    /// ([`Kernel::stop`]), until every layer is done or `timeout` passes (an error then: the
+    /// unload is not complete).
     fn unload(&self, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
-        let out = {
-            let mut g = lock(&self.shared.core);
-            let now = self.shared.now();
-            let c = &mut *g;
-            let r = c.kernel.stop(&mut c.stack, now);
-            c.check(r);
-            g.outbox()
-        };
-        self.shared.dispatch(out, false);
         loop {
-            let out = lock(&self.shared.core).kernel.device_io_out();
-            if out == 0 {
+            let (done, out) = {
+                let mut g = lock(&self.shared.core);
+                let out = g.kernel.device_io_out();
+                if out > 0 {
+                    (false, out)
+                } else {
+                    let now = self.shared.now();
+                    let c = &mut *g;
+                    let r = c.kernel.stop(&mut c.stack, now);
+                    // An error is the session's fault (reported at the end): nothing more
+                    // of the unload can be trusted to finish.
+                    let done = r.as_ref().map_or(true, |&d| d);
+                    c.check(r.map(|_| ()));
+                    let outbox = g.outbox();
+                    let out = g.kernel.device_io_out();
+                    drop(g);
+                    self.shared.dispatch(outbox, false);
+                    (done, out)
+                }
+            };
+            if done {
                 return Ok(());
             }
             if Instant::now() >= deadline {
