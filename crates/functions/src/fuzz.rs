@@ -6,11 +6,12 @@
 //! replay must answer with the state or an error naming the entry — never a panic, never an
 //! allocation the bytes choose. [`metadata_logs`] drives the replays that decode a log on
 //! their own (RAID-5's bad-page list with its replacement, PARAID's gear, dirty list and
-//! bad pages, EXCES's indirection map) with a geometry and a checkpoint and records taken
-//! from the input. FS2's replica table is decoded inside its layer (fixed-width records,
-//! those of another width skipped) and is covered by its crash tests and the swarm.
+//! bad pages, EXCES's indirection map, FS2's replica table) with a geometry and a
+//! checkpoint and records taken from the input.
 
 use crate::cache::exces::map_log;
+use crate::placement::fs2::log as fs2;
+use crate::placement::fs2::table::ReplicaTable;
 use crate::raid::paraid::persist as paraid;
 use crate::raid::stripe::persist as raid5;
 
@@ -40,16 +41,39 @@ fn u64_of(b: &[u8]) -> u64 {
     u64::from_le_bytes(x)
 }
 
-/// Replay a checkpoint and records drawn from `data` through RAID-5's, PARAID's or EXCES's
-/// log decoder (the first byte chooses): true if the log was read back (an error is the
-/// other answer; a panic is a bug). A RAID-5 state or an EXCES map read back must
-/// checkpoint to bytes that replay to the same state; every state must lie inside its
-/// geometry.
+/// Replay a checkpoint and records drawn from `data` through RAID-5's, PARAID's, EXCES's or
+/// FS2's log decoder (the first byte chooses, modulo 4 in that order): true if the log was
+/// read back (an error is the other answer; a panic is a bug). A RAID-5 state, an EXCES map
+/// or an FS2 table read back must checkpoint to bytes that replay to the same state; every
+/// state must lie inside its geometry, and FS2's table keep its own invariants.
 pub fn metadata_logs(data: &[u8]) -> bool {
     let Some((&which, data)) = data.split_first() else {
         return false;
     };
-    if which % 3 == 2 {
+    if which % 4 == 3 {
+        let Some((geo, snap, records)) = split(data, 6) else {
+            return false;
+        };
+        // Up to 2^32 blocks, regions of 1 to 2^16 blocks.
+        let blocks = u64_of(&geo[..4]);
+        let region = 1 + u64_of(&geo[4..6]);
+        let mut table = ReplicaTable::new(region);
+        if fs2::replay(&mut table, blocks, snap, &records, 0).is_err() {
+            return false;
+        }
+        if let Err(e) = table.check() {
+            panic!("the replayed table is inconsistent: {e}");
+        }
+        let pairs = table.pairs();
+        assert!(pairs.iter().all(|&(o, r)| o < blocks && r < blocks));
+        assert_eq!(pairs.len(), table.len());
+        let again = fs2::snapshot(pairs.iter().copied());
+        let mut back = ReplicaTable::new(region);
+        assert_eq!(fs2::replay(&mut back, blocks, &again, &[], 0), Ok(()));
+        assert_eq!(back.pairs(), pairs);
+        return true;
+    }
+    if which % 4 == 2 {
         let Some((geo, snap, records)) = split(data, 5) else {
             return false;
         };
@@ -74,7 +98,7 @@ pub fn metadata_logs(data: &[u8]) -> bool {
         );
         return true;
     }
-    if which % 3 == 0 {
+    if which % 4 == 0 {
         let Some((geo, snap, records)) = split(data, 8) else {
             return false;
         };
@@ -221,5 +245,16 @@ mod seeds {
         let mut b = Vec::new();
         map_log::encode(&[(5, map_log::UNMAPPED)], &mut b);
         put("seed_exces_map", input(2, &geo, &snap, &[a, b]));
+        // FS2, 100,000 blocks in regions of 1,000: a checkpoint of three pairs, then
+        // records that add, drop one replica and drop an original's.
+        let geo = [0xa0u8, 0x86, 0x01, 0, 0xe7, 0x03];
+        let snap = fs2::snapshot([(10, 5_000), (10, 5_001), (99_999, 0)].into_iter());
+        let recs = vec![
+            fs2::record(fs2::ADD, 20, 6_000).to_vec(),
+            fs2::record(fs2::DROP_REPLICA, 5_001, 0).to_vec(),
+            fs2::record(fs2::DROP_ORIGINAL, 99_999, 0).to_vec(),
+            fs2::record(fs2::ADD, 10, 5_002).to_vec(),
+        ];
+        put("seed_fs2_table", input(3, &geo, &snap, &recs));
     }
 }

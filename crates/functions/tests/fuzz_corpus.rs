@@ -1,5 +1,5 @@
 //! The metadata-log fuzz target's committed seeds (`fuzz/corpus/metadata_logs`: real
-//! checkpoints and records of RAID-5's and PARAID's logs, written by `fuzz::seeds`) read
+//! checkpoints and records of RAID-5's, PARAID's, EXCES's and FS2's logs, written by `fuzz::seeds`) read
 //! back, and a bounded, deterministic mutational pass feeds the decoders mutants of them on
 //! stable Rust, so every `cargo test` exercises them beyond the corpus. More mutants:
 //! `WATTIO_FUZZ_MUTANTS=1000000 cargo test --release -p wattio-functions --test fuzz_corpus`.

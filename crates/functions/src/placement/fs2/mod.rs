@@ -37,6 +37,7 @@
 mod config;
 pub mod ext;
 pub mod freespace;
+pub(crate) mod log;
 pub mod table;
 #[cfg(test)]
 mod tests;
@@ -65,9 +66,7 @@ pub const BLOCK: u64 = 4096;
 const NO_REGION: u32 = u32::MAX;
 const EPOCH: TimerId = 1;
 /// Journal records: a replica made, an original's replicas dropped, one replica dropped.
-const REC_ADD: u8 = 1;
-const REC_DROP_ORIGINAL: u8 = 2;
-const REC_DROP_REPLICA: u8 = 3;
+use log::{ADD as REC_ADD, DROP_ORIGINAL as REC_DROP_ORIGINAL, DROP_REPLICA as REC_DROP_REPLICA};
 /// An invalidation whose record is not appended yet.
 const NOT_APPENDED: u64 = u64::MAX;
 
@@ -372,11 +371,7 @@ impl Fs2 {
         if self.journal.is_none() {
             return;
         }
-        let mut r = [0u8; 17];
-        r[0] = kind;
-        r[1..9].copy_from_slice(&a.to_le_bytes());
-        r[9..17].copy_from_slice(&b.to_le_bytes());
-        self.records.push(r);
+        self.records.push(log::record(kind, a, b));
         for &x in blocks {
             self.unlogged.insert(x, NOT_APPENDED);
         }
@@ -414,17 +409,14 @@ impl Fs2 {
         // records go out, and records waiting for room are durable only by a checkpoint
         // (seed 890 of the swarm hung on a write waiting for one).
         if j.wants_snapshot() {
-            let mut snap = Vec::with_capacity(self.table.len() * 16);
             // Replicas waiting for their flush round are not durable yet.
-            for (o, r) in self
-                .table
-                .pairs()
-                .into_iter()
-                .filter(|(_, r)| !self.unflushed.contains(r))
-            {
-                snap.extend_from_slice(&o.to_le_bytes());
-                snap.extend_from_slice(&r.to_le_bytes());
-            }
+            let unflushed = &self.unflushed;
+            let snap = log::snapshot(
+                self.table
+                    .pairs()
+                    .into_iter()
+                    .filter(|(_, r)| !unflushed.contains(r)),
+            );
             j.checkpoint(&snap, out)?;
         }
         Ok(())
@@ -497,28 +489,11 @@ impl Fs2 {
     fn log_step(&mut self, now: Nanos, step: LogStep, out: &mut Actions) {
         match step {
             LogStep::Recovered(r) => {
-                let snap = r.snapshot.chunks_exact(16).map(|c| {
-                    let o = u64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
-                    let rep = u64::from_le_bytes(c[8..].try_into().expect("8 bytes"));
-                    (REC_ADD, o, rep)
-                });
-                let recs = r.records.iter().filter(|b| b.len() == 17).map(|b| {
-                    let a = u64::from_le_bytes(b[1..9].try_into().expect("8 bytes"));
-                    let c = u64::from_le_bytes(b[9..17].try_into().expect("8 bytes"));
-                    (b[0], a, c)
-                });
-                let mut reps = Vec::new();
-                for (kind, a, b) in snap.chain(recs).collect::<Vec<_>>() {
-                    match kind {
-                        REC_ADD if a < self.blocks && b < self.blocks => {
-                            self.table.add(a, b, now);
-                        }
-                        REC_DROP_ORIGINAL => self.table.remove_original(a, &mut reps),
-                        REC_DROP_REPLICA => {
-                            self.table.remove_replica(a);
-                        }
-                        _ => {}
-                    }
+                if let Err(e) =
+                    log::replay(&mut self.table, self.blocks, &r.snapshot, &r.records, now)
+                {
+                    self.table = ReplicaTable::new(self.p.region_bytes / BLOCK);
+                    return self.log_failed(&format!("cannot be read back: {e}"), out);
                 }
                 // Replica blocks hold data: not free, whatever the config declares.
                 for (_, rep) in self.table.pairs() {

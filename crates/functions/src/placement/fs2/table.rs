@@ -91,8 +91,24 @@ impl ReplicaTable {
         true
     }
 
-    /// Add `rep` as a replica of `orig`; false if `orig` has `MAX_DEGREE` already.
+    /// Add `rep` as a replica of `orig`; false if `orig` has `MAX_DEGREE` already. A block
+    /// that is already one of `orig`'s replicas stays listed once; one held for another
+    /// original moves to `orig` (the later record wins), so every listed replica is held by
+    /// its entry and no entry lists a block it does not hold (a read redirected there could
+    /// find it reused).
     pub fn add(&mut self, orig: u64, rep: u64, now: Nanos) -> bool {
+        let held = self.by_rep.get(rep);
+        if let Some(s) = self.by_orig.get(orig) {
+            if held == Some(s) {
+                return true;
+            }
+            if self.slots[s as usize].n as usize == DEG {
+                return false;
+            }
+        }
+        if held.is_some() {
+            self.remove_replica(rep);
+        }
         let s = match self.by_orig.get(orig) {
             Some(s) => s,
             None => {
@@ -118,18 +134,12 @@ impl ReplicaTable {
             }
         };
         let e = &mut self.slots[s as usize];
-        if e.n as usize == DEG {
-            return false;
-        }
         e.reps[e.n as usize] = rep;
         e.n += 1;
-        let was = self.by_rep.get(rep);
         self.by_rep.set(rep, s);
-        if was.is_none() {
-            self.reps += 1;
-            let r = self.region_of(rep);
-            *self.regions.entry(r).or_insert(0) += 1;
-        }
+        self.reps += 1;
+        let r = self.region_of(rep);
+        *self.regions.entry(r).or_insert(0) += 1;
         true
     }
 
@@ -221,15 +231,44 @@ impl ReplicaTable {
         let mut v: Vec<(u64, u64)> = Vec::with_capacity(self.reps);
         for (s, e) in self.entries() {
             for &r in e.replicas() {
-                // A block added twice is listed in its entry twice but held once; a block
-                // re-added for another original belongs to that one.
-                if self.by_rep.get(r) == Some(s) {
-                    v.push((e.orig, r));
-                }
+                // Every listed replica is held by its entry ([`ReplicaTable::add`]).
+                debug_assert_eq!(self.by_rep.get(r), Some(s), "replica {r}");
+                v.push((e.orig, r));
             }
         }
         v.sort_unstable();
-        v.dedup();
         v
+    }
+
+    /// The table's own invariants, for tests and the fuzz target: every listed replica is
+    /// held by its entry, every held replica is listed once by the entry it points to, the
+    /// counts agree. Returns what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let mut listed = 0usize;
+        for (s, e) in self.entries() {
+            if self.by_orig.get(e.orig) != Some(s) {
+                return Err(format!("original {}: its entry is not indexed", e.orig));
+            }
+            for (i, &r) in e.replicas().iter().enumerate() {
+                if self.by_rep.get(r) != Some(s) {
+                    return Err(format!("original {}: replica {r} is not held", e.orig));
+                }
+                if e.replicas()[..i].contains(&r) {
+                    return Err(format!("original {}: replica {r} listed twice", e.orig));
+                }
+                listed += 1;
+            }
+        }
+        if listed != self.reps {
+            return Err(format!("{listed} replicas listed, {} held", self.reps));
+        }
+        let by_region: u64 = self.regions.values().sum();
+        if by_region != self.reps as u64 {
+            return Err(format!(
+                "{by_region} replicas by region, {} held",
+                self.reps
+            ));
+        }
+        Ok(())
     }
 }

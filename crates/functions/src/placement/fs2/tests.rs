@@ -950,8 +950,9 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
 fn replica_table_answers_as_a_map_model() {
     use std::collections::BTreeMap;
     // The table's specification, as maps: original → (replicas, last access, count),
-    // replica → original, region → replica blocks. A block re-added for another original
-    // belongs to the last one; dropping an original unlinks each block its entry lists.
+    // replica → original, region → replica blocks. A block added again for its original
+    // stays listed once; one added for another original moves to it (its old entry no
+    // longer lists it, and goes when empty); dropping an original unlinks its blocks.
     #[derive(Default)]
     struct Model {
         orig: BTreeMap<u64, (Vec<u64>, Nanos, u32)>,
@@ -970,12 +971,28 @@ fn replica_table_answers_as_a_map_model() {
         let (a, b) = (block(next(48)), block(next(48)));
         match next(8) {
             0..=2 => {
-                let e = m.orig.entry(a).or_insert((Vec::new(), step, 0));
-                let ok = e.0.len() < MAX_DEGREE as usize;
-                if ok {
-                    e.0.push(b);
+                let held = m.rep.get(&b).copied();
+                let ok = if held == Some(a) {
+                    true
+                } else if m
+                    .orig
+                    .get(&a)
+                    .is_some_and(|e| e.0.len() == MAX_DEGREE as usize)
+                {
+                    false
+                } else {
+                    if let Some(o) = held {
+                        // Held for another original: it moves to `a`.
+                        let e = m.orig.get_mut(&o).expect("a replica's original");
+                        e.0.retain(|&r| r != b);
+                        if e.0.is_empty() {
+                            m.orig.remove(&o);
+                        }
+                    }
+                    m.orig.entry(a).or_insert((Vec::new(), step, 0)).0.push(b);
                     m.rep.insert(b, a);
-                }
+                    true
+                };
                 assert_eq!(t.add(a, b, step), ok, "add {a} -> {b}");
             }
             3 => {
@@ -1025,6 +1042,7 @@ fn replica_table_answers_as_a_map_model() {
         assert_eq!(got.as_ref(), m.orig.get(&a), "entry of {a}");
         assert_eq!(t.original_of(b), m.rep.get(&b).copied(), "original of {b}");
         if step % 97 == 0 {
+            t.check().unwrap_or_else(|e| panic!("step {step}: {e}"));
             let mut regions: BTreeMap<u32, u64> = BTreeMap::new();
             m.rep
                 .keys()
