@@ -105,6 +105,9 @@ struct Scenario {
     requests: Vec<Request>,
     crashes: Vec<Nanos>,
     missing: Option<String>,
+    /// End with a clean unload, then check that d0 alone holds the host's data
+    /// ([`Checker::detached`]), also after a power loss.
+    unload: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -459,12 +462,23 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             "[device.spec.power]\nflush_asleep = \"wake\"\nidle = \"idle\"\n",
         );
     }
+    // Half the stacks that leave the host volume's blocks where the host put them once
+    // unloaded end with a clean unload: no array (its volume is spread over the members), no
+    // page layer that stripes or aliases, not the test write-back cache (it has no unload).
+    // Drawn from a stream of its own, so the draws above stay every seed's.
+    let detachable = !array
+        && !write_back
+        && layers
+            .iter()
+            .all(|(_, k)| matches!(k, LayerKind::Pages(Map::Identity)));
+    let unload = detachable && Rng::new(seed ^ 0x756e_6c6f_6164).below(2) == 0;
     Scenario {
         config,
         layers,
         requests,
         crashes,
         missing,
+        unload,
     }
 }
 
@@ -499,6 +513,9 @@ struct Outcome {
     blocks_checked: u64,
     blocks_unverified: u64,
     refused: bool,
+    /// Runs that ended with a clean unload, and the blocks then checked on the bare device.
+    unloads: u64,
+    detached_blocks: u64,
     /// Every layer's counters, summed by name: what the functions did.
     counters: std::collections::BTreeMap<String, f64>,
 }
@@ -567,7 +584,9 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
             return Err(ctx(format!("device `{m}` is missing, yet the run started")));
         }
         let devs = devices.take().unwrap_or(asm.devices);
-        let sim = Simulator::new(asm.stack, devs).starting_at(start);
+        let sim = Simulator::new(asm.stack, devs)
+            .starting_at(start)
+            .unloading(s.unload && until.is_none());
         let mut src = VecSource::new(part.clone());
         let o = sim
             .with_observer(&mut checker)
@@ -608,6 +627,16 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
             checker.crash(t);
             start = t;
             devices = Some(devs);
+        } else if s.unload {
+            // Unloaded: d0 alone must hold what the host wrote, and after a power loss
+            // what the host made durable.
+            if o.unload.is_none() {
+                return Err(ctx("the run ended without finishing its unload".into()));
+            }
+            out.unloads += 1;
+            out.detached_blocks += checker.detached(0).map_err(ctx)?;
+            checker.crash(end);
+            out.detached_blocks += checker.detached(0).map_err(ctx)?;
         }
         replies.base += part.len();
     }
@@ -665,6 +694,8 @@ fn swarm() {
                 total.blocks_checked += o.blocks_checked;
                 total.blocks_unverified += o.blocks_unverified;
                 total.refused |= o.refused;
+                total.unloads += o.unloads;
+                total.detached_blocks += o.detached_blocks;
                 for (name, v) in o.counters {
                     *total.counters.entry(name).or_default() += v;
                 }
@@ -684,6 +715,10 @@ fn swarm() {
             total.lost_in_crashes > 0 && total.errors > 0 && total.refused,
             "{total:?}"
         );
+        assert!(
+            total.unloads > 50 && total.detached_blocks > 1000,
+            "{total:?}"
+        );
         // The cache's mechanisms all ran: buffering, reconfigurations both ways, the race
         // rules and the write-back of cleanings.
         for c in [
@@ -695,6 +730,8 @@ fn swarm() {
             "race_writes_to_destination",
             "race_writes_to_origin",
             "pages_written_back",
+            // EXCES wrote its dirty pages back at a clean unload.
+            "unload_cleanings",
             "clean_victims",
             // EXCES's on-flash map: logged at syncs, rebuilt after crashes, clean victims
             // the log still mapped retired first.
@@ -759,10 +796,15 @@ fn swarm() {
 /// FAST's prefetch buffer by an XOR, which combined the two versions: answers copy now),
 /// 410,285 (PARAID-5 logged a propagated chunk clean while the copy's source was still in a
 /// disk's cache; a crash lost it there, and a reconstruct-write computed parity from the
-/// stale side).
+/// stale side), 20,336 (two EXCES stacked on d0, ended with a clean unload: both layers'
+/// `on_stop` ran at once, so the upper one's write-backs landed dirty in the lower one's
+/// flash after its cleaning, and the bare disk lacked them; the unload now goes layer by
+/// layer, each once the I/O of those above is done, `Kernel::stop`).
 #[test]
 fn the_seeds_that_found_bugs_pass() {
-    for seed in [1661, 4572, 24728, 57238, 111_951, 263_302, 344_070, 410_285] {
+    for seed in [
+        1661, 4572, 20_336, 24728, 57238, 111_951, 263_302, 344_070, 410_285,
+    ] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));
         if let Err(e) = ran {
@@ -941,6 +983,7 @@ fn bisect(seed: u64, broken: Option<Broken>) -> String {
                 requests: base.requests.clone(),
                 crashes: crashes.clone(),
                 missing: None,
+                unload: base.unload,
             };
             let r = std::panic::catch_unwind(|| run_scenario(s));
             let what = if skip == 0 {
@@ -1022,6 +1065,7 @@ fn replacing(seed: u64) -> Scenario {
         requests,
         crashes,
         missing: None,
+        unload: false,
     }
 }
 
@@ -1054,4 +1098,34 @@ fn a_replacement_under_crashes_keeps_every_acknowledged_write() {
         );
     }
     assert!(total.blocks_checked > 10_000, "{total:?}");
+}
+
+/// A cache that does not write its dirty pages back at a clean unload leaves the disk
+/// without them: the check of the bare disk after the unload says so, on the first seed
+/// (of 1..=300) drawing EXCES over d0 with an unload whose run then fails, and the same
+/// seed passes with the unload's write-back (the default).
+#[test]
+fn a_cache_that_keeps_dirty_pages_at_unload_is_caught() {
+    for seed in 1..=300 {
+        let mut s = draw(seed, None);
+        if !(s.unload
+            && s.config.contains("kind = \"exces\"\n")
+            && s.config.contains("disk = \"d0\""))
+        {
+            continue;
+        }
+        s.config = s.config.replace(
+            "kind = \"exces\"\n",
+            "kind = \"exces\"\nclean_on_stop = false\n",
+        );
+        let Err(e) = run_scenario(s) else { continue };
+        assert!(e.starts_with("integrity: volume 0 detached"), "{e}");
+        assert!(e.contains("device 0 block"), "{e}");
+        if let Err(e) = run(seed, None) {
+            panic!("seed {seed} fails with the unload's write-back: {e}");
+        }
+        eprintln!("caught on seed {seed}: {}", e.lines().next().unwrap_or(""));
+        return;
+    }
+    panic!("no seed of 1..=300 caught EXCES keeping its dirty pages at unload");
 }
