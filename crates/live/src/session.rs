@@ -280,6 +280,9 @@ pub struct Summary {
     pub real: Vec<DeviceCounters>,
     /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
     pub scratch_held: usize,
+    /// The clean unload at shutdown: when it started and when every layer was seen done
+    /// (`None` if it did not finish, or the requests in flight never drained).
+    pub unload: Option<(Nanos, Nanos)>,
 }
 
 impl std::fmt::Debug for Summary {
@@ -525,9 +528,11 @@ impl Session {
     /// A clean unload: the layers' `on_stop` top down (a write-back cache writes back), each
     /// once the session's threads have carried out the device I/O of those above
     /// ([`Kernel::stop`]), until every layer is done or `timeout` passes (an error then: the
-    /// unload is not complete).
-    fn unload(&self, timeout: Duration) -> Result<(), String> {
+    /// unload is not complete). Returns when it started and when it was seen done, on the
+    /// session's clock (the end to the 2 ms poll below).
+    fn unload(&self, timeout: Duration) -> Result<(Nanos, Nanos), String> {
         let deadline = Instant::now() + timeout;
+        let started = self.shared.now();
         loop {
             let (done, out) = {
                 let mut g = lock(&self.shared.core);
@@ -550,7 +555,7 @@ impl Session {
                 }
             };
             if done {
-                return Ok(());
+                return Ok((started, self.shared.now()));
             }
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -576,9 +581,11 @@ impl Session {
                 drain_timeout
             ));
         }
+        let mut unload = None;
         if drained {
-            if let Err(e) = self.unload(drain_timeout) {
-                errors.push(e);
+            match self.unload(drain_timeout) {
+                Ok(span) => unload = Some(span),
+                Err(e) => errors.push(e),
             }
         }
         self.shared.stop.store(true, Ordering::Release);
@@ -637,6 +644,7 @@ impl Session {
             runtimes,
             real: std::mem::take(&mut g.real),
             scratch_held,
+            unload,
         };
         if errors.is_empty() {
             Ok(summary)
