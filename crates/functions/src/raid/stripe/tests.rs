@@ -629,6 +629,23 @@ fn with_spare_window(replace: Option<&str>, window: u64) -> Harness<Raid> {
     Harness::new(r, devs).unwrap()
 }
 
+/// The bytes `actions` filled buffers with (the log's blocks), as the harness holds them.
+fn filled(h: &Harness<Raid>, actions: &[Action]) -> Vec<u8> {
+    actions
+        .iter()
+        .filter_map(|a| match *a {
+            Action::Fill { data, .. } => Some(h.data(data).to_vec()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Does `bytes` hold `record` verbatim?
+fn has(bytes: &[u8], record: &[u8]) -> bool {
+    bytes.windows(record.len()).any(|w| w == record)
+}
+
 /// Split `actions`' submissions into (the log's writes, the others).
 fn split_log(actions: &[Action], region: Region) -> (Vec<Io>, Vec<Io>) {
     submitted(actions)
@@ -738,9 +755,27 @@ fn a_member_a_write_fails_on_is_replaced_and_its_bad_page_rebuilt_onto_the_spare
     assert_eq!(shape(&copy), vec![(3, 0, Op::Write)]);
     assert_eq!(copy[0].buf, slot(0));
     // The stripe's record goes out, the page's follows it in the next log write; both
-    // durable, the stripe is on the spare and the page good there.
-    let (log, _) = split_log(&h.complete(5, copy[0], Status::Ok), region);
-    let (log, _) = split_log(&h.complete(6, log[0], Status::Ok), region);
+    // durable, the stripe is on the spare and the page good there. In that order: a crash
+    // after a `cleared` made durable first would recover the page as good on d1, where
+    // stripe 0 still is by the log, and d1's page holds what was there before the failed
+    // write.
+    let a = h.complete(5, copy[0], Status::Ok);
+    let bytes = filled(&h, &a);
+    assert!(
+        has(&bytes, &persist::replaced(1, 1)),
+        "the stripe's record first"
+    );
+    assert!(
+        !has(&bytes, &persist::cleared(1, 0)),
+        "not the page's with it"
+    );
+    let (log, _) = split_log(&a, region);
+    let a = h.complete(6, log[0], Status::Ok);
+    assert!(
+        has(&filled(&h, &a), &persist::cleared(1, 0)),
+        "then the page's"
+    );
+    let (log, _) = split_log(&a, region);
     assert_eq!(h.counter("replaced_stripes"), 0.0);
     assert_eq!(h.counter("spare_rebuilt_pages"), 0.0);
     let a = h.complete(6, log[0], Status::Ok);
