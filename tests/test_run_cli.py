@@ -131,3 +131,27 @@ def test_check_imports_and_constructs_python_functions(tmp_path, wattio_cli):
             assert p.returncode == 2, (cmd, bad, p.stderr)
             assert expected in p.stderr, (cmd, bad, p.stderr)
             assert "Traceback" not in p.stderr
+
+
+def test_an_unload_from_the_command_line_writes_back_and_is_timed(tmp_path, wattio_cli):
+    # The EXCES example for an hour, once as the papers measure it and once ended with a
+    # clean unload (`--set run.unload=true`): EXCES's buffered pages go back to the disk.
+    cfg = tmp_path / "exces.toml"
+    cfg.write_text((EXAMPLES / "laptop-exces.toml").read_text().replace("duration_s = 86400", "duration_s = 3600"))
+    runs = {}
+    for name, extra in [("plain", []), ("unload", ["--set", "run.unload=true"])]:
+        wattio_cli("run", cfg, "--out", tmp_path / name, "--quiet", "--no-report", *extra)
+        runs[name] = json.loads((tmp_path / name / "summary.json").read_text())
+
+    def counter(s, name):
+        return next(f for f in s["functions"] if f["name"].startswith("exces"))["counters"][name]
+
+    plain, unload = runs["plain"], runs["unload"]
+    assert "unload" not in plain
+    dirty = counter(plain, "dirty_pages")
+    assert dirty > 0
+    assert counter(unload, "dirty_pages") == 0
+    assert counter(unload, "pages_written_back") - counter(plain, "pages_written_back") == dirty
+    u = unload["unload"]
+    assert 0 < u["took_s"] and u["started_s"] + u["took_s"] <= unload["duration_s"] == 3600
+    assert unload["devices"]["disk"]["energy_j"] > plain["devices"]["disk"]["energy_j"]
