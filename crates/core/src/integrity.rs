@@ -444,29 +444,14 @@ impl Checker {
                 checked += 1;
                 continue;
             }
-            let expected: Vec<String> = hb.allowed(issued).map(|w| self.request_name(w)).collect();
-            let holder = hb
-                .writes
-                .iter()
-                .find(|w| w.ver == found)
-                .map_or(self.version_name(found), |w| {
-                    format!("{} [superseded]", self.request_name(w))
-                });
-            let size = 1u64 << self.shift;
             return Err(format!(
-                "integrity: volume {vol} detached{}: device {vol} block {b} (bytes {}..{}) holds {holder}, expected {}",
+                "integrity: volume {vol} detached{}: device {vol} {}",
                 if self.epoch > 0 {
                     format!(" (after crash {})", self.epoch)
                 } else {
                     String::new()
                 },
-                b * size,
-                (b + 1) * size,
-                if expected.len() == 1 {
-                    expected[0].clone()
-                } else {
-                    format!("one of [{}]", expected.join("; "))
-                }
+                self.mismatch(hb, issued, b, found)
             ));
         }
         self.counters.blocks_checked += checked;
@@ -593,6 +578,35 @@ impl Checker {
             self.raise(fault);
             return;
         }
+    }
+
+    /// What a read issued at `issued` found wrong in block `b`: "block B (bytes …) holds
+    /// `found`'s write, expected …" (one allowed write, or the list).
+    fn mismatch(&self, hb: &HostBlock, issued: u64, b: u64, found: u64) -> String {
+        let expected: Vec<String> = hb.allowed(issued).map(|w| self.request_name(w)).collect();
+        let holder =
+            hb.writes
+                .iter()
+                .find(|w| w.ver == found)
+                .map_or(self.version_name(found), |w| {
+                    let why = if w.lost {
+                        "lost in a crash: an earlier read after it found another version"
+                    } else {
+                        "superseded"
+                    };
+                    format!("{} [{why}]", self.request_name(w))
+                });
+        let size = 1u64 << self.shift;
+        format!(
+            "block {b} (bytes {}..{}) holds {holder}, expected {}",
+            b * size,
+            (b + 1) * size,
+            if expected.len() == 1 {
+                expected[0].clone()
+            } else {
+                format!("one of [{}]", expected.join("; "))
+            }
+        )
     }
 
     fn request_name(&self, w: &WriteRec) -> String {
@@ -883,35 +897,13 @@ impl DataObserver for Checker {
                         }
                         continue;
                     }
-                    let expected: Vec<String> = hb
-                        .allowed(req.issued)
-                        .map(|w| self.request_name(w))
-                        .collect();
-                    let holder = hb.writes.iter().find(|w| w.ver == found).map_or(
-                        self.version_name(found),
-                        |w| {
-                            let why = if w.lost {
-                                "lost in a crash: an earlier read after it found another version"
-                            } else {
-                                "superseded"
-                            };
-                            format!("{} [{why}]", self.request_name(w))
-                        },
-                    );
-                    let size = 1u64 << self.shift;
                     result = Err(format!(
-                        "integrity: host read {id} (volume {}, bytes {}..{}) issued at {} ns, replied at {now} ns: block {b} (bytes {}..{}) holds {holder}, expected {}",
+                        "integrity: host read {id} (volume {}, bytes {}..{}) issued at {} ns, replied at {now} ns: {}",
                         io.dev,
                         io.offset,
                         io.end(),
                         req.at,
-                        b * size,
-                        (b + 1) * size,
-                        if expected.len() == 1 {
-                            expected[0].clone()
-                        } else {
-                            format!("one of [{}]", expected.join("; "))
-                        }
+                        self.mismatch(hb, req.issued, b, found)
                     ));
                     break;
                 }

@@ -4,18 +4,19 @@
 use std::sync::Arc;
 use wattio_core::TraceSource;
 use wattio_devices::Catalogue;
-use wattio_engine::{assemble, NullSink, Opener, Registry, RunConfig, Simulator};
+use wattio_engine::{assemble, NullSink, Opener, Registry, RunConfig, SimOutcome, Simulator};
 use wattio_workload::Generator;
 
-#[test]
-fn the_exces_example_buffers_writes_while_the_disk_sleeps() {
+/// The example's first hour, `[run]` given `extra` lines, simulated as the config says.
+fn simulate(extra: &str) -> SimOutcome {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/laptop-exces.toml"
     );
     let text = std::fs::read_to_string(path)
         .expect("the example")
-        .replace("duration_s = 86400", "duration_s = 3600");
+        .replace("duration_s = 86400", "duration_s = 3600")
+        .replace("seed = 7\n", &format!("seed = 7\n{extra}"));
     let cfg = RunConfig::from_toml("laptop-exces.toml", &text).expect("a valid config");
     let cat = Catalogue::embedded().expect("catalogue");
     let w = cfg.workload.clone().expect("a workload");
@@ -24,19 +25,27 @@ fn the_exces_example_buffers_writes_while_the_disk_sleeps() {
         Arc::new(move || Ok(Box::new(Generator::new(&w, seed)?) as Box<dyn TraceSource>));
     let asm = assemble(&cfg, &cat, Some(&opener), &mut Registry::new(), 0).expect("assemble");
     let mut src = opener().expect("source");
-    let out = Simulator::new(asm.stack, asm.devices)
+    Simulator::new(asm.stack, asm.devices)
+        .unloading(cfg.run.unload)
         .run(src.as_mut(), None, 0, &mut NullSink)
-        .expect("run");
+        .expect("run")
+}
+
+/// Counter `name` of the EXCES layer (the stack's first) at the end of `out`.
+fn exces_counter(out: &SimOutcome, name: &str) -> f64 {
+    out.stack.layers()[0]
+        .counters()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .expect("an EXCES counter")
+}
+
+#[test]
+fn the_exces_example_buffers_writes_while_the_disk_sleeps() {
+    let out = simulate("");
     assert!(out.requests > 0);
-    let exces = &out.stack.layers()[0];
-    let counter = |name: &str| {
-        exces
-            .counters()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-            .expect("an EXCES counter")
-    };
+    let counter = |name: &str| exces_counter(&out, name);
     // Light I/O: the disk sleeps between bursts, so writes of pages not in the ECD are
     // buffered there (Algorithm 1) and stay, dirty: at this rate the miss rate never nears
     // 1000/min, so nothing reconfigures and nothing is evicted.
@@ -53,38 +62,9 @@ fn the_exces_example_buffers_writes_while_the_disk_sleeps() {
 /// the run lasts until that is done, its time and energy counted.
 #[test]
 fn an_unload_at_the_end_writes_the_buffered_pages_back_to_the_disk() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/laptop-exces.toml"
-    );
-    let text = std::fs::read_to_string(path)
-        .expect("the example")
-        .replace("duration_s = 86400", "duration_s = 3600");
-    let run = |unload: bool| {
-        let text = text.replace("seed = 7\n", &format!("seed = 7\nunload = {unload}\n"));
-        let cfg = RunConfig::from_toml("laptop-exces.toml", &text).expect("a valid config");
-        assert_eq!(cfg.run.unload, unload);
-        let cat = Catalogue::embedded().expect("catalogue");
-        let w = cfg.workload.clone().expect("a workload");
-        let opener: Opener =
-            Arc::new(move || Ok(Box::new(Generator::new(&w, 7)?) as Box<dyn TraceSource>));
-        let asm = assemble(&cfg, &cat, Some(&opener), &mut Registry::new(), 0).expect("assemble");
-        let mut src = opener().expect("source");
-        Simulator::new(asm.stack, asm.devices)
-            .unloading(cfg.run.unload)
-            .run(src.as_mut(), None, 0, &mut NullSink)
-            .expect("run")
-    };
-    let counter = |out: &wattio_engine::SimOutcome, name: &str| {
-        out.stack.layers()[0]
-            .counters()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-            .expect("an EXCES counter")
-    };
-    let plain = run(false);
-    let unloaded = run(true);
+    let counter = exces_counter;
+    let plain = simulate("");
+    let unloaded = simulate("unload = true\n");
     assert!(plain.unload.is_none());
     let dirty = counter(&plain, "dirty_pages");
     assert!(dirty > 0.0);
@@ -102,7 +82,7 @@ fn an_unload_at_the_end_writes_the_buffered_pages_back_to_the_disk() {
     assert_eq!(u.started, plain.end);
     assert!(u.done > u.started);
     assert_eq!(unloaded.end, u.done);
-    let disk = |out: &wattio_engine::SimOutcome| {
+    let disk = |out: &SimOutcome| {
         let d = &out.devices[0];
         assert_eq!(d.info.name, "disk");
         let residency: u64 = d.ledger_rows(out.end).iter().map(|r| r.residency_ns).sum();
