@@ -9,6 +9,11 @@ use wattio_workload::Generator;
 
 /// The example's first hour, `[run]` given `extra` lines, simulated as the config says.
 fn simulate(extra: &str) -> SimOutcome {
+    simulate_until(extra, None)
+}
+
+/// The same, the run cut at `until`.
+fn simulate_until(extra: &str, until: Option<u64>) -> SimOutcome {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/laptop-exces.toml"
@@ -27,7 +32,7 @@ fn simulate(extra: &str) -> SimOutcome {
     let mut src = opener().expect("source");
     Simulator::new(asm.stack, asm.devices)
         .unloading(cfg.run.unload)
-        .run(src.as_mut(), None, 0, &mut NullSink)
+        .run(src.as_mut(), until, 0, &mut NullSink)
         .expect("run")
 }
 
@@ -95,4 +100,9 @@ fn an_unload_at_the_end_writes_the_buffered_pages_back_to_the_disk() {
     // write-back needs no spin-up, only the disk's time awake for it.
     assert_eq!(ups_unloaded, ups_plain);
     assert!(e_unloaded > e_plain);
+    // Cut before the write-back is done, the run reports no unload: it did not finish.
+    let cut = simulate_until("unload = true\n", Some(u.started + 1));
+    assert!(cut.unload.is_none());
+    assert_eq!(cut.end, u.started + 1);
+    assert!(exces_counter(&cut, "dirty_pages") > 0.0);
 }
