@@ -218,7 +218,7 @@ pub struct SimOutcome {
     /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
     pub scratch_held: usize,
     /// With [`Simulator::unloading`]: when the host detached (its last reply after the
-    /// trace) and when the layers' own I/O of the unload was done. `None` without it, or
+    /// trace) and when every layer had stopped and its I/O was done. `None` without it, or
     /// when the run was cut (`until`) before the host detached or the unload finished.
     pub unload: Option<Unload>,
 }
@@ -226,7 +226,8 @@ pub struct SimOutcome {
 /// A clean unload's span ([`Simulator::unloading`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unload {
-    /// The host's last reply after the trace: every layer's `on_stop` ran then.
+    /// The host's last reply after the trace: the unload began then (the top layer's
+    /// `on_stop`).
     pub started: Nanos,
     /// Every layer had stopped and the last device I/O they issued for it completed
     /// (`started` if none).
@@ -279,9 +280,8 @@ impl<O: DataObserver> Simulator<O> {
     /// once the trace is exhausted and the host's last request replied, the host detaches
     /// ([`Kernel::stop`]: every layer's `on_stop`, top down, each once the device I/O of
     /// those above is done — e.g. a write-back cache writing its dirty pages back), and the
-    /// run goes on until the last layer's is done. Its time
-    /// and energy count in the run. Off by default: the papers measure a trace, not the
-    /// teardown after it.
+    /// run goes on until the last layer's is done. Its time and energy count in the run.
+    /// Off by default: the papers measure a trace, not the teardown after it.
     pub fn unloading(self, unload: bool) -> Simulator<O> {
         Simulator { unload, ..self }
     }
