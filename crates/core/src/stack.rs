@@ -244,10 +244,7 @@ impl Stack {
             return false;
         };
         self.stopped += 1;
-        self.acts.clear();
-        self.layers[layer].on_stop(now, &mut self.acts);
-        self.route(layer, now, fx);
-        self.run(now, fx);
+        self.call_layer(layer, now, fx, |f, now, out| f.on_stop(now, out));
         true
     }
 
@@ -259,11 +256,22 @@ impl Stack {
         call: impl Fn(&mut dyn Function, Nanos, &mut Actions),
     ) {
         for layer in 0..self.layers.len() {
-            self.acts.clear();
-            call(&mut *self.layers[layer], now, &mut self.acts);
-            self.route(layer, now, fx);
-            self.run(now, fx);
+            self.call_layer(layer, now, fx, &call);
         }
+    }
+
+    /// `call` on `layer`, its actions carried out.
+    fn call_layer<E: Effects + ?Sized>(
+        &mut self,
+        layer: usize,
+        now: Nanos,
+        fx: &mut E,
+        call: impl Fn(&mut dyn Function, Nanos, &mut Actions),
+    ) {
+        self.acts.clear();
+        call(&mut *self.layers[layer], now, &mut self.acts);
+        self.route(layer, now, fx);
+        self.run(now, fx);
     }
 
     /// A request from the host.
