@@ -33,8 +33,10 @@ class Function:
         """The run starts."""
 
     def on_stop(self, now: int, out) -> None:
-        """A clean unload (the live server shuts down): no request follows; submit what
-        must reach the devices before the stack goes away (the server waits for it)."""
+        """A clean unload (the live server shuts down, or a simulated run with
+        ``[run] unload = true`` ends): no request follows; submit what must reach the
+        devices before the stack goes away (the executor waits for it, then unloads the
+        layers below)."""
 
     def on_request(self, now: int, io, out) -> None:
         """A request from above. The default passes it down unchanged."""

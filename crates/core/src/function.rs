@@ -230,12 +230,14 @@ pub trait Function: Send {
         let _ = (now, out);
     }
 
-    /// The host detaches: a clean unload (the live server shuts down). No host request
-    /// follows; requests already in flight have been answered. A function finishes here
-    /// what must be on its devices when the stack goes away — a write-back cache writes its
-    /// dirty data back to the origin — with its own I/O as usual; the executor keeps running
-    /// the stack until no device I/O is out (or its time for the unload runs out). Called
-    /// top down, once. Default: nothing to do.
+    /// The host detaches: a clean unload (the live server shuts down; a simulated run
+    /// with `[run] unload = true` ends). No host request follows; requests already in
+    /// flight have been answered. A function finishes here what must be on its devices when
+    /// the stack goes away — a write-back cache writes its dirty data back to the origin —
+    /// with its own I/O as usual. Called once, top down, each layer once no device I/O is
+    /// out (what the layers above sent for their unload has gone through it); the executor
+    /// keeps running the stack until the last layer's I/O is done (or its time for the
+    /// unload runs out). Default: nothing to do.
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         let _ = (now, out);
     }
