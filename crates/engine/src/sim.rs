@@ -354,7 +354,8 @@ impl<O: DataObserver> Simulator<O> {
         k.start(&mut stack, now)?;
         let mut issued: u64 = 0;
         let mut unload: Option<Unload> = None;
-        let mut unloaded = false;
+        // Begun and not finished (every layer stopped, their I/O back).
+        let mut unloading = false;
         let cap = until.unwrap_or(Nanos::MAX);
         // With an explicit end, timers and transitions run up to it after the last request.
         let min_end = min_end.max(until.unwrap_or(0));
@@ -389,22 +390,22 @@ impl<O: DataObserver> Simulator<O> {
                 }
                 continue;
             }
-            if self.unload && unload.is_none() && next_at.is_none() && k.idle() {
+            // The trace is exhausted and every host request answered.
+            let host_done = next_at.is_none() && k.idle();
+            if host_done && self.unload && unload.is_none() {
                 // The host detaches after its last reply (the loop comes here once the
                 // trace is exhausted, before anything later fires).
                 unload = Some(Unload {
                     started: now,
                     done: now,
                 });
-                unloaded = k.stop(&mut stack, now)?;
+                unloading = !unload_step(&mut k, &mut stack, now)?;
                 continue;
             }
-            // The layers are still unloading: keep going until the last is done.
-            let unloading = unload.is_some() && !unloaded;
             let Some(h) = heap_at else { break };
             // Trace exhausted: keep going only while host requests are outstanding, or up to
-            // the minimum end.
-            if next_at.is_none() && k.idle() && h > min_end.max(now) && !unloading {
+            // the minimum end, or while the layers are still unloading.
+            if host_done && h > min_end.max(now) && !unloading {
                 break;
             }
             if h > cap {
@@ -415,8 +416,8 @@ impl<O: DataObserver> Simulator<O> {
             k.fire(&mut stack, now, ev.key(), ev.kind)?;
             if unloading && k.device_io_out() == 0 {
                 // The layers stopped so far are done: the next one stops (`Kernel::stop`).
-                unloaded = k.stop(&mut stack, now)?;
-                if let Some(u) = unload.as_mut().filter(|_| unloaded) {
+                unloading = !unload_step(&mut k, &mut stack, now)?;
+                if let Some(u) = unload.as_mut().filter(|_| !unloading) {
                     u.done = now;
                 }
             }
@@ -432,7 +433,7 @@ impl<O: DataObserver> Simulator<O> {
                 k.inflight()
             ));
         }
-        if !unloaded {
+        if unloading {
             // Cut by `until` before every layer had unloaded: it did not finish.
             unload = None;
         }
@@ -459,6 +460,18 @@ impl<O: DataObserver> Simulator<O> {
             unload,
         })
     }
+}
+
+/// A step of the unload ([`Kernel::stop`]), kept out of the event loop's line: it runs a
+/// handful of times a run, the loop millions.
+#[cold]
+#[inline(never)]
+fn unload_step<X: Executor, O: DataObserver>(
+    k: &mut Kernel<X, O>,
+    stack: &mut Stack,
+    now: Nanos,
+) -> Result<bool, String> {
+    k.stop(stack, now)
 }
 
 impl<const CLOSED: bool> Executor for Clock<'_, CLOSED> {
