@@ -148,7 +148,8 @@ enum Pending {
 /// Waits for a FLUSH (or a FUA write) to be made durable.
 #[derive(Clone, Copy, Debug)]
 struct Job {
-    io: Io,
+    /// The host I/O the job answers, or `None` for the clean unload's (answers nothing).
+    io: Option<Io>,
     status: Status,
     /// A page of a split FUA write (replied to the fan-out).
     split: bool,
@@ -160,7 +161,8 @@ struct Job {
 /// is split into pages (`wattio_core::fanout`) and replied when the last is back. A FLUSH (or a FUA write, after its cache write) is a job, one
 /// at a time: copy every dirty page cache → backing through scratch buffers, flush the
 /// backing device, then reply. The page map is volatile: after a crash the rebuilt layer
-/// reads the backing device, where every flushed write is.
+/// reads the backing device, where every flushed write is. A clean unload (`on_stop`) runs
+/// the same job without a reply.
 pub struct WriteBack {
     cache_name: String,
     backing_name: String,
@@ -270,7 +272,7 @@ impl WriteBack {
             }
             Op::Flush => {
                 self.jobs.push_back(Job {
-                    io,
+                    io: Some(io),
                     status: Status::Ok,
                     split,
                 });
@@ -339,6 +341,23 @@ impl Function for WriteBack {
         self.copies_left
     }
 
+    /// Pages written here and not yet copied back (after an unload, those a device error
+    /// kept from the backing device).
+    fn counters(&self) -> Vec<(String, f64)> {
+        vec![("dirty_pages".into(), self.dirty.len() as f64)]
+    }
+
+    /// A clean unload: one more job, answering nothing — every dirty page copied back and
+    /// the backing device flushed, so that it alone holds the volume.
+    fn on_stop(&mut self, _now: Nanos, out: &mut Actions) {
+        self.jobs.push_back(Job {
+            io: None,
+            status: Status::Ok,
+            split: false,
+        });
+        self.start_job(out);
+    }
+
     fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
         let (first, last) = (io.offset / PAGE, io.end().saturating_sub(1) / PAGE);
         if io.dev != self.backing || !io.op.moves_data() || io.len == 0 || first == last {
@@ -375,7 +394,7 @@ impl Function for WriteBack {
                 }
                 if io.fua && done.status == Status::Ok {
                     self.jobs.push_back(Job {
-                        io,
+                        io: Some(io),
                         status: Status::Ok,
                         split,
                     });
@@ -409,7 +428,9 @@ impl Function for WriteBack {
                     }
                 }
                 self.copying.clear();
-                self.answer(reply(job.io, status), job.split, out);
+                if let Some(io) = job.io {
+                    self.answer(reply(io, status), job.split, out);
+                }
                 self.start_job(out);
             }
         }
