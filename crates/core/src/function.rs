@@ -237,7 +237,9 @@ pub trait Function: Send {
     /// with its own I/O as usual. Called once, top down, each layer once no device I/O is
     /// out (what the layers above sent for their unload has gone through it); the executor
     /// keeps running the stack until the last layer's I/O is done (or its time for the
-    /// unload runs out). Default: nothing to do.
+    /// unload runs out). From then on the layer hears completions of its I/O but no timers:
+    /// work that needs a timer to go on is left as a crash would leave it. Default: nothing
+    /// to do.
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         let _ = (now, out);
     }

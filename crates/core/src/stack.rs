@@ -303,7 +303,10 @@ impl Stack {
         self.run(now, fx);
     }
 
-    /// Timer `timer` of `layer` expired.
+    /// Timer `timer` of `layer` expired. A layer stopped by a clean unload hears no more:
+    /// the host has gone, and the layer only finishes what is in flight (a timer that
+    /// shifted a gear or cleaned on idleness would send new I/O through layers already
+    /// unloaded below it — PARAID over EXCES: swarm seed 7,305).
     pub fn timer<E: Effects + ?Sized>(
         &mut self,
         now: Nanos,
@@ -311,6 +314,9 @@ impl Stack {
         timer: TimerId,
         fx: &mut E,
     ) {
+        if layer < self.stopped {
+            return;
+        }
         self.acts.clear();
         self.layers[layer].on_timer(now, timer, &mut self.acts);
         self.route(layer, now, fx);
