@@ -35,10 +35,10 @@ pub struct RunSection {
     /// trace that does not fit the devices usually means a wrong device or volume mapping.
     #[serde(default)]
     pub tolerate_out_of_range: bool,
-    /// End with a clean unload: after the host's last reply every layer's `on_stop` runs
-    /// (a write-back cache writes its dirty pages back), and the run lasts until the
-    /// layers' own I/O is done; its time and energy count. Off by default, as the papers
-    /// measure the trace alone.
+    /// End with a clean unload: at the run's end (the host's last reply, or the workload's
+    /// duration) every layer's `on_stop` runs, top down (a write-back cache writes its dirty
+    /// pages back), and the run lasts until the layers' own I/O is done; its time and
+    /// energy are added. Off by default, as the papers measure the trace alone.
     #[serde(default)]
     pub unload: bool,
 }

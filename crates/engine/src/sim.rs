@@ -217,8 +217,8 @@ pub struct SimOutcome {
     pub assumptions: Vec<String>,
     /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
     pub scratch_held: usize,
-    /// With [`Simulator::unloading`]: when the host detached (its last reply after the
-    /// trace) and when every layer had stopped and its I/O was done. `None` without it, or
+    /// With [`Simulator::unloading`]: when the host detached (the run's end without the
+    /// unload) and when every layer had stopped and its I/O was done. `None` without it, or
     /// when the run was cut (`until`) before the host detached or the unload finished.
     pub unload: Option<Unload>,
 }
@@ -226,8 +226,8 @@ pub struct SimOutcome {
 /// A clean unload's span ([`Simulator::unloading`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unload {
-    /// The host's last reply after the trace: the unload began then (the top layer's
-    /// `on_stop`).
+    /// The run's end without the unload (the host's last reply, or the workload's duration
+    /// if later): the unload began then (the top layer's `on_stop`).
     pub started: Nanos,
     /// Every layer had stopped and the last device I/O they issued for it completed
     /// (`started` if none).
@@ -277,7 +277,8 @@ impl<O: DataObserver> Simulator<O> {
     }
 
     /// End the run with a clean unload (`[run] unload`), as the live server ends a session:
-    /// once the trace is exhausted and the host's last request replied, the host detaches
+    /// at the run's end — the trace exhausted, the host's last request replied, the minimum
+    /// end (a workload's duration) reached — the host detaches
     /// ([`Kernel::stop`]: every layer's `on_stop`, top down, each once the device I/O of
     /// those above is done — e.g. a write-back cache writing its dirty pages back), and the
     /// run goes on until the last layer's is done. Its time and energy count in the run.
@@ -390,11 +391,20 @@ impl<O: DataObserver> Simulator<O> {
                 }
                 continue;
             }
-            // The trace is exhausted and every host request answered.
-            let host_done = next_at.is_none() && k.idle();
-            if host_done && self.unload && unload.is_none() {
-                // The host detaches after its last reply (the loop comes here once the
-                // trace is exhausted, before anything later fires).
+            // The run's end: the trace exhausted, every host request answered, nothing due
+            // up to the minimum end (a workload's duration) — unless the layers are still
+            // unloading.
+            let at_end = next_at.is_none()
+                && k.idle()
+                && heap_at.is_none_or(|h| h > min_end.max(now))
+                && !unloading;
+            if at_end {
+                if !self.unload || unload.is_some() {
+                    break;
+                }
+                // The host detaches at the run's end: the layers unload after the period
+                // measured without the unload, and it adds its time.
+                now = now.max(min_end);
                 unload = Some(Unload {
                     started: now,
                     done: now,
@@ -403,11 +413,6 @@ impl<O: DataObserver> Simulator<O> {
                 continue;
             }
             let Some(h) = heap_at else { break };
-            // Trace exhausted: keep going only while host requests are outstanding, or up to
-            // the minimum end, or while the layers are still unloading.
-            if host_done && h > min_end.max(now) && !unloading {
-                break;
-            }
             if h > cap {
                 break;
             }
