@@ -233,13 +233,17 @@ def test_serve_config_drives_the_configured_stack_and_sigterm_writes_the_sim_sch
     _stop(proc)
     assert img.read_bytes()[:65536] == b"\xa5" * 65536
     s = json.loads((out / "summary.json").read_text())
-    # The simulator's top-level keys, in its schema, plus the live section.
+    # The simulator's top-level keys, in its schema (with the clean unload every shutdown
+    # ends with), plus the live section.
     sim_keys = {
         "wattio_version", "name", "seed", "duration_s", "requests", "errors",
         "mean_latency_ms", "p50_latency_ms", "p99_latency_ms", "max_latency_ms",
-        "mean_power_wait_ms", "energy_j", "devices", "functions", "trace",
+        "mean_power_wait_ms", "energy_j", "devices", "functions", "trace", "unload",
     }  # fmt: skip
     assert set(s) == sim_keys | {"live"}
+    # A spin-down layer has nothing to write back: the unload is over at once (to the poll).
+    assert 0 < s["unload"]["started_s"] <= s["duration_s"]
+    assert 0 <= s["unload"]["took_s"] < 0.1
     assert (s["name"], s["seed"], s["errors"]) == ("served-config", 7, 0)
     dev = s["devices"]["laptop"]
     assert dev["model"] == "fast-spinup-laptop-disk"
