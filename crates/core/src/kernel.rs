@@ -219,6 +219,17 @@ pub trait DataObserver {
 /// The observer that observes nothing, and costs nothing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoObserver;
+
+/// A clean unload's span ([`Kernel::stop`]), as both executors report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unload {
+    /// When the host detached and the top layer's `on_stop` ran (simulated: the run's end
+    /// without the unload — the host's last reply, or the workload's duration if later).
+    pub started: Nanos,
+    /// Every layer had stopped and the last device I/O they issued for it completed
+    /// (`started` if none; live: as the shutdown's poll saw it).
+    pub done: Nanos,
+}
 impl DataObserver for NoObserver {}
 
 /// So a caller can lend its observer to a run and read it afterwards.

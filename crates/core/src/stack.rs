@@ -240,9 +240,10 @@ impl Stack {
     /// stopped before them would not see the write-backs they send it (two write-back
     /// caches stacked on one disk: the lower one's dirty pages would stay behind).
     pub fn stop_next<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) -> bool {
-        let Some(layer) = (self.stopped < self.layers.len()).then_some(self.stopped) else {
+        let layer = self.stopped;
+        if layer == self.layers.len() {
             return false;
-        };
+        }
         self.stopped += 1;
         self.call_layer(layer, now, fx, |f, now, out| f.on_stop(now, out));
         true

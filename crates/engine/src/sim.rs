@@ -10,6 +10,7 @@
 
 use wattio_core::device::DeviceRuntime;
 use wattio_core::io::{Completion, DeviceId, Io, Request};
+pub use wattio_core::kernel::Unload;
 use wattio_core::kernel::{DataObserver, Event, Executor, Hosts, Kernel, NoObserver};
 use wattio_core::stack::Stack;
 use wattio_core::stats::LatencyHistogram;
@@ -221,17 +222,6 @@ pub struct SimOutcome {
     /// unload) and when every layer had stopped and its I/O was done. `None` without it, or
     /// when the run was cut (`until`) before the host detached or the unload finished.
     pub unload: Option<Unload>,
-}
-
-/// A clean unload's span ([`Simulator::unloading`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unload {
-    /// The run's end without the unload (the host's last reply, or the workload's duration
-    /// if later): the unload began then (the top layer's `on_stop`).
-    pub started: Nanos,
-    /// Every layer had stopped and the last device I/O they issued for it completed
-    /// (`started` if none).
-    pub done: Nanos,
 }
 
 pub struct Simulator<O: DataObserver = NoObserver> {

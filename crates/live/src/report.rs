@@ -79,9 +79,7 @@ pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
             "live session: requests from NBD clients, times from the wall clock".to_string(),
         ],
         scratch_held: s.scratch_held,
-        unload: s
-            .unload
-            .map(|(started, done)| wattio_engine::Unload { started, done }),
+        unload: s.unload,
     };
     let mut summary =
         wattio_engine::Summary::build(s.meta.name.clone(), s.meta.seed, &models, &outcome);

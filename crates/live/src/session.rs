@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wattio_core::device::DeviceCounters;
-use wattio_core::kernel::{Event, Executor, HostRequest, Hosts, Kernel, NoObserver};
+use wattio_core::kernel::{Event, Executor, HostRequest, Hosts, Kernel, NoObserver, Unload};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::{
     Breakdown, Buf, Completion, DeviceId, DeviceRuntime, Io, IoId, LedgerRow, Nanos, Op, Request,
@@ -282,7 +282,7 @@ pub struct Summary {
     pub scratch_held: usize,
     /// The clean unload at shutdown: when it started and when every layer was seen done
     /// (`None` if it did not finish, or the requests in flight never drained).
-    pub unload: Option<(Nanos, Nanos)>,
+    pub unload: Option<Unload>,
 }
 
 impl std::fmt::Debug for Summary {
@@ -530,7 +530,7 @@ impl Session {
     /// ([`Kernel::stop`]), until every layer is done or `timeout` passes (an error then: the
     /// unload is not complete). Returns when it started and when it was seen done, on the
     /// session's clock (the end to the 2 ms poll below).
-    fn unload(&self, timeout: Duration) -> Result<(Nanos, Nanos), String> {
+    fn unload(&self, timeout: Duration) -> Result<Unload, String> {
         let deadline = Instant::now() + timeout;
         let started = self.shared.now();
         loop {
@@ -555,7 +555,10 @@ impl Session {
                 }
             };
             if done {
-                return Ok((started, self.shared.now()));
+                return Ok(Unload {
+                    started,
+                    done: self.shared.now(),
+                });
             }
             if Instant::now() >= deadline {
                 return Err(format!(

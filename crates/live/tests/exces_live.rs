@@ -138,8 +138,8 @@ fn a_clean_shutdown_writes_the_buffered_pages_back_to_the_disk_image() {
     assert_eq!(layer_counter(&s, "exces", "unload_cleanings"), 1.0);
     assert_eq!(layer_counter(&s, "exces", "pages_written_back"), 2.0);
     // The summary times it: it ended after it started, both within the session.
-    let (started, done) = s.unload.expect("the unload finished");
-    assert!(started < done && done <= s.duration_ns, "{:?}", s.unload);
+    let u = s.unload.expect("the unload finished");
+    assert!(u.started < u.done && u.done <= s.duration_ns, "{u:?}");
 }
 
 /// EXCES over the fast-spinning laptop disk and the CF card with a cache of 128 pages (a

@@ -65,8 +65,6 @@ use wattio_core::time::Nanos;
 pub const BLOCK: u64 = 4096;
 const NO_REGION: u32 = u32::MAX;
 const EPOCH: TimerId = 1;
-/// Journal records: a replica made, an original's replicas dropped, one replica dropped.
-use log::{ADD as REC_ADD, DROP_ORIGINAL as REC_DROP_ORIGINAL, DROP_REPLICA as REC_DROP_REPLICA};
 /// An invalidation whose record is not appended yet.
 const NOT_APPENDED: u64 = u64::MAX;
 
@@ -347,7 +345,7 @@ impl Fs2 {
             // could bring back a table that reads the new block's old replica.
             let mut blocks = reps.clone();
             blocks.push(orig);
-            self.log(REC_DROP_ORIGINAL, orig, 0, &blocks);
+            self.log(log::DROP_ORIGINAL, orig, 0, &blocks);
         }
         for &r in &reps {
             self.release(r);
@@ -361,7 +359,7 @@ impl Fs2 {
             return false;
         };
         self.unflushed.remove(&rep);
-        self.log(REC_DROP_REPLICA, rep, 0, &[orig, rep]);
+        self.log(log::DROP_REPLICA, rep, 0, &[orig, rep]);
         true
     }
 
@@ -450,7 +448,7 @@ impl Fs2 {
         }
         for (r, o) in round.covered {
             if round.ok {
-                self.log(REC_ADD, o, r, &[]);
+                self.log(log::ADD, o, r, &[]);
             } else if self.table.remove_replica(r).is_some() {
                 self.release(r);
             }
