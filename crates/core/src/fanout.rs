@@ -32,6 +32,10 @@ pub enum Step {
     Reply(Completion),
 }
 
+/// The id of a piece not numbered yet ([`Fanout::pieces`]): the last sub-I/O number,
+/// which the sequence from 0 never reaches.
+pub const PIECE: IoId = IoId(IoId::OWN | IoId::SUB | (IoId::SUB - 1));
+
 /// A window slot whose sub-I/O was answered (or retired by a merge).
 const ANSWERED: u32 = u32::MAX;
 
@@ -212,7 +216,26 @@ impl Fanout {
     /// grows by `next`'s length and `next`'s id is retired, so the parent waits for one
     /// sub-I/O fewer. Its buffer already reaches on into `next`'s, which follows it in the
     /// parent. For a layer that merges adjacent pieces going to one device.
+    ///
+    /// `next` may be a piece not numbered yet ([`Fanout::pieces`]), of `into`'s parent:
+    /// it is then only counted in `into`.
     pub fn merge(&mut self, into: &mut Io, next: Io) {
+        if next.id == PIECE {
+            assert!(
+                into.id.is_sub()
+                    && into.dev == next.dev
+                    && into.op == next.op
+                    && into.end() == next.offset
+                    && into.buf.at(into.len) == next.buf,
+                "Fanout::merge: the pieces are not adjacent on one device and in the buffer"
+            );
+            debug_assert!(
+                self.slot_of(into.id).is_some(),
+                "merge into a sub-I/O not out"
+            );
+            into.len += next.len;
+            return;
+        }
         let i = self
             .slot_of(into.id)
             .expect("Fanout::merge: not an outstanding sub-I/O");
@@ -231,6 +254,48 @@ impl Fanout {
         let parent = self.answer(j.expect("checked above"));
         self.parent(parent).left -= 1;
         into.len += next.len;
+    }
+
+    /// Split `io` at `page`-aligned offsets into *pieces*: sub-I/Os not counted yet, with
+    /// the id [`PIECE`], appended to `out`; returns the parent's key. Give each piece an id
+    /// with [`Fanout::number`] before it leaves the layer or is kept, or fold it with
+    /// [`Fanout::merge`] into a numbered neighbour. For a layer that merges most pieces
+    /// (EXCES: a request's adjacent pages going to one device): a piece merged away never
+    /// costs a window slot, where [`Fanout::split`] numbers every piece and the merge
+    /// retires them again. `io` must move data and not be empty, and at least one of its
+    /// pieces must be numbered (the parent is answered when its numbered pieces are).
+    pub fn pieces(&mut self, io: Io, page: u64, out: &mut Vec<Io>) -> u64 {
+        assert!(page > 0, "page size must be positive");
+        assert!(
+            io.len > 0 && io.op.moves_data(),
+            "Fanout::pieces: nothing to split"
+        );
+        let key = self.begin(io);
+        let end = io.offset.saturating_add(io.len as u64);
+        let mut at = io.offset;
+        while at < end {
+            let next = ((at / page).saturating_add(1))
+                .saturating_mul(page)
+                .min(end);
+            out.push(Io {
+                id: PIECE,
+                offset: at,
+                len: (next - at) as u32,
+                buf: io.buf.at((at - io.offset) as u32),
+                ..io
+            });
+            at = next;
+        }
+        key
+    }
+
+    /// Give `io`, a piece of parent `key` ([`Fanout::pieces`]), its sub-I/O id: the parent
+    /// now waits for it. An I/O already numbered is left as it is.
+    #[inline]
+    pub fn number(&mut self, key: u64, io: &mut Io) {
+        if io.id == PIECE {
+            io.id = self.enlist(key);
+        }
     }
 
     /// Split `io` at `page`-aligned offsets into sub-I/Os for the same device and offsets,
@@ -429,6 +494,70 @@ mod tests {
             Step::Reply(c) if c.io == host
         ));
         assert_eq!(f.in_flight(), 0);
+    }
+
+    #[test]
+    fn pieces_are_numbered_only_when_they_leave_and_a_merged_piece_costs_no_id() {
+        // 16 KiB at 2 KiB in five pieces: [2,4) [4,8) [8,12) [12,16) [16,18) KiB. Pieces 0
+        // and 1 leave on their own; 2 and 3 merge into 1; 4 leaves. Ids 0, 1, 2 in the
+        // order numbered, and the parent is answered after those three.
+        let host = Request::new(0, Op::Read, 2048, 16384).io(9);
+        let mut f = Fanout::new();
+        let mut p = Vec::new();
+        let key = f.pieces(host, 4096, &mut p);
+        let shape: Vec<_> = p
+            .iter()
+            .map(|s| (s.offset, s.len, buf_offset(s.buf)))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (2048, 2048, Some(0)),
+                (4096, 4096, Some(2048)),
+                (8192, 4096, Some(6144)),
+                (12288, 4096, Some(10240)),
+                (16384, 2048, Some(14336)),
+            ]
+        );
+        assert!(p.iter().all(|s| s.id == PIECE));
+        // Not a sub-I/O yet: a completion of a piece is not the fan-out's.
+        assert_eq!(f.complete(&done(p[0], Status::Ok, 1, 1)), Step::NotMine);
+        let n = |io: &Io| io.id.0 & (IoId::SUB - 1);
+        let mut a = p[0];
+        f.number(key, &mut a);
+        let mut run = p[1];
+        f.number(key, &mut run);
+        let id = run.id;
+        f.number(key, &mut run);
+        assert_eq!(run.id, id, "numbering twice keeps the id");
+        f.merge(&mut run, p[2]);
+        f.merge(&mut run, p[3]);
+        assert_eq!(
+            (run.offset, run.len, buf_offset(run.buf)),
+            (4096, 12288, Some(2048))
+        );
+        let mut last = p[4];
+        f.number(key, &mut last);
+        assert_eq!((n(&a), n(&run), n(&last)), (0, 1, 2));
+        assert_eq!(f.complete(&done(run, Status::Ok, 2, 1)), Step::Pending);
+        assert_eq!(f.complete(&done(last, Status::Ok, 3, 1)), Step::Pending);
+        assert!(matches!(
+            f.complete(&done(a, Status::Ok, 4, 1)),
+            Step::Reply(c) if c.io == host && c.finished == 4
+        ));
+        assert_eq!(f.in_flight(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not adjacent")]
+    fn a_piece_that_does_not_meet_is_not_merged() {
+        let host = Request::new(0, Op::Read, 0, 12288).io(1);
+        let mut f = Fanout::new();
+        let mut p = Vec::new();
+        let key = f.pieces(host, 4096, &mut p);
+        let mut first = p[0];
+        f.number(key, &mut first);
+        f.merge(&mut first, p[2]);
     }
 
     #[test]

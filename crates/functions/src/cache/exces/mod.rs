@@ -450,7 +450,12 @@ pub struct Exces {
     /// disk flush was sent: a FUA write it held is durable only once the disk is flushed
     /// (its ECD page may already hold another page, and the log never mapped it).
     moved_unlogged: bool,
+    /// The pieces of the host request being routed ([`Fanout::pieces`]): a piece gets
+    /// its sub-I/O id only when it leaves the layer on its own or waits (`number`), so a
+    /// page merged into its neighbour's I/O costs no id.
     subs: Vec<Io>,
+    /// The fan-out key of the host request whose pieces are being routed.
+    piece_parent: u64,
     /// A host request's pages are being routed (their I/O may merge, as the options say).
     merging: bool,
     /// While `merging`: the id of the disk I/O the request's last missed pages went into,
@@ -513,6 +518,7 @@ impl Exces {
             disk_unflushed: false,
             moved_unlogged: false,
             subs: Vec::new(),
+            piece_parent: 0,
             merging: false,
             disk_run: None,
             flash_run: None,
@@ -800,9 +806,22 @@ impl Exces {
 
     // ---- the indirector (Algorithm 1) --------------------------------------------------
 
-    fn submit_flash(&mut self, io: Io, out: &mut Actions) {
+    fn submit_flash(&mut self, mut io: Io, out: &mut Actions) {
+        self.number(&mut io);
         self.slots[(io.offset / PAGE) as usize].busy += 1;
         out.submit(io);
+    }
+
+    /// A piece of the request being routed gets its sub-I/O id (see `subs`).
+    #[inline]
+    fn number(&mut self, io: &mut Io) {
+        self.fanout.number(self.piece_parent, io);
+    }
+
+    /// `sub` to the disk, unchanged.
+    fn submit_disk(&mut self, mut sub: Io, out: &mut Actions) {
+        self.number(&mut sub);
+        out.submit(sub);
     }
 
     fn to_slot(&self, sub: Io, slot: u32) -> Io {
@@ -851,6 +870,8 @@ impl Exces {
         let s = self.slots[slot as usize];
         if s.filling {
             self.c.waited_for_fill += 1;
+            let mut sub = sub;
+            self.number(&mut sub);
             self.waiting.entry(slot).or_default().push(sub);
             return;
         }
@@ -862,6 +883,8 @@ impl Exces {
             // (swarm seed 263,302). It waits for the handoff and is routed as the page then
             // stands.
             self.c.waited_for_handoff += 1;
+            let mut sub = sub;
+            self.number(&mut sub);
             self.handing_over.entry(slot).or_default().push(sub);
             return;
         }
@@ -885,7 +908,7 @@ impl Exces {
                         let io = self.to_slot(sub, slot);
                         self.submit_flash(io, out);
                     }
-                    Dir::DiskToEcd => out.submit(sub),
+                    Dir::DiskToEcd => self.submit_disk(sub, out),
                 }
             }
             Some(m) => {
@@ -903,7 +926,7 @@ impl Exces {
                         if let Some(m) = &mut s.moving {
                             m.handoff = Some(gen);
                         }
-                        out.submit(sub);
+                        self.submit_disk(sub, out);
                     }
                     // To the origin: the page stays mapped, dirty.
                     (Dir::EcdToDisk, false) => {
@@ -924,7 +947,7 @@ impl Exces {
                     (Dir::DiskToEcd, false) => {
                         self.c.race_writes_to_origin += 1;
                         self.unmap(slot);
-                        out.submit(sub);
+                        self.submit_disk(sub, out);
                     }
                 }
             }
@@ -936,7 +959,7 @@ impl Exces {
     /// "The previous page" is checked on the buffer: a page between them may have been
     /// held (it waits for its ECD page to be filled) without sending anything, and then
     /// the ECD pages are neighbours but the host's bytes are not.
-    fn hit_to_flash(&mut self, io: Io, out: &mut Actions) {
+    fn hit_to_flash(&mut self, mut io: Io, out: &mut Actions) {
         if self.merging && self.p.merge_flash_pages {
             if let (Some(run), Some(last)) = (self.flash_run, out.last_submit_mut()) {
                 if last.id == run && last.end() == io.offset && last.buf.at(last.len) == io.buf {
@@ -945,6 +968,7 @@ impl Exces {
                     return self.fanout.merge(last, io);
                 }
             }
+            self.number(&mut io);
             self.flash_run = Some(io.id);
         }
         self.submit_flash(io, out);
@@ -953,9 +977,9 @@ impl Exces {
     /// A missed page goes to the disk: inside the disk I/O of the request's previous page
     /// when that one missed too, ends where this one begins, and is still the last thing
     /// sent (so merging never reorders what the layer sends).
-    fn miss_to_disk(&mut self, sub: Io, out: &mut Actions) {
+    fn miss_to_disk(&mut self, mut sub: Io, out: &mut Actions) {
         if !(self.merging && self.p.merge_disk_pages) {
-            return out.submit(sub);
+            return self.submit_disk(sub, out);
         }
         if let (Some(run), Some(last)) = (self.disk_run, out.last_submit_mut()) {
             if last.id == run && last.end() == sub.offset {
@@ -963,6 +987,7 @@ impl Exces {
                 return self.fanout.merge(last, sub);
             }
         }
+        self.number(&mut sub);
         self.disk_run = Some(sub.id);
         out.submit(sub);
     }
@@ -1816,7 +1841,7 @@ impl Function for Exces {
                 self.c.requests += 1;
                 let mut subs = std::mem::take(&mut self.subs);
                 subs.clear();
-                self.fanout.split(io, PAGE, &mut subs);
+                self.piece_parent = self.fanout.pieces(io, PAGE, &mut subs);
                 self.c.page_requests += subs.len() as u64;
                 self.merging = true;
                 for &sub in &subs {

@@ -99,6 +99,16 @@ fn top_k_membership_by_hand() {
         Update::Entered { evicted: Some(13) }
     );
     assert_eq!(inside(&t), vec![12, 14]);
+    // The first entry once its rank is checked (14's 4.5) stops being the minimum when its
+    // page's rank grows: 14 rising to 7 makes 12's 5 the threshold, and 6 evicts 12.
+    assert_eq!(t.threshold(rank_of), Some(4.5));
+    assert_eq!(update(&mut t, 14, true, 7.0), Update::Moved);
+    assert_eq!(t.threshold(rank_of), Some(5.0));
+    assert_eq!(
+        update(&mut t, 15, false, 6.0),
+        Update::Entered { evicted: Some(12) }
+    );
+    assert_eq!(t.threshold(rank_of), Some(6.0));
 }
 
 fn params(cache: u64) -> Params {
