@@ -284,7 +284,8 @@ def test_serve_config_runs_a_python_function_live(tmp_path):
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 def test_a_python_function_hears_the_clean_unload_once_at_shutdown(tmp_path):
     """`on_stop` reaches a Python function when the server shuts down (after the guest's
-    requests, before the summary is built), exactly once."""
+    requests, before the summary is built), exactly once; what its `unload_left` then says
+    is in the summary and on stderr."""
     (tmp_path / "unload.py").write_text(
         "import wattio\n\n\n"
         "class Unload(wattio.Function):\n"
@@ -297,15 +298,19 @@ def test_a_python_function_hears_the_clean_unload_once_at_shutdown(tmp_path):
         "    def on_request(self, now, io, out):\n"
         "        self.requests_after += self.stops\n"
         "        out.submit(io)\n\n"
+        "    def unload_left(self):\n"
+        "        return f'kept {self.stops} page(s)'\n\n"
         "    def counters(self):\n"
         "        return {'stops': float(self.stops), 'requests_after_stop': float(self.requests_after)}\n"
     )
     proc, sock, _, out = _serve_laptop(tmp_path, 'kind = "python"\nclass = "unload.py:Unload"')
     r = _qemu_io(sock, "write -P 0x5a 0 4096")
     assert r.returncode == 0, r.stderr
-    _stop(proc)
+    err = _stop(proc)
     s = json.loads((out / "summary.json").read_text())
     assert s["functions"] == [{"name": "unload", "counters": {"stops": 1.0, "requests_after_stop": 0.0}}]
+    assert s["unload"]["left"] == ["unload: kept 1 page(s)"]
+    assert "the clean unload left work undone: unload: kept 1 page(s)" in err
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")

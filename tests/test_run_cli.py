@@ -138,10 +138,12 @@ def test_an_unload_from_the_command_line_writes_back_and_is_timed(tmp_path, watt
     # clean unload (`--set run.unload=true`): EXCES's buffered pages go back to the disk.
     cfg = tmp_path / "exces.toml"
     cfg.write_text((EXAMPLES / "laptop-exces.toml").read_text().replace("duration_s = 86400", "duration_s = 3600"))
-    runs = {}
-    for name, extra in [("plain", []), ("unload", ["--set", "run.unload=true"])]:
-        wattio_cli("run", cfg, "--out", tmp_path / name, "--quiet", "--no-report", *extra)
+    runs, stderr = {}, {}
+    keep = ["--set", "run.unload=true", "--set", "function.0.clean_on_stop=false"]
+    for name, extra in [("plain", []), ("unload", ["--set", "run.unload=true"]), ("keep", keep)]:
+        p = wattio_cli("run", cfg, "--out", tmp_path / name, "--no-report", *extra)
         runs[name] = json.loads((tmp_path / name / "summary.json").read_text())
+        stderr[name] = p.stderr
 
     def counter(s, name):
         return next(f for f in s["functions"] if f["name"].startswith("exces"))["counters"][name]
@@ -156,4 +158,11 @@ def test_an_unload_from_the_command_line_writes_back_and_is_timed(tmp_path, watt
     u = unload["unload"]
     assert u["started_s"] == plain["duration_s"] == 3600
     assert u["took_s"] > 0 and abs(unload["duration_s"] - (3600 + u["took_s"])) < 1e-9
+    assert u["left"] == [] and "left undone" not in stderr["unload"]
+    # An unload that leaves the dirty pages on the flash card says so, in the summary and
+    # on stderr: the disk alone is not the volume.
+    left = runs["keep"]["unload"]["left"]
+    want = f"{int(dirty)} dirty page(s) stay on `ecd` (clean_on_stop = false): `disk` alone does not hold the volume"
+    assert len(left) == 1 and left[0].startswith("exces") and left[0].endswith(want), left
+    assert f"left undone: {left[0]}" in stderr["keep"]
     assert unload["devices"]["disk"]["energy_j"] > plain["devices"]["disk"]["energy_j"]

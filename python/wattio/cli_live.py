@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import tomllib
 from pathlib import Path
 
@@ -43,6 +44,10 @@ def _serve(args) -> int:
         f"served {summary['requests']} requests ({summary['errors']} errors), "
         f"p50 {lat['p50']:.1f} us, p99 {lat['p99']:.1f} us, energy {summary['energy_j']:.3f} J"
     )
+    # The stack's clean unload at shutdown: what a layer could not finish (a write-back
+    # cache whose disk refused the write-back) means a component alone is not the volume.
+    for left in (summary.get("unload") or {}).get("left", []):
+        print(f"wattio serve: the clean unload left work undone: {left}", file=sys.stderr)
     return 0
 
 

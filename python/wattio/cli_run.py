@@ -77,6 +77,11 @@ def print_summary(s: dict) -> None:
             f"  {name:<10} {d['energy_j']:>12,.1f} J  {d['mean_power_w']:.3f} W  "
             f"spin-ups {d['spin_ups']}  [{res}]"
         )
+    u = s.get("unload")
+    if u:
+        print(f"unload     at {u['started_s']:,.1f} s, took {u['took_s']:,.3f} s")
+        for left in u.get("left", []):
+            print(f"  left undone: {left}", file=sys.stderr)
 
 
 def _config_options(p) -> None:

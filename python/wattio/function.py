@@ -56,6 +56,12 @@ class Function:
         """A device began a power transition towards state ``to``; it serves no I/O until
         ``on_power`` reports ``to``."""
 
+    def unload_left(self) -> str | None:
+        """After the unload (``on_stop`` and the I/O it sent are done): what this layer
+        could not finish, in a sentence (a write-back whose device failed), or None.
+        ``summary.json`` reports it as ``unload.left``."""
+        return None
+
     def counters(self) -> dict[str, float]:
         """Function-specific numbers for ``summary.json``."""
         return {}

@@ -284,6 +284,15 @@ pub trait Function: Send {
         Vec::new()
     }
 
+    /// After the unload (`on_stop` and the I/O it sent are done): what the layer could not
+    /// finish, in a sentence, or `None` if it finished — a write-back cache whose origin
+    /// failed the write-back still holds dirty data, so the origin device alone is not the
+    /// volume. The executors report it with the unload (`summary.json` `unload.left`, a
+    /// warning when the live server stops). Default: `None`.
+    fn unload_left(&self) -> Option<String> {
+        None
+    }
+
     /// Function-specific counters for the run summary (e.g. cache hits, gear shifts).
     fn counters(&self) -> Vec<(String, f64)> {
         Vec::new()
@@ -353,6 +362,9 @@ impl<F: Function + ?Sized> Function for Box<F> {
     }
     fn counters(&self) -> Vec<(String, f64)> {
         (**self).counters()
+    }
+    fn unload_left(&self) -> Option<String> {
+        (**self).unload_left()
     }
     fn volume(&self) -> Option<Volume> {
         (**self).volume()

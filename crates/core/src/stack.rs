@@ -229,6 +229,15 @@ impl Stack {
         &self.layers
     }
 
+    /// What the layers could not finish of their unload ([`Function::unload_left`]), top
+    /// down, each as "name: what".
+    pub fn unload_left(&self) -> Vec<String> {
+        self.layers
+            .iter()
+            .filter_map(|l| l.unload_left().map(|w| format!("{}: {w}", l.name())))
+            .collect()
+    }
+
     /// The run starts: every layer's `on_start`, top down.
     pub fn start<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) {
         self.each_layer(now, fx, |f, now, out| f.on_start(now, out));
@@ -431,5 +440,46 @@ impl Stack {
             }
         }
         self.acts.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A layer that says what its unload left, or nothing.
+    struct Leaves(&'static str, Option<&'static str>);
+
+    impl Function for Leaves {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn on_request(&mut self, _: Nanos, io: Io, out: &mut Actions) {
+            out.submit(io);
+        }
+        fn on_completion(&mut self, _: Nanos, done: Completion, out: &mut Actions) {
+            out.reply(done);
+        }
+        fn unload_left(&self) -> Option<String> {
+            self.1.map(str::to_string)
+        }
+    }
+
+    #[test]
+    fn what_the_layers_left_of_their_unload_is_named_top_down() {
+        // Through the boxes the stack holds: a `Box<dyn Function>` that did not forward
+        // `unload_left` answered the trait's default, None, for every layer.
+        let stack = Stack::new(vec![
+            Box::new(Leaves("cache", Some("3 dirty page(s)"))),
+            Box::new(Leaves("spindown", None)),
+            Box::new(Leaves("inner", Some("a copy"))),
+        ]);
+        assert_eq!(
+            stack.unload_left(),
+            vec![
+                "cache: 3 dirty page(s)".to_string(),
+                "inner: a copy".to_string()
+            ]
+        );
     }
 }

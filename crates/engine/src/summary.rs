@@ -104,11 +104,14 @@ pub struct Summary {
     pub unload: Option<UnloadSummary>,
 }
 
-/// When the host detached and how long the layers' own I/O of the unload took.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+/// When the host detached, how long the layers' own I/O of the unload took, and what they
+/// could not finish ([`wattio_core::function::Function::unload_left`]; empty when the
+/// unload completed: the devices below hold the volume).
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct UnloadSummary {
     pub started_s: f64,
     pub took_s: f64,
+    pub left: Vec<String>,
 }
 
 fn ms(ns: Nanos) -> f64 {
@@ -174,6 +177,7 @@ impl Summary {
             unload: o.unload.map(|u| UnloadSummary {
                 started_s: ns_to_secs(u.started),
                 took_s: ns_to_secs(u.done - u.started),
+                left: o.stack.unload_left(),
             }),
         }
     }

@@ -538,6 +538,22 @@ impl Function for PyFunction {
         )
     }
 
+    fn unload_left(&self) -> Option<String> {
+        Python::with_gil(|py| {
+            let obj = self.obj.bind(py);
+            if !obj.hasattr("unload_left").unwrap_or(false) {
+                return None;
+            }
+            match obj
+                .call_method0("unload_left")
+                .and_then(|v| v.extract::<Option<String>>())
+            {
+                Ok(left) => left,
+                Err(e) => Some(format!("unload_left() failed: {e}")),
+            }
+        })
+    }
+
     fn counters(&self) -> Vec<(String, f64)> {
         Python::with_gil(|py| {
             let obj = self.obj.bind(py);

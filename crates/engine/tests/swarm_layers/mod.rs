@@ -347,6 +347,10 @@ impl Function for WriteBack {
         vec![("dirty_pages".into(), self.dirty.len() as f64)]
     }
 
+    fn unload_left(&self) -> Option<String> {
+        (!self.dirty.is_empty()).then(|| format!("{} dirty page(s)", self.dirty.len()))
+    }
+
     /// A clean unload: one more job, answering nothing — every dirty page copied back and
     /// the backing device flushed, so that it alone holds the volume.
     fn on_stop(&mut self, _now: Nanos, out: &mut Actions) {

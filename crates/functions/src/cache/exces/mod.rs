@@ -1983,6 +1983,29 @@ impl Function for Exces {
         self.copier.in_flight()
     }
 
+    fn unload_left(&self) -> Option<String> {
+        let (disk, flash) = (&self.p.disk, &self.p.flash);
+        if !self.recovered {
+            return Some(format!(
+                "its map on `{flash}` was never recovered: `{flash}` may hold written pages `{disk}` lacks"
+            ));
+        }
+        if self.dirty_pages == 0 {
+            return None;
+        }
+        let why = if self.failed {
+            "its log on the flash device failed"
+        } else if !self.p.clean_on_stop {
+            "clean_on_stop = false"
+        } else {
+            "writing them back failed"
+        };
+        Some(format!(
+            "{} dirty page(s) stay on `{flash}` ({why}): `{disk}` alone does not hold the volume",
+            self.dirty_pages
+        ))
+    }
+
     fn counters(&self) -> Vec<(String, f64)> {
         let c = &self.c;
         let k = self.slots.len().max(1) as f64;

@@ -1043,6 +1043,11 @@ fn a_clean_unload_writes_every_dirty_page_back_then_flushes_the_disk() {
     buffer(&mut keep, S, &[30]);
     assert_eq!(shape(&keep.stop(2 * S)), vec![]);
     assert_eq!(keep.function().mapping(30), Some((0, true)));
+    // And says so: the disk alone is not the volume.
+    assert_eq!(
+        keep.function().unload_left().as_deref(),
+        Some("1 dirty page(s) stay on `ecd` (clean_on_stop = false): `disk` alone does not hold the volume")
+    );
 
     let mut h = buffering_without_reconfigurations();
     buffer(&mut h, S, &[30, 31, 32]);
@@ -1079,6 +1084,40 @@ fn a_clean_unload_writes_every_dirty_page_back_then_flushes_the_disk() {
     }
     assert_eq!(h.counter("unload_cleanings"), 1.0);
     assert_eq!(h.counter("pages_written_back"), 3.0);
+    assert_eq!(
+        h.function().unload_left(),
+        None,
+        "nothing left: the disk holds it all"
+    );
+}
+
+#[test]
+fn an_unload_whose_write_back_fails_says_what_it_left() {
+    // Pages 30 and 31 buffered; at the unload the disk refuses 31's write-back: 30 is
+    // clean once the disk's FLUSH is back, 31 stays dirty on the ECD, and the layer says
+    // the disk alone does not hold the volume.
+    let mut h = buffering_without_reconfigurations();
+    buffer(&mut h, S, &[30, 31]);
+    let reads = h.stop(2 * S);
+    let writes = complete_all(&mut h, 2 * S, &reads);
+    let mut next = Vec::new();
+    for w in submitted(&writes) {
+        let status = if w.offset == 31 * P {
+            Status::IoError
+        } else {
+            Status::Ok
+        };
+        next.extend(h.complete(2 * S, w, status));
+    }
+    while !submitted(&next).is_empty() {
+        next = complete_all(&mut h, 2 * S, &next);
+    }
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    assert_eq!(h.function().mapping(31), Some((1, true)));
+    assert_eq!(
+        h.function().unload_left().as_deref(),
+        Some("1 dirty page(s) stay on `ecd` (writing them back failed): `disk` alone does not hold the volume")
+    );
 }
 
 #[test]
