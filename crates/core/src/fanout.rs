@@ -274,9 +274,7 @@ impl Fanout {
         let end = io.offset.saturating_add(io.len as u64);
         let mut at = io.offset;
         while at < end {
-            let next = ((at / page).saturating_add(1))
-                .saturating_mul(page)
-                .min(end);
+            let next = next_boundary(at, page, end);
             out.push(Io {
                 id: PIECE,
                 offset: at,
@@ -304,17 +302,15 @@ impl Fanout {
     pub fn split(&mut self, io: Io, page: u64, out: &mut Vec<Io>) {
         assert!(page > 0, "page size must be positive");
         let key = self.begin(io);
-        let end = io.offset.saturating_add(io.len as u64);
         if io.len == 0 || !io.op.moves_data() {
             let s = self.sub(key, 0, io.len, io.dev, io.offset);
             out.push(s);
             return;
         }
+        let end = io.offset.saturating_add(io.len as u64);
         let mut at = io.offset;
         while at < end {
-            let next = ((at / page).saturating_add(1))
-                .saturating_mul(page)
-                .min(end);
+            let next = next_boundary(at, page, end);
             let s = self.sub(key, (at - io.offset) as u32, (next - at) as u32, io.dev, at);
             out.push(s);
             at = next;
@@ -347,6 +343,14 @@ impl Fanout {
     }
 }
 
+/// Where the piece starting at `at` ends: the next multiple of `page`, or `end`.
+#[inline]
+fn next_boundary(at: u64, page: u64, end: u64) -> u64 {
+    ((at / page).saturating_add(1))
+        .saturating_mul(page)
+        .min(end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +361,14 @@ mod tests {
             Buf::None => None,
             Buf::Host { offset, .. } | Buf::Scratch { offset, .. } => Some(offset),
         }
+    }
+
+    /// (offset, length, offset in the parent's buffer) of each piece.
+    fn layout(pieces: &[Io]) -> Vec<(u64, u32, Option<u32>)> {
+        pieces
+            .iter()
+            .map(|s| (s.offset, s.len, buf_offset(s.buf)))
+            .collect()
     }
 
     /// A fan-out and `host` split into its 4 KiB pieces.
@@ -384,12 +396,8 @@ mod tests {
         // 10 KiB at 3 KiB: pieces [3,4) [4,8) [8,12) [12,13) KiB.
         let host = Request::new(0, Op::Write, 3072, 10240).io(7);
         let (_, subs) = pages_of(host);
-        let shape: Vec<_> = subs
-            .iter()
-            .map(|s| (s.offset, s.len, buf_offset(s.buf)))
-            .collect();
         assert_eq!(
-            shape,
+            layout(&subs),
             vec![
                 (3072, 1024, Some(0)),
                 (4096, 4096, Some(1024)),
@@ -505,12 +513,8 @@ mod tests {
         let mut f = Fanout::new();
         let mut p = Vec::new();
         let key = f.pieces(host, 4096, &mut p);
-        let shape: Vec<_> = p
-            .iter()
-            .map(|s| (s.offset, s.len, buf_offset(s.buf)))
-            .collect();
         assert_eq!(
-            shape,
+            layout(&p),
             vec![
                 (2048, 2048, Some(0)),
                 (4096, 4096, Some(2048)),
