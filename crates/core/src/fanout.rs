@@ -220,39 +220,31 @@ impl Fanout {
     /// `next` may be a piece not numbered yet ([`Fanout::pieces`]), of `into`'s parent:
     /// it is then only counted in `into`.
     pub fn merge(&mut self, into: &mut Io, next: Io) {
-        if next.id == PIECE {
-            assert!(
-                into.id.is_sub()
-                    && into.dev == next.dev
-                    && into.op == next.op
-                    && into.end() == next.offset
-                    && into.buf.at(into.len) == next.buf,
-                "Fanout::merge: the pieces are not adjacent on one device and in the buffer"
-            );
-            debug_assert!(
-                self.slot_of(into.id).is_some(),
-                "merge into a sub-I/O not out"
-            );
-            into.len += next.len;
-            return;
-        }
-        let i = self
-            .slot_of(into.id)
-            .expect("Fanout::merge: not an outstanding sub-I/O");
-        let j = self.slot_of(next.id);
         assert!(
-            j.is_some_and(|j| self.key_at(j) == self.key_at(i)),
-            "Fanout::merge: sub-I/Os of different parents"
-        );
-        assert!(
-            into.dev == next.dev
+            into.id.is_sub()
+                && into.dev == next.dev
                 && into.op == next.op
                 && into.end() == next.offset
                 && into.buf.at(into.len) == next.buf,
             "Fanout::merge: the pieces are not adjacent on one device and in the buffer"
         );
-        let parent = self.answer(j.expect("checked above"));
-        self.parent(parent).left -= 1;
+        if next.id == PIECE {
+            // Not counted yet: it only grows `into`.
+            debug_assert!(
+                self.slot_of(into.id).is_some(),
+                "Fanout::merge: not an outstanding sub-I/O"
+            );
+        } else {
+            let i = self
+                .slot_of(into.id)
+                .expect("Fanout::merge: not an outstanding sub-I/O");
+            let j = self
+                .slot_of(next.id)
+                .filter(|&j| self.key_at(j) == self.key_at(i))
+                .expect("Fanout::merge: sub-I/Os of different parents");
+            let parent = self.answer(j);
+            self.parent(parent).left -= 1;
+        }
         into.len += next.len;
     }
 

@@ -220,6 +220,8 @@ pub trait DataObserver {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoObserver;
 
+impl DataObserver for NoObserver {}
+
 /// A clean unload's span ([`Kernel::stop`]), as both executors report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unload {
@@ -230,7 +232,6 @@ pub struct Unload {
     /// (`started` if none; live: as the shutdown's poll saw it).
     pub done: Nanos,
 }
-impl DataObserver for NoObserver {}
 
 /// So a caller can lend its observer to a run and read it afterwards.
 impl<T: DataObserver + ?Sized> DataObserver for &mut T {

@@ -833,7 +833,7 @@ impl Exces {
     }
 
     /// Route one page of a split request.
-    fn route(&mut self, now: Nanos, sub: Io, out: &mut Actions) {
+    fn route(&mut self, now: Nanos, mut sub: Io, out: &mut Actions) {
         self.c.work += 1;
         let page = sub.offset / PAGE;
         let whole = sub.len as u64 == PAGE;
@@ -870,7 +870,6 @@ impl Exces {
         let s = self.slots[slot as usize];
         if s.filling {
             self.c.waited_for_fill += 1;
-            let mut sub = sub;
             self.number(&mut sub);
             self.waiting.entry(slot).or_default().push(sub);
             return;
@@ -883,7 +882,6 @@ impl Exces {
             // (swarm seed 263,302). It waits for the handoff and is routed as the page then
             // stands.
             self.c.waited_for_handoff += 1;
-            let mut sub = sub;
             self.number(&mut sub);
             self.handing_over.entry(slot).or_default().push(sub);
             return;
