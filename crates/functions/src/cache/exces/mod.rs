@@ -72,25 +72,40 @@ const COPY_PRIORITY: i8 = -1;
 /// Buckets of the sliding miss window.
 const MISS_BUCKETS: usize = 60;
 
-/// What the layer knows of one disk page it has seen.
+/// What the layer knows of one disk page it has seen: 32 bytes, so that an entry never
+/// straddles a cache line and a group of neighbours takes a third fewer lines (every page
+/// of every host request is looked up; at 48 bytes the entry's load was most of
+/// `Pages::entry` once the table outgrew the caches).
 #[derive(Clone, Copy, Debug)]
 struct Page {
     ranker: PageRanker,
-    in_topk: bool,
-    /// Accessed at least once (a page of a group that was never is not tracked).
-    seen: bool,
     /// The ECD page it is mapped to, or `NO_SLOT`.
     slot: u32,
-    /// Host writes to it in flight (to either device): a move of it would race them.
-    writes: u32,
+    /// Host writes to it in flight (to either device): a move of it would race them. Past
+    /// `u16::MAX`, the rest are counted in [`Pages::more_writes`].
+    writes: u16,
+    /// The ranker's pending accesses; `NOT_SEEN` for a page never accessed (a page of a
+    /// group that was never is not tracked).
+    filled: u8,
+    in_topk: bool,
+}
+
+const NOT_SEEN: u8 = u8::MAX;
+
+const _: () = assert!(std::mem::size_of::<Page>() == 32);
+
+impl Page {
+    fn seen(&self) -> bool {
+        self.filled != NOT_SEEN
+    }
 }
 
 const UNSEEN: Page = Page {
     ranker: PageRanker::new(),
-    in_topk: false,
-    seen: false,
     slot: NO_SLOT,
     writes: 0,
+    filled: NOT_SEEN,
+    in_topk: false,
 };
 
 /// Pages a group of neighbours in [`Pages`] holds.
@@ -109,19 +124,22 @@ struct Pages {
     index: BlockIndex,
     slab: Vec<[Page; GROUP as usize]>,
     seen: usize,
+    /// Host writes in flight past the `u16::MAX` a page's entry counts (a host can have
+    /// that many out to one page; none ever has in practice).
+    more_writes: FxHashMap<u64, u64>,
 }
 
 impl Pages {
     #[inline]
     fn get(&self, page: &u64) -> Option<&Page> {
         let g = self.index.get(page / GROUP)?;
-        Some(&self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen)
+        Some(&self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen())
     }
 
     #[inline]
     fn get_mut(&mut self, page: &u64) -> Option<&mut Page> {
         let g = self.index.get(page / GROUP)?;
-        Some(&mut self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen)
+        Some(&mut self.slab[g as usize][(page % GROUP) as usize]).filter(|p| p.seen())
     }
 
     /// `page`'s entry, a page not seen before if it has none.
@@ -137,11 +155,41 @@ impl Pages {
             }
         };
         let e = &mut self.slab[g as usize][(page % GROUP) as usize];
-        if !e.seen {
-            e.seen = true;
+        if !e.seen() {
+            e.filled = 0;
             self.seen += 1;
         }
         e
+    }
+
+    /// A host write of tracked `page` goes out.
+    fn write_out(&mut self, page: u64) {
+        let p = self.get_mut(&page).expect("a page written is tracked");
+        match p.writes.checked_add(1) {
+            Some(n) => p.writes = n,
+            None => *self.more_writes.entry(page).or_default() += 1,
+        }
+    }
+
+    /// A host write of tracked `page` is back.
+    fn write_back(&mut self, page: u64) {
+        // The slab borrowed by field, beside `more_writes`.
+        let g = self
+            .index
+            .get(page / GROUP)
+            .expect("a page written is tracked");
+        let p = &mut self.slab[g as usize][(page % GROUP) as usize];
+        debug_assert!(p.seen());
+        if p.writes == u16::MAX {
+            if let Some(n) = self.more_writes.get_mut(&page) {
+                *n -= 1;
+                if *n == 0 {
+                    self.more_writes.remove(&page);
+                }
+                return;
+            }
+        }
+        p.writes -= 1;
     }
 
     /// Pages seen.
@@ -155,7 +203,7 @@ impl Pages {
     }
 
     fn values_mut(&mut self) -> impl Iterator<Item = &mut Page> {
-        self.slab.iter_mut().flatten().filter(|p| p.seen)
+        self.slab.iter_mut().flatten().filter(|p| p.seen())
     }
 }
 
@@ -580,7 +628,7 @@ impl Exces {
             // The rank is the time of the last access (exact in an f64 for 104 days of
             // nanoseconds; ties are broken by page number in the top-k set).
             e.ranker.rank = now as f64;
-        } else if !e.ranker.access(q, decay) {
+        } else if !e.ranker.access(&mut e.filled, q, decay) {
             return;
         }
         let (new, was_in, mapped) = (e.ranker.rank, e.in_topk, e.slot != NO_SLOT);
@@ -850,7 +898,7 @@ impl Exces {
                         self.c.absorbed_writes += 1;
                         self.map(page, s, true);
                         self.slots[s as usize].filling = true;
-                        self.pages.get_mut(&page).expect("tracked").writes += 1;
+                        self.pages.write_out(page);
                         let io = self.to_slot(sub, s);
                         return self.submit_flash(io, out);
                     }
@@ -859,7 +907,7 @@ impl Exces {
                 if !whole {
                     self.c.partial_write_misses += 1;
                 }
-                self.pages.get_mut(&page).expect("tracked").writes += 1;
+                self.pages.write_out(page);
             } else {
                 self.c.read_misses += 1;
                 self.read_ahead(now, page);
@@ -891,7 +939,7 @@ impl Exces {
                 if write {
                     self.c.write_hits += 1;
                     self.set_dirty(slot);
-                    self.pages.get_mut(&page).expect("tracked").writes += 1;
+                    self.pages.write_out(page);
                 } else {
                     self.c.read_hits += 1;
                 }
@@ -911,7 +959,7 @@ impl Exces {
             }
             Some(m) => {
                 self.stop_move(slot);
-                self.pages.get_mut(&page).expect("tracked").writes += 1;
+                self.pages.write_out(page);
                 let paper_rule = whole && !m.writing;
                 match (m.dir, paper_rule) {
                     // To the destination (the disk). Until it is there the ECD copy is
@@ -1657,12 +1705,8 @@ impl Exces {
                 self.disk_unflushed = true;
                 // One page, or a run of missed pages merged into one disk write.
                 for page in io.offset / PAGE..io.end().div_ceil(PAGE) {
-                    let p = self
-                        .pages
-                        .get_mut(&page)
-                        .expect("a page written is tracked");
-                    p.writes -= 1;
-                    let slot = p.slot;
+                    self.pages.write_back(page);
+                    let slot = self.pages[&page].slot;
                     if slot != NO_SLOT
                         && self.slots[slot as usize]
                             .moving
@@ -1680,8 +1724,8 @@ impl Exces {
             if io.op == Op::Write {
                 self.ecd_unflushed |= done.status == Status::Ok;
                 let s = self.slots[slot as usize];
-                if let Some(p) = self.pages.get_mut(&s.page) {
-                    p.writes -= 1;
+                if self.pages.get(&s.page).is_some() {
+                    self.pages.write_back(s.page);
                 }
                 if s.filling {
                     self.slots[slot as usize].filling = false;

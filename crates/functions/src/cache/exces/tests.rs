@@ -17,24 +17,46 @@ fn the_rankers_decay_by_hand() {
     // Quanta of 10 s, half-life 20 s: h = 2 quanta, an access in quantum q weighs 2^(q/2).
     let d = Decay::new(10 * S, 20 * S);
     assert_eq!(d.quantum_of(39 * S), 3);
-    let mut r = PageRanker::default();
+    let (mut r, mut filled) = (PageRanker::default(), 0);
     // Accesses in quanta 0, 0, 2: nothing folded yet (last_acc holds 3 of 4).
-    assert!(!r.access(0, &d));
-    assert!(!r.access(0, &d));
-    assert!(!r.access(2, &d));
-    assert_eq!((r.rank, r.pending()), (0.0, 3));
+    assert!(!r.access(&mut filled, 0, &d));
+    assert!(!r.access(&mut filled, 0, &d));
+    assert!(!r.access(&mut filled, 2, &d));
+    assert_eq!((r.rank, filled), (0.0, 3));
     // The fourth, in quantum 4, folds: 1 + 1 + 2 + 4 = 8.
-    assert!(r.access(4, &d));
-    assert_eq!((r.rank, r.pending()), (8.0, 0));
+    assert!(r.access(&mut filled, 4, &d));
+    assert_eq!((r.rank, filled), (8.0, 0));
     // Seen from quantum 4 that is the paper's decayed sum: 8 / 2^(4/2) = 2 =
     // 2^-2 + 2^-2 + 2^-1 + 2^0 (each access halved per 2 quanta of age).
     assert_eq!(r.rank / d.weight(4), 0.25 + 0.25 + 0.5 + 1.0);
     // A page with the same four accesses one quantum each later ranks √2 higher.
-    let mut later = PageRanker::default();
+    let (mut later, mut filled) = (PageRanker::default(), 0);
     for q in [1, 1, 3, 5] {
-        later.access(q, &d);
+        later.access(&mut filled, q, &d);
     }
     assert!((later.rank / r.rank - 2f64.sqrt()).abs() < 1e-12);
+}
+
+#[test]
+fn a_pages_writes_in_flight_are_counted_past_its_entrys_u16() {
+    // The entry counts 65,535 host writes out; the rest are counted beside it, and every
+    // one must come back before the page reads as having none out.
+    let mut pages = Pages::default();
+    pages.entry(7);
+    let n = u16::MAX as u64 + 3;
+    for _ in 0..n {
+        pages.write_out(7);
+    }
+    assert_eq!((pages[&7].writes, pages.more_writes[&7]), (u16::MAX, 3));
+    for k in 0..n {
+        assert!(pages[&7].writes > 0, "after {k} of {n} came back");
+        pages.write_back(7);
+    }
+    assert_eq!(pages[&7].writes, 0);
+    assert!(pages.more_writes.is_empty());
+    // A neighbour in the same group is untouched, and unseen.
+    assert!(pages.get(&6).is_none());
+    assert_eq!(pages.len(), 1);
 }
 
 #[test]
