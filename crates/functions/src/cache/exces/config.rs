@@ -89,9 +89,10 @@ struct Keys {
 }
 
 /// The most ECD pages a layer manages: 2^23 pages of 4 KiB is 32 GiB of flash, whose map
-/// takes about 400 MiB of memory (the layer's per-ECD-page state is ~48 B) and whose
-/// on-flash log (two 64 MiB snapshots and its journal) stays within the metadata
-/// facility's 256 MiB region; the bound keeps a config from allocating more.
+/// takes about 320 MiB of memory (the layer's per-ECD-page state is ~40 B: a 32-byte slot
+/// and its logged entry) and whose on-flash log (two 64 MiB snapshots and its journal)
+/// stays within the metadata facility's 256 MiB region; the bound keeps a config from
+/// allocating more.
 pub const MAX_CACHE_PAGES: u64 = 1 << 23;
 /// The most copies a reconfiguration keeps in flight.
 pub const MAX_DEPTH: u64 = 1024;

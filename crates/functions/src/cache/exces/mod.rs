@@ -221,22 +221,58 @@ enum Dir {
     DiskToEcd,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A page's move between the devices: 8 bytes (its flags in one byte), so that with it a
+/// [`Slot`] is 32 and never straddles a cache line (the slot's load is most of routing a
+/// hit once the slots outgrow the first-level cache).
+#[derive(Clone, Copy, Debug)]
 struct Move {
     dir: Dir,
-    /// The copy's write is out (its read came back).
-    writing: bool,
-    /// A foreground write stopped it: its remaining steps are dropped.
-    stopped: bool,
-    /// The copy's I/O is out (the move ends when it and any handoff are back).
-    copy_out: bool,
-    /// A foreground write went to the destination (the disk) while the page stays mapped
-    /// (reads go on to the origin): the generation it superseded. The entry goes when
-    /// that write is on the disk, unless the page was written again meanwhile.
-    handoff: Option<u32>,
+    /// `WRITING`, `STOPPED`, `COPY_OUT`, `HANDOFF` below.
+    flags: u8,
+    /// With `HANDOFF`: the generation the handing-off write superseded.
+    superseded: u32,
 }
 
-/// One ECD page and its indirection-map entry.
+impl Move {
+    /// The copy's write is out (its read came back).
+    const WRITING: u8 = 1;
+    /// A foreground write stopped it: its remaining steps are dropped.
+    const STOPPED: u8 = 2;
+    /// The copy's I/O is out (the move ends when it and any handoff are back).
+    const COPY_OUT: u8 = 4;
+    /// A foreground write went to the destination (the disk) while the page stays mapped
+    /// (reads go on to the origin), superseding generation `superseded`. The entry goes
+    /// when that write is on the disk, unless the page was written again meanwhile.
+    const HANDOFF: u8 = 8;
+
+    /// A move starting: its copy's read goes out.
+    fn new(dir: Dir) -> Move {
+        Move {
+            dir,
+            flags: Move::COPY_OUT,
+            superseded: 0,
+        }
+    }
+
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    /// The generation a handing-off write superseded, if one is out.
+    fn handoff(&self) -> Option<u32> {
+        self.has(Move::HANDOFF).then_some(self.superseded)
+    }
+}
+
+/// One ECD page and its indirection-map entry (32 bytes).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The disk page mapped here, or `NO_PAGE`.
@@ -257,6 +293,8 @@ struct Slot {
     /// Unmapped but still mapped by the log: free once an unmap record is durable.
     retiring: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 32);
 
 impl Slot {
     const FREE: Slot = Slot {
@@ -922,7 +960,7 @@ impl Exces {
             self.waiting.entry(slot).or_default().push(sub);
             return;
         }
-        if write && s.moving.is_some_and(|m| m.handoff.is_some()) {
+        if write && s.moving.is_some_and(|m| m.has(Move::HANDOFF)) {
             // An earlier write is taking the page over to the disk. Written to the ECD page
             // instead, this one would keep the page mapped there, with data the ECD may not
             // have made durable yet, while the log maps the page there: a crash would then
@@ -934,7 +972,7 @@ impl Exces {
             self.handing_over.entry(slot).or_default().push(sub);
             return;
         }
-        match s.moving.filter(|m| !m.stopped) {
+        match s.moving.filter(|m| !m.has(Move::STOPPED)) {
             None => {
                 if write {
                     self.c.write_hits += 1;
@@ -960,7 +998,7 @@ impl Exces {
             Some(m) => {
                 self.stop_move(slot);
                 self.pages.write_out(page);
-                let paper_rule = whole && !m.writing;
+                let paper_rule = whole && !m.has(Move::WRITING);
                 match (m.dir, paper_rule) {
                     // To the destination (the disk). Until it is there the ECD copy is
                     // what reads may see (the write is in flight), so the entry stays
@@ -970,7 +1008,8 @@ impl Exces {
                         let s = &mut self.slots[slot as usize];
                         let gen = s.gen;
                         if let Some(m) = &mut s.moving {
-                            m.handoff = Some(gen);
+                            m.set(Move::HANDOFF, true);
+                            m.superseded = gen;
                         }
                         self.submit_disk(sub, out);
                     }
@@ -1078,7 +1117,7 @@ impl Exces {
 
     fn stop_move(&mut self, slot: u32) {
         if let Some(m) = &mut self.slots[slot as usize].moving {
-            m.stopped = true;
+            m.set(Move::STOPPED, true);
         }
     }
 
@@ -1190,13 +1229,7 @@ impl Exces {
                 if !movable {
                     continue;
                 }
-                self.slots[slot as usize].moving = Some(Move {
-                    dir: Dir::EcdToDisk,
-                    writing: false,
-                    stopped: false,
-                    copy_out: true,
-                    handoff: None,
-                });
+                self.slots[slot as usize].moving = Some(Move::new(Dir::EcdToDisk));
                 let read = self.copier.start(CopyJob {
                     tag: TAG_MOVE << 32 | slot as u64,
                     from_dev: self.flash,
@@ -1241,13 +1274,7 @@ impl Exces {
                 };
                 // Algorithm 2, lines 2–3: the entry first, clean, then the copy.
                 self.map(page, slot, false);
-                self.slots[slot as usize].moving = Some(Move {
-                    dir: Dir::DiskToEcd,
-                    writing: false,
-                    stopped: false,
-                    copy_out: true,
-                    handoff: None,
-                });
+                self.slots[slot as usize].moving = Some(Move::new(Dir::DiskToEcd));
                 let read = self.copier.start(CopyJob {
                     tag: TAG_MOVE << 32 | slot as u64,
                     from_dev: self.disk,
@@ -1274,7 +1301,7 @@ impl Exces {
         let m = self.slots[slot as usize]
             .moving
             .expect("a move of this page");
-        if !m.stopped {
+        if !m.has(Move::STOPPED) {
             match (m.dir, status) {
                 // Algorithm 2, line 7: the entry goes after the copy.
                 (Dir::EcdToDisk, Status::Ok) => {
@@ -1291,7 +1318,7 @@ impl Exces {
                 (Dir::DiskToEcd, _) => self.unmap(slot),
             }
         }
-        if m.handoff.is_none() {
+        if !m.has(Move::HANDOFF) {
             self.end_move(now, slot, out);
         }
     }
@@ -1301,8 +1328,9 @@ impl Exces {
     fn handoff_done(&mut self, now: Nanos, slot: u32, status: Status, out: &mut Actions) {
         let s = &mut self.slots[slot as usize];
         let m = s.moving.as_mut().expect("a move of this page");
-        let superseded = m.handoff.take().expect("a handoff");
-        let copy_out = m.copy_out;
+        let superseded = m.handoff().expect("a handoff");
+        m.set(Move::HANDOFF, false);
+        let copy_out = m.has(Move::COPY_OUT);
         if status == Status::Ok && s.gen == superseded {
             self.c.race_handoffs += 1;
             self.unmap(slot);
@@ -1710,7 +1738,7 @@ impl Exces {
                     if slot != NO_SLOT
                         && self.slots[slot as usize]
                             .moving
-                            .is_some_and(|m| m.handoff.is_some())
+                            .is_some_and(|m| m.has(Move::HANDOFF))
                     {
                         self.handoff_done(now, slot, done.status, out);
                     }
@@ -1966,12 +1994,12 @@ impl Function for Exces {
                         .moving
                         .as_mut()
                         .expect("a move of this page");
-                    if m.stopped {
-                        m.copy_out = false;
+                    if m.has(Move::STOPPED) {
+                        m.set(Move::COPY_OUT, false);
                         self.copier.abandon(&w, out);
                         return self.move_done(now, slot, Status::Ok, out);
                     }
-                    m.writing = true;
+                    m.set(Move::WRITING, true);
                 }
                 if w.dev == self.flash {
                     self.submit_flash(w, out);
@@ -1982,7 +2010,7 @@ impl Function for Exces {
             CopyStep::Done { status, .. } => {
                 if kind == TAG_MOVE {
                     if let Some(m) = &mut self.slots[slot as usize].moving {
-                        m.copy_out = false;
+                        m.set(Move::COPY_OUT, false);
                     }
                     self.move_done(now, slot, status, out);
                 } else {
