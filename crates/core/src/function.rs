@@ -234,12 +234,13 @@ pub trait Function: Send {
     /// with `[run] unload = true` ends). No host request follows; requests already in
     /// flight have been answered. A function finishes here what must be on its devices when
     /// the stack goes away — a write-back cache writes its dirty data back to the origin —
-    /// with its own I/O as usual. Called once, top down, each layer once no device I/O is
-    /// out (what the layers above sent for their unload has gone through it); the executor
-    /// keeps running the stack until the last layer's I/O is done (or its time for the
-    /// unload runs out). From then on the layer hears completions of its I/O but no timers:
-    /// work that needs a timer to go on is left as a crash would leave it. Default: nothing
-    /// to do.
+    /// with its own I/O as usual. Called once, top down, each layer once the layers above
+    /// it have no I/O out (what they sent for their unload has gone through it); the
+    /// layer's own I/O sent before may still be out, and its completions still come. The
+    /// executor keeps running the stack until the last layer's I/O is done (or its time for
+    /// the unload runs out). From then on the layer hears completions of its I/O but no
+    /// timers: work that needs a timer to go on is left as a crash would leave it. Default:
+    /// nothing to do.
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         let _ = (now, out);
     }

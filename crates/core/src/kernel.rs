@@ -428,6 +428,13 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         self.hosts.inflight.iter().filter(|h| h.is_some()).count()
     }
 
+    /// The oldest host request in flight: its id and arrival time.
+    pub fn oldest_waiting(&self) -> Option<(u64, Nanos)> {
+        // The table's front entry is always one in flight.
+        let (arrival, _) = self.hosts.inflight.front()?.as_ref()?;
+        Some((self.hosts.base, *arrival))
+    }
+
     /// No host request in flight?
     #[inline]
     pub fn idle(&self) -> bool {
@@ -478,14 +485,14 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     }
 
     /// A clean unload, step by step: the host has detached, and each layer's `on_stop` runs
-    /// top down, each once no device I/O is out (the layers above it have finished what
-    /// their own unload sent, through it). Returns true once every layer has stopped and no
-    /// device I/O is out. The executor calls it when the host detaches and again whenever
-    /// [`device_io_out`](Self::device_io_out) may have fallen to zero, until it is true.
+    /// top down, each once the layers above it have no I/O out (what their own unload sent
+    /// has gone through it: [`Stack::stop_next`]). Returns true once every layer has stopped
+    /// and no device I/O is out. The executor calls it when the host detaches and again
+    /// after every completion, until it is true.
     pub fn stop(&mut self, stack: &mut Stack, now: Nanos) -> Result<bool, String> {
-        while self.device_out == 0 {
+        while stack.stopped_drained() {
             if !stack.stop_next(now, self) {
-                return Ok(true);
+                return Ok(self.device_out == 0);
             }
             self.settle(stack, now)?;
         }

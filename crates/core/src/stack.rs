@@ -176,18 +176,23 @@ pub struct Stack {
     regions: Vec<Region>,
     /// Layers whose `on_stop` ran (a clean unload goes top down, [`Stack::stop_next`]).
     stopped: usize,
+    /// Per layer, the I/Os it sent down whose replies have not come back to it (what a
+    /// clean unload waits for before it stops the next layer).
+    out: Vec<u64>,
 }
 
 impl Stack {
     /// `layers[0]` faces the host; the last layer faces the devices. An empty stack passes
     /// host I/O straight to device `io.dev`.
     pub fn new(layers: Vec<Box<dyn Function>>) -> Stack {
+        let n = layers.len();
         Stack {
             layers,
             work: VecDeque::new(),
             acts: Actions::new(),
             regions: Vec::new(),
             stopped: 0,
+            out: vec![0; n],
         }
     }
 
@@ -221,6 +226,11 @@ impl Stack {
         self.layers.len()
     }
 
+    /// How many layers a clean unload has stopped so far ([`Stack::stop_next`]).
+    pub fn stopped(&self) -> usize {
+        self.stopped
+    }
+
     pub fn is_empty(&self) -> bool {
         self.layers.is_empty()
     }
@@ -245,9 +255,14 @@ impl Stack {
 
     /// The next step of a clean unload: the `on_stop` of the topmost layer not yet
     /// stopped, its actions carried out; false if every layer has stopped. The executor
-    /// ([`crate::kernel::Kernel::stop`]) calls it once the layers above are done: a layer
-    /// stopped before them would not see the write-backs they send it (two write-back
-    /// caches stacked on one disk: the lower one's dirty pages would stay behind).
+    /// ([`crate::kernel::Kernel::stop`]) calls it once the layers stopped so far have no I/O
+    /// out ([`Stack::stopped_drained`]): a layer stopped before them would not see the
+    /// write-backs they send it (two write-back caches stacked on one disk: the lower
+    /// one's dirty pages would stay behind). Its own I/O, and that of the layers below it,
+    /// may still be out: the layer finishes it, hearing completions but no more timers.
+    /// (Waiting for every device I/O to be done let a layer whose background work never
+    /// pauses hold the unload back for ever: PARAID re-trying copies that fail at every
+    /// utilization sample, swarm seed 142,535.)
     pub fn stop_next<E: Effects + ?Sized>(&mut self, now: Nanos, fx: &mut E) -> bool {
         let layer = self.stopped;
         if layer == self.layers.len() {
@@ -256,6 +271,12 @@ impl Stack {
         self.stopped += 1;
         self.call_layer(layer, now, fx, |f, now, out| f.on_stop(now, out));
         true
+    }
+
+    /// The layers stopped so far have no I/O out (nothing they sent down, for their unload
+    /// or before it, is still on its way back to them).
+    pub fn stopped_drained(&self) -> bool {
+        self.out[..self.stopped].iter().all(|&n| n == 0)
     }
 
     /// `call` on every layer, top down, each layer's actions carried out before the next.
@@ -390,6 +411,8 @@ impl Stack {
         fx: &mut E,
     ) {
         self.acts.clear();
+        // Saturating: a layer answering twice is the kernel's to report, not a panic here.
+        self.out[l] = self.out[l].saturating_sub(1);
         self.layers[l].on_completion(now, done, &mut self.acts);
         self.route(l, now, fx);
     }
@@ -402,6 +425,7 @@ impl Stack {
         for a in self.acts.as_slice() {
             match a {
                 Action::Submit(io) => {
+                    self.out[layer] += 1;
                     if layer == bottom {
                         fx.submit(now, io);
                     } else {

@@ -29,7 +29,7 @@ pub mod tables;
 
 pub use assemble::{assemble, Assembly, Opener};
 pub use config::RunConfig;
-pub use sim::{Host, HostRequest, NullSink, RunSink, SimOutcome, Simulator, Unload};
+pub use sim::{Host, HostRequest, NullSink, RunSink, SimOutcome, Simulator, Unload, STALL_LIMIT};
 pub use summary::Summary;
 pub use wattio_functions::registry::Registry;
 

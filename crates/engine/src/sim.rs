@@ -230,7 +230,16 @@ pub struct Simulator<O: DataObserver = NoObserver> {
     observer: O,
     start: Nanos,
     unload: bool,
+    stall: Nanos,
 }
+
+/// How long the run may go on, in simulated time, once the trace is exhausted, with a host
+/// request unanswered since the last reply or arrival, or with the unload unfinished since
+/// it began: past it, the run is an error instead of a run that never ends (a function
+/// holding a request while a timer of its re-arms forever; a function whose I/O never
+/// stops). A day: no device answers that late, and a cache of a terabyte writes back in
+/// hours.
+pub const STALL_LIMIT: Nanos = 86_400 * 1_000_000_000;
 
 /// The simulator's side of the [`Kernel`]: virtual time (the event heap) and where a
 /// run's records go. `CLOSED`: replies are also kept for a closed [`Host`].
@@ -249,6 +258,7 @@ impl Simulator {
             observer: NoObserver,
             start: 0,
             unload: false,
+            stall: STALL_LIMIT,
         }
     }
 }
@@ -263,18 +273,25 @@ impl<O: DataObserver> Simulator<O> {
             observer,
             start: self.start,
             unload: self.unload,
+            stall: self.stall,
         }
     }
 
     /// End the run with a clean unload (`[run] unload`), as the live server ends a session:
     /// at the run's end — the trace exhausted, the host's last request replied, the minimum
     /// end (a workload's duration) reached — the host detaches
-    /// ([`Kernel::stop`]: every layer's `on_stop`, top down, each once the device I/O of
-    /// those above is done — e.g. a write-back cache writing its dirty pages back), and the
+    /// ([`Kernel::stop`]: every layer's `on_stop`, top down, each once the I/O of those
+    /// above is done — e.g. a write-back cache writing its dirty pages back), and the
     /// run goes on until the last layer's is done. Its time and energy count in the run.
     /// Off by default: the papers measure a trace, not the teardown after it.
     pub fn unloading(self, unload: bool) -> Simulator<O> {
         Simulator { unload, ..self }
+    }
+
+    /// Bound the simulated time a run may take past its trace with a host request
+    /// unanswered or its unload unfinished ([`STALL_LIMIT`] by default).
+    pub fn stall_limit(self, stall: Nanos) -> Simulator<O> {
+        Simulator { stall, ..self }
     }
 
     /// Start the run at `start` instead of 0: the part of a run after a crash, with the
@@ -344,6 +361,7 @@ impl<O: DataObserver> Simulator<O> {
         let mut now: Nanos = self.start;
         k.start(&mut stack, now)?;
         let mut issued: u64 = 0;
+        let mut last_arrival = now;
         let mut unload: Option<Unload> = None;
         // Begun and not finished (every layer stopped, their I/O back).
         let mut unloading = false;
@@ -369,6 +387,7 @@ impl<O: DataObserver> Simulator<O> {
                     ));
                 }
                 now = arrival;
+                last_arrival = arrival;
                 issued += 1;
                 k.request(&mut stack, now, io, ())?;
                 if CLOSED {
@@ -406,11 +425,14 @@ impl<O: DataObserver> Simulator<O> {
             if h > cap {
                 break;
             }
+            if next_at.is_none() && (unloading || !k.idle()) {
+                stalled(&k, &stack, h, self.stall, last_arrival, unload.as_ref())?;
+            }
             let ev = k.executor_mut().heap.pop().expect("peeked");
             now = ev.at;
             k.fire(&mut stack, now, ev.key(), ev.kind)?;
-            if unloading && k.device_io_out() == 0 {
-                // The layers stopped so far are done: the next one stops (`Kernel::stop`).
+            if unloading {
+                // The layers stopped so far may be done: the next one stops (`Kernel::stop`).
                 unloading = !unload_step(&mut k, &mut stack, now)?;
                 if let Some(u) = unload.as_mut().filter(|_| !unloading) {
                     u.done = now;
@@ -455,6 +477,44 @@ impl<O: DataObserver> Simulator<O> {
             unload,
         })
     }
+}
+
+/// The trace is over and the run goes on at `h`: an error if a host request has waited,
+/// or the unload gone on, for `limit` of simulated time (since the last arrival or reply,
+/// or since the unload began).
+fn stalled<X: Executor, O: DataObserver>(
+    k: &Kernel<X, O>,
+    stack: &Stack,
+    h: Nanos,
+    limit: Nanos,
+    last_arrival: Nanos,
+    unload: Option<&Unload>,
+) -> Result<(), String> {
+    let s = |t: Nanos| t as f64 / 1e9;
+    if let Some((id, arrival)) = k.oldest_waiting() {
+        let since = last_arrival.max(k.last_completion());
+        if h > since.saturating_add(limit) {
+            return Err(format!(
+                "host request {id} (arrived at {:.3} s) is still unanswered at {:.3} s of simulated time, {:.0} s after the last request or reply: a function holds it and the run would never end (a timer of its re-arming forever?)",
+                s(arrival),
+                s(h),
+                s(limit)
+            ));
+        }
+    }
+    if let Some(u) = unload {
+        if h > u.started.saturating_add(limit) {
+            return Err(format!(
+                "the clean unload begun at {:.3} s is not done at {:.3} s of simulated time ({} device I/O(s) out, {} of {} layer(s) stopped): a function keeps sending I/O and the run would never end",
+                s(u.started),
+                s(h),
+                k.device_io_out(),
+                stack.stopped(),
+                stack.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A step of the unload ([`Kernel::stop`]), kept out of the event loop's line: it runs a

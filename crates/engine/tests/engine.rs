@@ -15,3 +15,4 @@ mod observer;
 mod paraid_crash;
 mod probe;
 mod trace_input;
+mod unload;

@@ -536,23 +536,18 @@ impl Session {
         loop {
             let (done, out) = {
                 let mut g = lock(&self.shared.core);
+                let now = self.shared.now();
+                let c = &mut *g;
+                let r = c.kernel.stop(&mut c.stack, now);
+                // An error is the session's fault (reported at the end): nothing more of
+                // the unload can be trusted to finish.
+                let done = r.as_ref().map_or(true, |&d| d);
+                c.check(r.map(|_| ()));
+                let outbox = g.outbox();
                 let out = g.kernel.device_io_out();
-                if out > 0 {
-                    (false, out)
-                } else {
-                    let now = self.shared.now();
-                    let c = &mut *g;
-                    let r = c.kernel.stop(&mut c.stack, now);
-                    // An error is the session's fault (reported at the end): nothing more
-                    // of the unload can be trusted to finish.
-                    let done = r.as_ref().map_or(true, |&d| d);
-                    c.check(r.map(|_| ()));
-                    let outbox = g.outbox();
-                    let out = g.kernel.device_io_out();
-                    drop(g);
-                    self.shared.dispatch(outbox, false);
-                    (done, out)
-                }
+                drop(g);
+                self.shared.dispatch(outbox, false);
+                (done, out)
             };
             if done {
                 return Ok(Unload {
