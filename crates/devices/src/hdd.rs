@@ -228,13 +228,17 @@ impl Buffer {
         };
         let end = uhi.min(hi.max(lo.saturating_add(seg)));
         let start = ulo.max(end.saturating_sub(seg));
+        let (old_lo, old_hi) = (self.lo[i], self.hi[i]);
+        self.lo[i] = start;
+        self.hi[i] = end;
+        self.touch(i);
         if scan.join >= self.lo.len() {
             // Nothing touches the request (`from == to`): the LRU segment's new run goes in
             // at `from`, and its old run, if it held one, leaves the order elsewhere — one
             // shift of the runs between (the common case of a random workload).
             debug_assert_eq!(from, to);
-            let at = if self.lo[i] < self.hi[i] {
-                let p = self.ends.partition_point(|&b| b < self.hi[i]);
+            let at = if old_lo < old_hi {
+                let p = self.ends.partition_point(|&b| b < old_hi);
                 debug_assert_eq!(self.order[p] as usize, i);
                 if p < from {
                     self.order.copy_within(p + 1..from, p);
@@ -252,14 +256,8 @@ impl Buffer {
             };
             self.order[at] = i as u16;
             self.ends[at] = end;
-            self.lo[i] = start;
-            self.hi[i] = end;
-            self.touch(i);
             return;
         }
-        self.lo[i] = start;
-        self.hi[i] = end;
-        self.touch(i);
         // The touched stretch of the order, rewritten: the other runs there lose the
         // request's range (emptied ones leave), and segment `i`'s new run takes its place
         // by address. It stays between the runs before the stretch (ending before `lo`
