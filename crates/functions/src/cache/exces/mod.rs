@@ -171,25 +171,26 @@ impl Pages {
         }
     }
 
-    /// A host write of tracked `page` is back.
-    fn write_back(&mut self, page: u64) {
+    /// A host write of `page` is back: its slot, or `None` if the page is not tracked
+    /// (one lookup for the caller that wants the slot too).
+    fn write_back(&mut self, page: u64) -> Option<u32> {
         // The slab borrowed by field, beside `more_writes`.
-        let g = self
-            .index
-            .get(page / GROUP)
-            .expect("a page written is tracked");
+        let g = self.index.get(page / GROUP)?;
         let p = &mut self.slab[g as usize][(page % GROUP) as usize];
-        debug_assert!(p.seen());
+        if !p.seen() {
+            return None;
+        }
         if p.writes == u16::MAX {
             if let Some(n) = self.more_writes.get_mut(&page) {
                 *n -= 1;
                 if *n == 0 {
                     self.more_writes.remove(&page);
                 }
-                return;
+                return Some(p.slot);
             }
         }
         p.writes -= 1;
+        Some(p.slot)
     }
 
     /// Pages seen.
@@ -1733,8 +1734,10 @@ impl Exces {
                 self.disk_unflushed = true;
                 // One page, or a run of missed pages merged into one disk write.
                 for page in io.offset / PAGE..io.end().div_ceil(PAGE) {
-                    self.pages.write_back(page);
-                    let slot = self.pages[&page].slot;
+                    let slot = self
+                        .pages
+                        .write_back(page)
+                        .expect("a page written is tracked");
                     if slot != NO_SLOT
                         && self.slots[slot as usize]
                             .moving
@@ -1752,9 +1755,8 @@ impl Exces {
             if io.op == Op::Write {
                 self.ecd_unflushed |= done.status == Status::Ok;
                 let s = self.slots[slot as usize];
-                if self.pages.get(&s.page).is_some() {
-                    self.pages.write_back(s.page);
-                }
+                // Nothing to count for a page not tracked.
+                self.pages.write_back(s.page);
                 if s.filling {
                     self.slots[slot as usize].filling = false;
                     if done.status != Status::Ok {

@@ -50,12 +50,17 @@ fn a_pages_writes_in_flight_are_counted_past_its_entrys_u16() {
     assert_eq!((pages[&7].writes, pages.more_writes[&7]), (u16::MAX, 3));
     for k in 0..n {
         assert!(pages[&7].writes > 0, "after {k} of {n} came back");
-        pages.write_back(7);
+        assert_eq!(pages.write_back(7), Some(NO_SLOT));
     }
     assert_eq!(pages[&7].writes, 0);
     assert!(pages.more_writes.is_empty());
     // A neighbour in the same group is untouched, and unseen.
     assert!(pages.get(&6).is_none());
+    assert_eq!(
+        pages.write_back(6),
+        None,
+        "an untracked page's write counts nothing"
+    );
     assert_eq!(pages.len(), 1);
 }
 
