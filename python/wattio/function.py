@@ -36,7 +36,9 @@ class Function:
         """A clean unload (the live server shuts down, or a simulated run with
         ``[run] unload = true`` ends): no request follows; submit what must reach the
         devices before the stack goes away (the executor waits for it, then unloads the
-        layers below)."""
+        layers below). Called once the layers above have no I/O out; this layer's own
+        I/O sent before may still be out (its completions still come), and no timer
+        fires from now on."""
 
     def on_request(self, now: int, io, out) -> None:
         """A request from above. The default passes it down unchanged."""
