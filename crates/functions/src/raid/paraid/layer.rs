@@ -187,6 +187,8 @@ struct Counters {
     copies: u64,
     copy_errors: u64,
     abandoned: u64,
+    /// Chunks a full synchronization left replica-newer, their copies failed.
+    sync_left_failed: u64,
     clean_rounds: u64,
     clean_round_errors: u64,
     /// Time between full-synchronization upshifts' decisions and their switches.
@@ -764,10 +766,26 @@ impl Paraid {
         }
         if let Some((r, since)) = self.rising {
             // Synchronized when no copy is out and no arriving disk's replica is newer (a
-            // host write meanwhile went to the replica: another round).
+            // host write meanwhile went to the replica: another round) — but for chunks
+            // whose copy failed since the last sample: they stay replica-newer, served
+            // from the replica and re-tried after the switch as on demand. Waiting for
+            // them would keep the array in the low gear for as long as the error lasts.
             let arriving = self.leaving(r, self.gear);
-            let synced = self.copying.is_empty() && self.dirty.count(arriving, Side::Replica) == 0;
+            let left = self.dirty.count(arriving.clone(), Side::Replica);
+            let failed = if left > 0 && self.copying.is_empty() {
+                let dirty = &self.dirty;
+                self.failed
+                    .iter()
+                    .filter(|&&k| {
+                        arriving.contains(&k.0) && dirty.side_of(k) == Some(Side::Replica)
+                    })
+                    .count() as u64
+            } else {
+                0
+            };
+            let synced = self.copying.is_empty() && failed == left;
             if synced {
+                self.counters.sync_left_failed += failed;
                 self.rising = None;
                 self.counters.sync_ns += now.saturating_sub(since);
                 self.counters.upshifts += 1;
@@ -1162,6 +1180,7 @@ impl Function for Paraid {
             ("propagation_copies", c.copies as f64),
             ("propagation_errors", c.copy_errors as f64),
             ("downshifts_abandoned", c.abandoned as f64),
+            ("upshift_sync_left_failed", c.sync_left_failed as f64),
             ("clean_rounds", c.clean_rounds as f64),
             ("clean_round_errors", c.clean_round_errors as f64),
             ("upshift_sync_s", c.sync_ns as f64 / 1e9),

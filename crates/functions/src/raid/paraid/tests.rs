@@ -316,6 +316,50 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
     settle(&mut h, 2 * NS_PER_S, held);
 }
 
+/// A full synchronization whose copy fails does not wait for it: the chunk stays
+/// replica-newer (served from the replica) and is re-tried at the next sample, in the high
+/// gear. Before, the upshift waited for the copy, re-tried at every sample, for as long as
+/// the error lasted (swarm seed 142,535: a medium error on the arriving disk, for ever).
+#[test]
+fn a_full_synchronization_whose_copy_fails_switches_and_leaves_the_chunk_on_the_replica() {
+    // RAID-0 {1,2} as above, upshifting by full synchronization.
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.full_sync = true;
+    let mut h = array(p);
+    h.start(0);
+    let held = h.request(0, host(1, Op::Read, 0, 1));
+    let a = h.request(0, host(2, Op::Write, 1, 1));
+    settle(&mut h, 1, a);
+    let a = h.timer(NS_PER_S, 0);
+    assert_eq!(shape(&a), vec![(0, base, Op::Read, -1, false)]);
+    let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+    // The copy's write to the arriving disk fails: nothing else is left to copy.
+    let later = NS_PER_S + NS_PER_S / 2;
+    let c = h.complete(later, submitted(&c)[0], Status::IoError);
+    assert!(shape(&c).is_empty(), "not re-tried before the next sample");
+    assert_eq!(h.function().gear(), 1, "switched without the chunk");
+    assert_eq!(h.counter("upshifts"), 1.0);
+    assert_eq!(h.counter("upshift_sync_s"), 0.5);
+    assert_eq!(h.counter("upshift_sync_left_failed"), 1.0);
+    assert_eq!(h.counter("propagation_errors"), 1.0);
+    assert_eq!(h.function().dirty()[&(1, 0)].side, Side::Replica);
+    // High gear: block 1 is still read from the replica, not from disk 1.
+    let r = h.request(later, host(3, Op::Read, 1, 1));
+    assert_eq!(shape(&r), vec![(0, base, Op::Read, 0, false)]);
+    // The next sample re-tries the copy.
+    let t = h.timer(2 * NS_PER_S, 0);
+    assert_eq!(shape(&t), vec![(0, base, Op::Read, -1, false)]);
+    let c = h.complete(2 * NS_PER_S, submitted(&t)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+    h.complete(2 * NS_PER_S, submitted(&c)[0], Status::Ok);
+    assert!(h.function().dirty().is_empty());
+    assert_eq!(h.counter("propagation_copies"), 1.0);
+    settle(&mut h, 2 * NS_PER_S, r);
+    settle(&mut h, 2 * NS_PER_S, held);
+}
+
 #[test]
 fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     // RAID-5 {3,4}, left-symmetric: S = 2/3, 1/3 → the soft RAID-5 over disks 0–2 holds
