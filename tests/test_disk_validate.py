@@ -89,6 +89,22 @@ def test_probe_finds_the_zone_table_of_a_drive(capsys):
     assert r["tail"][0] == r["runs"][-1]["last_lba"] + 1
 
 
+def test_probe_scans_a_new_spt_twice_unless_told_the_thesis(capsys):
+    # The catalogue's HP C2247A: eight zones, eight SPTs. In simulation the second scan of
+    # a track always agrees, so each of the eight SPTs costs one track's probes more than
+    # the thesis's single scan; the track runs are the same (docs/functions/geometry-probe.md).
+    def probe(*extra):
+        assert main(["disk", "probe", "--model", "hp-c2247a", "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    two, thesis, one = probe(), probe("--thesis"), probe("--scans", "1")
+    assert (two["probes"], thesis["probes"], one["probes"]) == (42473, 41409, 41409)
+    assert two["runs"] == thesis["runs"] and len(two["runs"]) == 8
+    assert two["disagreed"] == 0
+    assert main(["disk", "probe", "--model", "hp-c2247a", "--scans", "0"]) == 2
+    assert "probe.scans: expected a whole number from 1 to 10, got 0" in capsys.readouterr().err
+
+
 def test_probe_refuses_a_model_without_platters(capsys):
     rc = main(["disk", "probe", "--model", "samsung-870-evo-1tb"])
     assert rc == 2

@@ -52,6 +52,7 @@ def cmd_probe(args) -> int:
         "backtrack": args.backtrack,
         "confirms": args.confirms,
         "retries": args.retries,
+        "scans": args.scans,
         "start_lba": args.start_lba,
         "end_lba": args.end_lba,
         "max_probes": args.max_probes,
@@ -60,9 +61,11 @@ def cmd_probe(args) -> int:
     }
     if args.thesis:
         # The reconstructed algorithm exactly: the previous response as the reference, any
-        # change a candidate, one miss drops it (an explicit --retries still wins).
+        # change a candidate, one miss drops it, one scan measures a track (an explicit
+        # --retries or --scans still wins).
         keys = {"reference": 1, "upward_only": "false", **keys}
         keys["retries"] = 0 if args.retries is None else args.retries
+        keys["scans"] = 1 if args.scans is None else args.scans
     table = "\n".join(f"{k} = {v}" for k, v in keys.items() if v is not None)
     if args.spec:
         table += "\nmechanics = true"
@@ -93,7 +96,7 @@ def cmd_probe(args) -> int:
     secs = report["finished_at_ns"] / 1e9
     print(
         f"\n{report['probes']} probe writes, {report['glitches']} glitches, "
-        f"{report['retried']} retried, "
+        f"{report['retried']} retried, {report['disagreed']} scans disagreed, "
         + (f"{secs:.1f} s of live probing" if report["live"] else f"{secs:.1f} s of simulated probing")
     )
     steps = report["response_steps"]
@@ -174,9 +177,15 @@ def add_commands(sub) -> None:
         help="times a candidate boundary may miss and be timed again (3; the thesis: 0)",
     )
     p.add_argument(
+        "--scans",
+        type=int,
+        help="scans of a track measured sector by sector that must agree (2; the thesis: 1)",
+    )
+    p.add_argument(
         "--thesis",
         action="store_true",
-        help="the thesis's rule: previous response as reference, any change a candidate, no retry",
+        help="the thesis's rule: previous response as reference, any change a candidate, "
+        "no retry, one scan",
     )
     p.add_argument("--settle-us", type=float, help="response jump marking a boundary (500)")
     p.add_argument("--backtrack", type=int, help="sectors to back up to confirm (5)")

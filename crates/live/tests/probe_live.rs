@@ -100,8 +100,8 @@ fn live_probe_over_nbd_finds_the_emulated_drives_track_boundaries() {
     assert_eq!(r.tail.expect("a tail").1, end - 1);
     let got = runs_with_tail(r);
     eprintln!(
-        "live probe of {DRIVE} LBAs {start}..{end} over {uri}: {} probes, {} glitches, {} retried, {:?} wall, response steps {:?}; runs {got:?}",
-        r.probes, r.glitches, r.retried, live.wall, r.response_steps
+        "live probe of {DRIVE} LBAs {start}..{end} over {uri}: {} probes, {} glitches, {} retried, {} scans disagreed, {:?} wall, response steps {:?}; runs {got:?}",
+        r.probes, r.glitches, r.retried, r.disagreed, live.wall, r.response_steps
     );
     assert_eq!(got, want, "live probe vs the model's layout");
     // The wall clock is the probe's clock, and the emulation enforces the model on it: a

@@ -33,6 +33,7 @@ struct Keys {
     retries: Option<u32>,
     upward_only: Option<bool>,
     reference: Option<u32>,
+    scans: Option<u32>,
     start_lba: Option<u64>,
     end_lba: Option<u64>,
     max_probes: Option<u64>,
@@ -84,6 +85,12 @@ impl Params {
             1,
             15,
         )? as u32;
+        let scans = range::count(
+            &p("scans"),
+            k.scans.map_or(d.scans as u64, u64::from),
+            1,
+            10,
+        )? as u32;
         let start_lba = k.start_lba.unwrap_or(0);
         if let Some(end) = k.end_lba {
             if end <= start_lba {
@@ -112,6 +119,7 @@ impl Params {
             retries,
             upward_only: k.upward_only.unwrap_or(d.upward_only),
             reference,
+            scans,
             start_lba,
             end_lba: k.end_lba,
             max_probes,
@@ -166,6 +174,8 @@ mod tests {
             e,
             "f.retries: expected a whole number from 0 to 100, got 101"
         );
+        let e = Params::parse(&table("scans = 0"), "f").unwrap_err();
+        assert_eq!(e, "f.scans: expected a whole number from 1 to 10, got 0");
         let e = Params::parse(&table("sector_bytes = 1000"), "f").unwrap_err();
         assert!(
             e.starts_with("f.sector_bytes: expected a power of two"),

@@ -70,6 +70,14 @@ pub struct Params {
     /// Live, one slow completion raises the previous response enough to hide the next
     /// boundary's rise; a median of 3 shrugs it off.
     pub reference: u32,
+    /// Scans of a track measured sector by sector that must agree before its SPT is taken
+    /// (the thesis: 1); one is enough when it finds the SPT of one of the two runs before
+    /// it (the zone's, around a short track). Live, a late submission can hide a boundary's rise on the one pass
+    /// a scan makes over it, and the scan measures two tracks as one; every skip after it
+    /// lands on a real boundary (twice the SPT is a multiple of it), so nothing later
+    /// catches it. Misses are what jitter does (a false boundary needs `confirms` jumps),
+    /// and two scans missing the same boundary is jitter squared.
+    pub scans: u32,
     pub start_lba: u64,
     /// One past the last LBA to probe (default: the device's end).
     pub end_lba: Option<u64>,
@@ -96,6 +104,7 @@ impl Default for Params {
             retries: 3,
             upward_only: true,
             reference: 3,
+            scans: 2,
             start_lba: 0,
             end_lba: None,
             max_probes: 100_000_000,
@@ -114,6 +123,7 @@ impl Params {
             retries: 0,
             upward_only: false,
             reference: 1,
+            scans: 1,
             ..Params::default()
         }
     }
@@ -150,6 +160,9 @@ pub struct Report {
     pub glitches: u64,
     /// Times a candidate failed to recur and was timed again (`retries`).
     pub retried: u64,
+    /// Scans of a track whose span differed from the scan of it before (`scans`): a
+    /// boundary one of them missed.
+    pub disagreed: u64,
     /// How much consecutive timed responses differ: counts of |Δ| below 10, 50, 100, 250,
     /// 500 and 1000 µs and above (boundaries land in the top buckets; the rest is jitter:
     /// none in simulation, loopback and wake-ups live). What the settle threshold is up
@@ -198,6 +211,9 @@ struct Scan {
     /// First LBA of the track(s) being measured.
     warp_location: u64,
     last_spt: u64,
+    /// The SPT of the run before the last one (0: none): a zone's SPT again after a short
+    /// track (spare or slipped sectors) is a second measurement of it (`Params::scans`).
+    earlier_spt: u64,
     /// The boundary a track before the predicted one, while a skip over ≥ 2 tracks is
     /// being checked there first.
     checkpoint: Option<u64>,
@@ -205,6 +221,9 @@ struct Scan {
     prev: Option<u64>,
     /// Retries the current candidate has used.
     missed: u32,
+    /// The track being measured sector by sector: its first LBA, the span its last scan
+    /// found and how many scans in a row found it (`scans`).
+    agreed: Option<(u64, u64, u32)>,
 }
 
 impl Scan {
@@ -250,9 +269,11 @@ impl GeometryProbe {
             warp: 0,
             warp_location: p.start_lba,
             last_spt: 0,
+            earlier_spt: 0,
             checkpoint: None,
             prev: None,
             missed: 0,
+            agreed: None,
         };
         let payload = vec![0; (p.write_sectors * p.sector_bytes) as usize];
         let probe = GeometryProbe {
@@ -416,9 +437,36 @@ impl GeometryProbe {
                     return self.bounded(next);
                 }
                 let run = if s.warp == 0 {
-                    // Scanned from the track's first sector: `span` is its SPT, and the
-                    // next boundary is predicted from it (a skip of one track, checked
+                    // Scanned from the track's first sector: `span` is its SPT once
+                    // `scans` scans in a row agree, or at once when it is the SPT of one
+                    // of the two runs before (an independent measurement agrees: a scan
+                    // that missed a boundary finds a multiple of the SPT; `Params::scans`).
+                    let agreed = match s.agreed {
+                        Some((first, span0, n)) if first == s.warp_location => {
+                            if span0 == span {
+                                n + 1
+                            } else {
+                                self.report
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .disagreed += 1;
+                                1
+                            }
+                        }
+                        _ => 1,
+                    };
+                    let known = span == s.last_spt || span == s.earlier_spt;
+                    if agreed < self.p.scans && !known {
+                        let first = s.warp_location;
+                        s.agreed = Some((first, span, agreed));
+                        return self.bounded(first);
+                    }
+                    s.agreed = None;
+                    // The next boundary is predicted from it (a skip of one track, checked
                     // like every skip), as the thesis: Table 6.1's 1, 1, 2, 4, … tracks.
+                    if span != s.last_spt {
+                        s.earlier_spt = s.last_spt;
+                    }
                     s.last_spt = span;
                     s.warp = 1;
                     Some(span)

@@ -15,6 +15,10 @@ struct Toy {
     glitches: Vec<(u64, Nanos)>,
     /// Extra delay on the k-th write (1-based) at an LBA: `(lba, k, extra)`.
     visit_glitches: Vec<(u64, u32, Nanos)>,
+    /// The k-th write at an LBA does not pay the switch: `(lba, k)`. Live, a write
+    /// submitted late finds its sector that much nearer under the head and answers that
+    /// much sooner, and a late start of the write straddling a boundary hides its rise.
+    masked: Vec<(u64, u32)>,
 }
 
 impl Toy {
@@ -31,6 +35,7 @@ impl Toy {
             switch: 900_000,
             glitches: Vec::new(),
             visit_glitches: Vec::new(),
+            masked: Vec::new(),
         }
     }
 
@@ -47,7 +52,8 @@ impl Toy {
             .filter(|g| (g.0, g.1) == (lba, visit))
             .map(|g| g.2)
             .sum();
-        self.base + if straddles { self.switch } else { 0 } + glitch + at
+        let masked = self.masked.contains(&(lba, visit));
+        self.base + if straddles && !masked { self.switch } else { 0 } + glitch + at
     }
 
     /// Run the probe to the end; returns its report.
@@ -149,10 +155,20 @@ fn without_confirms_a_glitch_becomes_a_false_boundary() {
     toy.glitches.push((30, 2_000_000));
     let p = Params {
         confirms: 1,
+        scans: 1,
         ..Params::default()
     };
     let r = toy.probe(p);
     assert_eq!(r.runs.first(), Some(&run(0, 29, 30)));
+    // A second scan of the track does not see the one-off glitch, and the scans disagree
+    // until two in a row find 100.
+    let p = Params {
+        confirms: 1,
+        ..Params::default()
+    };
+    let r = toy.probe(p);
+    assert_eq!(r.runs, vec![run(0, 699, 100)]);
+    assert_eq!(r.disagreed, 1);
 }
 
 #[test]
@@ -199,6 +215,31 @@ fn a_slow_reference_on_the_first_pass_hides_a_rise_from_the_thesis_not_from_a_me
     // Against the median of the last three responses the rise stands out: found.
     let r = toy.probe(Params::default());
     assert_eq!(r.runs, vec![run(0, 699, 100)]);
+}
+
+#[test]
+fn a_boundary_hidden_on_a_scans_one_pass_is_found_by_the_second_scan() {
+    // The first track is scanned sector by sector, and the first write at 99 (straddling
+    // 99/100) is submitted late: its rise is hidden, the scan goes on and the next
+    // boundary (199) confirms. One scan takes 200 as the SPT, and every skip after it lands
+    // on a real boundary (200 is a multiple of 100): two tracks reported as one, for good.
+    // (Seen live under load: a 668-sector run where the Atlas 10K has two of 334.)
+    let mut toy = Toy::new(&[(8, 100)]);
+    toy.masked.push((99, 1));
+    let one = Params {
+        scans: 1,
+        ..Params::default()
+    };
+    let r = toy.probe(one);
+    assert_eq!(r.runs, vec![run(0, 399, 200), run(400, 699, 100)]);
+    assert_eq!(r.disagreed, 0);
+    // Two scans must agree: the second finds 100, the third confirms it.
+    let r = toy.probe(Params::default());
+    assert_eq!(r.runs, vec![run(0, 699, 100)]);
+    assert_eq!(r.tail, Some((700, 799)));
+    assert_eq!((r.disagreed, r.glitches), (1, 0));
+    let tracks: Vec<u64> = r.steps.iter().map(TrackRun::tracks).collect();
+    assert_eq!(tracks, [1, 1, 2, 1, 1, 1], "{tracks:?}");
 }
 
 #[test]
