@@ -9,7 +9,8 @@
 //! loopback, probes it through the live executor (LBAs START..END, default the whole drive)
 //! and prints, per run, whether every track run is the model's. `--thesis` probes with
 //! `Params::thesis()` (the previous response as the reference, any change a candidate, one
-//! miss drops it); by default with wattio's (median of three, rises only, three retries).
+//! miss drops it, one scan measures a track); by default with wattio's (median of three,
+//! rises only, three retries, two scans that agree).
 
 use std::path::Path;
 use std::time::Duration;
@@ -107,7 +108,8 @@ fn main() -> Result<(), String> {
         let first_diff = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k));
         let zones = r.zones(2);
         println!(
-            "{drive} {}..{} run {run} ({}): {} probes, {} glitches, {} retried, {:.1} s wall \
+            "{drive} {}..{} run {run} ({}): {} probes, {} glitches, {} retried, {} scans \
+             disagreed, {:.1} s wall \
              ({:.3} ms a probe), response steps {:?}, {} track runs, {} zones: {}",
             start,
             end,
@@ -115,6 +117,7 @@ fn main() -> Result<(), String> {
             r.probes,
             r.glitches,
             r.retried,
+            r.disagreed,
             live.wall.as_secs_f64(),
             r.finished_at_ns as f64 / 1e6 / r.probes.max(1) as f64,
             r.response_steps,
