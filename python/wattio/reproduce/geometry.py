@@ -98,8 +98,9 @@ def _zone_tables(quick: bool) -> Outcome:
     values = {row["drive"]: 1.0 if row["equal"] else 0.0 for row in rows}
     note = (
         "every drive probed over its whole capacity: settle 500 µs, backtrack 5, confirms 10 "
-        "(the thesis's); wattio's jitter settings (defaults) change no track run here, and all "
-        "but one no probe: a new SPT's second scan costs a track's probes"
+        "(the thesis's); wattio's jitter settings (defaults) change no track run here; three of "
+        "the four change no probe either, the fourth (a new SPT scanned twice) costs a track's "
+        "probes per new SPT"
     )
     return Outcome(values=values, table=table, notes=[note])
 

@@ -72,11 +72,12 @@ pub struct Params {
     pub reference: u32,
     /// Scans of a track measured sector by sector that must agree before its SPT is taken
     /// (the thesis: 1); one is enough when it finds the SPT of one of the two runs before
-    /// it (the zone's, around a short track). Live, a late submission can hide a boundary's rise on the one pass
-    /// a scan makes over it, and the scan measures two tracks as one; every skip after it
-    /// lands on a real boundary (twice the SPT is a multiple of it), so nothing later
-    /// catches it. Misses are what jitter does (a false boundary needs `confirms` jumps),
-    /// and two scans missing the same boundary is jitter squared.
+    /// it (the zone's, around a short track). Live, a late submission can hide a
+    /// boundary's rise on the one pass a scan makes over it, and the scan measures two
+    /// tracks as one; every skip after it lands on a real boundary (twice the SPT is a
+    /// multiple of it), so nothing later catches it. Misses are what jitter does (a false
+    /// boundary needs `confirms` jumps), and two scans missing the same boundary is jitter
+    /// squared.
     pub scans: u32,
     pub start_lba: u64,
     /// One past the last LBA to probe (default: the device's end).
