@@ -38,7 +38,7 @@ lint:
 	$(VENV)/bin/ruff check python tests examples bench scripts
 
 rust-test:
-	cargo test --release --workspace -q
+	bash scripts/rust-test.sh
 
 # Bounded cargo-fuzz run of the fuzz targets from their committed corpora (nightly).
 fuzz:

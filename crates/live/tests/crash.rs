@@ -506,6 +506,44 @@ fn trial_seeds(n: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Runs `trial` on every (index, seed) in `jobs()` threads and gives back (index, seed,
+/// outcome) in index order. A trial waits on its server far more than it computes (process
+/// start, the image's syncs, the emulated disk), and each has its own directory, images,
+/// socket and server, so trials run side by side as they would one after another: each
+/// kills its server after a count of its own durable answers, not after a time.
+fn in_parallel<T: Send>(
+    seeds: Vec<(u64, u64)>,
+    trial: impl Fn(u64, u64) -> T + Sync,
+) -> Vec<(u64, u64, T)> {
+    let next = AtomicU64::new(0);
+    let done = Mutex::new(Vec::with_capacity(seeds.len()));
+    std::thread::scope(|s| {
+        for _ in 0..jobs() {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(&(i, seed)) = seeds.get(k) else {
+                    break;
+                };
+                let o = trial(i, seed);
+                done.lock().unwrap().push((i, seed, o));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap();
+    done.sort_by_key(|&(i, _, _)| i);
+    done
+}
+
+/// Trials run at once (`WATTIO_CRASH_JOBS`, default 4).
+fn jobs() -> usize {
+    std::env::var("WATTIO_CRASH_JOBS").map_or(4, |v| {
+        v.parse()
+            .ok()
+            .filter(|&j| j > 0)
+            .unwrap_or_else(|| panic!("WATTIO_CRASH_JOBS: expected a number above 0, got `{v}`"))
+    })
+}
+
 /// Trials of a power-cut test: the environment variable `var` (default 200).
 fn trials(var: &str) -> u64 {
     std::env::var(var).map_or(200, |v| {
@@ -533,8 +571,7 @@ fn assert_most_lost(outcomes: impl Iterator<Item = Outcome>) {
 fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_after_restart() {
     let n = trials("WATTIO_EXCES_CRASH_TRIALS");
     let mut checked = 0;
-    for (_, seed) in trial_seeds(n) {
-        let o = exces_trial(seed, false);
+    for (_, seed, o) in in_parallel(trial_seeds(n), |_, seed| exces_trial(seed, false)) {
         assert!(
             o.lost.is_empty(),
             "seed {seed}: acknowledged-durable writes lost through EXCES in a power cut: {:?}",
@@ -552,7 +589,12 @@ fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_afte
 #[test]
 fn the_exces_check_fails_when_syncs_are_ignored() {
     // Kills after 90 durable answers (seed % 90 = 80).
-    assert_most_lost((0..10u64).map(|i| exces_trial(2060 + 90 * i, true)));
+    let seeds = (0..10u64).map(|i| (i, 2060 + 90 * i)).collect();
+    assert_most_lost(
+        in_parallel(seeds, |_, seed| exces_trial(seed, true))
+            .into_iter()
+            .map(|(_, _, o)| o),
+    );
 }
 
 #[test]
@@ -592,9 +634,9 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
     let n = trials("WATTIO_CRASH_TRIALS");
     let (mut checked, mut spun_down) = (0, 0);
     let emulated_every = 20;
-    for (i, seed) in trial_seeds(n) {
-        let emulate = i.is_multiple_of(emulated_every);
-        let o = trial(seed, false, emulate);
+    let emulate = |i: u64| i.is_multiple_of(emulated_every);
+    for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| trial(seed, false, emulate(i))) {
+        let emulate = emulate(i);
         assert!(
             o.lost.is_empty(),
             "seed {seed} (emulated disk: {emulate}): acknowledged-durable writes lost in a power cut: {:?}",
