@@ -44,8 +44,11 @@ rust-test:
 fuzz:
 	bash scripts/fuzz-ci.sh
 
+# A test file's tests run in one worker (`--dist loadfile`: its module fixtures are built
+# once); the two longest files (the quick reproduction and the side-by-side peers' build)
+# then run at once on CI's two cores.
 py-test:
-	$(VENV)/bin/pytest -q --durations=8
+	$(VENV)/bin/pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=8
 
 bench: install
 	$(PY) bench/run.py
