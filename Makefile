@@ -38,7 +38,7 @@ lint:
 	$(VENV)/bin/ruff check python tests examples bench scripts
 
 rust-test:
-	bash scripts/rust-test.sh
+	python3 scripts/rust_test.py
 
 # Bounded cargo-fuzz run of the fuzz targets from their committed corpora (nightly).
 fuzz:
