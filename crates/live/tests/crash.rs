@@ -634,9 +634,9 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
     let n = trials("WATTIO_CRASH_TRIALS");
     let (mut checked, mut spun_down) = (0, 0);
     let emulated_every = 20;
-    let emulate = |i: u64| i.is_multiple_of(emulated_every);
-    for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| trial(seed, false, emulate(i))) {
-        let emulate = emulate(i);
+    let emulated = |i: u64| i.is_multiple_of(emulated_every);
+    for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| trial(seed, false, emulated(i))) {
+        let emulate = emulated(i);
         assert!(
             o.lost.is_empty(),
             "seed {seed} (emulated disk: {emulate}): acknowledged-durable writes lost in a power cut: {:?}",
