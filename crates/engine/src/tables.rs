@@ -6,59 +6,65 @@
 //! they arrive as categoricals.
 
 use crate::sim::HostRequest;
-use arrow_array::builder::{Int64Builder, StringDictionaryBuilder};
-use arrow_array::types::{Int8Type, UInt16Type};
-use arrow_array::{ArrayRef, DictionaryArray, Int8Array, RecordBatch, StringArray, UInt16Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::data_type::ByteArray;
 use parquet::file::properties::WriterProperties;
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 use wattio_core::io::Status;
 use wattio_core::time::Nanos;
+use wattio_formats::parquet_io::{Col, Column, Kind, Values, Writer};
 
+/// Rows per row group (the values of one are held until it is written).
 const BATCH: usize = 1 << 16;
 
-/// A Parquet file written one record batch at a time (zstd level 1: small files, cheap).
+/// A Parquet file written one row group at a time (zstd level 1: small files, cheap).
 struct ParquetOut {
-    w: ArrowWriter<File>,
-    schema: SchemaRef,
+    w: Writer,
     path: String,
 }
 
 impl ParquetOut {
-    fn create(path: &Path, schema: SchemaRef) -> Result<ParquetOut, String> {
-        let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    fn create(path: &Path, cols: &[Col]) -> Result<ParquetOut, String> {
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(1).map_err(|e| e.to_string())?,
             ))
             .build();
-        let w = ArrowWriter::try_new(f, schema.clone(), Some(props))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let w =
+            Writer::create(path, cols, props).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(ParquetOut {
             w,
-            schema,
             path: path.display().to_string(),
         })
     }
 
-    fn write(&mut self, cols: Vec<ArrayRef>) -> Result<(), String> {
-        let batch = RecordBatch::try_new(self.schema.clone(), cols)
-            .map_err(|e| format!("{}: {e}", self.path))?;
+    fn write(&mut self, cols: &[Column<'_>]) -> Result<(), String> {
         self.w
-            .write(&batch)
+            .write_group(cols)
             .map_err(|e| format!("{}: {e}", self.path))
     }
 
     fn close(self) -> Result<(), String> {
-        self.w
-            .close()
-            .map(|_| ())
-            .map_err(|e| format!("{}: {e}", self.path))
+        self.w.close().map_err(|e| format!("{}: {e}", self.path))
     }
+}
+
+/// Dictionary-encoded names (device, state, op, status): pandas reads them as categoricals
+/// (`ARROW:schema` says they are dictionaries, as Arrow's own writer said). Keys are Arrow's
+/// as before: signed 8-bit for the small fixed sets, unsigned 16-bit for devices and states.
+const fn small_names(name: &'static str) -> Col {
+    Col::new(name, Kind::Utf8).dictionary(8, true)
+}
+
+const fn names(name: &'static str) -> Col {
+    Col::new(name, Kind::Utf8).dictionary(16, false)
+}
+
+fn bytes_of<S: AsRef<str>>(names: &[S]) -> Vec<ByteArray> {
+    names
+        .iter()
+        .map(|n| ByteArray::from(n.as_ref().as_bytes().to_vec()))
+        .collect()
 }
 
 /// `op` values in the order of the request model's codes (`Op as u8`).
@@ -76,34 +82,43 @@ fn status_code(s: Status) -> i8 {
     }
 }
 
-fn dict(name: &str, key: DataType) -> Field {
-    Field::new(
-        name,
-        DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8)),
-        false,
-    )
-}
+const REQUEST_COLUMNS: [Col; 13] = [
+    Col::new("id", Kind::Int64),
+    Col::new("arrival_ns", Kind::Int64),
+    Col::new("finish_ns", Kind::Int64),
+    Col::new("latency_ns", Kind::Int64),
+    Col::new("queue_ns", Kind::Int64),
+    Col::new("power_wait_ns", Kind::Int64),
+    Col::new("service_ns", Kind::Int64),
+    small_names("op"),
+    names("device"),
+    Col::new("dev", Kind::UInt16),
+    Col::new("offset", Kind::Int64),
+    Col::new("len", Kind::Int64),
+    small_names("status"),
+];
 
 /// `requests.parquet`: one row per host request, in completion order.
 pub struct RequestsTable {
     out: ParquetOut,
-    /// Dictionaries of the `device`, `op` and `status` columns (keys: device id and codes).
-    devices: Arc<StringArray>,
-    ops: Arc<StringArray>,
-    statuses: Arc<StringArray>,
-    id: Int64Builder,
-    arrival: Int64Builder,
-    finish: Int64Builder,
-    latency: Int64Builder,
-    queue: Int64Builder,
-    power_wait: Int64Builder,
-    service: Int64Builder,
-    op: Vec<i8>,
-    dev: Vec<u16>,
-    offset: Int64Builder,
-    len: Int64Builder,
-    status: Vec<i8>,
-    rows: usize,
+    /// The names of device ids, op codes and status codes, each made once: a row's name is
+    /// a reference to one of them.
+    devices: Vec<ByteArray>,
+    ops: Vec<ByteArray>,
+    statuses: Vec<ByteArray>,
+    id: Vec<i64>,
+    arrival: Vec<i64>,
+    finish: Vec<i64>,
+    latency: Vec<i64>,
+    queue: Vec<i64>,
+    power_wait: Vec<i64>,
+    service: Vec<i64>,
+    op: Vec<ByteArray>,
+    device: Vec<ByteArray>,
+    dev: Vec<i32>,
+    offset: Vec<i64>,
+    len: Vec<i64>,
+    status: Vec<ByteArray>,
 }
 
 /// Nanoseconds (or bytes) as the tables' signed 64-bit integers; 2^63 ns is 292 years, so
@@ -115,96 +130,94 @@ fn i64_of(v: u64) -> i64 {
 impl RequestsTable {
     /// `devices[d]` is the name of device id `d`.
     pub fn create(path: &Path, devices: &[String]) -> Result<RequestsTable, String> {
-        let i64f = |n: &str| Field::new(n, DataType::Int64, false);
-        let schema = Arc::new(Schema::new(vec![
-            i64f("id"),
-            i64f("arrival_ns"),
-            i64f("finish_ns"),
-            i64f("latency_ns"),
-            i64f("queue_ns"),
-            i64f("power_wait_ns"),
-            i64f("service_ns"),
-            dict("op", DataType::Int8),
-            dict("device", DataType::UInt16),
-            Field::new("dev", DataType::UInt16, false),
-            i64f("offset"),
-            i64f("len"),
-            dict("status", DataType::Int8),
-        ]));
         Ok(RequestsTable {
-            out: ParquetOut::create(path, schema)?,
-            devices: Arc::new(StringArray::from_iter_values(devices)),
-            ops: Arc::new(StringArray::from_iter_values(OP_NAMES)),
-            statuses: Arc::new(StringArray::from_iter_values(STATUS_NAMES)),
-            id: Int64Builder::with_capacity(BATCH),
-            arrival: Int64Builder::with_capacity(BATCH),
-            finish: Int64Builder::with_capacity(BATCH),
-            latency: Int64Builder::with_capacity(BATCH),
-            queue: Int64Builder::with_capacity(BATCH),
-            power_wait: Int64Builder::with_capacity(BATCH),
-            service: Int64Builder::with_capacity(BATCH),
+            out: ParquetOut::create(path, &REQUEST_COLUMNS)?,
+            devices: bytes_of(devices),
+            ops: bytes_of(&OP_NAMES),
+            statuses: bytes_of(&STATUS_NAMES),
+            id: Vec::with_capacity(BATCH),
+            arrival: Vec::with_capacity(BATCH),
+            finish: Vec::with_capacity(BATCH),
+            latency: Vec::with_capacity(BATCH),
+            queue: Vec::with_capacity(BATCH),
+            power_wait: Vec::with_capacity(BATCH),
+            service: Vec::with_capacity(BATCH),
             op: Vec::with_capacity(BATCH),
+            device: Vec::with_capacity(BATCH),
             dev: Vec::with_capacity(BATCH),
-            offset: Int64Builder::with_capacity(BATCH),
-            len: Int64Builder::with_capacity(BATCH),
+            offset: Vec::with_capacity(BATCH),
+            len: Vec::with_capacity(BATCH),
             status: Vec::with_capacity(BATCH),
-            rows: 0,
         })
     }
 
     pub fn push(&mut self, r: &HostRequest<'_>) -> Result<(), String> {
-        self.id.append_value(i64_of(r.id));
-        self.arrival.append_value(i64_of(r.arrival));
-        self.finish.append_value(i64_of(r.finished));
-        self.latency.append_value(i64_of(r.finished - r.arrival));
-        self.queue.append_value(i64_of(r.breakdown.queue_ns));
-        self.power_wait
-            .append_value(i64_of(r.breakdown.power_wait_ns));
-        self.service.append_value(i64_of(r.breakdown.service_ns));
-        self.op.push(r.io.op as i8);
-        self.dev.push(r.io.dev);
-        self.offset.append_value(i64_of(r.io.offset));
-        self.len.append_value(i64::from(r.io.len));
-        self.status.push(status_code(r.status));
-        self.rows += 1;
-        if self.rows == BATCH {
+        let name = |names: &[ByteArray], i: usize, what: &str| {
+            names
+                .get(i)
+                .cloned()
+                .ok_or_else(|| format!("{}: no name for {what} {i}", self.out.path))
+        };
+        let device = name(&self.devices, usize::from(r.io.dev), "device")?;
+        let op = name(&self.ops, r.io.op as usize, "op")?;
+        let status = name(&self.statuses, status_code(r.status) as usize, "status")?;
+        self.id.push(i64_of(r.id));
+        self.arrival.push(i64_of(r.arrival));
+        self.finish.push(i64_of(r.finished));
+        self.latency.push(i64_of(r.finished - r.arrival));
+        self.queue.push(i64_of(r.breakdown.queue_ns));
+        self.power_wait.push(i64_of(r.breakdown.power_wait_ns));
+        self.service.push(i64_of(r.breakdown.service_ns));
+        self.op.push(op);
+        self.device.push(device);
+        self.dev.push(i32::from(r.io.dev));
+        self.offset.push(i64_of(r.io.offset));
+        self.len.push(i64::from(r.io.len));
+        self.status.push(status);
+        if self.id.len() == BATCH {
             self.flush()?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if self.rows == 0 {
+        if self.id.is_empty() {
             return Ok(());
         }
-        let keyed = |keys: Int8Array, values: &Arc<StringArray>| -> Result<ArrayRef, String> {
-            DictionaryArray::<Int8Type>::try_new(keys, values.clone())
-                .map(|a| Arc::new(a) as ArrayRef)
-                .map_err(|e| e.to_string())
-        };
-        let dev = UInt16Array::from(std::mem::take(&mut self.dev));
-        let device = DictionaryArray::<UInt16Type>::try_new(dev.clone(), self.devices.clone())
-            .map_err(|e| format!("{}: {e}", self.out.path))?;
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.id.finish()),
-            Arc::new(self.arrival.finish()),
-            Arc::new(self.finish.finish()),
-            Arc::new(self.latency.finish()),
-            Arc::new(self.queue.finish()),
-            Arc::new(self.power_wait.finish()),
-            Arc::new(self.service.finish()),
-            keyed(Int8Array::from(std::mem::take(&mut self.op)), &self.ops)?,
-            Arc::new(device),
-            Arc::new(dev),
-            Arc::new(self.offset.finish()),
-            Arc::new(self.len.finish()),
-            keyed(
-                Int8Array::from(std::mem::take(&mut self.status)),
-                &self.statuses,
-            )?,
-        ];
-        self.out.write(cols)?;
-        self.rows = 0;
+        let i64s = |v| Column::required(Values::Int64(v));
+        let names = |v| Column::required(Values::Bytes(v));
+        self.out.write(&[
+            i64s(&self.id),
+            i64s(&self.arrival),
+            i64s(&self.finish),
+            i64s(&self.latency),
+            i64s(&self.queue),
+            i64s(&self.power_wait),
+            i64s(&self.service),
+            names(&self.op),
+            names(&self.device),
+            Column::required(Values::Int32(&self.dev)),
+            i64s(&self.offset),
+            i64s(&self.len),
+            names(&self.status),
+        ])?;
+        for v in [
+            &mut self.id,
+            &mut self.arrival,
+            &mut self.finish,
+            &mut self.latency,
+            &mut self.queue,
+            &mut self.power_wait,
+            &mut self.service,
+            &mut self.offset,
+            &mut self.len,
+        ] {
+            v.clear();
+        }
+        self.op.clear();
+        self.device.clear();
+        self.dev.clear();
+        self.status.clear();
         Ok(())
     }
 
@@ -218,16 +231,23 @@ impl RequestsTable {
 /// `end_ns`). Busy sub-states are folded into the ready state around them.
 pub struct TimelineTable {
     out: ParquetOut,
-    names: Vec<Vec<String>>,
-    devices: Vec<String>,
+    /// Each device's name and its slots' names, made once.
+    devices: Vec<ByteArray>,
+    names: Vec<Vec<ByteArray>>,
     /// Open interval per device: (slot, start).
     open: Vec<(usize, Nanos)>,
-    device: StringDictionaryBuilder<UInt16Type>,
-    state: StringDictionaryBuilder<UInt16Type>,
-    start: Int64Builder,
-    end: Int64Builder,
-    rows: usize,
+    device: Vec<ByteArray>,
+    state: Vec<ByteArray>,
+    start: Vec<i64>,
+    end: Vec<i64>,
 }
+
+const TIMELINE_COLUMNS: [Col; 4] = [
+    names("device"),
+    names("state"),
+    Col::new("start_ns", Kind::Int64),
+    Col::new("end_ns", Kind::Int64),
+];
 
 impl TimelineTable {
     /// `slots[d]` are device d's ledger slot names; every device starts in `initial[d]` at 0.
@@ -237,22 +257,15 @@ impl TimelineTable {
         slots: Vec<Vec<String>>,
         initial: Vec<usize>,
     ) -> Result<TimelineTable, String> {
-        let schema = Arc::new(Schema::new(vec![
-            dict("device", DataType::UInt16),
-            dict("state", DataType::UInt16),
-            Field::new("start_ns", DataType::Int64, false),
-            Field::new("end_ns", DataType::Int64, false),
-        ]));
         Ok(TimelineTable {
-            out: ParquetOut::create(path, schema)?,
-            names: slots,
-            devices,
+            out: ParquetOut::create(path, &TIMELINE_COLUMNS)?,
+            devices: bytes_of(&devices),
+            names: slots.iter().map(|s| bytes_of(s)).collect(),
             open: initial.into_iter().map(|s| (s, 0)).collect(),
-            device: StringDictionaryBuilder::new(),
-            state: StringDictionaryBuilder::new(),
-            start: Int64Builder::new(),
-            end: Int64Builder::new(),
-            rows: 0,
+            device: Vec::new(),
+            state: Vec::new(),
+            start: Vec::new(),
+            end: Vec::new(),
         })
     }
 
@@ -260,16 +273,16 @@ impl TimelineTable {
         let (slot, start) = self.open[dev];
         if end > start {
             let path = &self.out.path;
-            self.device
-                .append(&self.devices[dev])
-                .map_err(|e| format!("{path}: {e}"))?;
-            self.state
-                .append(&self.names[dev][slot])
-                .map_err(|e| format!("{path}: {e}"))?;
-            self.start.append_value(i64_of(start));
-            self.end.append_value(i64_of(end));
-            self.rows += 1;
-            if self.rows == BATCH {
+            let device = self.devices.get(dev).cloned();
+            let state = self.names.get(dev).and_then(|n| n.get(slot)).cloned();
+            let (Some(device), Some(state)) = (device, state) else {
+                return Err(format!("{path}: no name for device {dev}, slot {slot}"));
+            };
+            self.device.push(device);
+            self.state.push(state);
+            self.start.push(i64_of(start));
+            self.end.push(i64_of(end));
+            if self.start.len() == BATCH {
                 self.flush()?;
             }
         }
@@ -287,17 +300,19 @@ impl TimelineTable {
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if self.rows == 0 {
+        if self.start.is_empty() {
             return Ok(());
         }
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.device.finish()),
-            Arc::new(self.state.finish()),
-            Arc::new(self.start.finish()),
-            Arc::new(self.end.finish()),
-        ];
-        self.out.write(cols)?;
-        self.rows = 0;
+        self.out.write(&[
+            Column::required(Values::Bytes(&self.device)),
+            Column::required(Values::Bytes(&self.state)),
+            Column::required(Values::Int64(&self.start)),
+            Column::required(Values::Int64(&self.end)),
+        ])?;
+        self.device.clear();
+        self.state.clear();
+        self.start.clear();
+        self.end.clear();
         Ok(())
     }
 
@@ -316,43 +331,34 @@ pub fn write_energy(
     path: &Path,
     rows: &[(String, wattio_core::ledger::LedgerRow)],
 ) -> Result<(), String> {
-    let schema = Arc::new(Schema::new(vec![
-        dict("device", DataType::UInt16),
-        dict("state", DataType::UInt16),
-        Field::new("is_transition", DataType::Boolean, false),
-        Field::new("watts", DataType::Float64, false),
-        Field::new("residency_ns", DataType::Int64, false),
-        Field::new("entries", DataType::Int64, false),
-        Field::new("energy_j", DataType::Float64, false),
-    ]));
-    let mut out = ParquetOut::create(path, schema)?;
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(
-            rows.iter()
-                .map(|r| r.0.as_str())
-                .collect::<DictionaryArray<UInt16Type>>(),
-        ),
-        Arc::new(
-            rows.iter()
-                .map(|r| r.1.slot.as_str())
-                .collect::<DictionaryArray<UInt16Type>>(),
-        ),
-        Arc::new(arrow_array::BooleanArray::from(
-            rows.iter().map(|r| r.1.is_transition).collect::<Vec<_>>(),
-        )),
-        Arc::new(arrow_array::Float64Array::from_iter_values(
-            rows.iter().map(|r| r.1.watts),
-        )),
-        Arc::new(arrow_array::Int64Array::from_iter_values(
-            rows.iter().map(|r| i64_of(r.1.residency_ns)),
-        )),
-        Arc::new(arrow_array::Int64Array::from_iter_values(
-            rows.iter().map(|r| i64_of(r.1.entries)),
-        )),
-        Arc::new(arrow_array::Float64Array::from_iter_values(
-            rows.iter().map(|r| r.1.energy_j),
-        )),
+    const COLUMNS: [Col; 7] = [
+        names("device"),
+        names("state"),
+        Col::new("is_transition", Kind::Boolean),
+        Col::new("watts", Kind::Float64),
+        Col::new("residency_ns", Kind::Int64),
+        Col::new("entries", Kind::Int64),
+        Col::new("energy_j", Kind::Float64),
     ];
-    out.write(cols)?;
+    let mut out = ParquetOut::create(path, &COLUMNS)?;
+    let text = |s: &str| ByteArray::from(s.as_bytes().to_vec());
+    let device: Vec<ByteArray> = rows.iter().map(|r| text(&r.0)).collect();
+    let state: Vec<ByteArray> = rows.iter().map(|r| text(&r.1.slot)).collect();
+    let transition: Vec<bool> = rows.iter().map(|r| r.1.is_transition).collect();
+    let watts: Vec<f64> = rows.iter().map(|r| r.1.watts).collect();
+    let residency: Vec<i64> = rows.iter().map(|r| i64_of(r.1.residency_ns)).collect();
+    let entries: Vec<i64> = rows.iter().map(|r| i64_of(r.1.entries)).collect();
+    let energy: Vec<f64> = rows.iter().map(|r| r.1.energy_j).collect();
+    if !rows.is_empty() {
+        out.write(&[
+            Column::required(Values::Bytes(&device)),
+            Column::required(Values::Bytes(&state)),
+            Column::required(Values::Bool(&transition)),
+            Column::required(Values::Double(&watts)),
+            Column::required(Values::Int64(&residency)),
+            Column::required(Values::Int64(&entries)),
+            Column::required(Values::Double(&energy)),
+        ])?;
+    }
     out.close()
 }

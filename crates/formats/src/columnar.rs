@@ -1,49 +1,57 @@
-//! wattio's own trace file: Parquet via Arrow, one row per request.
+//! wattio's own trace file: Parquet, one row per request.
 //!
 //! Columns: `arrival_ns: UInt64`, `op: UInt8` (0 read, 1 write, 2 flush, 3 discard),
 //! `offset: UInt64` (bytes), `len: UInt32` (bytes), `dev: UInt16`, `stream: UInt32`,
-//! `file`, `call_site`, `measured_ns`: nullable `UInt64`. File key-value metadata
+//! `file`, `call_site`, `measured_ns`: nullable `UInt64` (types as Arrow names them; in
+//! Parquet, INT32/INT64 with unsigned-integer annotations). File key-value metadata
 //! `wattio.trace.version = "1"` plus free-form provenance. Rows are in non-decreasing arrival.
 //!
-//! Both sides stream: the writer holds one record batch and the row group being encoded, the
-//! reader one decoded batch, so memory does not grow with trace length.
+//! Both sides stream: the writer holds one row group's values, the reader one run of decoded
+//! rows, so memory does not grow with trace length. Both go through the Parquet crate's
+//! column API ([`crate::parquet_io`]).
 
 use crate::error::{FormatError, Location};
+use crate::parquet_io::{self, contain, Chunk, Col, Column, Groups, Kind, Nulls, Values};
 use crate::writer::TraceWriter;
-use arrow_array::builder::{UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder};
-use arrow_array::{
-    Array, ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
-};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
-};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
+use parquet::data_type::{Int32Type, Int64Type};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, RowGroupReader};
 use parquet::schema::types::ColumnPath;
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 use wattio_core::{Op, Request, TraceError, TraceSource};
 
 pub const VERSION_KEY: &str = "wattio.trace.version";
 pub const VERSION: &str = "1";
 /// Provenance values longer than this are reported by their size in the assumptions.
 const PROVENANCE_SHOWN: usize = 4096;
-/// Rows per record batch handed to the Parquet encoder.
+/// Rows per `next_batch` call at most.
 const BATCH_ROWS: usize = 64 * 1024;
-/// Rows per batch decoded on read. Small on purpose: Arrow allocates fresh buffers for every
-/// batch, and at 4096 rows they (32 KiB a column) come from the allocator's free lists
-/// instead of fresh pages, and the 4096 decoded `Request`s (320 KiB) stay in the L2 cache
-/// until they are handed out. 64 Ki-row batches read 1.5× slower (docs/benchmarks.md).
+/// Rows decoded from the columns at a time: their values (a few tens of KiB a column) and
+/// the decoded `Request`s (320 KiB) stay in the L2 cache until they are handed out.
 const READ_BATCH_ROWS: usize = 4096;
 /// Rows converted to `Request`s at a time by `next_request`.
 const CHUNK_ROWS: usize = 512;
-/// Rows per row group: large enough for good compression and few seeks, small enough that
-/// the encoder's buffer stays a few tens of MB.
-const ROW_GROUP_ROWS: usize = 1024 * 1024;
+/// Rows per row group. The writer holds a row group's values until it is written (about
+/// 60 B a row: 16 MB), and a row group is compressed as a unit: large enough for good
+/// compression and few seeks.
+const ROW_GROUP_ROWS: usize = 256 * 1024;
+
+/// The columns, in file order.
+pub const COLUMNS: [Col; 9] = [
+    Col::new("arrival_ns", Kind::UInt64),
+    Col::new("op", Kind::UInt8),
+    Col::new("offset", Kind::UInt64),
+    Col::new("len", Kind::UInt32),
+    Col::new("dev", Kind::UInt16),
+    Col::new("stream", Kind::UInt32),
+    Col::new("file", Kind::UInt64).nullable(),
+    Col::new("call_site", Kind::UInt64).nullable(),
+    Col::new("measured_ns", Kind::UInt64).nullable(),
+];
 
 /// Encoding choices that make reading cheap (the reader's target is ≥ 50 M requests/s):
 /// no compression (Snappy decompression was a fifth of the read time), and the 64-bit
@@ -67,34 +75,52 @@ fn writer_properties(
     b
 }
 
-pub fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("arrival_ns", DataType::UInt64, false),
-        Field::new("op", DataType::UInt8, false),
-        Field::new("offset", DataType::UInt64, false),
-        Field::new("len", DataType::UInt32, false),
-        Field::new("dev", DataType::UInt16, false),
-        Field::new("stream", DataType::UInt32, false),
-        Field::new("file", DataType::UInt64, true),
-        Field::new("call_site", DataType::UInt64, true),
-        Field::new("measured_ns", DataType::UInt64, true),
-    ]))
+/// A nullable 64-bit column being filled: the valid values and a definition level per row.
+#[derive(Default)]
+struct Nullable {
+    values: Vec<i64>,
+    def: Vec<i16>,
+}
+
+impl Nullable {
+    fn push(&mut self, v: Option<u64>) {
+        match v {
+            Some(x) => {
+                self.values.push(x as i64);
+                self.def.push(1);
+            }
+            None => self.def.push(0),
+        }
+    }
+
+    fn column(&self) -> Column<'_> {
+        Column {
+            values: Values::Int64(&self.values),
+            def: Some(&self.def),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.def.clear();
+    }
 }
 
 /// Streams requests into a columnar trace file.
 pub struct ColumnarWriter {
     file: String,
-    writer: ArrowWriter<File>,
-    arrival: UInt64Builder,
-    op: UInt8Builder,
-    offset: UInt64Builder,
-    len: UInt32Builder,
-    dev: UInt16Builder,
-    stream: UInt32Builder,
-    fileid: UInt64Builder,
-    call_site: UInt64Builder,
-    measured: UInt64Builder,
-    pending: usize,
+    writer: parquet_io::Writer,
+    // Parquet's physical types: unsigned values are stored in the signed integers of their
+    // width and the annotations say how to read them back (as Arrow stores them).
+    arrival: Vec<i64>,
+    op: Vec<i32>,
+    offset: Vec<i64>,
+    len: Vec<i32>,
+    dev: Vec<i32>,
+    stream: Vec<i32>,
+    fileid: Nullable,
+    call_site: Nullable,
+    measured: Nullable,
     rows: u64,
     last_arrival: u64,
 }
@@ -115,23 +141,22 @@ impl ColumnarWriter {
         let props = writer_properties(WriterProperties::builder())
             .set_key_value_metadata(Some(kv))
             .build();
-        let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
+        // Opened here first so that an unwritable path is an I/O error naming the file.
+        drop(File::create(path).map_err(|e| FormatError::io(&file, &e))?);
         let writer =
-            ArrowWriter::try_new(f, schema(), Some(props)).map_err(|e| pq_err(&file, e))?;
-        let cap = BATCH_ROWS;
+            parquet_io::Writer::create(path, &COLUMNS, props).map_err(|e| pq_err(&file, e))?;
         Ok(ColumnarWriter {
             file,
             writer,
-            arrival: UInt64Builder::with_capacity(cap),
-            op: UInt8Builder::with_capacity(cap),
-            offset: UInt64Builder::with_capacity(cap),
-            len: UInt32Builder::with_capacity(cap),
-            dev: UInt16Builder::with_capacity(cap),
-            stream: UInt32Builder::with_capacity(cap),
-            fileid: UInt64Builder::with_capacity(cap),
-            call_site: UInt64Builder::with_capacity(cap),
-            measured: UInt64Builder::with_capacity(cap),
-            pending: 0,
+            arrival: Vec::new(),
+            op: Vec::new(),
+            offset: Vec::new(),
+            len: Vec::new(),
+            dev: Vec::new(),
+            stream: Vec::new(),
+            fileid: Nullable::default(),
+            call_site: Nullable::default(),
+            measured: Nullable::default(),
             rows: 0,
             last_arrival: 0,
         })
@@ -150,46 +175,55 @@ impl ColumnarWriter {
             .with_expected("requests in non-decreasing arrival order"));
         }
         self.last_arrival = r.arrival;
-        self.arrival.append_value(r.arrival);
-        self.op.append_value(r.op as u8);
-        self.offset.append_value(r.offset);
-        self.len.append_value(r.len);
-        self.dev.append_value(r.dev);
-        self.stream.append_value(r.stream);
-        self.fileid.append_option(r.file);
-        self.call_site.append_option(r.call_site);
-        self.measured.append_option(r.measured);
-        self.pending += 1;
+        self.arrival.push(r.arrival as i64);
+        self.op.push(i32::from(r.op as u8));
+        self.offset.push(r.offset as i64);
+        self.len.push(r.len as i32);
+        self.dev.push(i32::from(r.dev));
+        self.stream.push(r.stream as i32);
+        self.fileid.push(r.file);
+        self.call_site.push(r.call_site);
+        self.measured.push(r.measured);
         self.rows += 1;
-        if self.pending >= BATCH_ROWS {
-            self.flush_batch()?;
+        if self.arrival.len() >= ROW_GROUP_ROWS {
+            self.flush_group()?;
         }
         Ok(())
     }
 
-    fn flush_batch(&mut self) -> Result<(), FormatError> {
-        if self.pending == 0 {
+    fn flush_group(&mut self) -> Result<(), FormatError> {
+        if self.arrival.is_empty() {
             return Ok(());
         }
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.arrival.finish()),
-            Arc::new(self.op.finish()),
-            Arc::new(self.offset.finish()),
-            Arc::new(self.len.finish()),
-            Arc::new(self.dev.finish()),
-            Arc::new(self.stream.finish()),
-            Arc::new(self.fileid.finish()),
-            Arc::new(self.call_site.finish()),
-            Arc::new(self.measured.finish()),
+        let cols = [
+            Column::required(Values::Int64(&self.arrival)),
+            Column::required(Values::Int32(&self.op)),
+            Column::required(Values::Int64(&self.offset)),
+            Column::required(Values::Int32(&self.len)),
+            Column::required(Values::Int32(&self.dev)),
+            Column::required(Values::Int32(&self.stream)),
+            self.fileid.column(),
+            self.call_site.column(),
+            self.measured.column(),
         ];
-        self.pending = 0;
-        let batch = RecordBatch::try_new(schema(), cols).map_err(|e| pq_err(&self.file, e))?;
-        self.writer.write(&batch).map_err(|e| pq_err(&self.file, e))
+        self.writer
+            .write_group(&cols)
+            .map_err(|e| pq_err(&self.file, e))?;
+        self.arrival.clear();
+        self.op.clear();
+        self.offset.clear();
+        self.len.clear();
+        self.dev.clear();
+        self.stream.clear();
+        self.fileid.clear();
+        self.call_site.clear();
+        self.measured.clear();
+        Ok(())
     }
 
     /// Flushes and closes the file; returns the number of rows written.
     pub fn finish(mut self) -> Result<u64, FormatError> {
-        self.flush_batch()?;
+        self.flush_group()?;
         self.writer.close().map_err(|e| pq_err(&self.file, e))?;
         Ok(self.rows)
     }
@@ -204,29 +238,95 @@ impl TraceWriter for ColumnarWriter {
     }
     fn annotate(&mut self, key: &str, value: &str) {
         self.writer
-            .append_key_value_metadata(KeyValue::new(key.to_string(), value.to_string()));
+            .append_key_value(KeyValue::new(key.to_string(), value.to_string()));
+    }
+}
+
+/// The nine columns of the row group in hand, a run of rows at a time.
+struct Columns {
+    arrival: Chunk<Int64Type>,
+    op: Chunk<Int32Type>,
+    offset: Chunk<Int64Type>,
+    len: Chunk<Int32Type>,
+    dev: Chunk<Int32Type>,
+    stream: Chunk<Int32Type>,
+    fileid: Chunk<Int64Type>,
+    call_site: Chunk<Int64Type>,
+    measured: Chunk<Int64Type>,
+}
+
+impl Columns {
+    fn start(&mut self, rg: &dyn RowGroupReader) -> Result<(), ParquetError> {
+        self.arrival.start(rg)?;
+        self.op.start(rg)?;
+        self.offset.start(rg)?;
+        self.len.start(rg)?;
+        self.dev.start(rg)?;
+        self.stream.start(rg)?;
+        self.fileid.start(rg)?;
+        self.call_site.start(rg)?;
+        self.measured.start(rg)
+    }
+
+    /// Reads `n` rows of every column; a column with fewer is an error.
+    fn read(&mut self, n: usize) -> Result<(), ParquetError> {
+        let counts = [
+            ("arrival_ns", self.arrival.read(n)?),
+            ("op", self.op.read(n)?),
+            ("offset", self.offset.read(n)?),
+            ("len", self.len.read(n)?),
+            ("dev", self.dev.read(n)?),
+            ("stream", self.stream.read(n)?),
+            ("file", self.fileid.read(n)?),
+            ("call_site", self.call_site.read(n)?),
+            ("measured_ns", self.measured.read(n)?),
+        ];
+        match counts.iter().find(|(_, got)| *got != n) {
+            Some((name, got)) => Err(ParquetError::General(format!(
+                "column `{name}` has {got} of the row group's next {n} rows"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The first null in a column that must not have one.
+    fn first_null(&self) -> Option<usize> {
+        [
+            self.arrival.first_null(),
+            self.op.first_null(),
+            self.offset.first_null(),
+            self.len.first_null(),
+            self.dev.first_null(),
+            self.stream.first_null(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 
 /// Streams requests out of a columnar trace file.
 ///
-/// Each Parquet record batch is decoded once into a plain `Vec<Request>` (a tight loop over
-/// the Arrow arrays' value slices, the null bitmaps consulted only in batches that have
-/// nulls); [`TraceSource::next_request`] then hands rows out of that vector by index, and
-/// [`ColumnarReader::next_batch`] hands whole batches to callers that can take them.
+/// Runs of rows are read column by column and converted once into a plain `Vec<Request>`
+/// (a tight loop over the columns' value slices, the definition levels consulted only where
+/// a run has nulls); [`TraceSource::next_request`] then hands rows out of that vector by
+/// index, and [`ColumnarReader::next_batch`] hands whole runs to callers that can take them.
 pub struct ColumnarReader {
     file: String,
-    reader: ParquetRecordBatchReader,
-    /// The record batch being converted, its first row's index in the file, how many of its
-    /// rows are free of nulls in non-nullable columns, and how many are converted.
-    batch: Option<RecordBatch>,
+    reader: Box<dyn FileReader>,
+    groups: Groups,
+    cols: Columns,
+    /// The run of rows in the columns: its first row's index in the file, its length, how
+    /// many of its rows are free of nulls in non-nullable columns, and how many are
+    /// converted.
     batch_row: u64,
+    batch_rows: usize,
     batch_good: usize,
     batch_pos: usize,
     /// The converted rows not yet handed out are `decoded[idx..]`.
     decoded: Vec<Request>,
     idx: usize,
-    /// Rows read from the file so far (the index of the next batch's first row).
+    /// Rows read from the file so far (the index of the next run's first row).
     row: u64,
     /// An error found while decoding, due once every row before it has been handed out.
     pending: Option<FormatError>,
@@ -238,46 +338,21 @@ pub struct ColumnarReader {
     failed: bool,
 }
 
-fn column<'b, T: Array + 'static>(
-    file: &str,
-    b: &'b RecordBatch,
-    name: &str,
-    row: u64,
-) -> Result<&'b T, FormatError> {
-    b.column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| {
-            FormatError::new(
-                file,
-                Location::Row(row),
-                format!("column `{name}` missing or of the wrong type"),
-            )
-            .with_expected("the wattio columnar schema (see docs/formats.md)")
-        })
-}
-
 /// How a nullable column's rows of one chunk are filled: the common cases — no nulls, or
-/// nothing but nulls (a trace without file ids) — need no look at the validity bitmap.
+/// nothing but nulls (a trace without file ids) — need no look at the definition levels.
 enum Fill<'a> {
-    Values(&'a [u64]),
+    Values(&'a [i64]),
     Null,
-    Mixed(&'a [u64], arrow_buffer::NullBuffer),
+    Mixed(&'a [i64], &'a [i16]),
 }
 
 impl<'a> Fill<'a> {
-    /// Rows `start..end` of `a`, or `None` if the column is shorter.
-    fn new(a: &'a UInt64Array, start: usize, end: usize) -> Option<Self> {
-        let values = a.values().get(start..end)?;
-        Some(match a.nulls() {
-            None => Fill::Values(values),
-            Some(nb) if nb.null_count() == 0 => Fill::Values(values),
-            Some(nb) if nb.null_count() == nb.len() => Fill::Null,
-            Some(nb) => {
-                if nb.len() < end {
-                    return None;
-                }
-                Fill::Mixed(values, nb.slice(start, end - start))
-            }
+    /// Rows `start..end` of `c`, or `None` if the column is shorter.
+    fn new(c: &'a Chunk<Int64Type>, start: usize, end: usize) -> Option<Self> {
+        Some(match c.nulls() {
+            Nulls::None => Fill::Values(c.values().get(start..end)?),
+            Nulls::All => Fill::Null,
+            Nulls::Some => Fill::Mixed(c.values().get(start..end)?, c.def().get(start..end)?),
         })
     }
 
@@ -288,132 +363,16 @@ impl<'a> Fill<'a> {
             Fill::Null => {}
             Fill::Values(v) => {
                 for (r, &x) in out.iter_mut().zip(v.iter()) {
-                    *field(r) = Some(x);
+                    *field(r) = Some(x as u64);
                 }
             }
-            Fill::Mixed(v, nb) => {
-                for ((r, &x), valid) in out.iter_mut().zip(v.iter()).zip(nb.iter()) {
-                    *field(r) = valid.then_some(x);
+            Fill::Mixed(v, def) => {
+                for ((r, &x), &d) in out.iter_mut().zip(v.iter()).zip(def.iter()) {
+                    *field(r) = (d > 0).then_some(x as u64);
                 }
             }
         }
     }
-}
-
-/// Runs a call into the Parquet/Arrow crates, turning a panic into an error. Those crates
-/// still panic on some malformed files (parquet 57's footer decoder unwraps a missing
-/// boolean, found by fuzzing; fixed in parquet 60): a corrupt trace must not take the whole
-/// run down. Only calls into those crates are wrapped, so a panic in wattio's own code still
-/// surfaces. The reader is not used again after such an error.
-pub(crate) fn contain<R>(
-    file: &str,
-    at: Location,
-    f: impl FnOnce() -> R,
-) -> Result<R, FormatError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
-        let what = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        FormatError::new(
-            file,
-            at,
-            format!("the Parquet decoder failed on this file: {what}"),
-        )
-        .with_expected("a well-formed Parquet file")
-    })
-}
-
-/// Runs [`crate::footer::check`] on the footer before the Parquet crate decodes it.
-pub(crate) fn check_footer<T: parquet::file::reader::ChunkReader>(
-    input: &T,
-    file_len: u64,
-    file: &str,
-) -> Result<(), FormatError> {
-    let io = |e: parquet::errors::ParquetError| FormatError::file(file, format!("Parquet: {e}"));
-    let Some(tail_at) = file_len.checked_sub(8) else {
-        return Ok(()); // too short: the Parquet crate says so
-    };
-    let tail = input.get_bytes(tail_at, 8).map_err(io)?;
-    let Some(len) = crate::footer::footer_len(&tail) else {
-        return Ok(());
-    };
-    let (Some(start), Ok(n)) = (tail_at.checked_sub(len), usize::try_from(len)) else {
-        return Ok(()); // longer than the file: the Parquet crate says so
-    };
-    let footer = input.get_bytes(start, n).map_err(io)?;
-    crate::footer::check(&footer).map_err(|e| {
-        FormatError::file(file, format!("not a Parquet file: corrupt footer: {e}"))
-            .with_expected("a wattio columnar trace (Parquet)")
-    })
-}
-
-/// Every column chunk must lie inside the file. The Parquet crate trusts the footer here: a
-/// negative offset trips an assertion, and a huge length becomes the capacity of the buffer
-/// it reads the chunk into, so a corrupt footer would abort the process instead of failing.
-pub(crate) fn check_chunk_ranges(
-    file: &str,
-    md: &parquet::file::metadata::ParquetMetaData,
-    file_len: u64,
-) -> Result<(), FormatError> {
-    for (g, rg) in md.row_groups().iter().enumerate() {
-        for c in rg.columns() {
-            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
-            let inside = u64::try_from(start)
-                .ok()
-                .zip(u64::try_from(c.compressed_size()).ok())
-                .and_then(|(s, l)| s.checked_add(l))
-                .is_some_and(|end| end <= file_len);
-            if !inside {
-                return Err(FormatError::file(
-                    file,
-                    format!(
-                        "row group {g}, column `{}`: chunk at byte {start} of {} bytes lies outside the {file_len}-byte file",
-                        c.column_path(),
-                        c.compressed_size()
-                    ),
-                )
-                .with_expected("a complete, uncorrupted Parquet file"));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Open a Parquet file with the checks every wattio Parquet reader needs (columnar traces,
-/// memory traces): the footer and every column chunk's byte range within the file, the
-/// reader's own panics contained, and the Arrow schema derived from the Parquet schema
-/// rather than decoded from the embedded `ARROW:schema` flatbuffer — arrow-ipc panics on a
-/// corrupt one (found by fuzzing), and the Parquet schema's unsigned-integer annotations
-/// give the same types. `expected` says what the file should have been.
-pub(crate) fn open_parquet<T: parquet::file::reader::ChunkReader + 'static>(
-    input: T,
-    file: &str,
-    expected: &str,
-) -> Result<ParquetRecordBatchReaderBuilder<T>, FormatError> {
-    let file_len = input.len();
-    check_footer(&input, file_len, file)?;
-    let opts = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let builder = contain(file, Location::File, || {
-        ParquetRecordBatchReaderBuilder::try_new_with_options(input, opts)
-    })?
-    .map_err(|e| {
-        FormatError::file(file, format!("not a Parquet file: {e}")).with_expected(expected)
-    })?;
-    check_chunk_ranges(file, builder.metadata(), file_len)?;
-    Ok(builder)
-}
-
-/// A Parquet file's key-value metadata as (key, value) pairs (a missing value is empty).
-pub(crate) fn key_values(md: &parquet::file::metadata::FileMetaData) -> Vec<(String, String)> {
-    md.key_value_metadata()
-        .map(|kvs| {
-            kvs.iter()
-                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl ColumnarReader {
@@ -433,10 +392,10 @@ impl ColumnarReader {
         input: T,
         file: String,
     ) -> Result<Self, FormatError> {
-        let builder = open_parquet(input, &file, "a wattio columnar trace (Parquet)")?;
-        let md = builder.metadata().file_metadata();
+        let reader = parquet_io::open(input, &file, "a wattio columnar trace (Parquet)")?;
+        let md = reader.metadata().file_metadata();
         let total = u64::try_from(md.num_rows()).unwrap_or(0);
-        let provenance = key_values(md);
+        let provenance = parquet_io::key_values(md);
         match provenance.iter().find(|(k, _)| k == VERSION_KEY) {
             Some((_, v)) if v == VERSION => {}
             Some((_, v)) => {
@@ -454,35 +413,34 @@ impl ColumnarReader {
                 .with_expected("a wattio columnar trace (written by `wattio trace convert`)"))
             }
         }
-        let want = schema();
-        for fld in want.fields() {
-            match builder.schema().field_with_name(fld.name()) {
-                Ok(have) if have.data_type() == fld.data_type() => {}
-                Ok(have) => {
-                    return Err(FormatError::file(
-                        &file,
-                        format!("column `{}` has type {}", fld.name(), have.data_type()),
-                    )
-                    .with_expected(format!("type {}", fld.data_type())))
-                }
-                Err(_) => {
-                    return Err(FormatError::file(
-                        &file,
-                        format!("column `{}` is missing", fld.name()),
-                    )
-                    .with_expected("the wattio columnar schema"))
-                }
-            }
+        let mut at = [0usize; COLUMNS.len()];
+        for (i, c) in COLUMNS.iter().enumerate() {
+            at[i] = parquet_io::find_column(
+                &reader,
+                &file,
+                c.name,
+                c.kind,
+                "the wattio columnar schema",
+            )?;
         }
-        let reader = contain(&file, Location::File, || {
-            builder.with_batch_size(READ_BATCH_ROWS).build()
-        })?
-        .map_err(|e| pq_err(&file, e))?;
+        let cols = Columns {
+            arrival: Chunk::new(at[0]),
+            op: Chunk::new(at[1]),
+            offset: Chunk::new(at[2]),
+            len: Chunk::new(at[3]),
+            dev: Chunk::new(at[4]),
+            stream: Chunk::new(at[5]),
+            fileid: Chunk::new(at[6]),
+            call_site: Chunk::new(at[7]),
+            measured: Chunk::new(at[8]),
+        };
         Ok(ColumnarReader {
             file,
-            reader,
-            batch: None,
+            reader: Box::new(reader),
+            groups: Groups::new(),
+            cols,
             batch_row: 0,
+            batch_rows: 0,
             batch_good: 0,
             batch_pos: 0,
             decoded: Vec::with_capacity(CHUNK_ROWS),
@@ -512,55 +470,45 @@ impl ColumnarReader {
         FormatError::new(&self.file, Location::Row(row), message).with_expected(expected)
     }
 
-    /// Reads the next record batch. `Ok(false)` at the end.
+    /// Reads the next run of rows into the columns. `Ok(false)` at the end.
     fn load(&mut self) -> Result<bool, FormatError> {
-        self.batch = None;
-        let reader = &mut self.reader;
-        let next = contain(&self.file, Location::Row(self.row), || reader.next())?;
-        let b = match next {
-            None => return Ok(false),
-            Some(Err(e)) => {
-                return Err(FormatError::new(
-                    &self.file,
-                    Location::Row(self.row),
-                    format!("Parquet: {e}"),
-                ))
-            }
-            Some(Ok(b)) => b,
-        };
-        // The first null in a non-nullable column ends the good rows of this batch.
-        let first_null = ["arrival_ns", "op", "offset", "len", "dev", "stream"]
-            .iter()
-            .filter_map(|c| b.column_by_name(c))
-            .filter_map(|c| c.nulls())
-            .filter(|nb| nb.null_count() > 0)
-            .filter_map(|nb| nb.iter().position(|valid| !valid))
-            .min();
-        self.batch_row = self.row;
-        self.batch_good = first_null.unwrap_or(b.num_rows());
+        self.batch_rows = 0;
         self.batch_pos = 0;
-        self.row += b.num_rows() as u64;
-        self.batch = Some(b);
+        let (reader, groups, cols) = (&*self.reader, &mut self.groups, &mut self.cols);
+        let read = contain(&self.file, Location::Row(self.row), || {
+            if !groups.advance(reader, |rg| cols.start(rg))? {
+                return Ok(0);
+            }
+            let n = usize::try_from(groups.left())
+                .unwrap_or(usize::MAX)
+                .min(READ_BATCH_ROWS);
+            cols.read(n)?;
+            groups.take(n);
+            Ok::<usize, ParquetError>(n)
+        })?;
+        let n = read.map_err(|e| {
+            FormatError::new(&self.file, Location::Row(self.row), format!("Parquet: {e}"))
+        })?;
+        if n == 0 {
+            return Ok(false);
+        }
+        // The first null in a non-nullable column ends the good rows of this run.
+        self.batch_row = self.row;
+        self.batch_rows = n;
+        self.batch_good = self.cols.first_null().unwrap_or(n);
+        self.row += n as u64;
         Ok(true)
     }
 
-    /// Converts up to `max` rows of the current batch (loading the next one when it is used
+    /// Converts up to `max` rows of the current run (loading the next one when it is used
     /// up), appending them to `out`. Rows up to a bad one are appended and the error is kept
     /// in `pending`. `Ok(false)` at the end.
     fn decode_into(&mut self, out: &mut Vec<Request>, max: usize) -> Result<bool, FormatError> {
-        loop {
-            match &self.batch {
-                Some(b) if self.batch_pos < b.num_rows() => break,
-                _ => {
-                    if !self.load()? {
-                        return Ok(false);
-                    }
-                }
+        while self.batch_pos >= self.batch_rows {
+            if !self.load()? {
+                return Ok(false);
             }
         }
-        let Some(b) = &self.batch else {
-            return Ok(false);
-        };
         let (f, r) = (self.file.as_str(), self.batch_row);
         let start = self.batch_pos;
         if start >= self.batch_good {
@@ -569,7 +517,7 @@ impl ColumnarReader {
                 Location::Row(r + start as u64),
                 "null in a non-nullable column",
             ));
-            self.batch_pos = b.num_rows();
+            self.batch_pos = self.batch_rows;
             return Ok(true);
         }
         let end = self.batch_good.min(start.saturating_add(max));
@@ -577,33 +525,37 @@ impl ColumnarReader {
             FormatError::new(
                 f,
                 Location::Row(r),
-                "Parquet: a column is shorter than the batch",
+                "Parquet: a column is shorter than the run of rows",
             )
         };
-        let arrival = column::<UInt64Array>(f, b, "arrival_ns", r)?.values();
-        let op = column::<UInt8Array>(f, b, "op", r)?.values();
-        let offset = column::<UInt64Array>(f, b, "offset", r)?.values();
-        let len = column::<UInt32Array>(f, b, "len", r)?.values();
-        let dev = column::<UInt16Array>(f, b, "dev", r)?.values();
-        let stream = column::<UInt32Array>(f, b, "stream", r)?.values();
-        let fileid = Fill::new(column(f, b, "file", r)?, start, end).ok_or_else(short)?;
-        let call_site = Fill::new(column(f, b, "call_site", r)?, start, end).ok_or_else(short)?;
-        let measured = Fill::new(column(f, b, "measured_ns", r)?, start, end).ok_or_else(short)?;
+        let c = &self.cols;
+        let fileid = Fill::new(&c.fileid, start, end).ok_or_else(short)?;
+        let call_site = Fill::new(&c.call_site, start, end).ok_or_else(short)?;
+        let measured = Fill::new(&c.measured, start, end).ok_or_else(short)?;
         // Equal-length slices up front, so the loops below run without bounds checks.
-        let arrival = arrival.get(start..end).ok_or_else(short)?;
-        let op = op.get(start..end).ok_or_else(short)?;
-        let offset = offset.get(start..end).ok_or_else(short)?;
-        let len = len.get(start..end).ok_or_else(short)?;
-        let dev = dev.get(start..end).ok_or_else(short)?;
-        let stream = stream.get(start..end).ok_or_else(short)?;
+        let arrival = c.arrival.values().get(start..end).ok_or_else(short)?;
+        let op = c.op.values().get(start..end).ok_or_else(short)?;
+        let offset = c.offset.values().get(start..end).ok_or_else(short)?;
+        let len = c.len.values().get(start..end).ok_or_else(short)?;
+        let dev = c.dev.values().get(start..end).ok_or_else(short)?;
+        let stream = c.stream.values().get(start..end).ok_or_else(short)?;
 
-        // Validate first (op codes, arrival order) in a tight loop; the rows before the
-        // first bad one are then converted column by column with nothing left to check.
+        // Validate first (op codes, device ids, arrival order) in a tight loop; the rows
+        // before the first bad one are then converted column by column with nothing left to
+        // check. The columns hold Parquet's signed integers: the unsigned values are their
+        // bit patterns, and a narrow column's value must fit its width.
         let mut last = self.last_arrival;
         let mut bad = None;
-        for (k, (((&a, &code), &o), &l)) in arrival.iter().zip(op).zip(offset).zip(len).enumerate()
+        for (k, ((((&a, &code), &o), &l), &d)) in arrival
+            .iter()
+            .zip(op)
+            .zip(offset)
+            .zip(len)
+            .zip(dev)
+            .enumerate()
         {
-            if o.checked_add(l as u64).is_none() {
+            let (a, o, l) = (a as u64, o as u64, l as u32);
+            if o.checked_add(u64::from(l)).is_none() {
                 // An end past 2^64 would wrap and pass any capacity check downstream.
                 bad = Some((
                     start + k,
@@ -612,11 +564,19 @@ impl ColumnarReader {
                 ));
                 break;
             }
-            if code > 3 {
+            if !(0..=3).contains(&code) {
                 bad = Some((
                     start + k,
-                    format!("op code {code}"),
+                    format!("op code {}", code as u32),
                     "0 (read), 1 (write), 2 (flush) or 3 (discard)",
+                ));
+                break;
+            }
+            if u16::try_from(d).is_err() {
+                bad = Some((
+                    start + k,
+                    format!("device {}", d as u32),
+                    "a device id of 0 to 65535 (UInt16)",
                 ));
                 break;
             }
@@ -643,17 +603,17 @@ impl ColumnarReader {
                 .take(m)
                 .map(
                     |(((((&a, &code), &offset), &len), &dev), &stream)| Request {
-                        arrival: a,
+                        arrival: a as u64,
                         op: match code {
                             0 => Op::Read,
                             1 => Op::Write,
                             2 => Op::Flush,
                             _ => Op::Discard,
                         },
-                        offset,
-                        len,
-                        dev,
-                        stream,
+                        offset: offset as u64,
+                        len: len as u32,
+                        dev: dev as u16,
+                        stream: stream as u32,
                         file: None,
                         call_site: None,
                         measured: None,
@@ -674,7 +634,7 @@ impl ColumnarReader {
         Ok(true)
     }
 
-    /// Appends the next run of requests (up to one record batch, 64 Ki rows) to `out` and
+    /// Appends the next run of requests (up to 64 Ki rows) to `out` and
     /// returns how many; `Ok(0)` at the end of the trace. The fast way to read a whole trace.
     /// Rows before a bad row are returned first, the error on the following call.
     pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<usize, FormatError> {

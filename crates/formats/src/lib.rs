@@ -31,6 +31,8 @@ pub mod lines;
 pub mod memtrace;
 pub mod mqsim;
 pub mod msr;
+#[cfg(feature = "columnar")]
+pub mod parquet_io;
 pub mod slice;
 pub mod spc;
 pub mod stats;

@@ -381,12 +381,10 @@ fn malformed_raw_streams_fail_at_their_offset() {
 
 #[test]
 fn malformed_columnar_memory_traces_fail_with_their_row() {
-    use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
-    use arrow_array::{ArrayRef, RecordBatch};
-    use parquet::arrow::ArrowWriter;
+    use parquet::data_type::ByteArray;
     use parquet::file::metadata::KeyValue;
     use parquet::file::properties::WriterProperties;
-    use std::sync::Arc;
+    use wattio_formats::parquet_io::{write_file, Column, Values};
 
     let d = tmpdir("columnar");
     let geometry =
@@ -402,34 +400,39 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
     );
     let file = |name: &str, rows: &[Row], meta: &[(&str, &str)]| -> PathBuf {
         let p = d.join(name);
-        let (mut pid, mut ic, mut kind, mut addr, mut size, mut flags) = (
-            UInt32Builder::new(),
-            UInt64Builder::new(),
-            UInt8Builder::new(),
-            UInt64Builder::new(),
-            UInt64Builder::new(),
-            UInt32Builder::new(),
-        );
-        let (mut old, mut new) = (BinaryBuilder::new(), BinaryBuilder::new());
-        for r in rows {
-            pid.append_value(r.0);
-            ic.append_value(r.1);
-            kind.append_value(r.2);
-            addr.append_value(0);
-            size.append_value(r.3);
-            flags.append_value(0);
-            old.append_option(r.4);
-            new.append_option(r.5);
-        }
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(pid.finish()),
-            Arc::new(ic.finish()),
-            Arc::new(kind.finish()),
-            Arc::new(addr.finish()),
-            Arc::new(size.finish()),
-            Arc::new(flags.finish()),
-            Arc::new(old.finish()),
-            Arc::new(new.finish()),
+        // Parquet's physical types: unsigned values as their bit patterns.
+        let pid: Vec<i32> = rows.iter().map(|r| r.0 as i32).collect();
+        let ic: Vec<i64> = rows.iter().map(|r| r.1 as i64).collect();
+        let kind: Vec<i32> = rows.iter().map(|r| i32::from(r.2)).collect();
+        let size: Vec<i64> = rows.iter().map(|r| r.3 as i64).collect();
+        let zeros32 = vec![0i32; rows.len()];
+        let zeros64 = vec![0i64; rows.len()];
+        let bytes = |v: &dyn Fn(&Row) -> Option<&'static [u8]>| {
+            let present: Vec<ByteArray> = rows
+                .iter()
+                .filter_map(v)
+                .map(|b| ByteArray::from(b.to_vec()))
+                .collect();
+            let def: Vec<i16> = rows.iter().map(|r| i16::from(v(r).is_some())).collect();
+            (present, def)
+        };
+        let (old, old_def) = bytes(&|r| r.4);
+        let (new, new_def) = bytes(&|r| r.5);
+        let cols = [
+            Column::required(Values::Int32(&pid)),
+            Column::required(Values::Int64(&ic)),
+            Column::required(Values::Int32(&kind)),
+            Column::required(Values::Int64(&zeros64)),
+            Column::required(Values::Int64(&size)),
+            Column::required(Values::Int32(&zeros32)),
+            Column {
+                values: Values::Bytes(&old),
+                def: Some(&old_def),
+            },
+            Column {
+                values: Values::Bytes(&new),
+                def: Some(&new_def),
+            },
         ];
         let kv = meta
             .iter()
@@ -438,16 +441,7 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
         let props = WriterProperties::builder()
             .set_key_value_metadata(Some(kv))
             .build();
-        let schema = wattio_formats::memtrace::schema();
-        let mut w = ArrowWriter::try_new(
-            std::fs::File::create(&p).unwrap(),
-            schema.clone(),
-            Some(props),
-        )
-        .unwrap();
-        w.write(&RecordBatch::try_new(schema, cols).unwrap())
-            .unwrap();
-        w.close().unwrap();
+        write_file(&p, &wattio_formats::memtrace::COLUMNS, props, &cols).unwrap();
         p
     };
     let ok_meta = [
@@ -567,4 +561,73 @@ fn workload_memory_traces_read_back_with_their_readme_figures() {
             "{name}"
         );
     }
+}
+
+/// A trace of several row groups (the writer's groups are 256 Ki rows): each process's run
+/// of rows, read alone or stopped and resumed anywhere (across group boundaries too), gives
+/// the rows a whole read gives.
+#[test]
+fn row_ranges_and_resumption_cross_row_groups() {
+    use wattio_formats::memtrace::MemTraceWriter;
+    let d = tmpdir("groups");
+    let p = d.join("groups.parquet");
+    let geometry = CacheGeometry {
+        line: 64,
+        l1_bytes: 32768,
+        l1_ways: 8,
+        l2_bytes: 1 << 20,
+        l2_ways: 16,
+        cache: true,
+    };
+    // Three processes of 250,000, 400,000 and 7 rows: the second spans the first two
+    // group boundaries (262,144 and 524,288); stores carry values, other rows none.
+    let mut all = Vec::new();
+    for (pid, n) in [(10u32, 250_000u64), (11, 400_000), (12, 7)] {
+        all.push(rec(pid, 0, MemKind::Start, 0, 0, 1));
+        for i in 1..n {
+            let mut r = rec(pid, i * 3, MemKind::Load, 0x1000 + i * 64, 8, 0);
+            if i % 5 == 0 {
+                r.kind = MemKind::Store;
+                r.old = Some(vec![(i % 251) as u8; 8]);
+                r.new = Some(vec![(i % 241) as u8; 8]);
+            }
+            all.push(r);
+        }
+    }
+    let mut w = MemTraceWriter::create(&p, &geometry, &[]).unwrap();
+    for r in &all {
+        w.write(r).unwrap();
+    }
+    assert_eq!(w.finish(&[]).unwrap(), all.len() as u64);
+    assert_eq!(read_all(&p), all);
+
+    let segs = segments(&p).unwrap();
+    let runs: Vec<(u32, u64, u64)> = segs.iter().map(|s| (s.pid, s.first, s.rows)).collect();
+    assert_eq!(
+        runs,
+        [(10, 0, 250_000), (11, 250_000, 400_000), (12, 650_000, 7)]
+    );
+    for s in &segs {
+        let got: Vec<MemRecord> = MemTraceReader::open_rows(&p, s.first, s.rows)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got, all[s.first as usize..(s.first + s.rows) as usize]);
+    }
+    // The second process read in pieces, each reader closed and reopened where it
+    // stopped: pieces end before, at and after the group boundaries.
+    let (first, rows) = (250_000u64, 400_000u64);
+    let mut at = MemTraceReader::open_rows(&p, first, 0)
+        .unwrap()
+        .resume_point();
+    let mut got = Vec::new();
+    for piece in [12_143u64, 1, 262_000, 100, 125_756] {
+        let mut r = MemTraceReader::resume(&p, at, piece).unwrap();
+        for x in r.by_ref() {
+            got.push(x.unwrap());
+        }
+        at = r.resume_point();
+    }
+    assert_eq!(at.row, first + rows);
+    assert_eq!(got, all[first as usize..(first + rows) as usize]);
 }

@@ -111,39 +111,30 @@ fn columnar_reader_refuses_foreign_files() {
     assert!(e.contains("not a Parquet file"), "{e}");
 
     // A Parquet file of the right shape but without the version key.
-    use arrow_array::{ArrayRef, RecordBatch, UInt64Array, UInt8Array};
-    use std::sync::Arc;
+    use wattio_formats::parquet_io::{write_file, Column, Kind, Values};
     let p2 = tmp("noversion.parquet");
-    let schema = wattio_formats::columnar::schema();
-    let cols: Vec<ArrayRef> = schema
-        .fields()
+    let spec = wattio_formats::columnar::COLUMNS;
+    // One row: op code 7, everything else 0.
+    let (op, zero32, zero64, valid) = ([7i32], [0i32], [0i64], [1i16]);
+    let cols: Vec<Column> = spec
         .iter()
-        .map(|f| -> ArrayRef {
-            match f.data_type() {
-                arrow_schema::DataType::UInt8 => Arc::new(UInt8Array::from(vec![7u8])),
-                arrow_schema::DataType::UInt16 => {
-                    Arc::new(arrow_array::UInt16Array::from(vec![0u16]))
-                }
-                arrow_schema::DataType::UInt32 => {
-                    Arc::new(arrow_array::UInt32Array::from(vec![0u32]))
-                }
-                _ => Arc::new(UInt64Array::from(vec![0u64])),
+        .map(|c| match (c.name, c.kind) {
+            ("op", _) => Column::required(Values::Int32(&op)),
+            _ if c.nullable => Column {
+                values: Values::Int64(&zero64),
+                def: Some(&valid),
+            },
+            (_, Kind::UInt8 | Kind::UInt16 | Kind::UInt32) => {
+                Column::required(Values::Int32(&zero32))
             }
+            _ => Column::required(Values::Int64(&zero64)),
         })
         .collect();
-    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
     let write = |path: &Path, kv: Option<Vec<parquet::file::metadata::KeyValue>>| {
         let props = parquet::file::properties::WriterProperties::builder()
             .set_key_value_metadata(kv)
             .build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(path).unwrap(),
-            schema.clone(),
-            Some(props),
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        write_file(path, &spec, props, &cols).unwrap();
     };
     write(&p2, None);
     let e = ColumnarReader::open(&p2).err().unwrap().to_string();

@@ -26,23 +26,20 @@ pub mod stats;
 pub use raw::{CacheGeometry, RawReader, MAGIC as RAW_MAGIC};
 pub use stats::{memtrace_stats, MemTraceStats};
 
-use crate::columnar::{check_footer, contain, key_values, open_parquet};
 use crate::error::{FormatError, Location};
-use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
-use arrow_array::{
-    Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64Array, UInt8Array,
+use crate::parquet_io::{
+    self, check_footer, contain, key_values, Chunk, Col, Column, Groups, Kind, Values,
 };
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, RowGroupReader};
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub const VERSION_KEY: &str = "wattio.memtrace.version";
 pub const VERSION: &str = "1";
@@ -66,7 +63,10 @@ pub const MAP_BRK: u32 = 32;
 pub const MAP_REMAP: u32 = 64;
 const MAP_KNOWN: u32 = MAP_R | MAP_W | MAP_X | MAP_STARTUP | MAP_BRK | MAP_REMAP;
 
-const BATCH_ROWS: usize = 64 * 1024;
+/// Rows per row group: the writer holds a row group's values until it is written (with
+/// values on a third of the rows, about 20 MB), and each is compressed as a unit.
+const GROUP_ROWS: usize = 256 * 1024;
+/// Rows read from the columns at a time.
 const READ_BATCH_ROWS: usize = 4096;
 
 /// What a row records.
@@ -185,37 +185,67 @@ pub struct Process {
     pub cut_at: Option<u64>,
 }
 
-pub fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("pid", DataType::UInt32, false),
-        Field::new("icount", DataType::UInt64, false),
-        Field::new("kind", DataType::UInt8, false),
-        Field::new("addr", DataType::UInt64, false),
-        Field::new("size", DataType::UInt64, false),
-        Field::new("flags", DataType::UInt32, false),
-        Field::new("old", DataType::Binary, true),
-        Field::new("new", DataType::Binary, true),
-    ]))
-}
+/// The columns, in file order.
+pub const COLUMNS: [Col; 8] = [
+    Col::new("pid", Kind::UInt32),
+    Col::new("icount", Kind::UInt64),
+    Col::new("kind", Kind::UInt8),
+    Col::new("addr", Kind::UInt64),
+    Col::new("size", Kind::UInt64),
+    Col::new("flags", Kind::UInt32),
+    Col::new("old", Kind::Binary).nullable(),
+    Col::new("new", Kind::Binary).nullable(),
+];
 
 fn pq_err(file: &str, e: impl std::fmt::Display) -> FormatError {
     FormatError::file(file, format!("Parquet: {e}"))
+}
+
+/// A nullable binary column being filled: the values present and a definition level a row.
+#[derive(Default)]
+struct Bytes {
+    values: Vec<ByteArray>,
+    def: Vec<i16>,
+}
+
+impl Bytes {
+    fn push(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(x) => {
+                self.values.push(ByteArray::from(x.to_vec()));
+                self.def.push(1);
+            }
+            None => self.def.push(0),
+        }
+    }
+
+    fn column(&self) -> Column<'_> {
+        Column {
+            values: Values::Bytes(&self.values),
+            def: Some(&self.def),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.def.clear();
+    }
 }
 
 /// Streams records into a memory-trace file. The process table and geometry go into the
 /// footer at [`MemTraceWriter::finish`].
 pub struct MemTraceWriter {
     file: String,
-    writer: ArrowWriter<File>,
-    pid: UInt32Builder,
-    icount: UInt64Builder,
-    kind: UInt8Builder,
-    addr: UInt64Builder,
-    size: UInt64Builder,
-    flags: UInt32Builder,
-    old: BinaryBuilder,
-    new: BinaryBuilder,
-    pending: usize,
+    writer: parquet_io::Writer,
+    // Parquet's physical types; unsigned values are their bit patterns.
+    pid: Vec<i32>,
+    icount: Vec<i64>,
+    kind: Vec<i32>,
+    addr: Vec<i64>,
+    size: Vec<i64>,
+    flags: Vec<i32>,
+    old: Bytes,
+    new: Bytes,
     rows: u64,
 }
 
@@ -245,73 +275,82 @@ impl MemTraceWriter {
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(9).map_err(|e| pq_err(&file, e))?,
             ))
+            .set_max_row_group_size(GROUP_ROWS)
             .set_key_value_metadata(Some(kv));
         for c in ["icount", "addr"] {
             props = props
                 .set_column_dictionary_enabled(ColumnPath::from(c), false)
                 .set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
         }
-        let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
-        let writer =
-            ArrowWriter::try_new(f, schema(), Some(props.build())).map_err(|e| pq_err(&file, e))?;
+        // Opened here first so that an unwritable path is an I/O error naming the file.
+        drop(File::create(path).map_err(|e| FormatError::io(&file, &e))?);
+        let writer = parquet_io::Writer::create(path, &COLUMNS, props.build())
+            .map_err(|e| pq_err(&file, e))?;
         Ok(MemTraceWriter {
             file,
             writer,
-            pid: UInt32Builder::new(),
-            icount: UInt64Builder::new(),
-            kind: UInt8Builder::new(),
-            addr: UInt64Builder::new(),
-            size: UInt64Builder::new(),
-            flags: UInt32Builder::new(),
-            old: BinaryBuilder::new(),
-            new: BinaryBuilder::new(),
-            pending: 0,
+            pid: Vec::new(),
+            icount: Vec::new(),
+            kind: Vec::new(),
+            addr: Vec::new(),
+            size: Vec::new(),
+            flags: Vec::new(),
+            old: Bytes::default(),
+            new: Bytes::default(),
             rows: 0,
         })
     }
 
     pub fn write(&mut self, r: &MemRecord) -> Result<(), FormatError> {
-        self.pid.append_value(r.pid);
-        self.icount.append_value(r.icount);
-        self.kind.append_value(r.kind as u8);
-        self.addr.append_value(r.addr);
-        self.size.append_value(r.size);
-        self.flags.append_value(r.flags);
-        self.old.append_option(r.old.as_deref());
-        self.new.append_option(r.new.as_deref());
-        self.pending += 1;
+        self.pid.push(r.pid as i32);
+        self.icount.push(r.icount as i64);
+        self.kind.push(i32::from(r.kind as u8));
+        self.addr.push(r.addr as i64);
+        self.size.push(r.size as i64);
+        self.flags.push(r.flags as i32);
+        self.old.push(r.old.as_deref());
+        self.new.push(r.new.as_deref());
         self.rows += 1;
-        if self.pending >= BATCH_ROWS {
-            self.flush_batch()?;
+        if self.pid.len() >= GROUP_ROWS {
+            self.flush_group()?;
         }
         Ok(())
     }
 
-    fn flush_batch(&mut self) -> Result<(), FormatError> {
-        if self.pending == 0 {
+    fn flush_group(&mut self) -> Result<(), FormatError> {
+        if self.pid.is_empty() {
             return Ok(());
         }
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.pid.finish()),
-            Arc::new(self.icount.finish()),
-            Arc::new(self.kind.finish()),
-            Arc::new(self.addr.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.flags.finish()),
-            Arc::new(self.old.finish()),
-            Arc::new(self.new.finish()),
+        let cols = [
+            Column::required(Values::Int32(&self.pid)),
+            Column::required(Values::Int64(&self.icount)),
+            Column::required(Values::Int32(&self.kind)),
+            Column::required(Values::Int64(&self.addr)),
+            Column::required(Values::Int64(&self.size)),
+            Column::required(Values::Int32(&self.flags)),
+            self.old.column(),
+            self.new.column(),
         ];
-        self.pending = 0;
-        let batch = RecordBatch::try_new(schema(), cols).map_err(|e| pq_err(&self.file, e))?;
-        self.writer.write(&batch).map_err(|e| pq_err(&self.file, e))
+        self.writer
+            .write_group(&cols)
+            .map_err(|e| pq_err(&self.file, e))?;
+        self.pid.clear();
+        self.icount.clear();
+        self.kind.clear();
+        self.addr.clear();
+        self.size.clear();
+        self.flags.clear();
+        self.old.clear();
+        self.new.clear();
+        Ok(())
     }
 
     /// Writes the process table and closes the file; returns the rows written.
     pub fn finish(mut self, processes: &[Process]) -> Result<u64, FormatError> {
-        self.flush_batch()?;
+        self.flush_group()?;
         let table = serde_json::to_string(processes).map_err(|e| pq_err(&self.file, e))?;
         self.writer
-            .append_key_value_metadata(KeyValue::new(PROCESSES_KEY.to_string(), table));
+            .append_key_value(KeyValue::new(PROCESSES_KEY.to_string(), table));
         self.writer.close().map_err(|e| pq_err(&self.file, e))?;
         Ok(self.rows)
     }
@@ -452,48 +491,51 @@ pub struct Segment {
 pub fn segments(path: &Path) -> Result<Vec<Segment>, FormatError> {
     let file = path.display().to_string();
     let f = File::open(path).map_err(|e| FormatError::io(&file, &e))?;
-    let builder = open_parquet(f, &file, "a wattio memory trace (Parquet)")?;
-    let Some(col) = builder
-        .parquet_schema()
-        .columns()
-        .iter()
-        .position(|c| c.name() == "pid")
-    else {
-        return Err(
-            FormatError::file(&file, "column `pid` is missing".to_string())
-                .with_expected("the wattio memory-trace schema (docs/capture-memory.md)"),
-        );
-    };
-    let mask = parquet::arrow::ProjectionMask::leaves(builder.parquet_schema(), [col]);
-    let reader = contain(&file, Location::File, || {
-        builder
-            .with_projection(mask)
-            .with_batch_size(READ_BATCH_ROWS)
-            .build()
-    })?
-    .map_err(|e| pq_err(&file, e))?;
+    let reader = parquet_io::open(f, &file, "a wattio memory trace (Parquet)")?;
+    let col = parquet_io::find_column(
+        &reader,
+        &file,
+        "pid",
+        Kind::UInt32,
+        "the wattio memory-trace schema (docs/capture-memory.md)",
+    )?;
+    let mut pids = Chunk::<Int32Type>::new(col);
+    let mut groups = Groups::new();
     let mut out: Vec<Segment> = Vec::new();
     let mut row = 0u64;
-    for batch in reader {
-        let b = batch.map_err(|e| {
+    loop {
+        let read = contain(&file, Location::Row(row), || {
+            if !groups.advance(&reader, |rg| pids.start(rg))? {
+                return Ok(0);
+            }
+            let n = usize::try_from(groups.left())
+                .unwrap_or(usize::MAX)
+                .min(READ_BATCH_ROWS);
+            if pids.read(n)? != n {
+                return Err(ParquetError::General(
+                    "column `pid` is shorter than its row group".into(),
+                ));
+            }
+            groups.take(n);
+            Ok(n)
+        })?;
+        let n = read.map_err(|e| {
             FormatError::new(&file, Location::Row(row), format!("Parquet: {e}"))
                 .with_expected("readable pages")
         })?;
-        let Some(pids) = b.column(0).as_any().downcast_ref::<UInt32Array>() else {
-            return Err(
-                FormatError::file(&file, "column `pid` is not UInt32".to_string())
-                    .with_expected("type UInt32"),
-            );
-        };
-        for (i, pid) in pids.iter().enumerate() {
-            let pid = pid.ok_or_else(|| {
-                FormatError::new(
-                    &file,
-                    Location::Row(row + i as u64),
-                    "null in column `pid`".to_string(),
-                )
-                .with_expected("a value in every non-nullable column")
-            })?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = pids.first_null() {
+            return Err(FormatError::new(
+                &file,
+                Location::Row(row + i as u64),
+                "null in column `pid`".to_string(),
+            )
+            .with_expected("a value in every non-nullable column"));
+        }
+        for (i, &pid) in pids.values().iter().enumerate() {
+            let pid = pid as u32;
             match out.last_mut() {
                 Some(s) if s.pid == pid => s.rows += 1,
                 _ => {
@@ -513,7 +555,7 @@ pub fn segments(path: &Path) -> Result<Vec<Segment>, FormatError> {
                 }
             }
         }
-        row += b.num_rows() as u64;
+        row += n as u64;
     }
     Ok(out)
 }
@@ -524,9 +566,16 @@ pub fn segments(path: &Path) -> Result<Vec<Segment>, FormatError> {
 /// row; an exec'd program is a new image of the same pid).
 pub struct MemTraceReader {
     file: String,
-    reader: ParquetRecordBatchReader,
-    batch: Option<Columns>,
+    reader: Box<dyn FileReader>,
+    groups: Groups,
+    cols: Columns,
+    /// Rows in the columns, and the next one to hand out.
+    rows: usize,
     pos: usize,
+    /// Rows still to skip before the first one handed out (inside the first row group
+    /// read), and rows still to hand out (`None`: all).
+    skip: u64,
+    limit: Option<u64>,
     row: u64,
     pid: Option<u32>,
     icount: u64,
@@ -582,8 +631,8 @@ impl MemTraceReader {
         file: String,
         rows: Option<(u64, u64)>,
     ) -> Result<Self, FormatError> {
-        let builder = open_parquet(input, &file, "a wattio memory trace (Parquet)")?;
-        let provenance = key_values(builder.metadata().file_metadata());
+        let reader = parquet_io::open(input, &file, "a wattio memory trace (Parquet)")?;
+        let provenance = key_values(reader.metadata().file_metadata());
         let meta = |key: &str| provenance.iter().find(|(k, _)| k == key).map(|(_, v)| v);
         let bad = |msg: String, expected: &str| {
             FormatError::file(&file, msg).with_expected(expected.to_string())
@@ -634,45 +683,40 @@ impl MemTraceReader {
                 &format!("at most {MAX_PROCESSES}"),
             ));
         }
-        let want = schema();
-        for fld in want.fields() {
-            match builder.schema().field_with_name(fld.name()) {
-                Ok(have) if have.data_type() == fld.data_type() => {}
-                Ok(have) => {
-                    return Err(bad(
-                        format!("column `{}` has type {}", fld.name(), have.data_type()),
-                        &format!("type {}", fld.data_type()),
-                    ))
-                }
-                Err(_) => {
-                    return Err(bad(
-                        format!("column `{}` is missing", fld.name()),
-                        "the wattio memory-trace schema (docs/capture-memory.md)",
-                    ))
-                }
-            }
+        let mut at = [0usize; COLUMNS.len()];
+        for (i, c) in COLUMNS.iter().enumerate() {
+            at[i] = parquet_io::find_column(
+                &reader,
+                &file,
+                c.name,
+                c.kind,
+                "the wattio memory-trace schema (docs/capture-memory.md)",
+            )?;
         }
-        let (first, builder) = match rows {
-            None => (0, builder),
-            Some((first, count)) => {
-                let (Ok(f), Ok(n)) = (usize::try_from(first), usize::try_from(count)) else {
-                    return Err(bad(
-                        format!("rows {first} + {count}"),
-                        "a row range of the file",
-                    ));
-                };
-                (first, builder.with_offset(f).with_limit(n))
-            }
+        let cols = Columns {
+            pid: Chunk::new(at[0]),
+            icount: Chunk::new(at[1]),
+            kind: Chunk::new(at[2]),
+            addr: Chunk::new(at[3]),
+            size: Chunk::new(at[4]),
+            flags: Chunk::new(at[5]),
+            old: Chunk::new(at[6]),
+            new: Chunk::new(at[7]),
         };
-        let reader = contain(&file, Location::File, || {
-            builder.with_batch_size(READ_BATCH_ROWS).build()
-        })?
-        .map_err(|e| pq_err(&file, e))?;
+        let mut groups = Groups::new();
+        let (first, skip, limit) = match rows {
+            None => (0, 0, None),
+            Some((first, count)) => (first, groups.skip_groups(&reader, first), Some(count)),
+        };
         Ok(MemTraceReader {
             file,
-            reader,
-            batch: None,
+            reader: Box::new(reader),
+            groups,
+            cols,
+            rows: 0,
             pos: 0,
+            skip,
+            limit,
             row: first,
             pid: None,
             icount: 0,
@@ -700,53 +744,83 @@ impl MemTraceReader {
         FormatError::new(&self.file, Location::Row(self.row), msg).with_expected(expected)
     }
 
-    fn next_row(&mut self) -> Result<Option<MemRecord>, FormatError> {
-        loop {
-            if let Some(b) = &self.batch {
-                if self.pos < b.rows {
+    /// Reads the next run of rows into the columns; `Ok(false)` at the end (of the file or
+    /// of the rows asked for).
+    fn load(&mut self) -> Result<bool, FormatError> {
+        self.rows = 0;
+        self.pos = 0;
+        let (reader, groups, cols) = (&*self.reader, &mut self.groups, &mut self.cols);
+        let (skip, limit) = (&mut self.skip, self.limit);
+        let read = contain(&self.file, Location::Row(self.row), || {
+            loop {
+                if limit == Some(0) || !groups.advance(reader, |rg| cols.start(rg))? {
+                    return Ok(0);
+                }
+                if *skip == 0 {
                     break;
                 }
+                let k = usize::try_from((*skip).min(groups.left())).unwrap_or(usize::MAX);
+                cols.skip(k)?;
+                groups.take(k);
+                *skip -= k as u64;
             }
-            let reader = &mut self.reader;
-            let next = contain(&self.file, Location::Row(self.row), || reader.next())?;
-            match next {
-                None => return Ok(None),
-                Some(Err(e)) => return Err(self.row_err(format!("Parquet: {e}"), "readable pages")),
-                Some(Ok(b)) => {
-                    self.batch = Some(Columns::of(&b, &self.file, self.row)?);
-                    self.pos = 0;
-                }
+            let n = groups
+                .left()
+                .min(limit.unwrap_or(u64::MAX))
+                .min(READ_BATCH_ROWS as u64) as usize;
+            cols.read(n)?;
+            groups.take(n);
+            Ok::<usize, ParquetError>(n)
+        })?;
+        let n = read.map_err(|e| self.row_err(format!("Parquet: {e}"), "readable pages"))?;
+        if let Some(l) = &mut self.limit {
+            *l = l.saturating_sub(n as u64);
+        }
+        self.rows = n;
+        Ok(n > 0)
+    }
+
+    fn next_row(&mut self) -> Result<Option<MemRecord>, FormatError> {
+        while self.pos >= self.rows {
+            if !self.load()? {
+                return Ok(None);
             }
         }
-        let Some(b) = &self.batch else {
-            return Ok(None);
-        };
+        let b = &self.cols;
         let i = self.pos;
         let file = &self.file;
         let row = self.row;
         macro_rules! need {
             ($col:ident) => {{
-                if b.$col.is_null(i) {
-                    return Err(FormatError::new(
-                        file,
-                        Location::Row(row),
-                        format!("null in column `{}`", stringify!($col)),
-                    )
-                    .with_expected("a value in every non-nullable column"));
+                match b.$col.values().get(i) {
+                    Some(&v) if b.$col.is_valid(i) => v,
+                    _ => {
+                        return Err(FormatError::new(
+                            file,
+                            Location::Row(row),
+                            format!("null in column `{}`", stringify!($col)),
+                        )
+                        .with_expected("a value in every non-nullable column"))
+                    }
                 }
-                b.$col.value(i)
             }};
         }
-        let pid: u32 = need!(pid);
-        let icount: u64 = need!(icount);
-        let kind: u8 = need!(kind);
-        let addr: u64 = need!(addr);
-        let size: u64 = need!(size);
-        let flags: u32 = need!(flags);
-        let value = |a: &BinaryArray| (!a.is_null(i)).then(|| a.value(i).to_vec());
+        // Parquet's signed integers hold the unsigned values' bit patterns.
+        let pid = need!(pid) as u32;
+        let icount = need!(icount) as u64;
+        let kind = need!(kind) as u32;
+        let addr = need!(addr) as u64;
+        let size = need!(size) as u64;
+        let flags = need!(flags) as u32;
+        let value = |c: &Chunk<ByteArrayType>| {
+            c.values()
+                .get(i)
+                .filter(|_| c.is_valid(i))
+                .map(|v| v.data().to_vec())
+        };
         let old: Option<Vec<u8>> = value(&b.old);
         let new: Option<Vec<u8>> = value(&b.new);
-        let Some(kind) = MemKind::from_code(kind) else {
+        let Some(kind) = u8::try_from(kind).ok().and_then(MemKind::from_code) else {
             return Err(self.row_err(
                 format!("kind code {kind}"),
                 "0 to 8 (docs/capture-memory.md)",
@@ -808,51 +882,79 @@ impl MemTraceReader {
     }
 }
 
-/// A batch's columns, looked up by name and type once per batch rather than once per row
-/// (the lookups were a fifth of a replay's time).
+/// The eight columns of the row group in hand, a run of rows at a time.
 struct Columns {
-    rows: usize,
-    pid: UInt32Array,
-    icount: UInt64Array,
-    kind: UInt8Array,
-    addr: UInt64Array,
-    size: UInt64Array,
-    flags: UInt32Array,
-    old: BinaryArray,
-    new: BinaryArray,
+    pid: Chunk<Int32Type>,
+    icount: Chunk<Int64Type>,
+    kind: Chunk<Int32Type>,
+    addr: Chunk<Int64Type>,
+    size: Chunk<Int64Type>,
+    flags: Chunk<Int32Type>,
+    old: Chunk<ByteArrayType>,
+    new: Chunk<ByteArrayType>,
 }
 
 impl Columns {
-    /// The columns of batch `b`, whose first row is the file's row `row`.
-    fn of(b: &RecordBatch, file: &str, row: u64) -> Result<Self, FormatError> {
-        fn get<T: Array + Clone + 'static>(
-            b: &RecordBatch,
-            name: &str,
-            file: &str,
-            row: u64,
-        ) -> Result<T, FormatError> {
-            let c = b.column_by_name(name).ok_or_else(|| {
-                FormatError::new(file, Location::Row(row), format!("column `{name}` missing"))
-            })?;
-            c.as_any().downcast_ref::<T>().cloned().ok_or_else(|| {
-                FormatError::new(
-                    file,
-                    Location::Row(row),
-                    format!("column `{name}` of the wrong type"),
-                )
-            })
+    fn start(&mut self, rg: &dyn RowGroupReader) -> Result<(), ParquetError> {
+        self.pid.start(rg)?;
+        self.icount.start(rg)?;
+        self.kind.start(rg)?;
+        self.addr.start(rg)?;
+        self.size.start(rg)?;
+        self.flags.start(rg)?;
+        self.old.start(rg)?;
+        self.new.start(rg)
+    }
+
+    /// Applies `f` (read or skip `n` rows) to every column; a column with fewer rows than
+    /// asked for is an error.
+    fn each(
+        &mut self,
+        n: usize,
+        mut f: impl FnMut(&mut dyn RowsOf, usize) -> Result<usize, ParquetError>,
+    ) -> Result<(), ParquetError> {
+        let cols: [(&str, &mut dyn RowsOf); 8] = [
+            ("pid", &mut self.pid),
+            ("icount", &mut self.icount),
+            ("kind", &mut self.kind),
+            ("addr", &mut self.addr),
+            ("size", &mut self.size),
+            ("flags", &mut self.flags),
+            ("old", &mut self.old),
+            ("new", &mut self.new),
+        ];
+        for (name, c) in cols {
+            let got = f(c, n)?;
+            if got != n {
+                return Err(ParquetError::General(format!(
+                    "column `{name}` has {got} of the row group's next {n} rows"
+                )));
+            }
         }
-        Ok(Columns {
-            rows: b.num_rows(),
-            pid: get(b, "pid", file, row)?,
-            icount: get(b, "icount", file, row)?,
-            kind: get(b, "kind", file, row)?,
-            addr: get(b, "addr", file, row)?,
-            size: get(b, "size", file, row)?,
-            flags: get(b, "flags", file, row)?,
-            old: get(b, "old", file, row)?,
-            new: get(b, "new", file, row)?,
-        })
+        Ok(())
+    }
+
+    fn read(&mut self, n: usize) -> Result<(), ParquetError> {
+        self.each(n, |c, n| c.read_rows(n))
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), ParquetError> {
+        self.each(n, |c, n| c.skip_rows(n))
+    }
+}
+
+/// Reading or skipping rows, whatever a column's type.
+trait RowsOf {
+    fn read_rows(&mut self, n: usize) -> Result<usize, ParquetError>;
+    fn skip_rows(&mut self, n: usize) -> Result<usize, ParquetError>;
+}
+
+impl<T: parquet::data_type::DataType> RowsOf for Chunk<T> {
+    fn read_rows(&mut self, n: usize) -> Result<usize, ParquetError> {
+        self.read(n)
+    }
+    fn skip_rows(&mut self, n: usize) -> Result<usize, ParquetError> {
+        self.skip(n)
     }
 }
 
