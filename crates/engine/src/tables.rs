@@ -12,7 +12,7 @@ use parquet::file::properties::WriterProperties;
 use std::path::Path;
 use wattio_core::io::Status;
 use wattio_core::time::Nanos;
-use wattio_formats::parquet_io::{Col, Column, Kind, Values, Writer};
+use wattio_formats::parquet_io::{Col, Column, Kind, Writer};
 
 /// Rows per row group (the values of one are held until it is written).
 const BATCH: usize = 1 << 16;
@@ -184,22 +184,20 @@ impl RequestsTable {
         if self.id.is_empty() {
             return Ok(());
         }
-        let i64s = |v| Column::required(Values::Int64(v));
-        let names = |v| Column::required(Values::Bytes(v));
         self.out.write(&[
-            i64s(&self.id),
-            i64s(&self.arrival),
-            i64s(&self.finish),
-            i64s(&self.latency),
-            i64s(&self.queue),
-            i64s(&self.power_wait),
-            i64s(&self.service),
-            names(&self.op),
-            names(&self.device),
-            Column::required(Values::Int32(&self.dev)),
-            i64s(&self.offset),
-            i64s(&self.len),
-            names(&self.status),
+            Column::of(&self.id),
+            Column::of(&self.arrival),
+            Column::of(&self.finish),
+            Column::of(&self.latency),
+            Column::of(&self.queue),
+            Column::of(&self.power_wait),
+            Column::of(&self.service),
+            Column::of(&self.op),
+            Column::of(&self.device),
+            Column::of(&self.dev),
+            Column::of(&self.offset),
+            Column::of(&self.len),
+            Column::of(&self.status),
         ])?;
         for v in [
             &mut self.id,
@@ -304,10 +302,10 @@ impl TimelineTable {
             return Ok(());
         }
         self.out.write(&[
-            Column::required(Values::Bytes(&self.device)),
-            Column::required(Values::Bytes(&self.state)),
-            Column::required(Values::Int64(&self.start)),
-            Column::required(Values::Int64(&self.end)),
+            Column::of(&self.device),
+            Column::of(&self.state),
+            Column::of(&self.start),
+            Column::of(&self.end),
         ])?;
         self.device.clear();
         self.state.clear();
@@ -351,13 +349,13 @@ pub fn write_energy(
     let energy: Vec<f64> = rows.iter().map(|r| r.1.energy_j).collect();
     if !rows.is_empty() {
         out.write(&[
-            Column::required(Values::Bytes(&device)),
-            Column::required(Values::Bytes(&state)),
-            Column::required(Values::Bool(&transition)),
-            Column::required(Values::Double(&watts)),
-            Column::required(Values::Int64(&residency)),
-            Column::required(Values::Int64(&entries)),
-            Column::required(Values::Double(&energy)),
+            Column::of(&device),
+            Column::of(&state),
+            Column::of(&transition),
+            Column::of(&watts),
+            Column::of(&residency),
+            Column::of(&entries),
+            Column::of(&energy),
         ])?;
     }
     out.close()

@@ -11,7 +11,7 @@
 //! column API ([`crate::parquet_io`]).
 
 use crate::error::{FormatError, Location};
-use crate::parquet_io::{self, contain, Chunk, Col, Column, Groups, Kind, Nulls, Values};
+use crate::parquet_io::{self, contain, Chunk, Col, Column, Groups, Kind, Nullable, Nulls};
 use crate::writer::TraceWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::data_type::{Int32Type, Int64Type};
@@ -75,37 +75,6 @@ fn writer_properties(
     b
 }
 
-/// A nullable 64-bit column being filled: the valid values and a definition level per row.
-#[derive(Default)]
-struct Nullable {
-    values: Vec<i64>,
-    def: Vec<i16>,
-}
-
-impl Nullable {
-    fn push(&mut self, v: Option<u64>) {
-        match v {
-            Some(x) => {
-                self.values.push(x as i64);
-                self.def.push(1);
-            }
-            None => self.def.push(0),
-        }
-    }
-
-    fn column(&self) -> Column<'_> {
-        Column {
-            values: Values::Int64(&self.values),
-            def: Some(&self.def),
-        }
-    }
-
-    fn clear(&mut self) {
-        self.values.clear();
-        self.def.clear();
-    }
-}
-
 /// Streams requests into a columnar trace file.
 pub struct ColumnarWriter {
     file: String,
@@ -118,9 +87,9 @@ pub struct ColumnarWriter {
     len: Vec<i32>,
     dev: Vec<i32>,
     stream: Vec<i32>,
-    fileid: Nullable,
-    call_site: Nullable,
-    measured: Nullable,
+    fileid: Nullable<i64>,
+    call_site: Nullable<i64>,
+    measured: Nullable<i64>,
     rows: u64,
     last_arrival: u64,
 }
@@ -181,9 +150,9 @@ impl ColumnarWriter {
         self.len.push(r.len as i32);
         self.dev.push(i32::from(r.dev));
         self.stream.push(r.stream as i32);
-        self.fileid.push(r.file);
-        self.call_site.push(r.call_site);
-        self.measured.push(r.measured);
+        self.fileid.push(r.file.map(|v| v as i64));
+        self.call_site.push(r.call_site.map(|v| v as i64));
+        self.measured.push(r.measured.map(|v| v as i64));
         self.rows += 1;
         if self.arrival.len() >= ROW_GROUP_ROWS {
             self.flush_group()?;
@@ -196,12 +165,12 @@ impl ColumnarWriter {
             return Ok(());
         }
         let cols = [
-            Column::required(Values::Int64(&self.arrival)),
-            Column::required(Values::Int32(&self.op)),
-            Column::required(Values::Int64(&self.offset)),
-            Column::required(Values::Int32(&self.len)),
-            Column::required(Values::Int32(&self.dev)),
-            Column::required(Values::Int32(&self.stream)),
+            Column::of(&self.arrival),
+            Column::of(&self.op),
+            Column::of(&self.offset),
+            Column::of(&self.len),
+            Column::of(&self.dev),
+            Column::of(&self.stream),
             self.fileid.column(),
             self.call_site.column(),
             self.measured.column(),

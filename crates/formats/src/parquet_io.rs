@@ -213,6 +213,80 @@ impl<'a> Column<'a> {
     pub fn required(values: Values<'a>) -> Self {
         Column { values, def: None }
     }
+
+    /// A column that cannot hold nulls, from its values.
+    pub fn of<T: Stored>(values: &'a [T]) -> Self {
+        Column::required(T::values(values))
+    }
+}
+
+/// A type a column's values are held in before they are written (Parquet's physical types).
+pub trait Stored: Sized {
+    fn values(v: &[Self]) -> Values<'_>;
+}
+
+impl Stored for i32 {
+    fn values(v: &[i32]) -> Values<'_> {
+        Values::Int32(v)
+    }
+}
+
+impl Stored for i64 {
+    fn values(v: &[i64]) -> Values<'_> {
+        Values::Int64(v)
+    }
+}
+
+impl Stored for f64 {
+    fn values(v: &[f64]) -> Values<'_> {
+        Values::Double(v)
+    }
+}
+
+impl Stored for bool {
+    fn values(v: &[bool]) -> Values<'_> {
+        Values::Bool(v)
+    }
+}
+
+impl Stored for ByteArray {
+    fn values(v: &[ByteArray]) -> Values<'_> {
+        Values::Bytes(v)
+    }
+}
+
+/// A nullable column being filled: the values present and a definition level a row.
+pub struct Nullable<T> {
+    values: Vec<T>,
+    def: Vec<i16>,
+}
+
+impl<T> Default for Nullable<T> {
+    fn default() -> Self {
+        Nullable {
+            values: Vec::new(),
+            def: Vec::new(),
+        }
+    }
+}
+
+impl<T: Stored> Nullable<T> {
+    pub fn push(&mut self, v: Option<T>) {
+        self.def.push(i16::from(v.is_some()));
+        self.values.extend(v);
+    }
+
+    pub fn column(&self) -> Column<'_> {
+        Column {
+            values: T::values(&self.values),
+            def: Some(&self.def),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.def.clear();
+    }
 }
 
 /// A Parquet file written a row group at a time.

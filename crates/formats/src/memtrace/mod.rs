@@ -28,7 +28,7 @@ pub use stats::{memtrace_stats, MemTraceStats};
 
 use crate::error::{FormatError, Location};
 use crate::parquet_io::{
-    self, check_footer, contain, key_values, Chunk, Col, Column, Groups, Kind, Values,
+    self, check_footer, contain, key_values, Chunk, Col, Column, Groups, Kind, Nullable,
 };
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
@@ -201,37 +201,6 @@ fn pq_err(file: &str, e: impl std::fmt::Display) -> FormatError {
     FormatError::file(file, format!("Parquet: {e}"))
 }
 
-/// A nullable binary column being filled: the values present and a definition level a row.
-#[derive(Default)]
-struct Bytes {
-    values: Vec<ByteArray>,
-    def: Vec<i16>,
-}
-
-impl Bytes {
-    fn push(&mut self, v: Option<&[u8]>) {
-        match v {
-            Some(x) => {
-                self.values.push(ByteArray::from(x.to_vec()));
-                self.def.push(1);
-            }
-            None => self.def.push(0),
-        }
-    }
-
-    fn column(&self) -> Column<'_> {
-        Column {
-            values: Values::Bytes(&self.values),
-            def: Some(&self.def),
-        }
-    }
-
-    fn clear(&mut self) {
-        self.values.clear();
-        self.def.clear();
-    }
-}
-
 /// Streams records into a memory-trace file. The process table and geometry go into the
 /// footer at [`MemTraceWriter::finish`].
 pub struct MemTraceWriter {
@@ -244,8 +213,8 @@ pub struct MemTraceWriter {
     addr: Vec<i64>,
     size: Vec<i64>,
     flags: Vec<i32>,
-    old: Bytes,
-    new: Bytes,
+    old: Nullable<ByteArray>,
+    new: Nullable<ByteArray>,
     rows: u64,
 }
 
@@ -295,8 +264,8 @@ impl MemTraceWriter {
             addr: Vec::new(),
             size: Vec::new(),
             flags: Vec::new(),
-            old: Bytes::default(),
-            new: Bytes::default(),
+            old: Nullable::default(),
+            new: Nullable::default(),
             rows: 0,
         })
     }
@@ -308,8 +277,8 @@ impl MemTraceWriter {
         self.addr.push(r.addr as i64);
         self.size.push(r.size as i64);
         self.flags.push(r.flags as i32);
-        self.old.push(r.old.as_deref());
-        self.new.push(r.new.as_deref());
+        self.old.push(r.old.clone().map(ByteArray::from));
+        self.new.push(r.new.clone().map(ByteArray::from));
         self.rows += 1;
         if self.pid.len() >= GROUP_ROWS {
             self.flush_group()?;
@@ -322,12 +291,12 @@ impl MemTraceWriter {
             return Ok(());
         }
         let cols = [
-            Column::required(Values::Int32(&self.pid)),
-            Column::required(Values::Int64(&self.icount)),
-            Column::required(Values::Int32(&self.kind)),
-            Column::required(Values::Int64(&self.addr)),
-            Column::required(Values::Int64(&self.size)),
-            Column::required(Values::Int32(&self.flags)),
+            Column::of(&self.pid),
+            Column::of(&self.icount),
+            Column::of(&self.kind),
+            Column::of(&self.addr),
+            Column::of(&self.size),
+            Column::of(&self.flags),
             self.old.column(),
             self.new.column(),
         ];
