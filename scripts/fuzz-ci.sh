@@ -7,13 +7,15 @@
 # The fuzz crates are cargo-fuzz projects (`cargo +nightly fuzz run <target>` works on a
 # developer's machine). CI builds them the way cargo-fuzz 0.13 does, with its flags spelled
 # out below, instead of compiling cargo-fuzz itself first (a minute of CI's 30-minute
-# budget on two cores). FUZZ_CRATES picks the crates (default: live, whose target builds
-# without the Arrow stack; the other crates' corpora are replayed by their fuzz_corpus tests
-# on stable in every `cargo test`).
+# budget on two cores). FUZZ_CRATES picks the crates, each as `crate` (all its targets) or
+# `crate:t1,t2` (those targets). Default: live's NBD server and the formats crate's two
+# Parquet readers (columnar and memory traces: the Parquet crate still panics on malformed
+# files, which the readers must contain); the other targets' corpora are replayed by their
+# fuzz_corpus tests on stable in every `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}
-crates=${FUZZ_CRATES:-live}
+crates=${FUZZ_CRATES:-live formats:columnar,memtrace}
 # A machine that cannot get a nightly toolchain (only the stable one ships with it, and no
 # other can be fetched everywhere) skips this pass and says so; the corpora and the
 # deterministic mutants still run in every `cargo test`.
@@ -36,11 +38,20 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Zsanitizer=address \
 -Cllvm-args=-sanitizer-coverage-stack-depth -Ccodegen-units=1"
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-for c in $crates; do
+for entry in $crates; do
+  c=${entry%%:*}
   dir=crates/$c/fuzz
-  cargo +nightly build -q --manifest-path "$dir/Cargo.toml" --target "$host" --bins
-  # The [[bin]] targets of the fuzz crate (what `cargo fuzz list` prints).
-  for t in $(sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p}' "$dir/Cargo.toml"); do
+  # The [[bin]] targets of the fuzz crate (what `cargo fuzz list` prints), or those named.
+  if [ "$entry" = "$c" ]; then
+    targets=$(sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p}' "$dir/Cargo.toml")
+  else
+    targets=$(echo "${entry#*:}" | tr ',' ' ')
+  fi
+  bins=""
+  for t in $targets; do bins="$bins --bin $t"; done
+  # shellcheck disable=SC2086 # one word per --bin
+  cargo +nightly build -q --manifest-path "$dir/Cargo.toml" --target "$host" $bins
+  for t in $targets; do
     scratch=$(mktemp -d)
     mkdir -p "$dir/artifacts/$t"
     echo "fuzz: $c/$t for ${secs}s from $(ls "$dir/corpus/$t" | wc -l) seeds"
