@@ -12,7 +12,7 @@ use parquet::file::properties::WriterProperties;
 use std::path::Path;
 use wattio_core::io::Status;
 use wattio_core::time::Nanos;
-use wattio_formats::parquet_io::{Col, Column, Kind, Writer};
+use wattio_formats::parquet_io::{Col, Column, ColumnBuffer, Kind, Writer};
 
 /// Rows per row group (the values of one are held until it is written).
 const BATCH: usize = 1 << 16;
@@ -41,6 +41,13 @@ impl ParquetOut {
     fn write(&mut self, cols: &[Column<'_>]) -> Result<(), String> {
         self.w
             .write_group(cols)
+            .map_err(|e| format!("{}: {e}", self.path))
+    }
+
+    /// Writes the buffers as a row group (nothing if they are empty) and empties them.
+    fn flush(&mut self, buffers: &mut [&mut dyn ColumnBuffer]) -> Result<(), String> {
+        self.w
+            .flush(buffers)
             .map_err(|e| format!("{}: {e}", self.path))
     }
 
@@ -181,25 +188,7 @@ impl RequestsTable {
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if self.id.is_empty() {
-            return Ok(());
-        }
-        self.out.write(&[
-            Column::of(&self.id),
-            Column::of(&self.arrival),
-            Column::of(&self.finish),
-            Column::of(&self.latency),
-            Column::of(&self.queue),
-            Column::of(&self.power_wait),
-            Column::of(&self.service),
-            Column::of(&self.op),
-            Column::of(&self.device),
-            Column::of(&self.dev),
-            Column::of(&self.offset),
-            Column::of(&self.len),
-            Column::of(&self.status),
-        ])?;
-        for v in [
+        self.out.flush(&mut [
             &mut self.id,
             &mut self.arrival,
             &mut self.finish,
@@ -207,16 +196,13 @@ impl RequestsTable {
             &mut self.queue,
             &mut self.power_wait,
             &mut self.service,
+            &mut self.op,
+            &mut self.device,
+            &mut self.dev,
             &mut self.offset,
             &mut self.len,
-        ] {
-            v.clear();
-        }
-        self.op.clear();
-        self.device.clear();
-        self.dev.clear();
-        self.status.clear();
-        Ok(())
+            &mut self.status,
+        ])
     }
 
     pub fn finish(mut self) -> Result<(), String> {
@@ -298,20 +284,12 @@ impl TimelineTable {
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if self.start.is_empty() {
-            return Ok(());
-        }
-        self.out.write(&[
-            Column::of(&self.device),
-            Column::of(&self.state),
-            Column::of(&self.start),
-            Column::of(&self.end),
-        ])?;
-        self.device.clear();
-        self.state.clear();
-        self.start.clear();
-        self.end.clear();
-        Ok(())
+        self.out.flush(&mut [
+            &mut self.device,
+            &mut self.state,
+            &mut self.start,
+            &mut self.end,
+        ])
     }
 
     pub fn finish(mut self, end: Nanos) -> Result<(), String> {

@@ -11,7 +11,7 @@
 //! column API ([`crate::parquet_io`]).
 
 use crate::error::{FormatError, Location};
-use crate::parquet_io::{self, contain, Chunk, Col, Column, Groups, Kind, Nullable, Nulls};
+use crate::parquet_io::{self, contain, Chunk, Col, Groups, Kind, Nullable, Nulls};
 use crate::writer::TraceWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::data_type::{Int32Type, Int64Type};
@@ -161,33 +161,19 @@ impl ColumnarWriter {
     }
 
     fn flush_group(&mut self) -> Result<(), FormatError> {
-        if self.arrival.is_empty() {
-            return Ok(());
-        }
-        let cols = [
-            Column::of(&self.arrival),
-            Column::of(&self.op),
-            Column::of(&self.offset),
-            Column::of(&self.len),
-            Column::of(&self.dev),
-            Column::of(&self.stream),
-            self.fileid.column(),
-            self.call_site.column(),
-            self.measured.column(),
-        ];
         self.writer
-            .write_group(&cols)
-            .map_err(|e| pq_err(&self.file, e))?;
-        self.arrival.clear();
-        self.op.clear();
-        self.offset.clear();
-        self.len.clear();
-        self.dev.clear();
-        self.stream.clear();
-        self.fileid.clear();
-        self.call_site.clear();
-        self.measured.clear();
-        Ok(())
+            .flush(&mut [
+                &mut self.arrival,
+                &mut self.op,
+                &mut self.offset,
+                &mut self.len,
+                &mut self.dev,
+                &mut self.stream,
+                &mut self.fileid,
+                &mut self.call_site,
+                &mut self.measured,
+            ])
+            .map_err(|e| pq_err(&self.file, e))
     }
 
     /// Flushes and closes the file; returns the number of rows written.
@@ -382,16 +368,7 @@ impl ColumnarReader {
                 .with_expected("a wattio columnar trace (written by `wattio trace convert`)"))
             }
         }
-        let mut at = [0usize; COLUMNS.len()];
-        for (i, c) in COLUMNS.iter().enumerate() {
-            at[i] = parquet_io::find_column(
-                &reader,
-                &file,
-                c.name,
-                c.kind,
-                "the wattio columnar schema",
-            )?;
-        }
+        let at = parquet_io::find_columns(&reader, &file, &COLUMNS, "the wattio columnar schema")?;
         let cols = Columns {
             arrival: Chunk::new(at[0]),
             op: Chunk::new(at[1]),

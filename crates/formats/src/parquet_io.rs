@@ -255,6 +255,38 @@ impl Stored for ByteArray {
     }
 }
 
+/// A column's values held until its row group is written.
+pub trait ColumnBuffer {
+    /// Rows held.
+    fn rows(&self) -> usize;
+    fn column(&self) -> Column<'_>;
+    fn clear(&mut self);
+}
+
+impl<T: Stored> ColumnBuffer for Vec<T> {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    fn column(&self) -> Column<'_> {
+        Column::of(self)
+    }
+    fn clear(&mut self) {
+        Vec::clear(self);
+    }
+}
+
+impl<T: Stored> ColumnBuffer for Nullable<T> {
+    fn rows(&self) -> usize {
+        self.def.len()
+    }
+    fn column(&self) -> Column<'_> {
+        Nullable::column(self)
+    }
+    fn clear(&mut self) {
+        Nullable::clear(self);
+    }
+}
+
 /// A nullable column being filled: the values present and a definition level a row.
 pub struct Nullable<T> {
     values: Vec<T>,
@@ -350,6 +382,21 @@ impl Writer {
             w.close()?;
         }
         rg.close()?;
+        Ok(())
+    }
+
+    /// Writes `buffers` (one per column, in the schema's order) as one row group and empties
+    /// them; nothing when they hold no rows.
+    pub fn flush(&mut self, buffers: &mut [&mut dyn ColumnBuffer]) -> Result<(), ParquetError> {
+        if buffers.first().is_none_or(|b| b.rows() == 0) {
+            return Ok(());
+        }
+        let columns: Vec<Column<'_>> = buffers.iter().map(|b| b.column()).collect();
+        self.write_group(&columns)?;
+        drop(columns);
+        for b in buffers {
+            b.clear();
+        }
         Ok(())
     }
 
@@ -717,6 +764,20 @@ pub(crate) fn find_column(
         );
     }
     Ok(i)
+}
+
+/// [`find_column`] for each of `cols`: their indices, in the same order.
+pub(crate) fn find_columns<const N: usize>(
+    reader: &dyn FileReader,
+    file: &str,
+    cols: &[Col; N],
+    schema_doc: &str,
+) -> Result<[usize; N], FormatError> {
+    let mut at = [0usize; N];
+    for (i, c) in cols.iter().enumerate() {
+        at[i] = find_column(reader, file, c.name, c.kind, schema_doc)?;
+    }
+    Ok(at)
 }
 
 /// Where the nulls are in the rows last read by a [`Chunk`].

@@ -28,7 +28,7 @@ pub use stats::{memtrace_stats, MemTraceStats};
 
 use crate::error::{FormatError, Location};
 use crate::parquet_io::{
-    self, check_footer, contain, key_values, Chunk, Col, Column, Groups, Kind, Nullable,
+    self, check_footer, contain, key_values, Chunk, Col, Groups, Kind, Nullable,
 };
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
@@ -287,31 +287,18 @@ impl MemTraceWriter {
     }
 
     fn flush_group(&mut self) -> Result<(), FormatError> {
-        if self.pid.is_empty() {
-            return Ok(());
-        }
-        let cols = [
-            Column::of(&self.pid),
-            Column::of(&self.icount),
-            Column::of(&self.kind),
-            Column::of(&self.addr),
-            Column::of(&self.size),
-            Column::of(&self.flags),
-            self.old.column(),
-            self.new.column(),
-        ];
         self.writer
-            .write_group(&cols)
-            .map_err(|e| pq_err(&self.file, e))?;
-        self.pid.clear();
-        self.icount.clear();
-        self.kind.clear();
-        self.addr.clear();
-        self.size.clear();
-        self.flags.clear();
-        self.old.clear();
-        self.new.clear();
-        Ok(())
+            .flush(&mut [
+                &mut self.pid,
+                &mut self.icount,
+                &mut self.kind,
+                &mut self.addr,
+                &mut self.size,
+                &mut self.flags,
+                &mut self.old,
+                &mut self.new,
+            ])
+            .map_err(|e| pq_err(&self.file, e))
     }
 
     /// Writes the process table and closes the file; returns the rows written.
@@ -652,16 +639,12 @@ impl MemTraceReader {
                 &format!("at most {MAX_PROCESSES}"),
             ));
         }
-        let mut at = [0usize; COLUMNS.len()];
-        for (i, c) in COLUMNS.iter().enumerate() {
-            at[i] = parquet_io::find_column(
-                &reader,
-                &file,
-                c.name,
-                c.kind,
-                "the wattio memory-trace schema (docs/capture-memory.md)",
-            )?;
-        }
+        let at = parquet_io::find_columns(
+            &reader,
+            &file,
+            &COLUMNS,
+            "the wattio memory-trace schema (docs/capture-memory.md)",
+        )?;
         let cols = Columns {
             pid: Chunk::new(at[0]),
             icount: Chunk::new(at[1]),
