@@ -9,10 +9,11 @@ use crate::sim::HostRequest;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::data_type::ByteArray;
 use parquet::file::properties::WriterProperties;
+use std::fs::File;
 use std::path::Path;
 use wattio_core::io::Status;
 use wattio_core::time::Nanos;
-use wattio_formats::parquet_io::{Col, Column, ColumnBuffer, Kind, Writer};
+use wattio_formats::parquet_io::{Col, ColumnBuffer, Kind, Writer};
 
 /// Rows per row group (the values of one are held until it is written).
 const BATCH: usize = 1 << 16;
@@ -30,18 +31,12 @@ impl ParquetOut {
                 ZstdLevel::try_new(1).map_err(|e| e.to_string())?,
             ))
             .build();
-        let w =
-            Writer::create(path, cols, props).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(ParquetOut {
-            w,
-            path: path.display().to_string(),
-        })
-    }
-
-    fn write(&mut self, cols: &[Column<'_>]) -> Result<(), String> {
-        self.w
-            .write_group(cols)
-            .map_err(|e| format!("{}: {e}", self.path))
+        let path = path.display().to_string();
+        let w = File::create(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| Writer::new(f, cols, props).map_err(|e| e.to_string()))
+            .map_err(|e| format!("{path}: {e}"))?;
+        Ok(ParquetOut { w, path })
     }
 
     /// Writes the buffers as a row group (nothing if they are empty) and empties them.
@@ -79,7 +74,8 @@ pub const OP_NAMES: [&str; 4] = ["read", "write", "flush", "discard"];
 /// `status` values, as a Python function sees them in `Completion.status`.
 pub const STATUS_NAMES: [&str; 5] = ["ok", "io-error", "invalid", "no-space", "not-supported"];
 
-fn status_code(s: Status) -> i8 {
+/// `s`'s index in [`STATUS_NAMES`].
+fn status_index(s: Status) -> usize {
     match s {
         Status::Ok => 0,
         Status::IoError => 1,
@@ -167,7 +163,7 @@ impl RequestsTable {
         };
         let device = name(&self.devices, usize::from(r.io.dev), "device")?;
         let op = name(&self.ops, r.io.op as usize, "op")?;
-        let status = name(&self.statuses, status_code(r.status) as usize, "status")?;
+        let status = name(&self.statuses, status_index(r.status), "status")?;
         self.id.push(i64_of(r.id));
         self.arrival.push(i64_of(r.arrival));
         self.finish.push(i64_of(r.finished));
@@ -318,23 +314,21 @@ pub fn write_energy(
     ];
     let mut out = ParquetOut::create(path, &COLUMNS)?;
     let text = |s: &str| ByteArray::from(s.as_bytes().to_vec());
-    let device: Vec<ByteArray> = rows.iter().map(|r| text(&r.0)).collect();
-    let state: Vec<ByteArray> = rows.iter().map(|r| text(&r.1.slot)).collect();
-    let transition: Vec<bool> = rows.iter().map(|r| r.1.is_transition).collect();
-    let watts: Vec<f64> = rows.iter().map(|r| r.1.watts).collect();
-    let residency: Vec<i64> = rows.iter().map(|r| i64_of(r.1.residency_ns)).collect();
-    let entries: Vec<i64> = rows.iter().map(|r| i64_of(r.1.entries)).collect();
-    let energy: Vec<f64> = rows.iter().map(|r| r.1.energy_j).collect();
-    if !rows.is_empty() {
-        out.write(&[
-            Column::of(&device),
-            Column::of(&state),
-            Column::of(&transition),
-            Column::of(&watts),
-            Column::of(&residency),
-            Column::of(&entries),
-            Column::of(&energy),
-        ])?;
-    }
+    let mut device: Vec<ByteArray> = rows.iter().map(|r| text(&r.0)).collect();
+    let mut state: Vec<ByteArray> = rows.iter().map(|r| text(&r.1.slot)).collect();
+    let mut transition: Vec<bool> = rows.iter().map(|r| r.1.is_transition).collect();
+    let mut watts: Vec<f64> = rows.iter().map(|r| r.1.watts).collect();
+    let mut residency: Vec<i64> = rows.iter().map(|r| i64_of(r.1.residency_ns)).collect();
+    let mut entries: Vec<i64> = rows.iter().map(|r| i64_of(r.1.entries)).collect();
+    let mut energy: Vec<f64> = rows.iter().map(|r| r.1.energy_j).collect();
+    out.flush(&mut [
+        &mut device,
+        &mut state,
+        &mut transition,
+        &mut watts,
+        &mut residency,
+        &mut entries,
+        &mut energy,
+    ])?;
     out.close()
 }

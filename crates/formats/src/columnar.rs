@@ -64,9 +64,7 @@ pub const COLUMNS: [Col; 9] = [
 fn writer_properties(
     b: parquet::file::properties::WriterPropertiesBuilder,
 ) -> parquet::file::properties::WriterPropertiesBuilder {
-    let mut b = b
-        .set_max_row_group_size(ROW_GROUP_ROWS)
-        .set_compression(Compression::UNCOMPRESSED);
+    let mut b = b.set_compression(Compression::UNCOMPRESSED);
     for c in ["arrival_ns", "offset", "file", "call_site", "measured_ns"] {
         b = b
             .set_column_dictionary_enabled(ColumnPath::from(c), false)
@@ -110,10 +108,8 @@ impl ColumnarWriter {
         let props = writer_properties(WriterProperties::builder())
             .set_key_value_metadata(Some(kv))
             .build();
-        // Opened here first so that an unwritable path is an I/O error naming the file.
-        drop(File::create(path).map_err(|e| FormatError::io(&file, &e))?);
-        let writer =
-            parquet_io::Writer::create(path, &COLUMNS, props).map_err(|e| pq_err(&file, e))?;
+        let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
+        let writer = parquet_io::Writer::new(f, &COLUMNS, props).map_err(|e| pq_err(&file, e))?;
         Ok(ColumnarWriter {
             file,
             writer,

@@ -328,13 +328,12 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Creates the file at `path` for `cols`, with the key-value metadata of `props` and
-    /// the `ARROW:schema` an Arrow writer would add.
-    pub fn create(path: &Path, cols: &[Col], props: WriterProperties) -> Result<Self, String> {
-        let f = File::create(path).map_err(|e| e.to_string())?;
-        let mut inner =
-            SerializedFileWriter::new(f, schema(cols).map_err(|e| e.to_string())?, Arc::new(props))
-                .map_err(|e| e.to_string())?;
+    /// Writes a file of `cols` into `f` (created by the caller, who names it in errors),
+    /// with the key-value metadata of `props` and the `ARROW:schema` an Arrow writer would
+    /// add. The row groups are what [`Writer::write_group`] is given: `props`' row-group
+    /// size does not apply.
+    pub fn new(f: File, cols: &[Col], props: WriterProperties) -> Result<Self, ParquetError> {
+        let mut inner = SerializedFileWriter::new(f, schema(cols)?, Arc::new(props))?;
         inner.append_key_value_metadata(arrow_schema(cols));
         Ok(Writer {
             inner,
@@ -417,7 +416,8 @@ pub fn write_file(
     props: WriterProperties,
     columns: &[Column<'_>],
 ) -> Result<(), String> {
-    let mut w = Writer::create(path, cols, props)?;
+    let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = Writer::new(f, cols, props).map_err(|e| e.to_string())?;
     w.write_group(columns).map_err(|e| e.to_string())?;
     w.close().map_err(|e| e.to_string())
 }
@@ -644,11 +644,13 @@ pub(crate) fn contain<R>(
     })
 }
 
-/// Runs [`crate::footer::check`] on the footer before the Parquet crate decodes it.
+/// Runs [`crate::footer::check`] on the footer before the Parquet crate decodes it;
+/// `expected` says what the file should have been.
 pub(crate) fn check_footer<T: ChunkReader>(
     input: &T,
     file_len: u64,
     file: &str,
+    expected: &str,
 ) -> Result<(), FormatError> {
     let io = |e: ParquetError| FormatError::file(file, format!("Parquet: {e}"));
     let Some(tail_at) = file_len.checked_sub(8) else {
@@ -664,7 +666,7 @@ pub(crate) fn check_footer<T: ChunkReader>(
     let footer = input.get_bytes(start, n).map_err(io)?;
     crate::footer::check(&footer).map_err(|e| {
         FormatError::file(file, format!("not a Parquet file: corrupt footer: {e}"))
-            .with_expected("a wattio columnar trace (Parquet)")
+            .with_expected(expected)
     })
 }
 
@@ -716,7 +718,7 @@ pub(crate) fn open<T: ChunkReader + 'static>(
     expected: &str,
 ) -> Result<SerializedFileReader<T>, FormatError> {
     let file_len = input.len();
-    check_footer(&input, file_len, file)?;
+    check_footer(&input, file_len, file, expected)?;
     let reader =
         contain(file, Location::File, || SerializedFileReader::new(input))?.map_err(|e| {
             FormatError::file(file, format!("not a Parquet file: {e}")).with_expected(expected)

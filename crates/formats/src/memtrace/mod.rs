@@ -244,17 +244,15 @@ impl MemTraceWriter {
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(9).map_err(|e| pq_err(&file, e))?,
             ))
-            .set_max_row_group_size(GROUP_ROWS)
             .set_key_value_metadata(Some(kv));
         for c in ["icount", "addr"] {
             props = props
                 .set_column_dictionary_enabled(ColumnPath::from(c), false)
                 .set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
         }
-        // Opened here first so that an unwritable path is an I/O error naming the file.
-        drop(File::create(path).map_err(|e| FormatError::io(&file, &e))?);
-        let writer = parquet_io::Writer::create(path, &COLUMNS, props.build())
-            .map_err(|e| pq_err(&file, e))?;
+        let f = File::create(path).map_err(|e| FormatError::io(&file, &e))?;
+        let writer =
+            parquet_io::Writer::new(f, &COLUMNS, props.build()).map_err(|e| pq_err(&file, e))?;
         Ok(MemTraceWriter {
             file,
             writer,
@@ -411,7 +409,7 @@ pub fn is_memtrace(path: &Path) -> bool {
         return false;
     };
     let name = path.display().to_string();
-    if check_footer(&f, len, &name).is_err() {
+    if check_footer(&f, len, &name, "a wattio memory trace (Parquet)").is_err() {
         return false;
     }
     let md = contain(&name, Location::File, || {
