@@ -106,3 +106,32 @@ fn an_unload_at_the_end_writes_the_buffered_pages_back_to_the_disk() {
     assert_eq!(cut.end, u.started + 1);
     assert!(exces_counter(&cut, "dirty_pages") > 0.0);
 }
+
+/// The card's firmware sleep (the example's 5 ms timeout on the ECD): between bursts the
+/// card sleeps, so over the hour it costs far less than kept idle at its 45 mA bound —
+/// the example shipped without it once, and its EXCES cost more than the disk alone.
+#[test]
+fn the_card_sleeps_between_commands() {
+    let out = simulate("");
+    let ecd = &out.devices[1];
+    assert_eq!(ecd.info.name, "ecd");
+    let rows = ecd.ledger_rows(out.end);
+    let at = |slot: &str| {
+        rows.iter()
+            .find(|r| r.slot == slot)
+            .unwrap_or_else(|| panic!("a `{slot}` row"))
+    };
+    let (sleep, idle) = (at("sleep"), at("idle"));
+    assert_eq!(
+        rows.iter().map(|r| r.residency_ns).sum::<u64>(),
+        out.end,
+        "the ledger covers the run"
+    );
+    // Bursts every ~20 s of light I/O, each keeping the card up a few ms: it sleeps > 99 %.
+    assert!(sleep.residency_ns as f64 > 0.99 * out.end as f64);
+    // It fell asleep once per wake-up: every sleep entry after the first followed a command.
+    assert!(sleep.entries > 1);
+    assert!(idle.residency_ns < out.end / 100);
+    // Its energy is below a tenth of the idle bound over the hour (0.1485 W × 3600 s).
+    assert!(ecd.energy_j(out.end) < 0.1 * 0.1485 * out.end as f64 / 1e9);
+}
