@@ -129,7 +129,9 @@ impl SpinDown {
                 Checked::Oracle
             }
             Policy::Fixed => {
-                if !rest.contains_key("timeout_s") {
+                // Only when nothing else is there: `timeout_sec = 5` is a misspelt key, and
+                // the parse below names it (with the key it expected).
+                if rest.is_empty() {
                     return Err(format!(
                         "{key}.timeout_s: the fixed policy needs a timeout in seconds"
                     ));
@@ -312,6 +314,10 @@ mod tests {
             (
                 "policy = 'fixed'",
                 "function[1].timeout_s: the fixed policy needs a timeout in seconds",
+            ),
+            (
+                "policy = 'fixed'\ntimeout_sec = 5",
+                "function[1].timeout_sec: unknown field `timeout_sec`, expected `timeout_s` (policy `fixed`)",
             ),
             (
                 "policy = 'fixed'\ntimeout_s = -1",
