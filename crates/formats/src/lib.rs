@@ -116,11 +116,21 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
     if head.starts_with(b"PAR1") {
         return Some("columnar");
     }
-    let line = head
+    let mut lines_ = head
         .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .find(|l| !lines::trim(l).is_empty())?;
-    let line = lines::trim(line);
+        .map(|l| lines::trim(l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|l| !l.is_empty());
+    let line = lines_.next()?;
+    if line.starts_with(b"Timestamp,Hostname,") {
+        // The MSR Cambridge header some copies of the traces carry (the SNIA originals have
+        // none; the msr reader skips it): the format is the next line's.
+        return lines_.next().and_then(sniff_line).filter(|&f| f == "msr");
+    }
+    sniff_line(line)
+}
+
+/// The format of one trimmed, non-empty line of a text trace.
+fn sniff_line(line: &[u8]) -> Option<&'static str> {
     if line.starts_with(b"fio version") {
         return Some("fio");
     }
@@ -129,7 +139,9 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
     if line.contains(&b',') && !line.contains(&b' ') && !line.contains(&b'\t') {
         let f: Vec<&[u8]> = line.split(|&b| b == b',').collect();
         let rw = |t: &[u8]| matches!(t, b"R" | b"W" | b"r" | b"w");
-        if f.len() == 7 && (f[3] == b"Read" || f[3] == b"Write") && is_num(f[0]) {
+        let read_write =
+            |t: &[u8]| t.eq_ignore_ascii_case(b"Read") || t.eq_ignore_ascii_case(b"Write");
+        if f.len() == 7 && read_write(f[3]) && is_num(f[0]) {
             return Some("msr");
         }
         if f.len() == 5 && rw(f[1]) && is_num(f[0]) {

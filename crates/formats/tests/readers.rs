@@ -608,6 +608,16 @@ fn sniffing_recognizes_every_text_format() {
         assert_eq!(sniff(text.as_bytes()), Some(*want), "{text}");
     }
     assert_eq!(sniff(b"hello world\n"), None);
+    // MSR Cambridge with the header some copies carry, and in lower case: the reader takes
+    // both, so detection does; a header before another format's line is not MSR.
+    let header = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\r\n";
+    assert_eq!(sniff(format!("{header}{MSR}").as_bytes()), Some("msr"));
+    assert_eq!(sniff(MSR.replace("Read", "read").as_bytes()), Some("msr"));
+    assert_eq!(sniff(header.as_bytes()), None);
+    assert_eq!(
+        sniff(format!("{header}0,20941264,8192,W,0.551706\n").as_bytes()),
+        None
+    );
 }
 
 #[test]
