@@ -130,3 +130,34 @@ def test_disksim_validation_trace_stats() -> None:
     assert s["requests"] == 10_000
     assert s["measured"]["count"] == 10_000
     assert any("disksim-validate" in a for a in s["assumptions"])
+
+
+def _blk_io_trace(t: int, sector: int, nbytes: int, action: int, pid: int, dev: int, cpu: int) -> bytes:
+    """One little-endian `struct blk_io_trace` (48 bytes, no payload)."""
+    import struct
+
+    return struct.pack("<IIQQIIIIIHH", 0x65617407, 1, t, sector, nbytes, action, pid, dev, cpu, 0, 0)
+
+
+def test_blktrace_per_cpu_files_read_merged_from_python_and_the_cli(tmp_path: Path, capsys) -> None:
+    # Two CPUs' files of `blktrace -d /dev/sdb` (8,16): a write queued and issued on CPU 0, a
+    # read on CPU 1 issued between them; D (issued, 7 | BLK_TC_ISSUE) is what is kept.
+    dev = 8 << 20 | 16
+    write_q, write_d = 1 | (2 | 16) << 16, 7 | (2 | 64) << 16
+    read_d = 7 | (1 | 64) << 16
+    (tmp_path / "sdb.blktrace.0").write_bytes(
+        _blk_io_trace(5_000, 2048, 4096, write_q, 77, dev, 0) + _blk_io_trace(9_000, 2048, 4096, write_d, 77, dev, 0)
+    )
+    (tmp_path / "sdb.blktrace.1").write_bytes(_blk_io_trace(7_500, 100, 8192, read_d, 78, dev, 1))
+    df = trace.read(tmp_path / "sdb.blktrace.0")
+    # Times from the first record (the queued write at 5,000 ns), in time order across CPUs.
+    assert df["arrival_ns"].tolist() == [2_500, 4_000]
+    assert df["op"].tolist() == ["read", "write"]
+    assert df["offset"].tolist() == [100 * 512, 2048 * 512]
+    assert df["len"].tolist() == [8192, 4096]
+    notes = "\n".join(df.attrs["assumptions"])
+    assert "detected blktrace binary" in notes
+    assert "merged 2 per-CPU files by time: sdb.blktrace.0, sdb.blktrace.1" in notes
+    assert main(["trace", "stats", str(tmp_path / "sdb.blktrace.1"), "--action", "Q", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["requests"] == 1 and stats["writes"] == 1

@@ -17,7 +17,7 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
 
     reads, _ = _core.trace_formats()
     flags = ["--format"] + ([format_flag] if format_flag != "--format" else [])
-    # No argparse choices: the reader accepts aliases (blktrace, umass, …) and names the
+    # No argparse choices: the reader accepts aliases (umass, cbs, …) and names the
     # formats it knows when it refuses one.
     p.add_argument(
         *flags,
@@ -37,7 +37,9 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
         help="skip bad lines (counted, the first few reported) and run empty or implausible "
         "traces with a warning, instead of stopping",
     )
-    p.add_argument("--action", metavar="A", help="blkparse: the action to keep, Q, D or C (default D)")
+    p.add_argument(
+        "--action", metavar="A", help="blktrace/blkparse: the event to keep, Q, D or C (default D)"
+    )
     p.add_argument(
         "--columns",
         metavar="SPEC",

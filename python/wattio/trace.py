@@ -1,8 +1,9 @@
 """Traces from Python: read any supported format into a pandas DataFrame, summarize it.
 
-Formats: columnar (wattio's Parquet trace), msr, fiu, blkparse, spc, alibaba, tencent,
-disksim, disksim-validate, fio, mqsim. ``format=None`` detects the format from the extension
-and the first line (never mqsim, whose lines are also DiskSim ascii lines: give it). Every
+Formats: columnar (wattio's Parquet trace), msr, fiu, blktrace (the binary per-CPU files,
+merged), blkparse, spc, alibaba, tencent, disksim, disksim-validate, fio, mqsim.
+``format=None`` detects the format from the extension, a binary magic and the first line
+(never mqsim, whose lines are also DiskSim ascii lines: give it). Every
 reader normalizes to nanoseconds and bytes and reports what it assumed; ``read`` puts that
 report in ``df.attrs["assumptions"]``.
 

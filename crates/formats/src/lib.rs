@@ -1,7 +1,7 @@
 //! Real traces in, clean data out.
 //!
 //! * Readers for the block-trace formats users bring — MSR Cambridge ([`msr`]), FIU
-//!   ([`fiu`]), blkparse text ([`blkparse`]), SPC/UMass ([`spc`]), Alibaba ([`alibaba`]),
+//!   ([`fiu`]), blktrace's binary files ([`blktrace`]), blkparse text ([`blkparse`]), SPC/UMass ([`spc`]), Alibaba ([`alibaba`]),
 //!   Tencent CBS ([`tencent`]), DiskSim ascii and validate ([`disksim`]), fio iolog v2/v3
 //!   ([`fio`]), MQSim's trace-based flow ([`mqsim`]) — each normalizing to [`Request`]s in
 //!   ns and bytes and reporting what it assumed. [`open_trace`] picks one by name or by sniffing.
@@ -14,6 +14,7 @@
 
 pub mod alibaba;
 pub mod blkparse;
+pub mod blktrace;
 pub mod cloud;
 #[cfg(feature = "columnar")]
 pub mod columnar;
@@ -57,6 +58,7 @@ pub const READ_FORMATS: &[&str] = &[
     "columnar",
     "msr",
     "fiu",
+    "blktrace",
     "blkparse",
     "spc",
     "alibaba",
@@ -98,7 +100,8 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
         "columnar" | "parquet" | "wattio" => "columnar",
         "msr" | "msr-cambridge" => "msr",
         "fiu" => "fiu",
-        "blkparse" | "blktrace" => "blkparse",
+        "blkparse" => "blkparse",
+        "blktrace" | "blktrace-bin" => "blktrace",
         "spc" | "umass" => "spc",
         "alibaba" => "alibaba",
         "tencent" | "cbs" | "tencent-cbs" => "tencent",
@@ -115,6 +118,9 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
 pub fn sniff(head: &[u8]) -> Option<&'static str> {
     if head.starts_with(b"PAR1") {
         return Some("columnar");
+    }
+    if blktrace::is_blktrace(head) {
+        return Some("blktrace");
     }
     let mut lines_ = head
         .split(|&b| b == b'\n')
@@ -216,6 +222,11 @@ pub fn open_trace(
             head.truncate(n);
             if matches!(ext.as_str(), "parquet" | "wattio") || head.starts_with(b"PAR1") {
                 ("columnar", Some("detected columnar (Parquet)".to_string()))
+            } else if blktrace::is_blktrace(&head) {
+                (
+                    "blktrace",
+                    Some("detected blktrace binary from the first record's magic".to_string()),
+                )
             } else {
                 match sniff(&head) {
                     Some(f) => (f, Some(format!("detected format {f} from the first line"))),
@@ -251,6 +262,33 @@ pub fn open_trace(
                 "built without the columnar feature",
             ))
         }
+        "blktrace" => {
+            // The per-CPU files of one trace are read together, merged by time.
+            let files = blktrace::cpu_files(path).map_err(|m| FormatError::file(&name, m))?;
+            let recs = blktrace::Records::open(&files).map_err(|e| FormatError::io(&name, &e))?;
+            let mut notes: Vec<String> = how.into_iter().collect();
+            if files.len() > 1 {
+                let names: Vec<String> = files
+                    .iter()
+                    .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
+                    .collect();
+                notes.push(format!(
+                    "blktrace: merged {} per-CPU files by time: {}",
+                    files.len(),
+                    names.join(", ")
+                ));
+            }
+            let mut s = TextSource::from_units(
+                recs,
+                name,
+                blktrace_format(opts, &path.display().to_string())?,
+                opts,
+            )?;
+            for n in notes {
+                s.note(n);
+            }
+            Box::new(s)
+        }
         text => {
             let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
             text_reader(f, name, text, opts, how)?
@@ -282,6 +320,15 @@ pub fn text_reader<R: Read + Send + 'static>(
         Ok(Box::new(s))
     }
     match canonical_format(format) {
+        Some("blktrace") => {
+            let fmt = blktrace_format(opts, &name)?;
+            let recs = blktrace::Records::from_reader(Box::new(r), name.clone());
+            let mut s = TextSource::from_units(recs, name, fmt, opts)?;
+            if let Some(h) = how {
+                s.note(h);
+            }
+            Ok(Box::new(s))
+        }
         Some("msr") => boxed(r, name, msr::Msr, opts, how),
         Some("fiu") => boxed(r, name, fiu::Fiu, opts, how),
         Some("blkparse") => {
@@ -310,6 +357,12 @@ pub fn text_reader<R: Read + Send + 'static>(
                 .with_expected(format!("one of {}", READ_FORMATS[1..].join(", "))),
         ),
     }
+}
+
+/// The blktrace format as `opts` ask for it (the event kept, the clock).
+fn blktrace_format(opts: &ReadOptions, name: &str) -> Result<blktrace::Blktrace, FormatError> {
+    blktrace::Blktrace::new(opts.blkparse_action.unwrap_or('D'), opts.keep_absolute_time)
+        .map_err(|m| FormatError::file(name, m))
 }
 
 /// Reads a whole text trace held in memory (tests, fuzzing, the Python bindings).

@@ -52,6 +52,12 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub enum LineError {
     Io(std::io::Error),
     TooLong,
+    /// A binary record that cannot be cut out (a bad magic, a truncated record): what is
+    /// wrong, and what was expected there.
+    Record {
+        message: String,
+        expected: String,
+    },
 }
 
 impl<R: Read> LineReader<R> {

@@ -1,6 +1,8 @@
 //! The machinery every text reader shares: lenient/strict handling of bad lines, device
 //! selection and stable device numbering, time-origin rebasing and the arrival-order check.
-//! A format only has to turn one line into a [`Raw`] record.
+//! A format only has to turn one line into a [`Raw`] record. A binary format whose records
+//! can be cut out one at a time (blktrace, [`crate::blktrace`]) shares it too: its
+//! [`Units`] hand out records where a text trace's hand out lines.
 
 use crate::error::{FormatError, Location};
 use crate::lines::{FieldError, LineError, LineReader};
@@ -90,6 +92,46 @@ pub trait LineFormat: Send {
     /// about e.g. a missing header.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
+    }
+}
+
+/// Where a [`TextSource`] gets its units from: the lines of a text trace
+/// ([`LineReader`]), or the records of a binary one.
+pub trait Units: Send {
+    /// The next unit, `Ok(None)` at the end of input.
+    fn next_unit(&mut self) -> Result<Option<&[u8]>, LineError>;
+    /// Where byte `column` (1-based) of the unit last returned is.
+    fn location(&self, column: u64) -> Location;
+    /// Where the unit that could not be read begins (after a [`LineError`]).
+    fn next_location(&self) -> Location;
+    /// The file the unit last returned came from, when the units are merged from several.
+    fn file(&self) -> Option<&str> {
+        None
+    }
+    /// The input began with a UTF-8 byte order mark (skipped).
+    fn bom(&self) -> bool {
+        false
+    }
+}
+
+impl<R: Read + Send> Units for LineReader<R> {
+    fn next_unit(&mut self) -> Result<Option<&[u8]>, LineError> {
+        self.next_line()
+    }
+    fn location(&self, column: u64) -> Location {
+        Location::Line {
+            line: self.line_no,
+            column,
+        }
+    }
+    fn next_location(&self) -> Location {
+        Location::Line {
+            line: self.line_no + 1,
+            column: 1,
+        }
+    }
+    fn bom(&self) -> bool {
+        self.bom
     }
 }
 
@@ -191,10 +233,10 @@ impl DevMap {
     }
 }
 
-/// A [`TraceSource`] over a text trace in format `F`.
-pub struct TextSource<F: LineFormat, R: Read = File> {
+/// A [`TraceSource`] over a text trace in format `F` (or a binary one cut into records).
+pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     fmt: F,
-    lines: LineReader<R>,
+    lines: U,
     file: String,
     lenient: bool,
     select: Option<OwnedKey>,
@@ -213,7 +255,7 @@ pub struct TextSource<F: LineFormat, R: Read = File> {
     extra: Vec<String>,
 }
 
-impl<F: LineFormat> TextSource<F, File> {
+impl<F: LineFormat> TextSource<F, LineReader<File>> {
     pub fn open(path: &Path, fmt: F, opts: &ReadOptions) -> Result<Self, FormatError> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| FormatError::io(&name, &e))?;
@@ -221,9 +263,21 @@ impl<F: LineFormat> TextSource<F, File> {
     }
 }
 
-impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
+impl<F: LineFormat, R: Read + Send> TextSource<F, LineReader<R>> {
     pub fn from_reader(
         r: R,
+        file: String,
+        fmt: F,
+        opts: &ReadOptions,
+    ) -> Result<Self, FormatError> {
+        let lines = LineReader::with_capacity(r, opts.buffer_size.unwrap_or(1 << 20));
+        Self::from_units(lines, file, fmt, opts)
+    }
+}
+
+impl<F: LineFormat, U: Units> TextSource<F, U> {
+    pub fn from_units(
+        lines: U,
         file: String,
         fmt: F,
         opts: &ReadOptions,
@@ -237,7 +291,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
         let rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
         Ok(TextSource {
             fmt,
-            lines: LineReader::with_capacity(r, opts.buffer_size.unwrap_or(1 << 20)),
+            lines,
             file,
             lenient: opts.lenient,
             select,
@@ -262,15 +316,8 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
     }
 
     fn error_at(&self, column: u64, message: String, expected: String) -> FormatError {
-        FormatError::new(
-            &self.file,
-            Location::Line {
-                line: self.lines.line_no,
-                column,
-            },
-            message,
-        )
-        .with_expected(expected)
+        let file = self.lines.file().unwrap_or(&self.file);
+        FormatError::new(file, self.lines.location(column), message).with_expected(expected)
     }
 
     /// Strict: the error. Lenient: count it, quote the first few, carry on.
@@ -290,7 +337,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
             if self.done {
                 return Ok(None);
             }
-            let line = match self.lines.next_line() {
+            let line = match self.lines.next_unit() {
                 Ok(Some(l)) => l,
                 Ok(None) => {
                     self.done = true;
@@ -307,16 +354,21 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
                     self.done = true;
                     return Err(FormatError::new(
                         &self.file,
-                        Location::Line {
-                            line: self.lines.line_no + 1,
-                            column: 1,
-                        },
+                        self.lines.next_location(),
                         format!(
                             "line longer than {} bytes (is this a text trace?)",
                             crate::lines::MAX_LINE
                         ),
                     )
                     .with_expected(self.fmt.line_form()));
+                }
+                Err(LineError::Record { message, expected }) => {
+                    // A binary record that cannot be cut out: nothing after it can be
+                    // found again, lenient or not.
+                    self.done = true;
+                    let file = self.lines.file().unwrap_or(&self.file);
+                    return Err(FormatError::new(file, self.lines.next_location(), message)
+                        .with_expected(expected));
                 }
             };
             // Parse into a value that borrows `line`, then copy the key out before we touch
@@ -429,7 +481,7 @@ impl<F: LineFormat, R: Read + Send> TextSource<F, R> {
     }
 }
 
-impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
+impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
     fn next_request(&mut self) -> Result<Option<Request>, TraceError> {
         self.read_next().map_err(TraceError::from)
     }
@@ -437,7 +489,7 @@ impl<F: LineFormat, R: Read + Send> TraceSource for TextSource<F, R> {
     fn assumptions(&self) -> Vec<String> {
         let mut v = self.extra.clone();
         v.push(format!("format: {}", self.fmt.name()));
-        if self.lines.bom {
+        if self.lines.bom() {
             v.push("the file starts with a UTF-8 byte order mark (skipped)".into());
         }
         v.extend(self.fmt.assumptions());

@@ -2,6 +2,7 @@
 //! build and link instead of one per file, and its tests share the cores (run one
 //! file's with `cargo test --release -p wattio-formats --test formats <file>::`).
 
+mod blktrace;
 mod columnar;
 mod delimited;
 mod fuzz_corpus;

@@ -1,0 +1,328 @@
+//! blktrace's binary files against blkparse, the tool that defines them: a generated trace
+//! of several per-CPU files (queued, merged, issued and completed I/O on three devices,
+//! process notifications, flushes, discards, FUA writes, a remap) is read by the binary
+//! reader, and turned into text by the real `blkparse` (Debian's `blktrace` package,
+//! scripts/apt-packages.txt) and read by the blkparse text reader: the requests must be
+//! the same, field for field, for every event kept.
+
+use std::path::Path;
+use std::process::Command;
+use wattio_core::Request;
+use wattio_formats::{open_trace, ReadOptions};
+
+const MAGIC: u32 = 0x6561_7407;
+
+/// Categories, shifted into the action word.
+const fn tc(c: u32) -> u32 {
+    c << 16
+}
+const READ: u32 = 1;
+const WRITE: u32 = 1 << 1;
+const FLUSH: u32 = 1 << 2;
+const SYNC: u32 = 1 << 3;
+const QUEUE: u32 = 1 << 4;
+const ISSUE: u32 = 1 << 6;
+const COMPLETE: u32 = 1 << 7;
+const FS: u32 = 1 << 8;
+const NOTIFY: u32 = 1 << 10;
+const AHEAD: u32 = 1 << 11;
+const META: u32 = 1 << 12;
+const DISCARD: u32 = 1 << 13;
+const FUA: u32 = 1 << 15;
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    seq: u32,
+    time: u64,
+    sector: u64,
+    bytes: u32,
+    action: u32,
+    pid: u32,
+    dev: u32,
+    cpu: u32,
+    pdu: &[u8],
+) -> Vec<u8> {
+    let mut v = Vec::with_capacity(48 + pdu.len());
+    v.extend(MAGIC.to_le_bytes());
+    v.extend(seq.to_le_bytes());
+    v.extend(time.to_le_bytes());
+    v.extend(sector.to_le_bytes());
+    v.extend(bytes.to_le_bytes());
+    v.extend(action.to_le_bytes());
+    v.extend(pid.to_le_bytes());
+    v.extend(dev.to_le_bytes());
+    v.extend(cpu.to_le_bytes());
+    v.extend(0u16.to_le_bytes());
+    v.extend((pdu.len() as u16).to_le_bytes());
+    v.extend(pdu);
+    v
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Writes `DIR/sdx.blktrace.{0..cpus}`: `n` I/Os, each queued, (sometimes merged,) issued
+/// and completed, on the CPU it was queued on; times strictly increasing across the whole
+/// trace so that merge order is not a matter of ties.
+fn write_trace(dir: &Path, cpus: u32, n: u32) {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let devs = [8 << 20 | 16, 8 << 20 | 17, 253 << 20];
+    let mut files: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
+    let mut seq = vec![0u32; cpus as usize];
+    let mut t: u64 = 1_000_000_000_000; // the kernel's clock: ns since boot
+    let mut push = |files: &mut Vec<Vec<u8>>,
+                    t: u64,
+                    cpu: u32,
+                    sector: u64,
+                    bytes: u32,
+                    action: u32,
+                    pid: u32,
+                    dev: u32,
+                    pdu: &[u8]| {
+        seq[cpu as usize] += 1;
+        let r = record(
+            seq[cpu as usize],
+            t,
+            sector,
+            bytes,
+            action,
+            pid,
+            dev,
+            cpu,
+            pdu,
+        );
+        files[cpu as usize].extend(r);
+    };
+    // Process names are announced first, with the earlier time a process was first seen.
+    for (i, pid) in [100u32, 101, 102].iter().enumerate() {
+        let name = format!("proc{i}\0");
+        push(
+            &mut files,
+            t - 5_000 + i as u64,
+            0,
+            0,
+            0,
+            tc(NOTIFY),
+            *pid,
+            devs[0],
+            name.as_bytes(),
+        );
+    }
+    for i in 0..n {
+        let cpu = rng.below(cpus as u64) as u32;
+        let pid = 100 + rng.below(3) as u32;
+        let dev = devs[rng.below(3) as usize];
+        let sector = rng.below(1 << 30) & !7;
+        let bytes = (1 + rng.below(32) as u32) * 4096;
+        let kind = rng.below(20);
+        let cats = match kind {
+            0 => FLUSH,                // an empty flush: RWBS FN
+            1 => DISCARD | WRITE,      // D
+            2 => WRITE | SYNC | FUA,   // WFS
+            3 => FLUSH | WRITE | SYNC, // FWS, with data
+            4 => READ | AHEAD,         // RA
+            5 => READ | META | SYNC,   // RSM
+            6..=12 => WRITE,           // W
+            _ => READ,                 // R
+        } | FS;
+        let bytes = if kind == 0 { 0 } else { bytes };
+        t += 1 + rng.below(50_000);
+        push(
+            &mut files,
+            t,
+            cpu,
+            sector,
+            bytes,
+            1 | tc(cats | QUEUE),
+            pid,
+            dev,
+            &[],
+        );
+        if i % 7 == 3 {
+            // A back merge of a neighbour into it.
+            t += 1 + rng.below(1000);
+            push(
+                &mut files,
+                t,
+                cpu,
+                sector + 8,
+                4096,
+                2 | tc(cats | QUEUE),
+                pid,
+                dev,
+                &[],
+            );
+        }
+        t += 1 + rng.below(20_000);
+        push(
+            &mut files,
+            t,
+            cpu,
+            sector,
+            bytes,
+            7 | tc(cats | ISSUE),
+            pid,
+            dev,
+            &[],
+        );
+        t += 1 + rng.below(200_000);
+        let done_cpu = rng.below(cpus as u64) as u32;
+        push(
+            &mut files,
+            t,
+            done_cpu,
+            sector,
+            bytes,
+            8 | tc(cats | COMPLETE),
+            pid,
+            dev,
+            &[],
+        );
+    }
+    // A remap of 8,17 onto 253,0: blkparse prints it on the device it maps to.
+    let mut pdu = Vec::new();
+    pdu.extend((8u32 << 20 | 17).to_be_bytes());
+    pdu.extend((253u32 << 20).to_be_bytes());
+    pdu.extend(4096u64.to_be_bytes());
+    t += 10;
+    push(
+        &mut files,
+        t,
+        0,
+        2048,
+        8192,
+        15 | tc(READ | QUEUE),
+        100,
+        8 << 20 | 17,
+        &pdu,
+    );
+    for (cpu, f) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("sdx.blktrace.{cpu}")), f).unwrap();
+    }
+}
+
+fn read(path: &Path, format: &str, action: char) -> Vec<Request> {
+    let opts = ReadOptions {
+        blkparse_action: Some(action),
+        ..ReadOptions::default()
+    };
+    let mut src = open_trace(path, Some(format), &opts).expect("opens");
+    let mut v = Vec::new();
+    while let Some(r) = src.next_request().expect("reads") {
+        v.push(r);
+    }
+    v
+}
+
+#[test]
+fn the_binary_reader_agrees_with_blkparse_on_every_event() {
+    if Command::new("blkparse").arg("-V").output().is_err() {
+        eprintln!("SKIP blktrace round trip: blkparse not installed (scripts/install-apt.sh)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wattio-blktrace-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_trace(&dir, 3, 2000);
+    let text = dir.join("sdx.txt");
+    let out = Command::new("blkparse")
+        .args(["-i", "sdx", "-o"])
+        .arg(&text)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "blkparse: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Any one of the per-CPU files names the trace.
+    let binary = dir.join("sdx.blktrace.1");
+    for action in ['Q', 'M', 'D', 'C', 'A'] {
+        let ours = read(&binary, "blktrace", action);
+        let theirs = read(&text, "blkparse", action);
+        assert!(!ours.is_empty(), "{action}: no requests");
+        assert_eq!(ours.len(), theirs.len(), "{action}: request counts");
+        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, b, "{action}: request {i}");
+        }
+    }
+    // The issued requests: 2,000, less the empty flushes' none — every kind is present.
+    let d = read(&binary, "blktrace", 'D');
+    assert_eq!(d.len(), 2000);
+    assert!(
+        d[0].arrival > 0,
+        "times count from the first queued request"
+    );
+    let devs: std::collections::BTreeSet<u16> = d.iter().map(|r| r.dev).collect();
+    assert_eq!(devs.len(), 3);
+    // Detected without --format, from the magic.
+    let mut src = open_trace(&binary, None, &ReadOptions::default()).unwrap();
+    let mut n = 0;
+    while src.next_request().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 2000);
+    let notes = src.assumptions().join("\n");
+    assert!(notes.contains("detected blktrace binary"), "{notes}");
+    assert!(
+        notes.contains(
+            "merged 3 per-CPU files by time: sdx.blktrace.0, sdx.blktrace.1, sdx.blktrace.2"
+        ),
+        "{notes}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_damaged_per_cpu_file_is_named_with_the_offset_of_its_bad_record() {
+    let dir = std::env::temp_dir().join(format!("wattio-blktrace-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let issue = |seq, t, s| record(seq, t, s, 4096, 7 | tc(WRITE | ISSUE), 1, 8 << 20, 0, &[]);
+    std::fs::write(
+        dir.join("sdy.blktrace.0"),
+        [issue(1, 10, 8), issue(2, 30, 16)].concat(),
+    )
+    .unwrap();
+    // CPU 1's second record is cut short 20 bytes in.
+    let mut c1 = issue(1, 20, 24);
+    c1.extend(&issue(2, 40, 32)[..20]);
+    std::fs::write(dir.join("sdy.blktrace.1"), c1).unwrap();
+    let mut src = open_trace(
+        &dir.join("sdy.blktrace.0"),
+        Some("blktrace"),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let err = loop {
+        match src.next_request() {
+            Ok(Some(r)) => got.push(r.offset / 512),
+            Ok(None) => panic!("the damage is reported"),
+            Err(e) => break e.to_string(),
+        }
+    };
+    // The records before the damage are read; the damage is named with its file and offset.
+    assert_eq!(got, [8, 24]);
+    let bad = dir.join("sdy.blktrace.1").display().to_string();
+    assert!(err.contains(&bad), "{err}");
+    assert!(
+        err.contains("byte 48") || err.contains("offset 48"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the file ends 20 bytes into a record"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
