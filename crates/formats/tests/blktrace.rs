@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use wattio_core::Request;
 use wattio_formats::{open_trace, ReadOptions};
+use wattio_workload::Rng;
 
 const MAGIC: u32 = 0x6561_7407;
 
@@ -58,25 +59,11 @@ fn record(
     v
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Writes `DIR/sdx.blktrace.{0..cpus}`: `n` I/Os, each queued, (sometimes merged,) issued
 /// and completed, on the CPU it was queued on; times strictly increasing across the whole
 /// trace so that merge order is not a matter of ties.
 fn write_trace(dir: &Path, cpus: u32, n: u32) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(7);
     let devs = [8 << 20 | 16, 8 << 20 | 17, 253 << 20];
     let mut files: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
     let mut seq = vec![0u32; cpus as usize];
