@@ -122,7 +122,9 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
     if blktrace::is_blktrace(head) {
         return Some("blktrace");
     }
-    let mut lines_ = head
+    // A UTF-8 byte order mark (editors on Windows write one): the readers skip it.
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let mut lines_ = text
         .split(|&b| b == b'\n')
         .map(|l| lines::trim(l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|l| !l.is_empty());

@@ -613,6 +613,12 @@ fn sniffing_recognizes_every_text_format() {
     let header = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\r\n";
     assert_eq!(sniff(format!("{header}{MSR}").as_bytes()), Some("msr"));
     assert_eq!(sniff(MSR.replace("Read", "read").as_bytes()), Some("msr"));
+    // Behind a UTF-8 byte order mark, which every text reader skips.
+    assert_eq!(
+        sniff(format!("\u{feff}{header}{MSR}").as_bytes()),
+        Some("msr")
+    );
+    assert_eq!(sniff(format!("\u{feff}{MSR}").as_bytes()), Some("msr"));
     assert_eq!(sniff(header.as_bytes()), None);
     assert_eq!(
         sniff(format!("{header}0,20941264,8192,W,0.551706\n").as_bytes()),
