@@ -393,9 +393,11 @@ impl Records {
     /// Records from files, merged.
     pub fn open(paths: &[PathBuf]) -> std::io::Result<Records> {
         let mut inputs = Vec::with_capacity(paths.len());
+        // About 1 MiB of buffers in all (at least 4 KiB each: 16 MiB for MAX_FILES).
+        let cap = ((1usize << 20) / paths.len().max(1)).clamp(4 << 10, 64 << 10);
         for p in paths {
             let f = std::fs::File::open(p)?;
-            let r = Box::new(std::io::BufReader::with_capacity(1 << 16, f));
+            let r = Box::new(std::io::BufReader::with_capacity(cap, f));
             inputs.push(Input::new(p.display().to_string(), r));
         }
         Ok(Records::new(inputs))

@@ -265,7 +265,9 @@ pub fn open_trace(
             ))
         }
         "blktrace" => {
-            // The per-CPU files of one trace are read together, merged by time.
+            // The per-CPU files of one trace are read together, merged by time; the file
+            // named must be one of them (not a missing name whose siblings exist).
+            std::fs::metadata(path).map_err(|e| FormatError::io(&name, &e))?;
             let files = blktrace::cpu_files(path).map_err(|m| FormatError::file(&name, m))?;
             let recs = blktrace::Records::open(&files).map_err(|e| FormatError::io(&name, &e))?;
             let mut notes: Vec<String> = how.into_iter().collect();

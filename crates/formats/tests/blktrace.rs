@@ -311,5 +311,12 @@ fn a_damaged_per_cpu_file_is_named_with_the_offset_of_its_bad_record() {
         err.contains("the file ends 20 bytes into a record"),
         "{err}"
     );
+    // A CPU file that is not there is not read as its siblings.
+    let missing = dir.join("sdy.blktrace.7");
+    let err = open_trace(&missing, Some("blktrace"), &ReadOptions::default())
+        .err()
+        .expect("a missing file is an error")
+        .to_string();
+    assert!(err.contains("sdy.blktrace.7"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
