@@ -161,3 +161,15 @@ def test_blktrace_per_cpu_files_read_merged_from_python_and_the_cli(tmp_path: Pa
     assert main(["trace", "stats", str(tmp_path / "sdb.blktrace.1"), "--action", "Q", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["requests"] == 1 and stats["writes"] == 1
+
+
+def test_a_gzip_trace_reads_as_published(tmp_path: Path) -> None:
+    # SNIA ships the MSR Cambridge volumes as hm_1.csv.gz: read as they are downloaded.
+    import gzip
+
+    p = tmp_path / "hm_1.csv.gz"
+    p.write_bytes(gzip.compress(MSR.encode()))
+    df = trace.read(p)
+    assert df["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
+    assert df["len"].tolist() == [4096, 512, 65536]
+    assert "decompressed: gzip stream" in df.attrs["assumptions"]

@@ -396,7 +396,8 @@ impl Records {
         // About 1 MiB of buffers in all (at least 4 KiB each: 16 MiB for MAX_FILES).
         let cap = ((1usize << 20) / paths.len().max(1)).clamp(4 << 10, 64 << 10);
         for p in paths {
-            let f = std::fs::File::open(p)?;
+            // Per-CPU files compressed one by one (`gzip sda.blktrace.*`) are read as they are.
+            let (f, _) = crate::compressed::open(p)?;
             let r = Box::new(std::io::BufReader::with_capacity(cap, f));
             inputs.push(Input::new(p.display().to_string(), r));
         }
@@ -463,6 +464,11 @@ pub fn cpu_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     };
     let cpu_of = |n: &str, base: &str| -> Option<u64> {
         let rest = n.strip_prefix(base)?.strip_prefix(".blktrace.")?;
+        // Compressed one by one as they are often shipped: `sda.blktrace.0.gz`.
+        let rest = [".gz", ".zst"]
+            .iter()
+            .find_map(|x| rest.strip_suffix(x))
+            .unwrap_or(rest);
         (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
             .then(|| rest.parse().ok())
             .flatten()
@@ -747,6 +753,28 @@ mod tests {
             }
         }
         assert_eq!(sectors, [(0, 1), (10, 2), (15, 9), (20, 3), (30, 4)]);
+        // The same files compressed one by one are found and merged the same way.
+        for (i, name) in ["sda.blktrace.0", "sda.blktrace.1", "sda.blktrace.10"]
+            .iter()
+            .enumerate()
+        {
+            let raw = std::fs::read(dir.join(name)).unwrap();
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut e, &raw).unwrap();
+            let gz = dir.join(format!("sdc.blktrace.{}.gz", [0, 1, 10][i]));
+            std::fs::write(gz, e.finish().unwrap()).unwrap();
+        }
+        let gz_files = cpu_files(&dir.join("sdc.blktrace.10.gz")).unwrap();
+        assert_eq!(gz_files.len(), 3);
+        let mut recs = Records::open(&gz_files).unwrap();
+        let mut f = Blktrace::new('D', false).unwrap();
+        let mut again = Vec::new();
+        while let Some(u) = recs.next_unit().unwrap() {
+            if let Ok(Parsed::Record(r)) = f.parse(u) {
+                again.push((r.time, r.offset / 512));
+            }
+        }
+        assert_eq!(again, sectors);
         // Another name alone.
         let other = dir.join("merged.bin");
         assert_eq!(cpu_files(&other).unwrap(), vec![other]);

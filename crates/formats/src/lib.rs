@@ -18,6 +18,7 @@ pub mod blktrace;
 pub mod cloud;
 #[cfg(feature = "columnar")]
 pub mod columnar;
+pub mod compressed;
 pub mod delimited;
 pub mod disksim;
 pub mod error;
@@ -193,6 +194,35 @@ pub fn open_trace(
     opts: &ReadOptions,
 ) -> Result<Box<dyn TraceSource>, FormatError> {
     let name = path.display().to_string();
+    // The stream's first 64 KiB, decompressed: what detection reads, and what tells a
+    // compressed Parquet file or a tar archive (neither readable as a stream) apart.
+    let (mut peek, codec) = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
+    let mut head = vec![0u8; 64 * 1024];
+    let mut n = 0;
+    while n < head.len() {
+        match peek.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(FormatError::io(&name, &e)),
+        }
+    }
+    head.truncate(n);
+    drop(peek);
+    if let Some(c) = codec {
+        if head.starts_with(b"PAR1") {
+            return Err(FormatError::file(
+                &name,
+                format!("a Parquet file compressed with {}", c.name()),
+            )
+            .with_expected("the Parquet file itself (it is read by seeking, not as a stream)"));
+        }
+    }
+    if compressed::is_tar(&head) {
+        return Err(FormatError::file(&name, "a tar archive, not a trace")
+            .with_expected("one of its trace files, extracted (e.g. `tar xzf`)"));
+    }
+    let decompressed = codec.map(|c| format!("decompressed: {} stream", c.name()));
     let (fmt, how) = match format {
         None if opts.columns.is_some() => ("csv", None),
         Some(f) => match canonical_format(f) {
@@ -210,18 +240,6 @@ pub fn open_trace(
                 .and_then(|e| e.to_str())
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            let mut head = vec![0u8; 64 * 1024];
-            let mut f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
-            let mut n = 0;
-            while n < head.len() {
-                match f.read(&mut head[n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(FormatError::io(&name, &e)),
-                }
-            }
-            head.truncate(n);
             if matches!(ext.as_str(), "parquet" | "wattio") || head.starts_with(b"PAR1") {
                 ("columnar", Some("detected columnar (Parquet)".to_string()))
             } else if blktrace::is_blktrace(&head) {
@@ -270,7 +288,7 @@ pub fn open_trace(
             std::fs::metadata(path).map_err(|e| FormatError::io(&name, &e))?;
             let files = blktrace::cpu_files(path).map_err(|m| FormatError::file(&name, m))?;
             let recs = blktrace::Records::open(&files).map_err(|e| FormatError::io(&name, &e))?;
-            let mut notes: Vec<String> = how.into_iter().collect();
+            let mut notes: Vec<String> = how.into_iter().chain(decompressed).collect();
             if files.len() > 1 {
                 let names: Vec<String> = files
                     .iter()
@@ -294,8 +312,14 @@ pub fn open_trace(
             Box::new(s)
         }
         text => {
-            let f = std::fs::File::open(path).map_err(|e| FormatError::io(&name, &e))?;
-            text_reader(f, name, text, opts, how)?
+            let (f, _) = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
+            text_reader(
+                f,
+                name,
+                text,
+                opts,
+                how.into_iter().chain(decompressed).collect(),
+            )?
         }
     };
     Ok(src)
@@ -308,17 +332,17 @@ pub fn text_reader<R: Read + Send + 'static>(
     name: String,
     format: &str,
     opts: &ReadOptions,
-    how: Option<String>,
+    how: Vec<String>,
 ) -> Result<Box<dyn TraceSource>, FormatError> {
     fn boxed<F: text::LineFormat + 'static, R: Read + Send + 'static>(
         r: R,
         name: String,
         fmt: F,
         opts: &ReadOptions,
-        how: Option<String>,
+        how: Vec<String>,
     ) -> Result<Box<dyn TraceSource>, FormatError> {
         let mut s = TextSource::from_reader(r, name, fmt, opts)?;
-        if let Some(h) = how {
+        for h in how {
             s.note(h);
         }
         Ok(Box::new(s))
@@ -328,7 +352,7 @@ pub fn text_reader<R: Read + Send + 'static>(
             let fmt = blktrace_format(opts, &name)?;
             let recs = blktrace::Records::from_reader(Box::new(r), name.clone());
             let mut s = TextSource::from_units(recs, name, fmt, opts)?;
-            if let Some(h) = how {
+            for h in how {
                 s.note(h);
             }
             Ok(Box::new(s))
@@ -380,7 +404,7 @@ pub fn read_all(
         "<input>".into(),
         format,
         opts,
-        None,
+        Vec::new(),
     )?;
     let mut v = Vec::new();
     while let Some(r) = src

@@ -4,6 +4,7 @@
 
 mod blktrace;
 mod columnar;
+mod compressed;
 mod delimited;
 mod fuzz_corpus;
 mod memtrace;
