@@ -8,7 +8,7 @@
 //! readers' own bounded buffers, whatever the compression ratio.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// A compression wattio reads through.
@@ -68,9 +68,19 @@ fn wrap(r: Box<dyn Read + Send>, codec: Option<Codec>) -> std::io::Result<Box<dy
     })
 }
 
-/// The file at `path`, decompressed if it is compressed.
+/// The file at `path`, decompressed if it is compressed; a plain file is handed back
+/// as it is, rewound (no layer between it and the reader's own buffer).
 pub fn open(path: &Path) -> std::io::Result<(Box<dyn Read + Send>, Option<Codec>)> {
-    decompressed(File::open(path)?)
+    let mut f = File::open(path)?;
+    let mut head = Vec::with_capacity(4);
+    (&mut f).take(4).read_to_end(&mut head)?;
+    f.seek(SeekFrom::Start(0))?;
+    match codec_of(&head) {
+        None => Ok((Box::new(f), None)),
+        Some(c) => {
+            wrap(Box::new(BufReader::with_capacity(64 << 10, f)), Some(c)).map(|r| (r, Some(c)))
+        }
+    }
 }
 
 /// Does `data` (a stream's first bytes, decompressed) begin a tar archive (a `.tgz`)?
