@@ -4,7 +4,8 @@ Formats: columnar (wattio's Parquet trace), msr, fiu, blktrace (the binary per-C
 merged), blkparse, spc, alibaba, tencent, disksim, disksim-validate, fio, mqsim.
 ``format=None`` detects the format from the extension, a binary magic and the first line
 (never mqsim, whose lines are also DiskSim ascii lines: give it). gzip and zstd files (the
-MSR Cambridge ``.csv.gz``) are read through their decompressor. Every
+MSR Cambridge ``.csv.gz``) are read through their decompressor, and a tar archive of one
+trace file (a Tencent CBS ``.tgz``) as that file. Every
 reader normalizes to nanoseconds and bytes and reports what it assumed; ``read`` puts that
 report in ``df.attrs["assumptions"]``.
 

@@ -397,7 +397,7 @@ impl Records {
         let cap = ((1usize << 20) / paths.len().max(1)).clamp(4 << 10, 64 << 10);
         for p in paths {
             // Per-CPU files compressed one by one (`gzip sda.blktrace.*`) are read as they are.
-            let (f, _) = crate::compressed::open(p)?;
+            let f = crate::compressed::open(p)?.reader;
             let r = Box::new(std::io::BufReader::with_capacity(cap, f));
             inputs.push(Input::new(p.display().to_string(), r));
         }

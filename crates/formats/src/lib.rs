@@ -196,7 +196,10 @@ pub fn open_trace(
     let name = path.display().to_string();
     // The stream's first 64 KiB, decompressed: what detection reads, and what tells a
     // compressed Parquet file or a tar archive (neither readable as a stream) apart.
-    let (mut peek, codec) = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
+    let opened = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
+    let decompressed = opened.notes();
+    let (codec, member) = (opened.codec, opened.member.clone());
+    let mut peek = opened.reader;
     let mut head = vec![0u8; 64 * 1024];
     let mut n = 0;
     while n < head.len() {
@@ -209,20 +212,14 @@ pub fn open_trace(
     }
     head.truncate(n);
     drop(peek);
-    if let Some(c) = codec {
-        if head.starts_with(b"PAR1") {
-            return Err(FormatError::file(
-                &name,
-                format!("a Parquet file compressed with {}", c.name()),
-            )
+    if head.starts_with(b"PAR1") && (codec.is_some() || member.is_some()) {
+        let how = match (codec, &member) {
+            (Some(c), _) => format!("compressed with {}", c.name()),
+            (None, _) => "inside a tar archive".to_string(),
+        };
+        return Err(FormatError::file(&name, format!("a Parquet file {how}"))
             .with_expected("the Parquet file itself (it is read by seeking, not as a stream)"));
-        }
     }
-    if compressed::is_tar(&head) {
-        return Err(FormatError::file(&name, "a tar archive, not a trace")
-            .with_expected("one of its trace files, extracted (e.g. `tar xzf`)"));
-    }
-    let decompressed = codec.map(|c| format!("decompressed: {} stream", c.name()));
     let (fmt, how) = match format {
         None if opts.columns.is_some() => ("csv", None),
         Some(f) => match canonical_format(f) {
@@ -312,7 +309,9 @@ pub fn open_trace(
             Box::new(s)
         }
         text => {
-            let (f, _) = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
+            let f = compressed::open(path)
+                .map_err(|e| FormatError::io(&name, &e))?
+                .reader;
             text_reader(
                 f,
                 name,

@@ -81,21 +81,92 @@ fn a_damaged_stream_fails_naming_the_file_instead_of_ending_early() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `tar ARGS` run in `dir` (GNU tar, the archives' real maker).
+fn tar(dir: &Path, args: &[&str]) -> bool {
+    match std::process::Command::new("tar")
+        .args(args)
+        .current_dir(dir)
+        .output()
+    {
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "tar {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 #[test]
-fn a_tar_archive_and_a_compressed_parquet_file_are_refused_with_what_to_do() {
+fn a_tar_archive_of_one_trace_is_read_as_that_trace() {
+    let d = dir("tar");
+    std::fs::write(d.join("hm_1.csv"), MSR).unwrap();
+    let (want, _) = read(&d.join("hm_1.csv"), None).unwrap();
+    // A long name needs a GNU long-name entry (gnu) or a pax header (pax) before the file.
+    let long = format!("{}.csv", "volume-".repeat(20));
+    std::fs::create_dir_all(d.join("day")).unwrap();
+    std::fs::write(d.join("day").join(&long), MSR).unwrap();
+    let cases: [(&str, &[&str], String); 4] = [
+        (
+            "one.tgz",
+            &["czf", "one.tgz", "hm_1.csv"],
+            "hm_1.csv".into(),
+        ),
+        (
+            "one.tar.zst",
+            &["--zstd", "-cf", "one.tar.zst", "hm_1.csv"],
+            "hm_1.csv".into(),
+        ),
+        (
+            "gnu.tgz",
+            &["--format=gnu", "-czf", "gnu.tgz", "day"],
+            format!("day/{long}"),
+        ),
+        (
+            "pax.tar",
+            &["--format=pax", "-cf", "pax.tar", "day"],
+            format!("day/{long}"),
+        ),
+    ];
+    for (file, args, member) in cases {
+        if !tar(&d, args) {
+            eprintln!("SKIP tar archives: no tar command");
+            return;
+        }
+        let (got, notes) = read(&d.join(file), None).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(got, want, "{file}");
+        let note = format!("tar archive: read its one file, {member}");
+        assert!(notes.contains(&note), "{file}: {notes:?}");
+    }
+    // Two files: the first is read, and the second stops the run, named with the first.
+    std::fs::write(d.join("hm_2.csv"), MSR).unwrap();
+    tar(&d, &["czf", "two.tgz", "hm_1.csv", "hm_2.csv"]);
+    let err = read(&d.join("two.tgz"), None).unwrap_err();
+    assert!(
+        err.contains("another file, hm_2.csv, after hm_1.csv"),
+        "{err}"
+    );
+    // An empty archive is two blocks of zeros, no header to know it by: not a trace.
+    tar(&d, &["czf", "empty.tgz", "--files-from", "/dev/null"]);
+    let err = read(&d.join("empty.tgz"), None).unwrap_err();
+    assert!(err.contains("cannot detect the trace format"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_compressed_or_archived_parquet_file_is_refused_with_what_to_do() {
     let d = dir("refused");
-    // A ustar header: name, then the magic at offset 257.
-    let mut tar = vec![0u8; 1024];
-    tar[..8].copy_from_slice(b"hm_1.csv");
-    tar[257..263].copy_from_slice(b"ustar\0");
-    let tgz = d.join("2018-10-01-01.tgz");
-    std::fs::write(&tgz, gzip(&tar)).unwrap();
-    let err = read(&tgz, None).unwrap_err();
-    assert!(err.contains("a tar archive"), "{err}");
-    assert!(err.contains("tar xzf"), "{err}");
     let pq = d.join("t.parquet.gz");
     std::fs::write(&pq, gzip(b"PAR1 and the rest of a Parquet file")).unwrap();
     let err = read(&pq, None).unwrap_err();
     assert!(err.contains("a Parquet file compressed with gzip"), "{err}");
+    std::fs::write(d.join("t.parquet"), b"PAR1 and the rest of a Parquet file").unwrap();
+    if tar(&d, &["cf", "t.tar", "t.parquet"]) {
+        let err = read(&d.join("t.tar"), None).unwrap_err();
+        assert!(err.contains("a Parquet file inside a tar archive"), "{err}");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
