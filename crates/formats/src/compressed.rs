@@ -39,25 +39,40 @@ pub fn codec_of(head: &[u8]) -> Option<Codec> {
     }
 }
 
-/// `r` decompressed if it starts with a compression's magic, else as it is.
-pub fn decompressed<R: Read + Send + 'static>(
-    r: R,
-) -> std::io::Result<(Box<dyn Read + Send>, Option<Codec>)> {
+/// Read up to `n` bytes of `r` (fewer only at its end).
+fn peek(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(n);
+    r.take(n as u64).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// The stream `r`, decompressed if it starts with a compression's magic and its one file
+/// if it is (then) a tar archive.
+pub fn from_reader<R: Read + Send + 'static>(r: R) -> std::io::Result<Opened> {
     let mut b = BufReader::with_capacity(64 << 10, r);
-    // The first four bytes (a read may return fewer than asked), put back in front.
-    let mut peek = Vec::with_capacity(4);
-    while peek.len() < 4 {
-        let mut more = [0u8; 4];
-        match b.read(&mut more[..4 - peek.len()]) {
-            Ok(0) => break,
-            Ok(n) => peek.extend_from_slice(&more[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    // The first bytes, put back in front: a compression's magic or data.
+    let head = peek(&mut b, 4)?;
+    let codec = codec_of(&head);
+    let r = wrap(Box::new(std::io::Cursor::new(head).chain(b)), codec)?;
+    // The (decompressed) stream's first block, put back in front: a tar header or data.
+    let mut b = BufReader::with_capacity(64 << 10, r);
+    let first = peek(&mut b, BLOCK)?;
+    let tar = is_tar(&first);
+    let stream: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(first).chain(b));
+    if !tar {
+        return Ok(Opened {
+            reader: stream,
+            codec,
+            member: None,
+        });
     }
-    let codec = codec_of(&peek);
-    let joined: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(peek).chain(b));
-    wrap(joined, codec).map(|r| (r, codec))
+    let t = TarMember::new(stream)?;
+    let member = Some(t.name.clone());
+    Ok(Opened {
+        reader: Box::new(t),
+        codec,
+        member,
+    })
 }
 
 fn wrap(r: Box<dyn Read + Send>, codec: Option<Codec>) -> std::io::Result<Box<dyn Read + Send>> {
@@ -96,8 +111,7 @@ impl Opened {
 /// reader's own buffer).
 pub fn open(path: &Path) -> std::io::Result<Opened> {
     let mut f = File::open(path)?;
-    let mut head = Vec::with_capacity(BLOCK);
-    (&mut f).take(BLOCK as u64).read_to_end(&mut head)?;
+    let head = peek(&mut f, BLOCK)?;
     f.seek(SeekFrom::Start(0))?;
     let codec = codec_of(&head);
     if codec.is_none() && !is_tar(&head) {
@@ -107,26 +121,7 @@ pub fn open(path: &Path) -> std::io::Result<Opened> {
             member: None,
         });
     }
-    let r = wrap(Box::new(BufReader::with_capacity(64 << 10, f)), codec)?;
-    // The decompressed stream's first block, put back in front: a tar header or data.
-    let mut b = BufReader::with_capacity(64 << 10, r);
-    let mut first = Vec::with_capacity(BLOCK);
-    (&mut b).take(BLOCK as u64).read_to_end(&mut first)?;
-    let stream: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(first.clone()).chain(b));
-    if !is_tar(&first) {
-        return Ok(Opened {
-            reader: stream,
-            codec,
-            member: None,
-        });
-    }
-    let t = TarMember::new(stream)?;
-    let member = Some(t.name.clone());
-    Ok(Opened {
-        reader: Box::new(t),
-        codec,
-        member,
-    })
+    from_reader(f)
 }
 
 /// A tar block.
@@ -372,14 +367,14 @@ mod tests {
             (zs, Some(Codec::Zstd)),
             (TEXT.to_vec(), None),
         ] {
-            let (r, c) = decompressed(std::io::Cursor::new(data)).unwrap();
-            assert_eq!(c, codec);
-            assert_eq!(read_all(r).unwrap(), TEXT);
+            let o = from_reader(std::io::Cursor::new(data)).unwrap();
+            assert_eq!(o.codec, codec);
+            assert_eq!(read_all(o.reader).unwrap(), TEXT);
         }
         // Two gzip members back to back (`cat a.gz b.gz`) are one stream.
         let two = [gzip(TEXT), gzip(TEXT)].concat();
-        let (r, _) = decompressed(std::io::Cursor::new(two)).unwrap();
-        assert_eq!(read_all(r).unwrap(), [TEXT, TEXT].concat());
+        let o = from_reader(std::io::Cursor::new(two)).unwrap();
+        assert_eq!(read_all(o.reader).unwrap(), [TEXT, TEXT].concat());
     }
 
     /// A ustar header for a regular file `name` of `size` bytes, its checksum right.
@@ -445,13 +440,13 @@ mod tests {
 
     #[test]
     fn the_magic_is_found_across_short_reads_and_short_inputs_pass_through() {
-        let (r, c) = decompressed(Trickle(std::io::Cursor::new(gzip(TEXT)))).unwrap();
-        assert_eq!(c, Some(Codec::Gzip));
-        assert_eq!(read_all(r).unwrap(), TEXT);
+        let o = from_reader(Trickle(std::io::Cursor::new(gzip(TEXT)))).unwrap();
+        assert_eq!(o.codec, Some(Codec::Gzip));
+        assert_eq!(read_all(o.reader).unwrap(), TEXT);
         for short in [&b""[..], b"\x1f", b"ab"] {
-            let (r, c) = decompressed(Trickle(std::io::Cursor::new(short.to_vec()))).unwrap();
-            assert_eq!(c, None);
-            assert_eq!(read_all(r).unwrap(), short);
+            let o = from_reader(Trickle(std::io::Cursor::new(short.to_vec()))).unwrap();
+            assert_eq!(o.codec, None);
+            assert_eq!(read_all(o.reader).unwrap(), short);
         }
     }
 
@@ -460,12 +455,15 @@ mod tests {
         let mut gz = gzip(TEXT);
         let n = gz.len();
         gz.truncate(n - 12);
-        let (r, _) = decompressed(std::io::Cursor::new(gz)).unwrap();
-        assert!(read_all(r).is_err());
+        // At the first block's peek or later: an error either way.
+        assert!(from_reader(std::io::Cursor::new(gz))
+            .and_then(|o| read_all(o.reader))
+            .is_err());
         let mut zs = zstd::stream::encode_all(TEXT, 3).unwrap();
         let n = zs.len();
         zs.truncate(n - 4);
-        let (r, _) = decompressed(std::io::Cursor::new(zs)).unwrap();
-        assert!(read_all(r).is_err());
+        assert!(from_reader(std::io::Cursor::new(zs))
+            .and_then(|o| read_all(o.reader))
+            .is_err());
     }
 }

@@ -491,6 +491,17 @@ pub fn fuzz_read(format: &str, data: &[u8]) {
     }
 }
 
+/// The fuzz target `archive`: `data` as a downloaded trace file — decompressed, a tar
+/// archive's one file taken out — read to its end or its first error (bounded at 4 MiB of
+/// output, a decompression bomb's worth); an error is fine, a panic is not.
+pub fn fuzz_archive(data: &[u8]) {
+    if let Ok(o) = compressed::from_reader(std::io::Cursor::new(data.to_vec())) {
+        let _ = o.notes();
+        let mut out = Vec::new();
+        let _ = o.reader.take(4 << 20).read_to_end(&mut out);
+    }
+}
+
 /// [`fuzz_read`]'s promises for one set of options, read strictly and leniently.
 pub fn fuzz_read_with(format: &str, data: &[u8], base: &ReadOptions) {
     for lenient in [false, true] {

@@ -97,3 +97,33 @@ fn every_columnar_fuzz_seed_passes_the_reader_invariants() {
         "corrupt pages must not read cleanly"
     );
 }
+
+/// The archive seeds through the archive fuzz entry, and what each must give: the trace's
+/// bytes for the gzip file and the one-file archives (tgz, pax, GNU + zstd with a long
+/// name), an error for the two-file archive and the cut one.
+#[test]
+fn every_archive_fuzz_seed_passes_and_gives_its_trace_or_an_error() {
+    use std::io::Read;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/archive");
+    let text = "128166372003061629,hm,1,Read,3154227200,4096,40160\n\
+                128166372016382155,hm,1,Write,0,65536,20\n";
+    let outcome = |seed: &str| -> Result<String, String> {
+        let data = std::fs::read(dir.join(seed)).unwrap();
+        wattio_formats::fuzz_archive(&data);
+        let o = wattio_formats::compressed::from_reader(std::io::Cursor::new(data))
+            .map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        let mut r = o.reader;
+        r.read_to_string(&mut out).map_err(|e| e.to_string())?;
+        Ok(out)
+    };
+    for seed in ["seed_s1", "seed_s2", "seed_s3", "seed_s4"] {
+        assert_eq!(outcome(seed).as_deref(), Ok(text), "{seed}");
+    }
+    let two = outcome("seed_s5").unwrap_err();
+    assert!(
+        two.contains("another file, hm_2.csv, after hm_1.csv"),
+        "{two}"
+    );
+    assert!(outcome("seed_s6").is_err());
+}
