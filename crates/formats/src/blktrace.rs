@@ -16,7 +16,7 @@
 
 use crate::error::Location;
 use crate::fiu::{display_major_minor, parse_major_minor};
-use crate::lines::{FieldError, LineError};
+use crate::lines::{read_full, FieldError, LineError};
 use crate::text::{DevKey, LineFormat, OwnedKey, Parsed, Raw, Units};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -313,25 +313,11 @@ impl Input {
         i
     }
 
-    /// Fill `buf` from the input; the bytes read (short only at its end).
-    fn fill(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match self.r.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(n)
-    }
-
     /// The record at `offset`, into `buf` (reused).
     fn read(&mut self, mut buf: Vec<u8>) -> ReadAhead {
         let io = |e: std::io::Error| (format!("I/O error: {e}"), "a readable file".to_string());
         buf.resize(HEADER, 0);
-        let n = self.fill(&mut buf).map_err(io)?;
+        let n = read_full(&mut self.r, &mut buf).map_err(io)?;
         if n == 0 {
             return Ok(None);
         }
@@ -363,7 +349,7 @@ impl Input {
         let h = header(&buf);
         let pdu = h.pdu_len as usize;
         buf.resize(HEADER + pdu, 0);
-        let n = self.fill(&mut buf[HEADER..]).map_err(io)?;
+        let n = read_full(&mut self.r, &mut buf[HEADER..]).map_err(io)?;
         if n < pdu {
             return Err((
                 format!("the file ends {n} bytes into a {pdu}-byte payload"),

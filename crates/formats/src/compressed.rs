@@ -8,6 +8,7 @@
 //! library's default limit of 2^27 bytes, which a frame asking for more is refused) and the
 //! readers' own bounded buffers, whatever the compression ratio.
 
+use crate::lines::read_full;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -139,20 +140,17 @@ pub struct TarMember<R: Read> {
     done: bool,
 }
 
+/// A header's checksum: the sum of its bytes, the checksum field counted as spaces.
+fn checksum(b: &[u8; BLOCK]) -> u64 {
+    let field = 148..156;
+    b.iter().map(|&x| x as u64).sum::<u64>() - b[field].iter().map(|&x| x as u64).sum::<u64>()
+        + 8 * 32
+}
+
 /// A header's name (with the ustar prefix), size and type.
 fn header(b: &[u8; BLOCK]) -> std::io::Result<(String, u64, u8)> {
     let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
-    let sum: u64 = b
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                x as u64
-            }
-        })
-        .sum();
+    let sum = checksum(b);
     let field = |r: std::ops::Range<usize>| {
         let f = &b[r];
         let end = f.iter().position(|&c| c == 0).unwrap_or(f.len());
@@ -289,20 +287,6 @@ fn pax_path(mut data: &[u8]) -> Option<String> {
     path
 }
 
-/// Read until `buf` is full or the input ends; the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
 impl<R: Read> Read for TarMember<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.left > 0 {
@@ -413,17 +397,7 @@ mod tests {
         // Past the bound, a GNU long name is refused before it is read.
         let mut long = tar_header("././@LongLink", MAX_EXTENSION + 1).to_vec();
         long[156] = b'L';
-        let sum: u64 = long
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| {
-                if (148..156).contains(&i) {
-                    32
-                } else {
-                    x as u64
-                }
-            })
-            .sum();
+        let sum = checksum(long[..BLOCK].try_into().unwrap());
         long[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
         let err = TarMember::new(std::io::Cursor::new(long)).err().unwrap();
         assert!(err.to_string().contains("extended header"), "{err}");

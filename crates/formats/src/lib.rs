@@ -201,15 +201,7 @@ pub fn open_trace(
     let (codec, member) = (opened.codec, opened.member.clone());
     let mut peek = opened.reader;
     let mut head = vec![0u8; 64 * 1024];
-    let mut n = 0;
-    while n < head.len() {
-        match peek.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(FormatError::io(&name, &e)),
-        }
-    }
+    let n = lines::read_full(&mut peek, &mut head).map_err(|e| FormatError::io(&name, &e))?;
     head.truncate(n);
     drop(peek);
     if head.starts_with(b"PAR1") && (codec.is_some() || member.is_some()) {

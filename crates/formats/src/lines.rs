@@ -390,6 +390,21 @@ pub fn format_decimal(out: &mut Vec<u8>, ns: u64, scale: u64, digits: usize) {
     }
 }
 
+/// Reads until `buf` is full or the input ends (retrying interrupted reads); the bytes
+/// read. The binary readers' one loop for a record, a header or a block.
+pub fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 
 use super::{MemKind, MemRecord, Process, MAX_VALUE_BYTES};
 use crate::error::{FormatError, Location};
+use crate::lines::read_full;
 use std::io::Read;
 
 pub const MAGIC: &[u8; 8] = b"WMEMRAW1";
@@ -401,18 +402,4 @@ impl<R: Read> RawReader<R> {
         }
         Ok(Step::Record(r))
     }
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
