@@ -277,7 +277,7 @@ pub fn open_trace(
             std::fs::metadata(path).map_err(|e| FormatError::io(&name, &e))?;
             let files = blktrace::cpu_files(path).map_err(|m| FormatError::file(&name, m))?;
             let recs = blktrace::Records::open(&files).map_err(|e| FormatError::io(&name, &e))?;
-            let mut notes: Vec<String> = how.into_iter().chain(decompressed).collect();
+            let mut notes: Vec<String> = decompressed.into_iter().chain(how).collect();
             if files.len() > 1 {
                 let names: Vec<String> = files
                     .iter()
@@ -309,7 +309,7 @@ pub fn open_trace(
                 name,
                 text,
                 opts,
-                how.into_iter().chain(decompressed).collect(),
+                decompressed.into_iter().chain(how).collect(),
             )?
         }
     };
