@@ -195,19 +195,19 @@ pub fn open_trace(
 ) -> Result<Box<dyn TraceSource>, FormatError> {
     let name = path.display().to_string();
     // The stream's first 64 KiB, decompressed: what detection reads, and what tells a
-    // compressed Parquet file or a tar archive (neither readable as a stream) apart.
+    // compressed Parquet file or a tar archive (neither readable as a stream) apart. A
+    // text reader then reads them again, followed by the rest of the same stream.
     let opened = compressed::open(path).map_err(|e| FormatError::io(&name, &e))?;
     let decompressed = opened.notes();
-    let (codec, member) = (opened.codec, opened.member.clone());
-    let mut peek = opened.reader;
+    let (codec, archived) = (opened.codec, opened.member.is_some());
+    let mut rest = opened.reader;
     let mut head = vec![0u8; 64 * 1024];
-    let n = lines::read_full(&mut peek, &mut head).map_err(|e| FormatError::io(&name, &e))?;
+    let n = lines::read_full(&mut rest, &mut head).map_err(|e| FormatError::io(&name, &e))?;
     head.truncate(n);
-    drop(peek);
-    if head.starts_with(b"PAR1") && (codec.is_some() || member.is_some()) {
-        let how = match (codec, &member) {
-            (Some(c), _) => format!("compressed with {}", c.name()),
-            (None, _) => "inside a tar archive".to_string(),
+    if head.starts_with(b"PAR1") && (codec.is_some() || archived) {
+        let how = match codec {
+            Some(c) => format!("compressed with {}", c.name()),
+            None => "inside a tar archive".to_string(),
         };
         return Err(FormatError::file(&name, format!("a Parquet file {how}"))
             .with_expected("the Parquet file itself (it is read by seeking, not as a stream)"));
@@ -272,9 +272,8 @@ pub fn open_trace(
             ))
         }
         "blktrace" => {
-            // The per-CPU files of one trace are read together, merged by time; the file
-            // named must be one of them (not a missing name whose siblings exist).
-            std::fs::metadata(path).map_err(|e| FormatError::io(&name, &e))?;
+            // The per-CPU files of one trace are read together, merged by time (the file
+            // named exists: it was opened above, so no missing name reads its siblings).
             let files = blktrace::cpu_files(path).map_err(|m| FormatError::file(&name, m))?;
             let recs = blktrace::Records::open(&files).map_err(|e| FormatError::io(&name, &e))?;
             let mut notes: Vec<String> = decompressed.into_iter().chain(how).collect();
@@ -301,9 +300,7 @@ pub fn open_trace(
             Box::new(s)
         }
         text => {
-            let f = compressed::open(path)
-                .map_err(|e| FormatError::io(&name, &e))?
-                .reader;
+            let f = std::io::Cursor::new(head).chain(rest);
             text_reader(
                 f,
                 name,
