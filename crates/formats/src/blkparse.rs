@@ -10,7 +10,7 @@
 
 use crate::fiu::{display_major_minor, parse_major_minor};
 use crate::lines::{parse_decimal, parse_u64, FieldError, Fields};
-use crate::text::{sectors, DevKey, LineFormat, OwnedKey, Parsed, Raw};
+use crate::text::{sectors, Completion, DevKey, LineFormat, OwnedKey, Parsed, Raw};
 use wattio_core::Op;
 
 pub const LINE_FORM: &str =
@@ -71,16 +71,23 @@ impl LineFormat for Blkparse {
         if act.len() != 1 || !act[0].is_ascii_alphabetic() {
             return Err(f.bad(act, "an action letter (Q, D, C, …)"));
         }
-        if act[0] != self.action {
+        let completion = act[0] == b'C' && self.pairs_completions();
+        if act[0] != self.action && !completion {
             return Ok(Parsed::Skip);
         }
         let rwbs = f.req("the RWBS flags (e.g. WS, R, FWFS, D)")?;
         if rwbs.is_empty() || !rwbs.iter().all(|b| b.is_ascii_uppercase()) {
             return Err(f.bad(rwbs, "the RWBS flags (e.g. WS, R, FWFS, D)"));
         }
+        // The field after the range: `[process]`, or a completion's `[error]` (after its
+        // `(elapsed µs)` with blkparse -t).
+        let mut tail = None;
         let (offset, len) = match f.next_field() {
             None => (0, 0),
-            Some(t) if t.starts_with(b"[") || t.starts_with(b"(") => (0, 0),
+            Some(t) if t.starts_with(b"[") || t.starts_with(b"(") => {
+                tail = Some(t);
+                (0, 0)
+            }
             Some(t) => {
                 let sector = parse_u64(t).ok_or_else(|| f.bad(t, "SECTOR + NSECTORS"))?;
                 let scol = f.col;
@@ -89,7 +96,10 @@ impl LineFormat for Blkparse {
                         let n = f.u64("a sector count after `+`")?;
                         sectors(n, f.col)?
                     }
-                    Some(x) if x.starts_with(b"[") || x.starts_with(b"(") => 0,
+                    Some(x) if x.starts_with(b"[") || x.starts_with(b"(") => {
+                        tail = Some(x);
+                        0
+                    }
                     None => 0,
                     Some(x) => return Err(f.bad(x, "`+ NSECTORS` after the sector")),
                 };
@@ -110,11 +120,32 @@ impl LineFormat for Blkparse {
             Op::Read
         } else if preflush {
             Op::Flush
+        } else if completion {
+            // Its request was counted as unsupported when it was kept.
+            return Ok(Parsed::Skip);
         } else {
             return Ok(Parsed::Unsupported(
                 "blkparse requests with no data and no flush (RWBS N)",
             ));
         };
+        if completion {
+            // blkparse -t prints `(%8llu)`: a `(`, spaces and the number are fields too.
+            let mut t = tail.or_else(|| f.next_field());
+            while t.is_some_and(|t| !t.starts_with(b"[")) {
+                t = f.next_field();
+            }
+            // `[0]` succeeded; `[-5]` (an errno) failed. Anything else says nothing.
+            let failed = t
+                .and_then(|t| t.strip_prefix(b"[")?.strip_suffix(b"]"))
+                .is_some_and(|e| !e.is_empty() && e != b"0");
+            return Ok(Parsed::Completion(Completion {
+                time,
+                op,
+                offset,
+                dev: DevKey::Num(dev),
+                failed,
+            }));
+        }
         Ok(Parsed::Record(Raw {
             time,
             op,
@@ -135,6 +166,12 @@ impl LineFormat for Blkparse {
             "blkparse: RWBS D = discard, W = write, R = read; a pre-flush (leading F) without data = flush".into(),
             "blkparse: the pid is kept as the stream; a device is MAJ,MIN".into(),
         ]
+    }
+    fn pairs_completions(&self) -> bool {
+        crate::completions::pairs(self.action)
+    }
+    fn kept_event(&self) -> char {
+        self.action as char
     }
     fn parse_selection(&self, sel: &str) -> Result<OwnedKey, String> {
         parse_major_minor(sel)

@@ -17,7 +17,7 @@
 use crate::error::Location;
 use crate::fiu::{display_major_minor, parse_major_minor};
 use crate::lines::{read_full, FieldError, LineError};
-use crate::text::{DevKey, LineFormat, OwnedKey, Parsed, Raw, Units};
+use crate::text::{Completion, DevKey, LineFormat, OwnedKey, Parsed, Raw, Units};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use wattio_core::Op;
@@ -75,6 +75,7 @@ struct Header {
     action: u32,
     pid: u32,
     device: u32,
+    error: u16,
     pdu_len: u16,
 }
 
@@ -113,6 +114,7 @@ fn header(rec: &[u8]) -> Header {
         action: u32_at(28),
         pid: u32_at(32),
         device: u32_at(36),
+        error: u16_at(44),
         pdu_len: u16_at(46),
     }
 }
@@ -184,10 +186,14 @@ impl LineFormat for Blktrace {
             // Abort, driver data and anything newer: no letter blkparse keeps.
             _ => return Ok(Parsed::Skip),
         };
-        if letter != self.action {
+        let completion = letter == b'C' && self.pairs_completions();
+        if letter != self.action && !completion {
             return Ok(Parsed::Skip);
         }
         if cats & TC_PC != 0 {
+            if completion {
+                return Ok(Parsed::Skip);
+            }
             return Ok(Parsed::Unsupported(
                 "blktrace SCSI pass-through (PC) records (their bytes are a command, not a range)",
             ));
@@ -247,11 +253,23 @@ impl LineFormat for Blktrace {
             Op::Read
         } else if flush {
             Op::Flush
+        } else if completion {
+            // Its request was counted as unsupported when it was kept.
+            return Ok(Parsed::Skip);
         } else {
             return Ok(Parsed::Unsupported(
                 "blktrace requests with no data and no flush (RWBS N)",
             ));
         };
+        if completion {
+            return Ok(Parsed::Completion(Completion {
+                time,
+                op,
+                offset,
+                dev: DevKey::Num(device_key(device)),
+                failed: h.error != 0,
+            }));
+        }
         Ok(Parsed::Record(Raw {
             time,
             op,
@@ -278,6 +296,12 @@ impl LineFormat for Blktrace {
             "blktrace: discard, write, read and flush from the record's categories as blkparse's RWBS".into(),
             "blktrace: the pid is kept as the stream; a device is MAJ,MIN (a remap: the device it maps to)".into(),
         ]
+    }
+    fn pairs_completions(&self) -> bool {
+        crate::completions::pairs(self.action)
+    }
+    fn kept_event(&self) -> char {
+        self.action as char
     }
     fn parse_selection(&self, sel: &str) -> Result<OwnedKey, String> {
         parse_major_minor(sel)

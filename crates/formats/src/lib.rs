@@ -18,6 +18,7 @@ pub mod blktrace;
 pub mod cloud;
 #[cfg(feature = "columnar")]
 pub mod columnar;
+pub mod completions;
 pub mod compressed;
 pub mod delimited;
 pub mod disksim;

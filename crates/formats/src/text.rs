@@ -56,9 +56,25 @@ pub struct Raw<'a> {
     pub measured: Option<Nanos>,
 }
 
+/// The completion of a request (blkparse's and blktrace's `C`), paired by [`TextSource`]
+/// with the kept record of the same device, op and offset that is still waiting, to give
+/// that record its `measured` time (completion − kept event).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Completion<'a> {
+    pub time: Nanos,
+    pub op: Op,
+    pub offset: u64,
+    pub dev: DevKey<'a>,
+    /// The completion reported an error.
+    pub failed: bool,
+}
+
 /// What a parsed line turned out to be.
 pub enum Parsed<'a> {
     Record(Raw<'a>),
+    /// A completion to pair with an earlier record (only from formats whose
+    /// [`LineFormat::pairs_completions`] is true).
+    Completion(Completion<'a>),
     /// Header, comment, blank line, a blkparse event of another action, …: not a request.
     Skip,
     /// A request the format can carry but the request model cannot (blkparse `N`
@@ -92,6 +108,15 @@ pub trait LineFormat: Send {
     /// about e.g. a missing header.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
+    }
+    /// Does the format hand out [`Parsed::Completion`]s, so records wait for theirs before
+    /// they are read out?
+    fn pairs_completions(&self) -> bool {
+        false
+    }
+    /// The event kept, named in the pairing's report (`D`).
+    fn kept_event(&self) -> char {
+        '?'
     }
 }
 
@@ -140,7 +165,7 @@ impl<R: Read + Send> Units for LineReader<R> {
 /// for a local file while costing a fifth of the MSR parse time. The key count is capped at
 /// 65536, so even adversarial collisions stay cheap.
 #[derive(Default, Clone, Copy)]
-struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl KeyHasher {
     const K: u64 = 0xf135_7aea_2e62_a9c5;
@@ -231,6 +256,28 @@ impl DevMap {
         self.last = Some(id);
         Ok(id)
     }
+
+    /// The id of a device already numbered (a completion's: it cannot be a new device's
+    /// first appearance worth numbering).
+    fn get(&self, key: DevKey<'_>) -> Option<u16> {
+        match key {
+            DevKey::Num(n) => self.nums.get(&n).copied(),
+            DevKey::Bytes(b) => self.bytes.get(b).copied(),
+        }
+    }
+}
+
+/// What [`TextSource::parse_next`] found.
+enum Item {
+    Request(Request),
+    /// A completion, on the requests' clock.
+    Completion {
+        dev: u16,
+        op: Op,
+        offset: u64,
+        at: Nanos,
+        failed: bool,
+    },
 }
 
 /// A [`TraceSource`] over a text trace in format `F` (or a binary one cut into records).
@@ -253,6 +300,10 @@ pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     quoted: Vec<String>,
     done: bool,
     extra: Vec<String>,
+    /// Records waiting for their completions (formats that log both).
+    pairing: Option<Box<crate::completions::Pairing>>,
+    /// An error met while requests were held for their completions: reported after them.
+    held_error: Option<FormatError>,
 }
 
 impl<F: LineFormat> TextSource<F, LineReader<File>> {
@@ -289,7 +340,10 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             None => None,
         };
         let rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
+        let pairing = fmt.pairs_completions().then(Default::default);
         Ok(TextSource {
+            pairing,
+            held_error: None,
             fmt,
             lines,
             file,
@@ -333,6 +387,57 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
     }
 
     fn read_next(&mut self) -> Result<Option<Request>, FormatError> {
+        if self.pairing.is_none() {
+            return loop {
+                match self.parse_next()? {
+                    Some(Item::Request(r)) => break Ok(Some(r)),
+                    Some(Item::Completion { .. }) => continue,
+                    None => break Ok(None),
+                }
+            };
+        }
+        loop {
+            if let Some(p) = self.pairing.as_mut() {
+                if let Some(r) = p.pop(self.done) {
+                    return Ok(Some(r));
+                }
+            }
+            if let Some(e) = self.held_error.take() {
+                return Err(e);
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let item = match self.parse_next() {
+                Ok(item) => item,
+                // The requests read before the damage go out first (unmeasured if their
+                // completions were to come after it), then the error.
+                Err(e) => {
+                    self.done = true;
+                    self.held_error = Some(e);
+                    continue;
+                }
+            };
+            let Some(p) = self.pairing.as_mut() else {
+                continue;
+            };
+            match item {
+                Some(Item::Request(r)) => p.push(r),
+                Some(Item::Completion {
+                    dev,
+                    op,
+                    offset,
+                    at,
+                    failed,
+                }) => p.complete(dev, op, offset, at, failed),
+                None => {}
+            }
+        }
+    }
+
+    /// The next request or completion; `None` at the end of input (`done` is then set).
+    #[inline]
+    fn parse_next(&mut self) -> Result<Option<Item>, FormatError> {
         loop {
             if self.done {
                 return Ok(None);
@@ -376,6 +481,26 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             let parsed = self.fmt.parse(line);
             let raw = match parsed {
                 Ok(Parsed::Record(r)) => r,
+                Ok(Parsed::Completion(c)) => {
+                    let dev = match &self.select {
+                        Some(sel) => c.dev.matches(sel).then_some(0),
+                        None => self.devs.get(c.dev),
+                    };
+                    // Before the first kept record there is nothing to complete.
+                    let (Some(dev), Some(origin)) = (dev, self.origin) else {
+                        if let Some(p) = self.pairing.as_mut() {
+                            p.counts.unmatched += 1;
+                        }
+                        continue;
+                    };
+                    return Ok(Some(Item::Completion {
+                        dev,
+                        op: c.op,
+                        offset: c.offset,
+                        at: c.time.saturating_sub(origin),
+                        failed: c.failed,
+                    }));
+                }
                 Ok(Parsed::Skip) => continue,
                 Ok(Parsed::End) => {
                     self.done = true;
@@ -465,7 +590,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             let arrival = time - origin;
             self.last_arrival = arrival;
             self.records += 1;
-            return Ok(Some(Request {
+            return Ok(Some(Item::Request(Request {
                 arrival,
                 op,
                 offset,
@@ -476,7 +601,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                 call_site: None,
                 measured,
                 fua: false,
-            }));
+            })));
         }
     }
 }
@@ -545,6 +670,9 @@ impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
                     ));
                 }
             }
+        }
+        if let Some(p) = &self.pairing {
+            v.extend(p.notes(self.fmt.kept_event()));
         }
         let mut unsup: Vec<_> = self.unsupported.iter().collect();
         unsup.sort();

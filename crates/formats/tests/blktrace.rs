@@ -60,14 +60,17 @@ fn record(
 }
 
 /// Writes `DIR/sdx.blktrace.{0..cpus}`: `n` I/Os, each queued, (sometimes merged,) issued
-/// and completed, on the CPU it was queued on; times strictly increasing across the whole
-/// trace so that merge order is not a matter of ties.
-fn write_trace(dir: &Path, cpus: u32, n: u32) {
+/// on the CPU it was queued on and completed on any, up to four in flight; times strictly
+/// increasing across the whole trace so that merge order is not a matter of ties. Returns
+/// each I/O's queue, issue and completion times, in issue order.
+fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64)> {
     let mut rng = Rng::new(7);
     let devs = [8 << 20 | 16, 8 << 20 | 17, 253 << 20];
     let mut files: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
     let mut seq = vec![0u32; cpus as usize];
     let mut t: u64 = 1_000_000_000_000; // the kernel's clock: ns since boot
+    let mut times = Vec::new();
+    let mut pending: Vec<(u64, u32, u32, u32, u32, usize)> = Vec::new();
     let mut push = |files: &mut Vec<Vec<u8>>,
                     t: u64,
                     cpu: u32,
@@ -125,6 +128,7 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) {
         } | FS;
         let bytes = if kind == 0 { 0 } else { bytes };
         t += 1 + rng.below(50_000);
+        let q_time = t;
         push(
             &mut files,
             t,
@@ -163,19 +167,35 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) {
             dev,
             &[],
         );
-        t += 1 + rng.below(200_000);
-        let done_cpu = rng.below(cpus as u64) as u32;
-        push(
-            &mut files,
-            t,
-            done_cpu,
-            sector,
-            bytes,
-            8 | tc(cats | COMPLETE),
-            pid,
-            dev,
-            &[],
-        );
+        let d_time = t;
+        pending.push((sector, bytes, cats, pid, dev, times.len()));
+        times.push((q_time, d_time, 0));
+        // Up to three I/Os in flight, completed in any order (an empty flush at once, so
+        // that two flushes of one device, which only their order tells apart, never
+        // overlap); the trace's last ones all complete at its end.
+        let keep = if kind == 0 { 0 } else { rng.below(4) as usize };
+        while pending.len() > keep || (i + 1 == n && !pending.is_empty()) {
+            let j = if kind == 0 {
+                pending.len() - 1
+            } else {
+                rng.below(pending.len() as u64) as usize
+            };
+            let (sector, bytes, cats, pid, dev, k) = pending.swap_remove(j);
+            t += 1 + rng.below(100_000);
+            times[k].2 = t;
+            let done_cpu = rng.below(cpus as u64) as u32;
+            push(
+                &mut files,
+                t,
+                done_cpu,
+                sector,
+                bytes,
+                8 | tc(cats | COMPLETE),
+                pid,
+                dev,
+                &[],
+            );
+        }
     }
     // A remap of 8,17 onto 253,0: blkparse prints it on the device it maps to.
     let mut pdu = Vec::new();
@@ -197,6 +217,7 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) {
     for (cpu, f) in files.iter().enumerate() {
         std::fs::write(dir.join(format!("sdx.blktrace.{cpu}")), f).unwrap();
     }
+    times
 }
 
 fn read(path: &Path, format: &str, action: char) -> Vec<Request> {
@@ -220,7 +241,7 @@ fn the_binary_reader_agrees_with_blkparse_on_every_event() {
     }
     let dir = std::env::temp_dir().join(format!("wattio-blktrace-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    write_trace(&dir, 3, 2000);
+    let times = write_trace(&dir, 3, 2000);
     let text = dir.join("sdx.txt");
     let out = Command::new("blkparse")
         .args(["-i", "sdx", "-o"])
@@ -253,6 +274,14 @@ fn the_binary_reader_agrees_with_blkparse_on_every_event() {
     );
     let devs: std::collections::BTreeSet<u16> = d.iter().map(|r| r.dev).collect();
     assert_eq!(devs.len(), 3);
+    // Each issued request measured from its issue to its own completion, though up to four
+    // were in flight and completed out of order; queued ones from their queueing.
+    let d2c: Vec<_> = times.iter().map(|&(_, d, c)| Some(c - d)).collect();
+    assert_eq!(d.iter().map(|r| r.measured).collect::<Vec<_>>(), d2c);
+    let q2c: Vec<_> = times.iter().map(|&(q, _, c)| Some(c - q)).collect();
+    let q = read(&binary, "blktrace", 'Q');
+    assert_eq!(q.iter().map(|r| r.measured).collect::<Vec<_>>(), q2c);
+    assert!(d.windows(2).any(|w| w[0].measured > w[1].measured));
     // Detected without --format, from the magic.
     let mut src = open_trace(&binary, None, &ReadOptions::default()).unwrap();
     let mut n = 0;

@@ -122,7 +122,16 @@ fn blkparse_default_action_d_every_field() {
     assert_eq!(
         v,
         vec![
-            req(10_500, Op::Write, 274_432 * 512, 4096, 0, 5529, None),
+            // D at 10.5 µs, its C at 200 µs.
+            req(
+                10_500,
+                Op::Write,
+                274_432 * 512,
+                4096,
+                0,
+                5529,
+                Some(189_500)
+            ),
             req(1_000_000, Op::Read, 512_000, 8192, 0, 5530, None),
             req(2_000_000, Op::Flush, 0, 0, 0, 5531, None),
             req(3_000_000, Op::Discard, 1_048_576, 1_048_576, 1, 100, None),
@@ -135,6 +144,40 @@ fn blkparse_default_action_d_every_field() {
         "{all}"
     );
     assert!(all.contains("0=8,16, 1=8,0"), "{all}");
+    assert!(
+        all.contains("measured = completion (C) − D, paired by device, op and sector, oldest first: 1 requests measured"),
+        "{all}"
+    );
+    assert!(
+        all.contains("3 requests had no completion in the trace"),
+        "{all}"
+    );
+}
+
+/// blkparse -t adds each completion's elapsed time in parentheses before its error; a
+/// failed completion is still a measurement.
+#[test]
+fn blkparse_completions_with_elapsed_times_and_errors() {
+    let t = "  8,0    0        1     0.000100000   7  D   R 64 + 8 [dd]
+  8,0    0        2     0.000200000   7  D   W 128 + 8 [dd]
+  8,0    1        3     0.000250000   7  C   W 128 + 8 (   50000) [-5]
+  8,0    1        4     0.000400000   7  C   R 64 + 8 (  300000) [0]
+  8,0    1        5     0.000500000   7  C   R 999 + 8 [0]
+";
+    let (v, a) = read_opts("blkparse", t, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(100_000, Op::Read, 64 * 512, 4096, 0, 7, Some(300_000)),
+            req(200_000, Op::Write, 128 * 512, 4096, 0, 7, Some(50_000)),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("1 completions reported an error"), "{all}");
+    assert!(
+        all.contains("1 completions matched no waiting request"),
+        "{all}"
+    );
 }
 
 #[test]
@@ -145,7 +188,15 @@ fn blkparse_queue_and_complete_actions() {
     };
     assert_eq!(
         read_opts("blkparse", BLKPARSE, &q).0,
-        vec![req(0, Op::Write, 274_432 * 512, 4096, 0, 5529, None)]
+        vec![req(
+            0,
+            Op::Write,
+            274_432 * 512,
+            4096,
+            0,
+            5529,
+            Some(200_000)
+        )]
     );
     let c = ReadOptions {
         blkparse_action: Some('C'),

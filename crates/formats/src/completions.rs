@@ -1,0 +1,308 @@
+//! Issue/completion pairing, for traces that log a request once per event (blkparse's text,
+//! blktrace's binary): the kept event (D, issued to the driver, by default) is held back
+//! until the completion (C) of the same device, op and sector arrives, and goes out with
+//! `measured` = completion − kept event (D → C: the device's service time plus its queue,
+//! what `btt` calls D2C). Requests go out in the order they were kept.
+//!
+//! Bounds: at most [`MAX_WAITING`] requests wait behind one without a completion; beyond
+//! that the oldest goes out unmeasured (a lost completion must not hold the whole trace in
+//! memory). Two requests to the same sector in flight at once pair oldest first, as the
+//! kernel completes them (and as blkparse's `-t` tracking does).
+
+use crate::text::KeyHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+use wattio_core::{Nanos, Op, Request};
+
+/// Is a kept event (a blkparse letter) one a request's completion follows? Q (queued),
+/// G (got a request), I (inserted) and D (issued). A bio queued and then merged into
+/// another request (M) has no completion of its own and stays unmeasured.
+pub fn pairs(kept: u8) -> bool {
+    matches!(kept, b'Q' | b'G' | b'I' | b'D')
+}
+
+/// Requests held at most behind the oldest one still waiting for its completion.
+pub const MAX_WAITING: usize = 1 << 16;
+
+/// What a completion is matched on: the device (as numbered by the reader), the op and the
+/// first byte (a flush has none: its sector is whatever the driver left).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Key {
+    dev: u16,
+    op: u8,
+    offset: u64,
+}
+
+impl Key {
+    fn new(dev: u16, op: Op, offset: u64) -> Key {
+        Key {
+            dev,
+            op: op as u8,
+            offset: if op == Op::Flush { 0 } else { offset },
+        }
+    }
+}
+
+/// Counts for the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairCounts {
+    pub paired: u64,
+    /// Still waiting when the input ended.
+    pub never_completed: u64,
+    /// Sent out unmeasured because [`MAX_WAITING`] requests waited behind them.
+    pub given_up: u64,
+    /// Completions of no request waiting (issued before the trace began, a partial
+    /// completion's second part, a merged bio's sector, or another device's).
+    pub unmatched: u64,
+    /// Completions that reported an error.
+    pub failed: u64,
+    /// Completions stamped before their request (per-CPU clocks a little apart):
+    /// measured 0.
+    pub before_issue: u64,
+}
+
+/// Requests waiting for their completions, in the order they were kept.
+pub struct Pairing {
+    window: VecDeque<Request>,
+    /// Sequence number of `window[0]`.
+    first: u64,
+    /// Sequence numbers of the requests waiting, per key, oldest first.
+    waiting: HashMap<Key, VecDeque<u64>, BuildHasherDefault<KeyHasher>>,
+    pub counts: PairCounts,
+}
+
+impl Default for Pairing {
+    fn default() -> Self {
+        Pairing::new()
+    }
+}
+
+impl Pairing {
+    pub fn new() -> Pairing {
+        Pairing {
+            window: VecDeque::new(),
+            first: 0,
+            waiting: HashMap::default(),
+            counts: PairCounts::default(),
+        }
+    }
+
+    /// A kept request; it waits for its completion.
+    pub fn push(&mut self, mut r: Request) {
+        r.measured = None;
+        let seq = self.first + self.window.len() as u64;
+        self.waiting
+            .entry(Key::new(r.dev, r.op, r.offset))
+            .or_default()
+            .push_back(seq);
+        self.window.push_back(r);
+    }
+
+    /// A completion at `at` (the requests' clock) of `op` at `offset` on device `dev`.
+    pub fn complete(&mut self, dev: u16, op: Op, offset: u64, at: Nanos, failed: bool) {
+        let key = Key::new(dev, op, offset);
+        let Some(q) = self.waiting.get_mut(&key) else {
+            self.counts.unmatched += 1;
+            return;
+        };
+        let seq = q.pop_front();
+        if q.is_empty() {
+            self.waiting.remove(&key);
+        }
+        let Some(r) = seq.and_then(|s| self.window.get_mut((s - self.first) as usize)) else {
+            self.counts.unmatched += 1;
+            return;
+        };
+        if at < r.arrival {
+            self.counts.before_issue += 1;
+        }
+        r.measured = Some(at.saturating_sub(r.arrival));
+        self.counts.paired += 1;
+        if failed {
+            self.counts.failed += 1;
+        }
+    }
+
+    /// The oldest request, once it can go: it has its completion, or the input is over
+    /// (`end`), or more than [`MAX_WAITING`] requests wait behind it.
+    pub fn pop(&mut self, end: bool) -> Option<Request> {
+        let head = self.window.front()?;
+        if head.measured.is_none() {
+            if !end && self.window.len() <= MAX_WAITING {
+                return None;
+            }
+            let key = Key::new(head.dev, head.op, head.offset);
+            if let Some(q) = self.waiting.get_mut(&key) {
+                // The oldest request of all is the oldest of its key.
+                if q.front() == Some(&self.first) {
+                    q.pop_front();
+                }
+                if q.is_empty() {
+                    self.waiting.remove(&key);
+                }
+            }
+            if end {
+                self.counts.never_completed += 1;
+            } else {
+                self.counts.given_up += 1;
+            }
+        }
+        self.first += 1;
+        self.window.pop_front()
+    }
+
+    /// Requests held now.
+    pub fn held(&self) -> usize {
+        self.window.len()
+    }
+
+    /// The assumptions report's lines.
+    pub fn notes(&self, kept: char) -> Vec<String> {
+        let c = &self.counts;
+        let mut v = vec![format!(
+            "measured = completion (C) − {kept}, paired by device, op and sector, oldest first: \
+             {} requests measured",
+            c.paired
+        )];
+        if c.never_completed > 0 {
+            v.push(format!(
+                "{} requests had no completion in the trace (measured left empty)",
+                c.never_completed
+            ));
+        }
+        if c.given_up > 0 {
+            v.push(format!(
+                "{} requests went out unmeasured: {MAX_WAITING} later requests were held \
+                 behind each waiting for its completion",
+                c.given_up
+            ));
+        }
+        if c.unmatched > 0 {
+            v.push(format!(
+                "{} completions matched no waiting request (issued before the trace began, \
+                 a merged bio's or a partial completion's sector, or an unselected device)",
+                c.unmatched
+            ));
+        }
+        if c.failed > 0 {
+            v.push(format!(
+                "{} completions reported an error (kept, measured)",
+                c.failed
+            ));
+        }
+        if c.before_issue > 0 {
+            v.push(format!(
+                "{} completions were stamped before their request (the CPUs' clocks apart): \
+                 measured 0",
+                c.before_issue
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(at: Nanos, op: Op, offset: u64, dev: u16) -> Request {
+        let mut r = Request::new(at, op, offset, 4096);
+        r.dev = dev;
+        r
+    }
+
+    #[test]
+    fn requests_leave_in_order_once_completed() {
+        let mut p = Pairing::new();
+        p.push(req(100, Op::Read, 0, 0));
+        p.push(req(200, Op::Write, 8192, 0));
+        // The second completes first: both wait for the first.
+        p.complete(0, Op::Write, 8192, 260, false);
+        assert!(p.pop(false).is_none());
+        p.complete(0, Op::Read, 0, 1_100, false);
+        let a = p.pop(false).unwrap();
+        assert_eq!((a.arrival, a.measured), (100, Some(1_000)));
+        let b = p.pop(false).unwrap();
+        assert_eq!((b.arrival, b.measured), (200, Some(60)));
+        assert!(p.pop(false).is_none());
+        assert_eq!(p.counts.paired, 2);
+    }
+
+    #[test]
+    fn same_sector_pairs_oldest_first_and_keys_separate_op_and_device() {
+        let mut p = Pairing::new();
+        p.push(req(0, Op::Write, 4096, 0));
+        p.push(req(10, Op::Write, 4096, 0));
+        p.push(req(20, Op::Read, 4096, 0));
+        p.push(req(30, Op::Write, 4096, 1));
+        p.complete(0, Op::Write, 4096, 50, false);
+        p.complete(1, Op::Write, 4096, 70, true);
+        p.complete(0, Op::Read, 4096, 90, false);
+        p.complete(0, Op::Write, 4096, 100, false);
+        let got: Vec<_> = std::iter::from_fn(|| p.pop(false))
+            .map(|r| (r.arrival, r.measured))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, Some(50)),
+                (10, Some(90)),
+                (20, Some(70)),
+                (30, Some(40))
+            ]
+        );
+        assert_eq!(p.counts.failed, 1);
+    }
+
+    #[test]
+    fn a_flush_completes_whatever_its_sector() {
+        let mut p = Pairing::new();
+        let mut f = req(5, Op::Flush, 0, 0);
+        f.len = 0;
+        p.push(f);
+        p.complete(0, Op::Flush, 123_456, 25, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(20));
+    }
+
+    #[test]
+    fn unmatched_late_and_skewed_completions_are_counted() {
+        let mut p = Pairing::new();
+        p.complete(0, Op::Read, 0, 10, false);
+        p.push(req(100, Op::Read, 0, 0));
+        p.complete(0, Op::Read, 0, 90, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(0));
+        p.push(req(200, Op::Read, 512, 0));
+        assert!(p.pop(false).is_none());
+        assert_eq!(p.pop(true).unwrap().measured, None);
+        // Its key no longer waits: a late completion matches nothing.
+        p.complete(0, Op::Read, 512, 300, false);
+        let c = p.counts;
+        assert_eq!(
+            (c.paired, c.unmatched, c.before_issue, c.never_completed),
+            (1, 2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_lost_completion_holds_at_most_max_waiting_requests() {
+        let mut p = Pairing::new();
+        p.push(req(0, Op::Read, 0, 0));
+        let mut out = Vec::new();
+        for i in 1..=MAX_WAITING as u64 + 10 {
+            p.push(req(i, Op::Read, i * 4096, 0));
+            p.complete(0, Op::Read, i * 4096, i + 1, false);
+            while let Some(r) = p.pop(false) {
+                out.push(r);
+            }
+            assert!(p.held() <= MAX_WAITING + 1);
+        }
+        assert_eq!(out[0].measured, None);
+        assert_eq!(out[0].arrival, 0);
+        assert!(out[1..].iter().all(|r| r.measured == Some(1)));
+        assert_eq!(out.len(), MAX_WAITING + 11);
+        assert_eq!(p.counts.given_up, 1);
+        // The given-up request no longer waits: its completion, late, matches nothing.
+        p.complete(0, Op::Read, 0, 1 << 30, false);
+        assert_eq!(p.counts.unmatched, 1);
+    }
+}
