@@ -149,3 +149,38 @@ def test_the_cli_replays_a_trace_closed_loop(tmp_path, wattio_cli):
     assert row.split()[3:5] == ["disk", "180"], row
     bad = wattio_cli("trace", "replay", str(CHECKOUT), str(tmp_path / "none.toml"), check=False)
     assert bad.returncode != 0 and "none.toml" in bad.stderr
+
+
+def test_a_blkparse_trace_replays_closed_loop_on_its_completions(tmp_path, wattio_cli):
+    # Three reads of one process as blkparse prints them: each D waits for its C (the
+    # second one's completes before the first's); another device's requests, selected away.
+    text = (
+        "  8,0    0        1     0.001000000  7  D   R 2048 + 8 [dd]\n"
+        "  8,0    0        2     0.001500000  7  D   R 8192 + 8 [dd]\n"
+        "  8,16   0        3     0.001600000  9  D   W 64 + 8 [kw]\n"
+        "  8,0    1        4     0.003500000  0  C   R 8192 + 8 [0]\n"
+        "  8,0    1        5     0.004000000  0  C   R 2048 + 8 [0]\n"
+        "  8,16   1        6     0.004100000  0  C   W 64 + 8 [0]\n"
+        "  8,0    0        7     0.009000000  7  D   R 4096 + 8 [dd]\n"
+        "  8,0    1        8     0.010000000  0  C   R 4096 + 8 [0]\n"
+    )
+    blk = tmp_path / "sda.txt"
+    blk.write_text(text)
+    cfg = tmp_path / "disk.toml"
+    cfg.write_text(DISK)
+    # The same requests as `wattio capture block` writes them: D times and D -> C.
+    same = _plain(tmp_path / "same.parquet",
+                  [(1_000_000, 2048 * 512, 3_000_000), (1_500_000, 8192 * 512, 2_000_000),
+                   (9_000_000, 4096 * 512, 1_000_000)])
+    want = json.loads(_core.trace_replay(same, DISK, 2, 2.0))
+    got = json.loads(wattio_cli("trace", "replay", str(blk), str(cfg), "--device", "8,0",
+                                "--json").stdout)
+    assert got["captured_s"] == pytest.approx(0.009) and got["requests"] == 6
+    assert got == want
+    # All devices: refused, naming the option that keeps one.
+    bad = wattio_cli("trace", "replay", str(blk), str(cfg), check=False)
+    assert bad.returncode != 0 and "--device KEY" in bad.stderr, bad.stderr
+    # Completions kept as the requests: nothing measured, nothing to close the loop on.
+    bad = wattio_cli("trace", "replay", str(blk), str(cfg), "--action", "C", "--device", "8,0",
+                     check=False)
+    assert "no request has a measured response time" in bad.stderr, bad.stderr

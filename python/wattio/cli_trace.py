@@ -52,7 +52,8 @@ def _replay(args) -> int:
         config = Path(args.config).read_text()
     except OSError as e:
         raise ValueError(f"{args.config}: {e.strerror}") from e
-    r = json.loads(_core.trace_replay(args.trace, config, args.runs, args.gap))
+    r = json.loads(_core.trace_replay(args.trace, config, args.runs, args.gap,
+                                      format=args.trace_format, **read_options(args)))
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -120,12 +121,13 @@ def add_commands(sub) -> None:
         "the run as it would the program. Runs repeat the trace (a learning run, then runs "
         "a function may have sped up); every device is reported per run (docs/launch.md).",
     )
-    r.add_argument("trace", help="a columnar block trace with measured response times "
-                   "(wattio capture block or launch)")
+    r.add_argument("trace", help="a block trace with measured response times: wattio capture "
+                   "block or launch, blktrace or blkparse with its completions, MSR, …")
     r.add_argument("config", help="run config (TOML): its devices and functions; its own "
                    "trace or workload is not used")
     r.add_argument("--runs", type=int, default=2, metavar="N", help="replays (1-16, default 2)")
     r.add_argument("--gap", type=float, default=2.0, metavar="S",
                    help="seconds between a run's end and the next start (default 2)")
+    add_trace_read_options(r)
     add_json_option(r)
     r.set_defaults(func=_replay)

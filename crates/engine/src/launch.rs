@@ -90,21 +90,50 @@ impl Launch {
         Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"))
     }
 
-    /// A columnar block trace as one closed-loop replay: a launch trace as [`Launch::open`];
-    /// any other (`wattio capture block`) as one "launch" from its first request (time 0)
-    /// to its last completion, every row a block request of the process in its `stream`
-    /// column. Closing the loop needs the capture's response times: requests without one
-    /// are never waited for, and a trace with none at all is refused.
-    pub fn open_closed_loop(path: &std::path::Path) -> Result<Launch, String> {
+    /// A block trace as one closed-loop replay: a launch trace as [`Launch::open`]; any
+    /// other (`wattio capture block`, a blktrace or blkparse trace with its completions, an
+    /// MSR trace, … in `format`, `None` to detect, read with `opts`) as one "launch" from
+    /// its first request (time 0) to its last completion, every request one of the process
+    /// in its stream. Closing the loop needs the trace's response times: requests without
+    /// one are never waited for, and a trace with none at all is refused.
+    pub fn open_closed_loop(
+        path: &std::path::Path,
+        format: Option<&str>,
+        opts: &wattio_formats::ReadOptions,
+    ) -> Result<Launch, String> {
         use wattio_core::TraceSource;
         let name = path.display().to_string();
-        let mut r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
-        let launch_end = wattio_formats::launch::launch_end(r.provenance(), &name).ok();
+        let columnar = match format {
+            Some(f) => wattio_formats::canonical_format(f) == Some("columnar"),
+            None => {
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let mut magic = [0u8; 4];
+                let head = std::fs::File::open(path)
+                    .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+                matches!(ext.to_ascii_lowercase().as_str(), "parquet" | "wattio")
+                    || (head.is_ok() && &magic == b"PAR1")
+            }
+        };
+        // Only a columnar trace carries a launch's provenance.
+        let (mut src, launch_end): (Box<dyn TraceSource>, _) = if columnar && opts.device.is_none()
+        {
+            let r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
+            let end = wattio_formats::launch::launch_end(r.provenance(), &name).ok();
+            (Box::new(r), end)
+        } else {
+            let r = wattio_formats::open_trace(path, format, opts).map_err(|e| e.to_string())?;
+            (r, None)
+        };
         let mut rows = Vec::new();
-        while let Some(q) = r.next_request().map_err(|e| e.to_string())? {
+        while let Some(q) = src.next_request().map_err(|e| e.to_string())? {
             if launch_end.is_none() && q.dev != 0 {
+                let how = if columnar {
+                    "`wattio trace slice --dev N` keeps one"
+                } else {
+                    "--device KEY keeps one"
+                };
                 return Err(format!(
-                    "{name}: row {}: dev {}: a closed-loop replay takes one device's requests (dev 0)",
+                    "{name}: request {}: dev {}: a closed-loop replay takes one device's requests (dev 0; {how})",
                     rows.len(),
                     q.dev
                 ));
@@ -121,10 +150,10 @@ impl Launch {
         }
         if !rows.iter().any(|q| q.measured.is_some()) {
             return Err(format!(
-                "{name}: no request has a measured response time: a closed-loop replay needs them (a trace from `wattio capture block`)"
+                "{name}: no request has a measured response time: a closed-loop replay needs them (a trace from `wattio capture block`, or a blktrace/blkparse trace with its completions)"
             ));
         }
-        // Columnar traces are in arrival order (their reader checks); saturating all the same.
+        // Every reader checks arrival order; saturating all the same.
         let t0 = rows.first().map_or(0, |q| q.arrival);
         for q in &mut rows {
             q.arrival = q.arrival.saturating_sub(t0);

@@ -235,7 +235,7 @@ fn a_closed_loop_replay_splits_into_runs_by_hand() {
         w.write(r).unwrap();
     }
     w.finish().unwrap();
-    let l = Launch::open_closed_loop(&path).unwrap();
+    let l = Launch::open_closed_loop(&path, None, &Default::default()).unwrap();
     // Shifted to its first request; the second waits for the first's completion.
     assert_eq!(l.captured, vec![(0, Some(2 * MS)), (5 * MS, Some(2 * MS))]);
     assert_eq!(l.steps[1].after, After::Completion(0));
@@ -280,11 +280,13 @@ fn a_closed_loop_replay_refuses_traces_it_cannot_close() {
         path
     };
     let plain = Request::new(0, Op::Read, 0, 4096);
-    let e = Launch::open_closed_loop(&write("none.parquet", &[plain])).unwrap_err();
+    let e = Launch::open_closed_loop(&write("none.parquet", &[plain]), None, &Default::default())
+        .unwrap_err();
     assert!(e.contains("no request has a measured response time"), "{e}");
     let mut other = plain;
     other.dev = 2;
     other.measured = Some(MS);
-    let e = Launch::open_closed_loop(&write("dev.parquet", &[other])).unwrap_err();
-    assert!(e.contains("row 0: dev 2"), "{e}");
+    let e = Launch::open_closed_loop(&write("dev.parquet", &[other]), None, &Default::default())
+        .unwrap_err();
+    assert!(e.contains("request 0: dev 2"), "{e}");
 }

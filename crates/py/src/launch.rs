@@ -69,14 +69,31 @@ fn launch_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult
 }
 
 /// A closed-loop replay of `trace` (a launch trace, or any block trace with measured
-/// response times: `Launch::open_closed_loop`) `runs` times, `gap_s` apart, on the devices
+/// response times in `format`, read with the trace options: `Launch::open_closed_loop`)
+/// `runs` times, `gap_s` apart, on the devices
 /// and stack of `config`, with every device over each run. JSON: as `launch_replay`, plus
 /// `"runs": [{"start_s", "end_s", "devices": {NAME: {"energy_j", "energy_by_state_j",
 /// "residency_s", "ios", "bytes_read", "bytes_written", "busy_s", "seek_s", "rotate_s",
 /// "transfer_s", "overhead_s"}}}]`.
 #[pyfunction]
-fn trace_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult<String> {
-    let launch = Launch::open_closed_loop(Path::new(trace)).map_err(err)?;
+#[pyo3(signature = (trace, config, runs, gap_s, format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[allow(clippy::too_many_arguments)]
+fn trace_replay(
+    trace: &str,
+    config: &str,
+    runs: usize,
+    gap_s: f64,
+    format: Option<String>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
+) -> PyResult<String> {
+    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
+    let launch =
+        Launch::open_closed_loop(Path::new(trace), format.as_deref(), &read).map_err(err)?;
     let cfg = RunConfig::from_toml("replay config", config).map_err(err)?;
     let cat = Catalogue::embedded().map_err(err)?;
     check_runs(runs, gap_s)?;
