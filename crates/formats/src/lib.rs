@@ -513,6 +513,10 @@ pub fn fuzz_read_with(format: &str, data: &[u8], base: &ReadOptions) {
                         r.offset.checked_add(r.len as u64).is_some(),
                         "request past 2^64"
                     );
+                    assert!(
+                        r.measured.is_none_or(|m| r.arrival.checked_add(m).is_some()),
+                        "a completion past 2^64 ns"
+                    );
                 }
                 if lenient {
                     assert!(assumptions
