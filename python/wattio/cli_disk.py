@@ -29,11 +29,25 @@ def cmd_import(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    report = json.loads(_core().disk_validate(str(args.parv), str(args.trace)))
+    from wattio.cli_options import read_options
+
+    report = json.loads(_core().disk_validate(
+        str(args.model), str(args.trace), format=args.trace_format, replay=args.replay,
+        **read_options(args),
+    ))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"drive:    {report['drive']} ({report['requests']} requests)")
+    print(f"replay:   {report['replay']}-loop (the trace had at most "
+          f"{report['max_outstanding']} outstanding)")
+    skipped = []
+    if report["not_replayed"]:
+        skipped.append(f"{report['not_replayed']} flushes, discards and empty requests not replayed")
+    if report["unmeasured"]:
+        skipped.append(f"{report['unmeasured']} requests without a measured time not compared")
+    if skipped:
+        print(f"skipped:  {'; '.join(skipped)}")
     print(f"demerit:  {report['demerit_ms']:.3f} ms")
     print(
         f"mean:     {report['mean_sim_ms']:.3f} ms simulated, {report['mean_measured_ms']:.3f} ms measured"
@@ -143,9 +157,25 @@ def add_commands(sub) -> None:
     )
     p.set_defaults(func=cmd_import)
 
-    p = dsub.add_parser("validate", help="replay a DiskSim validation trace, print the demerit")
-    p.add_argument("parv", type=Path)
-    p.add_argument("trace", type=Path, help="DiskSim validate trace (NAME.trace)")
+    p = dsub.add_parser(
+        "validate",
+        help="replay a trace with measured response times on a model, print the demerit",
+        description="The model's response times against a real device's: a DiskSim "
+        "validation trace, blktrace or blkparse (each request measured to its completion), "
+        "MSR, a `wattio capture block` trace, … replayed closed-loop (one outstanding, the "
+        "trace's think times kept: DiskSim's validation) or open-loop (at the recorded "
+        "arrivals, through the model's own queue), compared by DiskSim's demerit (docs/validation.md).",
+    )
+    p.add_argument("model", type=Path, metavar="MODEL",
+                   help="a DiskSim .parv, a catalogue TOML file or an embedded catalogue name")
+    p.add_argument("trace", type=Path, help="a trace with measured response times (NAME.trace, "
+                   "sda.blktrace.0, blkparse text, …)")
+    from wattio.cli_options import add_trace_read_options
+
+    add_trace_read_options(p)
+    p.add_argument("--replay", choices=("closed", "open"),
+                   help="closed-loop or open-loop (default: closed if the trace never had two "
+                   "requests outstanding, else open)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_validate)
 

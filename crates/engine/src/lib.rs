@@ -26,6 +26,7 @@ pub mod reach;
 pub mod sim;
 pub mod summary;
 pub mod tables;
+pub mod validation;
 
 pub use assemble::{assemble, Assembly, Opener};
 pub use config::RunConfig;

@@ -16,3 +16,4 @@ mod paraid_crash;
 mod probe;
 mod trace_input;
 mod unload;
+mod validation;

@@ -514,7 +514,8 @@ pub fn fuzz_read_with(format: &str, data: &[u8], base: &ReadOptions) {
                         "request past 2^64"
                     );
                     assert!(
-                        r.measured.is_none_or(|m| r.arrival.checked_add(m).is_some()),
+                        r.measured
+                            .is_none_or(|m| r.arrival.checked_add(m).is_some()),
                         "a completion past 2^64 ns"
                     );
                 }

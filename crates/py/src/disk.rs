@@ -6,7 +6,9 @@ use std::path::Path;
 use wattio_core::device::Timing;
 use wattio_devices::catalogue::{Catalogue, DeviceSpec};
 use wattio_devices::disksim;
+use wattio_devices::disksim::validate::{Loop, Validation};
 use wattio_devices::mechanical::MechanicalDisk;
+use wattio_engine::validation::validate_trace;
 
 /// Import a DiskSim `.parv`: returns (catalogue TOML text, unsupported parameters). With
 /// `power_from` (a catalogue name or TOML file) the entry carries that entry's `[power]`
@@ -50,10 +52,58 @@ fn device_capacity(source: &str) -> PyResult<u64> {
     Ok(timing.capacity())
 }
 
-/// Replay a DiskSim validation trace: returns the report as JSON (key `demerit_ms`, …).
+/// Replay a trace with measured response times (a DiskSim validation trace, blktrace or
+/// blkparse with completions, …: `wattio_engine::validation`) on `model` (a DiskSim `.parv`,
+/// a catalogue TOML file or an embedded catalogue name) and compare: returns the report as
+/// JSON (`demerit_ms`, means, 90th percentiles, `replay`, `max_outstanding`, …). `replay`:
+/// `closed`, `open` or `None` (closed if the trace never had two requests outstanding).
 #[pyfunction]
-fn disk_validate(parv: &str, trace: &str) -> PyResult<String> {
-    let v = disksim::validate::validate(Path::new(parv), Path::new(trace))
+#[pyo3(signature = (model, trace, format=None, replay=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[allow(clippy::too_many_arguments)]
+fn disk_validate(
+    py: Python<'_>,
+    model: &str,
+    trace: &str,
+    format: Option<String>,
+    replay: Option<String>,
+    lenient: bool,
+    device: Option<String>,
+    action: Option<String>,
+    columns: Option<String>,
+    delimiter: Option<String>,
+    header: Option<bool>,
+) -> PyResult<String> {
+    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
+    let replay = replay
+        .as_deref()
+        .map(Loop::parse)
+        .transpose()
+        .map_err(PyValueError::new_err)?;
+    let v = py
+        .allow_threads(|| {
+            let (mut timing, drive, unsupported) = if model.ends_with(".parv") {
+                let imp = disksim::import_parv(Path::new(model))?;
+                let disk = Box::new(MechanicalDisk::new(imp.timing)?) as Box<dyn Timing>;
+                (disk, imp.name, imp.unsupported)
+            } else {
+                let s = spec(model)?;
+                (s.build_timing()?, s.name.clone(), Vec::new())
+            };
+            let t = validate_trace(
+                timing.as_mut(),
+                Path::new(trace),
+                format.as_deref(),
+                &read,
+                replay,
+            )?;
+            Ok::<_, String>(Validation::new(
+                drive,
+                &t.replayed,
+                t.replay,
+                t.max_outstanding,
+                unsupported,
+            ))
+        })
         .map_err(PyValueError::new_err)?;
     serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
 }

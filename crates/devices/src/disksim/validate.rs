@@ -29,9 +29,11 @@ pub const DISKSIM_DEMERIT_MS: &[(&str, f64)] = &[
 use super::import_parv;
 use crate::mechanical::{MechanicalDisk, SECTOR};
 use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::path::Path;
 use wattio_core::device::Timing;
-use wattio_core::io::{Buf, Io, IoId, Op};
+use wattio_core::io::{Buf, Io, IoId, Op, Request};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TraceLine {
@@ -87,11 +89,187 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceLine>, String> {
     Ok(out)
 }
 
+/// How a trace with measured response times is replayed on a model.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Loop {
+    /// One request outstanding: each is issued when the previous one completes on the
+    /// model, plus the trace's think time (its arrival − the previous request's arrival −
+    /// that one's measured response, at least 0). DiskSim's validation replay, and right
+    /// for a trace that never had two requests outstanding.
+    Closed,
+    /// At the recorded arrivals, first come first served behind the earlier ones on the
+    /// model. A drive that reordered its own queue (NCQ) is compared with a model that
+    /// does not.
+    Open,
+}
+
+impl Loop {
+    pub fn parse(s: &str) -> Result<Loop, String> {
+        match s {
+            "closed" => Ok(Loop::Closed),
+            "open" => Ok(Loop::Open),
+            _ => Err(format!("replay `{s}`: expected closed or open")),
+        }
+    }
+}
+
+/// The most requests outstanding at once in a trace, by its arrivals and measured responses
+/// (a request without one counts as completing at its arrival). Requests in arrival order.
+pub fn max_outstanding(reqs: &[Request]) -> usize {
+    let mut done: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+    let mut most = 0;
+    for r in reqs {
+        while done.peek().is_some_and(|d| d.0 <= r.arrival) {
+            done.pop();
+        }
+        done.push(Reverse(r.arrival.saturating_add(r.measured.unwrap_or(0))));
+        most = most.max(done.len());
+    }
+    most
+}
+
+/// A replay of requests with measured response times ([`replay_requests`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Replayed {
+    /// Simulated and measured response times (µs) of every request that has a measured one.
+    pub sim_us: Vec<f64>,
+    pub measured_us: Vec<f64>,
+    /// Requests not replayed: flushes, discards and requests without data.
+    pub not_replayed: usize,
+    /// Replayed but not compared: no measured response.
+    pub unmeasured: usize,
+}
+
+/// Replays `reqs` (in arrival order) on `disk` in `mode`, reads and writes with data only.
+/// A request past the model's capacity is an error naming it.
+pub fn replay_requests(
+    disk: &mut dyn Timing,
+    reqs: &[Request],
+    mode: Loop,
+) -> Result<Replayed, String> {
+    let capacity = disk.capacity();
+    let mut out = Replayed::default();
+    let mut ios = Vec::with_capacity(reqs.len());
+    for (i, r) in reqs.iter().enumerate() {
+        if !matches!(r.op, Op::Read | Op::Write) || r.len == 0 {
+            out.not_replayed += 1;
+            continue;
+        }
+        let end = r.offset.saturating_add(r.len as u64);
+        if end > capacity {
+            return Err(format!(
+                "request {i} ({} of {} bytes at byte {}) ends past the model's {capacity} bytes",
+                r.op.as_str(),
+                r.len,
+                r.offset
+            ));
+        }
+        ios.push((
+            r,
+            Io {
+                id: IoId(ios.len() as u64),
+                op: r.op,
+                fua: r.fua,
+                priority: 0,
+                dev: 0,
+                stream: r.stream,
+                offset: r.offset,
+                len: r.len,
+                file: None,
+                call_site: None,
+                buf: Buf::None,
+            },
+        ));
+    }
+    // Each replayed request's issue and completion on the model.
+    let mut times = vec![(0u64, 0u64); ios.len()];
+    match mode {
+        Loop::Closed => {
+            // When the model completed the previous request, and when the trace did.
+            let mut prev: Option<(u64, u64)> = None;
+            for (k, (r, io)) in ios.iter().enumerate() {
+                let issue = prev.map_or(0, |(model_done, trace_done)| {
+                    model_done.saturating_add(r.arrival.saturating_sub(trace_done))
+                });
+                let done = issue.saturating_add(disk.service(issue, io).total());
+                times[k] = (issue, done);
+                prev = Some((done, r.arrival.saturating_add(r.measured.unwrap_or(0))));
+            }
+        }
+        Loop::Open => open_loop(disk, &ios, &mut times),
+    }
+    for ((r, _), (issue, done)) in ios.iter().zip(times) {
+        match r.measured {
+            Some(m) => {
+                out.sim_us.push((done - issue) as f64 / 1e3);
+                out.measured_us.push(m as f64 / 1e3);
+            }
+            None => out.unmeasured += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// The open-loop replay: each I/O arrives at its recorded time and waits in the model's
+/// queue; as the simulator's device runtime does, up to `max_concurrent` are in service at
+/// once and the next is the oldest, or the model's pick if it schedules its own queue
+/// (SPTF). A completion at the same instant as an arrival is handled first.
+fn open_loop(disk: &mut dyn Timing, ios: &[(&Request, Io)], times: &mut [(u64, u64)]) {
+    let slots = disk.max_concurrent().max(1) as usize;
+    let schedules = disk.schedules();
+    let mut queue: VecDeque<Io> = VecDeque::new();
+    let mut in_service: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    let mut next = 0;
+    loop {
+        let arrival = ios.get(next).map(|(r, _)| r.arrival);
+        let done = in_service.peek().map(|d| d.0 .0);
+        let now = match (arrival, done) {
+            (None, None) => break,
+            (Some(a), Some(d)) if d <= a => {
+                in_service.pop();
+                d
+            }
+            (None, Some(d)) => {
+                in_service.pop();
+                d
+            }
+            (Some(a), _) => {
+                let (_, io) = &ios[next];
+                times[next].0 = a;
+                queue.push_back(*io);
+                next += 1;
+                a
+            }
+        };
+        while in_service.len() < slots && !queue.is_empty() {
+            let io = if schedules {
+                let j = disk.pick(now, queue.make_contiguous()).min(queue.len() - 1);
+                queue.remove(j)
+            } else {
+                queue.pop_front()
+            };
+            let Some(io) = io else { break };
+            let end = now.saturating_add(disk.service(now, &io).total());
+            times[io.id.0 as usize].1 = end;
+            in_service.push(Reverse((end, io.id.0)));
+        }
+    }
+}
+
 /// What `wattio disk validate` reports.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Validation {
     pub drive: String,
+    /// Requests compared.
     pub requests: usize,
+    pub replay: Loop,
+    /// The most requests the trace had outstanding at once.
+    pub max_outstanding: usize,
+    /// Flushes, discards and requests without data, not replayed; replayed requests without a
+    /// measured response, not compared.
+    pub not_replayed: usize,
+    pub unmeasured: usize,
     pub demerit_ms: f64,
     pub mean_sim_ms: f64,
     pub mean_measured_ms: f64,
@@ -203,16 +381,45 @@ pub fn validate(parv: &Path, trace: &Path) -> Result<Validation, String> {
     let mut disk = MechanicalDisk::new(imp.timing.clone())?;
     let sim = replay(&mut disk, &lines);
     let meas: Vec<f64> = lines.iter().map(|l| l.service_us).collect();
-    Ok(Validation {
-        drive: imp.name,
-        requests: lines.len(),
-        demerit_ms: demerit_ms(&sim, &meas),
-        mean_sim_ms: mean(&sim) / 1e3,
-        mean_measured_ms: mean(&meas) / 1e3,
-        p90_sim_ms: p90(&sim) / 1e3,
-        p90_measured_ms: p90(&meas) / 1e3,
-        unsupported: imp.unsupported,
-    })
+    let replayed = Replayed {
+        sim_us: sim,
+        measured_us: meas,
+        ..Replayed::default()
+    };
+    Ok(Validation::new(
+        imp.name,
+        &replayed,
+        Loop::Closed,
+        1,
+        imp.unsupported,
+    ))
+}
+
+impl Validation {
+    /// The report on a replay: demerit, means and 90th percentiles of both samples.
+    pub fn new(
+        drive: String,
+        r: &Replayed,
+        replay: Loop,
+        max_outstanding: usize,
+        unsupported: Vec<String>,
+    ) -> Validation {
+        let (sim, meas) = (&r.sim_us, &r.measured_us);
+        Validation {
+            drive,
+            requests: sim.len(),
+            replay,
+            max_outstanding,
+            not_replayed: r.not_replayed,
+            unmeasured: r.unmeasured,
+            demerit_ms: demerit_ms(sim, meas),
+            mean_sim_ms: mean(sim) / 1e3,
+            mean_measured_ms: mean(meas) / 1e3,
+            p90_sim_ms: p90(sim) / 1e3,
+            p90_measured_ms: p90(meas) / 1e3,
+            unsupported,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +442,102 @@ mod tests {
         let exact = (10_000.0f64 + 100.0 + 1.0 / 3.0).sqrt() / 1000.0;
         let d = demerit_ms(&a, &b);
         assert!((d - exact).abs() < 1e-4, "{d} vs {exact}");
+    }
+
+    /// A device with a constant service time, `slots` I/Os at once, optionally serving its
+    /// queue newest first (a stand-in for a model that schedules).
+    struct Fixed {
+        svc: u64,
+        slots: u32,
+        newest_first: bool,
+    }
+
+    impl Timing for Fixed {
+        fn capacity(&self) -> u64 {
+            1 << 20
+        }
+        fn service(&mut self, _start: u64, _io: &Io) -> wattio_core::device::Service {
+            wattio_core::device::Service {
+                transfer_ns: self.svc,
+                ..Default::default()
+            }
+        }
+        fn max_concurrent(&self) -> u32 {
+            self.slots
+        }
+        fn schedules(&self) -> bool {
+            self.newest_first
+        }
+        fn pick(&mut self, _now: u64, queue: &[Io]) -> usize {
+            queue.len() - 1
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    fn reqs(arrivals_ms: &[u64], measured_ms: u64) -> Vec<Request> {
+        arrivals_ms
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let mut r = Request::new(a * MS, Op::Read, i as u64 * 4096, 4096);
+                r.measured = Some(measured_ms * MS);
+                r
+            })
+            .collect()
+    }
+
+    fn fixed(svc_ms: u64, slots: u32, newest_first: bool) -> Fixed {
+        Fixed {
+            svc: svc_ms * MS,
+            slots,
+            newest_first,
+        }
+    }
+
+    #[test]
+    fn closed_replay_keeps_the_traces_think_times() {
+        // Arrivals 0 and 10 ms, each measured 3 ms: a 7 ms think time. On a 5 ms model the
+        // second is issued at 5 + 7 = 12 ms; both respond in 5 ms.
+        let r = replay_requests(&mut fixed(5, 1, false), &reqs(&[0, 10], 3), Loop::Closed).unwrap();
+        assert_eq!(r.sim_us, [5_000.0, 5_000.0]);
+        assert_eq!(r.measured_us, [3_000.0, 3_000.0]);
+    }
+
+    #[test]
+    fn open_replay_queues_behind_the_models_slots_and_its_pick() {
+        let t = reqs(&[0, 2], 3);
+        let one = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap();
+        assert_eq!(one.sim_us, [5_000.0, 8_000.0]);
+        let two = replay_requests(&mut fixed(5, 2, false), &t, Loop::Open).unwrap();
+        assert_eq!(two.sim_us, [5_000.0, 5_000.0]);
+        // Arrivals 0, 1, 2 ms on one 5 ms slot, newest first: the third starts at 5 ms
+        // (done 10, 8 ms after it came), the second at 10 (done 15, 14 ms).
+        let t = reqs(&[0, 1, 2], 3);
+        let lifo = replay_requests(&mut fixed(5, 1, true), &t, Loop::Open).unwrap();
+        assert_eq!(lifo.sim_us, [5_000.0, 14_000.0, 8_000.0]);
+        let fifo = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap();
+        assert_eq!(fifo.sim_us, [5_000.0, 9_000.0, 13_000.0]);
+    }
+
+    #[test]
+    fn what_is_not_replayed_or_not_compared_is_counted_and_past_the_end_refused() {
+        let mut t = reqs(&[0, 1, 2], 3);
+        t[1].op = Op::Flush;
+        t[1].len = 0;
+        t[2].measured = None;
+        let r = replay_requests(&mut fixed(5, 1, false), &t, Loop::Closed).unwrap();
+        assert_eq!((r.sim_us.len(), r.not_replayed, r.unmeasured), (1, 1, 1));
+        t[2].offset = (1 << 20) - 512;
+        let e = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap_err();
+        assert!(e.starts_with("request 2 (read of 4096 bytes at byte 1048064) ends past the model's 1048576 bytes"), "{e}");
+    }
+
+    #[test]
+    fn outstanding_requests_by_arrival_and_measured_response() {
+        assert_eq!(max_outstanding(&reqs(&[0, 3, 6], 3)), 1);
+        assert_eq!(max_outstanding(&reqs(&[0, 1, 5], 3)), 2);
+        assert_eq!(max_outstanding(&reqs(&[0, 1, 2], 10)), 3);
     }
 
     #[test]

@@ -1,0 +1,53 @@
+"""`wattio disk validate MODEL TRACE` on a trace with measured response times other than
+DiskSim's: blkparse's text, each request measured to its completion (the replay maths are
+hand-computed in crates/devices' and crates/engine's tests; here the command line)."""
+
+from __future__ import annotations
+
+import json
+
+from wattio import _core
+from wattio.cli import main
+
+BLKPARSE = """\
+  8,16  0  1  0.010000000  7  D   R 0 + 8 [dd]
+  8,16  0  2  0.011000000  7  D   R 800000 + 8 [dd]
+  8,16  1  3  0.016000000  0  C   R 0 + 8 [0]
+  8,16  1  4  0.024000000  0  C   R 800000 + 8 [0]
+  8,16  0  5  0.025000000  7  D FWS [jbd2]
+  8,16  1  6  0.025500000  0  C FWS 0 [0]
+  8,16  0  7  0.040000000  7  D   W 1600 + 8 [dd]
+  8,16  0  8  0.060000000  7  D   R 4000000 + 64 [dd]
+  8,16  1  9  0.050000000  0  C   W 1600 + 8 [0]
+  8,16  1 10  0.075000000  0  C   R 4000000 + 64 [0]
+"""
+
+
+def test_validate_a_blkparse_trace_on_a_catalogue_model(tmp_path, capsys):
+    trace = tmp_path / "sdb.txt"
+    trace.write_text(BLKPARSE)
+    model = "wd800-fs2-mechanical"
+    assert main(["disk", "validate", model, str(trace), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r == json.loads(_core.disk_validate(model, str(trace)))
+    # Two reads were in flight at once: open-loop by default; the flush is not replayed.
+    assert (r["drive"], r["requests"], r["replay"], r["max_outstanding"]) == (model, 4, "open", 2)
+    assert (r["not_replayed"], r["unmeasured"]) == (1, 0)
+    # Measured: 6, 13, 10 and 15 ms.
+    assert abs(r["mean_measured_ms"] - 11.0) < 1e-9 and r["p90_measured_ms"] == 15.0
+    closed = json.loads(_core.disk_validate(model, str(trace), replay="closed"))
+    assert closed["replay"] == "closed" and closed["mean_measured_ms"] == r["mean_measured_ms"]
+    # In the open replay the second read waits behind the first; closed, it never waits.
+    assert r["mean_sim_ms"] > closed["mean_sim_ms"]
+    assert main(["disk", "validate", model, str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "replay:   open-loop (the trace had at most 2 outstanding)" in out
+    assert "1 flushes, discards and empty requests not replayed" in out
+
+
+def test_a_trace_without_completions_is_refused_by_name(tmp_path, capsys):
+    trace = tmp_path / "sdb.txt"
+    trace.write_text(BLKPARSE)
+    assert main(["disk", "validate", "wd800-fs2-mechanical", str(trace), "--action", "C"]) == 2
+    err = capsys.readouterr().err
+    assert "sdb.txt" in err and "no request has a measured response time" in err
