@@ -109,7 +109,8 @@ impl Pairing {
         if q.is_empty() {
             self.waiting.remove(&key);
         }
-        let Some(r) = seq.and_then(|s| self.window.get_mut((s - self.first) as usize)) else {
+        let at_index = seq.and_then(|s| s.checked_sub(self.first));
+        let Some(r) = at_index.and_then(|i| self.window.get_mut(i as usize)) else {
             self.counts.unmatched += 1;
             return;
         };
