@@ -38,7 +38,9 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
         "traces with a warning, instead of stopping",
     )
     p.add_argument(
-        "--action", metavar="A", help="blktrace/blkparse: the event to keep, Q, D or C (default D)"
+        "--action", metavar="A",
+        help="blktrace/blkparse: the event to keep, Q, G, I, D, C, … (default D); a kept Q, G, "
+        "I or D is measured to its completion (C)",
     )
     p.add_argument(
         "--columns",

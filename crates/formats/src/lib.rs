@@ -80,7 +80,8 @@ pub struct ReadOptions {
     /// Keep only this device/volume/LUN (`hm_1`, `8,16`, an ASU, a volume id, a file name),
     /// renumbered as dev 0. `None` keeps all, numbered in order of first appearance.
     pub device: Option<String>,
-    /// blkparse: the action to keep (`Q`, `D` or `C`; default `D`).
+    /// blkparse and blktrace: the event to keep (`Q`, `G`, `I`, `D`, `C`, …; default `D`).
+    /// A kept Q, G, I or D is measured to its completion ([`completions`]).
     pub blkparse_action: Option<char>,
     /// Formats with an epoch clock (MSR, FIU, Alibaba, Tencent) are rebased so the first
     /// record arrives at 0 unless this is set.

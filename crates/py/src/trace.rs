@@ -22,7 +22,7 @@ pub(crate) fn opts(
         Some(a) if a.chars().count() == 1 => a.chars().next(),
         Some(a) => {
             return Err(PyValueError::new_err(format!(
-                "blkparse action `{a}` must be one letter (Q, D or C)"
+                "blkparse action `{a}` must be one letter (Q, G, I, D, C, …)"
             )))
         }
     };
