@@ -166,6 +166,7 @@ pub fn replay_requests(
             ));
         }
         ios.push((
+            i,
             r,
             Io {
                 id: IoId(ios.len() as u64),
@@ -188,7 +189,7 @@ pub fn replay_requests(
         Loop::Closed => {
             // When the model completed the previous request, and when the trace did.
             let mut prev: Option<(u64, u64)> = None;
-            for (k, (r, io)) in ios.iter().enumerate() {
+            for (k, (_, r, io)) in ios.iter().enumerate() {
                 let issue = prev.map_or(0, |(model_done, trace_done)| {
                     model_done.saturating_add(r.arrival.saturating_sub(trace_done))
                 });
@@ -197,9 +198,9 @@ pub fn replay_requests(
                 prev = Some((done, r.arrival.saturating_add(r.measured.unwrap_or(0))));
             }
         }
-        Loop::Open => open_loop(disk, &ios, &mut times),
+        Loop::Open => open_loop(disk, &ios, &mut times)?,
     }
-    for ((r, _), (issue, done)) in ios.iter().zip(times) {
+    for ((_, r, _), (issue, done)) in ios.iter().zip(times) {
         match r.measured {
             Some(m) => {
                 out.sim_us.push((done - issue) as f64 / 1e3);
@@ -211,18 +212,27 @@ pub fn replay_requests(
     Ok(out)
 }
 
+/// Requests an open-loop replay lets wait in the model's queue at most: a model slower than
+/// the traced device builds a queue without bound, and one that schedules looks at all of it
+/// for every pick.
+pub const MAX_QUEUED: usize = 1 << 16;
+
 /// The open-loop replay: each I/O arrives at its recorded time and waits in the model's
 /// queue; as the simulator's device runtime does, up to `max_concurrent` are in service at
 /// once and the next is the oldest, or the model's pick if it schedules its own queue
 /// (SPTF). A completion at the same instant as an arrival is handled first.
-fn open_loop(disk: &mut dyn Timing, ios: &[(&Request, Io)], times: &mut [(u64, u64)]) {
+fn open_loop(
+    disk: &mut dyn Timing,
+    ios: &[(usize, &Request, Io)],
+    times: &mut [(u64, u64)],
+) -> Result<(), String> {
     let slots = disk.max_concurrent().max(1) as usize;
     let schedules = disk.schedules();
     let mut queue: VecDeque<Io> = VecDeque::new();
     let mut in_service: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
     let mut next = 0;
     loop {
-        let arrival = ios.get(next).map(|(r, _)| r.arrival);
+        let arrival = ios.get(next).map(|(_, r, _)| r.arrival);
         let done = in_service.peek().map(|d| d.0 .0);
         let now = match (arrival, done) {
             (None, None) => break,
@@ -235,9 +245,18 @@ fn open_loop(disk: &mut dyn Timing, ios: &[(&Request, Io)], times: &mut [(u64, u
                 d
             }
             (Some(a), _) => {
-                let (_, io) = &ios[next];
+                let (i, _, io) = &ios[next];
                 times[next].0 = a;
                 queue.push_back(*io);
+                if queue.len() > MAX_QUEUED {
+                    return Err(format!(
+                        "request {}: more than {MAX_QUEUED} requests wait in the model's queue at \
+                         {:.3} s: the model is far slower than the traced device at this load \
+                         (--replay closed compares request by request)",
+                        i,
+                        a as f64 / 1e9
+                    ));
+                }
                 next += 1;
                 a
             }
@@ -255,6 +274,7 @@ fn open_loop(disk: &mut dyn Timing, ios: &[(&Request, Io)], times: &mut [(u64, u
             in_service.push(Reverse((end, io.id.0)));
         }
     }
+    Ok(())
 }
 
 /// What `wattio disk validate` reports.
@@ -531,6 +551,28 @@ mod tests {
         t[2].offset = (1 << 20) - 512;
         let e = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap_err();
         assert!(e.starts_with("request 2 (read of 4096 bytes at byte 1048064) ends past the model's 1048576 bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_open_replay_that_outruns_the_model_stops_with_a_reason() {
+        // A request every millisecond on a 5 ms model: the queue grows by 4 a 5 ms.
+        let n = MAX_QUEUED * 2;
+        let t: Vec<u64> = (0..n as u64).collect();
+        let mut t = reqs(&t, 1);
+        for r in &mut t {
+            r.offset = 0;
+        }
+        let e = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap_err();
+        assert!(
+            e.contains(&format!("more than {MAX_QUEUED} requests wait")),
+            "{e}"
+        );
+        // Request k arrives at k ms, when ⌊k/5⌋ have completed (a completion at the same
+        // instant first) and one is in service: k − ⌊k/5⌋ wait, first above 65,536 at
+        // k = 81,921.
+        let at: usize = e[8..e.find(':').unwrap()].parse().unwrap();
+        assert_eq!(at, 81_921, "{e}");
+        assert!(replay_requests(&mut fixed(5, 1, false), &t, Loop::Closed).is_ok());
     }
 
     #[test]
