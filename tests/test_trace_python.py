@@ -130,6 +130,9 @@ def test_disksim_validation_trace_stats() -> None:
     assert s["requests"] == 10_000
     assert s["measured"]["count"] == 10_000
     assert any("disksim-validate" in a for a in s["assumptions"])
+    # Recorded closed-loop, one request at a time: each arrives after the previous completes.
+    assert s["outstanding"]["max"] == 1 and s["outstanding"]["mean"] == 1.0
+    assert s["devices"][0]["max_outstanding"] == 1
 
 
 def _blk_io_trace(t: int, sector: int, nbytes: int, action: int, pid: int, dev: int, cpu: int) -> bytes:

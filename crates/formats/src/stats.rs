@@ -5,7 +5,8 @@
 //! few thresholds, how much idle time lies in gaps longer than the threshold.
 
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use wattio_core::{Nanos, Op, Request, TraceError, TraceSource};
 
 /// Idle thresholds reported (seconds): typical spin-down break-even times range 1–30 s.
@@ -14,6 +15,9 @@ pub const IDLE_THRESHOLDS_S: [u64; 4] = [1, 5, 10, 30];
 /// 40 MB of hash set), then estimated with HyperLogLog.
 pub const FOOTPRINT_EXACT_CAP: usize = 4 << 20;
 pub const PAGE: u64 = 4096;
+/// Requests of one device tracked in flight at most (a trace whose measured times are huge
+/// would otherwise keep every request); past it the outstanding counts are lower bounds.
+pub const MAX_TRACKED_IN_FLIGHT: usize = 1 << 20;
 
 /// Log-linear histogram (32 sub-buckets per power of two: quantiles within ~3%) in fixed
 /// memory.
@@ -170,6 +174,18 @@ pub struct IdleOver {
     pub beyond_threshold_s: f64,
 }
 
+/// Requests in flight at arrivals ([`TraceStats::outstanding`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outstanding {
+    pub mean: f64,
+    pub max: u64,
+    /// Power-of-two bins: [1, 2), [2, 4), [4, 8), …
+    pub histogram: Vec<Bin>,
+    /// A device had more than [`MAX_TRACKED_IN_FLIGHT`] in flight: the counts are lower
+    /// bounds.
+    pub capped: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceStats {
     pub dev: u16,
@@ -181,6 +197,8 @@ pub struct DeviceStats {
     pub first_arrival_ns: u64,
     pub last_arrival_ns: u64,
     pub idle_over: Vec<IdleOver>,
+    /// The most requests in flight at once (with measured times; else 1 or 0).
+    pub max_outstanding: u64,
 }
 
 /// Everything `wattio trace stats` reports (`--json` serializes this).
@@ -215,6 +233,10 @@ pub struct TraceStats {
     pub sequential_fraction: f64,
     /// Response times recorded in the trace, if any.
     pub measured: Option<Dist>,
+    /// With measured times: how many requests of its device were in flight when each request
+    /// arrived, itself included (by arrivals and measured responses; a request without a
+    /// measured time leaves at once). A queue depth of 1 throughout is a closed-loop trace.
+    pub outstanding: Option<Outstanding>,
     pub devices: Vec<DeviceStats>,
     pub assumptions: Vec<String>,
 }
@@ -264,6 +286,9 @@ struct DevAcc {
     first: Nanos,
     last: Nanos,
     idle: IdleAcc,
+    /// Completion times of the requests in flight (arrival + measured).
+    in_flight: BinaryHeap<Reverse<Nanos>>,
+    max_outstanding: u64,
 }
 
 /// HyperLogLog with 2^14 registers.
@@ -360,6 +385,10 @@ pub struct StatsBuilder {
     idle: LogHist,
     idle_over: IdleAcc,
     measured: LogHist,
+    /// Requests in flight at arrivals, by power-of-two bin, and their sum.
+    outstanding: [u64; 22],
+    outstanding_sum: u128,
+    outstanding_capped: bool,
     pages: Footprint,
     sequential: u64,
     devs: BTreeMap<u16, DevAcc>,
@@ -389,6 +418,9 @@ impl StatsBuilder {
             idle: LogHist::new(),
             idle_over: IdleAcc::default(),
             measured: LogHist::new(),
+            outstanding: [0; 22],
+            outstanding_sum: 0,
+            outstanding_capped: false,
             pages: Footprint::new(),
             sequential: 0,
             devs: BTreeMap::new(),
@@ -419,6 +451,20 @@ impl StatsBuilder {
         }
         let end = r.arrival.saturating_add(r.measured.unwrap_or(0));
         d.busy_until = Some(d.busy_until.map_or(end, |b| b.max(end)));
+        while d.in_flight.peek().is_some_and(|e| e.0 <= r.arrival) {
+            d.in_flight.pop();
+        }
+        let now = d.in_flight.len() as u64 + 1;
+        if end > r.arrival {
+            if d.in_flight.len() < MAX_TRACKED_IN_FLIGHT {
+                d.in_flight.push(Reverse(end));
+            } else {
+                self.outstanding_capped = true;
+            }
+        }
+        d.max_outstanding = d.max_outstanding.max(now);
+        self.outstanding[(63 - now.leading_zeros() as usize).min(21)] += 1;
+        self.outstanding_sum += now as u128;
         match r.op {
             Op::Read | Op::Write => {
                 let len = r.len as u64;
@@ -499,8 +545,30 @@ impl StatsBuilder {
                 first_arrival_ns: d.first,
                 last_arrival_ns: d.last,
                 idle_over: d.idle.report(),
+                max_outstanding: d.max_outstanding,
             })
             .collect();
+        let outstanding = (self.measured.n > 0).then(|| Outstanding {
+            mean: self.outstanding_sum as f64 / self.requests.max(1) as f64,
+            max: self
+                .devs
+                .values()
+                .map(|d| d.max_outstanding)
+                .max()
+                .unwrap_or(0),
+            histogram: self
+                .outstanding
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| Bin {
+                    lo: 1 << i,
+                    hi: (i < 21).then(|| 1 << (i + 1)),
+                    count: c,
+                })
+                .collect(),
+            capped: self.outstanding_capped,
+        });
         TraceStats {
             requests: self.requests,
             read_fraction: frac(self.reads, data),
@@ -525,6 +593,7 @@ impl StatsBuilder {
             footprint_exact,
             sequential_fraction: frac(self.sequential, data),
             measured: (self.measured.n > 0).then(|| Dist::from_hist(&self.measured)),
+            outstanding,
             devices,
             assumptions,
         }
@@ -609,6 +678,23 @@ impl TraceStats {
                 let _ = writeln!(s, "  [{}, {}): {}", fmt_ns(b.lo as f64), hi, b.count);
             }
         }
+        if let Some(o) = &self.outstanding {
+            let _ = writeln!(
+                s,
+                "in flight at arrival (same device, itself included): mean {:.2} max {}{}",
+                o.mean,
+                o.max,
+                if o.capped { " (at least: capped)" } else { "" }
+            );
+            for b in &o.histogram {
+                let range = match b.hi {
+                    Some(h) if h == b.lo + 1 => b.lo.to_string(),
+                    Some(h) => format!("{}–{}", b.lo, h - 1),
+                    None => format!("≥ {}", b.lo),
+                };
+                let _ = writeln!(s, "  {range}: {}", b.count);
+            }
+        }
         let _ = writeln!(s, "idle time in gaps longer than t (all devices):");
         for i in &self.idle_over {
             let _ = writeln!(
@@ -664,6 +750,42 @@ mod tests {
             let (lo, hi) = LogHist::bounds(i);
             assert!(lo <= v && v < hi, "{v} not in [{lo}, {hi}) (bucket {i})");
         }
+    }
+
+    #[test]
+    fn requests_in_flight_at_each_arrival_per_device() {
+        const MS: u64 = 1_000_000;
+        let mut b = StatsBuilder::new();
+        // dev 0: arrivals 0, 1, 2 ms measured 5 ms each, then 10 ms alone (and one at
+        // 5 ms sharp, when the first has just completed); dev 1's request in between is
+        // its own device's only one.
+        for (at, dev, m) in [
+            (0, 0, 5),
+            (1, 0, 5),
+            (2, 0, 5),
+            (3, 1, 50),
+            (5, 0, 1),
+            (10, 0, 1),
+        ] {
+            let mut r = Request::new(at * MS, Op::Read, 0, 4096);
+            r.dev = dev;
+            r.measured = Some(m * MS);
+            b.add(&r);
+        }
+        let t = b.finish(Vec::new());
+        // In flight at arrival: 1, 2, 3 | 1 | 3 (the 1 and 2 ms ones and itself), 1.
+        let o = t.outstanding.as_ref().unwrap();
+        assert_eq!((o.max, o.capped), (3, false));
+        assert!((o.mean - 11.0 / 6.0).abs() < 1e-12, "{}", o.mean);
+        let bins: Vec<_> = o.histogram.iter().map(|b| (b.lo, b.hi, b.count)).collect();
+        assert_eq!(bins, [(1, Some(2), 3), (2, Some(4), 3)]);
+        let per_dev: Vec<_> = t.devices.iter().map(|d| d.max_outstanding).collect();
+        assert_eq!(per_dev, [3, 1]);
+        assert!(t.to_text().contains("in flight at arrival (same device, itself included): mean 1.83 max 3\n  1: 3\n  2–3: 3\n"));
+        // Without measured times there is nothing to say.
+        let mut b = StatsBuilder::new();
+        b.add(&Request::new(0, Op::Read, 0, 4096));
+        assert!(b.finish(Vec::new()).outstanding.is_none());
     }
 
     #[test]
