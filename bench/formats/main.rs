@@ -75,6 +75,53 @@ fn generate_msr(path: &Path, mb: u64) -> u64 {
     rows
 }
 
+/// A blkparse text trace of `n` requests on one device: a D line each and its C line, up
+/// to 32 in flight, completed in random order. Returns the lines written.
+fn generate_blkparse(path: &Path, n: u64) -> u64 {
+    let f = std::fs::File::create(path).expect("create bench input");
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut t, mut seq) = (0u64, 0u64);
+    let mut pending: Vec<(u64, &str)> = Vec::new();
+    let mut line = String::with_capacity(96);
+    let mut emit = |w: &mut BufWriter<std::fs::File>, t: u64, act, rwbs, sector, pid| {
+        use std::fmt::Write as _;
+        seq += 1;
+        line.clear();
+        let _ = writeln!(
+            line,
+            "  8,16   {}  {seq:8} {}.{:09}  {pid:5}  {act} {rwbs:>3} {sector} + 8 [{}]",
+            seq % 2,
+            t / 1_000_000_000,
+            t % 1_000_000_000,
+            if pid == 0 { "0" } else { "fio" }
+        );
+        w.write_all(line.as_bytes()).expect("write bench input");
+    };
+    for i in 0..n {
+        t += 1 + next() % 20_000;
+        let sector = (next() % (1 << 30)) & !7;
+        let rwbs = if next() % 10 < 7 { "R" } else { "W" };
+        emit(&mut w, t, "D", rwbs, sector, 4242);
+        pending.push((sector, rwbs));
+        let keep = (next() % 32) as usize;
+        while pending.len() > keep || (i + 1 == n && !pending.is_empty()) {
+            let j = (next() % pending.len() as u64) as usize;
+            let (sector, rwbs) = pending.swap_remove(j);
+            t += 1 + next() % 5_000;
+            emit(&mut w, t, "C", rwbs, sector, 0);
+        }
+    }
+    w.flush().expect("flush bench input");
+    seq
+}
+
 fn to_columnar(csv: &Path, pq: &Path) {
     let mut s = open_trace(csv, Some("msr"), &ReadOptions::default()).expect("open");
     let mut w = ColumnarWriter::create(pq, &[]).expect("create parquet");
@@ -105,6 +152,15 @@ fn child(kind: &str, path: &Path) {
         }
         "columnar" => {
             let mut s = open_trace(path, Some("columnar"), &ReadOptions::default()).expect("open");
+            drain(s.as_mut())
+        }
+        // The D lines, each held until its C (pairing), or the C lines (nothing to pair).
+        "blkparse-d" | "blkparse-c" => {
+            let opts = ReadOptions {
+                blkparse_action: Some(if kind == "blkparse-d" { 'D' } else { 'C' }),
+                ..ReadOptions::default()
+            };
+            let mut s = open_trace(path, Some("blkparse"), &opts).expect("open");
             drain(s.as_mut())
         }
         "columnar-batch" => {
@@ -186,6 +242,34 @@ fn main() {
     }
     if args.len() == 4 && args[1] == "--child" {
         child(&args[2], Path::new(&args[3]));
+        return;
+    }
+    if args.len() == 3 && args[1] == "--blkparse" {
+        // `--blkparse N`: blkparse text of N requests read keeping D (each paired with its
+        // completion) and keeping C (no pairing): what the pairing costs.
+        let n: u64 = args[2].parse().expect("--blkparse N: a request count");
+        let dir =
+            std::env::temp_dir().join(format!("wattio-blkparse-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("bench dir");
+        let path = dir.join("sdb.txt");
+        let lines = generate_blkparse(&path, n);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+        println!(
+            "blkparse text, {n} requests ({lines} lines, {:.0} MB), best of 3, per CPU second:",
+            len / 1e6
+        );
+        for kind in ["blkparse-d", "blkparse-c"] {
+            let (rows, dt, rss, wall) = measure(kind, &path);
+            assert_eq!(rows, n, "{kind}: every request read");
+            println!(
+                "  {kind}: {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+                rows as f64 / 1e6 / dt,
+                rows as f64 / 1e6 / wall,
+                len / 1e6 / dt,
+                rss as f64 / 1024.0
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     let sizes: Vec<u64> = if args.len() > 1 {

@@ -10,6 +10,7 @@
 //! kernel completes them (and as blkparse's `-t` tracking does).
 
 use crate::text::KeyHasher;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use wattio_core::{Nanos, Op, Request};
@@ -66,8 +67,11 @@ pub struct Pairing {
     window: VecDeque<Request>,
     /// Sequence number of `window[0]`.
     first: u64,
-    /// Sequence numbers of the requests waiting, per key, oldest first.
-    waiting: HashMap<Key, VecDeque<u64>, BuildHasherDefault<KeyHasher>>,
+    /// The oldest request waiting, per key (its sequence number)…
+    waiting: HashMap<Key, u64, BuildHasherDefault<KeyHasher>>,
+    /// …and the later ones of a key, oldest first, in the rare case of several in flight
+    /// (a queue per key for all of them cost an allocation per request).
+    later: HashMap<Key, VecDeque<u64>, BuildHasherDefault<KeyHasher>>,
     pub counts: PairCounts,
 }
 
@@ -83,6 +87,7 @@ impl Pairing {
             window: VecDeque::new(),
             first: 0,
             waiting: HashMap::default(),
+            later: HashMap::default(),
             counts: PairCounts::default(),
         }
     }
@@ -91,24 +96,33 @@ impl Pairing {
     pub fn push(&mut self, mut r: Request) {
         r.measured = None;
         let seq = self.first + self.window.len() as u64;
-        self.waiting
-            .entry(Key::new(r.dev, r.op, r.offset))
-            .or_default()
-            .push_back(seq);
+        let key = Key::new(r.dev, r.op, r.offset);
+        match self.waiting.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(seq);
+            }
+            Entry::Occupied(_) => self.later.entry(key).or_default().push_back(seq),
+        }
         self.window.push_back(r);
+    }
+
+    /// Takes the oldest request waiting on `key` out of the maps.
+    fn take(&mut self, key: Key) -> Option<u64> {
+        let seq = self.waiting.remove(&key)?;
+        if let Some(q) = self.later.get_mut(&key) {
+            if let Some(next) = q.pop_front() {
+                self.waiting.insert(key, next);
+            }
+            if q.is_empty() {
+                self.later.remove(&key);
+            }
+        }
+        Some(seq)
     }
 
     /// A completion at `at` (the requests' clock) of `op` at `offset` on device `dev`.
     pub fn complete(&mut self, dev: u16, op: Op, offset: u64, at: Nanos, failed: bool) {
-        let key = Key::new(dev, op, offset);
-        let Some(q) = self.waiting.get_mut(&key) else {
-            self.counts.unmatched += 1;
-            return;
-        };
-        let seq = q.pop_front();
-        if q.is_empty() {
-            self.waiting.remove(&key);
-        }
+        let seq = self.take(Key::new(dev, op, offset));
         let at_index = seq.and_then(|s| s.checked_sub(self.first));
         let Some(r) = at_index.and_then(|i| self.window.get_mut(i as usize)) else {
             self.counts.unmatched += 1;
@@ -133,14 +147,9 @@ impl Pairing {
                 return None;
             }
             let key = Key::new(head.dev, head.op, head.offset);
-            if let Some(q) = self.waiting.get_mut(&key) {
-                // The oldest request of all is the oldest of its key.
-                if q.front() == Some(&self.first) {
-                    q.pop_front();
-                }
-                if q.is_empty() {
-                    self.waiting.remove(&key);
-                }
+            // The oldest request of all is the oldest of its key.
+            if self.waiting.get(&key) == Some(&self.first) {
+                self.take(key);
             }
             if end {
                 self.counts.never_completed += 1;
