@@ -33,8 +33,10 @@ def test_validate_a_blkparse_trace_on_a_catalogue_model(tmp_path, capsys):
     # Two reads were in flight at once: open-loop by default; the flush is not replayed.
     assert (r["drive"], r["requests"], r["replay"], r["max_outstanding"]) == (model, 4, "open", 2)
     assert (r["not_replayed"], r["unmeasured"]) == (1, 0)
-    # Measured: 6, 13, 10 and 15 ms.
+    # Measured: 6, 13, 10 and 15 ms; the write alone 10 ms.
     assert abs(r["mean_measured_ms"] - 11.0) < 1e-9 and r["p90_measured_ms"] == 15.0
+    assert r["reads"]["requests"] == 3 and abs(r["reads"]["mean_measured_ms"] - 34 / 3) < 1e-9
+    assert r["writes"]["requests"] == 1 and r["writes"]["mean_measured_ms"] == 10.0
     closed = json.loads(_core.disk_validate(model, str(trace), replay="closed"))
     assert closed["replay"] == "closed" and closed["mean_measured_ms"] == r["mean_measured_ms"]
     # In the open replay the second read waits behind the first; closed, it never waits.
@@ -43,6 +45,7 @@ def test_validate_a_blkparse_trace_on_a_catalogue_model(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "replay:   open-loop (the trace had at most 2 outstanding)" in out
     assert "1 flushes, discards and empty requests not replayed" in out
+    assert "writes:   1 requests, demerit" in out
 
 
 def test_a_trace_without_completions_is_refused_by_name(tmp_path, capsys):

@@ -55,6 +55,12 @@ def cmd_validate(args) -> int:
     print(
         f"p90:      {report['p90_sim_ms']:.3f} ms simulated, {report['p90_measured_ms']:.3f} ms measured"
     )
+    for op in ("reads", "writes"):
+        o = report[op]
+        if o:
+            print(f"{op + ':':<9} {o['requests']} requests, demerit {o['demerit_ms']:.3f} ms, "
+                  f"mean {o['mean_sim_ms']:.3f} / {o['mean_measured_ms']:.3f} ms, "
+                  f"p90 {o['p90_sim_ms']:.3f} / {o['p90_measured_ms']:.3f} ms (simulated / measured)")
     for u in report["unsupported"]:
         print(f"unsupported: {u}")
     return 0

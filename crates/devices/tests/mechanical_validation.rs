@@ -104,6 +104,13 @@ fn dec_rz26_reproduces_disksim_own_output() {
         }
     }
     assert_eq!(buckets, [1042, 507, 2173, 1692, 10]);
+    // The report's per-op figures are these.
+    let v = validate(&dir.join("dec_rz26.parv"), &dir.join("dec_rz26.trace")).unwrap();
+    let (r, w) = (v.reads.unwrap(), v.writes.unwrap());
+    assert_eq!((r.requests, w.requests), (5424, 2556));
+    assert!((r.mean_sim_ms - 15.101590).abs() < 0.001, "{r:?}");
+    assert!((w.mean_sim_ms - 16.942523).abs() < 0.001, "{w:?}");
+    assert!(r.mean_measured_ms > 0.0 && w.demerit_ms > 0.0);
 }
 
 /// The catalogue's DiskSim-validated entries (`wattio disk import NAME.parv --power-from`)

@@ -135,6 +135,8 @@ pub struct Replayed {
     /// Simulated and measured response times (µs) of every request that has a measured one.
     pub sim_us: Vec<f64>,
     pub measured_us: Vec<f64>,
+    /// Their ops (read or write).
+    pub ops: Vec<Op>,
     /// Requests not replayed: flushes, discards and requests without data.
     pub not_replayed: usize,
     /// Replayed but not compared: no measured response.
@@ -205,6 +207,7 @@ pub fn replay_requests(
             Some(m) => {
                 out.sim_us.push((done - issue) as f64 / 1e3);
                 out.measured_us.push(m as f64 / 1e3);
+                out.ops.push(r.op);
             }
             None => out.unmeasured += 1,
         }
@@ -295,6 +298,10 @@ pub struct Validation {
     pub mean_measured_ms: f64,
     pub p90_sim_ms: f64,
     pub p90_measured_ms: f64,
+    /// The same figures for the reads alone and the writes alone (`None` without any): a
+    /// drive's write cache answers writes in another time than its reads.
+    pub reads: Option<OpValidation>,
+    pub writes: Option<OpValidation>,
     /// Parameters the model does not implement (see the importer).
     pub unsupported: Vec<String>,
 }
@@ -404,6 +411,7 @@ pub fn validate(parv: &Path, trace: &Path) -> Result<Validation, String> {
     let replayed = Replayed {
         sim_us: sim,
         measured_us: meas,
+        ops: lines.iter().map(|l| l.op).collect(),
         ..Replayed::default()
     };
     Ok(Validation::new(
@@ -413,6 +421,38 @@ pub fn validate(parv: &Path, trace: &Path) -> Result<Validation, String> {
         1,
         imp.unsupported,
     ))
+}
+
+/// [`Validation`]'s figures for one op.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OpValidation {
+    pub requests: usize,
+    pub demerit_ms: f64,
+    pub mean_sim_ms: f64,
+    pub mean_measured_ms: f64,
+    pub p90_sim_ms: f64,
+    pub p90_measured_ms: f64,
+}
+
+impl OpValidation {
+    fn of(r: &Replayed, op: Op) -> Option<OpValidation> {
+        let pick = |v: &[f64]| -> Vec<f64> {
+            v.iter()
+                .zip(&r.ops)
+                .filter(|(_, o)| **o == op)
+                .map(|(x, _)| *x)
+                .collect()
+        };
+        let (sim, meas) = (pick(&r.sim_us), pick(&r.measured_us));
+        (!sim.is_empty()).then(|| OpValidation {
+            requests: sim.len(),
+            demerit_ms: demerit_ms(&sim, &meas),
+            mean_sim_ms: mean(&sim) / 1e3,
+            mean_measured_ms: mean(&meas) / 1e3,
+            p90_sim_ms: p90(&sim) / 1e3,
+            p90_measured_ms: p90(&meas) / 1e3,
+        })
+    }
 }
 
 impl Validation {
@@ -437,6 +477,8 @@ impl Validation {
             mean_measured_ms: mean(meas) / 1e3,
             p90_sim_ms: p90(sim) / 1e3,
             p90_measured_ms: p90(meas) / 1e3,
+            reads: OpValidation::of(r, Op::Read),
+            writes: OpValidation::of(r, Op::Write),
             unsupported,
         }
     }
