@@ -176,3 +176,13 @@ def test_a_gzip_trace_reads_as_published(tmp_path: Path) -> None:
     assert df["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
     assert df["len"].tolist() == [4096, 512, 65536]
     assert "decompressed: gzip stream" in df.attrs["assumptions"]
+
+
+def test_a_misspelt_reading_keyword_is_named(msr: Path) -> None:
+    from wattio import _core
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lenent'"):
+        _core.trace_stats(str(msr), lenent=True)
+    # The known ones, by keyword, as every binding that reads a trace takes them.
+    s = json.loads(_core.trace_stats(str(msr), "msr", lenient=True, device="hm,1"))
+    assert s["requests"] > 0 and any("lenient" in a for a in s["assumptions"])

@@ -86,7 +86,7 @@ def read(
         with tempfile.TemporaryDirectory(prefix="wattio-trace-") as d:
             out = Path(d) / "trace.parquet"
             _, assumptions = _core.trace_convert(
-                str(p), str(out), format, "columnar", lenient, device, action
+                str(p), str(out), format, "columnar", lenient=lenient, device=device, action=action
             )
             table = pq.read_table(out)
     df = _pandas_types(table.to_pandas())
@@ -193,7 +193,9 @@ def stats(
 ) -> dict:
     """Requests, read fraction, size histogram, inter-arrival and idle-gap distributions,
     footprint, sequential fraction and a per-device breakdown (see docs/formats.md)."""
-    return json.loads(_core.trace_stats(str(path), format, lenient, device, action, False))
+    return json.loads(
+        _core.trace_stats(str(path), format, lenient=lenient, device=device, action=action)
+    )
 
 
 def convert(
@@ -208,7 +210,7 @@ def convert(
 ) -> tuple[int, list[str]]:
     """Writes ``src`` as ``dst`` (columnar, disksim or fio); returns (requests, assumptions)."""
     n, a = _core.trace_convert(
-        str(src), str(dst), from_format, to_format, lenient, device, action
+        str(src), str(dst), from_format, to_format, lenient=lenient, device=device, action=action
     )
     return n, list(a)
 
@@ -238,8 +240,8 @@ def slice(
         end_s,
         dev,
         speedup,
-        lenient,
-        device,
-        action,
+        lenient=lenient,
+        device=device,
+        action=action,
     )
     return n, list(a)

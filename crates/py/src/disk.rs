@@ -2,6 +2,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::Path;
 use wattio_core::device::Timing;
 use wattio_devices::catalogue::{Catalogue, DeviceSpec};
@@ -58,22 +59,16 @@ fn device_capacity(source: &str) -> PyResult<u64> {
 /// JSON (`demerit_ms`, means, 90th percentiles, `replay`, `max_outstanding`, …). `replay`:
 /// `closed`, `open` or `None` (closed if the trace never had two requests outstanding).
 #[pyfunction]
-#[pyo3(signature = (model, trace, format=None, replay=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (model, trace, format=None, replay=None, **read))]
 fn disk_validate(
     py: Python<'_>,
     model: &str,
     trace: &str,
     format: Option<String>,
     replay: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
+    let read = crate::trace::read_options(read)?;
     let replay = replay
         .as_deref()
         .map(Loop::parse)

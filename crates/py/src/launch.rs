@@ -4,6 +4,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::Path;
 use wattio_devices::hdd::ParametricHdd;
 use wattio_devices::Catalogue;
@@ -76,22 +77,16 @@ fn launch_replay(trace: &str, config: &str, runs: usize, gap_s: f64) -> PyResult
 /// "residency_s", "ios", "bytes_read", "bytes_written", "busy_s", "seek_s", "rotate_s",
 /// "transfer_s", "overhead_s"}}}]`.
 #[pyfunction]
-#[pyo3(signature = (trace, config, runs, gap_s, format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (trace, config, runs, gap_s, format=None, **read))]
 fn trace_replay(
     trace: &str,
     config: &str,
     runs: usize,
     gap_s: f64,
     format: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
+    let read = crate::trace::read_options(read)?;
     let launch =
         Launch::open_closed_loop(Path::new(trace), format.as_deref(), &read).map_err(err)?;
     let cfg = RunConfig::from_toml("replay config", config).map_err(err)?;

@@ -232,22 +232,16 @@ fn is_text_capture(path: &std::path::Path) -> bool {
 /// trace `wattio run` reads (its columnar capture included) — and return counts and latency
 /// percentiles.
 #[pyfunction]
-#[pyo3(signature = (trace, uri, speed=1.0, format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (trace, uri, speed=1.0, format=None, **read))]
 fn replay_trace(
     py: Python<'_>,
     trace: PathBuf,
     uri: String,
     speed: f64,
     format: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyObject> {
-    let read = crate::trace::opts(lenient, device, action, (columns, delimiter, header))?;
+    let read = crate::trace::read_options(read)?;
     let r = py
         .allow_threads(|| {
             let mut t: Box<dyn wattio_core::TraceSource> =

@@ -579,10 +579,7 @@ impl Function for PyFunction {
 struct TraceArgs {
     path: Option<String>,
     format: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    csv: crate::trace::Csv,
+    read: crate::trace::ReadArgs,
 }
 
 /// The opener for a config — a trace file (`--trace` or `[trace]`) or its workload — and
@@ -590,26 +587,24 @@ struct TraceArgs {
 fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, Input)> {
     let from_cli = a.path.is_some();
     let (path, format, read) = match (a.path, &cfg.trace) {
-        (Some(p), _) => (
-            p,
-            a.format,
-            crate::trace::opts(a.lenient, a.device, a.action, a.csv)?,
-        ),
+        (Some(p), _) => (p, a.format, a.read.options()?),
         (None, Some(t)) => {
-            let (columns, delimiter, header) = a.csv;
+            let r = a.read;
+            let (columns, delimiter, header) = r.csv;
             (
                 base.join(&t.path).display().to_string(),
                 a.format.or_else(|| t.format.clone()),
-                crate::trace::opts(
-                    a.lenient || t.lenient,
-                    a.device.or_else(|| t.device.clone()),
-                    a.action,
-                    (
+                crate::trace::ReadArgs {
+                    lenient: r.lenient || t.lenient,
+                    device: r.device.or_else(|| t.device.clone()),
+                    action: r.action,
+                    csv: (
                         columns.or_else(|| t.columns.clone()),
                         delimiter.or_else(|| t.delimiter.clone()),
                         header.or(t.header),
                     ),
-                )?,
+                }
+                .options()?,
             )
         }
         (None, None) => {
@@ -674,7 +669,7 @@ fn prepare(text: &str, origin: &str, base_dir: &str, trace: TraceArgs) -> PyResu
 /// devices, every function built and attached (the Python objects in `functions` too), the
 /// whole trace read and judged — without simulating. Returns a JSON report.
 #[pyfunction]
-#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, functions=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, functions=None, **read))]
 #[allow(clippy::too_many_arguments)]
 fn check_run(
     py: Python<'_>,
@@ -684,12 +679,7 @@ fn check_run(
     trace: Option<String>,
     trace_format: Option<String>,
     functions: Option<Bound<'_, PyDict>>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let p = prepare(
         text,
@@ -698,10 +688,7 @@ fn check_run(
         TraceArgs {
             path: trace,
             format: trace_format,
-            lenient,
-            device,
-            action,
-            csv: (columns, delimiter, header),
+            read: crate::trace::ReadArgs::from_kwargs(read)?,
         },
     )?;
     let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
@@ -801,7 +788,7 @@ pub(crate) fn python_functions(
 /// Run a config. `functions` maps stack positions of `kind = "python"` functions to the
 /// objects to use there. Returns `summary.json`'s text.
 #[pyfunction]
-#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, out_dir=None, progress=None, functions=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[pyo3(signature = (text, origin="config", base_dir=".", trace=None, trace_format=None, out_dir=None, progress=None, functions=None, **read))]
 #[allow(clippy::too_many_arguments)]
 fn run_config(
     py: Python<'_>,
@@ -813,12 +800,7 @@ fn run_config(
     out_dir: Option<String>,
     progress: Option<Py<PyAny>>,
     functions: Option<Bound<'_, PyDict>>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let p = prepare(
         text,
@@ -827,10 +809,7 @@ fn run_config(
         TraceArgs {
             path: trace,
             format: trace_format,
-            lenient,
-            device,
-            action,
-            csv: (columns, delimiter, header),
+            read: crate::trace::ReadArgs::from_kwargs(read)?,
         },
     )?;
     let error: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));

@@ -1,41 +1,77 @@
 //! Bindings for the trace area: stats, convert, slice, and the list of formats. The heavy
 //! lifting (parsing, statistics) runs with the GIL released.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::Path;
 use wattio_formats::{
     copy_trace, create_writer, open_trace, trace_stats as stats_of, writer, FormatError,
     ReadOptions, Slice, SliceOptions,
 };
 
-/// How to read a trace, from the CLI's vocabulary (`--lenient`, `--device`, `--action`,
-/// `--columns`, `--delimiter`, `--header`).
-pub(crate) fn opts(
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    csv: Csv,
-) -> PyResult<ReadOptions> {
-    let blkparse_action = match action.as_deref() {
-        None => None,
-        Some(a) if a.chars().count() == 1 => a.chars().next(),
-        Some(a) => {
-            return Err(PyValueError::new_err(format!(
-                "blkparse action `{a}` must be one letter (Q, G, I, D, C, …)"
-            )))
+/// How to read a trace, in the CLI's vocabulary (`--lenient`, `--device`, `--action`,
+/// `--columns`, `--delimiter`, `--header`): the `**read` keywords of every binding that
+/// reads a trace, taken in one place.
+#[derive(Default)]
+pub(crate) struct ReadArgs {
+    pub lenient: bool,
+    pub device: Option<String>,
+    pub action: Option<String>,
+    /// The generic reader's `columns`, `delimiter`, `header`.
+    pub csv: Csv,
+}
+
+impl ReadArgs {
+    /// From a binding's `**read` keywords; any other keyword is a `TypeError` naming it.
+    pub(crate) fn from_kwargs(kw: Option<&Bound<'_, PyDict>>) -> PyResult<ReadArgs> {
+        let mut a = ReadArgs::default();
+        for (k, v) in kw.into_iter().flatten() {
+            let k: String = k.extract()?;
+            match k.as_str() {
+                "lenient" => a.lenient = v.extract::<Option<bool>>()?.unwrap_or(false),
+                "device" => a.device = v.extract()?,
+                "action" => a.action = v.extract()?,
+                "columns" => a.csv.0 = v.extract()?,
+                "delimiter" => a.csv.1 = v.extract()?,
+                "header" => a.csv.2 = v.extract()?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "unexpected keyword argument '{k}' (a trace is read with lenient, \
+                         device, action, columns, delimiter, header)"
+                    )))
+                }
+            }
         }
-    };
-    Ok(ReadOptions {
-        lenient,
-        device,
-        blkparse_action,
-        keep_absolute_time: false,
-        buffer_size: None,
-        columns: csv.0,
-        delimiter: csv.1,
-        header: csv.2,
-    })
+        Ok(a)
+    }
+
+    pub(crate) fn options(self) -> PyResult<ReadOptions> {
+        let blkparse_action = match self.action.as_deref() {
+            None => None,
+            Some(a) if a.chars().count() == 1 => a.chars().next(),
+            Some(a) => {
+                return Err(PyValueError::new_err(format!(
+                    "blkparse action `{a}` must be one letter (Q, G, I, D, C, …)"
+                )))
+            }
+        };
+        Ok(ReadOptions {
+            lenient: self.lenient,
+            device: self.device,
+            blkparse_action,
+            keep_absolute_time: false,
+            buffer_size: None,
+            columns: self.csv.0,
+            delimiter: self.csv.1,
+            header: self.csv.2,
+        })
+    }
+}
+
+/// The `**read` keywords as [`ReadOptions`].
+pub(crate) fn read_options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<ReadOptions> {
+    ReadArgs::from_kwargs(kw)?.options()
 }
 
 /// The generic reader's (`--columns`, `--delimiter`, `--header`).
@@ -47,21 +83,15 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 
 /// Statistics of a trace: JSON text (`text=False`) or the human-readable report.
 #[pyfunction]
-#[pyo3(signature = (path, format=None, lenient=false, device=None, action=None, text=false, columns=None, delimiter=None, header=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (path, format=None, text=false, **read))]
 fn trace_stats(
     py: Python<'_>,
     path: &str,
     format: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
     text: bool,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let o = opts(lenient, device, action, (columns, delimiter, header))?;
+    let o = read_options(read)?;
     py.allow_threads(|| {
         let mut src = open_trace(Path::new(path), format.as_deref(), &o).map_err(err)?;
         let st = stats_of(src.as_mut()).map_err(err)?;
@@ -75,22 +105,16 @@ fn trace_stats(
 
 /// Converts a trace; returns (requests written, assumptions).
 #[pyfunction]
-#[pyo3(signature = (input, output, from_format=None, to_format=None, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, output, from_format=None, to_format=None, **read))]
 fn trace_convert(
     py: Python<'_>,
     input: &str,
     output: &str,
     from_format: Option<String>,
     to_format: Option<String>,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(u64, Vec<String>)> {
-    let o = opts(lenient, device, action, (columns, delimiter, header))?;
+    let o = read_options(read)?;
     py.allow_threads(|| {
         let rep = wattio_formats::convert(
             Path::new(input),
@@ -106,7 +130,7 @@ fn trace_convert(
 
 /// Writes a time window / one device / a sped-up copy of a trace; returns (requests, assumptions).
 #[pyfunction]
-#[pyo3(signature = (input, output, from_format=None, to_format=None, start_s=None, end_s=None, dev=None, speedup=1.0, lenient=false, device=None, action=None, columns=None, delimiter=None, header=None))]
+#[pyo3(signature = (input, output, from_format=None, to_format=None, start_s=None, end_s=None, dev=None, speedup=1.0, **read))]
 #[allow(clippy::too_many_arguments)]
 fn trace_slice(
     py: Python<'_>,
@@ -118,14 +142,9 @@ fn trace_slice(
     end_s: Option<f64>,
     dev: Option<u16>,
     speedup: f64,
-    lenient: bool,
-    device: Option<String>,
-    action: Option<String>,
-    columns: Option<String>,
-    delimiter: Option<String>,
-    header: Option<bool>,
+    read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(u64, Vec<String>)> {
-    let o = opts(lenient, device, action, (columns, delimiter, header))?;
+    let o = read_options(read)?;
     let secs = |s: Option<f64>, what: &str| -> PyResult<Option<u64>> {
         match s {
             None => Ok(None),
