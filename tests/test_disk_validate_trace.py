@@ -54,3 +54,28 @@ def test_a_trace_without_completions_is_refused_by_name(tmp_path, capsys):
     assert main(["disk", "validate", "wd800-fs2-mechanical", str(trace), "--action", "C"]) == 2
     err = capsys.readouterr().err
     assert "sdb.txt" in err and "no request has a measured response time" in err
+
+
+def test_the_per_request_table_and_the_cdf_figure(tmp_path, capsys):
+    from wattio import validation
+
+    trace = tmp_path / "sdb.txt"
+    trace.write_text(BLKPARSE)
+    model = "wd800-fs2-mechanical"
+    report, table = validation.validate(model, trace, device="8,16")
+    assert report == json.loads(_core.disk_validate(model, str(trace)))
+    # One row per compared request in trace order: the measured times hand-read above.
+    assert list(table["op"]) == ["read", "read", "write", "read"]
+    assert list(table["measured_ms"]) == [6.0, 13.0, 10.0, 15.0]
+    assert abs(table["simulated_ms"].mean() - report["mean_sim_ms"]) < 1e-9
+    assert abs(table[table["op"] == "write"]["simulated_ms"].mean()
+               - report["writes"]["mean_sim_ms"]) < 1e-9
+    svg = validation.cdf_figure(report, table)
+    assert svg.startswith("<svg") and svg.count('class="frame"') == 3
+    assert "all requests: 4 requests" in svg and "writes: 1 requests" in svg
+    assert f"demerit {report['demerit_ms']:.3f} ms" in svg
+    csv, plot = tmp_path / "t.csv", tmp_path / "cdf.svg"
+    assert main(["disk", "validate", model, str(trace), "--table", str(csv), "--plot", str(plot)]) == 0
+    assert csv.read_text().splitlines()[0] == "op,simulated_ms,measured_ms"
+    assert len(csv.read_text().splitlines()) == 5 and plot.read_text() == svg
+    assert "demerit:" in capsys.readouterr().out

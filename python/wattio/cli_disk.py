@@ -31,10 +31,27 @@ def cmd_import(args) -> int:
 def cmd_validate(args) -> int:
     from wattio.cli_options import read_options
 
-    report = json.loads(_core().disk_validate(
-        str(args.model), str(args.trace), format=args.trace_format, replay=args.replay,
-        **read_options(args),
-    ))
+    if args.table or args.plot:
+        from wattio import validation
+
+        report, table = validation.validate(
+            args.model, args.trace, format=args.trace_format, replay=args.replay,
+            **read_options(args),
+        )
+        if args.table:
+            if args.table.suffix == ".parquet":
+                table.to_parquet(args.table, index=False)
+            else:
+                table.to_csv(args.table, index=False, float_format="%.6f")
+            print(f"wrote {args.table} ({len(table)} requests)", file=sys.stderr)
+        if args.plot:
+            args.plot.write_text(validation.cdf_figure(report, table))
+            print(f"wrote {args.plot}", file=sys.stderr)
+    else:
+        report = json.loads(_core().disk_validate(
+            str(args.model), str(args.trace), format=args.trace_format, replay=args.replay,
+            **read_options(args),
+        ))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -182,6 +199,11 @@ def add_commands(sub) -> None:
     p.add_argument("--replay", choices=("closed", "open"),
                    help="closed-loop or open-loop (default: closed if the trace never had two "
                    "requests outstanding, else open)")
+    p.add_argument("--table", type=Path, metavar="FILE",
+                   help="write every compared request (op, simulated_ms, measured_ms) as CSV, "
+                   "or Parquet if FILE ends in .parquet")
+    p.add_argument("--plot", type=Path, metavar="FILE.svg",
+                   help="draw the simulated and measured response-time CDFs (all, reads, writes)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_validate)
 

@@ -56,16 +56,19 @@ fn device_capacity(source: &str) -> PyResult<u64> {
 /// Replay a trace with measured response times (a DiskSim validation trace, blktrace or
 /// blkparse with completions, …: `wattio_engine::validation`) on `model` (a DiskSim `.parv`,
 /// a catalogue TOML file or an embedded catalogue name) and compare: returns the report as
-/// JSON (`demerit_ms`, means, 90th percentiles, `replay`, `max_outstanding`, …). `replay`:
-/// `closed`, `open` or `None` (closed if the trace never had two requests outstanding).
+/// JSON (`demerit_ms`, means, 90th percentiles, `replay`, `max_outstanding`, `reads`,
+/// `writes`, …; with `per_request`, `"per_request": {"op", "simulated_ms", "measured_ms"}`,
+/// one entry per compared request in trace order). `replay`: `closed`, `open` or `None`
+/// (closed if the trace never had two requests outstanding).
 #[pyfunction]
-#[pyo3(signature = (model, trace, format=None, replay=None, **read))]
+#[pyo3(signature = (model, trace, format=None, replay=None, per_request=false, **read))]
 fn disk_validate(
     py: Python<'_>,
     model: &str,
     trace: &str,
     format: Option<String>,
     replay: Option<String>,
+    per_request: bool,
     read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let read = crate::trace::read_options(read)?;
@@ -91,16 +94,22 @@ fn disk_validate(
                 &read,
                 replay,
             )?;
-            Ok::<_, String>(Validation::new(
-                drive,
-                &t.replayed,
-                t.replay,
-                t.max_outstanding,
-                unsupported,
-            ))
+            let v = Validation::new(drive, &t.replayed, t.replay, t.max_outstanding, unsupported);
+            let mut json = serde_json::to_value(&v).map_err(|e| e.to_string())?;
+            if per_request {
+                // Every compared request, in trace order: what the CDFs are drawn from.
+                let ms = |v: &[f64]| v.iter().map(|x| x / 1e3).collect::<Vec<f64>>();
+                let r = &t.replayed;
+                json["per_request"] = serde_json::json!({
+                    "op": r.ops.iter().map(|o| o.as_str()).collect::<Vec<_>>(),
+                    "simulated_ms": ms(&r.sim_us),
+                    "measured_ms": ms(&r.measured_us),
+                });
+            }
+            Ok::<_, String>(json)
         })
         .map_err(PyValueError::new_err)?;
-    serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
+    Ok(v.to_string())
 }
 
 /// A disk model with platters: a DiskSim `.parv`, a catalogue TOML file or an embedded
