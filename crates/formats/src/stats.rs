@@ -233,6 +233,9 @@ pub struct TraceStats {
     pub sequential_fraction: f64,
     /// Response times recorded in the trace, if any.
     pub measured: Option<Dist>,
+    /// The same, of the reads and of the writes alone (each `None` without any).
+    pub measured_reads: Option<Dist>,
+    pub measured_writes: Option<Dist>,
     /// With measured times: how many requests of its device were in flight when each request
     /// arrived, itself included (by arrivals and measured responses; a request without a
     /// measured time leaves at once). A queue depth of 1 throughout is a closed-loop trace.
@@ -385,6 +388,8 @@ pub struct StatsBuilder {
     idle: LogHist,
     idle_over: IdleAcc,
     measured: LogHist,
+    /// The same, of the reads and of the writes.
+    measured_ops: [LogHist; 2],
     /// Requests in flight at arrivals, by power-of-two bin, and their sum.
     outstanding: [u64; 22],
     outstanding_sum: u128,
@@ -418,6 +423,7 @@ impl StatsBuilder {
             idle: LogHist::new(),
             idle_over: IdleAcc::default(),
             measured: LogHist::new(),
+            measured_ops: [LogHist::new(), LogHist::new()],
             outstanding: [0; 22],
             outstanding_sum: 0,
             outstanding_capped: false,
@@ -436,6 +442,11 @@ impl StatsBuilder {
         self.last = r.arrival;
         if let Some(m) = r.measured {
             self.measured.add(m);
+            match r.op {
+                Op::Read => self.measured_ops[0].add(m),
+                Op::Write => self.measured_ops[1].add(m),
+                Op::Flush | Op::Discard => {}
+            }
         }
         let d = self.devs.entry(r.dev).or_default();
         if d.requests == 0 {
@@ -593,6 +604,10 @@ impl StatsBuilder {
             footprint_exact,
             sequential_fraction: frac(self.sequential, data),
             measured: (self.measured.n > 0).then(|| Dist::from_hist(&self.measured)),
+            measured_reads: (self.measured_ops[0].n > 0)
+                .then(|| Dist::from_hist(&self.measured_ops[0])),
+            measured_writes: (self.measured_ops[1].n > 0)
+                .then(|| Dist::from_hist(&self.measured_ops[1])),
             outstanding,
             devices,
             assumptions,
@@ -676,6 +691,24 @@ impl TraceStats {
             for b in d.histogram.iter().filter(|b| b.count > 0) {
                 let hi = b.hi.map(|h| fmt_ns(h as f64)).unwrap_or_else(|| "∞".into());
                 let _ = writeln!(s, "  [{}, {}): {}", fmt_ns(b.lo as f64), hi, b.count);
+            }
+        }
+        // The reads' and writes' measured times: a summary line each, the bins above.
+        for (name, d) in [
+            ("  of reads", &self.measured_reads),
+            ("  of writes", &self.measured_writes),
+        ] {
+            if let Some(d) = d {
+                let _ = writeln!(
+                    s,
+                    "{name}: n={} mean {} p50 {} p90 {} p99 {} max {}",
+                    d.count,
+                    fmt_ns(d.mean_ns),
+                    fmt_ns(d.p50_ns as f64),
+                    fmt_ns(d.p90_ns as f64),
+                    fmt_ns(d.p99_ns as f64),
+                    fmt_ns(d.max_ns as f64)
+                );
             }
         }
         if let Some(o) = &self.outstanding {
@@ -779,6 +812,20 @@ mod tests {
         assert!((o.mean - 11.0 / 6.0).abs() < 1e-12, "{}", o.mean);
         let bins: Vec<_> = o.histogram.iter().map(|b| (b.lo, b.hi, b.count)).collect();
         assert_eq!(bins, [(1, Some(2), 3), (2, Some(4), 3)]);
+        // All reads here, each measured 5, 5, 5, 50, 1, 1 ms: no writes to summarize.
+        let r = t.measured_reads.as_ref().unwrap();
+        assert_eq!((r.count, r.max_ns), (6, 50 * MS));
+        assert!(
+            (r.mean_ns - 67.0 / 6.0 * MS as f64).abs() < 1.0,
+            "{}",
+            r.mean_ns
+        );
+        assert!(t.measured_writes.is_none());
+        assert!(
+            t.to_text().contains("  of reads: n=6 mean 11.167 ms"),
+            "{}",
+            t.to_text()
+        );
         let per_dev: Vec<_> = t.devices.iter().map(|d| d.max_outstanding).collect();
         assert_eq!(per_dev, [3, 1]);
         assert!(t.to_text().contains("in flight at arrival (same device, itself included): mean 1.83 max 3\n  1: 3\n  2–3: 3\n"));
