@@ -33,6 +33,8 @@ def test_validate_a_blkparse_trace_on_a_catalogue_model(tmp_path, capsys):
     # Two reads were in flight at once: open-loop by default; the flush is not replayed.
     assert (r["drive"], r["requests"], r["replay"], r["max_outstanding"]) == (model, 4, "open", 2)
     assert (r["not_replayed"], r["unmeasured"]) == (1, 0)
+    # Platters hold no mapping to fill (an SSD model's FTL would be filled first).
+    assert r["preconditioned"] is False
     # Measured: 6, 13, 10 and 15 ms; the write alone 10 ms.
     assert abs(r["mean_measured_ms"] - 11.0) < 1e-9 and r["p90_measured_ms"] == 15.0
     assert r["reads"]["requests"] == 3 and abs(r["reads"]["mean_measured_ms"] - 34 / 3) < 1e-9

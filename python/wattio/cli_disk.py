@@ -36,7 +36,7 @@ def cmd_validate(args) -> int:
 
         report, table = validation.validate(
             args.model, args.trace, format=args.trace_format, replay=args.replay,
-            **read_options(args),
+            fresh=args.fresh, **read_options(args),
         )
         if args.table:
             if args.table.suffix == ".parquet":
@@ -50,7 +50,7 @@ def cmd_validate(args) -> int:
     else:
         report = json.loads(_core().disk_validate(
             str(args.model), str(args.trace), format=args.trace_format, replay=args.replay,
-            **read_options(args),
+            fresh=args.fresh, **read_options(args),
         ))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -58,6 +58,8 @@ def cmd_validate(args) -> int:
     print(f"drive:    {report['drive']} ({report['requests']} requests)")
     print(f"replay:   {report['replay']}-loop (the trace had at most "
           f"{report['max_outstanding']} outstanding)")
+    if report["preconditioned"]:
+        print("model:    preconditioned, every page written first (--fresh starts it empty)")
     skipped = []
     if report["not_replayed"]:
         skipped.append(f"{report['not_replayed']} flushes, discards and empty requests not replayed")
@@ -199,6 +201,9 @@ def add_commands(sub) -> None:
     p.add_argument("--replay", choices=("closed", "open"),
                    help="closed-loop or open-loop (default: closed if the trace never had two "
                    "requests outstanding, else open)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start an SSD model empty (default: every page written first, as the "
+                   "traced drive held data; a fresh FTL answers reads of unwritten pages at once)")
     p.add_argument("--table", type=Path, metavar="FILE",
                    help="write every compared request (op, simulated_ms, measured_ms) as CSV, "
                    "or Parquet if FILE ends in .parquet")

@@ -22,6 +22,7 @@ def validate(
     *,
     format: str | None = None,
     replay: str | None = None,
+    fresh: bool = False,
     lenient: bool = False,
     device: str | None = None,
     action: str | None = None,
@@ -31,14 +32,16 @@ def validate(
 ):
     """Replays ``trace`` (any trace with measured response times) on ``model`` (a DiskSim
     ``.parv``, a catalogue TOML file or an embedded catalogue name), closed- or open-loop
-    (``replay``; default by the trace's queue depth). Returns the report (a dict: demerit,
+    (``replay``; default by the trace's queue depth). A model with mapping state (an SSD)
+    starts with its whole capacity written, as the traced drive held data, unless ``fresh``.
+    Returns the report (a dict: demerit,
     means, 90th percentiles, overall and per op) and a pandas DataFrame with one row per
     compared request in trace order: ``op`` (read or write), ``simulated_ms``,
     ``measured_ms``."""
     import pandas as pd
 
     report = json.loads(_core.disk_validate(
-        str(model), str(trace), format=format, replay=replay, per_request=True,
+        str(model), str(trace), format=format, replay=replay, per_request=True, fresh=fresh,
         lenient=lenient, device=device, action=action, columns=columns, delimiter=delimiter,
         header=header,
     ))

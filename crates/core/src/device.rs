@@ -89,6 +89,14 @@ pub trait Timing: Send {
     fn on_power(&mut self, now: Nanos, ready: bool) {
         let _ = (now, ready);
     }
+
+    /// Bring the model, without timing, to a device whose whole capacity holds data (an
+    /// SSD's FTL maps every page), as the drive a real trace was recorded on does: a fresh
+    /// model would answer reads of never-written pages without touching its media. Returns
+    /// whether the model has such state (a disk's platters do not: `false`).
+    fn precondition_full(&mut self) -> bool {
+        false
+    }
 }
 
 /// What a function may know about a device when it is attached.

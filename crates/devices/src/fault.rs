@@ -274,6 +274,10 @@ impl Timing for Faulty {
     fn on_power(&mut self, now: Nanos, ready: bool) {
         self.inner.on_power(now, ready)
     }
+
+    fn precondition_full(&mut self) -> bool {
+        self.inner.precondition_full()
+    }
 }
 
 #[cfg(test)]

@@ -1060,6 +1060,11 @@ impl Timing for Ssd {
         self.p.queue_depth
     }
 
+    fn precondition_full(&mut self) -> bool {
+        self.precondition_sequential();
+        true
+    }
+
     fn service(&mut self, start: Nanos, io: &Io) -> Service {
         let overhead = if io.op == Op::Write {
             self.p.write_overhead
@@ -1204,6 +1209,27 @@ mod tests {
         t.insert("bogus".into(), toml::Value::Integer(1));
         let e = SsdParams::from_toml(&t).err().unwrap();
         assert!(e.starts_with("timing.bogus: unknown key"), "{e}");
+    }
+
+    #[test]
+    fn a_preconditioned_drive_reads_its_media_and_a_fresh_one_does_not() {
+        let read = Request::new(0, Op::Read, 8192, 4096).io(0);
+        let mut fresh = Ssd::new(small());
+        let t_fresh = fresh.service(0, &read).total();
+        let mut full = Ssd::new(small());
+        assert!(Timing::precondition_full(&mut full));
+        assert!(
+            full.l2p.iter().all(|&x| x != 0),
+            "every logical page mapped"
+        );
+        full.check_invariants().unwrap();
+        let t_full = full.service(0, &read).total();
+        // The mapped page is read from the array: at least the 50 µs page read.
+        assert!(t_full >= 50_000, "{t_full} ns");
+        assert!(
+            t_fresh < 50_000,
+            "{t_fresh} ns: an unwritten page is answered at once"
+        );
     }
 
     #[test]

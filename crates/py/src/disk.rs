@@ -59,9 +59,11 @@ fn device_capacity(source: &str) -> PyResult<u64> {
 /// JSON (`demerit_ms`, means, 90th percentiles, `replay`, `max_outstanding`, `reads`,
 /// `writes`, …; with `per_request`, `"per_request": {"op", "simulated_ms", "measured_ms"}`,
 /// one entry per compared request in trace order). `replay`: `closed`, `open` or `None`
-/// (closed if the trace never had two requests outstanding).
+/// (closed if the trace never had two requests outstanding). A model with mapping state (an
+/// SSD) starts with its whole capacity written (`"preconditioned": true`) unless `fresh`.
 #[pyfunction]
-#[pyo3(signature = (model, trace, format=None, replay=None, per_request=false, **read))]
+#[pyo3(signature = (model, trace, format=None, replay=None, per_request=false, fresh=false, **read))]
+#[allow(clippy::too_many_arguments)]
 fn disk_validate(
     py: Python<'_>,
     model: &str,
@@ -69,6 +71,7 @@ fn disk_validate(
     format: Option<String>,
     replay: Option<String>,
     per_request: bool,
+    fresh: bool,
     read: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let read = crate::trace::read_options(read)?;
@@ -87,6 +90,9 @@ fn disk_validate(
                 let s = spec(model)?;
                 (s.build_timing()?, s.name.clone(), Vec::new())
             };
+            // The traced drive held data: an SSD model starts with every page mapped
+            // unless asked to start empty.
+            let preconditioned = !fresh && timing.precondition_full();
             let t = validate_trace(
                 timing.as_mut(),
                 Path::new(trace),
@@ -96,6 +102,7 @@ fn disk_validate(
             )?;
             let v = Validation::new(drive, &t.replayed, t.replay, t.max_outstanding, unsupported);
             let mut json = serde_json::to_value(&v).map_err(|e| e.to_string())?;
+            json["preconditioned"] = preconditioned.into();
             if per_request {
                 // Every compared request, in trace order: what the CDFs are drawn from.
                 let ms = |v: &[f64]| v.iter().map(|x| x / 1e3).collect::<Vec<f64>>();
