@@ -193,7 +193,8 @@ def add_commands(sub) -> None:
     )
     p.add_argument("model", type=Path, metavar="MODEL",
                    help="a DiskSim .parv, a catalogue TOML file or an embedded catalogue name")
-    p.add_argument("trace", type=Path, help="a trace with measured response times (NAME.trace, "
+    p.add_argument("trace", type=Path, metavar="TRACE",
+                   help="a trace with measured response times (NAME.trace, "
                    "sda.blktrace.0, blkparse text, …)")
     from wattio.cli_options import add_trace_read_options
 
