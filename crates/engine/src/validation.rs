@@ -26,7 +26,7 @@ pub struct TraceValidation {
 /// `replay` mode — by default closed-loop if the trace never had two requests outstanding
 /// (a queue depth of one, as DiskSim's validation traces), else open-loop.
 pub fn validate_trace(
-    model: &mut dyn Timing,
+    model: Box<dyn Timing>,
     trace: &Path,
     format: Option<&str>,
     opts: &ReadOptions,

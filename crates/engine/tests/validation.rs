@@ -32,9 +32,9 @@ fn the_general_path_is_disksims_validation_on_its_traces() {
         );
         let exact = validate(&parv, &trace).unwrap();
         let imp = import_parv(&parv).unwrap();
-        let mut disk = MechanicalDisk::new(imp.timing).unwrap();
+        let disk = Box::new(MechanicalDisk::new(imp.timing).unwrap());
         // Detected from the file, replayed as the trace's queue depth of one says.
-        let t = validate_trace(&mut disk, &trace, None, &ReadOptions::default(), None).unwrap();
+        let t = validate_trace(disk, &trace, None, &ReadOptions::default(), None).unwrap();
         assert_eq!((t.replay, t.max_outstanding), (Loop::Closed, 1), "{d}");
         let general = Validation::new(
             imp.name,
@@ -87,12 +87,12 @@ fn a_blkparse_trace_with_two_outstanding_replays_open_loop() {
         device: dev.map(str::to_string),
         ..ReadOptions::default()
     };
-    let e = validate_trace(&mut Fixed, &trace, None, &opts(None), None).unwrap_err();
+    let e = validate_trace(Box::new(Fixed), &trace, None, &opts(None), None).unwrap_err();
     assert!(
         e.contains("request 2: dev 1") && e.contains("--device KEY"),
         "{e}"
     );
-    let t = validate_trace(&mut Fixed, &trace, None, &opts(Some("8,16")), None).unwrap();
+    let t = validate_trace(Box::new(Fixed), &trace, None, &opts(Some("8,16")), None).unwrap();
     assert_eq!((t.replay, t.max_outstanding), (Loop::Open, 2));
     // Open: 4 ms, then the second waits for the first (done at 4 ms, 1 ms after it came:
     // 7 ms), the third alone.
@@ -101,7 +101,7 @@ fn a_blkparse_trace_with_two_outstanding_replays_open_loop() {
     assert_eq!((t.replayed.not_replayed, t.replayed.unmeasured), (1, 0));
     // Closed, asked for: every request 4 ms.
     let c = validate_trace(
-        &mut Fixed,
+        Box::new(Fixed),
         &trace,
         None,
         &opts(Some("8,16")),
@@ -114,7 +114,7 @@ fn a_blkparse_trace_with_two_outstanding_replays_open_loop() {
         blkparse_action: Some('C'),
         ..opts(Some("8,16"))
     };
-    let e = validate_trace(&mut Fixed, &trace, None, &only_c, None).unwrap_err();
+    let e = validate_trace(Box::new(Fixed), &trace, None, &only_c, None).unwrap_err();
     assert!(e.contains("no request has a measured response time"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

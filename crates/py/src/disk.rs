@@ -93,13 +93,7 @@ fn disk_validate(
             // The traced drive held data: an SSD model starts with every page mapped
             // unless asked to start empty.
             let preconditioned = !fresh && timing.precondition_full();
-            let t = validate_trace(
-                timing.as_mut(),
-                Path::new(trace),
-                format.as_deref(),
-                &read,
-                replay,
-            )?;
+            let t = validate_trace(timing, Path::new(trace), format.as_deref(), &read, replay)?;
             let v = Validation::new(drive, &t.replayed, t.replay, t.max_outstanding, unsupported);
             let mut json = serde_json::to_value(&v).map_err(|e| e.to_string())?;
             json["preconditioned"] = preconditioned.into();

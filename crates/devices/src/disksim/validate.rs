@@ -30,10 +30,12 @@ use super::import_parv;
 use crate::mechanical::{MechanicalDisk, SECTOR};
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::path::Path;
-use wattio_core::device::Timing;
-use wattio_core::io::{Buf, Io, IoId, Op, Request};
+use std::sync::Arc;
+use wattio_core::device::{DevEvent, DeviceInfo, DeviceRuntime, Timing};
+use wattio_core::io::{Io, Op, Request};
+use wattio_core::power::PowerSpec;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TraceLine {
@@ -146,7 +148,7 @@ pub struct Replayed {
 /// Replays `reqs` (in arrival order) on `disk` in `mode`, reads and writes with data only.
 /// A request past the model's capacity is an error naming it.
 pub fn replay_requests(
-    disk: &mut dyn Timing,
+    mut disk: Box<dyn Timing>,
     reqs: &[Request],
     mode: Loop,
 ) -> Result<Replayed, String> {
@@ -167,39 +169,13 @@ pub fn replay_requests(
                 r.offset
             ));
         }
-        ios.push((
-            i,
-            r,
-            Io {
-                id: IoId(ios.len() as u64),
-                op: r.op,
-                fua: r.fua,
-                priority: 0,
-                dev: 0,
-                stream: r.stream,
-                offset: r.offset,
-                len: r.len,
-                file: None,
-                call_site: None,
-                buf: Buf::None,
-            },
-        ));
+        let io = r.io(ios.len() as u64);
+        ios.push((i, r, io));
     }
     // Each replayed request's issue and completion on the model.
     let mut times = vec![(0u64, 0u64); ios.len()];
     match mode {
-        Loop::Closed => {
-            // When the model completed the previous request, and when the trace did.
-            let mut prev: Option<(u64, u64)> = None;
-            for (k, (_, r, io)) in ios.iter().enumerate() {
-                let issue = prev.map_or(0, |(model_done, trace_done)| {
-                    model_done.saturating_add(r.arrival.saturating_sub(trace_done))
-                });
-                let done = issue.saturating_add(disk.service(issue, io).total());
-                times[k] = (issue, done);
-                prev = Some((done, r.arrival.saturating_add(r.measured.unwrap_or(0))));
-            }
-        }
+        Loop::Closed => closed_loop(disk.as_mut(), &ios, &mut times),
         Loop::Open => open_loop(disk, &ios, &mut times)?,
     }
     for ((_, r, _), (issue, done)) in ios.iter().zip(times) {
@@ -215,69 +191,89 @@ pub fn replay_requests(
     Ok(out)
 }
 
+/// The closed-loop replay: one request outstanding, each issued when the model completed
+/// the previous one plus the trace's think time (DiskSim's validation replay).
+fn closed_loop(disk: &mut dyn Timing, ios: &[(usize, &Request, Io)], times: &mut [(u64, u64)]) {
+    // When the model completed the previous request, and when the trace did.
+    let mut prev: Option<(u64, u64)> = None;
+    for (k, (_, r, io)) in ios.iter().enumerate() {
+        let issue = prev.map_or(0, |(model_done, trace_done)| {
+            model_done.saturating_add(r.arrival.saturating_sub(trace_done))
+        });
+        let done = issue.saturating_add(disk.service(issue, io).total());
+        times[k] = (issue, done);
+        prev = Some((done, r.arrival.saturating_add(r.measured.unwrap_or(0))));
+    }
+}
+
 /// Requests an open-loop replay lets wait in the model's queue at most: a model slower than
 /// the traced device builds a queue without bound, and one that schedules looks at all of it
 /// for every pick.
 pub const MAX_QUEUED: usize = 1 << 16;
 
-/// The open-loop replay: each I/O arrives at its recorded time and waits in the model's
-/// queue; as the simulator's device runtime does, up to `max_concurrent` are in service at
-/// once and the next is the oldest, or the model's pick if it schedules its own queue
-/// (SPTF). A completion at the same instant as an arrival is handled first.
+/// The open-loop replay: each I/O is submitted at its recorded arrival to the model in the
+/// simulator's own device runtime ([`DeviceRuntime`]: its queue, its `max_concurrent`
+/// slots, the model's pick if it schedules), always powered. A completion at the same
+/// instant as an arrival is handled first.
 fn open_loop(
-    disk: &mut dyn Timing,
+    disk: Box<dyn Timing>,
     ios: &[(usize, &Request, Io)],
     times: &mut [(u64, u64)],
 ) -> Result<(), String> {
     let slots = disk.max_concurrent().max(1) as usize;
-    let schedules = disk.schedules();
-    let mut queue: VecDeque<Io> = VecDeque::new();
-    let mut in_service: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    let info = DeviceInfo::new(
+        0,
+        "model",
+        disk.capacity(),
+        Arc::new(PowerSpec::constant(0.0)),
+    );
+    let mut dev = DeviceRuntime::new(info, disk, None, 0);
+    let mut ends: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let mut ev = Vec::new();
     let mut next = 0;
     loop {
         let arrival = ios.get(next).map(|(_, r, _)| r.arrival);
-        let done = in_service.peek().map(|d| d.0 .0);
-        let now = match (arrival, done) {
+        let end = ends.peek().map(|e| e.0 .0);
+        match (arrival, end) {
             (None, None) => break,
-            (Some(a), Some(d)) if d <= a => {
-                in_service.pop();
-                d
-            }
-            (None, Some(d)) => {
-                in_service.pop();
-                d
-            }
+            (Some(a), Some(t)) if t <= a => service_end(&mut dev, &mut ends, &mut ev, times),
+            (None, Some(_)) => service_end(&mut dev, &mut ends, &mut ev, times),
             (Some(a), _) => {
                 let (i, _, io) = &ios[next];
                 times[next].0 = a;
-                queue.push_back(*io);
-                if queue.len() > MAX_QUEUED {
+                dev.submit(a, *io, &mut ev);
+                if dev.outstanding().saturating_sub(slots) > MAX_QUEUED {
                     return Err(format!(
-                        "request {}: more than {MAX_QUEUED} requests wait in the model's queue at \
-                         {:.3} s: the model is far slower than the traced device at this load \
-                         (--replay closed compares request by request)",
-                        i,
+                        "request {i}: more than {MAX_QUEUED} requests wait in the model's queue \
+                         at {:.3} s: the model is far slower than the traced device at this \
+                         load (--replay closed compares request by request)",
                         a as f64 / 1e9
                     ));
                 }
                 next += 1;
-                a
             }
-        };
-        while in_service.len() < slots && !queue.is_empty() {
-            let io = if schedules {
-                let j = disk.pick(now, queue.make_contiguous()).min(queue.len() - 1);
-                queue.remove(j)
-            } else {
-                queue.pop_front()
-            };
-            let Some(io) = io else { break };
-            let end = now.saturating_add(disk.service(now, &io).total());
-            times[io.id.0 as usize].1 = end;
-            in_service.push(Reverse((end, io.id.0)));
+        }
+        for e in ev.drain(..) {
+            if let DevEvent::ServiceEnd { at, token } = e {
+                ends.push(Reverse((at, token)));
+            }
         }
     }
     Ok(())
+}
+
+/// The earliest service end: the finished I/O's completion time, and what it starts.
+fn service_end(
+    dev: &mut DeviceRuntime,
+    ends: &mut BinaryHeap<Reverse<(u64, u32)>>,
+    ev: &mut Vec<DevEvent>,
+    times: &mut [(u64, u64)],
+) {
+    if let Some(Reverse((at, token))) = ends.pop() {
+        if let Some(c) = dev.service_end(at, token, ev) {
+            times[c.io.id.0 as usize].1 = c.finished;
+        }
+    }
 }
 
 /// What `wattio disk validate` reports.
@@ -373,28 +369,30 @@ fn p90(v: &[f64]) -> f64 {
 
 /// Replay `trace` on `disk`; returns simulated response times in µs.
 pub fn replay(disk: &mut dyn Timing, trace: &[TraceLine]) -> Vec<f64> {
+    // As requests that arrive with the recorded timing (arrival = the previous one's
+    // arrival + its service + its delay): the think times are then the delays.
     let mut t: u64 = 0;
-    let mut out = Vec::with_capacity(trace.len());
-    for (i, r) in trace.iter().enumerate() {
-        let io = Io {
-            id: IoId(i as u64),
-            op: r.op,
-            fua: false,
-            priority: 0,
-            dev: 0,
-            stream: 0,
-            offset: r.blkno * SECTOR,
-            len: r.bcount * SECTOR as u32,
-            file: None,
-            call_site: None,
-            buf: Buf::None,
-        };
-        let svc = disk.service(t, &io);
-        let rt = svc.total();
-        out.push(rt as f64 / 1e3);
-        t += rt + (r.delay_us * 1e3).round() as u64;
-    }
-    out
+    let reqs: Vec<Request> = trace
+        .iter()
+        .map(|l| {
+            let mut r = Request::new(t, l.op, l.blkno * SECTOR, l.bcount * SECTOR as u32);
+            let service = (l.service_us * 1e3).round() as u64;
+            r.measured = Some(service);
+            t += service + (l.delay_us * 1e3).round() as u64;
+            r
+        })
+        .collect();
+    let ios: Vec<_> = reqs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i, r, r.io(i as u64)))
+        .collect();
+    let mut times = vec![(0, 0); ios.len()];
+    closed_loop(disk, &ios, &mut times);
+    times
+        .iter()
+        .map(|(issue, done)| (done - issue) as f64 / 1e3)
+        .collect()
 }
 
 /// Import `parv`, replay `trace` and compare with the measured response times.
@@ -549,19 +547,19 @@ mod tests {
             .collect()
     }
 
-    fn fixed(svc_ms: u64, slots: u32, newest_first: bool) -> Fixed {
-        Fixed {
+    fn fixed(svc_ms: u64, slots: u32, newest_first: bool) -> Box<dyn Timing> {
+        Box::new(Fixed {
             svc: svc_ms * MS,
             slots,
             newest_first,
-        }
+        })
     }
 
     #[test]
     fn closed_replay_keeps_the_traces_think_times() {
         // Arrivals 0 and 10 ms, each measured 3 ms: a 7 ms think time. On a 5 ms model the
         // second is issued at 5 + 7 = 12 ms; both respond in 5 ms.
-        let r = replay_requests(&mut fixed(5, 1, false), &reqs(&[0, 10], 3), Loop::Closed).unwrap();
+        let r = replay_requests(fixed(5, 1, false), &reqs(&[0, 10], 3), Loop::Closed).unwrap();
         assert_eq!(r.sim_us, [5_000.0, 5_000.0]);
         assert_eq!(r.measured_us, [3_000.0, 3_000.0]);
     }
@@ -569,16 +567,16 @@ mod tests {
     #[test]
     fn open_replay_queues_behind_the_models_slots_and_its_pick() {
         let t = reqs(&[0, 2], 3);
-        let one = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap();
+        let one = replay_requests(fixed(5, 1, false), &t, Loop::Open).unwrap();
         assert_eq!(one.sim_us, [5_000.0, 8_000.0]);
-        let two = replay_requests(&mut fixed(5, 2, false), &t, Loop::Open).unwrap();
+        let two = replay_requests(fixed(5, 2, false), &t, Loop::Open).unwrap();
         assert_eq!(two.sim_us, [5_000.0, 5_000.0]);
         // Arrivals 0, 1, 2 ms on one 5 ms slot, newest first: the third starts at 5 ms
         // (done 10, 8 ms after it came), the second at 10 (done 15, 14 ms).
         let t = reqs(&[0, 1, 2], 3);
-        let lifo = replay_requests(&mut fixed(5, 1, true), &t, Loop::Open).unwrap();
+        let lifo = replay_requests(fixed(5, 1, true), &t, Loop::Open).unwrap();
         assert_eq!(lifo.sim_us, [5_000.0, 14_000.0, 8_000.0]);
-        let fifo = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap();
+        let fifo = replay_requests(fixed(5, 1, false), &t, Loop::Open).unwrap();
         assert_eq!(fifo.sim_us, [5_000.0, 9_000.0, 13_000.0]);
     }
 
@@ -588,10 +586,10 @@ mod tests {
         t[1].op = Op::Flush;
         t[1].len = 0;
         t[2].measured = None;
-        let r = replay_requests(&mut fixed(5, 1, false), &t, Loop::Closed).unwrap();
+        let r = replay_requests(fixed(5, 1, false), &t, Loop::Closed).unwrap();
         assert_eq!((r.sim_us.len(), r.not_replayed, r.unmeasured), (1, 1, 1));
         t[2].offset = (1 << 20) - 512;
-        let e = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap_err();
+        let e = replay_requests(fixed(5, 1, false), &t, Loop::Open).unwrap_err();
         assert!(e.starts_with("request 2 (read of 4096 bytes at byte 1048064) ends past the model's 1048576 bytes"), "{e}");
     }
 
@@ -604,7 +602,7 @@ mod tests {
         for r in &mut t {
             r.offset = 0;
         }
-        let e = replay_requests(&mut fixed(5, 1, false), &t, Loop::Open).unwrap_err();
+        let e = replay_requests(fixed(5, 1, false), &t, Loop::Open).unwrap_err();
         assert!(
             e.contains(&format!("more than {MAX_QUEUED} requests wait")),
             "{e}"
@@ -614,7 +612,7 @@ mod tests {
         // k = 81,921.
         let at: usize = e[8..e.find(':').unwrap()].parse().unwrap();
         assert_eq!(at, 81_921, "{e}");
-        assert!(replay_requests(&mut fixed(5, 1, false), &t, Loop::Closed).is_ok());
+        assert!(replay_requests(fixed(5, 1, false), &t, Loop::Closed).is_ok());
     }
 
     #[test]
