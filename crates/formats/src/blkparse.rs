@@ -142,6 +142,7 @@ impl LineFormat for Blkparse {
                 time,
                 op,
                 offset,
+                len,
                 dev: DevKey::Num(dev),
                 failed,
             }));

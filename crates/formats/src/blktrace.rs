@@ -266,6 +266,7 @@ impl LineFormat for Blktrace {
                 time,
                 op,
                 offset,
+                len,
                 dev: DevKey::Num(device_key(device)),
                 failed: h.error != 0,
             }));

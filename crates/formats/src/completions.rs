@@ -17,7 +17,8 @@ use wattio_core::{Nanos, Op, Request};
 
 /// Is a kept event (a blkparse letter) one a request's completion follows? Q (queued),
 /// G (got a request), I (inserted) and D (issued). A bio queued and then merged into
-/// another request (M) has no completion of its own and stays unmeasured.
+/// another request (M, F) has no completion of its own: the request's completion covers
+/// its range and measures it ([`Pairing::complete`]).
 pub fn pairs(kept: u8) -> bool {
     matches!(kept, b'Q' | b'G' | b'I' | b'D')
 }
@@ -48,12 +49,14 @@ impl Key {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PairCounts {
     pub paired: u64,
+    /// Of those, bios merged into another request, measured by its completion.
+    pub merged: u64,
     /// Still waiting when the input ended.
     pub never_completed: u64,
     /// Sent out unmeasured because [`MAX_WAITING`] requests waited behind them.
     pub given_up: u64,
     /// Completions of no request waiting (issued before the trace began, a partial
-    /// completion's second part, a merged bio's sector, or another device's).
+    /// completion's second part, or another device's).
     pub unmatched: u64,
     /// Completions that reported an error.
     pub failed: u64,
@@ -120,14 +123,37 @@ impl Pairing {
         Some(seq)
     }
 
-    /// A completion at `at` (the requests' clock) of `op` at `offset` on device `dev`.
-    pub fn complete(&mut self, dev: u16, op: Op, offset: u64, at: Nanos, failed: bool) {
-        let seq = self.take(Key::new(dev, op, offset));
-        let at_index = seq.and_then(|s| s.checked_sub(self.first));
-        let Some(r) = at_index.and_then(|i| self.window.get_mut(i as usize)) else {
+    /// A completion at `at` (the requests' clock) of `len` bytes of `op` at `offset` on
+    /// device `dev`. When the request it completes is shorter than the completion, the
+    /// rest of the range is bios merged into it (blktrace's M and F): each waits, when Q,
+    /// G or I is kept, under its own sector, right after the previous one, and completes
+    /// here too.
+    pub fn complete(&mut self, dev: u16, op: Op, offset: u64, len: u64, at: Nanos, failed: bool) {
+        let Some(covered) = self.measure(Key::new(dev, op, offset), at, failed) else {
             self.counts.unmatched += 1;
             return;
         };
+        let end = offset.saturating_add(len);
+        let mut next = offset.saturating_add(covered);
+        // A front merge completes at the bio's sector, then the request's; a back merge at
+        // the request's, then the bio's: either way a chain of adjacent ranges. A walk
+        // stops at a gap or at a request of no length (it covers nothing further).
+        while covered > 0 && next < end && op != Op::Flush {
+            match self.measure(Key::new(dev, op, next), at, failed) {
+                Some(l) if l > 0 => {
+                    self.counts.merged += 1;
+                    next = next.saturating_add(l);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Measures the oldest request waiting on `key` to `at`; its length, or `None` when
+    /// none waits.
+    fn measure(&mut self, key: Key, at: Nanos, failed: bool) -> Option<u64> {
+        let seq = self.take(key)?;
+        let r = self.window.get_mut(seq.checked_sub(self.first)? as usize)?;
         if at < r.arrival {
             self.counts.before_issue += 1;
         }
@@ -136,6 +162,7 @@ impl Pairing {
         if failed {
             self.counts.failed += 1;
         }
+        Some(u64::from(r.len))
     }
 
     /// The oldest request, once it can go: it has its completion, or the input is over
@@ -174,6 +201,13 @@ impl Pairing {
              {} requests measured",
             c.paired
         )];
+        if c.merged > 0 {
+            v.push(format!(
+                "{} of them were bios merged into another request, measured by its \
+                 completion (its range covers theirs)",
+                c.merged
+            ));
+        }
         if c.never_completed > 0 {
             v.push(format!(
                 "{} requests had no completion in the trace (measured left empty)",
@@ -190,7 +224,7 @@ impl Pairing {
         if c.unmatched > 0 {
             v.push(format!(
                 "{} completions matched no waiting request (issued before the trace began, \
-                 a merged bio's or a partial completion's sector, or an unselected device)",
+                 a partial completion's second part, or an unselected device)",
                 c.unmatched
             ));
         }
@@ -227,9 +261,9 @@ mod tests {
         p.push(req(100, Op::Read, 0, 0));
         p.push(req(200, Op::Write, 8192, 0));
         // The second completes first: both wait for the first.
-        p.complete(0, Op::Write, 8192, 260, false);
+        p.complete(0, Op::Write, 8192, 4096, 260, false);
         assert!(p.pop(false).is_none());
-        p.complete(0, Op::Read, 0, 1_100, false);
+        p.complete(0, Op::Read, 0, 4096, 1_100, false);
         let a = p.pop(false).unwrap();
         assert_eq!((a.arrival, a.measured), (100, Some(1_000)));
         let b = p.pop(false).unwrap();
@@ -245,10 +279,10 @@ mod tests {
         p.push(req(10, Op::Write, 4096, 0));
         p.push(req(20, Op::Read, 4096, 0));
         p.push(req(30, Op::Write, 4096, 1));
-        p.complete(0, Op::Write, 4096, 50, false);
-        p.complete(1, Op::Write, 4096, 70, true);
-        p.complete(0, Op::Read, 4096, 90, false);
-        p.complete(0, Op::Write, 4096, 100, false);
+        p.complete(0, Op::Write, 4096, 4096, 50, false);
+        p.complete(1, Op::Write, 4096, 4096, 70, true);
+        p.complete(0, Op::Read, 4096, 4096, 90, false);
+        p.complete(0, Op::Write, 4096, 4096, 100, false);
         let got: Vec<_> = std::iter::from_fn(|| p.pop(false))
             .map(|r| (r.arrival, r.measured))
             .collect();
@@ -270,22 +304,22 @@ mod tests {
         let mut f = req(5, Op::Flush, 0, 0);
         f.len = 0;
         p.push(f);
-        p.complete(0, Op::Flush, 123_456, 25, false);
+        p.complete(0, Op::Flush, 123_456, 0, 25, false);
         assert_eq!(p.pop(false).unwrap().measured, Some(20));
     }
 
     #[test]
     fn unmatched_late_and_skewed_completions_are_counted() {
         let mut p = Pairing::new();
-        p.complete(0, Op::Read, 0, 10, false);
+        p.complete(0, Op::Read, 0, 4096, 10, false);
         p.push(req(100, Op::Read, 0, 0));
-        p.complete(0, Op::Read, 0, 90, false);
+        p.complete(0, Op::Read, 0, 4096, 90, false);
         assert_eq!(p.pop(false).unwrap().measured, Some(0));
         p.push(req(200, Op::Read, 512, 0));
         assert!(p.pop(false).is_none());
         assert_eq!(p.pop(true).unwrap().measured, None);
         // Its key no longer waits: a late completion matches nothing.
-        p.complete(0, Op::Read, 512, 300, false);
+        p.complete(0, Op::Read, 512, 4096, 300, false);
         let c = p.counts;
         assert_eq!(
             (c.paired, c.unmatched, c.before_issue, c.never_completed),
@@ -300,7 +334,7 @@ mod tests {
         let mut out = Vec::new();
         for i in 1..=MAX_WAITING as u64 + 10 {
             p.push(req(i, Op::Read, i * 4096, 0));
-            p.complete(0, Op::Read, i * 4096, i + 1, false);
+            p.complete(0, Op::Read, i * 4096, 4096, i + 1, false);
             while let Some(r) = p.pop(false) {
                 out.push(r);
             }
@@ -312,7 +346,37 @@ mod tests {
         assert_eq!(out.len(), MAX_WAITING + 11);
         assert_eq!(p.counts.given_up, 1);
         // The given-up request no longer waits: its completion, late, matches nothing.
-        p.complete(0, Op::Read, 0, 1 << 30, false);
+        p.complete(0, Op::Read, 0, 4096, 1 << 30, false);
         assert_eq!(p.counts.unmatched, 1);
+    }
+
+    #[test]
+    fn merged_bios_complete_with_their_request() {
+        // Q kept: a request of 4 KiB at 4 KiB took a back-merged bio at 8 KiB and a
+        // front-merged one at 0, all 4 KiB.
+        let mut p = Pairing::new();
+        p.push(req(0, Op::Write, 4096, 0)); // the request, 4 KiB at 4 KiB
+        p.push(req(10, Op::Write, 8192, 0)); // back merge at 8 KiB
+        p.push(req(20, Op::Write, 0, 0)); // front merge at 0
+        p.push(req(30, Op::Write, 16_384, 0)); // its own request, past a gap
+                                               // The merged request completes at its new first sector for 12 KiB.
+        p.complete(0, Op::Write, 0, 12_288, 1_000, false);
+        let got: Vec<_> = std::iter::from_fn(|| p.pop(false))
+            .map(|r| (r.arrival, r.measured))
+            .collect();
+        assert_eq!(got, [(0, Some(1_000)), (10, Some(990)), (20, Some(980))]);
+        assert_eq!((p.counts.paired, p.counts.merged), (3, 2));
+        // The range ended at 12 KiB: the request at 16 KiB still waits, and a completion
+        // that covers a gap stops at it.
+        p.push(req(40, Op::Write, 24_576, 0));
+        p.complete(0, Op::Write, 16_384, 16_384, 1_100, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(1_070));
+        assert!(p.pop(false).is_none());
+        assert_eq!((p.counts.paired, p.counts.merged), (4, 2));
+        // A shorter completion (a partial one) measures only its first request.
+        p.push(req(50, Op::Write, 28_672, 0));
+        p.complete(0, Op::Write, 24_576, 2048, 1_200, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(1_160));
+        assert!(p.pop(false).is_none());
     }
 }

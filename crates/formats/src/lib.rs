@@ -117,6 +117,15 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
     })
 }
 
+/// Is a file columnar (Parquet) by its name (`.parquet`, `.wattio`) or its first bytes
+/// (`PAR1`)? How [`open_trace`] detects one when no format is given.
+pub fn is_columnar(path: &Path, head: &[u8]) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    ext.eq_ignore_ascii_case("parquet")
+        || ext.eq_ignore_ascii_case("wattio")
+        || head.starts_with(b"PAR1")
+}
+
 /// Guesses the format of a text trace from its first non-empty line.
 pub fn sniff(head: &[u8]) -> Option<&'static str> {
     if head.starts_with(b"PAR1") {
@@ -226,12 +235,7 @@ pub fn open_trace(
             }
         },
         None => {
-            let ext = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            if matches!(ext.as_str(), "parquet" | "wattio") || head.starts_with(b"PAR1") {
+            if is_columnar(path, &head) {
                 ("columnar", Some("detected columnar (Parquet)".to_string()))
             } else if blktrace::is_blktrace(&head) {
                 (

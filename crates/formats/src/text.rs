@@ -64,6 +64,8 @@ pub struct Completion<'a> {
     pub time: Nanos,
     pub op: Op,
     pub offset: u64,
+    /// Bytes completed: a request's merged bios complete with it, in its range.
+    pub len: u64,
     pub dev: DevKey<'a>,
     /// The completion reported an error.
     pub failed: bool,
@@ -275,6 +277,7 @@ enum Item {
         dev: u16,
         op: Op,
         offset: u64,
+        len: u64,
         at: Nanos,
         failed: bool,
     },
@@ -427,9 +430,10 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                     dev,
                     op,
                     offset,
+                    len,
                     at,
                     failed,
-                }) => p.complete(dev, op, offset, at, failed),
+                }) => p.complete(dev, op, offset, len, at, failed),
                 None => {}
             }
         }
@@ -497,6 +501,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                         dev,
                         op: c.op,
                         offset: c.offset,
+                        len: c.len,
                         at: c.time.saturating_sub(origin),
                         failed: c.failed,
                     }));

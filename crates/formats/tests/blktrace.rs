@@ -62,8 +62,9 @@ fn record(
 /// Writes `DIR/sdx.blktrace.{0..cpus}`: `n` I/Os, each queued, (sometimes merged,) issued
 /// on the CPU it was queued on and completed on any, up to four in flight; times strictly
 /// increasing across the whole trace so that merge order is not a matter of ties. Returns
-/// each I/O's queue, issue and completion times, in issue order.
-fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64)> {
+/// each I/O's queue, issue and completion times, in issue order, and the queue time of the
+/// bio merged into it, if any.
+fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>)> {
     let mut rng = Rng::new(7);
     let devs = [8 << 20 | 16, 8 << 20 | 17, 253 << 20];
     let mut files: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
@@ -140,20 +141,28 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64)> {
             dev,
             &[],
         );
-        if i % 7 == 3 {
-            // A back merge of a neighbour into it.
-            t += 1 + rng.below(1000);
-            push(
-                &mut files,
-                t,
-                cpu,
-                sector + 8,
-                4096,
-                2 | tc(cats | QUEUE),
-                pid,
-                dev,
-                &[],
-            );
+        // Every seventh I/O with data takes a neighbour's bio, queued at its end, as a back
+        // merge: it is issued and completed with the request's range grown by 4 KiB.
+        let mut merged_q = None;
+        let mut bytes = bytes;
+        if i % 7 == 3 && kind != 0 {
+            let bio = sector + u64::from(bytes) / 512;
+            for action in [1, 2] {
+                t += 1 + rng.below(1000);
+                push(
+                    &mut files,
+                    t,
+                    cpu,
+                    bio,
+                    4096,
+                    action | tc(cats | QUEUE),
+                    pid,
+                    dev,
+                    &[],
+                );
+                merged_q.get_or_insert(t);
+            }
+            bytes += 4096;
         }
         t += 1 + rng.below(20_000);
         push(
@@ -169,7 +178,7 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64)> {
         );
         let d_time = t;
         pending.push((sector, bytes, cats, pid, dev, times.len()));
-        times.push((q_time, d_time, 0));
+        times.push((q_time, d_time, 0, merged_q));
         // Up to three I/Os in flight, completed in any order (an empty flush at once, so
         // that two flushes of one device, which only their order tells apart, never
         // overlap); the trace's last ones all complete at its end.
@@ -276,10 +285,15 @@ fn the_binary_reader_agrees_with_blkparse_on_every_event() {
     assert_eq!(devs.len(), 3);
     // Each issued request measured from its issue to its own completion, though up to four
     // were in flight and completed out of order; queued ones from their queueing.
-    let d2c: Vec<_> = times.iter().map(|&(_, d, c)| Some(c - d)).collect();
+    let d2c: Vec<_> = times.iter().map(|&(_, d, c, _)| Some(c - d)).collect();
     assert_eq!(d.iter().map(|r| r.measured).collect::<Vec<_>>(), d2c);
-    let q2c: Vec<_> = times.iter().map(|&(q, _, c)| Some(c - q)).collect();
+    // A merged bio is queued after its request and completes with it.
+    let q2c: Vec<_> = times
+        .iter()
+        .flat_map(|&(q, _, c, m)| [Some(q), m].into_iter().flatten().map(move |q| Some(c - q)))
+        .collect();
     let q = read(&binary, "blktrace", 'Q');
+    assert!(q2c.len() > 2200, "{} queued bios", q2c.len());
     assert_eq!(q.iter().map(|r| r.measured).collect::<Vec<_>>(), q2c);
     assert!(d.windows(2).any(|w| w[0].measured > w[1].measured));
     // Detected without --format, from the magic.
