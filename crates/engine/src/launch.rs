@@ -106,12 +106,11 @@ impl Launch {
         let columnar = match format {
             Some(f) => wattio_formats::canonical_format(f) == Some("columnar"),
             None => {
-                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                // A file shorter than the magic is not Parquet; open_trace then says why.
                 let mut magic = [0u8; 4];
                 let head = std::fs::File::open(path)
                     .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
-                matches!(ext.to_ascii_lowercase().as_str(), "parquet" | "wattio")
-                    || (head.is_ok() && &magic == b"PAR1")
+                wattio_formats::is_columnar(path, if head.is_ok() { &magic } else { &[] })
             }
         };
         // Only a columnar trace carries a launch's provenance.

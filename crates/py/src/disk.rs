@@ -82,14 +82,11 @@ fn disk_validate(
         .map_err(PyValueError::new_err)?;
     let v = py
         .allow_threads(|| {
-            let (mut timing, drive, unsupported) = if model.ends_with(".parv") {
-                let imp = disksim::import_parv(Path::new(model))?;
-                let disk = Box::new(MechanicalDisk::new(imp.timing)?) as Box<dyn Timing>;
-                (disk, imp.name, imp.unsupported)
-            } else {
-                let s = spec(model)?;
-                (s.build_timing()?, s.name.clone(), Vec::new())
-            };
+            let Model {
+                mut timing,
+                name: drive,
+                unsupported,
+            } = model_timing(model)?;
             // The traced drive held data: an SSD model starts with every page mapped
             // unless asked to start empty.
             let preconditioned = !fresh && timing.precondition_full();
@@ -115,14 +112,35 @@ fn disk_validate(
 
 /// A disk model with platters: a DiskSim `.parv`, a catalogue TOML file or an embedded
 /// catalogue name.
-fn mechanical(source: &str) -> Result<Box<dyn Timing>, String> {
-    let path = Path::new(source);
-    let timing = if source.ends_with(".parv") {
-        let imp = disksim::import_parv(path)?;
-        Box::new(MechanicalDisk::new(imp.timing)?) as Box<dyn Timing>
+/// The timing model a catalogue entry, a spec file or a DiskSim `.parv` names.
+struct Model {
+    timing: Box<dyn Timing>,
+    /// The drive's name.
+    name: String,
+    /// From a `.parv`: the parameters it could not carry over.
+    unsupported: Vec<String>,
+}
+
+fn model_timing(source: &str) -> Result<Model, String> {
+    if source.ends_with(".parv") {
+        let imp = disksim::import_parv(Path::new(source))?;
+        Ok(Model {
+            timing: Box::new(MechanicalDisk::new(imp.timing)?),
+            name: imp.name,
+            unsupported: imp.unsupported,
+        })
     } else {
-        spec(source)?.build_timing()?
-    };
+        let s = spec(source)?;
+        Ok(Model {
+            timing: s.build_timing()?,
+            name: s.name.clone(),
+            unsupported: Vec::new(),
+        })
+    }
+}
+
+fn mechanical(source: &str) -> Result<Box<dyn Timing>, String> {
+    let timing = model_timing(source)?.timing;
     if timing.geometry().is_none() {
         return Err(format!(
             "{source}: this model has no mechanical layout (use an `hdd-mechanical` model or a DiskSim .parv)"
