@@ -101,7 +101,6 @@ impl Launch {
         format: Option<&str>,
         opts: &wattio_formats::ReadOptions,
     ) -> Result<Launch, String> {
-        use wattio_core::TraceSource;
         let name = path.display().to_string();
         let columnar = match format {
             Some(f) => wattio_formats::canonical_format(f) == Some("columnar"),
@@ -114,7 +113,8 @@ impl Launch {
             }
         };
         // Only a columnar trace carries a launch's provenance.
-        let (mut src, launch_end): (Box<dyn TraceSource>, _) = if columnar && opts.device.is_none()
+        let (mut src, launch_end): (Box<dyn wattio_core::TraceSource>, _) = if columnar
+            && opts.device.is_none()
         {
             let r = wattio_formats::ColumnarReader::open(path).map_err(|e| e.to_string())?;
             let end = wattio_formats::launch::launch_end(r.provenance(), &name).ok();
@@ -123,35 +123,28 @@ impl Launch {
             let r = wattio_formats::open_trace(path, format, opts).map_err(|e| e.to_string())?;
             (r, None)
         };
-        let mut rows = Vec::new();
-        while let Some(q) = src.next_request().map_err(|e| e.to_string())? {
-            if launch_end.is_none() && q.dev != 0 {
-                let how = if columnar {
-                    "`wattio trace slice --dev N` keeps one"
-                } else {
-                    "--device KEY keeps one"
-                };
-                return Err(format!(
-                    "{name}: request {}: dev {}: a closed-loop replay takes one device's requests (dev 0; {how})",
-                    rows.len(),
-                    q.dev
-                ));
-            }
-            if rows.len() >= MAX_REPLAY_ROWS {
-                return Err(format!(
-                    "{name}: more than {MAX_REPLAY_ROWS} requests (a closed-loop replay keeps them all in memory)"
-                ));
-            }
-            rows.push(q);
-        }
+        let how = if columnar {
+            "a closed-loop replay takes one device's requests (dev 0; `wattio trace slice --dev N` keeps one)"
+        } else {
+            "a closed-loop replay takes one device's requests (dev 0; --device KEY keeps one)"
+        };
+        let mut rows = crate::validation::read_in_memory(
+            src.as_mut(),
+            &name,
+            MAX_REPLAY_ROWS,
+            "a closed-loop replay keeps them all in memory",
+            // A launch trace's page-cache rows are dev 1.
+            launch_end.is_none().then_some(how),
+        )?;
         if let Some(end) = launch_end {
             return Launch::from_rows(&rows, end).map_err(|e| format!("{name}: {e}"));
         }
-        if !rows.iter().any(|q| q.measured.is_some()) {
-            return Err(format!(
-                "{name}: no request has a measured response time: a closed-loop replay needs them (a trace from `wattio capture block`, or a blktrace/blkparse trace with its completions)"
-            ));
-        }
+        crate::validation::require_measured(
+            &rows,
+            &name,
+            "(a closed-loop replay needs them: a trace from `wattio capture block`, or a \
+             blktrace/blkparse trace with its completions)",
+        )?;
         // Every reader checks arrival order; saturating all the same.
         let t0 = rows.first().map_or(0, |q| q.arrival);
         for q in &mut rows {
