@@ -72,7 +72,8 @@ impl LineFormat for Blkparse {
             return Err(f.bad(act, "an action letter (Q, D, C, …)"));
         }
         let completion = act[0] == b'C' && self.pairs_completions();
-        if act[0] != self.action && !completion {
+        let front = act[0] == b'F' && crate::completions::follows_front_merges(self.action);
+        if act[0] != self.action && !completion && !front {
             return Ok(Parsed::Skip);
         }
         let rwbs = f.req("the RWBS flags (e.g. WS, R, FWFS, D)")?;
@@ -120,7 +121,7 @@ impl LineFormat for Blkparse {
             Op::Read
         } else if preflush {
             Op::Flush
-        } else if completion {
+        } else if completion || front {
             // Its request was counted as unsupported when it was kept.
             return Ok(Parsed::Skip);
         } else {
@@ -128,6 +129,17 @@ impl LineFormat for Blkparse {
                 "blkparse requests with no data and no flush (RWBS N)",
             ));
         };
+        if front {
+            return Ok(Parsed::Completion(Completion {
+                time,
+                op,
+                offset,
+                len,
+                dev: DevKey::Num(dev),
+                failed: false,
+                front_merge: true,
+            }));
+        }
         if completion {
             // blkparse -t prints `(%8llu)`: a `(`, spaces and the number are fields too.
             let mut t = tail.or_else(|| f.next_field());
@@ -145,6 +157,7 @@ impl LineFormat for Blkparse {
                 len,
                 dev: DevKey::Num(dev),
                 failed,
+                front_merge: false,
             }));
         }
         Ok(Parsed::Record(Raw {

@@ -187,11 +187,12 @@ impl LineFormat for Blktrace {
             _ => return Ok(Parsed::Skip),
         };
         let completion = letter == b'C' && self.pairs_completions();
-        if letter != self.action && !completion {
+        let front = letter == b'F' && crate::completions::follows_front_merges(self.action);
+        if letter != self.action && !completion && !front {
             return Ok(Parsed::Skip);
         }
         if cats & TC_PC != 0 {
-            if completion {
+            if completion || front {
                 return Ok(Parsed::Skip);
             }
             return Ok(Parsed::Unsupported(
@@ -253,7 +254,7 @@ impl LineFormat for Blktrace {
             Op::Read
         } else if flush {
             Op::Flush
-        } else if completion {
+        } else if completion || front {
             // Its request was counted as unsupported when it was kept.
             return Ok(Parsed::Skip);
         } else {
@@ -261,14 +262,15 @@ impl LineFormat for Blktrace {
                 "blktrace requests with no data and no flush (RWBS N)",
             ));
         };
-        if completion {
+        if completion || front {
             return Ok(Parsed::Completion(Completion {
                 time,
                 op,
                 offset,
                 len,
                 dev: DevKey::Num(device_key(device)),
-                failed: h.error != 0,
+                failed: completion && h.error != 0,
+                front_merge: front,
             }));
         }
         Ok(Parsed::Record(Raw {

@@ -23,6 +23,13 @@ pub fn pairs(kept: u8) -> bool {
     matches!(kept, b'Q' | b'G' | b'I' | b'D')
 }
 
+/// Does a front merge (F) move the first sector of a kept request, so that its completion
+/// comes at the merged bio's sector? For G and I, which can come before merges (with Q the
+/// bio has its own Q; D comes after every merge).
+pub fn follows_front_merges(kept: u8) -> bool {
+    matches!(kept, b'G' | b'I')
+}
+
 /// Requests held at most behind the oldest one still waiting for its completion.
 pub const MAX_WAITING: usize = 1 << 16;
 
@@ -55,8 +62,14 @@ pub struct PairCounts {
     pub never_completed: u64,
     /// Sent out unmeasured because [`MAX_WAITING`] requests waited behind them.
     pub given_up: u64,
-    /// Completions of no request waiting (issued before the trace began, a partial
-    /// completion's second part, or another device's).
+    /// Completed only in part (a split bio's other parts never completed, or not before
+    /// [`MAX_WAITING`] requests waited behind it): measured to its last part's completion.
+    pub part_only: u64,
+    /// Requests kept before a bio merged at their front (F, with G or I kept): they wait
+    /// for their completion at the bio's sector.
+    pub front_merged: u64,
+    /// Completions of no request waiting (issued before the trace began, or another
+    /// device's).
     pub unmatched: u64,
     /// Completions that reported an error.
     pub failed: u64,
@@ -65,16 +78,48 @@ pub struct PairCounts {
     pub before_issue: u64,
 }
 
+/// Unmatched completions remembered, at most, in case a request completed in parts gets
+/// its later part's completion before its first (the parts are separate requests below).
+pub const RECENT: usize = 4096;
+
+type KeyMap<V> = HashMap<Key, V, BuildHasherDefault<KeyHasher>>;
+
+/// An unmatched completion remembered: its stamp (for eviction), time, length, error.
+#[derive(Clone, Copy)]
+struct Seen {
+    stamp: u64,
+    at: Nanos,
+    len: u64,
+    failed: bool,
+}
+
+/// What of a request is still to complete, when it is not its whole range as kept.
+#[derive(Clone, Copy)]
+struct Rest {
+    /// Its first byte: the key it waits on.
+    next: u64,
+    end: u64,
+    /// Some part has completed.
+    started: bool,
+}
+
 /// Requests waiting for their completions, in the order they were kept.
 pub struct Pairing {
     window: VecDeque<Request>,
     /// Sequence number of `window[0]`.
     first: u64,
     /// The oldest request waiting, per key (its sequence number)…
-    waiting: HashMap<Key, u64, BuildHasherDefault<KeyHasher>>,
+    waiting: KeyMap<u64>,
     /// …and the later ones of a key, oldest first, in the rare case of several in flight
     /// (a queue per key for all of them cost an allocation per request).
-    later: HashMap<Key, VecDeque<u64>, BuildHasherDefault<KeyHasher>>,
+    later: KeyMap<VecDeque<u64>>,
+    /// Requests that wait under another first byte than their own: completed in part (a
+    /// bio split below, Q kept), or grown at the front by a merge (F, G or I kept).
+    partial: HashMap<u64, Rest, BuildHasherDefault<KeyHasher>>,
+    /// The last [`RECENT`] completions that matched nothing, by key, oldest first.
+    recent: KeyMap<Seen>,
+    recent_order: VecDeque<(Key, u64)>,
+    stamp: u64,
     pub counts: PairCounts,
 }
 
@@ -91,6 +136,10 @@ impl Pairing {
             first: 0,
             waiting: HashMap::default(),
             later: HashMap::default(),
+            partial: HashMap::default(),
+            recent: HashMap::default(),
+            recent_order: VecDeque::new(),
+            stamp: 0,
             counts: PairCounts::default(),
         }
     }
@@ -99,14 +148,17 @@ impl Pairing {
     pub fn push(&mut self, mut r: Request) {
         r.measured = None;
         let seq = self.first + self.window.len() as u64;
-        let key = Key::new(r.dev, r.op, r.offset);
+        self.wait(Key::new(r.dev, r.op, r.offset), seq);
+        self.window.push_back(r);
+    }
+
+    fn wait(&mut self, key: Key, seq: u64) {
         match self.waiting.entry(key) {
             Entry::Vacant(v) => {
                 v.insert(seq);
             }
             Entry::Occupied(_) => self.later.entry(key).or_default().push_back(seq),
         }
-        self.window.push_back(r);
     }
 
     /// Takes the oldest request waiting on `key` out of the maps.
@@ -123,14 +175,27 @@ impl Pairing {
         Some(seq)
     }
 
+    /// The oldest request still held that waits on `key` (entries of requests that went
+    /// out unmeasured while queued behind another of their key are dropped on the way).
+    fn take_held(&mut self, key: Key) -> Option<u64> {
+        while let Some(seq) = self.take(key) {
+            if seq >= self.first {
+                return Some(seq);
+            }
+        }
+        None
+    }
+
     /// A completion at `at` (the requests' clock) of `len` bytes of `op` at `offset` on
     /// device `dev`. When the request it completes is shorter than the completion, the
     /// rest of the range is bios merged into it (blktrace's M and F): each waits, when Q,
     /// G or I is kept, under its own sector, right after the previous one, and completes
-    /// here too.
+    /// here too. When it is longer, this was one part of it (a bio split below the kept
+    /// event, X): the rest waits for its own completion.
     pub fn complete(&mut self, dev: u16, op: Op, offset: u64, len: u64, at: Nanos, failed: bool) {
-        let Some(covered) = self.measure(Key::new(dev, op, offset), at, failed) else {
-            self.counts.unmatched += 1;
+        let key = Key::new(dev, op, offset);
+        let Some(covered) = self.measure(key, len, at, failed) else {
+            self.remember(key, len, at, failed);
             return;
         };
         let end = offset.saturating_add(len);
@@ -139,7 +204,7 @@ impl Pairing {
         // the request's, then the bio's: either way a chain of adjacent ranges. A walk
         // stops at a gap or at a request of no length (it covers nothing further).
         while covered > 0 && next < end && op != Op::Flush {
-            match self.measure(Key::new(dev, op, next), at, failed) {
+            match self.measure(Key::new(dev, op, next), end - next, at, failed) {
                 Some(l) if l > 0 => {
                     self.counts.merged += 1;
                     next = next.saturating_add(l);
@@ -149,36 +214,145 @@ impl Pairing {
         }
     }
 
-    /// Measures the oldest request waiting on `key` to `at`; its length, or `None` when
-    /// none waits.
-    fn measure(&mut self, key: Key, at: Nanos, failed: bool) -> Option<u64> {
-        let seq = self.take(key)?;
-        let r = self.window.get_mut(seq.checked_sub(self.first)? as usize)?;
-        if at < r.arrival {
-            self.counts.before_issue += 1;
+    /// A bio of `len` bytes at `offset` merged at the front of the request that started
+    /// right after it (blktrace's F), when the kept event came before the merge (G, I):
+    /// that request now starts, and will complete, at `offset`.
+    pub fn front_merge(&mut self, dev: u16, op: Op, offset: u64, len: u64) {
+        if len == 0 || op == Op::Flush {
+            return;
         }
-        r.measured = Some(at.saturating_sub(r.arrival));
-        self.counts.paired += 1;
-        if failed {
-            self.counts.failed += 1;
-        }
-        Some(u64::from(r.len))
+        let Some(seq) = self.take_held(Key::new(dev, op, offset.saturating_add(len))) else {
+            return;
+        };
+        let r = &self.window[(seq - self.first) as usize];
+        let rest = self.partial.get(&seq).copied().unwrap_or(Rest {
+            next: r.offset,
+            end: r.offset.saturating_add(u64::from(r.len)),
+            started: false,
+        });
+        self.partial.insert(
+            seq,
+            Rest {
+                next: offset,
+                ..rest
+            },
+        );
+        self.wait(Key::new(dev, op, offset), seq);
+        self.counts.front_merged += 1;
     }
 
-    /// The oldest request, once it can go: it has its completion, or the input is over
-    /// (`end`), or more than [`MAX_WAITING`] requests wait behind it.
+    /// Measures the oldest request waiting on `key` to a completion of `len` bytes at `at`;
+    /// the bytes of the completion's range it took (from `key`'s first byte), or `None`
+    /// when none waits.
+    fn measure(&mut self, key: Key, len: u64, at: Nanos, failed: bool) -> Option<u64> {
+        let seq = self.take_held(key)?;
+        let (mut from, mut len, mut at, mut failed) = (key.offset, len, at, failed);
+        loop {
+            let r = self.window.get_mut((seq - self.first) as usize)?;
+            if at < r.arrival {
+                self.counts.before_issue += 1;
+            }
+            if failed {
+                self.counts.failed += 1;
+            }
+            // The last part to complete measures the request, in whatever order they came.
+            let m = at.saturating_sub(r.arrival);
+            r.measured = Some(r.measured.map_or(m, |old| old.max(m)));
+            let rest = if self.partial.is_empty() {
+                None
+            } else {
+                self.partial.remove(&seq)
+            };
+            let end = rest.map_or(r.offset.saturating_add(u64::from(r.len)), |p| p.end);
+            let done = from.saturating_add(len);
+            if len == 0 || done >= end || key.op == Op::Flush as u8 {
+                self.counts.paired += 1;
+                return Some(end.saturating_sub(key.offset));
+            }
+            // Completed in part: the rest waits under its first byte, unless its
+            // completion came first.
+            let rest = Key {
+                offset: done,
+                ..key
+            };
+            self.partial.insert(
+                seq,
+                Rest {
+                    next: done,
+                    end,
+                    started: true,
+                },
+            );
+            let arrival = r.arrival;
+            match self.recent.get(&rest) {
+                Some(s) if s.at >= arrival => {
+                    let s = *s;
+                    self.recent.remove(&rest);
+                    self.counts.unmatched -= 1;
+                    (from, len, at, failed) = (done, s.len, s.at, s.failed);
+                }
+                _ => {
+                    self.wait(rest, seq);
+                    return Some(done - key.offset);
+                }
+            }
+        }
+    }
+
+    /// A completion that matched nothing: counted, and remembered a while in case it is a
+    /// later part of a request whose first part has not completed yet.
+    fn remember(&mut self, key: Key, len: u64, at: Nanos, failed: bool) {
+        self.counts.unmatched += 1;
+        if len == 0 || key.op == Op::Flush as u8 {
+            return;
+        }
+        self.stamp += 1;
+        let stamp = self.stamp;
+        self.recent.insert(
+            key,
+            Seen {
+                stamp,
+                at,
+                len,
+                failed,
+            },
+        );
+        self.recent_order.push_back((key, stamp));
+        if self.recent_order.len() > RECENT {
+            if let Some((k, s)) = self.recent_order.pop_front() {
+                if self.recent.get(&k).is_some_and(|e| e.stamp == s) {
+                    self.recent.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// The oldest request, once it can go: it has its (whole) completion, or the input is
+    /// over (`end`), or more than [`MAX_WAITING`] requests wait behind it.
     pub fn pop(&mut self, end: bool) -> Option<Request> {
         let head = self.window.front()?;
-        if head.measured.is_none() {
+        // Nearly always empty: no hash for the common case.
+        let rest = if self.partial.is_empty() {
+            None
+        } else {
+            self.partial.get(&self.first).copied()
+        };
+        let started = rest.is_some_and(|r| r.started);
+        if head.measured.is_none() || started {
             if !end && self.window.len() <= MAX_WAITING {
                 return None;
             }
-            let key = Key::new(head.dev, head.op, head.offset);
-            // The oldest request of all is the oldest of its key.
+            let offset = rest.map_or(head.offset, |r| r.next);
+            let key = Key::new(head.dev, head.op, offset);
+            // The oldest request of all is the oldest of its key (or, behind another
+            // request of its key, dropped when that one is taken: `take_held`).
             if self.waiting.get(&key) == Some(&self.first) {
                 self.take(key);
             }
-            if end {
+            self.partial.remove(&self.first);
+            if started {
+                self.counts.part_only += 1;
+            } else if end {
                 self.counts.never_completed += 1;
             } else {
                 self.counts.given_up += 1;
@@ -208,6 +382,20 @@ impl Pairing {
                 c.merged
             ));
         }
+        if c.front_merged > 0 {
+            v.push(format!(
+                "{} requests grew at the front by a merge (F) after {kept}: they completed at \
+                 the merged bio's sector",
+                c.front_merged
+            ));
+        }
+        if c.part_only > 0 {
+            v.push(format!(
+                "{} requests completed only in part in the trace (measured to the last part \
+                 that did)",
+                c.part_only
+            ));
+        }
         if c.never_completed > 0 {
             v.push(format!(
                 "{} requests had no completion in the trace (measured left empty)",
@@ -224,7 +412,7 @@ impl Pairing {
         if c.unmatched > 0 {
             v.push(format!(
                 "{} completions matched no waiting request (issued before the trace began, \
-                 a partial completion's second part, or an unselected device)",
+                 or of an unselected device)",
                 c.unmatched
             ));
         }
@@ -373,10 +561,51 @@ mod tests {
         assert_eq!(p.pop(false).unwrap().measured, Some(1_070));
         assert!(p.pop(false).is_none());
         assert_eq!((p.counts.paired, p.counts.merged), (4, 2));
-        // A shorter completion (a partial one) measures only its first request.
+        // A shorter completion is one part of the request: it waits for the rest.
         p.push(req(50, Op::Write, 28_672, 0));
         p.complete(0, Op::Write, 24_576, 2048, 1_200, false);
-        assert_eq!(p.pop(false).unwrap().measured, Some(1_160));
         assert!(p.pop(false).is_none());
+        p.complete(0, Op::Write, 26_624, 2048, 1_300, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(1_260));
+        assert!(p.pop(false).is_none());
+        assert_eq!(p.counts.paired, 5);
+    }
+
+    #[test]
+    fn a_split_request_is_measured_to_its_last_part_in_any_order() {
+        let mut p = Pairing::new();
+        let mut big = req(100, Op::Read, 1 << 20, 0);
+        big.len = 3 * 4096;
+        p.push(big);
+        p.push(req(200, Op::Read, 0, 0));
+        // Its parts complete last-first, middle, first: the later ones are remembered
+        // until the first part's completion uncovers them.
+        p.complete(0, Op::Read, (1 << 20) + 8192, 4096, 900, false);
+        p.complete(0, Op::Read, (1 << 20) + 4096, 4096, 700, true);
+        assert_eq!(p.counts.unmatched, 2);
+        p.complete(0, Op::Read, 1 << 20, 4096, 500, false);
+        p.complete(0, Op::Read, 0, 4096, 1_000, false);
+        let got: Vec<_> = std::iter::from_fn(|| p.pop(false))
+            .map(|r| (r.arrival, r.measured))
+            .collect();
+        assert_eq!(got, [(100, Some(800)), (200, Some(800))]);
+        let c = p.counts;
+        assert_eq!((c.paired, c.unmatched, c.failed, c.part_only), (2, 0, 1, 0));
+        // A completion older than the request is not one of its parts.
+        p.complete(0, Op::Read, 9 * 4096, 4096, 1_100, false);
+        let mut r = req(1_200, Op::Read, 8 * 4096, 0);
+        r.len = 8192;
+        p.push(r);
+        p.complete(0, Op::Read, 8 * 4096, 4096, 1_500, false);
+        assert!(p.pop(false).is_none());
+        // The input ends before its second part completes: measured to its first.
+        let r = p.pop(true).unwrap();
+        assert_eq!(r.measured, Some(300));
+        let c = p.counts;
+        assert_eq!((c.paired, c.unmatched, c.part_only), (2, 1, 1));
+        assert!(p
+            .notes('Q')
+            .join("\n")
+            .contains("1 requests completed only in part"));
     }
 }

@@ -462,7 +462,13 @@ pub fn convert(
 /// arrivals in order, no request past the end of the 64-bit byte space, errors that name a
 /// place. Panics (the fuzzer's signal) when a promise is broken.
 pub fn fuzz_read(format: &str, data: &[u8]) {
-    for action in [None, Some('Q')] {
+    // D (the default) and Q for every format (the other readers ignore it); G too for the
+    // blktrace pair, where it follows front merges.
+    let actions: &[Option<char>] = match canonical_format(format) {
+        Some("blkparse" | "blktrace") => &[None, Some('Q'), Some('G')],
+        _ => &[None, Some('Q')],
+    };
+    for &action in actions {
         fuzz_read_with(
             format,
             data,

@@ -69,6 +69,10 @@ pub struct Completion<'a> {
     pub dev: DevKey<'a>,
     /// The completion reported an error.
     pub failed: bool,
+    /// Not a completion: a bio of `len` bytes at `offset` merged at the front of the
+    /// request right after it (blkparse F), which now starts here
+    /// (`crate::completions::Pairing::front_merge`).
+    pub front_merge: bool,
 }
 
 /// What a parsed line turned out to be.
@@ -280,6 +284,7 @@ enum Item {
         len: u64,
         at: Nanos,
         failed: bool,
+        front_merge: bool,
     },
 }
 
@@ -433,7 +438,14 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                     len,
                     at,
                     failed,
-                }) => p.complete(dev, op, offset, len, at, failed),
+                    front_merge,
+                }) => {
+                    if front_merge {
+                        p.front_merge(dev, op, offset, len)
+                    } else {
+                        p.complete(dev, op, offset, len, at, failed)
+                    }
+                }
                 None => {}
             }
         }
@@ -492,7 +504,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                     };
                     // Before the first kept record there is nothing to complete.
                     let (Some(dev), Some(origin)) = (dev, self.origin) else {
-                        if let Some(p) = self.pairing.as_mut() {
+                        if let (Some(p), false) = (self.pairing.as_mut(), c.front_merge) {
                             p.counts.unmatched += 1;
                         }
                         continue;
@@ -504,6 +516,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                         len: c.len,
                         at: c.time.saturating_sub(origin),
                         failed: c.failed,
+                        front_merge: c.front_merge,
                     }));
                 }
                 Ok(Parsed::Skip) => continue,

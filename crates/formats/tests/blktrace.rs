@@ -59,12 +59,21 @@ fn record(
     v
 }
 
+/// One generated I/O's times: queued, got a request, issued, completed, and its merged bios
+/// queued.
+struct Io {
+    q: u64,
+    g: u64,
+    d: u64,
+    c: u64,
+    merged_q: Vec<u64>,
+}
+
 /// Writes `DIR/sdx.blktrace.{0..cpus}`: `n` I/Os, each queued, (sometimes merged,) issued
 /// on the CPU it was queued on and completed on any, up to four in flight; times strictly
 /// increasing across the whole trace so that merge order is not a matter of ties. Returns
-/// each I/O's queue, issue and completion times, in issue order, and the queue time of the
-/// bio merged into it, if any.
-fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>)> {
+/// each I/O's times, in issue order.
+fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<Io> {
     let mut rng = Rng::new(7);
     let devs = [8 << 20 | 16, 8 << 20 | 17, 253 << 20];
     let mut files: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
@@ -141,9 +150,23 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>
             dev,
             &[],
         );
+        // It gets a request (G) before any merge.
+        t += 1 + rng.below(1000);
+        let g_time = t;
+        push(
+            &mut files,
+            t,
+            cpu,
+            sector,
+            bytes,
+            4 | tc(cats | QUEUE),
+            pid,
+            dev,
+            &[],
+        );
         // Every seventh I/O with data takes a neighbour's bio, queued at its end, as a back
         // merge: it is issued and completed with the request's range grown by 4 KiB.
-        let mut merged_q = None;
+        let mut merged_q = Vec::new();
         let mut bytes = bytes;
         if i % 7 == 3 && kind != 0 {
             let bio = sector + u64::from(bytes) / 512;
@@ -160,8 +183,35 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>
                     dev,
                     &[],
                 );
-                merged_q.get_or_insert(t);
+                if action == 1 {
+                    merged_q.push(t);
+                }
             }
+            bytes += 4096;
+        }
+        // Every eleventh takes one queued before its start as a front merge (F): it is
+        // issued and completed from the bio's sector.
+        let mut sector = sector;
+        if i % 11 == 5 && kind != 0 && sector >= 8 {
+            let bio = sector - 8;
+            for action in [1, 3] {
+                t += 1 + rng.below(1000);
+                push(
+                    &mut files,
+                    t,
+                    cpu,
+                    bio,
+                    4096,
+                    action | tc(cats | QUEUE),
+                    pid,
+                    dev,
+                    &[],
+                );
+                if action == 1 {
+                    merged_q.push(t);
+                }
+            }
+            sector = bio;
             bytes += 4096;
         }
         t += 1 + rng.below(20_000);
@@ -178,7 +228,13 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>
         );
         let d_time = t;
         pending.push((sector, bytes, cats, pid, dev, times.len()));
-        times.push((q_time, d_time, 0, merged_q));
+        times.push(Io {
+            q: q_time,
+            g: g_time,
+            d: d_time,
+            c: 0,
+            merged_q,
+        });
         // Up to three I/Os in flight, completed in any order (an empty flush at once, so
         // that two flushes of one device, which only their order tells apart, never
         // overlap); the trace's last ones all complete at its end.
@@ -191,7 +247,7 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<(u64, u64, u64, Option<u64>
             };
             let (sector, bytes, cats, pid, dev, k) = pending.swap_remove(j);
             t += 1 + rng.below(100_000);
-            times[k].2 = t;
+            times[k].c = t;
             let done_cpu = rng.below(cpus as u64) as u32;
             push(
                 &mut files,
@@ -265,7 +321,7 @@ fn the_binary_reader_agrees_with_blkparse_on_every_event() {
     );
     // Any one of the per-CPU files names the trace.
     let binary = dir.join("sdx.blktrace.1");
-    for action in ['Q', 'M', 'D', 'C', 'A'] {
+    for action in ['Q', 'G', 'M', 'F', 'D', 'C', 'A'] {
         let ours = read(&binary, "blktrace", action);
         let theirs = read(&text, "blkparse", action);
         assert!(!ours.is_empty(), "{action}: no requests");
@@ -285,16 +341,25 @@ fn the_binary_reader_agrees_with_blkparse_on_every_event() {
     assert_eq!(devs.len(), 3);
     // Each issued request measured from its issue to its own completion, though up to four
     // were in flight and completed out of order; queued ones from their queueing.
-    let d2c: Vec<_> = times.iter().map(|&(_, d, c, _)| Some(c - d)).collect();
+    let d2c: Vec<_> = times.iter().map(|io| Some(io.c - io.d)).collect();
     assert_eq!(d.iter().map(|r| r.measured).collect::<Vec<_>>(), d2c);
-    // A merged bio is queued after its request and completes with it.
+    // Merged bios are queued after their request and complete with it.
     let q2c: Vec<_> = times
         .iter()
-        .flat_map(|&(q, _, c, m)| [Some(q), m].into_iter().flatten().map(move |q| Some(c - q)))
+        .flat_map(|io| {
+            std::iter::once(io.q)
+                .chain(io.merged_q.iter().copied())
+                .map(move |q| Some(io.c - q))
+        })
         .collect();
     let q = read(&binary, "blktrace", 'Q');
-    assert!(q2c.len() > 2200, "{} queued bios", q2c.len());
+    assert!(q2c.len() > 2400, "{} queued bios", q2c.len());
     assert_eq!(q.iter().map(|r| r.measured).collect::<Vec<_>>(), q2c);
+    // Kept at G, before the merges: a front merge moves the request's first sector, and
+    // its completion still finds it.
+    let g2c: Vec<_> = times.iter().map(|io| Some(io.c - io.g)).collect();
+    let g = read(&binary, "blktrace", 'G');
+    assert_eq!(g.iter().map(|r| r.measured).collect::<Vec<_>>(), g2c);
     assert!(d.windows(2).any(|w| w[0].measured > w[1].measured));
     // Detected without --format, from the magic.
     let mut src = open_trace(&binary, None, &ReadOptions::default()).unwrap();

@@ -253,9 +253,9 @@ fn blkparse_merged_bios_measured_by_their_requests_completion() {
         v[0],
         req(5_000, Op::Write, 992 * 512, 12_288, 0, 7, Some(100_000))
     );
-    // Kept at I (after the merges) it completes as one; kept at G, before the front
-    // merge moved its first sector, its completion is not recognised (documented; the
-    // read, which had no G, completes nothing either).
+    // Kept at I (after the merges here) it completes as one; kept at G, before the front
+    // merge moved its first sector to 992, it follows the merge (the read, which had no
+    // G, completes nothing).
     let i = ReadOptions {
         blkparse_action: Some('I'),
         ..Default::default()
@@ -266,12 +266,47 @@ fn blkparse_merged_bios_measured_by_their_requests_completion() {
         ..Default::default()
     };
     let (v, a) = read_opts("blkparse", t, &g);
-    assert_eq!(v[0].measured, None);
+    assert_eq!(
+        v,
+        vec![req(1_000, Op::Write, 1000 * 512, 4096, 0, 7, Some(104_000))]
+    );
     let all = a.join("\n");
     assert!(
-        all.contains("2 completions matched no waiting request"),
+        all.contains("1 requests grew at the front by a merge (F) after G"),
         "{all}"
     );
+    assert!(
+        all.contains("1 completions matched no waiting request"),
+        "{all}"
+    );
+}
+
+/// A bio split below the queue (blkparse X) becomes two requests that complete apart, in
+/// either order: kept at Q, the bio is measured to the later of the two.
+#[test]
+fn blkparse_split_bio_measured_to_its_last_part() {
+    let t = "  8,0    0        1     0.000000000  7  Q   W 2000 + 16 [dd]
+  8,0    0        2     0.000001000  7  X   W 2000 / 2008 [dd]
+  8,0    0        3     0.000002000  7  D   W 2000 + 8 [dd]
+  8,0    0        4     0.000003000  7  D   W 2008 + 8 [dd]
+  8,0    1        5     0.000300000  0  C   W 2008 + 8 [0]
+  8,0    1        6     0.000400000  0  C   W 2000 + 8 [0]
+";
+    let q = ReadOptions {
+        blkparse_action: Some('Q'),
+        ..Default::default()
+    };
+    let (v, a) = read_opts("blkparse", t, &q);
+    assert_eq!(
+        v,
+        vec![req(0, Op::Write, 2000 * 512, 8192, 0, 7, Some(400_000))]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("1 requests measured"), "{all}");
+    assert!(!all.contains("matched no waiting request"), "{all}");
+    let (v, _) = read_opts("blkparse", t, &ReadOptions::default());
+    let m: Vec<_> = v.iter().map(|r| r.measured).collect();
+    assert_eq!(m, [Some(398_000), Some(297_000)]);
 }
 
 #[test]
