@@ -117,6 +117,20 @@ pub struct Dist {
 }
 
 impl Dist {
+    /// One line: count, mean and percentiles, as the text report prints each distribution.
+    pub fn summary(&self) -> String {
+        format!(
+            "n={} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
+            self.count,
+            fmt_ns(self.mean_ns),
+            fmt_ns(self.p50_ns as f64),
+            fmt_ns(self.p90_ns as f64),
+            fmt_ns(self.p99_ns as f64),
+            fmt_ns(self.p999_ns as f64),
+            fmt_ns(self.max_ns as f64)
+        )
+    }
+
     fn from_hist(h: &LogHist) -> Dist {
         let mut edges = vec![0u64];
         let mut e = 1_000u64;
@@ -677,17 +691,7 @@ impl TraceStats {
         .into_iter()
         .chain(self.measured.as_ref().map(|m| ("measured response", m)))
         {
-            let _ = writeln!(
-                s,
-                "{name}: n={} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
-                d.count,
-                fmt_ns(d.mean_ns),
-                fmt_ns(d.p50_ns as f64),
-                fmt_ns(d.p90_ns as f64),
-                fmt_ns(d.p99_ns as f64),
-                fmt_ns(d.p999_ns as f64),
-                fmt_ns(d.max_ns as f64)
-            );
+            let _ = writeln!(s, "{name}: {}", d.summary());
             for b in d.histogram.iter().filter(|b| b.count > 0) {
                 let hi = b.hi.map(|h| fmt_ns(h as f64)).unwrap_or_else(|| "∞".into());
                 let _ = writeln!(s, "  [{}, {}): {}", fmt_ns(b.lo as f64), hi, b.count);
@@ -699,16 +703,7 @@ impl TraceStats {
             ("  of writes", &self.measured_writes),
         ] {
             if let Some(d) = d {
-                let _ = writeln!(
-                    s,
-                    "{name}: n={} mean {} p50 {} p90 {} p99 {} max {}",
-                    d.count,
-                    fmt_ns(d.mean_ns),
-                    fmt_ns(d.p50_ns as f64),
-                    fmt_ns(d.p90_ns as f64),
-                    fmt_ns(d.p99_ns as f64),
-                    fmt_ns(d.max_ns as f64)
-                );
+                let _ = writeln!(s, "{name}: {}", d.summary());
             }
         }
         if let Some(o) = &self.outstanding {
