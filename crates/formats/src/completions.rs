@@ -152,12 +152,26 @@ impl Pairing {
         self.window.push_back(r);
     }
 
+    /// `seq` waits on `key`, in sequence order among the requests waiting there: a request
+    /// re-keyed (completed in part, merged at the front) may be older than those already
+    /// waiting on its new key. So the oldest request of all is always the oldest of its
+    /// key, and [`Pairing::pop`] can take it out when it goes unmeasured.
     fn wait(&mut self, key: Key, seq: u64) {
         match self.waiting.entry(key) {
             Entry::Vacant(v) => {
                 v.insert(seq);
             }
-            Entry::Occupied(_) => self.later.entry(key).or_default().push_back(seq),
+            Entry::Occupied(mut o) => {
+                let q = self.later.entry(key).or_default();
+                if seq < *o.get() {
+                    let newer = std::mem::replace(o.get_mut(), seq);
+                    q.push_front(newer);
+                } else {
+                    // Pushes come in sequence order: this is the end, but for a re-key.
+                    let i = q.partition_point(|&x| x < seq);
+                    q.insert(i, seq);
+                }
+            }
         }
     }
 
@@ -175,8 +189,8 @@ impl Pairing {
         Some(seq)
     }
 
-    /// The oldest request still held that waits on `key` (entries of requests that went
-    /// out unmeasured while queued behind another of their key are dropped on the way).
+    /// The oldest request still held that waits on `key`. (An entry of a request already
+    /// gone would be dropped on the way; `wait`'s order leaves none, this is a safety net.)
     fn take_held(&mut self, key: Key) -> Option<u64> {
         while let Some(seq) = self.take(key) {
             if seq >= self.first {
@@ -344,8 +358,7 @@ impl Pairing {
             }
             let offset = rest.map_or(head.offset, |r| r.next);
             let key = Key::new(head.dev, head.op, offset);
-            // The oldest request of all is the oldest of its key (or, behind another
-            // request of its key, dropped when that one is taken: `take_held`).
+            // The oldest request of all is the oldest of its key (`wait`).
             if self.waiting.get(&key) == Some(&self.first) {
                 self.take(key);
             }
@@ -607,5 +620,34 @@ mod tests {
             .notes('Q')
             .join("\n")
             .contains("1 requests completed only in part"));
+    }
+
+    #[test]
+    fn a_re_keyed_request_waits_before_newer_ones_and_leaves_nothing_behind() {
+        let mut p = Pairing::new();
+        let mut a = req(0, Op::Write, 0, 0);
+        a.len = 8192;
+        p.push(a);
+        p.push(req(10, Op::Write, 4096, 0));
+        // A's first half completes: its rest waits on 4096, where B already waits. The
+        // next completion there is A's (oldest first).
+        p.complete(0, Op::Write, 0, 4096, 100, false);
+        p.complete(0, Op::Write, 4096, 4096, 200, false);
+        assert_eq!(p.pop(false).unwrap().measured, Some(200));
+        assert!(p.pop(false).is_none());
+        // Again, but the input ends before either completes further: both go, and no
+        // entry is left waiting for a request already gone.
+        let mut c = req(20, Op::Write, 1 << 20, 0);
+        c.len = 8192;
+        p.push(c);
+        p.push(req(30, Op::Write, (1 << 20) + 4096, 0));
+        p.complete(0, Op::Write, 1 << 20, 4096, 300, false);
+        let rest: Vec<_> = std::iter::from_fn(|| p.pop(true))
+            .map(|r| (r.arrival, r.measured))
+            .collect();
+        assert_eq!(rest, [(10, None), (20, Some(280)), (30, None)]);
+        assert!(p.waiting.is_empty() && p.later.is_empty() && p.partial.is_empty());
+        let c = p.counts;
+        assert_eq!((c.part_only, c.never_completed), (1, 2));
     }
 }
