@@ -29,12 +29,13 @@ def _wattio(*args: str) -> list[str]:
     ]
 
 
-def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, *extra: str, preexec_fn=None) -> tuple[subprocess.Popen, Path]:
     sock = tmp_path / "s.sock"
     proc = subprocess.Popen(
         _wattio("serve", "--socket", str(sock), "--status", "0", *extra),
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
     t0 = time.time()
     while not sock.exists():
@@ -102,6 +103,31 @@ def test_serve_image_writes_reach_the_file_and_sigterm_writes_summary(tmp_path):
     lines = [ln.split() for ln in cap.read_text().splitlines() if not ln.startswith("#")]
     assert ["write", "4096", "8192"] in [ln[1:4] for ln in lines]
     assert len(lines) == s["requests"]
+
+
+def test_serve_stops_cleanly_on_sigint_even_when_started_with_it_ignored(tmp_path):
+    """A background job of a non-interactive shell starts with SIGINT ignored; the server
+    still stops on it, and writes its summary."""
+    img = tmp_path / "disk.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, _ = _start(
+        tmp_path,
+        "--image",
+        str(img),
+        "--out",
+        str(out),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("SIGINT did not stop wattio serve") from None
+    assert proc.returncode == 0, err
+    assert json.loads((out / "summary.json").read_text())["requests"] == 0
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")

@@ -30,6 +30,10 @@ def _serve(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
+    # Ctrl-C too, even when started with SIGINT ignored (a background job of a
+    # non-interactive shell inherits SIG_IGN, and Python then leaves it so): a server is
+    # stopped by its signals, as nbdkit installs its own for SIGINT, SIGQUIT and SIGTERM.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     functions = _python_functions(args.config) if args.config is not None else None
     if args.out:
         from wattio.outdir import fresh_output
