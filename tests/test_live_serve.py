@@ -29,14 +29,15 @@ def _wattio(*args: str) -> list[str]:
     ]
 
 
-def _start(tmp_path: Path, *extra: str, preexec_fn=None) -> tuple[subprocess.Popen, Path]:
+def _start(
+    tmp_path: Path, *extra: str, sigint_ignored: bool = False
+) -> tuple[subprocess.Popen, Path]:
     sock = tmp_path / "s.sock"
-    proc = subprocess.Popen(
-        _wattio("serve", "--socket", str(sock), "--status", "0", *extra),
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=preexec_fn,
-    )
+    cmd = _wattio("serve", "--socket", str(sock), "--status", "0", *extra)
+    if sigint_ignored:
+        # As a shell starts a script's background job: SIG_IGN, inherited across exec.
+        cmd = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *cmd]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     while not sock.exists():
         if proc.poll() is not None:
@@ -117,7 +118,7 @@ def test_serve_stops_cleanly_on_sigint_even_when_started_with_it_ignored(tmp_pat
         str(img),
         "--out",
         str(out),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        sigint_ignored=True,
     )
     proc.send_signal(signal.SIGINT)
     try:
@@ -334,7 +335,9 @@ def test_a_python_function_hears_the_clean_unload_once_at_shutdown(tmp_path):
     assert r.returncode == 0, r.stderr
     err = _stop(proc)
     s = json.loads((out / "summary.json").read_text())
-    assert s["functions"] == [{"name": "unload", "counters": {"stops": 1.0, "requests_after_stop": 0.0}}]
+    assert s["functions"] == [
+        {"name": "unload", "counters": {"stops": 1.0, "requests_after_stop": 0.0}}
+    ]
     assert s["unload"]["left"] == ["unload: kept 1 page(s)"]
     assert "the clean unload left work undone: unload: kept 1 page(s)" in err
 
@@ -384,7 +387,9 @@ def test_replay_reports_every_request_of_a_capture(tmp_path):
     trace = tmp_path / "t.txt"
     trace.write_text("0 read 0 4096 0 0\n1000000 write 8192 4096 0 0\n2000000 flush 0 0 0 0\n")
     r = subprocess.run(
-        _wattio("replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2", "--json"),
+        _wattio(
+            "replay", str(trace), "--nbd", f"nbd+unix:///d?socket={sock}", "--speed", "2", "--json"
+        ),
         check=False,
         capture_output=True,
         text=True,
@@ -415,12 +420,40 @@ def _certificates(pki: Path) -> None:
         subprocess.run(["openssl", *args], cwd=pki, check=True, capture_output=True)
 
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    ssl("req", "-x509", *ec, "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2",
-        "-subj", "/CN=wattio test CA", "-addext", "basicConstraints=critical,CA:TRUE")
+    ssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca-cert.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=wattio test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+    )
     ssl("req", *ec, "-keyout", "server-key.pem", "-out", "server.csr", "-subj", "/CN=localhost")
     (pki / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
-        "-CAcreateserial", "-out", "server-cert.pem", "-days", "2", "-extfile", "ext.cnf")
+    ssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca-cert.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-out",
+        "server-cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    )
 
 
 @pytest.mark.skipif(
@@ -438,9 +471,21 @@ def test_serve_tls_require_serves_nbdinfo_over_tls_and_refuses_plain_clients(tmp
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        _wattio("serve", "--image", str(img), "--listen", f"127.0.0.1:{port}", "--status", "0",
-                "--tls", "require", "--tls-certificate", str(pki / "server-cert.pem"),
-                "--tls-key", str(pki / "server-key.pem")),
+        _wattio(
+            "serve",
+            "--image",
+            str(img),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--status",
+            "0",
+            "--tls",
+            "require",
+            "--tls-certificate",
+            str(pki / "server-cert.pem"),
+            "--tls-key",
+            str(pki / "server-key.pem"),
+        ),
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -496,7 +541,13 @@ def test_replay_reads_the_trace_formats_run_reads(tmp_path):
     export.write_text("t_ms;rw;lba;n\n0;R;0;8\n5;W;16;8\n")
     runs = [
         [str(msr)],
-        [str(export), "--columns", "time=t_ms:ms,op=rw,offset=lba:sectors,size=n:sectors", "--delimiter", ";"],
+        [
+            str(export),
+            "--columns",
+            "time=t_ms:ms,op=rw,offset=lba:sectors,size=n:sectors",
+            "--delimiter",
+            ";",
+        ],
     ]
     reps = []
     for args in runs:
