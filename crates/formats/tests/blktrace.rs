@@ -164,13 +164,21 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<Io> {
             dev,
             &[],
         );
-        // Every seventh I/O with data takes a neighbour's bio, queued at its end, as a back
-        // merge: it is issued and completed with the request's range grown by 4 KiB.
+        // Every seventh I/O with data takes a neighbour's bio queued at its end as a back
+        // merge (M), every eleventh one queued before its start as a front merge (F): it is
+        // issued and completed with its range grown by 4 KiB each time.
         let mut merged_q = Vec::new();
-        let mut bytes = bytes;
-        if i % 7 == 3 && kind != 0 {
-            let bio = sector + u64::from(bytes) / 512;
-            for action in [1, 2] {
+        let (mut sector, mut bytes) = (sector, bytes);
+        for (merge, wanted) in [(2, i % 7 == 3), (3, i % 11 == 5 && sector >= 8)] {
+            if !wanted || kind == 0 {
+                continue;
+            }
+            let bio = if merge == 2 {
+                sector + u64::from(bytes) / 512
+            } else {
+                sector - 8
+            };
+            for action in [1, merge] {
                 t += 1 + rng.below(1000);
                 push(
                     &mut files,
@@ -187,31 +195,7 @@ fn write_trace(dir: &Path, cpus: u32, n: u32) -> Vec<Io> {
                     merged_q.push(t);
                 }
             }
-            bytes += 4096;
-        }
-        // Every eleventh takes one queued before its start as a front merge (F): it is
-        // issued and completed from the bio's sector.
-        let mut sector = sector;
-        if i % 11 == 5 && kind != 0 && sector >= 8 {
-            let bio = sector - 8;
-            for action in [1, 3] {
-                t += 1 + rng.below(1000);
-                push(
-                    &mut files,
-                    t,
-                    cpu,
-                    bio,
-                    4096,
-                    action | tc(cats | QUEUE),
-                    pid,
-                    dev,
-                    &[],
-                );
-                if action == 1 {
-                    merged_q.push(t);
-                }
-            }
-            sector = bio;
+            sector = sector.min(bio);
             bytes += 4096;
         }
         t += 1 + rng.below(20_000);
