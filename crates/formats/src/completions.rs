@@ -84,13 +84,26 @@ pub const RECENT: usize = 4096;
 
 type KeyMap<V> = HashMap<Key, V, BuildHasherDefault<KeyHasher>>;
 
-/// An unmatched completion remembered: its stamp (for eviction), time, length, error.
+/// A completion: `len` bytes from byte `from`, at `at`, `failed` if it reported an error.
+#[derive(Clone, Copy)]
+struct Done {
+    from: u64,
+    len: u64,
+    at: Nanos,
+    failed: bool,
+}
+
+impl Done {
+    fn end(&self) -> u64 {
+        self.from.saturating_add(self.len)
+    }
+}
+
+/// An unmatched completion remembered, with its stamp (for eviction).
 #[derive(Clone, Copy)]
 struct Seen {
     stamp: u64,
-    at: Nanos,
-    len: u64,
-    failed: bool,
+    done: Done,
 }
 
 /// What of a request is still to complete, when it is not its whole range as kept.
@@ -208,23 +221,32 @@ impl Pairing {
     /// event, X): the rest waits for its own completion.
     pub fn complete(&mut self, dev: u16, op: Op, offset: u64, len: u64, at: Nanos, failed: bool) {
         let key = Key::new(dev, op, offset);
-        let Some(covered) = self.measure(key, len, at, failed) else {
-            self.remember(key, len, at, failed);
+        let done = Done {
+            from: offset,
+            len,
+            at,
+            failed,
+        };
+        let Some((mut reach, mut last)) = self.measure(key, done) else {
+            self.remember(key, done);
             return;
         };
-        let end = offset.saturating_add(len);
-        let mut next = offset.saturating_add(covered);
         // A front merge completes at the bio's sector, then the request's; a back merge at
-        // the request's, then the bio's: either way a chain of adjacent ranges. A walk
-        // stops at a gap or at a request of no length (it covers nothing further).
-        while covered > 0 && next < end && op != Op::Flush {
-            match self.measure(Key::new(dev, op, next), end - next, at, failed) {
-                Some(l) if l > 0 => {
-                    self.counts.merged += 1;
-                    next = next.saturating_add(l);
-                }
-                _ => break,
-            }
+        // the request's, then the bio's: either way a chain of adjacent ranges, up to the
+        // end of the completion that measured the last of them (a remembered one, for a
+        // split request's later part). A walk stops at a gap or at a request of no length.
+        let mut from = offset;
+        while op != Op::Flush && reach > from && reach < last.end() {
+            let rest = Done {
+                from: reach,
+                len: last.end() - reach,
+                ..last
+            };
+            let Some((r, l)) = self.measure(Key::new(dev, op, reach), rest) else {
+                break;
+            };
+            self.counts.merged += 1;
+            (from, reach, last) = (rest.from, r, l);
         }
     }
 
@@ -255,22 +277,21 @@ impl Pairing {
         self.counts.front_merged += 1;
     }
 
-    /// Measures the oldest request waiting on `key` to a completion of `len` bytes at `at`;
-    /// the bytes of the completion's range it took (from `key`'s first byte), or `None`
-    /// when none waits.
-    fn measure(&mut self, key: Key, len: u64, at: Nanos, failed: bool) -> Option<u64> {
+    /// Measures the oldest request waiting on `key` by `done`; where its range ends (what
+    /// it took of the completion's range, and of any remembered completions of its later
+    /// parts) and the last completion that measured it, or `None` when none waits.
+    fn measure(&mut self, key: Key, mut done: Done) -> Option<(u64, Done)> {
         let seq = self.take_held(key)?;
-        let (mut from, mut len, mut at, mut failed) = (key.offset, len, at, failed);
         loop {
             let r = self.window.get_mut((seq - self.first) as usize)?;
-            if at < r.arrival {
+            if done.at < r.arrival {
                 self.counts.before_issue += 1;
             }
-            if failed {
+            if done.failed {
                 self.counts.failed += 1;
             }
             // The last part to complete measures the request, in whatever order they came.
-            let m = at.saturating_sub(r.arrival);
+            let m = done.at.saturating_sub(r.arrival);
             r.measured = Some(r.measured.map_or(m, |old| old.max(m)));
             let rest = if self.partial.is_empty() {
                 None
@@ -278,36 +299,35 @@ impl Pairing {
                 self.partial.remove(&seq)
             };
             let end = rest.map_or(r.offset.saturating_add(u64::from(r.len)), |p| p.end);
-            let done = from.saturating_add(len);
-            if len == 0 || done >= end || key.op == Op::Flush as u8 {
+            if done.len == 0 || done.end() >= end || key.op == Op::Flush as u8 {
                 self.counts.paired += 1;
-                return Some(end.saturating_sub(key.offset));
+                return Some((end, done));
             }
             // Completed in part: the rest waits under its first byte, unless its
             // completion came first.
+            let next = done.end();
             let rest = Key {
-                offset: done,
+                offset: next,
                 ..key
             };
             self.partial.insert(
                 seq,
                 Rest {
-                    next: done,
+                    next,
                     end,
                     started: true,
                 },
             );
             let arrival = r.arrival;
             match self.recent.get(&rest) {
-                Some(s) if s.at >= arrival => {
-                    let s = *s;
+                Some(s) if s.done.at >= arrival => {
+                    done = s.done;
                     self.recent.remove(&rest);
                     self.counts.unmatched -= 1;
-                    (from, len, at, failed) = (done, s.len, s.at, s.failed);
                 }
                 _ => {
                     self.wait(rest, seq);
-                    return Some(done - key.offset);
+                    return Some((next, done));
                 }
             }
         }
@@ -315,22 +335,14 @@ impl Pairing {
 
     /// A completion that matched nothing: counted, and remembered a while in case it is a
     /// later part of a request whose first part has not completed yet.
-    fn remember(&mut self, key: Key, len: u64, at: Nanos, failed: bool) {
+    fn remember(&mut self, key: Key, done: Done) {
         self.counts.unmatched += 1;
-        if len == 0 || key.op == Op::Flush as u8 {
+        if done.len == 0 || key.op == Op::Flush as u8 {
             return;
         }
         self.stamp += 1;
         let stamp = self.stamp;
-        self.recent.insert(
-            key,
-            Seen {
-                stamp,
-                at,
-                len,
-                failed,
-            },
-        );
+        self.recent.insert(key, Seen { stamp, done });
         self.recent_order.push_back((key, stamp));
         if self.recent_order.len() > RECENT {
             if let Some((k, s)) = self.recent_order.pop_front() {

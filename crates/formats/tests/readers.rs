@@ -307,6 +307,22 @@ fn blkparse_split_bio_measured_to_its_last_part() {
     let (v, _) = read_opts("blkparse", t, &ReadOptions::default());
     let m: Vec<_> = v.iter().map(|r| r.measured).collect();
     assert_eq!(m, [Some(398_000), Some(297_000)]);
+    // A bio back-merged into the second part completes with it, before the first part
+    // does: the walk goes on from the remembered completion that measured the split bio.
+    let t = "  8,0    0        1     0.000000000  7  Q   W 2000 + 16 [dd]
+  8,0    0        2     0.000001000  7  X   W 2000 / 2008 [dd]
+  8,0    0        3     0.000002000  7  D   W 2000 + 8 [dd]
+  8,0    0        4     0.000003000  7  D   W 2008 + 8 [dd]
+  8,0    0        5     0.000004000  7  Q   W 2016 + 8 [dd]
+  8,0    0        6     0.000004500  7  M   W 2016 + 8 [dd]
+  8,0    1        7     0.000300000  0  C   W 2008 + 16 [0]
+  8,0    1        8     0.000400000  0  C   W 2000 + 8 [0]
+";
+    let (v, a) = read_opts("blkparse", t, &q);
+    let m: Vec<_> = v.iter().map(|r| (r.arrival, r.measured)).collect();
+    assert_eq!(m, [(0, Some(400_000)), (4_000, Some(296_000))]);
+    let all = a.join("\n");
+    assert!(all.contains("1 of them were bios merged"), "{all}");
 }
 
 #[test]
