@@ -8,6 +8,7 @@
 //! `N` no data, then `F` FUA, `A` read-ahead, `S` sync, `M` metadata. The per-CPU summary
 //! that blkparse prints after the events ends the trace.
 
+use crate::completions::Event;
 use crate::fiu::{display_major_minor, parse_major_minor};
 use crate::lines::{parse_decimal, parse_u64, FieldError, Fields};
 use crate::text::{sectors, Completion, DevKey, LineFormat, OwnedKey, Parsed, Raw};
@@ -71,9 +72,8 @@ impl LineFormat for Blkparse {
         if act.len() != 1 || !act[0].is_ascii_alphabetic() {
             return Err(f.bad(act, "an action letter (Q, D, C, …)"));
         }
-        let completion = act[0] == b'C' && self.pairs_completions();
-        let front = act[0] == b'F' && crate::completions::follows_front_merges(self.action);
-        if act[0] != self.action && !completion && !front {
+        let event = crate::completions::event(self.action, act[0]);
+        if act[0] != self.action && event.is_none() {
             return Ok(Parsed::Skip);
         }
         let rwbs = f.req("the RWBS flags (e.g. WS, R, FWFS, D)")?;
@@ -121,7 +121,7 @@ impl LineFormat for Blkparse {
             Op::Read
         } else if preflush {
             Op::Flush
-        } else if completion || front {
+        } else if event.is_some() {
             // Its request was counted as unsupported when it was kept.
             return Ok(Parsed::Skip);
         } else {
@@ -129,7 +129,7 @@ impl LineFormat for Blkparse {
                 "blkparse requests with no data and no flush (RWBS N)",
             ));
         };
-        if front {
+        if let Some(kind @ (Event::FrontMerged | Event::Requeued)) = event {
             return Ok(Parsed::Completion(Completion {
                 time,
                 op,
@@ -137,10 +137,10 @@ impl LineFormat for Blkparse {
                 len,
                 dev: DevKey::Num(dev),
                 failed: false,
-                front_merge: true,
+                kind,
             }));
         }
-        if completion {
+        if event == Some(Event::Completed) {
             // blkparse -t prints `(%8llu)`: a `(`, spaces and the number are fields too.
             let mut t = tail.or_else(|| f.next_field());
             while t.is_some_and(|t| !t.starts_with(b"[")) {
@@ -157,7 +157,7 @@ impl LineFormat for Blkparse {
                 len,
                 dev: DevKey::Num(dev),
                 failed,
-                front_merge: false,
+                kind: Event::Completed,
             }));
         }
         Ok(Parsed::Record(Raw {

@@ -14,6 +14,7 @@
 //! stream, `MAJ,MIN` as the device, notify records (process names, messages) and SCSI
 //! pass-through (`PC`) records skipped, a remap (`A`) on the device it maps to.
 
+use crate::completions::Event;
 use crate::error::Location;
 use crate::fiu::{display_major_minor, parse_major_minor};
 use crate::lines::{read_full, FieldError, LineError};
@@ -186,13 +187,12 @@ impl LineFormat for Blktrace {
             // Abort, driver data and anything newer: no letter blkparse keeps.
             _ => return Ok(Parsed::Skip),
         };
-        let completion = letter == b'C' && self.pairs_completions();
-        let front = letter == b'F' && crate::completions::follows_front_merges(self.action);
-        if letter != self.action && !completion && !front {
+        let follows = crate::completions::event(self.action, letter);
+        if letter != self.action && follows.is_none() {
             return Ok(Parsed::Skip);
         }
         if cats & TC_PC != 0 {
-            if completion || front {
+            if follows.is_some() {
                 return Ok(Parsed::Skip);
             }
             return Ok(Parsed::Unsupported(
@@ -254,7 +254,7 @@ impl LineFormat for Blktrace {
             Op::Read
         } else if flush {
             Op::Flush
-        } else if completion || front {
+        } else if follows.is_some() {
             // Its request was counted as unsupported when it was kept.
             return Ok(Parsed::Skip);
         } else {
@@ -262,15 +262,15 @@ impl LineFormat for Blktrace {
                 "blktrace requests with no data and no flush (RWBS N)",
             ));
         };
-        if completion || front {
+        if let Some(kind) = follows {
             return Ok(Parsed::Completion(Completion {
                 time,
                 op,
                 offset,
                 len,
                 dev: DevKey::Num(device_key(device)),
-                failed: completion && h.error != 0,
-                front_merge: front,
+                failed: kind == Event::Completed && h.error != 0,
+                kind,
             }));
         }
         Ok(Parsed::Record(Raw {

@@ -11,7 +11,7 @@
 
 use crate::text::KeyHasher;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasherDefault;
 use wattio_core::{Nanos, Op, Request};
 
@@ -23,11 +23,29 @@ pub fn pairs(kept: u8) -> bool {
     matches!(kept, b'Q' | b'G' | b'I' | b'D')
 }
 
-/// Does a front merge (F) move the first sector of a kept request, so that its completion
-/// comes at the merged bio's sector? For G and I, which can come before merges (with Q the
-/// bio has its own Q; D comes after every merge).
-pub fn follows_front_merges(kept: u8) -> bool {
-    matches!(kept, b'G' | b'I')
+/// An event of another letter than the kept one that the pairing follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// C: the request completed ([`Pairing::complete`]).
+    Completed,
+    /// F: a bio merged at the front of a request kept before the merge, at G or I (with Q
+    /// the bio has its own Q; D comes after every merge): [`Pairing::front_merge`].
+    FrontMerged,
+    /// R: a request sent back to be issued again, which repeats I and D:
+    /// [`Pairing::requeue`].
+    Requeued,
+}
+
+/// The event a record of blkparse letter `letter` is to a pairing of kept event `kept`, if
+/// it is one.
+pub fn event(kept: u8, letter: u8) -> Option<Event> {
+    match letter {
+        _ if letter == kept => None,
+        b'C' if pairs(kept) => Some(Event::Completed),
+        b'F' if matches!(kept, b'G' | b'I') => Some(Event::FrontMerged),
+        b'R' if matches!(kept, b'I' | b'D') => Some(Event::Requeued),
+        _ => None,
+    }
 }
 
 /// Requests held at most behind the oldest one still waiting for its completion.
@@ -68,6 +86,8 @@ pub struct PairCounts {
     /// Requests kept before a bio merged at their front (F, with G or I kept): they wait
     /// for their completion at the bio's sector.
     pub front_merged: u64,
+    /// Requests sent back to the queue (R) and kept again: counted once, from the last.
+    pub requeued: u64,
     /// Completions of no request waiting (issued before the trace began, or another
     /// device's).
     pub unmatched: u64,
@@ -133,6 +153,8 @@ pub struct Pairing {
     recent: KeyMap<Seen>,
     recent_order: VecDeque<(Key, u64)>,
     stamp: u64,
+    /// Requests requeued (R) and kept again: they leave the window without going out.
+    dropped: HashSet<u64, BuildHasherDefault<KeyHasher>>,
     pub counts: PairCounts,
 }
 
@@ -153,6 +175,7 @@ impl Pairing {
             recent: HashMap::default(),
             recent_order: VecDeque::new(),
             stamp: 0,
+            dropped: HashSet::default(),
             counts: PairCounts::default(),
         }
     }
@@ -277,6 +300,20 @@ impl Pairing {
         self.counts.front_merged += 1;
     }
 
+    /// A request sent back to the queue (R) at `offset`: it will be inserted and issued
+    /// again, so the kept I or D repeats. The copy waiting now is dropped; the request goes
+    /// out once, from its last one (as `btt` measures D2C from the last issue).
+    pub fn requeue(&mut self, dev: u16, op: Op, offset: u64) {
+        let Some(seq) = self.take_held(Key::new(dev, op, offset)) else {
+            return;
+        };
+        if !self.partial.is_empty() {
+            self.partial.remove(&seq);
+        }
+        self.dropped.insert(seq);
+        self.counts.requeued += 1;
+    }
+
     /// Measures the oldest request waiting on `key` by `done`; where its range ends (what
     /// it took of the completion's range, and of any remembered completions of its later
     /// parts) and the last completion that measured it, or `None` when none waits.
@@ -356,6 +393,10 @@ impl Pairing {
     /// The oldest request, once it can go: it has its (whole) completion, or the input is
     /// over (`end`), or more than [`MAX_WAITING`] requests wait behind it.
     pub fn pop(&mut self, end: bool) -> Option<Request> {
+        while !self.dropped.is_empty() && self.dropped.remove(&self.first) {
+            self.window.pop_front();
+            self.first += 1;
+        }
         let head = self.window.front()?;
         // Nearly always empty: no hash for the common case.
         let rest = if self.partial.is_empty() {
@@ -412,6 +453,13 @@ impl Pairing {
                 "{} requests grew at the front by a merge (F) after {kept}: they completed at \
                  the merged bio's sector",
                 c.front_merged
+            ));
+        }
+        if c.requeued > 0 {
+            v.push(format!(
+                "{} requests were requeued (R) and {kept} again: each went out once, from \
+                 its last {kept}",
+                c.requeued
             ));
         }
         if c.part_only > 0 {

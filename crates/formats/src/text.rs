@@ -4,6 +4,7 @@
 //! can be cut out one at a time (blktrace, [`crate::blktrace`]) shares it too: its
 //! [`Units`] hand out records where a text trace's hand out lines.
 
+use crate::completions::Event;
 use crate::error::{FormatError, Location};
 use crate::lines::{FieldError, LineError, LineReader};
 use crate::ReadOptions;
@@ -69,10 +70,8 @@ pub struct Completion<'a> {
     pub dev: DevKey<'a>,
     /// The completion reported an error.
     pub failed: bool,
-    /// Not a completion: a bio of `len` bytes at `offset` merged at the front of the
-    /// request right after it (blkparse F), which now starts here
-    /// (`crate::completions::Pairing::front_merge`).
-    pub front_merge: bool,
+    /// What happened: a completion, or a front merge or requeue the pairing follows.
+    pub kind: crate::completions::Event,
 }
 
 /// What a parsed line turned out to be.
@@ -284,7 +283,7 @@ enum Item {
         len: u64,
         at: Nanos,
         failed: bool,
-        front_merge: bool,
+        kind: crate::completions::Event,
     },
 }
 
@@ -438,14 +437,12 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                     len,
                     at,
                     failed,
-                    front_merge,
-                }) => {
-                    if front_merge {
-                        p.front_merge(dev, op, offset, len)
-                    } else {
-                        p.complete(dev, op, offset, len, at, failed)
-                    }
-                }
+                    kind,
+                }) => match kind {
+                    Event::Completed => p.complete(dev, op, offset, len, at, failed),
+                    Event::FrontMerged => p.front_merge(dev, op, offset, len),
+                    Event::Requeued => p.requeue(dev, op, offset),
+                },
                 None => {}
             }
         }
@@ -504,7 +501,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                     };
                     // Before the first kept record there is nothing to complete.
                     let (Some(dev), Some(origin)) = (dev, self.origin) else {
-                        if let (Some(p), false) = (self.pairing.as_mut(), c.front_merge) {
+                        if let (Some(p), Event::Completed) = (self.pairing.as_mut(), c.kind) {
                             p.counts.unmatched += 1;
                         }
                         continue;
@@ -516,7 +513,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                         len: c.len,
                         at: c.time.saturating_sub(origin),
                         failed: c.failed,
-                        front_merge: c.front_merge,
+                        kind: c.kind,
                     }));
                 }
                 Ok(Parsed::Skip) => continue,

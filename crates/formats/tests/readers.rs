@@ -325,6 +325,56 @@ fn blkparse_split_bio_measured_to_its_last_part() {
     assert!(all.contains("1 of them were bios merged"), "{all}");
 }
 
+/// A request the driver sent back (blkparse R) is inserted and issued again: kept at I or D
+/// it goes out once, measured from its last one; kept at Q, once from its queueing.
+#[test]
+fn blkparse_requeued_request_goes_out_once() {
+    let t = "  8,0    0        1     0.000000000  7  Q   R 3000 + 8 [dd]
+  8,0    0        2     0.000001000  7  G   R 3000 + 8 [dd]
+  8,0    0        3     0.000002000  7  I   R 3000 + 8 [dd]
+  8,0    0        4     0.000003000  7  D   R 3000 + 8 [dd]
+  8,0    0        5     0.000004000  7  Q   R 4000 + 8 [dd]
+  8,0    0        6     0.000005000  7  G   R 4000 + 8 [dd]
+  8,0    0        7     0.000006000  7  I   R 4000 + 8 [dd]
+  8,0    0        8     0.000007000  7  D   R 4000 + 8 [dd]
+  8,0    0        9     0.000050000  0  R   R 3000 + 8 [0]
+  8,0    0       10     0.000060000  7  I   R 3000 + 8 [dd]
+  8,0    0       11     0.000070000  7  D   R 3000 + 8 [dd]
+  8,0    1       12     0.000100000  0  C   R 4000 + 8 [0]
+  8,0    1       13     0.000170000  0  C   R 3000 + 8 [0]
+";
+    let kept = |a: char| {
+        let o = ReadOptions {
+            blkparse_action: Some(a),
+            ..Default::default()
+        };
+        let (v, notes) = read_opts("blkparse", t, &o);
+        let got: Vec<_> = v
+            .iter()
+            .map(|r| (r.offset / 512, r.arrival, r.measured))
+            .collect();
+        (got, notes.join("\n"))
+    };
+    let (d, notes) = kept('D');
+    assert_eq!(
+        d,
+        [(4000, 7_000, Some(93_000)), (3000, 70_000, Some(100_000))]
+    );
+    assert!(
+        notes.contains("1 requests were requeued (R) and D again"),
+        "{notes}"
+    );
+    assert!(!notes.contains("no completion"), "{notes}");
+    let (i, _) = kept('I');
+    assert_eq!(
+        i,
+        [(4000, 6_000, Some(94_000)), (3000, 60_000, Some(110_000))]
+    );
+    let (q, notes) = kept('Q');
+    assert_eq!(q, [(3000, 0, Some(170_000)), (4000, 4_000, Some(96_000))]);
+    assert!(!notes.contains("requeued"), "{notes}");
+}
+
 #[test]
 fn spc_every_field_lba_blocks_size_bytes_seconds() {
     let t = "0,20941264,8192,W,0.551706
