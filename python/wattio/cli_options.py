@@ -40,7 +40,8 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
     p.add_argument(
         "--action", metavar="A",
         help="blktrace/blkparse: the event to keep, Q, G, I, D, C, … (default D); a kept Q, G, "
-        "I or D is measured to its completion (C)",
+        "I or D is measured to its completion (C), following merges, splits and requeues "
+        "(docs/formats.md)",
     )
     p.add_argument(
         "--columns",
