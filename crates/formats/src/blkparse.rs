@@ -109,8 +109,25 @@ impl LineFormat for Blkparse {
         };
         let preflush = rwbs[0] == b'F';
         let has = |c: u8| rwbs.contains(&c);
+        // Zoned commands and write-zeroes (blktrace's version 8 records): WZ write-zeroes,
+        // ZA zone append, ZR, ZRA, ZF, ZO, ZC zone management.
+        let zoned = rwbs
+            .iter()
+            .position(|&c| c == b'Z')
+            .map(|z| (z > 0 && rwbs[z - 1] == b'W') || rwbs.get(z + 1) == Some(&b'A'));
         let op = if has(b'D') {
             Op::Discard
+        } else if zoned == Some(false) {
+            if event.is_some() {
+                return Ok(Parsed::Skip);
+            }
+            return Ok(Parsed::Unsupported(
+                "blkparse zone management commands (RWBS ZR, ZRA, ZF, ZO, ZC: no data)",
+            ));
+        } else if zoned == Some(true) {
+            // A zone append writes its data; a write-zeroes writes zeros over its range
+            // (wattio's device models have no cheaper way to do it).
+            Op::Write
         } else if has(b'W') {
             if len == 0 && preflush {
                 Op::Flush
@@ -177,7 +194,7 @@ impl LineFormat for Blkparse {
                 self.action as char
             ),
             "blkparse: time is SECS.NSECS from the start of the trace; sectors are 512 bytes".into(),
-            "blkparse: RWBS D = discard, W = write, R = read; a pre-flush (leading F) without data = flush".into(),
+            "blkparse: RWBS D = discard, W = write, R = read; a pre-flush (leading F) without data = flush; ZA (zone append) and WZ (write-zeroes) = write".into(),
             "blkparse: the pid is kept as the stream; a device is MAJ,MIN".into(),
         ]
     }

@@ -4,10 +4,13 @@
 //! Each record is a 48-byte `struct blk_io_trace` (Linux `include/uapi/linux/blktrace_api.h`)
 //! in the byte order of the machine that traced — magic (`0x656174` << 8 | version 7),
 //! sequence, time (ns), sector (512 B), bytes, action, pid, device (kernel `dev_t`: major
-//! << 20 | minor), cpu, error, pdu_len — followed by `pdu_len` bytes of payload. The low 16
-//! bits of `action` are the event (`__BLK_TA_*`: 1 queued … 7 issued to the driver, 8
-//! completed), the high 16 its categories (`BLK_TC_*`: write, flush, discard, FUA, …), from
-//! which blkparse prints its RWBS flags. Records are read as blkparse reads them, so this
+//! << 20 | minor), cpu, error, pdu_len — followed by `pdu_len` bytes of payload; or, since
+//! Linux and blktrace set up with `BLKTRACESETUP2`, a 64-byte `struct blk_io_trace2`
+//! (version 8: the pid before a 64-bit action, 12 bytes of padding). The low 16 bits of
+//! `action` are the event (`__BLK_TA_*`: 1 queued … 7 issued to the driver, 8 completed),
+//! the bits above them its categories (`BLK_TC_*`: write, flush, discard, FUA, …; version 8
+//! adds zone append, zone management and write-zeroes), from which blkparse prints its
+//! RWBS flags. Records are read as blkparse reads them, so this
 //! reader and blkparse's text read by [`crate::blkparse`] give the same requests: one event
 //! kept (`--action`, default D), times counted from the trace's first record (notifications
 //! aside), the pid as the
@@ -24,7 +27,8 @@ use std::path::{Path, PathBuf};
 use wattio_core::Op;
 
 pub const LINE_FORM: &str = "a 48-byte struct blk_io_trace (magic 0x65617407, sequence, time ns, \
-     sector, bytes, action, pid, device, cpu, error, pdu_len) and pdu_len bytes of payload";
+     sector, bytes, action, pid, device, cpu, error, pdu_len) or a 64-byte struct blk_io_trace2 \
+     (magic 0x65617408, a 64-bit action), and pdu_len bytes of payload";
 
 /// `BLK_IO_TRACE_MAGIC`, in the top 24 bits of the magic word.
 pub const MAGIC: u32 = 0x6561_7400;
@@ -32,14 +36,26 @@ pub const MAGIC: u32 = 0x6561_7400;
 pub const VERSION: u8 = 7;
 /// Bytes of `struct blk_io_trace`.
 pub const HEADER: usize = 48;
+/// `BLK_IO_TRACE2_VERSION`: `struct blk_io_trace2`, which Linux writes when blktrace sets up
+/// with `BLKTRACESETUP2` (blktrace since its zoned-command support): a 64-bit action whose
+/// categories go past bit 15, the pid before it.
+pub const VERSION2: u8 = 8;
+/// Bytes of `struct blk_io_trace2` (52 of fields, 12 of padding).
+pub const HEADER2: usize = 64;
 
-/// Categories (`BLK_TC_*`), in the high 16 bits of `action`.
-const TC_WRITE: u32 = 1 << 1;
-const TC_FLUSH: u32 = 1 << 2;
-const TC_PC: u32 = 1 << 9;
-const TC_NOTIFY: u32 = 1 << 10;
-const TC_DISCARD: u32 = 1 << 13;
-const TC_SHIFT: u32 = 16;
+/// Categories (`BLK_TC_*`), `action` >> 16 (16 bits in a version 7 record, more in 8).
+const TC_WRITE: u64 = 1 << 1;
+const TC_FLUSH: u64 = 1 << 2;
+const TC_PC: u64 = 1 << 9;
+const TC_NOTIFY: u64 = 1 << 10;
+const TC_DISCARD: u64 = 1 << 13;
+/// Version 8 only: a zone append (it writes its data), …
+const TC_ZONE_APPEND: u64 = 1 << 16;
+/// … zone management (reset, reset all, finish, open, close: no data), …
+const TC_ZONE_MGMT: u64 = 0b11111 << 17;
+/// … and write-zeroes.
+const TC_WRITE_ZEROES: u64 = 1 << 22;
+const TC_SHIFT: u64 = 16;
 /// `__BLK_TA_CGROUP`: a cgroup id precedes the payload; not part of the event number.
 const TA_CGROUP: u32 = 1 << 8;
 /// `__BLK_TA_REMAP`: the payload names the device the I/O was remapped to.
@@ -67,13 +83,33 @@ pub fn is_blktrace(head: &[u8]) -> bool {
     head.len() >= 4 && big_endian([head[0], head[1], head[2], head[3]]).is_some()
 }
 
+/// A record's version byte (7 or 8 once [`Records`] has checked it), from its magic word.
+fn version(rec: &[u8]) -> u8 {
+    if big_endian([rec[0], rec[1], rec[2], rec[3]]) == Some(true) {
+        rec[3]
+    } else {
+        rec[0]
+    }
+}
+
+/// The header's length for a record of `version`.
+fn header_len(version: u8) -> usize {
+    if version == VERSION2 {
+        HEADER2
+    } else {
+        HEADER
+    }
+}
+
 /// A record's fixed fields, in the machine's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
+    /// The header's length: where the payload starts.
+    len: usize,
     time: u64,
     sector: u64,
     bytes: u32,
-    action: u32,
+    action: u64,
     pid: u32,
     device: u32,
     error: u16,
@@ -108,15 +144,31 @@ fn header(rec: &[u8]) -> Header {
             u64::from_le_bytes(b)
         }
     };
-    Header {
-        time: u64_at(8),
-        sector: u64_at(16),
-        bytes: u32_at(24),
-        action: u32_at(28),
-        pid: u32_at(32),
-        device: u32_at(36),
-        error: u16_at(44),
-        pdu_len: u16_at(46),
+    if version(rec) == VERSION2 {
+        // struct blk_io_trace2: pid before a 64-bit action.
+        Header {
+            len: HEADER2,
+            time: u64_at(8),
+            sector: u64_at(16),
+            bytes: u32_at(24),
+            pid: u32_at(28),
+            action: u64_at(32),
+            device: u32_at(40),
+            error: u16_at(48),
+            pdu_len: u16_at(50),
+        }
+    } else {
+        Header {
+            len: HEADER,
+            time: u64_at(8),
+            sector: u64_at(16),
+            bytes: u32_at(24),
+            action: u64::from(u32_at(28)),
+            pid: u32_at(32),
+            device: u32_at(36),
+            error: u16_at(44),
+            pdu_len: u16_at(46),
+        }
     }
 }
 
@@ -164,11 +216,11 @@ impl LineFormat for Blktrace {
         false
     }
     fn parse<'a>(&mut self, rec: &'a [u8]) -> Result<Parsed<'a>, FieldError> {
-        if rec.len() < HEADER {
+        if rec.len() < HEADER || rec.len() < header_len(version(rec)) {
             return Err(FieldError::new(
                 1,
                 format!("a record of {} bytes", rec.len()),
-                "a 48-byte blk_io_trace header",
+                "a 48-byte blk_io_trace or 64-byte blk_io_trace2 header",
             ));
         }
         let h = header(rec);
@@ -181,7 +233,7 @@ impl LineFormat for Blktrace {
         let genesis = *self
             .genesis
             .get_or_insert(if self.keep_absolute { 0 } else { h.time });
-        let event = h.action & 0xffff & !TA_CGROUP;
+        let event = (h.action & 0xffff) as u32 & !TA_CGROUP;
         let letter = match event {
             1..=15 => LETTERS[event as usize - 1],
             // Abort, driver data and anything newer: no letter blkparse keeps.
@@ -214,10 +266,10 @@ impl LineFormat for Blktrace {
         let mut device = h.device;
         if event == TA_REMAP {
             // struct blk_io_trace_remap, big-endian: device_from, device_to, sector_from.
-            let pdu = &rec[HEADER..];
+            let pdu = &rec[h.len..];
             if pdu.len() < 16 {
                 return Err(FieldError::new(
-                    HEADER + 1,
+                    h.len + 1,
                     format!("a remap record with {} bytes of payload", pdu.len()),
                     "a 16-byte blk_io_trace_remap payload",
                 ));
@@ -244,7 +296,17 @@ impl LineFormat for Blktrace {
         };
         let op = if cats & TC_DISCARD != 0 {
             Op::Discard
-        } else if cats & TC_WRITE != 0 {
+        } else if cats & TC_ZONE_MGMT != 0 {
+            if follows.is_some() {
+                return Ok(Parsed::Skip);
+            }
+            return Ok(Parsed::Unsupported(
+                "blktrace zone management commands (RWBS ZR, ZRA, ZF, ZO, ZC: no data)",
+            ));
+        } else if cats & (TC_WRITE | TC_ZONE_APPEND | TC_WRITE_ZEROES) != 0 {
+            // A zone append writes its data; a write-zeroes writes zeros over its range
+            // (wattio's device models have no cheaper way to do it).
+
             if len == 0 && flush {
                 Op::Flush
             } else {
@@ -296,7 +358,7 @@ impl LineFormat for Blktrace {
                     .into()
             },
             "blktrace: sectors are 512 bytes; a record of less than one sector has no range (a completion keeps its sector)".into(),
-            "blktrace: discard, write, read and flush from the record's categories as blkparse's RWBS".into(),
+            "blktrace: discard, write, read and flush from the record's categories as blkparse's RWBS; a zone append or write-zeroes (version 8 records) = write".into(),
             "blktrace: the pid is kept as the stream; a device is MAJ,MIN (a remap: the device it maps to)".into(),
         ]
     }
@@ -367,16 +429,29 @@ impl Input {
             ));
         }
         let version = if big { word[3] } else { word[0] };
-        if version != VERSION {
+        if version != VERSION && version != VERSION2 {
             return Err((
                 format!("record version {version}"),
-                format!("version {VERSION}, the layout blkparse reads"),
+                format!(
+                    "version {VERSION} (struct blk_io_trace) or {VERSION2} (struct \
+                     blk_io_trace2), the layouts blktrace writes"
+                ),
             ));
+        }
+        if version == VERSION2 {
+            buf.resize(HEADER2, 0);
+            let n = read_full(&mut self.r, &mut buf[HEADER..]).map_err(io)?;
+            if n < HEADER2 - HEADER {
+                return Err((
+                    format!("the file ends {} bytes into a record", HEADER + n),
+                    "a 64-byte blk_io_trace2 header".into(),
+                ));
+            }
         }
         let h = header(&buf);
         let pdu = h.pdu_len as usize;
-        buf.resize(HEADER + pdu, 0);
-        let n = read_full(&mut self.r, &mut buf[HEADER..]).map_err(io)?;
+        buf.resize(h.len + pdu, 0);
+        let n = read_full(&mut self.r, &mut buf[h.len..]).map_err(io)?;
         if n < pdu {
             return Err((
                 format!("the file ends {n} bytes into a {pdu}-byte payload"),
@@ -519,6 +594,15 @@ pub fn cpu_files(path: &Path) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The categories as a version 7 record's 32-bit action holds them (these shadow the
+    // 64-bit ones of the glob import).
+    const TC_SHIFT: u32 = super::TC_SHIFT as u32;
+    const TC_WRITE: u32 = super::TC_WRITE as u32;
+    const TC_FLUSH: u32 = super::TC_FLUSH as u32;
+    const TC_PC: u32 = super::TC_PC as u32;
+    const TC_NOTIFY: u32 = super::TC_NOTIFY as u32;
+    const TC_DISCARD: u32 = super::TC_DISCARD as u32;
 
     /// A record: little-endian unless `big`.
     #[allow(clippy::too_many_arguments)]
@@ -720,6 +804,14 @@ mod tests {
         assert_eq!(
             parse_all(&v6, 'D')[0].clone().unwrap_err(),
             "record version 6"
+        );
+        // Version 8's header is 64 bytes: one cut after 50 is cut short.
+        let mut v8 = good.clone();
+        v8[0] = 8;
+        v8.truncate(50);
+        assert_eq!(
+            parse_all(&v8, 'D')[0].clone().unwrap_err(),
+            "the file ends 50 bytes into a record"
         );
         // Everything before the damage is read.
         let mut two = good.clone();

@@ -375,6 +375,37 @@ fn blkparse_requeued_request_goes_out_once() {
     assert!(!notes.contains("requeued"), "{notes}");
 }
 
+/// blkparse reading blktrace's version 8 records prints zoned commands and write-zeroes:
+/// a zone append (ZA) and a write-zeroes (WZ) write their range; zone management (ZR, ZRA,
+/// ZF, ZO, ZC) carries no data and is counted, not read as a request (`ZR` is no read).
+#[test]
+fn blkparse_zoned_commands_and_write_zeroes() {
+    let t = "  8,0    0        1     0.000000000  7  D  ZA 1000 + 8 [fio]
+  8,0    0        2     0.000001000  7  D  ZR 2048 + 0 [fio]
+  8,0    0        3     0.000002000  7  D ZRA 0 + 0 [fio]
+  8,0    0        4     0.000003000  7  D  ZF 4096 + 0 [fio]
+  8,0    0        5     0.000004000  7  D  ZO 4096 + 0 [fio]
+  8,0    0        6     0.000005000  7  D  ZC 4096 + 0 [fio]
+  8,0    0        7     0.000006000  7  D WZS 5000 + 16 [fio]
+  8,0    0        8     0.000007000  7  D FZA 6000 + 8 [fio]
+";
+    let (v, a) = read_opts("blkparse", t, &ReadOptions::default());
+    let got: Vec<_> = v.iter().map(|r| (r.op, r.offset / 512, r.len)).collect();
+    assert_eq!(
+        got,
+        [
+            (Op::Write, 1000, 4096),
+            (Op::Write, 5000, 8192),
+            (Op::Write, 6000, 4096)
+        ]
+    );
+    let all = a.join("\n");
+    assert!(
+        all.contains("skipped 5 records: blkparse zone management commands"),
+        "{all}"
+    );
+}
+
 #[test]
 fn spc_every_field_lba_blocks_size_bytes_seconds() {
     let t = "0,20941264,8192,W,0.551706
