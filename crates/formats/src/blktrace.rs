@@ -805,10 +805,10 @@ mod tests {
             parse_all(&v6, 'D')[0].clone().unwrap_err(),
             "record version 6"
         );
-        // Version 8's header is 64 bytes: one cut after 50 is cut short.
-        let mut v8 = good.clone();
+        // Version 8's header is 64 bytes: 50 of them are a record cut short.
+        let mut v8 = good[..HEADER].to_vec();
         v8[0] = 8;
-        v8.truncate(50);
+        v8.extend([0, 0]);
         assert_eq!(
             parse_all(&v8, 'D')[0].clone().unwrap_err(),
             "the file ends 50 bytes into a record"
