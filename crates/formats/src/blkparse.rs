@@ -146,27 +146,18 @@ impl LineFormat for Blkparse {
                 "blkparse requests with no data and no flush (RWBS N)",
             ));
         };
-        if let Some(kind @ (Event::FrontMerged | Event::Requeued)) = event {
-            return Ok(Parsed::Completion(Completion {
-                time,
-                op,
-                offset,
-                len,
-                dev: DevKey::Num(dev),
-                failed: false,
-                kind,
-            }));
-        }
-        if event == Some(Event::Completed) {
-            // blkparse -t prints `(%8llu)`: a `(`, spaces and the number are fields too.
-            let mut t = tail.or_else(|| f.next_field());
-            while t.is_some_and(|t| !t.starts_with(b"[")) {
-                t = f.next_field();
-            }
-            // `[0]` succeeded; `[-5]` (an errno) failed. Anything else says nothing.
-            let failed = t
-                .and_then(|t| t.strip_prefix(b"[")?.strip_suffix(b"]"))
-                .is_some_and(|e| !e.is_empty() && e != b"0");
+        if let Some(kind) = event {
+            // A completion's `[error]`: blkparse -t prints `(%8llu)` before it, and a `(`,
+            // spaces and the number are fields too. `[0]` succeeded; `[-5]` (an errno)
+            // failed; anything else says nothing.
+            let failed = kind == Event::Completed && {
+                let mut t = tail.or_else(|| f.next_field());
+                while t.is_some_and(|t| !t.starts_with(b"[")) {
+                    t = f.next_field();
+                }
+                t.and_then(|t| t.strip_prefix(b"[")?.strip_suffix(b"]"))
+                    .is_some_and(|e| !e.is_empty() && e != b"0")
+            };
             return Ok(Parsed::Completion(Completion {
                 time,
                 op,
@@ -174,7 +165,7 @@ impl LineFormat for Blkparse {
                 len,
                 dev: DevKey::Num(dev),
                 failed,
-                kind: Event::Completed,
+                kind,
             }));
         }
         Ok(Parsed::Record(Raw {
