@@ -70,14 +70,64 @@ def test_the_per_request_table_and_the_cdf_figure(tmp_path, capsys):
     assert list(table["op"]) == ["read", "read", "write", "read"]
     assert list(table["measured_ms"]) == [6.0, 13.0, 10.0, 15.0]
     assert abs(table["simulated_ms"].mean() - report["mean_sim_ms"]) < 1e-9
-    assert abs(table[table["op"] == "write"]["simulated_ms"].mean()
-               - report["writes"]["mean_sim_ms"]) < 1e-9
+    assert (
+        abs(table[table["op"] == "write"]["simulated_ms"].mean() - report["writes"]["mean_sim_ms"])
+        < 1e-9
+    )
     svg = validation.cdf_figure(report, table)
     assert svg.startswith("<svg") and svg.count('class="frame"') == 3
     assert "all requests: 4 requests" in svg and "writes: 1 requests" in svg
     assert f"demerit {report['demerit_ms']:.3f} ms" in svg
     csv, plot = tmp_path / "t.csv", tmp_path / "cdf.svg"
-    assert main(["disk", "validate", model, str(trace), "--table", str(csv), "--plot", str(plot)]) == 0
+    assert (
+        main(["disk", "validate", model, str(trace), "--table", str(csv), "--plot", str(plot)]) == 0
+    )
     assert csv.read_text().splitlines()[0] == "op,simulated_ms,measured_ms"
     assert len(csv.read_text().splitlines()) == 5 and plot.read_text() == svg
     assert "demerit:" in capsys.readouterr().out
+
+
+BIOSNOOP = """\
+TIME(s)     COMM           PID    DISK    T    SECTOR     BYTES   LAT(ms)
+0.008000    dd             7      sdb     R    800000     4096     13.000
+0.000000    dd             7      sdb     R    0          4096      6.000
+0.009500    jbd2           7      sdb     F    0          0         0.500
+0.034000    dd             7      sdb     W    1600       4096     10.000
+0.059000    dd             7      sdb     R    4000000    32768    15.000
+"""
+
+
+def test_biosnoop_gives_the_blkparse_traces_validation(tmp_path, capsys):
+    """The same five I/Os as biosnoop prints them — at completion, with their latency, the
+    second completion first as per-CPU buffers can — validate as the blkparse trace does:
+    arrivals are TIME − LAT, sorted, counted from the earliest (so the blkparse trace is
+    moved to start at 0 too: a platter's angle depends on the absolute time)."""
+
+    def earlier(line: str) -> str:
+        f = line.split()
+        f[3] = f"{float(f[3]) - 0.010:.9f}"
+        return " ".join(f)
+
+    blk = tmp_path / "sdb.txt"
+    blk.write_text("".join(earlier(ln) + "\n" for ln in BLKPARSE.splitlines()))
+    bio = tmp_path / "biosnoop.txt"
+    bio.write_text(BIOSNOOP)
+    model = "wd800-fs2-mechanical"
+    for replay in (None, "closed"):
+        a = json.loads(_core.disk_validate(model, str(blk), replay=replay))
+        b = json.loads(_core.disk_validate(model, str(bio), replay=replay))
+        for k in (
+            "requests",
+            "replay",
+            "max_outstanding",
+            "not_replayed",
+            "demerit_ms",
+            "mean_sim_ms",
+            "mean_measured_ms",
+            "p90_measured_ms",
+            "reads",
+            "writes",
+        ):
+            assert a[k] == b[k], (replay, k, a[k], b[k])
+    assert main(["disk", "validate", model, str(bio)]) == 0
+    assert "replay:   open-loop (the trace had at most 2 outstanding)" in capsys.readouterr().out

@@ -13,6 +13,7 @@
 //!   files` (file-level system calls) and `wattio capture launch` (cold launches) write.
 
 pub mod alibaba;
+pub mod biosnoop;
 pub mod blkparse;
 pub mod blktrace;
 pub mod cloud;
@@ -69,6 +70,7 @@ pub const READ_FORMATS: &[&str] = &[
     "disksim-validate",
     "fio",
     "mqsim",
+    "biosnoop",
     "csv",
 ];
 
@@ -112,6 +114,7 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
         "disksim-validate" | "validate" => "disksim-validate",
         "fio" | "fio-v2" | "fio-v3" | "fio2" | "fio3" | "iolog" => "fio",
         "mqsim" => "mqsim",
+        "biosnoop" | "bcc-biosnoop" => "biosnoop",
         "csv" | "delimited" => "csv",
         _ => return None,
     })
@@ -141,6 +144,13 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
         .map(|l| lines::trim(l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|l| !l.is_empty());
     let line = lines_.next()?;
+    if line.starts_with(b"Tracing ") {
+        // A tracing tool's banner (bcc's): biosnoop when its header follows.
+        return lines_
+            .next()
+            .and_then(sniff_line)
+            .filter(|&f| f == "biosnoop");
+    }
     if line.starts_with(b"Timestamp,Hostname,") {
         // The MSR Cambridge header some copies of the traces carry (the SNIA originals have
         // none; the msr reader skips it): the format is the next line's.
@@ -153,6 +163,10 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
 fn sniff_line(line: &[u8]) -> Option<&'static str> {
     if line.starts_with(b"fio version") {
         return Some("fio");
+    }
+    // biosnoop's header (its lines alone are not told apart from other columns).
+    if line.starts_with(b"TIME(s)") && line.windows(7).any(|w| w == b"LAT(ms)") {
+        return Some("biosnoop");
     }
     let is_num = |t: &[u8]| lines::parse_u64(t).is_some();
     let is_dec = |t: &[u8]| lines::parse_decimal(t, 1).is_some();
@@ -365,6 +379,7 @@ pub fn text_reader<R: Read + Send + 'static>(
         Some("disksim-validate") => boxed(r, name, disksim::DisksimValidate::default(), opts, how),
         Some("fio") => boxed(r, name, fio::Fio::default(), opts, how),
         Some("mqsim") => boxed(r, name, mqsim::Mqsim, opts, how),
+        Some("biosnoop") => boxed(r, name, biosnoop::Biosnoop::default(), opts, how),
         Some("csv") => {
             let spec = opts.columns.as_deref().ok_or_else(|| {
                 FormatError::file(&name, "the csv format reads through a column mapping")

@@ -123,7 +123,17 @@ pub trait LineFormat: Send {
     fn kept_event(&self) -> char {
         '?'
     }
+    /// Are the records out of arrival order by nature (logged at completion, per CPU)? The
+    /// reader then holds them all — at most [`MAX_SORTED`] — sorts them by arrival and
+    /// counts time from the earliest, instead of refusing a time that goes backwards.
+    fn unsorted(&self) -> bool {
+        false
+    }
 }
+
+/// Records a reader of an [`LineFormat::unsorted`] format holds to sort them, at most (a
+/// [`Request`] each: a few hundred MB at the bound).
+pub const MAX_SORTED: usize = 1 << 22;
 
 /// Where a [`TextSource`] gets its units from: the lines of a text trace
 /// ([`LineReader`]), or the records of a binary one.
@@ -311,6 +321,8 @@ pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     pairing: Option<Box<crate::completions::Pairing>>,
     /// An error met while requests were held for their completions: reported after them.
     held_error: Option<FormatError>,
+    /// An unsorted format's records, sorted, once read ([`LineFormat::unsorted`]).
+    sorted: Option<std::collections::VecDeque<Request>>,
 }
 
 impl<F: LineFormat> TextSource<F, LineReader<File>> {
@@ -346,11 +358,13 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             })?),
             None => None,
         };
-        let rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
+        // An unsorted format is rebased once sorted, to its earliest arrival.
+        let rebase = fmt.absolute_clock() && !opts.keep_absolute_time && !fmt.unsorted();
         let pairing = fmt.pairs_completions().then(Default::default);
         Ok(TextSource {
             pairing,
             held_error: None,
+            sorted: None,
             fmt,
             lines,
             file,
@@ -394,6 +408,12 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
     }
 
     fn read_next(&mut self) -> Result<Option<Request>, FormatError> {
+        if self.fmt.unsorted() {
+            if self.sorted.is_none() {
+                self.sorted = Some(self.read_sorted()?);
+            }
+            return Ok(self.sorted.as_mut().and_then(|q| q.pop_front()));
+        }
         if self.pairing.is_none() {
             return loop {
                 match self.parse_next()? {
@@ -446,6 +466,35 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                 None => {}
             }
         }
+    }
+
+    /// Every request of an unsorted format, sorted by arrival (ties in file order) and
+    /// counted from the earliest. An error ends the read: nothing can go out in order
+    /// before the whole input is in.
+    fn read_sorted(&mut self) -> Result<std::collections::VecDeque<Request>, FormatError> {
+        let mut all = Vec::new();
+        while let Some(item) = self.parse_next()? {
+            if let Item::Request(r) = item {
+                if all.len() == MAX_SORTED {
+                    return Err(FormatError::file(
+                        &self.file,
+                        format!(
+                            "more than {MAX_SORTED} requests: a {} trace is sorted in memory",
+                            self.fmt.name()
+                        ),
+                    )
+                    .with_expected("a shorter trace (split the file)"));
+                }
+                all.push(r);
+            }
+        }
+        all.sort_by_key(|r| r.arrival);
+        let origin = all.first().map_or(0, |r| r.arrival);
+        for r in &mut all {
+            r.arrival -= origin;
+        }
+        self.origin = Some(origin);
+        Ok(all.into())
     }
 
     /// The next request or completion; `None` at the end of input (`done` is then set).
@@ -589,7 +638,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             let origin = *self
                 .origin
                 .get_or_insert(if self.rebase { time } else { 0 });
-            if time < origin || time - origin < self.last_arrival {
+            if !self.fmt.unsorted() && (time < origin || time - origin < self.last_arrival) {
                 let e = self.error_at(
                     1,
                     format!(
@@ -640,6 +689,11 @@ impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
                 )),
                 None => v.push("time origin: the first record's timestamp is t = 0".into()),
             }
+        } else if self.fmt.unsorted() {
+            v.push(format!(
+                "records sorted by arrival (the format logs them out of order; at most \
+                 {MAX_SORTED} held): the earliest arrival is t = 0"
+            ));
         } else if self.fmt.absolute_clock() {
             v.push("time origin: kept the trace's absolute clock".into());
         }

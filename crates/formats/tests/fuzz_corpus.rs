@@ -18,6 +18,7 @@ fn every_fuzz_seed_passes_the_reader_invariants() {
         "disksim_validate",
         "fio",
         "mqsim",
+        "biosnoop",
     ];
     let mut seeds = 0;
     for t in targets {

@@ -406,6 +406,90 @@ fn blkparse_zoned_commands_and_write_zeroes() {
     );
 }
 
+/// biosnoop prints each I/O at its completion with its latency: a request arrives at
+/// TIME − LAT, lines are sorted by that, and the earliest is t = 0 (here the flush, issued
+/// 0.7 ms before the first completion). COMM may hold spaces.
+#[test]
+fn biosnoop_sorted_by_issue_time_and_measured_by_latency() {
+    let t = "TIME(s)     COMM           PID     DISK    T    SECTOR     BYTES   LAT(ms)
+0.000000    fio            4179    sda     WS   2048       4096      0.512
+0.000100    Web Content    200     nvme0n1 R    8          8192      0.050
+0.000300    kworker/0:1H   12      sda     FWS  0          0         1.000
+0.000400    fio            4179    sda     D    4096       1048576   0.100
+0.000500    fio            4179    sda     N    0          0         0.010
+";
+    let (v, a) = read_opts("biosnoop", t, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Flush, 0, 0, 0, 12, Some(1_000_000)),
+            req(188_000, Op::Write, 2048 * 512, 4096, 0, 4179, Some(512_000)),
+            req(750_000, Op::Read, 8 * 512, 8192, 1, 200, Some(50_000)),
+            req(
+                1_000_000,
+                Op::Discard,
+                4096 * 512,
+                1 << 20,
+                0,
+                4179,
+                Some(100_000)
+            ),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("records sorted by arrival"), "{all}");
+    assert!(
+        all.contains("skipped 1 records: biosnoop requests with no data"),
+        "{all}"
+    );
+    assert!(all.contains("0=sda, 1=nvme0n1"), "{all}");
+    // Detected from its header; one disk selected by name.
+    let sel = ReadOptions {
+        device: Some("nvme0n1".into()),
+        ..Default::default()
+    };
+    let (v, _) = read_opts("biosnoop", t, &sel);
+    assert_eq!(
+        v,
+        vec![req(0, Op::Read, 8 * 512, 8192, 0, 200, Some(50_000))]
+    );
+    assert_eq!(wattio_formats::sniff(t.as_bytes()), Some("biosnoop"));
+}
+
+/// `biosnoop -Q` adds QUE(ms) before LAT(ms): from the header, or without one from where T
+/// stands; bcc's Python version prints R/W only.
+#[test]
+fn biosnoop_queue_column_with_and_without_header() {
+    let with = "TIME(s)     COMM           PID    DISK    T    SECTOR     BYTES   QUE(ms) LAT(ms)
+1.000000    dd             7      sdb     R    100        4096      0.200   2.000
+1.000500    dd             7      sdb     W    108        4096     -1.000   0.250
+";
+    let without: String = with.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    for t in [with, without.as_str()] {
+        let (v, _) = read_opts("biosnoop", t, &ReadOptions::default());
+        assert_eq!(
+            v,
+            vec![
+                req(0, Op::Read, 100 * 512, 4096, 0, 7, Some(2_000_000)),
+                req(2_250_000, Op::Write, 108 * 512, 4096, 0, 7, Some(250_000)),
+            ],
+            "{t}"
+        );
+    }
+    // Without the QUE column and without a header, a COMM of several words.
+    let t = "0.000000 Web Content 9 sdc W 16 512 1.50\n";
+    let (v, _) = read_opts("biosnoop", t, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![req(0, Op::Write, 16 * 512, 512, 0, 9, Some(1_500_000))]
+    );
+    // A bad field is named with its line and column.
+    let e = err("biosnoop", "0.000000 fio 9 sdc W 1x6 512 1.50\n");
+    assert!(e.contains(":1:22: bad SECTOR `1x6`"), "{e}");
+    let e = err("biosnoop", "0.000000 fio 9 sdc\n");
+    assert!(e.contains("4 fields"), "{e}");
+}
+
 #[test]
 fn spc_every_field_lba_blocks_size_bytes_seconds() {
     let t = "0,20941264,8192,W,0.551706
