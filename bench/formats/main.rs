@@ -122,6 +122,58 @@ fn generate_blkparse(path: &Path, n: u64) -> u64 {
     seq
 }
 
+/// biosnoop (libbpf-tools) output of `n` requests on one disk: up to 32 in flight, each line
+/// printed at its completion (random order) with its latency, as the tool prints them.
+fn generate_biosnoop(path: &Path, n: u64) {
+    let f = std::fs::File::create(path).expect("create bench input");
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    writeln!(
+        w,
+        "TIME(s)     COMM           PID     DISK    T    SECTOR     BYTES   LAT(ms)"
+    )
+    .expect("write bench input");
+    // Issue and completion times in µs, as the tool prints them.
+    let mut t = 0u64;
+    let mut pending: Vec<(u64, u64, &str)> = Vec::new();
+    let mut first: Option<u64> = None;
+    for i in 0..n {
+        t += 1 + next() % 20;
+        let sector = (next() % (1 << 30)) & !7;
+        let rwbs = if next() % 10 < 7 { "R" } else { "WS" };
+        pending.push((t, sector, rwbs));
+        let keep = (next() % 32) as usize;
+        while pending.len() > keep || (i + 1 == n && !pending.is_empty()) {
+            let j = (next() % pending.len() as u64) as usize;
+            let (issued, sector, rwbs) = pending.swap_remove(j);
+            t += 1 + next() % 5;
+            let t0 = *first.get_or_insert(t);
+            let lat = t - issued;
+            writeln!(
+                w,
+                "{:<11} {:<14} {:<7} {:<7} {:<4} {:<10} {:<7} {:>3}.{:03}",
+                format!("{}.{:06}", (t - t0) / 1_000_000, (t - t0) % 1_000_000),
+                "fio",
+                4242,
+                "sdb",
+                rwbs,
+                sector,
+                4096,
+                lat / 1000,
+                lat % 1000
+            )
+            .expect("write bench input");
+        }
+    }
+    w.flush().expect("flush bench input");
+}
+
 fn to_columnar(csv: &Path, pq: &Path) {
     let mut s = open_trace(csv, Some("msr"), &ReadOptions::default()).expect("open");
     let mut w = ColumnarWriter::create(pq, &[]).expect("create parquet");
@@ -161,6 +213,10 @@ fn child(kind: &str, path: &Path) {
                 ..ReadOptions::default()
             };
             let mut s = open_trace(path, Some("blkparse"), &opts).expect("open");
+            drain(s.as_mut())
+        }
+        "biosnoop" => {
+            let mut s = open_trace(path, Some("biosnoop"), &ReadOptions::default()).expect("open");
             drain(s.as_mut())
         }
         "columnar-batch" => {
@@ -263,6 +319,32 @@ fn main() {
             assert_eq!(rows, n, "{kind}: every request read");
             println!(
                 "  {kind}: {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+                rows as f64 / 1e6 / dt,
+                rows as f64 / 1e6 / wall,
+                len / 1e6 / dt,
+                rss as f64 / 1024.0
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    if args.len() == 3 && args[1] == "--biosnoop" {
+        // `--biosnoop N`: biosnoop output of N/10 and N requests, sorted in memory by the
+        // reader (its peak grows with the trace, up to text::MAX_SORTED records).
+        let n: u64 = args[2].parse().expect("--biosnoop N: a request count");
+        let dir =
+            std::env::temp_dir().join(format!("wattio-biosnoop-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("bench dir");
+        println!("biosnoop output, sorted by arrival, best of 3, per CPU second:");
+        for k in [n / 10, n] {
+            let path = dir.join(format!("biosnoop-{k}.txt"));
+            generate_biosnoop(&path, k);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+            let (rows, dt, rss, wall) = measure("biosnoop", &path);
+            assert_eq!(rows, k, "every request read");
+            println!(
+                "  {k} requests ({:.0} MB): {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+                len / 1e6,
                 rows as f64 / 1e6 / dt,
                 rows as f64 / 1e6 / wall,
                 len / 1e6 / dt,
