@@ -186,3 +186,21 @@ def test_a_misspelt_reading_keyword_is_named(msr: Path) -> None:
     # The known ones, by keyword, as every binding that reads a trace takes them.
     s = json.loads(_core.trace_stats(str(msr), "msr", lenient=True, device="hm,1"))
     assert s["requests"] > 0 and any("lenient" in a for a in s["assumptions"])
+
+
+def test_sort_reads_a_trace_out_of_time_order(tmp_path: Path, capsys) -> None:
+    """The MSR rows with the last first: refused, naming --sort; with it, the same requests
+    as the sorted file's (devices numbered as read)."""
+    lines = MSR.splitlines()
+    p = tmp_path / "merged.csv"
+    p.write_text("\n".join([lines[2], lines[0], lines[1]]) + "\n")
+    assert main(["trace", "stats", str(p)]) == 2
+    assert "arrival goes backwards" in capsys.readouterr().err
+    df = trace.read(p, sort=True)
+    assert df["arrival_ns"].tolist() == [0, 0, 1_332_052_600]
+    assert df["op"].tolist() == ["read", "write", "write"]
+    assert df["dev"].tolist() == [1, 1, 0]
+    assert main(["trace", "stats", str(p), "--sort", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["requests"] == 3
+    assert any("records sorted by arrival (--sort" in a for a in s["assumptions"])

@@ -52,6 +52,12 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
     )
     p.add_argument("--delimiter", metavar="D", help="csv: field delimiter: , ; | tab space (default ,)")
     p.add_argument(
+        "--sort",
+        action="store_true",
+        help="the trace's records are out of time order: read them all (at most 4,194,304) and "
+        "sort them by arrival, instead of stopping where time goes backwards",
+    )
+    p.add_argument(
         "--header",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -68,6 +74,7 @@ def read_options(args) -> dict:
         "columns": args.columns,
         "delimiter": args.delimiter,
         "header": args.header,
+        "sort": args.sort,
     }
 
 

@@ -63,6 +63,7 @@ def read(
     lenient: bool = False,
     device: str | None = None,
     action: str | None = None,
+    sort: bool = False,
 ):
     """The trace at ``path`` as a DataFrame with the columnar trace's columns.
 
@@ -86,7 +87,8 @@ def read(
         with tempfile.TemporaryDirectory(prefix="wattio-trace-") as d:
             out = Path(d) / "trace.parquet"
             _, assumptions = _core.trace_convert(
-                str(p), str(out), format, "columnar", lenient=lenient, device=device, action=action
+                str(p), str(out), format, "columnar", lenient=lenient, device=device, action=action,
+                sort=sort,
             )
             table = pq.read_table(out)
     df = _pandas_types(table.to_pandas())
@@ -190,11 +192,14 @@ def stats(
     lenient: bool = False,
     device: str | None = None,
     action: str | None = None,
+    sort: bool = False,
 ) -> dict:
     """Requests, read fraction, size histogram, inter-arrival and idle-gap distributions,
     footprint, sequential fraction and a per-device breakdown (see docs/formats.md)."""
     return json.loads(
-        _core.trace_stats(str(path), format, lenient=lenient, device=device, action=action)
+        _core.trace_stats(
+            str(path), format, lenient=lenient, device=device, action=action, sort=sort
+        )
     )
 
 
@@ -207,10 +212,12 @@ def convert(
     lenient: bool = False,
     device: str | None = None,
     action: str | None = None,
+    sort: bool = False,
 ) -> tuple[int, list[str]]:
     """Writes ``src`` as ``dst`` (columnar, disksim or fio); returns (requests, assumptions)."""
     n, a = _core.trace_convert(
-        str(src), str(dst), from_format, to_format, lenient=lenient, device=device, action=action
+        str(src), str(dst), from_format, to_format, lenient=lenient, device=device, action=action,
+        sort=sort,
     )
     return n, list(a)
 
@@ -228,6 +235,7 @@ def slice(
     lenient: bool = False,
     device: str | None = None,
     action: str | None = None,
+    sort: bool = False,
 ) -> tuple[int, list[str]]:
     """Writes the requests of ``src`` arriving in [start_s, end_s), optionally of one device
     id, with inter-arrival times divided by ``speedup``; returns (requests, assumptions)."""
@@ -243,5 +251,6 @@ def slice(
         lenient=lenient,
         device=device,
         action=action,
+        sort=sort,
     )
     return n, list(a)

@@ -29,6 +29,7 @@ def validate(
     columns: str | None = None,
     delimiter: str | None = None,
     header: bool | None = None,
+    sort: bool = False,
 ):
     """Replays ``trace`` (any trace with measured response times) on ``model`` (a DiskSim
     ``.parv``, a catalogue TOML file or an embedded catalogue name), closed- or open-loop
@@ -43,7 +44,7 @@ def validate(
     report = json.loads(_core.disk_validate(
         str(model), str(trace), format=format, replay=replay, per_request=True, fresh=fresh,
         lenient=lenient, device=device, action=action, columns=columns, delimiter=delimiter,
-        header=header,
+        header=header, sort=sort,
     ))
     per = report.pop("per_request")
     table = pd.DataFrame({

@@ -87,6 +87,10 @@ pub struct TraceConfig {
     /// traces with a warning instead of failing.
     #[serde(default)]
     pub lenient: bool,
+    /// The records are out of time order: read them all and sort them by arrival
+    /// (`wattio_formats::ReadOptions::sort`).
+    #[serde(default)]
+    pub sort: bool,
     /// Replay faster (> 1) or slower (< 1): every arrival time divided by this
     /// ([`wattio_core::trace::Rescaled`]), as the papers' "replayed at 64x".
     #[serde(default)]

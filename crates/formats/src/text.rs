@@ -321,7 +321,12 @@ pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     pairing: Option<Box<crate::completions::Pairing>>,
     /// An error met while requests were held for their completions: reported after them.
     held_error: Option<FormatError>,
-    /// An unsorted format's records, sorted, once read ([`LineFormat::unsorted`]).
+    /// Records read whole and sorted by arrival: an unsorted format's
+    /// ([`LineFormat::unsorted`]) or any with [`ReadOptions::sort`]…
+    sort: bool,
+    /// …then counted from the earliest (an unsorted format's, or an absolute clock's).
+    sort_rebase: bool,
+    /// The records, sorted, once read.
     sorted: Option<std::collections::VecDeque<Request>>,
 }
 
@@ -358,12 +363,16 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             })?),
             None => None,
         };
-        // An unsorted format is rebased once sorted, to its earliest arrival.
-        let rebase = fmt.absolute_clock() && !opts.keep_absolute_time && !fmt.unsorted();
+        // Records read whole to be sorted are rebased once sorted, to the earliest arrival.
+        let sort = fmt.unsorted() || opts.sort;
+        let clock_rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
+        let rebase = clock_rebase && !sort;
         let pairing = fmt.pairs_completions().then(Default::default);
         Ok(TextSource {
             pairing,
             held_error: None,
+            sort,
+            sort_rebase: fmt.unsorted() || clock_rebase,
             sorted: None,
             fmt,
             lines,
@@ -408,12 +417,18 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
     }
 
     fn read_next(&mut self) -> Result<Option<Request>, FormatError> {
-        if self.fmt.unsorted() {
+        if self.sort {
             if self.sorted.is_none() {
                 self.sorted = Some(self.read_sorted()?);
             }
             return Ok(self.sorted.as_mut().and_then(|q| q.pop_front()));
         }
+        self.read_in_order()
+    }
+
+    /// The next request in the order the records come (paired with its completion if the
+    /// format pairs).
+    fn read_in_order(&mut self) -> Result<Option<Request>, FormatError> {
         if self.pairing.is_none() {
             return loop {
                 match self.parse_next()? {
@@ -468,32 +483,33 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
         }
     }
 
-    /// Every request of an unsorted format, sorted by arrival (ties in file order) and
+    /// Every request, sorted by arrival (ties in the order read) and, with `sort_rebase`,
     /// counted from the earliest. An error ends the read: nothing can go out in order
     /// before the whole input is in.
     fn read_sorted(&mut self) -> Result<std::collections::VecDeque<Request>, FormatError> {
         let mut all = Vec::new();
-        while let Some(item) = self.parse_next()? {
-            if let Item::Request(r) = item {
-                if all.len() == MAX_SORTED {
-                    return Err(FormatError::file(
-                        &self.file,
-                        format!(
-                            "more than {MAX_SORTED} requests: a {} trace is sorted in memory",
-                            self.fmt.name()
-                        ),
-                    )
-                    .with_expected("a shorter trace (split the file)"));
-                }
-                all.push(r);
+        while let Some(r) = self.read_in_order()? {
+            if all.len() == MAX_SORTED {
+                return Err(FormatError::file(
+                    &self.file,
+                    format!(
+                        "more than {MAX_SORTED} requests: a {} trace read out of time order \
+                         is sorted in memory",
+                        self.fmt.name()
+                    ),
+                )
+                .with_expected("a shorter trace (split the file)"));
             }
+            all.push(r);
         }
         all.sort_by_key(|r| r.arrival);
-        let origin = all.first().map_or(0, |r| r.arrival);
-        for r in &mut all {
-            r.arrival -= origin;
+        if self.sort_rebase {
+            let origin = all.first().map_or(0, |r| r.arrival);
+            for r in &mut all {
+                r.arrival -= origin;
+            }
+            self.origin = Some(origin);
         }
-        self.origin = Some(origin);
         Ok(all.into())
     }
 
@@ -638,7 +654,7 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             let origin = *self
                 .origin
                 .get_or_insert(if self.rebase { time } else { 0 });
-            if !self.fmt.unsorted() && (time < origin || time - origin < self.last_arrival) {
+            if !self.sort && (time < origin || time - origin < self.last_arrival) {
                 let e = self.error_at(
                     1,
                     format!(
@@ -646,7 +662,9 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                         time as i128 - origin as i128,
                         self.last_arrival
                     ),
-                    "records in non-decreasing time order".into(),
+                    "records in non-decreasing time order, or --sort to read them whole and \
+                     sort them"
+                        .into(),
                 );
                 self.bad_line(e)?;
                 continue;
@@ -689,10 +707,19 @@ impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
                 )),
                 None => v.push("time origin: the first record's timestamp is t = 0".into()),
             }
-        } else if self.fmt.unsorted() {
+        } else if self.sort {
+            let why = if self.fmt.unsorted() {
+                "the format logs them out of order"
+            } else {
+                "--sort"
+            };
+            let origin = if self.sort_rebase {
+                ": the earliest arrival is t = 0"
+            } else {
+                ""
+            };
             v.push(format!(
-                "records sorted by arrival (the format logs them out of order; at most \
-                 {MAX_SORTED} held): the earliest arrival is t = 0"
+                "records sorted by arrival ({why}; at most {MAX_SORTED} held){origin}"
             ));
         } else if self.fmt.absolute_clock() {
             v.push("time origin: kept the trace's absolute clock".into());

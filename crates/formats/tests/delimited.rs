@@ -170,7 +170,7 @@ fn errors_name_line_column_and_what_was_expected() {
     );
     assert_eq!(
         err("0.2,r,0,512\n0.1,r,0,512\n", &opts(spec)),
-        "<input>:2:1: arrival goes backwards: -100000000 ns after the origin, previous request at 0 ns (expected records in non-decreasing time order)"
+        "<input>:2:1: arrival goes backwards: -100000000 ns after the origin, previous request at 0 ns (expected records in non-decreasing time order, or --sort to read them whole and sort them)"
     );
     assert_eq!(
         err(

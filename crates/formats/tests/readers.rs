@@ -490,6 +490,49 @@ fn biosnoop_queue_column_with_and_without_header() {
     assert!(e.contains("4 fields"), "{e}");
 }
 
+/// Records out of time order stop a reader, which names `--sort`; with it they are read
+/// whole and sorted (an absolute clock counted from the earliest, unless kept).
+#[test]
+fn sort_reads_records_out_of_time_order() {
+    let t = "128166372016382155,src2,0,Write,0,65536,20
+128166372003061629,hm,1,Read,3154227200,4096,40160
+128166372003061629,hm,1,Write,4096,512,1000
+";
+    let e = err("msr", t);
+    assert!(
+        e.contains("arrival goes backwards") && e.contains("--sort"),
+        "{e}"
+    );
+    let sort = ReadOptions {
+        sort: true,
+        ..Default::default()
+    };
+    let (v, a) = read_opts("msr", t, &sort);
+    // Devices are numbered as read (src2_0 first), times from the earliest.
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Read, 3_154_227_200, 4096, 1, 0, Some(4_016_000)),
+            req(0, Op::Write, 4096, 512, 1, 0, Some(100_000)),
+            req(1_332_052_600, Op::Write, 0, 65536, 0, 0, Some(2_000)),
+        ]
+    );
+    let all = a.join("\n");
+    assert!(all.contains("records sorted by arrival (--sort;"), "{all}");
+    assert!(all.contains("the earliest arrival is t = 0"), "{all}");
+    // Kept absolute: sorted, not moved (FILETIME ticks since 1601 × 100 ns, in ns).
+    let keep = ReadOptions {
+        sort: true,
+        keep_absolute_time: true,
+        ..Default::default()
+    };
+    let (v, _) = read_opts("msr", t, &keep);
+    let arrivals: Vec<u64> = v.iter().map(|r| r.arrival).collect();
+    assert_eq!(arrivals[0], arrivals[1]);
+    assert_eq!(arrivals[2] - arrivals[0], 1_332_052_600);
+    assert!(arrivals[0] > 1 << 60);
+}
+
 #[test]
 fn spc_every_field_lba_blocks_size_bytes_seconds() {
     let t = "0,20941264,8192,W,0.551706

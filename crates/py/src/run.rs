@@ -603,6 +603,7 @@ fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, I
                         delimiter.or_else(|| t.delimiter.clone()),
                         header.or(t.header),
                     ),
+                    sort: r.sort || t.sort,
                 }
                 .options()?,
             )

@@ -11,8 +11,8 @@ use wattio_formats::{
 };
 
 /// How to read a trace, in the CLI's vocabulary (`--lenient`, `--device`, `--action`,
-/// `--columns`, `--delimiter`, `--header`): the `**read` keywords of every binding that
-/// reads a trace, taken in one place.
+/// `--columns`, `--delimiter`, `--header`, `--sort`): the `**read` keywords of every binding
+/// that reads a trace, taken in one place.
 #[derive(Default)]
 pub(crate) struct ReadArgs {
     pub lenient: bool,
@@ -20,6 +20,8 @@ pub(crate) struct ReadArgs {
     pub action: Option<String>,
     /// The generic reader's `columns`, `delimiter`, `header`.
     pub csv: Csv,
+    /// Records out of time order: read whole and sorted.
+    pub sort: bool,
 }
 
 impl ReadArgs {
@@ -35,10 +37,11 @@ impl ReadArgs {
                 "columns" => a.csv.0 = v.extract()?,
                 "delimiter" => a.csv.1 = v.extract()?,
                 "header" => a.csv.2 = v.extract()?,
+                "sort" => a.sort = v.extract::<Option<bool>>()?.unwrap_or(false),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unexpected keyword argument '{k}' (a trace is read with lenient, \
-                         device, action, columns, delimiter, header)"
+                         device, action, columns, delimiter, header, sort)"
                     )))
                 }
             }
@@ -65,6 +68,7 @@ impl ReadArgs {
             columns: self.csv.0,
             delimiter: self.csv.1,
             header: self.csv.2,
+            sort: self.sort,
         })
     }
 }
