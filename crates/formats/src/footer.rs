@@ -1,8 +1,11 @@
 //! A structural check of a Parquet footer before the Parquet crate decodes it.
 //!
-//! parquet 57's Thrift decoder sizes vectors from the list lengths the file declares
-//! (`Vec::with_capacity(n)`), so a few corrupt bytes can ask for tens of GB and abort the
-//! process (found by fuzzing; parquet 60 checks this itself). This walks the footer's Thrift
+//! parquet 57's Thrift decoder sized vectors from the list lengths the file declares
+//! (`Vec::with_capacity(n)`), so a few corrupt bytes could ask for tens of GB and abort the
+//! process (found by fuzzing). parquet 60, which wattio now uses, bounds every list by the
+//! bytes left itself; this walk stays as a second line (it follows the declared types, and
+//! the crate reads a field by its id whatever type it declares, so it alone did not cover
+//! a list field carrying another type's header: `fuzz/corpus/columnar/seed_oom_kv_…`). It walks the footer's Thrift
 //! compact encoding without building anything and refuses a list, set or map that declares
 //! more elements than there are bytes left to hold them, nesting deeper than any Parquet
 //! footer does, or an unknown type.

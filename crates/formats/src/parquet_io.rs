@@ -12,7 +12,7 @@
 //! read here.
 
 use crate::error::{FormatError, Location};
-use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as Physical};
+use parquet::basic::{ConvertedType, IntType, LogicalType, Repetition, Type as Physical};
 use parquet::column::reader::{get_typed_column_reader, ColumnReaderImpl};
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::{ByteArray, DataType};
@@ -67,9 +67,11 @@ impl Kind {
     }
 
     fn logical(self) -> Option<LogicalType> {
-        let unsigned = |bit_width| LogicalType::Integer {
-            bit_width,
-            is_signed: false,
+        let unsigned = |bit_width| {
+            LogicalType::Integer(IntType {
+                bit_width,
+                is_signed: false,
+            })
         };
         match self {
             Kind::UInt8 => Some(unsigned(8)),
@@ -87,10 +89,10 @@ impl Kind {
         let logical = d.logical_type_ref();
         let converted = d.converted_type();
         let int = |bits: i8, signed: bool| match logical {
-            Some(LogicalType::Integer {
+            Some(LogicalType::Integer(IntType {
                 bit_width,
                 is_signed,
-            }) => *bit_width == bits && *is_signed == signed,
+            })) => *bit_width == bits && *is_signed == signed,
             _ => false,
         };
         Some(match d.physical_type() {
