@@ -30,6 +30,9 @@ pub const LINE_FORM: &str = "TIME(s) COMM PID DISK T SECTOR BYTES [QUE(ms)] LAT(
 /// before the first completion has a time all the same; the sort rebases it away.
 const BIAS: Nanos = 1 << 50;
 
+/// Fields a line may have at most.
+const MAX_FIELDS: usize = 32;
+
 /// The format: whether the lines carry `QUE(ms)`, once the header said so.
 #[derive(Default)]
 pub struct Biosnoop {
@@ -57,14 +60,17 @@ impl LineFormat for Biosnoop {
     fn parse<'a>(&mut self, line: &'a [u8]) -> Result<Parsed<'a>, FieldError> {
         let mut f = Fields::ws(line);
         // Every field with its column, up to a bound a line cannot need (COMM is 14
-        // characters at most, so a handful of words).
-        let mut fields: Vec<(&'a [u8], usize)> = Vec::with_capacity(10);
+        // characters at most, so a handful of words); no allocation per line.
+        let mut all: [(&'a [u8], usize); MAX_FIELDS] = [(&[], 0); MAX_FIELDS];
+        let mut n = 0;
         while let Some(x) = f.next_field() {
-            if fields.len() == 32 {
-                return Err(f.err("more than 32 fields", LINE_FORM));
+            if n == MAX_FIELDS {
+                return Err(f.err(format!("more than {MAX_FIELDS} fields"), LINE_FORM));
             }
-            fields.push((x, f.col));
+            all[n] = (x, f.col);
+            n += 1;
         }
+        let fields = &all[..n];
         let Some(&(first, _)) = fields.first() else {
             return Ok(Parsed::Skip);
         };
@@ -76,7 +82,6 @@ impl LineFormat for Biosnoop {
         if first == b"Tracing" {
             return Ok(Parsed::Skip);
         }
-        let n = fields.len();
         // Where T is: fixed by the header, else the one of its two places that holds RWBS.
         let t_at = match self.queued {
             Some(q) => n.checked_sub(if q { 5 } else { 4 }),

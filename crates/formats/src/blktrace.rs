@@ -144,7 +144,7 @@ fn header(rec: &[u8]) -> Header {
             u64::from_le_bytes(b)
         }
     };
-    if version(rec) == VERSION2 {
+    if (if big { rec[3] } else { rec[0] }) == VERSION2 {
         // struct blk_io_trace2: pid before a 64-bit action.
         Header {
             len: HEADER2,

@@ -71,7 +71,7 @@ pub struct Completion<'a> {
     /// The completion reported an error.
     pub failed: bool,
     /// What happened: a completion, or a front merge or requeue the pairing follows.
-    pub kind: crate::completions::Event,
+    pub kind: Event,
 }
 
 /// What a parsed line turned out to be.
@@ -293,7 +293,7 @@ enum Item {
         len: u64,
         at: Nanos,
         failed: bool,
-        kind: crate::completions::Event,
+        kind: Event,
     },
 }
 
