@@ -7,17 +7,12 @@ use wattio_core::io::{Op, Request};
 use wattio_core::trace::{TraceSource, VecSource};
 
 /// Parse a config; if it is valid, assemble it and simulate a short fixed trace through it
-/// (or its own workload, capped). Must never panic.
-pub fn config(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(mut cfg) = RunConfig::from_toml("fuzz", text) else {
-        return;
-    };
-    let Ok(cat) = wattio_devices::Catalogue::embedded() else {
-        return;
-    };
+/// (or its own workload, capped). Must never panic. The error a config was refused with
+/// (the fuzz target ignores it; the corpus test checks which seeds run).
+pub fn config(data: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(data).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut cfg = RunConfig::from_toml("fuzz", text)?;
+    let cat = wattio_devices::Catalogue::embedded()?;
     // Keep runs short whatever the config asks for.
     if let Some(w) = cfg.workload.as_mut() {
         w.max_requests = Some(w.max_requests.unwrap_or(200).min(200));
@@ -40,7 +35,7 @@ pub fn config(data: &[u8]) {
             Arc::new(move || Ok(Box::new(VecSource::new(reqs.clone())) as Box<dyn TraceSource>))
         }
     };
-    let _ = run(
+    run(
         &cfg,
         &cat,
         &opener,
@@ -51,5 +46,6 @@ pub fn config(data: &[u8]) {
             progress: None,
             ..Default::default()
         },
-    );
+    )
+    .map(|_| ())
 }

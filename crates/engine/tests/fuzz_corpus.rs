@@ -1,5 +1,6 @@
 //! Every committed fuzz seed goes through the fuzz entry point (no panic), and the valid
-//! ones really run.
+//! ones really run: a seed named `bad-…` or `unknown-…` must be refused, every other one
+//! must run (a seed that stops being valid would stop exploring what it was added for).
 
 use std::path::Path;
 
@@ -7,10 +8,19 @@ use std::path::Path;
 fn config_corpus_runs_without_panic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/config");
     let mut n = 0;
+    let mut wrong = Vec::new();
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
-        wattio_engine::fuzz::config(&std::fs::read(&p).unwrap());
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let got = wattio_engine::fuzz::config(&std::fs::read(&p).unwrap());
+        let refused = name.starts_with("bad-") || name.starts_with("unknown-");
+        match (&got, refused) {
+            (Ok(()), true) => wrong.push(format!("{name}: ran, expected a refusal")),
+            (Err(e), false) => wrong.push(format!("{name}: {e}")),
+            _ => {}
+        }
         n += 1;
     }
-    assert!(n >= 10, "corpus too small: {n}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(n >= 20, "corpus too small: {n}");
 }

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    wattio_engine::fuzz::config(data);
+    let _ = wattio_engine::fuzz::config(data);
 });
