@@ -64,7 +64,8 @@ def add_commands(sub) -> None:
 
 
 def print_summary(s: dict) -> None:
-    print(f"run        {s.get('name') or ''}")
+    if s.get("name"):
+        print(f"run        {s['name']}")
     print(f"duration   {s['duration_s']:,.1f} s    requests {s['requests']:,}    errors {s['errors']}")
     print(
         f"latency    mean {s['mean_latency_ms']:.3f} ms   p50 {s['p50_latency_ms']:.3f} ms   "
