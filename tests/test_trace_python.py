@@ -204,3 +204,30 @@ def test_sort_reads_a_trace_out_of_time_order(tmp_path: Path, capsys) -> None:
     s = json.loads(capsys.readouterr().out)
     assert s["requests"] == 3
     assert any("records sorted by arrival (--sort" in a for a in s["assumptions"])
+
+
+def test_a_systor_17_hour_reads_as_downloaded(tmp_path: Path, capsys) -> None:
+    """A SYSTOR '17 VDI file as SNIA ships it (`<hour>_LUN<n>.csv.gz`, header first): detected,
+    µs timestamps rebased, the response time measured, a blank IOType counted, the LUN
+    selected as the file name spells it."""
+    import gzip
+
+    text = (
+        "Timestamp,Response,IOType,LUN,Offset,Size\n"
+        "1456135200.013118000,0.000806000,R,4,899056122368,131072\n"
+        "1456135200.013500000,0.001,W,4,4096,8192\n"
+        "1456135201.500000000,0.000300,,4,4096,4096\n"
+    )
+    p = tmp_path / "2016022219_LUN4.csv.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    df = trace.read(p, device="LUN4")
+    assert df["arrival_ns"].tolist() == [0, 382_000]
+    assert df["op"].tolist() == ["read", "write"]
+    assert df["offset"].tolist() == [899_056_122_368, 4096]
+    assert df["len"].tolist() == [131_072, 8192]
+    assert df["measured_ns"].tolist() == [806_000, 1_000_000]
+    notes = df.attrs["assumptions"]
+    assert "detected format systor from the first line" in notes
+    assert any(n.startswith("skipped 1 records: I/Os with a blank IOType") for n in notes)
+    assert main(["trace", "stats", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["requests"] == 2

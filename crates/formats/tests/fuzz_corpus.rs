@@ -14,6 +14,7 @@ fn every_fuzz_seed_passes_the_reader_invariants() {
         "spc",
         "alibaba",
         "tencent",
+        "systor",
         "disksim",
         "disksim_validate",
         "fio",

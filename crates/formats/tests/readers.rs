@@ -602,6 +602,55 @@ fn tencent_every_field_seconds_and_sectors() {
     );
 }
 
+/// Two hours of a SYSTOR '17 LUN concatenated (`zcat 2016022219_LUN4.csv.gz …`): each file's
+/// header, Unix seconds to the µs, bytes, the response time measured, a blank IOType (no
+/// response seen) counted and reported, LUNs selected by number or by file name.
+const SYSTOR: &str = "Timestamp,Response,IOType,LUN,Offset,Size
+1456135200.013118000,0.000806000,R,4,899056122368,131072
+1456135200.013500000,0.001,W,4,4096,8192
+Timestamp,Response,IOType,LUN,Offset,Size
+1456135201.500000000,0.000300,,4,4096,4096
+1456135202.000001000,0.0125,W,6,0,512
+";
+
+#[test]
+fn systor_every_field_unix_seconds_bytes_and_measured_response() {
+    let (v, notes) = read_opts("systor", SYSTOR, &ReadOptions::default());
+    assert_eq!(
+        v,
+        vec![
+            req(0, Op::Read, 899_056_122_368, 131_072, 0, 0, Some(806_000)),
+            req(382_000, Op::Write, 4096, 8192, 0, 0, Some(1_000_000)),
+            req(1_986_883_000, Op::Write, 0, 512, 1, 0, Some(12_500_000)),
+        ]
+    );
+    let notes = notes.join("\n");
+    assert!(
+        notes.contains("skipped 1 records: I/Os with a blank IOType"),
+        "{notes}"
+    );
+    for s in ["6", "LUN6", "lun6"] {
+        let (v, _) = read_opts("systor", SYSTOR, &sel(s));
+        assert_eq!(
+            v,
+            vec![req(0, Op::Write, 0, 512, 0, 0, Some(12_500_000))],
+            "{s}"
+        );
+    }
+    let absolute = ReadOptions {
+        keep_absolute_time: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        read_opts("systor", SYSTOR, &absolute).0[0].arrival,
+        1_456_135_200_013_118_000
+    );
+    assert!(
+        err("systor", "1.0,0.001,R,4,0,4096\n0.5,0.001,R,4,0,4096\n")
+            .contains("arrival goes backwards"),
+    );
+}
+
 #[test]
 fn disksim_ascii_every_field_ms_blocks_hex_flags() {
     let t = "13.191135\t30\t0\t5\t1
@@ -973,6 +1022,12 @@ fn sniffing_recognizes_every_text_format() {
         ("0,20941264,8192,W,0.551706\n", "spc"),
         ("419,W,8331476992,4096,1577808000000047\n", "alibaba"),
         ("1538323200,12345,8,1,1063\n", "tencent"),
+        (SYSTOR, "systor"),
+        (
+            "1456135200.013118000,0.000806000,R,4,899056122368,131072\n",
+            "systor",
+        ),
+        ("1456135202.013118000,0.001,,0,4096,4096\n", "systor"),
         ("13.191135\t30\t0\t5\t1\n", "disksim"),
         (
             "W Hit    4583176   4    663.00000  45422.00000\n",
