@@ -1,7 +1,8 @@
-"""A spin-down policy written in Python gives exactly the built-in policy's results."""
+"""Python functions: a spin-down policy gives exactly the built-in results; a cache issues its own I/O."""
 
 import json
 
+import pytest
 import wattio
 from conftest import EXAMPLES
 
@@ -86,3 +87,103 @@ def test_a_python_layer_hears_each_transition_start_and_its_end():
         latency = ears.down if start[3] == ears.sleep else ears.up
         assert end[1] - start[1] == latency, (start, end)
     assert sum(1 for x in h[::2] if x[3] == ears.idle) == spin_ups
+
+
+class ReadCache(wattio.Function):
+    """Whole 4 KiB reads of the disk cached on the SSD, filled by the function's own writes."""
+
+    name = "read-cache"
+
+    def __init__(self):
+        self.map = {}  # disk block -> SSD block
+        self.fills = {}  # own I/O id -> disk block
+        self.next_id = 0
+        self.hits = self.misses = 0
+
+    def attach(self, devices):
+        by_name = {d.name: d.id for d in devices}
+        self.disk, self.ssd = by_name["disk"], by_name["ssd"]
+
+    def on_request(self, now, io, out):
+        b = io.offset // 4096
+        if io.op == "read" and b in self.map:
+            self.hits += 1
+            return out.submit(io.replace(dev=self.ssd, offset=self.map[b] * 4096))
+        if io.op == "read":
+            self.misses += 1
+        else:
+            self.map.pop(b, None)  # a write makes the cached copy stale
+        out.submit(io.replace(dev=self.disk))
+
+    def on_completion(self, now, done, out):
+        if done.io.id in self.fills:
+            b = self.fills.pop(done.io.id)
+            self.map[b] = len(self.map)
+            return  # own I/O: nothing to answer upward
+        io = done.io
+        if io.dev == self.disk and io.op == "read" and io.offset // 4096 not in self.map:
+            self.next_id += 1
+            fill = wattio.Io(self.next_id, "write", len(self.map) * 4096, 4096, dev=self.ssd, own=True)
+            self.fills[fill.id] = io.offset // 4096
+            out.submit(fill)
+        out.reply(done)
+
+    def counters(self):
+        return {"hits": self.hits, "misses": self.misses}
+
+
+def test_a_python_cache_fills_its_ssd_with_its_own_writes(tmp_path):
+    """Read, read again (an SSD hit, once the fill — the function's own write — is done),
+    write (the copy goes stale), read (a miss again). Only the host's four requests are
+    answered; the fills reach the SSD and come back to the function."""
+    import pandas as pd
+
+    cfg = """
+[[device]]
+name = "disk"
+model = "wd800-fs2"
+
+[[device]]
+name = "ssd"
+model = "samsung-870-evo-1tb"
+
+[[function]]
+kind = "python"
+class = "x:y"
+"""
+    s = 1_000_000_000
+    trace = pd.DataFrame(
+        {
+            "arrival_ns": [0, s, 2 * s, 3 * s],
+            "op": ["read", "read", "write", "read"],
+            "offset": [8192, 8192, 8192, 8192],
+            "len": [4096] * 4,
+        }
+    )
+    cache = ReadCache()
+    r = wattio.run(cfg, trace=trace, functions={0: cache}, out=tmp_path / "run", progress=False, report=False)
+    assert r.summary["requests"] == 4 and r.summary["errors"] == 0
+    assert (cache.hits, cache.misses) == (1, 2)
+    # The run ends with the host's last reply: the fill the last miss started is still out.
+    assert list(cache.fills.values()) == [2] and cache.map == {}
+    # With a clean unload the run waits for it.
+    unloading = ReadCache()
+    u = wattio.run(
+        "[run]\nunload = true\n" + cfg, trace=trace, functions={0: unloading}, progress=False, report=False
+    )
+    assert (unloading.hits, unloading.misses) == (1, 2)
+    assert unloading.fills == {} and unloading.map == {2: 0}
+    assert u.summary["unload"]["left"] == []
+    lat = r.requests()["latency_ns"].tolist()
+    # The hit is served by the SSD: far below the disk's misses (seek and rotation).
+    assert lat[1] < 1_000_000 < min(lat[0], lat[3])
+    ssd = r.summary["devices"]["ssd"]
+    assert ssd["residency_s"].get("active", 0) > 0
+
+
+def test_an_own_io_number_must_leave_the_id_flags_free():
+    assert wattio.Io(2**62 - 1, "read", 0, 4096, own=True).id == (2**62 - 1) | 2**63
+    with pytest.raises(ValueError, match=r"id: expected a number below 2\*\*62"):
+        wattio.Io(2**62, "read", 0, 4096, own=True)
+    with pytest.raises(ValueError, match="op: expected read, write, flush or discard"):
+        wattio.Io(1, "erase", 0, 4096)

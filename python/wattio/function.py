@@ -6,6 +6,10 @@ I/O or reads a clock: each event brings the current time (``now``, integer nanos
 
 - ``out.submit(io)`` — send an I/O to the layer below (from the bottom layer: to device
   ``io.dev``); ``io.replace(dev=..., offset=...)`` makes a modified copy;
+- ``out.submit(Io(n, "write", offset, length, dev=d, own=True))`` — an I/O the function
+  originates itself (a cache fill, a write-back, a prefetch): its completion comes back to
+  this function's ``on_completion`` (``done.io.id`` is the new I/O's ``id``) and is never
+  replied upward; number them yourself (``n`` below 2**62, unique among yours in flight);
 - ``out.reply(done)`` — complete an I/O received from above (``done.for_io(io)`` re-targets a
   completion at another I/O, e.g. the parent of a split request); ``out.reply_now(io)``
   completes without device work;
@@ -16,6 +20,10 @@ The same object runs in the simulator (``wattio run``) and live (``wattio serve`
 """
 
 from __future__ import annotations
+
+from wattio._core import Io
+
+__all__ = ["Function", "Io"]
 
 
 class Function:

@@ -50,7 +50,11 @@ fn parse_op(s: &str) -> PyResult<Op> {
     })
 }
 
-/// An I/O in flight (immutable; `replace` makes a modified copy).
+/// An I/O in flight (immutable; `replace` makes a modified copy). `Io(n, op, offset, length,
+/// dev=…, own=True)` is an I/O a function originates itself (a cache fill, a write-back, a
+/// prefetch): its completion comes back to that function's `on_completion`, never to the host.
+/// Without `own` the id is taken as a host request's (for driving a function by hand in a
+/// unit test).
 #[pyclass(name = "Io", module = "wattio._core", frozen)]
 #[derive(Clone)]
 pub struct PyIo {
@@ -73,6 +77,14 @@ impl PyIo {
         fua: bool,
         own: bool,
     ) -> PyResult<Self> {
+        // The top bits of an id are the kernel's flags (own I/O, sub-I/O of a fan-out): a
+        // number reaching them would pass for another kind of I/O and its completion could
+        // reach the wrong layer or request.
+        if id >= 1 << 62 {
+            return Err(PyValueError::new_err(format!(
+                "id: expected a number below 2**62 (the higher bits mark own and split I/O), got {id}"
+            )));
+        }
         let mut io = Io::own(id, parse_op(op)?, dev, offset, length);
         if !own {
             io.id = IoId(id);
