@@ -89,96 +89,94 @@ def test_a_python_layer_hears_each_transition_start_and_its_end():
     assert sum(1 for x in h[::2] if x[3] == ears.idle) == spin_ups
 
 
-class ReadCache(wattio.Function):
-    """Whole 4 KiB reads of the disk cached on the SSD, filled by the function's own writes."""
+def _read_cache():
+    """The shipped example's class (examples/read_cache.py), loaded as `wattio run` loads it."""
+    import importlib.util
 
-    name = "read-cache"
-
-    def __init__(self):
-        self.map = {}  # disk block -> SSD block
-        self.fills = {}  # own I/O id -> disk block
-        self.next_id = 0
-        self.hits = self.misses = 0
-
-    def attach(self, devices):
-        by_name = {d.name: d.id for d in devices}
-        self.disk, self.ssd = by_name["disk"], by_name["ssd"]
-
-    def on_request(self, now, io, out):
-        b = io.offset // 4096
-        if io.op == "read" and b in self.map:
-            self.hits += 1
-            return out.submit(io.replace(dev=self.ssd, offset=self.map[b] * 4096))
-        if io.op == "read":
-            self.misses += 1
-        else:
-            self.map.pop(b, None)  # a write makes the cached copy stale
-        out.submit(io.replace(dev=self.disk))
-
-    def on_completion(self, now, done, out):
-        if done.io.id in self.fills:
-            b = self.fills.pop(done.io.id)
-            self.map[b] = len(self.map)
-            return  # own I/O: nothing to answer upward
-        io = done.io
-        if io.dev == self.disk and io.op == "read" and io.offset // 4096 not in self.map:
-            self.next_id += 1
-            fill = wattio.Io(self.next_id, "write", len(self.map) * 4096, 4096, dev=self.ssd, own=True)
-            self.fills[fill.id] = io.offset // 4096
-            out.submit(fill)
-        out.reply(done)
-
-    def counters(self):
-        return {"hits": self.hits, "misses": self.misses}
+    spec = importlib.util.spec_from_file_location("read_cache", EXAMPLES / "read_cache.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ReadCache
 
 
-def test_a_python_cache_fills_its_ssd_with_its_own_writes(tmp_path):
-    """Read, read again (an SSD hit, once the fill — the function's own write — is done),
-    write (the copy goes stale), read (a miss again). Only the host's four requests are
-    answered; the fills reach the SSD and come back to the function."""
-    import pandas as pd
+CACHE_CFG = """
+[run]
+unload = true
 
-    cfg = """
 [[device]]
 name = "disk"
 model = "wd800-fs2"
 
 [[device]]
-name = "ssd"
-model = "samsung-870-evo-1tb"
+name = "flash"
+model = "sandisk-ultra-cf-2gb"
 
 [[function]]
 kind = "python"
 class = "x:y"
 """
-    s = 1_000_000_000
-    trace = pd.DataFrame(
-        {
-            "arrival_ns": [0, s, 2 * s, 3 * s],
-            "op": ["read", "read", "write", "read"],
-            "offset": [8192, 8192, 8192, 8192],
-            "len": [4096] * 4,
-        }
+
+S = 1_000_000_000
+K = 4096
+
+
+def _run_cache(rows, tmp_path, blocks=8):
+    import pandas as pd
+
+    trace = pd.DataFrame(rows, columns=["arrival_ns", "op", "offset", "len"])
+    cache = _read_cache()(blocks=blocks)
+    r = wattio.run(
+        CACHE_CFG, trace=trace, functions={0: cache}, out=tmp_path / f"run{len(rows)}", progress=False,
+        report=False,
     )
-    cache = ReadCache()
-    r = wattio.run(cfg, trace=trace, functions={0: cache}, out=tmp_path / "run", progress=False, report=False)
-    assert r.summary["requests"] == 4 and r.summary["errors"] == 0
-    assert (cache.hits, cache.misses) == (1, 2)
-    # The run ends with the host's last reply: the fill the last miss started is still out.
-    assert list(cache.fills.values()) == [2] and cache.map == {}
-    # With a clean unload the run waits for it.
-    unloading = ReadCache()
-    u = wattio.run(
-        "[run]\nunload = true\n" + cfg, trace=trace, functions={0: unloading}, progress=False, report=False
+    assert r.summary["requests"] == len(rows) and r.summary["errors"] == 0
+    assert r.summary["unload"]["left"] == []
+    return cache, r
+
+
+def test_the_python_read_cache_fills_hits_and_invalidates(tmp_path):
+    """Two blocks read (a miss: both copied to the flash by the function's own writes), read
+    again (a hit: two flash reads, one reply), the second written (its copy dropped), read
+    again (a miss: only the dropped block is copied again)."""
+    cache, r = _run_cache(
+        [(0, "read", 0, 2 * K), (S, "read", 0, 2 * K), (2 * S, "write", K, K), (3 * S, "read", 0, 2 * K)],
+        tmp_path,
     )
-    assert (unloading.hits, unloading.misses) == (1, 2)
-    assert unloading.fills == {} and unloading.map == {2: 0}
-    assert u.summary["unload"]["left"] == []
-    lat = r.requests()["latency_ns"].tolist()
-    # The hit is served by the SSD: far below the disk's misses (seek and rotation).
-    assert lat[1] < 1_000_000 < min(lat[0], lat[3])
-    ssd = r.summary["devices"]["ssd"]
-    assert ssd["residency_s"].get("active", 0) > 0
+    c = cache.counters()
+    assert (c["hits"], c["misses"], c["fills"], c["fills_dropped"]) == (1, 2, 3, 0)
+    assert dict(cache.cached) == {0: 0, 1: 1}  # the write freed slot 1; the refill took it back
+    assert cache.parts == {} and cache.left == {} and cache.reading == {} and cache.orphans == set()
+    # The disk served the two misses and the write; the card the three fills and the hit's
+    # two block reads.
+    disk, flash = r.summary["devices"]["disk"], r.summary["devices"]["flash"]
+    assert (disk["ios"], disk["bytes_read"], disk["bytes_written"]) == (3, 4 * K, K)
+    assert (flash["ios"], flash["bytes_read"], flash["bytes_written"]) == (5, 2 * K, 3 * K)
+
+
+def test_a_fill_overtaken_by_a_write_is_dropped(tmp_path):
+    """The write lands 1 ns after the read it follows returned — while that read's copy is
+    being written to the flash: the copy holds the old contents, so it is thrown away and the
+    next read of the block is a miss, not a hit on stale data."""
+    _, r = _run_cache([(0, "read", 0, K)], tmp_path)
+    done = int(r.requests()["finish_ns"].iloc[0])
+    cache, _ = _run_cache(
+        [(0, "read", 0, K), (done + 1, "write", 0, K), (S, "read", 0, K), (2 * S, "read", 0, K)], tmp_path
+    )
+    c = cache.counters()
+    assert (c["hits"], c["misses"], c["fills"], c["fills_dropped"]) == (1, 2, 1, 1)
+    assert dict(cache.cached) == {0: 0}  # the dropped fill's slot, free again, taken again
+
+
+def test_the_least_recently_used_block_is_evicted(tmp_path):
+    """Two slots: A, B, A (a hit: A is now the most recent), C evicts B (first-in-first-out
+    would evict A), A hits, B misses and evicts C."""
+    a, b, c = 0, 10 * K, 20 * K
+    rows = [(0, "read", a, K), (S, "read", b, K), (2 * S, "read", a, K), (3 * S, "read", c, K),
+            (4 * S, "read", a, K), (5 * S, "read", b, K)]
+    cache, _ = _run_cache(rows, tmp_path, blocks=2)
+    counts = cache.counters()
+    assert (counts["hits"], counts["misses"], counts["fills"]) == (2, 4, 4)
+    assert list(cache.cached.items()) == [(0, 0), (10, 1)]  # A in slot 0; B back in slot 1
 
 
 def test_an_own_io_number_must_leave_the_id_flags_free():
@@ -187,3 +185,18 @@ def test_an_own_io_number_must_leave_the_id_flags_free():
         wattio.Io(2**62, "read", 0, 4096, own=True)
     with pytest.raises(ValueError, match="op: expected read, write, flush or discard"):
         wattio.Io(1, "erase", 0, 4096)
+
+
+def test_the_shipped_cache_example_runs_beside_exces(tmp_path):
+    """examples/laptop-cache-python.toml: the same devices, spin-down and workload as
+    laptop-exces.toml (the configs differ only in the cache function), over six hours."""
+    text = shorten((EXAMPLES / "laptop-cache-python.toml").read_text())
+    exces = shorten((EXAMPLES / "laptop-exces.toml").read_text())
+    assert text[text.index("[workload]"):] == exces[exces.index("[workload]"):]
+    r = wattio.run(text, base_dir=EXAMPLES, out=tmp_path / "run", progress=False, report=False)
+    counters = r.summary["functions"][0]["counters"]
+    assert r.summary["errors"] == 0 and counters["hits"] > 0
+    # Every host read is a hit or a miss; every fill that landed wrote one block to the card.
+    reads = int((r.requests()["op"] == "read").sum())
+    assert counters["hits"] + counters["misses"] == reads
+    assert r.summary["devices"]["ecd"]["bytes_written"] >= 4096 * counters["fills"]
