@@ -200,3 +200,50 @@ def test_the_shipped_cache_example_runs_beside_exces(tmp_path):
     reads = int((r.requests()["op"] == "read").sum())
     assert counters["hits"] + counters["misses"] == reads
     assert r.summary["devices"]["ecd"]["bytes_written"] >= 4096 * counters["fills"]
+
+
+class Recorder:
+    """An `out` that records the actions a function takes (a unit test's stand-in)."""
+
+    def __init__(self):
+        self.sent, self.replied = [], []
+
+    def submit(self, io):
+        self.sent.append(io)
+
+    def reply(self, done):
+        self.replied.append(done.io.id)
+
+
+def test_a_slot_a_hit_still_reads_is_not_reused():
+    """Driven by hand, one slot: A cached; a hit on A is reading the slot when a write drops A
+    and a miss on B wants a slot — B gets none until the hit's read is back, then B's next
+    miss is copied into the freed slot (reused at once, the copy would overwrite what the hit
+    is reading)."""
+    from types import SimpleNamespace
+
+    cache = _read_cache()(blocks=1)
+    cache.attach([SimpleNamespace(name="disk", id=0, capacity=10**9),
+                  SimpleNamespace(name="flash", id=1, capacity=10**9)])
+    out = Recorder()
+    a, b = wattio.Io(1, "read", 0, K), wattio.Io(4, "read", 8 * K, K)
+    cache.on_request(0, a, out)
+    cache.on_completion(10, wattio.Completion(out.sent[-1], finished=10), out)
+    fill = out.sent[-1]
+    assert (fill.dev, fill.op, fill.offset, out.replied) == (1, "write", 0, [1])
+    cache.on_completion(20, wattio.Completion(fill), out)  # A is in slot 0 now
+    cache.on_request(30, wattio.Io(2, "read", 0, K), out)  # a hit: reads slot 0
+    part = out.sent[-1]
+    assert (part.dev, part.op, part.offset) == (1, "read", 0)
+    cache.on_request(40, wattio.Io(3, "write", 0, K), out)  # A dropped while read
+    cache.on_request(50, b, out)
+    sent = len(out.sent)
+    cache.on_completion(60, wattio.Completion(out.sent[-1]), out)  # B back from the disk
+    assert len(out.sent) == sent and out.replied == [1, 4]  # no copy of B: no free slot
+    cache.on_completion(70, wattio.Completion(part), out)  # the hit's read is back
+    assert out.replied == [1, 4, 2] and cache.free == [0]
+    cache.on_request(80, wattio.Io(5, "read", 8 * K, K), out)
+    cache.on_completion(90, wattio.Completion(out.sent[-1]), out)
+    assert (out.sent[-1].dev, out.sent[-1].op, out.sent[-1].offset) == (1, "write", 0)
+    with pytest.raises(ValueError, match="status: expected ok, io-error"):
+        wattio.Completion(part, status="fine")

@@ -16,14 +16,17 @@ I/O or reads a clock: each event brings the current time (``now``, integer nanos
 - ``out.set_power(device_id, state_id)`` — queue a power command at a device;
 - ``out.set_timer(timer_id, at_ns)`` / ``out.cancel_timer(timer_id)``.
 
-The same object runs in the simulator (``wattio run``) and live (``wattio serve``).
+The same object runs in the simulator (``wattio run``) and live (``wattio serve``). A unit
+test can also drive it by hand: ``Io(n, op, offset, length, dev=d)`` is a host request,
+``Completion(io, status="ok", finished=ns)`` its completion, and ``out`` any object with the
+methods above that records what it is given.
 """
 
 from __future__ import annotations
 
-from wattio._core import Io
+from wattio._core import Completion, Io
 
-__all__ = ["Function", "Io"]
+__all__ = ["Completion", "Function", "Io"]
 
 
 class Function:

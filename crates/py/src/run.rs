@@ -174,7 +174,8 @@ impl PyIo {
     }
 }
 
-/// A finished I/O.
+/// A finished I/O. `Completion(io, status="ok", finished=…)` builds one, to drive a
+/// function's `on_completion` by hand in a unit test.
 #[pyclass(name = "Completion", module = "wattio._core", frozen)]
 #[derive(Clone)]
 pub struct PyCompletion {
@@ -183,6 +184,39 @@ pub struct PyCompletion {
 
 #[pymethods]
 impl PyCompletion {
+    #[new]
+    #[pyo3(signature = (io, status="ok", finished=0, queue_ns=0, power_wait_ns=0, service_ns=0))]
+    fn new(
+        io: &PyIo,
+        status: &str,
+        finished: Nanos,
+        queue_ns: Nanos,
+        power_wait_ns: Nanos,
+        service_ns: Nanos,
+    ) -> PyResult<Self> {
+        let status = match status {
+            "ok" => Status::Ok,
+            "io-error" => Status::IoError,
+            "invalid" => Status::Invalid,
+            "no-space" => Status::NoSpace,
+            "not-supported" => Status::NotSupported,
+            _ => return Err(PyValueError::new_err(format!(
+                "status: expected ok, io-error, invalid, no-space or not-supported, got {status:?}"
+            ))),
+        };
+        Ok(PyCompletion {
+            inner: Completion {
+                io: io.inner,
+                status,
+                finished,
+                breakdown: Breakdown {
+                    queue_ns,
+                    power_wait_ns,
+                    service_ns,
+                },
+            },
+        })
+    }
     #[getter]
     fn io(&self) -> PyIo {
         PyIo {
