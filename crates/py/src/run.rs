@@ -50,6 +50,21 @@ fn parse_op(s: &str) -> PyResult<Op> {
     })
 }
 
+fn parse_status(s: &str) -> PyResult<Status> {
+    Ok(match s {
+        "ok" => Status::Ok,
+        "io-error" => Status::IoError,
+        "invalid" => Status::Invalid,
+        "no-space" => Status::NoSpace,
+        "not-supported" => Status::NotSupported,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "status: expected ok, io-error, invalid, no-space or not-supported, got {s:?}"
+            )))
+        }
+    })
+}
+
 /// An I/O in flight (immutable; `replace` makes a modified copy). `Io(n, op, offset, length,
 /// dev=…, own=True)` is an I/O a function originates itself (a cache fill, a write-back, a
 /// prefetch): its completion comes back to that function's `on_completion`, never to the host.
@@ -194,16 +209,7 @@ impl PyCompletion {
         power_wait_ns: Nanos,
         service_ns: Nanos,
     ) -> PyResult<Self> {
-        let status = match status {
-            "ok" => Status::Ok,
-            "io-error" => Status::IoError,
-            "invalid" => Status::Invalid,
-            "no-space" => Status::NoSpace,
-            "not-supported" => Status::NotSupported,
-            _ => return Err(PyValueError::new_err(format!(
-                "status: expected ok, io-error, invalid, no-space or not-supported, got {status:?}"
-            ))),
-        };
+        let status = parse_status(status)?;
         Ok(PyCompletion {
             inner: Completion {
                 io: io.inner,
