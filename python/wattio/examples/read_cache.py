@@ -10,6 +10,9 @@ of their blocks (write-around). The three ways a cache like this returns stale d
 closed: a block is cached only once its copy has landed; a fill that a write overtakes is
 thrown away when it lands; and a slot is never reused while a hit is still reading it.
 
+For the simulator: its own I/O carries no bytes, which the live server refuses (a refused
+fill is dropped, so live it serves every read from the disk; docs/functions/python.md).
+
     [[function]]
     kind = "python"
     class = "read_cache.py:ReadCache"
