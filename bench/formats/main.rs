@@ -4,6 +4,9 @@
 //!
 //!     cargo run --release -p wattio-formats --example formats_bench -- [SIZES_MB…]
 //!
+//! Other modes, one format each at N/10 and N requests: `--blkparse N` (D lines paired with
+//! their completions), `--biosnoop N` (sorted in memory), `--systor N` (SYSTOR '17 CSV).
+//!
 //! Each measurement runs in a child process of its own so that its peak RSS (VmHWM) is its
 //! own; flat memory means the peak does not grow with the file.
 
@@ -124,6 +127,36 @@ fn generate_blkparse(path: &Path, n: u64) -> u64 {
 
 /// biosnoop (libbpf-tools) output of `n` requests on one disk: up to 32 in flight, each line
 /// printed at its completion (random order) with its latency, as the tool prints them.
+/// A SYSTOR '17 hour of `n` I/Os: the header, Unix seconds with nine fraction digits (the
+/// last three zero, as in the traces), µs response times, R/W, one LUN, bytes.
+fn generate_systor(path: &Path, n: u64) {
+    let f = std::fs::File::create(path).expect("create bench input");
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    writeln!(w, "Timestamp,Response,IOType,LUN,Offset,Size").expect("write bench input");
+    let mut us = 1_456_135_200_000_000u64;
+    for _ in 0..n {
+        us += 1 + next() % 2_000;
+        let op = if next() % 10 < 7 { 'R' } else { 'W' };
+        let size = [4096u64, 8192, 65536][(next() % 3) as usize];
+        writeln!(
+            w,
+            "{}.{:06}000,0.{:06}000,{op},4,{},{size}",
+            us / 1_000_000,
+            us % 1_000_000,
+            1 + next() % 20_000,
+            (next() % (1 << 35)) & !4095
+        )
+        .expect("write bench input");
+    }
+}
+
 fn generate_biosnoop(path: &Path, n: u64) {
     let f = std::fs::File::create(path).expect("create bench input");
     let mut w = BufWriter::with_capacity(1 << 20, f);
@@ -217,6 +250,10 @@ fn child(kind: &str, path: &Path) {
         }
         "biosnoop" => {
             let mut s = open_trace(path, Some("biosnoop"), &ReadOptions::default()).expect("open");
+            drain(s.as_mut())
+        }
+        "systor" => {
+            let mut s = open_trace(path, Some("systor"), &ReadOptions::default()).expect("open");
             drain(s.as_mut())
         }
         "columnar-batch" => {
@@ -319,6 +356,30 @@ fn main() {
             assert_eq!(rows, n, "{kind}: every request read");
             println!(
                 "  {kind}: {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+                rows as f64 / 1e6 / dt,
+                rows as f64 / 1e6 / wall,
+                len / 1e6 / dt,
+                rss as f64 / 1024.0
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    if args.len() == 3 && args[1] == "--systor" {
+        // `--systor N`: a SYSTOR '17 file of N/10 and N I/Os (streamed: flat memory).
+        let n: u64 = args[2].parse().expect("--systor N: a request count");
+        let dir = std::env::temp_dir().join(format!("wattio-systor-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("bench dir");
+        println!("SYSTOR '17 CSV, best of 3, per CPU second:");
+        for k in [n / 10, n] {
+            let path = dir.join(format!("systor-{k}.csv"));
+            generate_systor(&path, k);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+            let (rows, dt, rss, wall) = measure("systor", &path);
+            assert_eq!(rows, k, "every request read");
+            println!(
+                "  {k} requests ({:.0} MB): {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+                len / 1e6,
                 rows as f64 / 1e6 / dt,
                 rows as f64 / 1e6 / wall,
                 len / 1e6 / dt,
