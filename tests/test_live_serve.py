@@ -561,3 +561,37 @@ def test_replay_reads_the_trace_formats_run_reads(tmp_path):
         reps.append(json.loads(r.stdout))
     _stop(proc)
     assert [(x["sent"], x["errors"]) for x in reps] == [(3, 0), (2, 0)]
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_the_python_read_cache_live_refuses_its_bytesless_fills_and_serves_the_disk(tmp_path):
+    """examples/read_cache.py served live: its own fills carry no bytes, so the server answers
+    them `invalid`; the cache drops each one and never hits, and every read returns what was
+    written (docs/functions/python.md, "I/O of its own")."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n"
+        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+        '[[device]]\nname = "flash"\nmodel = "sandisk-ultra-cf-2gb"\n\n'
+        f'[[function]]\nkind = "python"\nclass = "{examples / "read_cache.py"}:ReadCache"\n'
+        'params = { blocks = 64, disk = "laptop", flash = "flash" }\n'
+    )
+    disk, flash = tmp_path / "laptop.img", tmp_path / "flash.img"
+    disk.write_bytes(bytes(1 << 20))
+    flash.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(
+        tmp_path, str(cfg), "--image", f"laptop={disk}", "--image", f"flash={flash}", "--out", str(out)
+    )
+    r = _qemu_io(sock, "write -P 0x5a 8192 8192", "read -P 0x5a 8192 8192", "read -P 0x5a 8192 8192")
+    _stop(proc)
+    assert r.returncode == 0, r.stderr
+    assert "Pattern verification failed" not in r.stdout
+    assert disk.read_bytes()[8192:16384] == b"\x5a" * 8192
+    assert flash.read_bytes() == bytes(1 << 20)  # nothing was copied to the card
+    s = json.loads((out / "summary.json").read_text())
+    c = s["functions"][0]["counters"]
+    # Two misses of two blocks each: four fills refused and dropped, none landed, no hit.
+    assert (c["misses"], c["hits"], c["fills"], c["fills_dropped"]) == (2, 0, 0, 4)
+    assert s["errors"] == 0
