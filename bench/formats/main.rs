@@ -326,6 +326,29 @@ fn measure(kind: &str, path: &Path) -> (u64, f64, u64, f64) {
     best.unwrap_or((0, f64::MAX, 0, f64::MAX))
 }
 
+/// Read `format` from generated files of n/10 and n requests, one line each: rate per CPU
+/// second (and wall), MB/s, peak RSS.
+fn one_format(format: &str, ext: &str, n: u64, generate: fn(&Path, u64)) {
+    let dir = std::env::temp_dir().join(format!("wattio-{format}-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    for k in [n / 10, n] {
+        let path = dir.join(format!("{format}-{k}.{ext}"));
+        generate(&path, k);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+        let (rows, dt, rss, wall) = measure(format, &path);
+        assert_eq!(rows, k, "every request read");
+        println!(
+            "  {k} requests ({:.0} MB): {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
+            len / 1e6,
+            rows as f64 / 1e6 / dt,
+            rows as f64 / 1e6 / wall,
+            len / 1e6 / dt,
+            rss as f64 / 1024.0
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 4 && args[1] == "--convert" {
@@ -368,52 +391,15 @@ fn main() {
     if args.len() == 3 && args[1] == "--systor" {
         // `--systor N`: a SYSTOR '17 file of N/10 and N I/Os (streamed: flat memory).
         let n: u64 = args[2].parse().expect("--systor N: a request count");
-        let dir = std::env::temp_dir().join(format!("wattio-systor-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("bench dir");
         println!("SYSTOR '17 CSV, best of 3, per CPU second:");
-        for k in [n / 10, n] {
-            let path = dir.join(format!("systor-{k}.csv"));
-            generate_systor(&path, k);
-            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
-            let (rows, dt, rss, wall) = measure("systor", &path);
-            assert_eq!(rows, k, "every request read");
-            println!(
-                "  {k} requests ({:.0} MB): {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
-                len / 1e6,
-                rows as f64 / 1e6 / dt,
-                rows as f64 / 1e6 / wall,
-                len / 1e6 / dt,
-                rss as f64 / 1024.0
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
+        return one_format("systor", "csv", n, generate_systor);
     }
     if args.len() == 3 && args[1] == "--biosnoop" {
         // `--biosnoop N`: biosnoop output of N/10 and N requests, sorted in memory by the
         // reader (its peak grows with the trace, up to text::MAX_SORTED records).
         let n: u64 = args[2].parse().expect("--biosnoop N: a request count");
-        let dir =
-            std::env::temp_dir().join(format!("wattio-biosnoop-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("bench dir");
         println!("biosnoop output, sorted by arrival, best of 3, per CPU second:");
-        for k in [n / 10, n] {
-            let path = dir.join(format!("biosnoop-{k}.txt"));
-            generate_biosnoop(&path, k);
-            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
-            let (rows, dt, rss, wall) = measure("biosnoop", &path);
-            assert_eq!(rows, k, "every request read");
-            println!(
-                "  {k} requests ({:.0} MB): {:.2} M req/s ({:.2} wall), {:.0} MB/s, peak {:.1} MiB",
-                len / 1e6,
-                rows as f64 / 1e6 / dt,
-                rows as f64 / 1e6 / wall,
-                len / 1e6 / dt,
-                rss as f64 / 1024.0
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
+        return one_format("biosnoop", "txt", n, generate_biosnoop);
     }
     let sizes: Vec<u64> = if args.len() > 1 {
         args[1..].iter().filter_map(|a| a.parse().ok()).collect()
