@@ -566,8 +566,8 @@ def test_replay_reads_the_trace_formats_run_reads(tmp_path):
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 def test_the_python_read_cache_live_refuses_its_bytesless_fills_and_serves_the_disk(tmp_path):
     """examples/read_cache.py served live: its own fills carry no bytes, so the server answers
-    them `invalid`; the cache drops each one and never hits, and every read returns what was
-    written (docs/functions/python.md, "I/O of its own")."""
+    them `invalid` before the card's model sees them; the cache drops each one and never hits,
+    and every read returns what was written (docs/functions/python.md, "I/O of its own")."""
     examples = Path(__file__).resolve().parent.parent / "examples"
     cfg = tmp_path / "run.toml"
     cfg.write_text(
@@ -595,3 +595,6 @@ def test_the_python_read_cache_live_refuses_its_bytesless_fills_and_serves_the_d
     # Two misses of two blocks each: four fills refused and dropped, none landed, no hit.
     assert (c["misses"], c["hits"], c["fills"], c["fills_dropped"]) == (2, 0, 0, 4)
     assert s["errors"] == 0
+    # Refused before the card's model served them: no I/O, bytes or active time charged.
+    card = s["devices"]["flash"]
+    assert (card["ios"], card["bytes_written"], card["residency_s"]["active"]) == (0, 0, 0.0)

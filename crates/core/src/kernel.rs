@@ -108,6 +108,14 @@ pub trait Executor {
         hosts: &Hosts<Self::Host>,
     ) -> Result<(), String>;
 
+    /// Would this executor refuse `io` before any device work (live: a read or write that
+    /// names no buffer it can move bytes from or into)? Such an I/O does not reach the
+    /// device's model: no service time, energy or byte counts for work that never happens.
+    /// `submit` still receives it (unmodelled) and answers it with its error.
+    fn refuses(&self, _io: &Io, _hosts: &Hosts<Self::Host>) -> bool {
+        false
+    }
+
     /// A device model finished `done`: may it reach the stack now? (Live holds it until
     /// the real I/O has finished too, and may update it: status, time.)
     fn model_done(&mut self, now: Nanos, done: &mut Completion) -> bool;
@@ -738,8 +746,9 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
         self.observer.device_submit(now, io);
         self.life.out(io);
         self.device_out += 1;
+        let refused = self.x.refuses(io, &self.hosts);
         let modelled = match self.devs.get_mut(io.dev as usize) {
-            Some(Some(d)) => {
+            Some(Some(d)) if !refused => {
                 if X::EMULATES_BYTES {
                     let media = if self.emulate { d.media_mut() } else { None };
                     match media {

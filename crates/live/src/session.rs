@@ -1051,9 +1051,10 @@ impl Core {
             if let Some(k) = self.real.get_mut(job.io.dev as usize) {
                 k.ios += 1;
                 k.busy_ns += service_ns;
+                // Bytes moved: none for an I/O that failed (a refused one never started).
                 match job.io.op {
-                    Op::Read => k.bytes_read += job.io.len as u64,
-                    Op::Write => k.bytes_written += job.io.len as u64,
+                    Op::Read if status == Status::Ok => k.bytes_read += job.io.len as u64,
+                    Op::Write if status == Status::Ok => k.bytes_written += job.io.len as u64,
                     _ => {}
                 }
                 if status != Status::Ok {
@@ -1167,6 +1168,18 @@ impl Executor for Live {
             self.sleep_until = at;
             self.timer_cv.notify_one();
         }
+    }
+
+    fn refuses(&self, io: &Io, hosts: &Hosts<HostReq>) -> bool {
+        // A read or write with no bytes to move (a function's own I/O made without a
+        // buffer, or one naming a host request already answered): `run_job` answers it
+        // `Invalid`, and the emulated device never serves it.
+        matches!(io.op, Op::Read | Op::Write)
+            && match io.buf {
+                Buf::None => true,
+                Buf::Host { id, .. } => hosts.get(id).is_none(),
+                Buf::Scratch { .. } => false,
+            }
     }
 
     fn submit(

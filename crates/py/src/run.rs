@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use wattio_core::device::DeviceInfo;
 use wattio_core::function::{Action, Actions, Function, TimerId};
-use wattio_core::io::{Breakdown, Completion, Io, IoId, Op, Status};
+use wattio_core::io::{Breakdown, Buf, Completion, Io, IoId, Op, Status};
 use wattio_core::power::PowerStateId;
 use wattio_core::time::Nanos;
 use wattio_engine::Registry;
@@ -101,6 +101,10 @@ impl PyIo {
             )));
         }
         let mut io = Io::own(id, parse_op(op)?, dev, offset, length);
+        // No bytes: Python cannot fill or read a buffer, so the I/O names none (not the
+        // scratch buffer `Io::own` names, which another layer's scratch id could share). The
+        // live server refuses such a read or write before the device serves it.
+        io.buf = Buf::None;
         if !own {
             io.id = IoId(id);
         }
