@@ -58,7 +58,17 @@ for entry in $crates; do
     rc=0
     "$dir/target/$host/debug/$t" -artifact_prefix="$dir/artifacts/$t/" "$scratch" "$dir/corpus/$t" \
       -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 > "$scratch.log" 2>&1 || rc=$?
-    tail -n 12 "$scratch.log"
+    if [ "$rc" -eq 0 ]; then
+      tail -n 12 "$scratch.log"
+    else
+      # The finding itself (its kind, an allocation's size, the first frames), not only the
+      # stack's tail: a CI log is often all there is to go on.
+      grep -m 1 -A 40 -E '^==[0-9]+== ?ERROR|ERROR: libFuzzer|^thread .* panicked' "$scratch.log" || tail -n 60 "$scratch.log"
+      # The input too, in the log (base64; the artifacts directory may not outlive the job).
+      for a in "$dir/artifacts/$t"/*; do
+        [ -f "$a" ] && [ "$(stat -c %s "$a")" -le 65536 ] && { echo "fuzz: $a (base64):"; base64 -w 0 "$a"; echo; }
+      done
+    fi
     rm -rf "$scratch" "$scratch.log"
     [ "$rc" -eq 0 ] || { echo "fuzz: $c/$t FAILED (exit $rc): the input is under $dir/artifacts/$t/"; exit "$rc"; }
   done
