@@ -231,6 +231,39 @@ pub enum Status {
     NotSupported,
 }
 
+impl Status {
+    /// Every status's name, in [`Status::index`] order: what tables and Python show.
+    pub const NAMES: [&'static str; 5] = ["ok", "io-error", "invalid", "no-space", "not-supported"];
+
+    /// The position of this status in [`Status::NAMES`].
+    pub fn index(self) -> usize {
+        match self {
+            Status::Ok => 0,
+            Status::IoError => 1,
+            Status::Invalid => 2,
+            Status::NoSpace => 3,
+            Status::NotSupported => 4,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self.index()]
+    }
+
+    /// The status named `name` (one of [`Status::NAMES`]).
+    pub fn from_name(name: &str) -> Option<Status> {
+        [
+            Status::Ok,
+            Status::IoError,
+            Status::Invalid,
+            Status::NoSpace,
+            Status::NotSupported,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
 /// Where a completed I/O's latency went.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Breakdown {
@@ -285,6 +318,16 @@ impl Completion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_status_name_reads_back_as_its_status() {
+        for (i, &name) in Status::NAMES.iter().enumerate() {
+            let s = Status::from_name(name).expect(name);
+            assert_eq!((s.index(), s.as_str()), (i, name));
+        }
+        assert_eq!(Status::from_name("IoError"), None);
+        assert_eq!(Status::from_name("error"), None);
+    }
 
     #[test]
     fn an_end_past_2_64_saturates_instead_of_wrapping() {

@@ -72,18 +72,7 @@ fn bytes_of<S: AsRef<str>>(names: &[S]) -> Vec<ByteArray> {
 /// `op` values in the order of the request model's codes (`Op as u8`).
 pub const OP_NAMES: [&str; 4] = ["read", "write", "flush", "discard"];
 /// `status` values, as a Python function sees them in `Completion.status`.
-pub const STATUS_NAMES: [&str; 5] = ["ok", "io-error", "invalid", "no-space", "not-supported"];
-
-/// `s`'s index in [`STATUS_NAMES`].
-fn status_index(s: Status) -> usize {
-    match s {
-        Status::Ok => 0,
-        Status::IoError => 1,
-        Status::Invalid => 2,
-        Status::NoSpace => 3,
-        Status::NotSupported => 4,
-    }
-}
+pub const STATUS_NAMES: [&str; 5] = Status::NAMES;
 
 const REQUEST_COLUMNS: [Col; 13] = [
     Col::new("id", Kind::Int64),
@@ -163,7 +152,7 @@ impl RequestsTable {
         };
         let device = name(&self.devices, usize::from(r.io.dev), "device")?;
         let op = name(&self.ops, r.io.op as usize, "op")?;
-        let status = name(&self.statuses, status_index(r.status), "status")?;
+        let status = name(&self.statuses, r.status.index(), "status")?;
         self.id.push(i64_of(r.id));
         self.arrival.push(i64_of(r.arrival));
         self.finish.push(i64_of(r.finished));

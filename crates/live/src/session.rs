@@ -1172,9 +1172,9 @@ impl Executor for Live {
 
     fn refuses(&self, io: &Io, hosts: &Hosts<HostReq>) -> bool {
         // A read or write with no bytes to move (a function's own I/O made without a
-        // buffer, or one naming a host request already answered): `run_job` answers it
-        // `Invalid`, and the emulated device never serves it.
-        matches!(io.op, Op::Read | Op::Write)
+        // buffer, or one naming a host request already answered): `Shared::execute` answers
+        // it `Invalid`, and the emulated device never serves it.
+        io.op.moves_data()
             && match io.buf {
                 Buf::None => true,
                 Buf::Host { id, .. } => hosts.get(id).is_none(),

@@ -51,17 +51,11 @@ fn parse_op(s: &str) -> PyResult<Op> {
 }
 
 fn parse_status(s: &str) -> PyResult<Status> {
-    Ok(match s {
-        "ok" => Status::Ok,
-        "io-error" => Status::IoError,
-        "invalid" => Status::Invalid,
-        "no-space" => Status::NoSpace,
-        "not-supported" => Status::NotSupported,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "status: expected ok, io-error, invalid, no-space or not-supported, got {s:?}"
-            )))
-        }
+    Status::from_name(s).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "status: expected {}, got {s:?}",
+            Status::NAMES.join(", ")
+        ))
     })
 }
 
@@ -239,13 +233,7 @@ impl PyCompletion {
     }
     #[getter]
     fn status(&self) -> &'static str {
-        match self.inner.status {
-            Status::Ok => "ok",
-            Status::IoError => "io-error",
-            Status::Invalid => "invalid",
-            Status::NoSpace => "no-space",
-            Status::NotSupported => "not-supported",
-        }
+        self.inner.status.as_str()
     }
     #[getter]
     fn finished(&self) -> Nanos {
