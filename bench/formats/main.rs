@@ -78,18 +78,23 @@ fn generate_msr(path: &Path, mb: u64) -> u64 {
     rows
 }
 
+/// A xorshift64 stream from `seed` (non-zero): the generators' reproducible randomness.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 /// A blkparse text trace of `n` requests on one device: a D line each and its C line, up
 /// to 32 in flight, completed in random order. Returns the lines written.
 fn generate_blkparse(path: &Path, n: u64) -> u64 {
     let f = std::fs::File::create(path).expect("create bench input");
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     let (mut t, mut seq) = (0u64, 0u64);
     let mut pending: Vec<(u64, &str)> = Vec::new();
     let mut line = String::with_capacity(96);
@@ -125,20 +130,12 @@ fn generate_blkparse(path: &Path, n: u64) -> u64 {
     seq
 }
 
-/// biosnoop (libbpf-tools) output of `n` requests on one disk: up to 32 in flight, each line
-/// printed at its completion (random order) with its latency, as the tool prints them.
 /// A SYSTOR '17 hour of `n` I/Os: the header, Unix seconds with nine fraction digits (the
 /// last three zero, as in the traces), µs response times, R/W, one LUN, bytes.
 fn generate_systor(path: &Path, n: u64) {
     let f = std::fs::File::create(path).expect("create bench input");
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     writeln!(w, "Timestamp,Response,IOType,LUN,Offset,Size").expect("write bench input");
     let mut us = 1_456_135_200_000_000u64;
     for _ in 0..n {
@@ -157,16 +154,12 @@ fn generate_systor(path: &Path, n: u64) {
     }
 }
 
+/// biosnoop (libbpf-tools) output of `n` requests on one disk: up to 32 in flight, each line
+/// printed at its completion (random order) with its latency, as the tool prints them.
 fn generate_biosnoop(path: &Path, n: u64) {
     let f = std::fs::File::create(path).expect("create bench input");
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     writeln!(
         w,
         "TIME(s)     COMM           PID     DISK    T    SECTOR     BYTES   LAT(ms)"
@@ -248,12 +241,8 @@ fn child(kind: &str, path: &Path) {
             let mut s = open_trace(path, Some("blkparse"), &opts).expect("open");
             drain(s.as_mut())
         }
-        "biosnoop" => {
-            let mut s = open_trace(path, Some("biosnoop"), &ReadOptions::default()).expect("open");
-            drain(s.as_mut())
-        }
-        "systor" => {
-            let mut s = open_trace(path, Some("systor"), &ReadOptions::default()).expect("open");
+        "biosnoop" | "systor" => {
+            let mut s = open_trace(path, Some(kind), &ReadOptions::default()).expect("open");
             drain(s.as_mut())
         }
         "columnar-batch" => {
