@@ -22,37 +22,56 @@ pub fn footer_len(tail: &[u8]) -> Option<u64> {
     }
 }
 
-const MAX_DEPTH: u32 = 32;
+pub(crate) const MAX_DEPTH: u32 = 32;
 
 /// Checks the Thrift compact encoding of a footer (one struct). `Err` says what is wrong.
 pub fn check(footer: &[u8]) -> Result<(), String> {
-    let mut w = Walker { b: footer, pos: 0 };
-    w.structure(0)
+    Walker::new(footer, "footer").structure(0)
 }
 
-struct Walker<'a> {
-    b: &'a [u8],
-    pos: usize,
+/// A cursor over Thrift compact bytes (a footer here, a page header in `pages.rs`). `short`
+/// records that an error came from running out of bytes, so a caller reading a window of a
+/// longer stream knows a larger window might hold the whole value.
+pub(crate) struct Walker<'a> {
+    pub b: &'a [u8],
+    pub pos: usize,
+    pub short: bool,
+    /// What the bytes are, for messages ("footer", "page header").
+    pub what: &'static str,
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    pub fn new(b: &'a [u8], what: &'static str) -> Self {
+        Walker {
+            b,
+            pos: 0,
+            short: false,
+            what,
+        }
+    }
+
     fn remaining(&self) -> usize {
         self.b.len().saturating_sub(self.pos)
     }
 
-    fn byte(&mut self) -> Result<u8, String> {
-        let v = *self
-            .b
-            .get(self.pos)
-            .ok_or_else(|| format!("footer ends inside a value at byte {}", self.pos))?;
+    pub fn byte(&mut self) -> Result<u8, String> {
+        let Some(&v) = self.b.get(self.pos) else {
+            self.short = true;
+            return Err(format!(
+                "{} ends inside a value at byte {}",
+                self.what, self.pos
+            ));
+        };
         self.pos += 1;
         Ok(v)
     }
 
     fn skip(&mut self, n: usize) -> Result<(), String> {
         if n > self.remaining() {
+            self.short = true;
             return Err(format!(
-                "footer declares {n} bytes at byte {} but only {} remain",
+                "{} declares {n} bytes at byte {} but only {} remain",
+                self.what,
                 self.pos,
                 self.remaining()
             ));
@@ -61,7 +80,7 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn varint(&mut self) -> Result<u64, String> {
+    pub fn varint(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
             let b = self.byte()?;
@@ -74,11 +93,13 @@ impl Walker<'_> {
     }
 
     /// A container of `n` elements, each at least `min_bytes` long, must fit in what is left.
-    fn fits(&self, n: u64, min_bytes: u64, what: &str) -> Result<usize, String> {
+    fn fits(&mut self, n: u64, min_bytes: u64, what: &str) -> Result<usize, String> {
         let need = n.saturating_mul(min_bytes);
         if need > self.remaining() as u64 {
+            self.short = true;
             return Err(format!(
-                "footer {what} at byte {} declares {n} elements but only {} bytes remain",
+                "{} {what} at byte {} declares {n} elements but only {} bytes remain",
+                self.what,
                 self.pos,
                 self.remaining()
             ));
@@ -86,9 +107,12 @@ impl Walker<'_> {
         usize::try_from(n).map_err(|_| format!("{what} too long"))
     }
 
-    fn structure(&mut self, depth: u32) -> Result<(), String> {
+    pub fn structure(&mut self, depth: u32) -> Result<(), String> {
         if depth > MAX_DEPTH {
-            return Err("footer nests structures deeper than any Parquet footer".into());
+            return Err(format!(
+                "{} nests structures deeper than any Parquet file does",
+                self.what
+            ));
         }
         loop {
             let h = self.byte()?;
@@ -106,7 +130,8 @@ impl Walker<'_> {
         }
     }
 
-    fn value(&mut self, t: u8, depth: u32) -> Result<(), String> {
+    /// Skips one value of Thrift compact type `t`.
+    pub fn value(&mut self, t: u8, depth: u32) -> Result<(), String> {
         match t {
             // Booleans inside a list take a byte each, like i8.
             1..=3 => self.skip(1),
@@ -146,8 +171,8 @@ impl Walker<'_> {
             12 => self.structure(depth + 1),
             13 => self.skip(16),
             _ => Err(format!(
-                "unknown Thrift type {t} in the footer at byte {}",
-                self.pos
+                "unknown Thrift type {t} in the {} at byte {}",
+                self.what, self.pos
             )),
         }
     }

@@ -37,6 +37,8 @@ pub mod memtrace;
 pub mod mqsim;
 pub mod msr;
 #[cfg(feature = "columnar")]
+mod pages;
+#[cfg(feature = "columnar")]
 pub mod parquet_io;
 pub mod slice;
 pub mod spc;

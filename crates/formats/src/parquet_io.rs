@@ -693,7 +693,7 @@ pub(crate) fn check_chunk_ranges(
                     file,
                     format!(
                         "row group {g}, column `{}`: chunk at byte {start} of {} bytes lies outside the {file_len}-byte file",
-                        c.column_path(),
+                        c.column_path().string(),
                         c.compressed_size()
                     ),
                 )
@@ -711,22 +711,140 @@ pub(crate) fn check_chunk_ranges(
     Ok(())
 }
 
+/// Walks every column chunk's page headers (`pages.rs`) before the Parquet crate decodes a
+/// page, which sizes buffers from what they declare. Only the headers are read, in windows
+/// of 1 KiB grown as needed; chunk ranges must have been checked
+/// ([`check_chunk_ranges`]).
+pub(crate) fn check_pages<T: ChunkReader>(
+    input: &T,
+    md: &ParquetMetaData,
+    file: &str,
+) -> Result<(), FormatError> {
+    use crate::pages;
+    for (g, rg) in md.row_groups().iter().enumerate() {
+        for c in rg.columns() {
+            let descr = c.column_descr();
+            // The least an entry of a PLAIN dictionary takes.
+            let entry_bits = match descr.physical_type() {
+                Physical::BOOLEAN => 1,
+                Physical::INT32 | Physical::FLOAT | Physical::BYTE_ARRAY => 32,
+                Physical::INT64 | Physical::DOUBLE => 64,
+                Physical::INT96 => 96,
+                Physical::FIXED_LEN_BYTE_ARRAY => {
+                    8 * u64::try_from(descr.type_length()).unwrap_or(0)
+                }
+            };
+            let (start, len) = c.byte_range();
+            let refuse = |at: u64, m: String| {
+                FormatError::new(
+                    file,
+                    Location::Byte(start + at),
+                    format!("row group {g}, column `{}`: {m}", c.column_path().string()),
+                )
+                .with_expected("a complete, uncorrupted Parquet file")
+            };
+            let (mut pos, mut rows) = (0u64, 0i64);
+            while pos < len {
+                let left = len - pos;
+                let mut window = left.min(1024);
+                let h = loop {
+                    let b = input
+                        .get_bytes(start + pos, window as usize)
+                        .map_err(|e| refuse(pos, format!("Parquet: {e}")))?;
+                    match pages::page_header(&b) {
+                        Ok(h) => break h,
+                        Err(pages::HeaderError::Short(_))
+                            if window < left.min(pages::MAX_HEADER_BYTES) =>
+                        {
+                            window = (window * 16).min(left.min(pages::MAX_HEADER_BYTES));
+                        }
+                        Err(pages::HeaderError::Short(m)) => {
+                            return Err(refuse(
+                                pos,
+                                format!(
+                                    "page header cut short ({m}; {left} bytes of the chunk left)"
+                                ),
+                            ))
+                        }
+                        Err(pages::HeaderError::Bad(m)) => return Err(refuse(pos, m)),
+                    }
+                };
+                pages::check(
+                    &h,
+                    left,
+                    entry_bits,
+                    descr.physical_type() == Physical::BYTE_ARRAY,
+                )
+                .map_err(|m| refuse(pos, m))?;
+                if matches!(h.kind, pages::DATA_PAGE | pages::DATA_PAGE_V2) {
+                    rows = rows.saturating_add(h.rows.unwrap_or(0));
+                }
+                pos += h.len as u64 + h.compressed as u64;
+            }
+            // In a flat column every row is one value (null or not) of exactly one page.
+            if descr.max_rep_level() == 0 && rows != rg.num_rows() {
+                return Err(refuse(
+                    0,
+                    format!(
+                        "its pages hold {rows} values but the row group declares {} rows",
+                        rg.num_rows()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Opens a Parquet file with the checks every wattio Parquet reader needs (columnar traces,
-/// memory traces): the footer and every column chunk's byte range within the file, the
-/// Parquet crate's own panics contained. `expected` says what the file should have been.
+/// memory traces): the footer, every column chunk's byte range within the file and its page
+/// headers, the Parquet crate's own panics contained. `expected` says what the file should
+/// have been.
 pub(crate) fn open<T: ChunkReader + 'static>(
     input: T,
     file: &str,
     expected: &str,
-) -> Result<SerializedFileReader<T>, FormatError> {
+) -> Result<SerializedFileReader<Shared<T>>, FormatError> {
     let file_len = input.len();
     check_footer(&input, file_len, file, expected)?;
-    let reader =
-        contain(file, Location::File, || SerializedFileReader::new(input))?.map_err(|e| {
-            FormatError::file(file, format!("not a Parquet file: {e}")).with_expected(expected)
-        })?;
+    let input = Shared(Arc::new(input));
+    let reader = contain(file, Location::File, || {
+        SerializedFileReader::new(input.clone())
+    })?
+    .map_err(|e| {
+        FormatError::file(file, format!("not a Parquet file: {e}")).with_expected(expected)
+    })?;
     check_chunk_ranges(file, reader.metadata(), file_len)?;
+    check_pages(&input, reader.metadata(), file)?;
     Ok(reader)
+}
+
+/// An input shared between the Parquet crate's reader and the page-header walk, which runs
+/// after the crate has decoded the footer (the crate keeps its input to itself).
+pub(crate) struct Shared<T>(Arc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ChunkReader> parquet::file::reader::Length for Shared<T> {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl<T: ChunkReader> ChunkReader for Shared<T> {
+    type T = T::T;
+
+    fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
+        self.0.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<bytes::Bytes, ParquetError> {
+        self.0.get_bytes(start, length)
+    }
 }
 
 /// A Parquet file's key-value metadata as (key, value) pairs (a missing value is empty).

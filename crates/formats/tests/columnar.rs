@@ -352,3 +352,54 @@ fn a_null_in_a_non_nullable_column_is_refused_at_its_row() {
         "{e}"
     );
 }
+
+/// The bytes of a 300-request trace and the offset of the `op` column's dictionary-page
+/// `num_values` varint (4 entries: op codes 0–3). parquet-rs writes the dictionary page
+/// header's fields in id order without a CRC, so the nested header (field 7, short-form
+/// delta 4 from field 3: `0x4c`) opens with field 1 as an i32 (`0x15`) and zigzag 4 (`0x08`).
+fn trace_and_dictionary_entries() -> (Vec<u8>, usize) {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let p = write(&requests(300));
+    let bytes = std::fs::read(&p).unwrap();
+    let r = SerializedFileReader::new(std::fs::File::open(&p).unwrap()).unwrap();
+    let op = r.metadata().row_group(0).column(1);
+    assert_eq!(op.column_path().string(), "op");
+    let start = op
+        .dictionary_page_offset()
+        .expect("op is dictionary-encoded") as usize;
+    let at = (start..start + 24)
+        .find(|&i| bytes[i..i + 3] == [0x4c, 0x15, 0x08])
+        .expect("the dictionary page header's layout");
+    (bytes, at + 2)
+}
+
+/// A page header sizes the Parquet crate's buffers (a dictionary's entry count, a page's
+/// uncompressed size), so a corrupt one could ask for gigabytes; the reader walks the page
+/// headers first and refuses, naming the row group, column and byte (`pages.rs`).
+#[test]
+fn page_headers_that_would_size_buffers_beyond_the_file_are_refused() {
+    let (bytes, at) = trace_and_dictionary_entries();
+    let read = |data: Vec<u8>| {
+        let e = ColumnarReader::from_bytes(data, "<input>").err();
+        e.map(|e| e.to_string())
+    };
+    assert_eq!(read(bytes.clone()), None);
+    // 5 entries in the 16 bytes four INT32 entries take (same varint length).
+    let mut five = bytes.clone();
+    five[at] = 0x0a;
+    let e = read(five).expect("refused");
+    assert!(
+        e.contains("row group 0, column `op`: dictionary page declares 5 entries in 16 bytes"),
+        "{e}"
+    );
+    assert!(e.starts_with("<input>@byte "), "{e}");
+    // 2^31 - 1 entries, a 5-byte varint: the crate would resize its dictionary to 8 GiB.
+    // Inserting bytes shifts the later chunks, which the walk never reaches.
+    let mut huge = bytes.clone();
+    huge.splice(at..at + 1, [0xfe, 0xff, 0xff, 0xff, 0x0f]);
+    let e = read(huge).expect("refused");
+    assert!(
+        e.contains("column `op`: dictionary page declares 2147483647 entries (at most 16777216"),
+        "{e}"
+    );
+}

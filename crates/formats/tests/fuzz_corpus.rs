@@ -106,6 +106,16 @@ fn every_columnar_fuzz_seed_passes_the_reader_invariants() {
     assert_eq!(n, 0);
     let e = e.expect("a corrupt footer is an error");
     assert!(e.starts_with("<input>: not a Parquet file"), "{e}");
+    // A dictionary page header declaring 2^31 - 1 entries (the 300-request seed with the
+    // `op` column's count rewritten): parquet 60 resizes its dictionary to what the header
+    // says, 8 GiB, and the process aborted; the page-header walk refuses it first.
+    let (n, e) = outcome("oom_dictionary_entries");
+    assert_eq!(n, 0);
+    let e = e.expect("a dictionary larger than its page is an error");
+    assert!(
+        e.contains("column `op`: dictionary page declares 2147483647 entries"),
+        "{e}"
+    );
 }
 
 /// The archive seeds through the archive fuzz entry, and what each must give: the trace's
