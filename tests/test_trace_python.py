@@ -231,3 +231,36 @@ def test_a_systor_17_hour_reads_as_downloaded(tmp_path: Path, capsys) -> None:
     assert any(n.startswith("skipped 1 records: I/Os with a blank IOType") for n in notes)
     assert main(["trace", "stats", str(p), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["requests"] == 2
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # pyarrow's defaults: Snappy, dictionaries, v1 data pages
+        {"data_page_version": "2.0", "compression": "zstd"},
+        {"compression": "gzip", "use_dictionary": False},
+        {"compression": "lz4"},
+        {"compression": "none", "data_page_size": 64},  # many small pages
+    ],
+    ids=["default", "v2-zstd", "gzip-plain", "lz4", "small-pages"],
+)
+def test_a_columnar_trace_pyarrow_rewrote_reads_in_the_rust_reader(tmp_path: Path, options) -> None:
+    # Users rewrite columnar traces with their own tools; wattio's reader (not pyarrow) must
+    # take any codec and page layout pyarrow writes, through its page-header checks.
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    n = 30_000
+    df = pd.DataFrame({
+        "arrival_ns": np.arange(n, dtype="uint64") * 1000,
+        "op": (np.arange(n) % 3 == 0).astype("uint8"),
+        "offset": np.arange(n, dtype="uint64") * 4096,
+        "len": np.full(n, 4096, dtype="uint32"),
+    })
+    trace.write_frame(df, tmp_path / "a.parquet")
+    pq.write_table(pq.read_table(tmp_path / "a.parquet"), tmp_path / "b.parquet", **options)
+    s = trace.stats(tmp_path / "b.parquet")
+    assert (s["requests"], s["writes"], s["reads"]) == (n, 10_000, 20_000)
+    assert (s["bytes_read"], s["bytes_written"]) == (20_000 * 4096, 10_000 * 4096)
+    assert s["duration_ns"] == (n - 1) * 1000
