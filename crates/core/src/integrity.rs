@@ -254,6 +254,9 @@ pub struct Checker {
     fault: Option<String>,
     /// Functions' metadata regions: device blocks there are not user data.
     regions: Vec<Region>,
+    /// No crash will be simulated ([`Checker::without_crashes`]): what a crash could leave
+    /// need not be kept.
+    crashless: bool,
 }
 
 /// A version, as messages show it.
@@ -299,7 +302,19 @@ impl Checker {
             combo_ids: HashMap::new(),
             fault: None,
             regions: Vec::new(),
+            crashless: false,
         })
+    }
+
+    /// For a run that simulates no crash (`wattio run` with `[run] check_data`): every
+    /// acknowledged write counts as durable and every device write as on the media, so a
+    /// block keeps only the writes a read in flight may still return — without it, a run
+    /// without flushes keeps every write of every block (what a crash could bring back),
+    /// and a hot block's reads are checked against thousands of them. [`Checker::crash`]
+    /// is then a programming error.
+    pub fn without_crashes(mut self) -> Checker {
+        self.crashless = true;
+        self
     }
 
     pub fn counters(&self) -> IntegrityCounters {
@@ -361,6 +376,10 @@ impl Checker {
     /// durable versions, every buffer is gone (host requests in flight and the functions'
     /// scratch state), and from now on reads are held to what the host made durable.
     pub fn crash(&mut self, now: Nanos) {
+        assert!(
+            !self.crashless,
+            "Checker::crash on a checker built without_crashes"
+        );
         let seq = self.tick();
         self.counters.crashes += 1;
         self.dev_writes.clear();
@@ -782,7 +801,7 @@ impl DataObserver for Checker {
                     };
                     let db = self.dev.entry((io.dev, b)).or_default();
                     db.refused = false;
-                    if io.fua {
+                    if io.fua || self.crashless {
                         db.durable = v;
                         db.volatile.clear();
                     } else {
@@ -939,7 +958,7 @@ impl DataObserver for Checker {
                             // A failed write may have landed in part: undefined.
                             w.ver = ANY;
                         }
-                        if io.fua && ok {
+                        if (io.fua || self.crashless) && ok {
                             w.durable = true;
                         } else {
                             self.not_durable.push((io.dev, b, req.issued, acked));

@@ -241,8 +241,26 @@ pub fn run(
     }
     let models = asm.models.clone();
     let sim = Simulator::new(asm.stack, asm.devices).unloading(cfg.run.unload);
-    let outcome = sim.run(&mut watch, until, min_end, &mut sink)?;
+    let (outcome, check) = if cfg.run.check_data {
+        let mut checker = wattio_core::integrity::Checker::new(cfg.run.check_block)
+            .map_err(|e| format!("run.check_block: {e}"))?
+            .without_crashes();
+        let outcome = sim
+            .with_observer(&mut checker)
+            .run(&mut watch, until, min_end, &mut sink)?;
+        let c = checker.counters();
+        let check = summary::DataCheckSummary {
+            block_bytes: cfg.run.check_block,
+            reads_checked: c.reads_checked,
+            blocks_checked: c.blocks_checked,
+            blocks_unverified: c.blocks_unverified,
+        };
+        (outcome, Some(check))
+    } else {
+        (sim.run(&mut watch, until, min_end, &mut sink)?, None)
+    };
     let mut summary = Summary::build(cfg.run.name.clone(), cfg.run.seed, &models, &outcome);
+    summary.data_check = check;
     if let Input::Trace { lenient } = opts.input {
         // Before summary.json: a refused trace leaves no summary to mistake for a result.
         summary.warnings = trace_verdict(&watch, lenient)?;

@@ -102,6 +102,23 @@ pub struct Summary {
     /// The clean unload at the end (`[run] unload = true`), when it finished.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unload: Option<UnloadSummary>,
+    /// What the data checker checked (`[run] check_data = true`): the run failed at the
+    /// first read that returned a wrong version, so a summary with this passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_check: Option<DataCheckSummary>,
+}
+
+/// The data checker's counts ([`wattio_core::integrity::IntegrityCounters`]).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DataCheckSummary {
+    pub block_bytes: u32,
+    /// Host reads whose every fully covered block was checked.
+    pub reads_checked: u64,
+    /// Blocks of host reads found holding a version the host may read.
+    pub blocks_checked: u64,
+    /// Blocks of host reads not checked: covered only partly by the read, or of undefined
+    /// content (a partial or failed write, a discard).
+    pub blocks_unverified: u64,
 }
 
 /// When the host detached, how long the layers' own I/O of the unload took, and what they
@@ -179,6 +196,7 @@ impl Summary {
                 took_s: ns_to_secs(u.done - u.started),
                 left: o.stack.unload_left(),
             }),
+            data_check: None,
         }
     }
 }

@@ -409,6 +409,46 @@ fn state_per_block_stays_bounded_by_durable_points() {
     read_from(&mut c, 100_000, 5000, 0, 0, 0).unwrap();
 }
 
+/// Without flushes every write stays possible after a crash, so a block keeps them all;
+/// built `without_crashes` it keeps only what a read in flight may return, and still catches
+/// a stale read (a layer answering from an old copy).
+#[test]
+fn without_crashes_a_block_keeps_only_the_writes_a_read_in_flight_may_return() {
+    let mut kept = Checker::new(4096).unwrap();
+    let mut c = Checker::new(4096).unwrap().without_crashes();
+    for k in 0..1000 {
+        write(&mut kept, 10 * k, k, 0, 1);
+        write(&mut c, 10 * k, k, 0, 1);
+    }
+    assert_eq!(kept.host[&(0, 0)].writes.len(), 1001);
+    assert_eq!(kept.not_durable.len(), 1000);
+    assert_eq!(
+        c.host[&(0, 0)].writes.len(),
+        1,
+        "{:?}",
+        c.host[&(0, 0)].writes
+    );
+    assert!(c.not_durable.is_empty());
+    assert_eq!(c.dev[&(0, 0)].volatile.len(), 0);
+    read_from(&mut c, 100_000, 5000, 0, 0, 0).unwrap();
+    // Block 1 written twice; a read of it answered from device block 2, where a stale copy
+    // of the first version was put: caught.
+    write(&mut c, 200_000, 6000, 1, 1);
+    let first = host(6001, Op::Write, 1, 1);
+    c.host_request(200_010, &first);
+    device(&mut c, 200_010, to_dev(&first, 0, 2));
+    c.host_reply(200_010, &ok(first, 200_010)).unwrap();
+    write(&mut c, 200_020, 6002, 1, 1);
+    let e = read_from(&mut c, 200_030, 6003, 1, 0, 2).unwrap_err();
+    assert!(e.contains("block 1 (bytes 4096..8192) holds v"), "{e}");
+}
+
+#[test]
+#[should_panic(expected = "Checker::crash on a checker built without_crashes")]
+fn a_crash_is_refused_by_a_checker_built_without_crashes() {
+    Checker::new(4096).unwrap().without_crashes().crash(10);
+}
+
 /// RAID-5 in versions: parity P = D0 ^ D1 written to device 2; a degraded read of D1
 /// rebuilds it as P ^ D0 into the host's buffer. With P up to date the read holds D1's
 /// version; with P stale (D1 rewritten, parity not) it holds a combination and is caught.
