@@ -725,7 +725,14 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     /// carries a metadata region's bytes through it (the rest it does not move), the
     /// executor moves the bytes it carries (live: every buffer).
     fn combine(&mut self, dst: Buf, src: Buf, len: u32, xor: bool) {
-        self.life.open(dst);
+        if let Err(have) = self.life.holds(src, len) {
+            let what = if xor { "xor" } else { "copy" };
+            self.fail(format!(
+                "{what} of {len} bytes from {src:?}: the buffer holds {have} bytes (a read into it not back yet, or nothing put there)"
+            ));
+            return;
+        }
+        self.life.open(dst, len);
         if X::EMULATES_BYTES && self.emulate {
             self.scratch.combine(dst, src, len, xor);
         }
@@ -898,7 +905,7 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
 
     fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]) {
         self.observer.fill(now, dst, bytes.len() as u32);
-        self.life.open(dst);
+        self.life.open(dst, bytes.len() as u32);
         let r = if X::EMULATES_BYTES {
             self.scratch.fill(dst, bytes)
         } else {

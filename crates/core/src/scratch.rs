@@ -20,11 +20,17 @@
 use crate::fxhash::FxHashMap;
 use crate::io::{Buf, Io, Op};
 
-/// Per live scratch buffer: I/O out on it, and whether the function released it.
+/// Per live scratch buffer: I/O out on it, whether the function released it, and how many
+/// bytes it holds.
 #[derive(Clone, Copy, Debug, Default)]
 struct Life {
     out: u32,
     released: bool,
+    /// Bytes from its start that something put there: a read into it that is back, a copy,
+    /// xor or fill into it. A copy or xor out of it must stay within them: live, a read's
+    /// bytes exist once the device has served it, so reading the buffer earlier would depend
+    /// on the wall clock; both executors refuse it here, the same way.
+    extent: u64,
 }
 
 /// The live scratch buffers and what is out on each.
@@ -57,10 +63,26 @@ impl ScratchLife {
         self.bufs.values().filter(|l| l.out == 0).count()
     }
 
-    /// Bytes were put into `buf` (a fill, an xor or copy into it): it exists.
-    pub fn open(&mut self, buf: Buf) {
-        if let Buf::Scratch { id, .. } = buf {
-            self.bufs.entry(id).or_default();
+    /// `len` bytes were put into `buf` (a fill, an xor or copy into it): it exists, and
+    /// holds at least up to their end.
+    pub fn open(&mut self, buf: Buf, len: u32) {
+        if let Buf::Scratch { id, offset } = buf {
+            let l = self.bufs.entry(id).or_default();
+            l.extent = l.extent.max(u64::from(offset) + u64::from(len));
+        }
+    }
+
+    /// Whether scratch buffer `buf` holds `len` bytes from its offset; `Err` with the bytes
+    /// it holds if not (0 for a buffer nothing made). Other buffers: `Ok`.
+    pub fn holds(&self, buf: Buf, len: u32) -> Result<(), u64> {
+        let Buf::Scratch { id, offset } = buf else {
+            return Ok(());
+        };
+        let have = self.bufs.get(&id).map_or(0, |l| l.extent);
+        if u64::from(offset) + u64::from(len) <= have {
+            Ok(())
+        } else {
+            Err(have)
         }
     }
 
@@ -78,6 +100,11 @@ impl ScratchLife {
         let id = moving(io)?;
         let l = self.bufs.get_mut(&id)?;
         l.out = l.out.saturating_sub(1);
+        if io.op == Op::Read {
+            if let Buf::Scratch { offset, .. } = io.buf {
+                l.extent = l.extent.max(u64::from(offset) + u64::from(io.len));
+            }
+        }
         if l.out == 0 && (io.op == Op::Write || l.released) {
             self.bufs.remove(&id);
             return Some(id);
@@ -146,7 +173,7 @@ mod tests {
     fn release_frees_now_or_at_the_last_io_back_even_a_read() {
         let mut l = ScratchLife::default();
         let b = Buf::Scratch { id: 3, offset: 0 };
-        l.open(b);
+        l.open(b, 4096);
         assert_eq!(l.release(b), Some(3), "nothing out: freed at once");
         let r = io(Op::Read, 3);
         l.out(&r);
@@ -166,6 +193,25 @@ mod tests {
         assert!(l.is_empty());
     }
 
+    /// What a buffer holds: a read's bytes once it is back, a copy's or fill's at once; a
+    /// buffer nothing made holds none.
+    #[test]
+    fn a_buffer_holds_what_came_back_into_it_or_was_put_there() {
+        let mut l = ScratchLife::default();
+        let at = |off| Buf::Scratch { id: 4, offset: off };
+        assert_eq!(l.holds(at(0), 1), Err(0));
+        let r = io(Op::Read, 4); // 4096 bytes at offset 0
+        l.out(&r);
+        assert_eq!(l.holds(at(0), 4096), Err(0), "the read is not back");
+        l.back(&r);
+        assert_eq!(l.holds(at(0), 4096), Ok(()));
+        assert_eq!(l.holds(at(1), 4096), Err(4096), "one byte past its end");
+        l.open(at(8192), 100);
+        assert_eq!(l.holds(at(4096), 4196), Ok(()), "the gap reads as zeros");
+        assert_eq!(l.holds(Buf::None, 10), Ok(()));
+        assert_eq!(l.holds(Buf::Host { id: 1, offset: 0 }, 10), Ok(()));
+    }
+
     #[test]
     fn held_counts_the_buffers_alive_with_nothing_out() {
         let mut l = ScratchLife::default();
@@ -175,7 +221,7 @@ mod tests {
         assert_eq!((l.len(), l.held()), (2, 0), "both have I/O out");
         l.back(&r);
         assert_eq!((l.len(), l.held()), (2, 1), "the read's buffer waits, idle");
-        l.open(Buf::Scratch { id: 3, offset: 0 });
+        l.open(Buf::Scratch { id: 3, offset: 0 }, 4096);
         assert_eq!(l.held(), 2, "a filled buffer nothing was sent from");
         l.back(&w);
         assert_eq!((l.len(), l.held()), (2, 2), "the write freed its buffer");

@@ -76,7 +76,7 @@ impl Rig {
                     Action::Fill { .. } => {
                         let (dst, b) = fills.next().unwrap();
                         self.scratch.fill(dst, &b).unwrap();
-                        self.life.open(dst);
+                        self.life.open(dst, b.len() as u32);
                     }
                     Action::Submit(io) => {
                         assert_eq!(io.dev, 0);
