@@ -206,13 +206,55 @@ class Recorder:
     """An `out` that records the actions a function takes (a unit test's stand-in)."""
 
     def __init__(self):
-        self.sent, self.replied = [], []
+        self.sent, self.replied, self.copied, self.released = [], [], [], []
 
     def submit(self, io):
         self.sent.append(io)
 
     def reply(self, done):
         self.replied.append(done.io.id)
+
+    def copy(self, dst, src, length=None, dst_offset=0, src_offset=0):
+        # An I/O end by its id, a scratch buffer by its number.
+        end = lambda e: e if isinstance(e, int) else ("io", e.id)
+        self.copied.append((end(dst), end(src), length, dst_offset, src_offset))
+
+    def release(self, k):
+        self.released.append(k)
+
+
+def test_a_read_a_write_overlapped_at_the_disk_fills_nothing_of_that_block():
+    """Driven by hand: a miss on blocks 0–1 is at the disk when a write of block 1 is issued;
+    the disk may serve them in either order, so the read's block 1 may be the old bytes: only
+    block 0 is copied to the flash. A read issued while a write of its block is out is the
+    same case (found by the data checker: the example cached such blocks before)."""
+    from types import SimpleNamespace
+
+    cache = _read_cache()(blocks=8)
+    cache.attach([SimpleNamespace(name="disk", id=0, capacity=10**9),
+                  SimpleNamespace(name="flash", id=1, capacity=10**9)])
+    out = Recorder()
+    r1 = wattio.Io(1, "read", 0, 2 * K)
+    cache.on_request(0, r1, out)
+    w = wattio.Io(2, "write", K, K)
+    cache.on_request(5, w, out)
+    cache.on_completion(10, wattio.Completion(r1), out)  # the read is back first
+    fills = [io for io in out.sent if io.op == "write" and io.dev == 1]
+    assert [(f.offset, f.scratch) for f in fills] == [(0, 1)] and out.copied == [(1, ("io", 1), K, 0, 0)]
+    assert cache.fill_of == {0: fills[0].id | 2**63} or list(cache.fill_of) == [0]
+    # A read of block 1 issued while the write is still out: not filled either.
+    r2 = wattio.Io(3, "read", K, K)
+    cache.on_request(20, r2, out)
+    cache.on_completion(30, wattio.Completion(r2), out)
+    assert len([io for io in out.sent if io.op == "write" and io.dev == 1]) == 1
+    # Once the write is back, a new read of block 1 is filled.
+    cache.on_completion(40, wattio.Completion(w), out)
+    r3 = wattio.Io(4, "read", K, K)
+    cache.on_request(50, r3, out)
+    cache.on_completion(60, wattio.Completion(r3), out)
+    fills = [io for io in out.sent if io.op == "write" and io.dev == 1]
+    assert [f.offset // K for f in fills] == [0, 1] and out.replied == [1, 3, 2, 4]
+    assert cache.written == {} and cache.writes_out == {} and cache.misses_out == {}
 
 
 def test_a_slot_a_hit_still_reads_is_not_reused():
@@ -231,6 +273,8 @@ def test_a_slot_a_hit_still_reads_is_not_reused():
     cache.on_completion(10, wattio.Completion(out.sent[-1], finished=10), out)
     fill = out.sent[-1]
     assert (fill.dev, fill.op, fill.offset, out.replied) == (1, "write", 0, [1])
+    # A's bytes copied out of the host's buffer into the fill's scratch buffer first.
+    assert fill.scratch == 1 and out.copied == [(1, ("io", 1), K, 0, 0)]
     cache.on_completion(20, wattio.Completion(fill), out)  # A is in slot 0 now
     cache.on_request(30, wattio.Io(2, "read", 0, K), out)  # a hit: reads slot 0
     part = out.sent[-1]
@@ -242,8 +286,170 @@ def test_a_slot_a_hit_still_reads_is_not_reused():
     assert len(out.sent) == sent and out.replied == [1, 4]  # no copy of B: no free slot
     cache.on_completion(70, wattio.Completion(part), out)  # the hit's read is back
     assert out.replied == [1, 4, 2] and cache.free == [0]
+    # Its scratch buffer copied into the host's read, then released.
+    assert out.copied[-1] == (("io", 2), part.scratch, K, 0, 0) and out.released == [part.scratch]
     cache.on_request(80, wattio.Io(5, "read", 8 * K, K), out)
     cache.on_completion(90, wattio.Completion(out.sent[-1]), out)
     assert (out.sent[-1].dev, out.sent[-1].op, out.sent[-1].offset) == (1, "write", 0)
     with pytest.raises(ValueError, match="status: expected ok, io-error"):
         wattio.Completion(part, status="fine")
+
+
+def _mixed_trace(n=3000, blocks=48, seed=5, gap_ns=10e6):
+    """Aligned reads and writes of 1–4 blocks over a small footprint, exponential gaps of 10 ms
+    on average (the disk's service time: often several out at once): hits, misses, fills,
+    invalidations, overlapped and overtaken fills all happen."""
+    import random
+
+    rng = random.Random(seed)
+    rows, t = [], 0
+    for _ in range(n):
+        size = rng.choice([1, 1, 2, 4])
+        start = rng.randrange(blocks - size + 1)
+        op = "write" if rng.random() < 0.3 else "read"
+        t += int(rng.expovariate(1 / gap_ns))
+        rows.append((t, op, start * K, size * K))
+    return rows
+
+
+def _checked_run(cache, rows, tmp_path, check=True):
+    import pandas as pd
+
+    cfg = CACHE_CFG.replace("unload = true", f"unload = true\ncheck_data = {str(check).lower()}")
+    trace = pd.DataFrame(rows, columns=["arrival_ns", "op", "offset", "len"])
+    return wattio.run(cfg, trace=trace, functions={0: cache}, out=tmp_path / "run", progress=False, report=False)
+
+
+def test_the_python_read_cache_returns_the_latest_write_under_the_data_checker(tmp_path):
+    """[run] check_data: every read the cache answers — hits copied from the card block by block,
+    misses from the disk — holds the latest acknowledged write of each block; every read and
+    block is checked (all aligned, none failed), as counted from the trace."""
+    rows = _mixed_trace()
+    cache = _read_cache()(blocks=16)
+    r = _checked_run(cache, rows, tmp_path)
+    c = cache.counters()
+    assert c["hits"] > 300 and c["fills"] > 1000 and c["fills_dropped"] > 0
+    reads = [ln for _, op, _, ln in rows if op == "read"]
+    assert r.summary["data_check"] == {
+        "block_bytes": 4096,
+        "reads_checked": len(reads),
+        "blocks_checked": sum(reads) // K,
+        "blocks_unverified": 0,
+    }
+    # Every scratch buffer the cache used was drained by its write or released.
+    assert cache.parts == {} and cache.filling == {} and cache.left == {}
+
+
+def test_the_data_checker_catches_a_cache_that_serves_stale_or_misplaced_blocks(tmp_path):
+    """Three broken caches: one that keeps a block cached when the host writes it, one that fills
+    blocks from a read a write overlapped at the disk (the example before the checker found it),
+    one that copies every block of a hit to the start of the read. Timing alone cannot tell (the
+    unchecked run finishes without an error); the checker stops each at its first wrong read."""
+    ReadCache = _read_cache()
+
+    class Stale(ReadCache):
+        def on_request(self, now, io, out):
+            if io.op == "write":  # the bookkeeping, without invalidating the cached copies
+                self.seq += 1
+                for b in self._blocks(io):
+                    self.written[b] = self.seq
+                    self.writes_out[b] = self.writes_out.get(b, 0) + 1
+                out.submit(io.replace(dev=self.disk))
+                return
+            super().on_request(now, io, out)
+
+    class Overlapped(ReadCache):
+        def on_request(self, now, io, out):
+            super().on_request(now, io, out)
+            if io.id in self.misses_out:  # as the example was: fills whatever the read returned
+                self.misses_out[io.id] = (float("inf"), set())
+
+    class Misplaced(ReadCache):
+        def on_completion(self, now, done, out):
+            class AtStart:
+                def __getattr__(self, name):
+                    return getattr(out, name)
+
+                def copy(self, dst, src, length=None, dst_offset=0, src_offset=0):
+                    out.copy(dst, src, length, 0, src_offset)
+
+            super().on_completion(now, done, AtStart())
+
+    rows = _mixed_trace()
+    for broken in [Stale, Overlapped, Misplaced]:
+        what = broken.__name__
+        r = _checked_run(broken(blocks=16), rows, tmp_path / what, check=False)
+        assert r.summary["errors"] == 0 and "data_check" not in r.summary
+        with pytest.raises(Exception, match=r"integrity: host read \d+ \(volume 0, bytes \d+\.\.\d+\)"):
+            _checked_run(broken(blocks=16), rows, tmp_path / f"{what}-checked")
+
+
+def test_scratch_buffers_are_numbered_by_the_function_and_checked():
+    io = wattio.Io(7, "read", 0, K, dev=1, own=True, scratch=9)
+    assert io.scratch == 9 and repr(io).endswith("dev=1, scratch=9)")
+    assert wattio.Io(7, "read", 0, K, own=True).scratch is None
+    assert wattio.Io(7, "read", 0, K).scratch is None  # a host request's buffer is the host's
+    with pytest.raises(ValueError, match=r"scratch: only an I/O the function originates \(own=True\)"):
+        wattio.Io(7, "read", 0, K, scratch=1)
+    with pytest.raises(ValueError, match="scratch: a flush moves no bytes"):
+        wattio.Io(7, "flush", 0, 0, own=True, scratch=1)
+    with pytest.raises(ValueError, match=r"scratch: expected a scratch buffer number below 2\*\*40"):
+        wattio.Io(7, "write", 0, K, own=True, scratch=2**40)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        ("out.copy(io, 3, length=2 * 4096)", "length: 8192 bytes do not fit: an I/O end has 4096 bytes"),
+        ("out.copy(io, 3, dst_offset=4096)", "dst_offset: 4096 is past the 4096 bytes of Io"),
+        ("out.copy(3, 4)", "length: required when an end is a scratch buffer"),
+        ("out.copy(io, 3)", "length: required when an end is a scratch buffer"),
+        ("out.copy(Io(1, 'read', 0, 4096, own=True), 3)", "dst: Io.* names no buffer"),
+        ("out.copy(io, 2**40)", "src: expected a scratch buffer number below 2\\*\\*40"),
+        ("out.release(-1)", "OverflowError|can't convert negative"),
+    ],
+)
+def test_a_bad_copy_or_release_stops_the_run_naming_the_argument(tmp_path, call, message):
+    import pandas as pd
+
+    class Bad(wattio.Function):
+        def on_request(self, now, io, out):
+            eval(call, {"out": out, "io": io, "Io": wattio.Io})
+
+    cfg = "[[device]]\nname = 'disk'\nmodel = 'wd800-fs2'\n\n[[function]]\nkind = 'python'\nclass = 'x:y'\n"
+    trace = pd.DataFrame([(0, "read", 0, K)], columns=["arrival_ns", "op", "offset", "len"])
+    with pytest.raises(Exception, match=message):
+        wattio.run(cfg, trace=trace, functions={0: Bad()}, out=tmp_path / "run", progress=False, report=False)
+
+
+@pytest.mark.parametrize(
+    "when, length, message",
+    [
+        ("submit", K, r"copy of 4096 bytes from Scratch \{ id: \d+, offset: 0 \}: the buffer holds 0 bytes"),
+        ("back", 2 * K, r"copy of 8192 bytes from Scratch \{ id: \d+, offset: 0 \}: the buffer holds 4096 bytes"),
+    ],
+    ids=["read-not-back", "past-its-end"],
+)
+def test_a_copy_out_of_a_scratch_buffer_must_stay_within_what_it_holds(tmp_path, when, length, message):
+    """A read into scratch buffer 1, and a copy out of it into the host's 8 KiB read: before the
+    read is back (live its bytes do not exist yet), or longer than the 4 KiB it brought. The
+    simulator stops the run as the live server would (the kernel checks it for both)."""
+    import pandas as pd
+
+    class Early(wattio.Function):
+        def on_request(self, now, io, out):
+            self.host = io
+            out.submit(wattio.Io(1, "read", 0, K, own=True, scratch=1))
+            if when == "submit":
+                out.copy(io, 1, length=length)
+
+        def on_completion(self, now, done, out):
+            if when == "back":
+                out.copy(self.host, 1, length=length)
+            out.release(1)
+            out.reply(wattio.Completion(self.host, finished=now))
+
+    cfg = "[[device]]\nname = 'disk'\nmodel = 'wd800-fs2'\n\n[[function]]\nkind = 'python'\nclass = 'x:y'\n"
+    trace = pd.DataFrame([(0, "read", 0, 2 * K)], columns=["arrival_ns", "op", "offset", "len"])
+    with pytest.raises(Exception, match=message):
+        wattio.run(cfg, trace=trace, functions={0: Early()}, out=tmp_path / "run", progress=False, report=False)

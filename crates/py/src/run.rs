@@ -50,6 +50,40 @@ fn parse_op(s: &str) -> PyResult<Op> {
     })
 }
 
+/// A Python function's scratch buffer `k` as a Python-made `Io` names it, before the layer is
+/// known: the top bit, which no scratch id of any layer uses.
+const LOCAL: u64 = 1 << 63;
+/// Python layers' scratch ids: `2^61 | layer << 40 | k` (scratch ids are global to the stack;
+/// FS2, PARAID, RAID and EXCES keep below 2^61: `crate::placement::fs2::copy_base`).
+const PY_SCRATCH: u64 = 1 << 61;
+/// Scratch buffer numbers a Python function may use: below 2^40.
+const SCRATCH_NUMBERS: u64 = 1 << 40;
+
+/// The scratch ids of the Python function at stack position `layer`.
+fn scratch_base(layer: usize) -> u64 {
+    PY_SCRATCH | ((layer as u64 & 0xF_FFFF) << 40)
+}
+
+fn scratch_number(k: u64, what: &str) -> PyResult<u64> {
+    if k >= SCRATCH_NUMBERS {
+        return Err(PyValueError::new_err(format!(
+            "{what}: expected a scratch buffer number below 2**40, got {k}"
+        )));
+    }
+    Ok(k)
+}
+
+/// The buffer a Python function's scratch number names, once its layer is known.
+fn resolve(buf: Buf, base: u64) -> Buf {
+    match buf {
+        Buf::Scratch { id, offset } if id & LOCAL != 0 => Buf::Scratch {
+            id: base | (id & (SCRATCH_NUMBERS - 1)),
+            offset,
+        },
+        b => b,
+    }
+}
+
 fn parse_status(s: &str) -> PyResult<Status> {
     Status::from_name(s).ok_or_else(|| {
         PyValueError::new_err(format!(
@@ -62,8 +96,9 @@ fn parse_status(s: &str) -> PyResult<Status> {
 /// An I/O in flight (immutable; `replace` makes a modified copy). `Io(n, op, offset, length,
 /// dev=…, own=True)` is an I/O a function originates itself (a cache fill, a write-back, a
 /// prefetch): its completion comes back to that function's `on_completion`, never to the host.
-/// Without `own` the id is taken as a host request's (for driving a function by hand in a
-/// unit test).
+/// With `scratch=k` its bytes are the function's scratch buffer `k` (a read fills it, a write
+/// sends it; the write that drains it frees it). Without `own` the id is taken as a host
+/// request's (for driving a function by hand in a unit test).
 #[pyclass(name = "Io", module = "wattio._core", frozen)]
 #[derive(Clone)]
 pub struct PyIo {
@@ -73,7 +108,7 @@ pub struct PyIo {
 #[pymethods]
 impl PyIo {
     #[new]
-    #[pyo3(signature = (id, op, offset, length, dev=0, stream=0, priority=0, fua=false, own=false))]
+    #[pyo3(signature = (id, op, offset, length, dev=0, stream=0, priority=0, fua=false, own=false, scratch=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         id: u64,
@@ -85,6 +120,7 @@ impl PyIo {
         priority: i8,
         fua: bool,
         own: bool,
+        scratch: Option<u64>,
     ) -> PyResult<Self> {
         // The top bits of an id are the kernel's flags (own I/O, sub-I/O of a fan-out): a
         // number reaching them would pass for another kind of I/O and its completion could
@@ -95,10 +131,30 @@ impl PyIo {
             )));
         }
         let mut io = Io::own(id, parse_op(op)?, dev, offset, length);
-        // No bytes: Python cannot fill or read a buffer, so the I/O names none (not the
-        // scratch buffer `Io::own` names, which another layer's scratch id could share). The
-        // live server refuses such a read or write before the device serves it.
-        io.buf = Buf::None;
+        // Without `scratch` no bytes: the I/O names no buffer (not the scratch buffer
+        // `Io::own` names, which another layer's scratch id could share), and the live server
+        // refuses such a read or write before the device serves it. With it, buffer `k`
+        // marked as this function's: `Actions.submit` puts it in the layer's range.
+        io.buf = match scratch {
+            None => Buf::None,
+            Some(k) => {
+                let k = scratch_number(k, "scratch")?;
+                if !own {
+                    return Err(PyValueError::new_err(
+                        "scratch: only an I/O the function originates (own=True) moves its scratch buffers",
+                    ));
+                }
+                if !io.op.moves_data() {
+                    return Err(PyValueError::new_err(format!(
+                        "scratch: a {op} moves no bytes (only a read or a write has a buffer)"
+                    )));
+                }
+                Buf::Scratch {
+                    id: LOCAL | k,
+                    offset: 0,
+                }
+            }
+        };
         if !own {
             io.id = IoId(id);
         }
@@ -147,6 +203,17 @@ impl PyIo {
     fn call_site(&self) -> Option<u64> {
         self.inner.call_site
     }
+    /// The function's scratch buffer number this I/O reads into or writes from, if any.
+    #[getter]
+    fn scratch(&self) -> Option<u64> {
+        match self.inner.buf {
+            // Before submit (marked local) or after (in a Python layer's range).
+            Buf::Scratch { id, .. } if id & LOCAL != 0 || (PY_SCRATCH..1 << 62).contains(&id) => {
+                Some(id & (SCRATCH_NUMBERS - 1))
+            }
+            _ => None,
+        }
+    }
     /// A copy with some fields changed: `io.replace(dev=1, offset=4096)`.
     #[pyo3(signature = (*, dev=None, offset=None, length=None, priority=None, op=None))]
     fn replace(
@@ -176,8 +243,12 @@ impl PyIo {
         Ok(PyIo { inner: io })
     }
     fn __repr__(&self) -> String {
+        let scratch = self
+            .scratch()
+            .map(|k| format!(", scratch={k}"))
+            .unwrap_or_default();
         format!(
-            "Io(id={}, op={}, offset={}, length={}, dev={})",
+            "Io(id={}, op={}, offset={}, length={}, dev={}{scratch})",
             self.inner.id.0,
             op_name(self.inner.op),
             self.inner.offset,
@@ -268,13 +339,112 @@ impl PyCompletion {
 #[derive(Default)]
 pub struct PyActions {
     list: Vec<Action>,
+    /// The scratch ids of the function being called ([`scratch_base`]).
+    base: u64,
+}
+
+/// One end of a copy: an I/O's buffer, or the function's scratch buffer `k`.
+#[derive(FromPyObject)]
+enum End {
+    Io(PyIo),
+    Scratch(u64),
+}
+
+impl PyActions {
+    fn end(&self, e: &End, offset: u32, what: &str) -> PyResult<(Buf, Option<u32>)> {
+        Ok(match e {
+            End::Io(io) => {
+                if io.inner.buf == Buf::None {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}: {} names no buffer (a flush, a discard, or an own I/O without scratch=)",
+                        io.__repr__()
+                    )));
+                }
+                if offset >= io.inner.len && io.inner.len > 0 {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}_offset: {offset} is past the {} bytes of {}",
+                        io.inner.len,
+                        io.__repr__()
+                    )));
+                }
+                let buf = resolve(io.inner.buf, self.base).at(offset);
+                (buf, Some(io.inner.len - offset.min(io.inner.len)))
+            }
+            End::Scratch(k) => {
+                let k = scratch_number(*k, what)?;
+                let buf = Buf::Scratch {
+                    id: self.base | k,
+                    offset,
+                };
+                (buf, None)
+            }
+        })
+    }
 }
 
 #[pymethods]
 impl PyActions {
     /// Send `io` to the layer below (or to device `io.dev` from the bottom layer).
     fn submit(&mut self, io: &PyIo) {
-        self.list.push(Action::Submit(io.inner));
+        let mut io = io.inner;
+        io.buf = resolve(io.buf, self.base);
+        self.list.push(Action::Submit(io));
+    }
+    /// Copy bytes: `dst = src` over `length` bytes. Each end is an `Io` (its buffer: a host
+    /// read's to answer it from bytes the function holds, a host write's to keep its bytes)
+    /// or an int, the function's scratch buffer of that number (created by the copy if new).
+    /// Between two `Io`s `length` defaults to what both have after their offsets; with a
+    /// scratch end it is required.
+    #[pyo3(signature = (dst, src, length=None, dst_offset=0, src_offset=0))]
+    fn copy(
+        &mut self,
+        dst: End,
+        src: End,
+        length: Option<u32>,
+        dst_offset: u32,
+        src_offset: u32,
+    ) -> PyResult<()> {
+        let (d, dl) = self.end(&dst, dst_offset, "dst")?;
+        let (s, sl) = self.end(&src, src_offset, "src")?;
+        let room = match (dl, sl) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // Only between two I/Os' buffers does `length` default: a scratch buffer's size is the
+        // function's to know (a default from the other end once copied a 4 KiB buffer into
+        // 8 KiB of a read, which live refused and the simulator let pass).
+        let len = match (length, room) {
+            (Some(l), Some(r)) if l > r => {
+                return Err(PyValueError::new_err(format!(
+                    "length: {l} bytes do not fit: an I/O end has {r} bytes after its offset"
+                )))
+            }
+            (Some(l), _) => l,
+            (None, Some(r)) if dl.is_some() && sl.is_some() => r,
+            (None, _) => {
+                return Err(PyValueError::new_err(
+                    "length: required when an end is a scratch buffer",
+                ))
+            }
+        };
+        self.list.push(Action::Copy {
+            dst: d,
+            src: s,
+            len,
+        });
+        Ok(())
+    }
+    /// Free scratch buffer `k` without writing it out (a fill given up after its read):
+    /// at once, or when the I/O out on it is back.
+    fn release(&mut self, k: u64) -> PyResult<()> {
+        let k = scratch_number(k, "release")?;
+        self.list.push(Action::Release {
+            buf: Buf::Scratch {
+                id: self.base | k,
+                offset: 0,
+            },
+        });
+        Ok(())
     }
     /// Complete an I/O received from above.
     fn reply(&mut self, done: &PyCompletion) {
@@ -369,6 +539,8 @@ struct PyFunction {
     label: String,
     acts: Py<PyActions>,
     error: Arc<Mutex<Option<PyErr>>>,
+    /// Its scratch ids ([`scratch_base`] of its stack position).
+    base: u64,
 }
 
 impl PyFunction {
@@ -394,6 +566,7 @@ impl PyFunction {
                 }
                 let mut args = args(py)?;
                 if with_actions {
+                    self.acts.bind(py).borrow_mut().base = self.base;
                     args.push(self.acts.bind(py).clone().into_any());
                 }
                 obj.call_method1(method, pyo3::types::PyTuple::new(py, args)?)?;
@@ -825,6 +998,7 @@ pub(crate) fn python_functions(
                 label: format!("{} ({})", ctx.key, p.class),
                 acts: Python::with_gil(|py| acts.clone_ref(py)),
                 error: err2.clone(),
+                base: scratch_base(i),
             }))
         },
     )

@@ -2,16 +2,21 @@
 a function with devices of its own and I/O of its own (laptop-cache-python.toml runs it; compare
 with laptop-exces.toml, EXCES on the same devices).
 
-A read whose blocks are all cached is served from the flash (one flash read per block, the
-host answered when the last is back); any other read goes to the disk, and when it returns
-its blocks are copied to the flash by the function's own writes (`wattio.Io(..., own=True)`),
-evicting the least recently used. Writes and discards go to the disk and drop the cached copies
-of their blocks (write-around). The three ways a cache like this returns stale data are
-closed: a block is cached only once its copy has landed; a fill that a write overtakes is
-thrown away when it lands; and a slot is never reused while a hit is still reading it.
+A read whose blocks are all cached is served from the flash: one flash read per block into a
+scratch buffer of the function's (`wattio.Io(..., own=True, scratch=k)`), copied into the host's
+buffer at the block's place (`out.copy`), the host answered when the last is back. Any other
+read goes to the disk, and when it returns its blocks are copied out of the host's buffer into
+scratch buffers and written to the flash by the function's own writes, evicting the least
+recently used. Writes and discards go to the disk and drop the cached copies of their blocks
+(write-around). The four ways a cache like this returns stale data are closed: a block is
+cached only once its copy has landed; a read that a write to its block overlapped at the disk
+(issued while the read was out, or out when it was issued: the disk may serve them in either
+order) fills nothing of that block; a fill that a write overtakes is thrown away when it
+lands; and a slot is never reused while a hit is still reading it. `[run] check_data = true`
+checks every read it answers against the writes before it (it found the second).
 
-For the simulator: its own I/O carries no bytes, which the live server refuses (a refused
-fill is dropped, so live it serves every read from the disk; docs/functions/python.md).
+The bytes really move: served live (`wattio serve`), the card holds the cached blocks and hits
+return them.
 
     [[function]]
     kind = "python"
@@ -37,10 +42,14 @@ class ReadCache(Function):
         self.free = list(range(blocks - 1, -1, -1))
         self.filling = {}  # own id -> [disk block, flash slot, still wanted]
         self.fill_of = {}  # disk block -> own id of its fill in flight
-        self.parts = {}  # own id -> [host I/O, flash slot]
-        self.left = {}  # host I/O id -> flash reads of it still out
+        self.parts = {}  # own id (= its scratch buffer) -> [host I/O, flash slot, byte in the I/O]
+        self.left = {}  # host I/O id -> [flash reads of it still out, a failed one's completion]
         self.reading = {}  # flash slot -> hits reading it
         self.orphans = set()  # slots given up while a hit was reading them
+        self.seq = 0  # host writes and discards issued so far
+        self.written = {}  # disk block -> `seq` of the last write or discard issued to it
+        self.writes_out = {}  # disk block -> host writes and discards of it at the disk
+        self.misses_out = {}  # host read id -> (`seq` at its issue, blocks with a write out then)
         self.next_id = 0
         self.hits = self.misses = self.fills = self.fills_dropped = 0
 
@@ -54,8 +63,9 @@ class ReadCache(Function):
             raise ValueError(f"blocks: {self.blocks} blocks of 4 KiB do not fit on {self.flash_name}")
 
     def _own(self, op, slot):
+        # Numbered from 1 up, each I/O with its own scratch buffer of the same number.
         self.next_id += 1
-        return Io(self.next_id, op, slot * BLOCK, BLOCK, dev=self.flash, own=True)
+        return Io(self.next_id, op, slot * BLOCK, BLOCK, dev=self.flash, own=True, scratch=self.next_id)
 
     @staticmethod
     def _blocks(io):
@@ -66,39 +76,49 @@ class ReadCache(Function):
         blocks = self._blocks(io)
         if io.op == "read" and whole and all(b in self.cached for b in blocks):
             self.hits += 1
-            self.left[io.id] = len(blocks)
+            self.left[io.id] = [len(blocks), None]
             for b in blocks:
                 self.cached.move_to_end(b)
                 slot = self.cached[b]
                 self.reading[slot] = self.reading.get(slot, 0) + 1
                 part = self._own("read", slot)
-                self.parts[part.id] = [io, slot]
+                self.parts[part.id] = [io, slot, b * BLOCK - io.offset]
                 out.submit(part)
             return
         if io.op == "read":
             self.misses += 1
+            self.misses_out[io.id] = (self.seq, {b for b in blocks if b in self.writes_out})
         elif io.op in ("write", "discard"):
+            self.seq += 1
             for b in blocks:
                 if b in self.cached:
                     self._release(self.cached.pop(b))
                 if b in self.fill_of:  # a copy of the old contents is landing: drop it then
                     self.filling[self.fill_of.pop(b)][2] = False
+                self.written[b] = self.seq
+                self.writes_out[b] = self.writes_out.get(b, 0) + 1
         out.submit(io.replace(dev=self.disk))
 
     def on_completion(self, now, done, out):
         own = done.io.id
-        if own in self.parts:  # a hit's flash read
-            io, slot = self.parts.pop(own)
+        if own in self.parts:  # a hit's flash read, in scratch buffer `own`
+            io, slot, at = self.parts.pop(own)
+            left = self.left[io.id]
+            if done.ok:
+                out.copy(io, done.io.scratch, length=BLOCK, dst_offset=at)
+            else:
+                left[1] = done
+            out.release(done.io.scratch)  # read, copied: done with it
             self.reading[slot] -= 1
             if self.reading[slot] == 0:
                 del self.reading[slot]
                 if slot in self.orphans:  # evicted or invalidated while read: free now
                     self.orphans.remove(slot)
                     self.free.append(slot)
-            self.left[io.id] -= 1
-            if self.left[io.id] == 0:
+            left[0] -= 1
+            if left[0] == 0:
                 del self.left[io.id]
-                out.reply(done.for_io(io))
+                out.reply((left[1] or done).for_io(io))
             return
         if own in self.filling:  # a fill landed
             block, slot, wanted = self.filling.pop(own)
@@ -112,10 +132,20 @@ class ReadCache(Function):
                 self.free.append(slot)
             return
         io = done.io  # a host I/O the disk served
+        if io.op in ("write", "discard"):
+            for b in self._blocks(io):
+                self.writes_out[b] -= 1
+                if self.writes_out[b] == 0:
+                    del self.writes_out[b]
+        issued, busy = self.misses_out.pop(io.id, (0, set()))
+        # Blocks a write overlapped at the disk: the read's bytes of them may be the old ones.
+        stale = busy | {b for b in self._blocks(io) if self.written.get(b, 0) > issued}
+        if not self.misses_out:  # no read is out that a write since could have overlapped
+            self.written.clear()
         whole = io.offset % BLOCK == 0 and io.length % BLOCK == 0
         if io.op == "read" and done.ok and whole:
             for b in self._blocks(io):
-                if b in self.cached or b in self.fill_of:
+                if b in self.cached or b in self.fill_of or b in stale:
                     continue
                 slot = self._slot()
                 if slot is None:
@@ -123,6 +153,9 @@ class ReadCache(Function):
                 fill = self._own("write", slot)
                 self.filling[fill.id] = [b, slot, True]
                 self.fill_of[b] = fill.id
+                # The block's bytes from the host's buffer (gone once replied) into the
+                # fill's scratch buffer, which its write drains and frees.
+                out.copy(fill.scratch, io, length=BLOCK, src_offset=b * BLOCK - io.offset)
                 out.submit(fill)
         out.reply(done)
 
