@@ -612,3 +612,77 @@ def test_the_python_read_cache_moves_real_bytes_live(tmp_path):
     card = s["devices"]["flash"]
     blocks_read = 1 + 2 * (hits - 1)
     assert (card["ios"], card["bytes_written"], card["bytes_read"]) == (2 + blocks_read, 8192, 4096 * blocks_read)
+
+
+_CACHE_CFG = (
+    "catalogue = [{cat!r}]\n\n[run]\ncheck_data = true\n\n"
+    '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+    '[[device]]\nname = "flash"\nmodel = "sandisk-ultra-cf-2gb"\n\n'
+    '[[function]]\nkind = "python"\nclass = "{cls}"\n'
+    'params = {{ blocks = 64, disk = "laptop", flash = "flash" }}\n'
+)
+
+_STALE = """
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("read_cache", {path!r})
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+
+
+class Stale(mod.ReadCache):
+    def on_request(self, now, io, out):
+        if io.op == "write":  # the bookkeeping, without invalidating the cached copies
+            self.seq += 1
+            for b in self._blocks(io):
+                self.written[b] = self.seq
+                self.writes_out[b] = self.writes_out.get(b, 0) + 1
+            out.submit(io.replace(dev=self.disk))
+            return
+        super().on_request(now, io, out)
+"""
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+@pytest.mark.parametrize("broken", [False, True], ids=["read-cache", "stale-cache"])
+def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
+    """[run] check_data served live: the read cache's reads are checked (a miss, a hit once the
+    fills landed, a read after a rewrite of one block); a variant that does not invalidate
+    cached blocks on a write answers the last read from the card's old copy, and the session
+    ends with the checker's verdict as its error."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cls = f"{examples / 'read_cache.py'}:ReadCache"
+    if broken:
+        (tmp_path / "stale.py").write_text(_STALE.format(path=str(examples / "read_cache.py")))
+        cls = f"{tmp_path / 'stale.py'}:Stale"
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(_CACHE_CFG.format(cat=str(FIXTURE.parent), cls=cls))
+    disk, flash = tmp_path / "laptop.img", tmp_path / "flash.img"
+    disk.write_bytes(bytes(1 << 20))
+    flash.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(
+        tmp_path, str(cfg), "--image", f"laptop={disk}", "--image", f"flash={flash}", "--out", str(out)
+    )
+    r = _qemu_io(sock, "write -P 0x5a 8192 8192", "read -P 0x5a 8192 8192")
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 10
+    while flash.read_bytes()[:8192] != b"\x5a" * 8192:  # the fills landed
+        assert time.monotonic() < deadline, "the fills never reached the card"
+        time.sleep(0.05)
+    r = _qemu_io(sock, "read -P 0x5a 8192 8192", "write -P 0xa5 8192 4096", "read 8192 8192")
+    assert r.returncode == 0, r.stderr
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    if broken:
+        assert proc.returncode != 0
+        assert "a function misbehaved: integrity: host read" in err, err
+        assert "block 2 (bytes 8192..12288) holds v1" in err, err
+        return
+    assert proc.returncode == 0, err
+    s = json.loads((out / "summary.json").read_text())
+    # Three reads of two blocks, every block checked; the second a hit, the third a miss (the
+    # write dropped block 2's copy) whose block 2 came from the disk's new write.
+    assert s["data_check"] == {"block_bytes": 4096, "reads_checked": 3, "blocks_checked": 6, "blocks_unverified": 0}
+    c = s["functions"][0]["counters"]
+    assert (c["hits"], c["misses"]) == (1, 2)

@@ -272,6 +272,56 @@ impl<T: DataObserver + ?Sized> DataObserver for &mut T {
     }
 }
 
+/// An observer chosen at run time (the live server's data checker, when asked for).
+impl<T: DataObserver> DataObserver for Option<T> {
+    fn host_request(&mut self, now: Nanos, io: &Io) {
+        if let Some(o) = self {
+            o.host_request(now, io)
+        }
+    }
+    fn device_submit(&mut self, now: Nanos, io: &Io) {
+        if let Some(o) = self {
+            o.device_submit(now, io)
+        }
+    }
+    fn device_complete(&mut self, now: Nanos, done: &Completion) {
+        if let Some(o) = self {
+            o.device_complete(now, done)
+        }
+    }
+    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+        match self {
+            Some(o) => o.host_reply(now, done),
+            None => Ok(()),
+        }
+    }
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        if let Some(o) = self {
+            o.xor(now, dst, src, len)
+        }
+    }
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        if let Some(o) = self {
+            o.copy(now, dst, src, len)
+        }
+    }
+    fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
+        if let Some(o) = self {
+            o.fill(now, dst, len)
+        }
+    }
+    fn reserve(&mut self, r: Region) {
+        if let Some(o) = self {
+            o.reserve(r)
+        }
+    }
+    fn scratch_freed(&mut self, now: Nanos, id: u64) {
+        if let Some(o) = self {
+            o.scratch_freed(now, id)
+        }
+    }
+}
+
 /// A (time, sequence) scheduling key.
 type Key = (Nanos, u64);
 
@@ -410,6 +460,11 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
     /// Scratch buffers alive with no I/O out on them (held by the functions).
     pub fn scratch_held(&self) -> usize {
         self.life.held()
+    }
+
+    /// The observer (a data checker's counts, at a session's end).
+    pub fn observer(&self) -> &O {
+        &self.observer
     }
 
     pub fn into_parts(self) -> (Vec<Option<DeviceRuntime>>, X, O) {

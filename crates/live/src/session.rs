@@ -32,7 +32,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wattio_core::device::DeviceCounters;
-use wattio_core::kernel::{Event, Executor, HostRequest, Hosts, Kernel, NoObserver, Unload};
+use wattio_core::integrity::{Checker, IntegrityCounters};
+use wattio_core::kernel::{Event, Executor, HostRequest, Hosts, Kernel, Unload};
 use wattio_core::stats::LatencyHistogram;
 use wattio_core::{
     Breakdown, Buf, Completion, DeviceId, DeviceRuntime, Io, IoId, LedgerRow, Nanos, Op, Request,
@@ -86,6 +87,9 @@ pub struct SessionOptions {
     pub capture: Option<Box<dyn CaptureSink>>,
     /// What the run is, for its summary (the session itself does not use it).
     pub meta: RunMeta,
+    /// Check the data with the integrity checker, in blocks of this many bytes (`[run]
+    /// check_data`): the first read that breaks the rule is the session's fault.
+    pub check_data: Option<u32>,
 }
 
 impl Default for SessionOptions {
@@ -95,6 +99,7 @@ impl Default for SessionOptions {
             poll: DEFAULT_POLL,
             capture: None,
             meta: RunMeta::default(),
+            check_data: None,
         }
     }
 }
@@ -168,7 +173,7 @@ pub struct LiveStats {
 
 struct Core {
     stack: Stack,
-    kernel: Kernel<Live>,
+    kernel: Kernel<Live, Option<Checker>>,
     exports: Vec<ExportSpec>,
     capture: Option<Box<dyn CaptureSink>>,
     capture_error: Option<String>,
@@ -229,6 +234,8 @@ pub struct Session {
     threads: Vec<JoinHandle<()>>,
     meta: RunMeta,
     poll: std::time::Duration,
+    /// The data checker's block, if it runs.
+    check_block: Option<u32>,
 }
 
 /// A device's state for the status line and summary.
@@ -283,6 +290,8 @@ pub struct Summary {
     /// The clean unload at shutdown: when it started and when every layer was seen done
     /// (`None` if it did not finish, or the requests in flight never drained).
     pub unload: Option<Unload>,
+    /// The data checker's block and counts (`SessionOptions::check_data`).
+    pub data_check: Option<(u32, IntegrityCounters)>,
 }
 
 impl std::fmt::Debug for Summary {
@@ -328,6 +337,15 @@ impl Session {
             devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
         let real = vec![DeviceCounters::default(); backends.len()];
         let meta = opts.meta;
+        let checker = match opts.check_data {
+            Some(block) => Some(
+                Checker::new(block)
+                    .map_err(|e| format!("run.check_block: {e}"))?
+                    .without_crashes(),
+            ),
+            None => None,
+        };
+        let check_block = opts.check_data;
         let timer_cv = Arc::new(Condvar::new());
         let live = Live {
             timers: BinaryHeap::new(),
@@ -341,7 +359,7 @@ impl Session {
         };
         let core = Core {
             stack,
-            kernel: Kernel::new(runtimes, live, NoObserver),
+            kernel: Kernel::new(runtimes, live, checker),
             exports,
             capture: opts.capture,
             capture_error: None,
@@ -391,6 +409,7 @@ impl Session {
             threads,
             meta,
             poll: opts.poll,
+            check_block,
         })
     }
 
@@ -628,6 +647,9 @@ impl Session {
         let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
         let runtimes = g.kernel.take_devices();
         let scratch_held = g.kernel.scratch_held();
+        let data_check = self
+            .check_block
+            .zip(g.kernel.observer().as_ref().map(|c| c.counters()));
         let summary = Summary {
             duration_ns: now,
             stats: g.stats(),
@@ -643,6 +665,7 @@ impl Session {
             real: std::mem::take(&mut g.real),
             scratch_held,
             unload,
+            data_check,
         };
         if errors.is_empty() {
             Ok(summary)

@@ -139,6 +139,7 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
                     spec.images.len()
                 ],
             },
+            check_data: None,
         },
     )
 }
@@ -297,6 +298,7 @@ pub fn build_from_config_with(
             poll: poll(c.poll_us),
             capture,
             meta,
+            check_data: cfg.run.check_data.then_some(cfg.run.check_block),
         },
     )
 }
