@@ -166,3 +166,21 @@ def test_an_unload_from_the_command_line_writes_back_and_is_timed(tmp_path, watt
     assert len(left) == 1 and left[0].startswith("exces") and left[0].endswith(want), left
     assert f"left undone: {left[0]}" in stderr["keep"]
     assert unload["devices"]["disk"]["energy_j"] > plain["devices"]["disk"]["energy_j"]
+
+
+def test_set_run_check_data_checks_any_config_and_says_so(tmp_path, wattio_cli):
+    """`--set run.check_data=true` on a shipped config: the run prints what the checker checked
+    and summary.json carries the same counts; without it, neither."""
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    p = wattio_cli("run", cfg, "--set", "run.check_data=true", "--out", tmp_path / "c", "--no-report")
+    c = json.loads((tmp_path / "c" / "summary.json").read_text())["data_check"]
+    assert c["block_bytes"] == 4096 and c["reads_checked"] > 100 and c["blocks_unverified"] == 0
+    line = next(x for x in p.stdout.splitlines() if x.startswith("data check "))
+    assert line == (
+        f"data check {c['reads_checked']:,} reads, {c['blocks_checked']:,} blocks of 4096 B checked, "
+        "0 unverified: every read returned the latest acknowledged write"
+    )
+    p = wattio_cli("run", cfg, "--out", tmp_path / "u", "--no-report")
+    assert "data check" not in p.stdout
+    assert "data_check" not in json.loads((tmp_path / "u" / "summary.json").read_text())

@@ -83,6 +83,13 @@ def print_summary(s: dict) -> None:
         print(f"unload     at {u['started_s']:,.1f} s, took {u['took_s']:,.3f} s")
         for left in u.get("left", []):
             print(f"  left undone: {left}", file=sys.stderr)
+    c = s.get("data_check")
+    if c:
+        print(
+            f"data check {c['reads_checked']:,} reads, {c['blocks_checked']:,} blocks of "
+            f"{c['block_bytes']} B checked, {c['blocks_unverified']:,} unverified: every read "
+            "returned the latest acknowledged write"
+        )
 
 
 def _config_options(p) -> None:
