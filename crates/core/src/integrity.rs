@@ -105,37 +105,37 @@ impl HostBlock {
 
     /// The writes a read issued at sequence `issued` may return: all known writes but those
     /// acknowledged before some floor write (acknowledged before the read was issued) was
-    /// issued.
+    /// issued. "Before some floor's issue" is "before the latest such issue", so one pass
+    /// finds that bound and one filters (a deep queue keeps thousands of writes of a hot
+    /// block in flight, and the pairwise test was quadratic in them).
     fn allowed(&self, issued: u64) -> impl Iterator<Item = &WriteRec> {
-        self.writes.iter().filter(move |w| {
-            !w.lost
-                && !self.writes.iter().any(|f| {
-                    f.floor
-                        && f.acked.is_some_and(|a| a < issued)
-                        && w.acked.is_some_and(|a| a < f.issued)
-                })
-        })
+        let bound = self
+            .writes
+            .iter()
+            .filter(|f| f.floor && f.acked.is_some_and(|a| a < issued))
+            .map(|f| f.issued)
+            .max();
+        self.writes
+            .iter()
+            .filter(move |w| !w.lost && !bound.is_some_and(|b| w.acked.is_some_and(|a| a < b)))
     }
 
     /// Forget writes no read still in flight (the oldest issued at `oldest_read`) nor any
     /// later read may return, even after a crash: those superseded by a *durable* floor.
     /// (A write superseded only by a volatile one may still be what a crash leaves.)
     fn prune(&mut self, oldest_read: u64) {
-        let keep: Vec<bool> = self
+        // As `allowed`: superseded by some durable floor ⟺ acknowledged before the latest
+        // issue of one.
+        let Some(bound) = self
             .writes
             .iter()
-            .map(|w| {
-                !self.writes.iter().any(|f| {
-                    f.floor
-                        && f.durable
-                        && f.acked.is_some_and(|a| a < oldest_read)
-                        && w.acked.is_some_and(|a| a < f.issued)
-                })
-            })
-            .collect();
-        let mut k = keep.iter();
-        self.writes
-            .retain(|_| *k.next().expect("one flag per write"));
+            .filter(|f| f.floor && f.durable && f.acked.is_some_and(|a| a < oldest_read))
+            .map(|f| f.issued)
+            .max()
+        else {
+            return;
+        };
+        self.writes.retain(|w| !w.acked.is_some_and(|a| a < bound));
     }
 
     /// A read after crash `epoch` returned the version of the write issued at `issued`, a
