@@ -184,3 +184,19 @@ def test_set_run_check_data_checks_any_config_and_says_so(tmp_path, wattio_cli):
     p = wattio_cli("run", cfg, "--out", tmp_path / "u", "--no-report")
     assert "data check" not in p.stdout
     assert "data_check" not in json.loads((tmp_path / "u" / "summary.json").read_text())
+
+
+def test_the_environment_turns_the_data_check_on_for_every_run(tmp_path, monkeypatch):
+    """WATTIO_CHECK_DATA (what `wattio reproduce --check-data` sets for its worker processes)
+    adds `[run] check_data = true` to any run; "0" or unset leaves the config as it is."""
+    import wattio
+
+    monkeypatch.setenv("WATTIO_CHECK_DATA", "1")
+    assert wattio.run(SMALL, progress=False, report=False).summary["data_check"]["reads_checked"] > 100
+    monkeypatch.setenv("WATTIO_CHECK_DATA", "0")
+    assert "data_check" not in wattio.run(SMALL, progress=False, report=False).summary
+
+
+def test_reproduce_check_data_runs_an_experiment_with_the_checker(wattio_cli):
+    p = wattio_cli("reproduce", "--check-data", "--quick", "spindown-share-vs-one-minute")
+    assert "[holds]" in p.stdout

@@ -63,6 +63,12 @@ def python_functions(cfg: dict, base: Path, given: dict | None = None) -> dict:
     return funcs
 
 
+#: Set (to anything but ``0``) in the environment, every run checks its data as with
+#: ``[run] check_data = true``: how ``wattio reproduce --check-data`` reaches the runs of its
+#: worker processes (a Dask scheduler's workers need it in theirs).
+CHECK_DATA_ENV = "WATTIO_CHECK_DATA"
+
+
 def config_source(config, base_dir=None) -> tuple[str, str, Path]:
     """A config given as a path to a TOML file, TOML text or a dict, as (TOML text, where it
     came from for error messages, the directory its relative paths resolve against)."""
@@ -173,6 +179,9 @@ def run(
     text, origin, base = config_source(config, base_dir)
     _core.check_config(text, origin)
     cfg = tomllib.loads(text)
+    if os.environ.get(CHECK_DATA_ENV, "") not in ("", "0") and not cfg.get("run", {}).get("check_data"):
+        cfg.setdefault("run", {})["check_data"] = True
+        text = _dump_toml(cfg)
     funcs = python_functions(cfg, base, given=functions)
     out_dir = Path(out) if out is not None else None
     want_report = cfg.get("output", {}).get("report", True) if report is None else report

@@ -27,6 +27,9 @@ def add_commands(sub) -> None:
                    help="local worker processes for an experiment's runs (default: its own, up to the cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="run experiments' independent runs on this Dask scheduler's workers (as wattio sweep)")
+    p.add_argument("--check-data", action="store_true",
+                   help="check every simulated run's data ([run] check_data): a read that does not return "
+                   "the latest acknowledged write stops its experiment (set WATTIO_CHECK_DATA=1 on Dask workers)")
     p.set_defaults(func=cmd_reproduce)
 
 
@@ -40,6 +43,12 @@ def cmd_reproduce(args) -> int:
         for e in chosen:
             print(f"{e.name:<36} {e.reproduces}")
         return 0
+    if args.check_data:
+        import os
+
+        from wattio.api import CHECK_DATA_ENV
+
+        os.environ[CHECK_DATA_ENV] = "1"  # inherited by the local worker processes
     t0 = time.monotonic()
     results = []
     with workers.placed(jobs=args.jobs, scheduler=args.scheduler):
