@@ -115,9 +115,10 @@ impl HostBlock {
             .filter(|f| f.floor && f.acked.is_some_and(|a| a < issued))
             .map(|f| f.issued)
             .max();
-        self.writes
-            .iter()
-            .filter(move |w| !w.lost && !bound.is_some_and(|b| w.acked.is_some_and(|a| a < b)))
+        self.writes.iter().filter(move |w| {
+            let superseded = matches!((bound, w.acked), (Some(b), Some(a)) if a < b);
+            !w.lost && !superseded
+        })
     }
 
     /// Forget writes no read still in flight (the oldest issued at `oldest_read`) nor any
@@ -135,7 +136,7 @@ impl HostBlock {
         else {
             return;
         };
-        self.writes.retain(|w| !w.acked.is_some_and(|a| a < bound));
+        self.writes.retain(|w| w.acked.is_none_or(|a| a >= bound));
     }
 
     /// A read after crash `epoch` returned the version of the write issued at `issued`, a
