@@ -686,3 +686,29 @@ def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
     assert s["data_check"] == {"block_bytes": 4096, "reads_checked": 3, "blocks_checked": 6, "blocks_unverified": 0}
     c = s["functions"][0]["counters"]
     assert (c["hits"], c["misses"]) == (1, 2)
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_a_python_function_s_metadata_persists_on_the_image_across_sessions(tmp_path):
+    """tests/python_ledger.py served twice on the same image: the first session counts three
+    writes and saves the count (FUA) in the record it reserved at the image's end when it shuts
+    down; the second loads it at start and goes on from there."""
+    ledger = Path(__file__).resolve().parent / "python_ledger.py"
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n"
+        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+        f'[[function]]\nkind = "python"\nclass = "{ledger}:Ledger"\nparams = {{ every = 100 }}\n'
+    )
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    counters = []
+    for n, out in [(3, tmp_path / "one"), (2, tmp_path / "two")]:
+        proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+        r = _qemu_io(sock, *[f"write -P {i + 1} {i * 4096} 4096" for i in range(n)])
+        assert r.returncode == 0, r.stderr
+        _stop(proc)
+        counters.append(json.loads((out / "summary.json").read_text())["functions"][0]["counters"])
+    assert [(c["loaded"], c["count"], c["saves"], c["verified"]) for c in counters] == [(0, 3, 1, 1), (3, 5, 1, 1)]
+    record = img.read_bytes()[(1 << 20) - 4096:]
+    assert record[:20] == b"WATTIOLEDGER" + (5).to_bytes(8, "little")

@@ -453,3 +453,63 @@ def test_a_copy_out_of_a_scratch_buffer_must_stay_within_what_it_holds(tmp_path,
     trace = pd.DataFrame([(0, "read", 0, 2 * K)], columns=["arrival_ns", "op", "offset", "len"])
     with pytest.raises(Exception, match=message):
         wattio.run(cfg, trace=trace, functions={0: Early()}, out=tmp_path / "run", progress=False, report=False)
+
+
+def _ledger():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "python_ledger.py"
+    spec = importlib.util.spec_from_file_location("python_ledger", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_python_function_keeps_metadata_in_a_region_it_reserves(tmp_path):
+    """tests/python_ledger.py: a record at the end of the disk, loaded at start (zeros: a fresh
+    disk), written back with FUA at every 4th host write and at the unload, each time read back
+    and compared (out.fill, an own write from the scratch buffer, an own read, out.take,
+    on_bytes). Ten writes: saves at 4, 8 and the unload (10), all three verified; the disk
+    served the load, three saves and three read-backs besides the host's I/O."""
+    import pandas as pd
+
+    mod = _ledger()
+    ledger = mod.Ledger()
+    rows = [(i * 50_000_000, "write" if i % 2 == 0 else "read", i * K, K) for i in range(20)]
+    cfg = ("[run]\nunload = true\ncheck_data = true\n\n[[device]]\nname = 'disk'\nmodel = 'wd800-fs2'\n\n"
+           "[[function]]\nkind = 'python'\nclass = 'x:y'\n")
+    r = wattio.run(cfg, trace=pd.DataFrame(rows, columns=["arrival_ns", "op", "offset", "len"]),
+                   functions={0: ledger}, out=tmp_path / "run", progress=False, report=False)
+    assert ledger.counters() == {"count": 10.0, "loaded": 0.0, "saves": 3.0, "verified": 3.0}
+    disk = r.summary["devices"]["disk"]
+    assert (disk["ios"], disk["bytes_written"], disk["bytes_read"]) == (20 + 7, (10 + 3) * K, (10 + 4) * K)
+    assert r.summary["data_check"]["reads_checked"] == 10
+
+
+def test_regions_and_metadata_calls_are_checked():
+    """A region that is not a list of int triples stops the run naming regions(); a region past
+    the device's end is refused by the stack; fill, take and release name a bad buffer number."""
+    import pandas as pd
+
+    trace = pd.DataFrame([(0, "read", 0, K)], columns=["arrival_ns", "op", "offset", "len"])
+    cfg = "[[device]]\nname = 'disk'\nmodel = 'wd800-fs2'\n\n[[function]]\nkind = 'python'\nclass = 'x:y'\n"
+
+    class Regions(wattio.Function):
+        def __init__(self, value):
+            self.value = value
+
+        def regions(self):
+            return self.value
+
+    with pytest.raises(ValueError, match=r"regions\(\): expected a list of \(device id, offset, length\)"):
+        wattio.run(cfg, trace=trace, functions={0: Regions([("disk", 0, 4096)])}, progress=False, report=False)
+    with pytest.raises(RuntimeError, match=r"metadata region bytes 1125899906842624\.\.1125899906846720 lies past the end of device `disk`"):
+        wattio.run(cfg, trace=trace, functions={0: Regions([(0, 2**50, 4096)])}, progress=False, report=False)
+
+    class Bad(wattio.Function):
+        def on_request(self, now, io, out):
+            out.fill(2**40, b"x")
+
+    with pytest.raises(ValueError, match=r"fill: expected a scratch buffer number below 2\*\*40"):
+        wattio.run(cfg, trace=trace, functions={0: Bad()}, progress=False, report=False)

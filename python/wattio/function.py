@@ -13,6 +13,11 @@ I/O or reads a clock: each event brings the current time (``now``, integer nanos
 - ``out.reply(done)`` — complete an I/O received from above (``done.for_io(io)`` re-targets a
   completion at another I/O, e.g. the parent of a split request); ``out.reply_now(io)``
   completes without device work;
+- ``Io(n, op, offset, length, dev=d, own=True, scratch=k)`` — own I/O that moves bytes through
+  the function's scratch buffer ``k``; ``out.copy(dst, src, length=...)`` between scratch
+  buffers and I/O buffers, ``out.release(k)``; metadata of its own: ``out.fill(k, data)``,
+  ``out.take(k, length, tag)`` (the bytes come to ``on_bytes``), ``regions()``,
+  ``out.fail(message)``;
 - ``out.set_power(device_id, state_id)`` — queue a power command at a device;
 - ``out.set_timer(timer_id, at_ns)`` / ``out.cancel_timer(timer_id)``.
 
@@ -68,6 +73,18 @@ class Function:
     def on_transition(self, now: int, device: int, to: int) -> None:
         """A device began a power transition towards state ``to``; it serves no I/O until
         ``on_power`` reports ``to``."""
+
+    def on_bytes(self, now: int, tag: int, data: bytes, out) -> None:
+        """The bytes ``out.take(k, length, tag)`` asked for: a read of the function's own
+        metadata (into scratch buffer ``k``) that came back."""
+
+    def regions(self) -> list[tuple[int, int, int]]:
+        """Device ranges this function reserves for its metadata, as ``(device id, offset,
+        length)``, 4 KiB-aligned; asked once after ``attach``. The stack refuses ranges that
+        overlap or leave their device, the data checker refuses host data written there, and
+        the simulator keeps the bytes written there (and loses, at a simulated crash, what
+        a real one could). Keep them out of the space you pass down."""
+        return []
 
     def unload_left(self) -> str | None:
         """After the unload (``on_stop`` and the I/O it sent are done): what this layer

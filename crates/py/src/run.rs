@@ -338,9 +338,17 @@ impl PyCompletion {
 #[pyclass(name = "Actions", module = "wattio._core")]
 #[derive(Default)]
 pub struct PyActions {
-    list: Vec<Action>,
+    list: Vec<PyAct>,
     /// The scratch ids of the function being called ([`scratch_base`]).
     base: u64,
+}
+
+/// An action as a Python function gives it: the bytes of a fill and a failure's message
+/// travel with it until the call returns, then go into the layer's `Actions` arena.
+enum PyAct {
+    Act(Action),
+    Fill(Buf, Vec<u8>),
+    Fail(String),
 }
 
 /// One end of a copy: an I/O's buffer, or the function's scratch buffer `k`.
@@ -388,7 +396,7 @@ impl PyActions {
     fn submit(&mut self, io: &PyIo) {
         let mut io = io.inner;
         io.buf = resolve(io.buf, self.base);
-        self.list.push(Action::Submit(io));
+        self.list.push(PyAct::Act(Action::Submit(io)));
     }
     /// Copy bytes: `dst = src` over `length` bytes. Each end is an `Io` (its buffer: a host
     /// read's to answer it from bytes the function holds, a host write's to keep its bytes)
@@ -427,46 +435,85 @@ impl PyActions {
                 ))
             }
         };
-        self.list.push(Action::Copy {
+        self.list.push(PyAct::Act(Action::Copy {
             dst: d,
             src: s,
             len,
-        });
+        }));
         Ok(())
+    }
+    /// Put `data` (bytes the function made: its metadata) at the start of scratch buffer `k`,
+    /// to be written to a device by an own write with `scratch=k`. The simulator keeps such
+    /// bytes only for I/O to a region the function reserved (`regions()`), live writes them.
+    fn fill(&mut self, k: u64, data: Vec<u8>) -> PyResult<()> {
+        let k = scratch_number(k, "fill")?;
+        if u32::try_from(data.len()).is_err() {
+            return Err(PyValueError::new_err(format!(
+                "data: {} bytes, more than a scratch buffer holds (4 GiB)",
+                data.len()
+            )));
+        }
+        let dst = Buf::Scratch {
+            id: self.base | k,
+            offset: 0,
+        };
+        self.list.push(PyAct::Fill(dst, data));
+        Ok(())
+    }
+    /// Ask for the first `length` bytes of scratch buffer `k` (a read of the function's
+    /// metadata that is back): they come to `on_bytes(now, tag, data, out)` once this call
+    /// has returned, and the buffer is freed.
+    fn take(&mut self, k: u64, length: u32, tag: u64) -> PyResult<()> {
+        let k = scratch_number(k, "take")?;
+        self.list.push(PyAct::Act(Action::Take {
+            src: Buf::Scratch {
+                id: self.base | k,
+                offset: 0,
+            },
+            len: length,
+            tag,
+        }));
+        Ok(())
+    }
+    /// The function cannot go on (its metadata is not what it wrote, …): the simulated run
+    /// stops with `message`; a live session keeps it as its first fault.
+    fn fail(&mut self, message: String) {
+        self.list.push(PyAct::Fail(message));
     }
     /// Free scratch buffer `k` without writing it out (a fill given up after its read):
     /// at once, or when the I/O out on it is back.
     fn release(&mut self, k: u64) -> PyResult<()> {
         let k = scratch_number(k, "release")?;
-        self.list.push(Action::Release {
+        self.list.push(PyAct::Act(Action::Release {
             buf: Buf::Scratch {
                 id: self.base | k,
                 offset: 0,
             },
-        });
+        }));
         Ok(())
     }
     /// Complete an I/O received from above.
     fn reply(&mut self, done: &PyCompletion) {
-        self.list.push(Action::Reply(done.inner));
+        self.list.push(PyAct::Act(Action::Reply(done.inner)));
     }
     /// Reply to `io` with no device work (e.g. a cache hit in memory).
     fn reply_now(&mut self, io: &PyIo) {
-        self.list.push(Action::Reply(Completion {
+        self.list.push(PyAct::Act(Action::Reply(Completion {
             io: io.inner,
             status: Status::Ok,
             finished: 0,
             breakdown: Breakdown::default(),
-        }));
+        })));
     }
     fn set_power(&mut self, device: u16, state: PowerStateId) {
-        self.list.push(Action::SetPower { device, state });
+        self.list
+            .push(PyAct::Act(Action::SetPower { device, state }));
     }
     fn set_timer(&mut self, timer: TimerId, at: Nanos) {
-        self.list.push(Action::SetTimer { timer, at });
+        self.list.push(PyAct::Act(Action::SetTimer { timer, at }));
     }
     fn cancel_timer(&mut self, timer: TimerId) {
-        self.list.push(Action::CancelTimer { timer });
+        self.list.push(PyAct::Act(Action::CancelTimer { timer }));
     }
 }
 
@@ -572,7 +619,11 @@ impl PyFunction {
                 obj.call_method1(method, pyo3::types::PyTuple::new(py, args)?)?;
                 let mut acts = self.acts.bind(py).borrow_mut();
                 for a in acts.list.drain(..) {
-                    out.push(a);
+                    match a {
+                        PyAct::Act(a) => out.push(a),
+                        PyAct::Fill(dst, bytes) => out.fill(dst, &bytes),
+                        PyAct::Fail(msg) => out.fail(&msg),
+                    }
                 }
                 Ok(())
             })();
@@ -753,6 +804,53 @@ impl Function for PyFunction {
             false,
             &mut Actions::new(),
         )
+    }
+
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        self.call(
+            "on_bytes",
+            Some(now),
+            |py| {
+                Ok(vec![
+                    now.into_pyobject(py)?.into_any(),
+                    tag.into_pyobject(py)?.into_any(),
+                    pyo3::types::PyBytes::new(py, bytes).into_any(),
+                ])
+            },
+            true,
+            out,
+        )
+    }
+
+    /// `regions()` as a list of `(device, offset, length)`; what it raises, or a value that
+    /// is not such a list, stops the run like any exception of the function's.
+    fn regions(&self) -> Vec<wattio_core::Region> {
+        Python::with_gil(|py| {
+            let obj = self.obj.bind(py);
+            if !obj.hasattr("regions").unwrap_or(false) {
+                return Vec::new();
+            }
+            let r = obj.call_method0("regions").and_then(|v| {
+                v.extract::<Vec<(u16, u64, u64)>>().map_err(|_| {
+                    PyValueError::new_err(
+                        "regions(): expected a list of (device id, offset, length) tuples of ints",
+                    )
+                })
+            });
+            match r {
+                Ok(v) => v
+                    .into_iter()
+                    .map(|(dev, offset, len)| wattio_core::Region { dev, offset, len })
+                    .collect(),
+                Err(e) => {
+                    let e = located(py, e, &self.label, "regions", None);
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    Vec::new()
+                }
+            }
+        })
     }
 
     fn unload_left(&self) -> Option<String> {
