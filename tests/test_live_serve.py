@@ -563,21 +563,20 @@ def test_replay_reads_the_trace_formats_run_reads(tmp_path):
     assert [(x["sent"], x["errors"]) for x in reps] == [(3, 0), (2, 0)]
 
 
-@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
-def test_the_python_read_cache_moves_real_bytes_live(tmp_path):
-    """examples/read_cache.py served live: a miss's blocks are copied through the function's
-    scratch buffers onto the card, and the hit after it is answered from the card's bytes
-    (docs/functions/python.md, "I/O of its own"). The card image is then changed behind the
-    server's back: the next read returns the changed bytes, so the hit really read the card."""
-    examples = Path(__file__).resolve().parent.parent / "examples"
+_CACHE_CFG = (
+    "catalogue = [{cat!r}]\n\n[run]\ncheck_data = {check}\n\n"
+    '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+    '[[device]]\nname = "flash"\nmodel = "sandisk-ultra-cf-2gb"\n\n'
+    '[[function]]\nkind = "python"\nclass = "{cls}"\n'
+    'params = {{ blocks = 64, disk = "laptop", flash = "flash" }}\n'
+)
+
+
+def _serve_cache(tmp_path: Path, cls: str, check_data: bool = False):
+    """Serve the laptop disk with a 2 GB card in front, through the Python cache class `cls`
+    (`file.py:Class`), on two fresh 1 MiB images: (server, socket, disk, card, output dir)."""
     cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n"
-        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
-        '[[device]]\nname = "flash"\nmodel = "sandisk-ultra-cf-2gb"\n\n'
-        f'[[function]]\nkind = "python"\nclass = "{examples / "read_cache.py"}:ReadCache"\n'
-        'params = { blocks = 64, disk = "laptop", flash = "flash" }\n'
-    )
+    cfg.write_text(_CACHE_CFG.format(cat=str(FIXTURE.parent), cls=cls, check=str(check_data).lower()))
     disk, flash = tmp_path / "laptop.img", tmp_path / "flash.img"
     disk.write_bytes(bytes(1 << 20))
     flash.write_bytes(bytes(1 << 20))
@@ -585,6 +584,17 @@ def test_the_python_read_cache_moves_real_bytes_live(tmp_path):
     proc, sock = _start(
         tmp_path, str(cfg), "--image", f"laptop={disk}", "--image", f"flash={flash}", "--out", str(out)
     )
+    return proc, sock, disk, flash, out
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+def test_the_python_read_cache_moves_real_bytes_live(tmp_path):
+    """examples/read_cache.py served live: a miss's blocks are copied through the function's
+    scratch buffers onto the card, and the hit after it is answered from the card's bytes
+    (docs/functions/python.md, "I/O of its own"). The card image is then changed behind the
+    server's back: the next read returns the changed bytes, so the hit really read the card."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    proc, sock, disk, flash, out = _serve_cache(tmp_path, f"{examples / 'read_cache.py'}:ReadCache")
     r = _qemu_io(sock, "write -P 0x5a 8192 8192", "read -P 0x5a 8192 8192", "read -P 0x5a 8192 8192")
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "Pattern verification failed" not in r.stdout
@@ -614,35 +624,6 @@ def test_the_python_read_cache_moves_real_bytes_live(tmp_path):
     assert (card["ios"], card["bytes_written"], card["bytes_read"]) == (2 + blocks_read, 8192, 4096 * blocks_read)
 
 
-_CACHE_CFG = (
-    "catalogue = [{cat!r}]\n\n[run]\ncheck_data = true\n\n"
-    '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
-    '[[device]]\nname = "flash"\nmodel = "sandisk-ultra-cf-2gb"\n\n'
-    '[[function]]\nkind = "python"\nclass = "{cls}"\n'
-    'params = {{ blocks = 64, disk = "laptop", flash = "flash" }}\n'
-)
-
-_STALE = """
-import importlib.util
-
-spec = importlib.util.spec_from_file_location("read_cache", {path!r})
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-
-
-class Stale(mod.ReadCache):
-    def on_request(self, now, io, out):
-        if io.op == "write":  # the bookkeeping, without invalidating the cached copies
-            self.seq += 1
-            for b in self._blocks(io):
-                self.written[b] = self.seq
-                self.writes_out[b] = self.writes_out.get(b, 0) + 1
-            out.submit(io.replace(dev=self.disk))
-            return
-        super().on_request(now, io, out)
-"""
-
-
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 @pytest.mark.parametrize("broken", [False, True], ids=["read-cache", "stale-cache"])
 def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
@@ -653,17 +634,8 @@ def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
     examples = Path(__file__).resolve().parent.parent / "examples"
     cls = f"{examples / 'read_cache.py'}:ReadCache"
     if broken:
-        (tmp_path / "stale.py").write_text(_STALE.format(path=str(examples / "read_cache.py")))
-        cls = f"{tmp_path / 'stale.py'}:Stale"
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(_CACHE_CFG.format(cat=str(FIXTURE.parent), cls=cls))
-    disk, flash = tmp_path / "laptop.img", tmp_path / "flash.img"
-    disk.write_bytes(bytes(1 << 20))
-    flash.write_bytes(bytes(1 << 20))
-    out = tmp_path / "out"
-    proc, sock = _start(
-        tmp_path, str(cfg), "--image", f"laptop={disk}", "--image", f"flash={flash}", "--out", str(out)
-    )
+        cls = f"{Path(__file__).resolve().parent / 'broken_caches.py'}:Stale"
+    proc, sock, _, flash, out = _serve_cache(tmp_path, cls, check_data=True)
     r = _qemu_io(sock, "write -P 0x5a 8192 8192", "read -P 0x5a 8192 8192")
     assert r.returncode == 0, r.stderr
     deadline = time.monotonic() + 10

@@ -345,35 +345,7 @@ def test_the_data_checker_catches_a_cache_that_serves_stale_or_misplaced_blocks(
     blocks from a read a write overlapped at the disk (the example before the checker found it),
     one that copies every block of a hit to the start of the read. Timing alone cannot tell (the
     unchecked run finishes without an error); the checker stops each at its first wrong read."""
-    ReadCache = _read_cache()
-
-    class Stale(ReadCache):
-        def on_request(self, now, io, out):
-            if io.op == "write":  # the bookkeeping, without invalidating the cached copies
-                self.seq += 1
-                for b in self._blocks(io):
-                    self.written[b] = self.seq
-                    self.writes_out[b] = self.writes_out.get(b, 0) + 1
-                out.submit(io.replace(dev=self.disk))
-                return
-            super().on_request(now, io, out)
-
-    class Overlapped(ReadCache):
-        def on_request(self, now, io, out):
-            super().on_request(now, io, out)
-            if io.id in self.misses_out:  # as the example was: fills whatever the read returned
-                self.misses_out[io.id] = (float("inf"), set())
-
-    class Misplaced(ReadCache):
-        def on_completion(self, now, done, out):
-            class AtStart:
-                def __getattr__(self, name):
-                    return getattr(out, name)
-
-                def copy(self, dst, src, length=None, dst_offset=0, src_offset=0):
-                    out.copy(dst, src, length, 0, src_offset)
-
-            super().on_completion(now, done, AtStart())
+    from broken_caches import Misplaced, Overlapped, Stale
 
     rows = _mixed_trace()
     for broken in [Stale, Overlapped, Misplaced]:
