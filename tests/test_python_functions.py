@@ -485,3 +485,39 @@ def test_regions_and_metadata_calls_are_checked():
 
     with pytest.raises(ValueError, match=r"fill: expected a scratch buffer number below 2\*\*40"):
         wattio.run(cfg, trace=trace, functions={0: Bad()}, progress=False, report=False)
+
+
+def test_the_read_cache_returns_the_latest_write_on_random_traces(tmp_path):
+    """Property: on any trace — reads, writes and discards, aligned or not, in bursts that
+    overlap at the disk — and any cache size, with the card failing some of its blocks (EIO),
+    every read the example answers holds the latest acknowledged write (the data checker),
+    and the cache ends with nothing in flight."""
+    import pandas as pd
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    request = st.tuples(
+        st.integers(0, 3_000_000),  # gap to the previous arrival, ns (the disk takes ~10 ms)
+        st.sampled_from(["read", "read", "write", "discard"]),
+        st.integers(0, 40),  # first block
+        st.integers(1, 4),  # blocks
+        st.sampled_from([0, 0, 0, 512]),  # a shift that makes the request unaligned
+    )
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(request, min_size=1, max_size=120), st.integers(1, 8), st.booleans())
+    def check(reqs, blocks, faulty):
+        rows, t = [], 0
+        for gap, op, first, n, shift in reqs:
+            t += gap
+            rows.append((t, op, first * K + shift, n * K - shift))
+        cfg = CACHE_CFG.replace("unload = true", "unload = true\ncheck_data = true")
+        if faulty:  # the card fails its slots 1 and 2
+            cfg = cfg.replace('model = "sandisk-ultra-cf-2gb"', 'model = "sandisk-ultra-cf-2gb"\nfault = { eio = [[4096, 12288]] }')
+        cache = _read_cache()(blocks=blocks)
+        trace = pd.DataFrame(rows, columns=["arrival_ns", "op", "offset", "len"])
+        r = wattio.run(cfg, trace=trace, functions={0: cache}, progress=False, report=False)
+        assert r.summary["requests"] == len(rows)
+        assert cache.parts == {} and cache.left == {} and cache.filling == {} and cache.misses_out == {}
+
+    check()
