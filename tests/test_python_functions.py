@@ -491,21 +491,24 @@ def test_the_read_cache_returns_the_latest_write_on_random_traces(tmp_path):
     """Property: on any trace — reads, writes and discards, aligned or not, in bursts that
     overlap at the disk — and any cache size, with the card failing some of its blocks (EIO),
     every read the example answers holds the latest acknowledged write (the data checker),
-    and the cache ends with nothing in flight."""
+    and the cache ends with nothing in flight. Shown to fail with each of broken_caches.py's
+    variants put in the example's place (host reads 42, 33 and 31 caught)."""
     import pandas as pd
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     request = st.tuples(
-        st.integers(0, 3_000_000),  # gap to the previous arrival, ns (the disk takes ~10 ms)
+        # Gap to the previous arrival, ns: bursts that overlap at the disk (~10 ms a request)
+        # and pauses in which fills land, so later reads hit.
+        st.sampled_from([0, 500_000, 5_000_000, 20_000_000, 100_000_000]),
         st.sampled_from(["read", "read", "write", "discard"]),
-        st.integers(0, 40),  # first block
+        st.integers(0, 15),  # first block
         st.integers(1, 4),  # blocks
         st.sampled_from([0, 0, 0, 512]),  # a shift that makes the request unaligned
     )
 
     @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(st.lists(request, min_size=1, max_size=120), st.integers(1, 8), st.booleans())
+    @given(st.lists(request, min_size=20, max_size=120), st.integers(1, 8), st.booleans())
     def check(reqs, blocks, faulty):
         rows, t = [], 0
         for gap, op, first, n, shift in reqs:
