@@ -58,6 +58,13 @@ def add_trace_read_options(p: argparse.ArgumentParser, *, format_flag: str = "--
         "sort them by arrival, instead of stopping where time goes backwards",
     )
     p.add_argument(
+        "--sort-window",
+        type=int,
+        metavar="N",
+        help="the records are out of time order by at most N records: reorder them within a "
+        "window of N (memory bounded by N, any length of trace), naming a record further back",
+    )
+    p.add_argument(
         "--header",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -75,6 +82,7 @@ def read_options(args) -> dict:
         "delimiter": args.delimiter,
         "header": args.header,
         "sort": args.sort,
+        "sort_window": args.sort_window,
     }
 
 

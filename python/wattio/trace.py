@@ -64,6 +64,7 @@ def read(
     device: str | None = None,
     action: str | None = None,
     sort: bool = False,
+    sort_window: int | None = None,
 ):
     """The trace at ``path`` as a DataFrame with the columnar trace's columns.
 
@@ -89,6 +90,7 @@ def read(
             _, assumptions = _core.trace_convert(
                 str(p), str(out), format, "columnar", lenient=lenient, device=device, action=action,
                 sort=sort,
+                sort_window=sort_window,
             )
             table = pq.read_table(out)
     df = _pandas_types(table.to_pandas())
@@ -193,12 +195,14 @@ def stats(
     device: str | None = None,
     action: str | None = None,
     sort: bool = False,
+    sort_window: int | None = None,
 ) -> dict:
     """Requests, read fraction, size histogram, inter-arrival and idle-gap distributions,
     footprint, sequential fraction and a per-device breakdown (see docs/formats.md)."""
     return json.loads(
         _core.trace_stats(
-            str(path), format, lenient=lenient, device=device, action=action, sort=sort
+            str(path), format, lenient=lenient, device=device, action=action, sort=sort,
+            sort_window=sort_window,
         )
     )
 
@@ -213,11 +217,13 @@ def convert(
     device: str | None = None,
     action: str | None = None,
     sort: bool = False,
+    sort_window: int | None = None,
 ) -> tuple[int, list[str]]:
     """Writes ``src`` as ``dst`` (columnar, disksim or fio); returns (requests, assumptions)."""
     n, a = _core.trace_convert(
         str(src), str(dst), from_format, to_format, lenient=lenient, device=device, action=action,
         sort=sort,
+        sort_window=sort_window,
     )
     return n, list(a)
 
@@ -236,6 +242,7 @@ def slice(
     device: str | None = None,
     action: str | None = None,
     sort: bool = False,
+    sort_window: int | None = None,
 ) -> tuple[int, list[str]]:
     """Writes the requests of ``src`` arriving in [start_s, end_s), optionally of one device
     id, with inter-arrival times divided by ``speedup``; returns (requests, assumptions)."""
@@ -252,5 +259,6 @@ def slice(
         device=device,
         action=action,
         sort=sort,
+        sort_window=sort_window,
     )
     return n, list(a)

@@ -121,6 +121,10 @@ pub struct TraceConfig {
     /// (`wattio_formats::ReadOptions::sort`).
     #[serde(default)]
     pub sort: bool,
+    /// The records are out of time order by at most this many: reorder them within a
+    /// window of that many (`wattio_formats::ReadOptions::sort_window`).
+    #[serde(default)]
+    pub sort_window: Option<usize>,
     /// Replay faster (> 1) or slower (< 1): every arrival time divided by this
     /// ([`wattio_core::trace::Rescaled`]), as the papers' "replayed at 64x".
     #[serde(default)]

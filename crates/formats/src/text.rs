@@ -134,6 +134,7 @@ pub trait LineFormat: Send {
 /// Records a reader of an [`LineFormat::unsorted`] format holds to sort them, at most (a
 /// [`Request`] each: a few hundred MB at the bound).
 pub const MAX_SORTED: usize = 1 << 22;
+const MAX_SORTED_PLUS: usize = MAX_SORTED + 1;
 
 /// Where a [`TextSource`] gets its units from: the lines of a text trace
 /// ([`LineReader`]), or the records of a binary one.
@@ -328,6 +329,46 @@ pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     sort_rebase: bool,
     /// The records, sorted, once read.
     sorted: Option<std::collections::VecDeque<Request>>,
+    /// `ReadOptions::sort_window`: records held to reorder, at most this many.
+    window: Option<Window>,
+}
+
+/// A bounded reorder window: records on the trace's own clock (not rebased), earliest first.
+struct Window {
+    cap: usize,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<Held>>,
+    seq: u64,
+    /// The trace-clock time of the last record handed out: nothing earlier can go out now.
+    last_out: Option<Nanos>,
+    /// Count from the earliest record handed out (the format's rebase rule).
+    rebase: bool,
+    origin: Option<Nanos>,
+    /// Input ended (or failed: the error waits behind the records held).
+    done: bool,
+    error: Option<FormatError>,
+}
+
+/// A held record, ordered by (arrival, order read): ties go out in the order they came.
+struct Held {
+    key: (Nanos, u64),
+    r: Request,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&o.key)
+    }
 }
 
 impl<F: LineFormat> TextSource<F, LineReader<File>> {
@@ -363,17 +404,48 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             })?),
             None => None,
         };
-        // Records read whole to be sorted are rebased once sorted, to the earliest arrival.
-        let sort = fmt.unsorted() || opts.sort;
+        if opts.sort && opts.sort_window.is_some() {
+            return Err(FormatError::file(
+                &file,
+                "--sort and --sort-window: choose one (read whole, or reorder within a window)",
+            ));
+        }
+        let window = match opts.sort_window {
+            Some(0) | Some(MAX_SORTED_PLUS..) => {
+                return Err(FormatError::file(
+                    &file,
+                    format!(
+                        "sort window of {} records: expected 1 to {MAX_SORTED}",
+                        opts.sort_window.unwrap_or(0)
+                    ),
+                ))
+            }
+            Some(cap) => Some(cap),
+            None => None,
+        };
+        // Records read whole to be sorted are rebased once sorted, to the earliest arrival;
+        // a window's, to the earliest handed out.
+        let sort = (fmt.unsorted() || opts.sort) && window.is_none();
         let clock_rebase = fmt.absolute_clock() && !opts.keep_absolute_time;
-        let rebase = clock_rebase && !sort;
+        let rebase = clock_rebase && !sort && window.is_none();
         let pairing = fmt.pairs_completions().then(Default::default);
+        let window = window.map(|cap| Window {
+            cap,
+            heap: std::collections::BinaryHeap::new(),
+            seq: 0,
+            last_out: None,
+            rebase: fmt.unsorted() || clock_rebase,
+            origin: None,
+            done: false,
+            error: None,
+        });
         Ok(TextSource {
             pairing,
             held_error: None,
             sort,
             sort_rebase: fmt.unsorted() || clock_rebase,
             sorted: None,
+            window,
             fmt,
             lines,
             file,
@@ -417,6 +489,9 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
     }
 
     fn read_next(&mut self) -> Result<Option<Request>, FormatError> {
+        if self.window.is_some() {
+            return self.read_windowed();
+        }
         if self.sort {
             if self.sorted.is_none() {
                 self.sorted = Some(self.read_sorted()?);
@@ -480,6 +555,48 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                 },
                 None => {}
             }
+        }
+    }
+
+    /// The earliest record of the window once it holds `cap` + 1 (or the input ended); an
+    /// input error goes out after the records read before it.
+    fn read_windowed(&mut self) -> Result<Option<Request>, FormatError> {
+        loop {
+            let w = self.window.as_ref().expect("windowed");
+            if w.done || w.heap.len() > w.cap {
+                break;
+            }
+            let next = self.read_in_order();
+            let w = self.window.as_mut().expect("windowed");
+            match next {
+                Ok(Some(r)) => {
+                    w.seq += 1;
+                    w.heap.push(std::cmp::Reverse(Held {
+                        key: (r.arrival, w.seq),
+                        r,
+                    }));
+                }
+                Ok(None) => w.done = true,
+                Err(e) => {
+                    w.done = true;
+                    w.error = Some(e);
+                }
+            }
+        }
+        let w = self.window.as_mut().expect("windowed");
+        match w.heap.pop() {
+            Some(std::cmp::Reverse(Held { mut r, .. })) => {
+                w.last_out = Some(r.arrival);
+                if w.rebase {
+                    let origin = *w.origin.get_or_insert(r.arrival);
+                    r.arrival -= origin;
+                }
+                Ok(Some(r))
+            }
+            None => match w.error.take() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            },
         }
     }
 
@@ -654,7 +771,24 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             let origin = *self
                 .origin
                 .get_or_insert(if self.rebase { time } else { 0 });
-            if !self.sort && (time < origin || time - origin < self.last_arrival) {
+            if let Some(last) = self.window.as_ref().and_then(|w| w.last_out) {
+                if time < last {
+                    let cap = self.window.as_ref().map_or(0, |w| w.cap);
+                    let e = self.error_at(
+                        1,
+                        format!(
+                            "arrival {time} ns on the trace's clock is before {last} ns, already handed out: out of the {cap}-record sort window"
+                        ),
+                        "a wider --sort-window, or --sort to read the trace whole".into(),
+                    );
+                    self.bad_line(e)?;
+                    continue;
+                }
+            }
+            if !self.sort
+                && self.window.is_none()
+                && (time < origin || time - origin < self.last_arrival)
+            {
                 let e = self.error_at(
                     1,
                     format!(
@@ -707,6 +841,18 @@ impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
                 )),
                 None => v.push("time origin: the first record's timestamp is t = 0".into()),
             }
+        } else if let Some(w) = &self.window {
+            let origin = match (w.rebase, w.origin) {
+                (true, Some(o)) => {
+                    format!(": the earliest handed out ({o} ns on the trace's clock) is t = 0")
+                }
+                (true, None) => ": the earliest handed out is t = 0".into(),
+                (false, _) => String::new(),
+            };
+            v.push(format!(
+                "records reordered by arrival within a window of {} (--sort-window){origin}",
+                w.cap
+            ));
         } else if self.sort {
             let why = if self.fmt.unsorted() {
                 "the format logs them out of order"

@@ -1075,3 +1075,74 @@ fn a_leading_byte_order_mark_is_skipped_and_reported_by_every_text_reader() {
     assert!(e.contains("\\u{feff}"), "{e}");
     assert!(!e.contains('\u{feff}'), "{e}");
 }
+
+/// `--sort-window N`: records out of order by at most N go out sorted, with memory bounded by
+/// the window (an absolute clock counted from the earliest handed out); one further back is
+/// refused naming its line (lenient: skipped, counted). SYSTOR hours, whose records step
+/// back a little (docs/formats.md).
+#[test]
+fn a_sort_window_reorders_nearby_records_and_names_one_beyond_it() {
+    let t = "Timestamp,Response,IOType,LUN,Offset,Size
+1456146000.000010,0.001,R,4,0,4096
+1456146000.000030,0.001,R,4,4096,4096
+1456146000.000020,0.001,W,4,8192,4096
+1456146000.000050,0.001,R,4,12288,4096
+1456146000.000040,0.001,R,4,16384,4096
+1456146000.000060,0.001,R,4,20480,4096
+";
+    let win = |n: usize, lenient: bool| ReadOptions {
+        sort_window: Some(n),
+        lenient,
+        ..Default::default()
+    };
+    let (v, a) = read_opts("systor", t, &win(1, false));
+    let got: Vec<(u64, u64)> = v.iter().map(|r| (r.arrival, r.offset)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, 0),
+            (10_000, 8192),
+            (20_000, 4096),
+            (30_000, 16384),
+            (40_000, 12288),
+            (50_000, 20480)
+        ]
+    );
+    let all = a.join("\n");
+    assert!(
+        all.contains("records reordered by arrival within a window of 1 (--sort-window): the earliest handed out (1456146000000010000 ns on the trace's clock) is t = 0"),
+        "{all}"
+    );
+    // A record three places late needs a window of 3: with 2 it is out of it.
+    let late = "1.000010,0.001,R,4,0,4096
+1.000020,0.001,R,4,4096,4096
+1.000030,0.001,R,4,8192,4096
+1.000040,0.001,R,4,12288,4096
+1.000015,0.001,W,4,16384,4096
+1.000050,0.001,R,4,20480,4096
+";
+    assert_eq!(read_opts("systor", late, &win(3, false)).0.len(), 6);
+    let e = match read_all(late.as_bytes(), "systor", &win(2, false)) {
+        Ok((v, _)) => panic!("read {} requests", v.len()),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains(":5:1: arrival 1000015000 ns on the trace's clock is before 1000020000 ns, already handed out: out of the 2-record sort window"),
+        "{e}"
+    );
+    let (v, a) = read_opts("systor", late, &win(2, true));
+    assert_eq!(v.len(), 5);
+    assert!(a.join("\n").contains("1 bad line"), "{a:?}");
+    // Not with --sort; a window of 0 or past MAX_SORTED is refused.
+    for bad in [
+        ReadOptions {
+            sort: true,
+            sort_window: Some(4),
+            ..Default::default()
+        },
+        win(0, false),
+        win(wattio_formats::text::MAX_SORTED + 1, false),
+    ] {
+        assert!(read_all(late.as_bytes(), "systor", &bad).is_err());
+    }
+}

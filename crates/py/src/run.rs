@@ -919,6 +919,7 @@ fn opener_for(cfg: &RunConfig, base: &Path, a: TraceArgs) -> PyResult<(Opener, I
                         header.or(t.header),
                     ),
                     sort: r.sort || t.sort,
+                    sort_window: r.sort_window.or(t.sort_window),
                 }
                 .options()?,
             )

@@ -22,6 +22,8 @@ pub(crate) struct ReadArgs {
     pub csv: Csv,
     /// Records out of time order: read whole and sorted.
     pub sort: bool,
+    /// …or reordered within a window of this many records.
+    pub sort_window: Option<usize>,
 }
 
 impl ReadArgs {
@@ -38,10 +40,11 @@ impl ReadArgs {
                 "delimiter" => a.csv.1 = v.extract()?,
                 "header" => a.csv.2 = v.extract()?,
                 "sort" => a.sort = v.extract::<Option<bool>>()?.unwrap_or(false),
+                "sort_window" => a.sort_window = v.extract()?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unexpected keyword argument '{k}' (a trace is read with lenient, \
-                         device, action, columns, delimiter, header, sort)"
+                         device, action, columns, delimiter, header, sort, sort_window)"
                     )))
                 }
             }
@@ -69,6 +72,7 @@ impl ReadArgs {
             delimiter: self.csv.1,
             header: self.csv.2,
             sort: self.sort,
+            sort_window: self.sort_window,
         })
     }
 }
