@@ -30,6 +30,7 @@ def validate(
     delimiter: str | None = None,
     header: bool | None = None,
     sort: bool = False,
+    sort_window: int | None = None,
 ):
     """Replays ``trace`` (any trace with measured response times) on ``model`` (a DiskSim
     ``.parv``, a catalogue TOML file or an embedded catalogue name), closed- or open-loop
@@ -44,7 +45,7 @@ def validate(
     report = json.loads(_core.disk_validate(
         str(model), str(trace), format=format, replay=replay, per_request=True, fresh=fresh,
         lenient=lenient, device=device, action=action, columns=columns, delimiter=delimiter,
-        header=header, sort=sort,
+        header=header, sort=sort, sort_window=sort_window,
     ))
     per = report.pop("per_request")
     table = pd.DataFrame({
