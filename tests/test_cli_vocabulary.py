@@ -270,3 +270,27 @@ def test_csv_export_through_the_cli_and_through_a_config(tmp_path, small, wattio
     t.write_text(EXPORT.replace("W,4096", "T,4096"))
     e = _error(wattio_cli("run", small, "--trace", t, *run, check=False))
     assert f"{t}:3:10: op value `T` is not mapped" in e, e
+
+
+def test_every_python_reader_takes_every_trace_reading_option():
+    """The CLI's trace-reading options (`cli_options.read_options`) reach the Python functions
+    that read traces by keyword: each must take all of them (a new option once reached
+    `wattio disk validate --table` before `validation.validate` took it)."""
+    import argparse
+    import inspect
+
+    from wattio import trace, validation
+    from wattio.cli_options import add_trace_read_options, read_options
+
+    p = argparse.ArgumentParser()
+    add_trace_read_options(p)
+    keys = set(read_options(p.parse_args([])))
+    assert {"lenient", "device", "sort", "sort_window"} <= keys
+    for f in [trace.read, trace.stats, trace.convert, trace.slice, validation.validate]:
+        params = inspect.signature(f).parameters
+        if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
+            continue
+        missing = keys - set(params)
+        # trace.read/stats/convert/slice take no csv options: they read what they detect.
+        missing -= {"columns", "delimiter", "header"} if f.__module__ == "wattio.trace" else set()
+        assert not missing, f"{f.__module__}.{f.__name__} lacks {sorted(missing)}"
