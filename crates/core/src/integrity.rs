@@ -322,6 +322,11 @@ impl Checker {
         self.counters
     }
 
+    /// The checker's block in bytes.
+    pub fn block_size(&self) -> u32 {
+        1 << self.shift
+    }
+
     /// Blocks the checker holds state for (host and device side): its memory is bounded by
     /// the blocks a run touches, not by capacities.
     pub fn tracked_blocks(&self) -> usize {

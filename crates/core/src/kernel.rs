@@ -776,16 +776,22 @@ impl<X: Executor, O: DataObserver> Kernel<X, O> {
         self.observer.scratch_freed(now, id);
     }
 
-    /// A function's `Xor` (`xor`) or `Copy` into `dst`: the buffer is open; the simulator
-    /// carries a metadata region's bytes through it (the rest it does not move), the
-    /// executor moves the bytes it carries (live: every buffer).
-    fn combine(&mut self, dst: Buf, src: Buf, len: u32, xor: bool) {
+    /// A function's `Xor` (`xor`) or `Copy` into `dst`: refused if `src` does not hold the
+    /// bytes; else the observer sees it, the buffer is open, the simulator carries a
+    /// metadata region's bytes through it (the rest it does not move), the executor moves
+    /// the bytes it carries (live: every buffer).
+    fn combine(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32, xor: bool) {
         if let Err(have) = self.life.holds(src, len) {
             let what = if xor { "xor" } else { "copy" };
             self.fail(format!(
                 "{what} of {len} bytes from {src:?}: the buffer holds {have} bytes (a read into it not back yet, or nothing put there)"
             ));
             return;
+        }
+        if xor {
+            self.observer.xor(now, dst, src, len);
+        } else {
+            self.observer.copy(now, dst, src, len);
         }
         self.life.open(dst, len);
         if X::EMULATES_BYTES && self.emulate {
@@ -949,13 +955,11 @@ impl<X: Executor, O: DataObserver> Effects for Kernel<X, O> {
     }
 
     fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
-        self.observer.xor(now, dst, src, len);
-        self.combine(dst, src, len, true);
+        self.combine(now, dst, src, len, true);
     }
 
     fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
-        self.observer.copy(now, dst, src, len);
-        self.combine(dst, src, len, false);
+        self.combine(now, dst, src, len, false);
     }
 
     fn fill(&mut self, now: Nanos, dst: Buf, bytes: &[u8]) {

@@ -248,14 +248,7 @@ pub fn run(
         let outcome = sim
             .with_observer(&mut checker)
             .run(&mut watch, until, min_end, &mut sink)?;
-        let c = checker.counters();
-        let check = summary::DataCheckSummary {
-            block_bytes: cfg.run.check_block,
-            reads_checked: c.reads_checked,
-            blocks_checked: c.blocks_checked,
-            blocks_unverified: c.blocks_unverified,
-        };
-        (outcome, Some(check))
+        (outcome, Some(summary::DataCheckSummary::of(&checker)))
     } else {
         (sim.run(&mut watch, until, min_end, &mut sink)?, None)
     };

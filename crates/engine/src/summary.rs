@@ -121,6 +121,23 @@ pub struct DataCheckSummary {
     pub blocks_unverified: u64,
 }
 
+impl DataCheckSummary {
+    /// What `checker` checked.
+    pub fn of(checker: &wattio_core::integrity::Checker) -> DataCheckSummary {
+        DataCheckSummary::new(checker.block_size(), checker.counters())
+    }
+
+    /// A checker's counts with blocks of `block_bytes` (a live session's, kept at its end).
+    pub fn new(block_bytes: u32, c: wattio_core::integrity::IntegrityCounters) -> DataCheckSummary {
+        DataCheckSummary {
+            block_bytes,
+            reads_checked: c.reads_checked,
+            blocks_checked: c.blocks_checked,
+            blocks_unverified: c.blocks_unverified,
+        }
+    }
+}
+
 /// When the host detached, how long the layers' own I/O of the unload took, and what they
 /// could not finish ([`wattio_core::function::Function::unload_left`]; empty when the
 /// unload completed: the devices below hold the volume).

@@ -134,7 +134,6 @@ pub trait LineFormat: Send {
 /// Records a reader of an [`LineFormat::unsorted`] format holds to sort them, at most (a
 /// [`Request`] each: a few hundred MB at the bound).
 pub const MAX_SORTED: usize = 1 << 22;
-const MAX_SORTED_PLUS: usize = MAX_SORTED + 1;
 
 /// Where a [`TextSource`] gets its units from: the lines of a text trace
 /// ([`LineReader`]), or the records of a binary one.
@@ -325,7 +324,8 @@ pub struct TextSource<F: LineFormat, U: Units = LineReader<File>> {
     /// Records read whole and sorted by arrival: an unsorted format's
     /// ([`LineFormat::unsorted`]) or any with [`ReadOptions::sort`]…
     sort: bool,
-    /// …then counted from the earliest (an unsorted format's, or an absolute clock's).
+    /// …then counted from the earliest (an unsorted format's, or an absolute clock's); also
+    /// a sort window's records, from the earliest handed out.
     sort_rebase: bool,
     /// The records, sorted, once read.
     sorted: Option<std::collections::VecDeque<Request>>,
@@ -340,8 +340,7 @@ struct Window {
     seq: u64,
     /// The trace-clock time of the last record handed out: nothing earlier can go out now.
     last_out: Option<Nanos>,
-    /// Count from the earliest record handed out (the format's rebase rule).
-    rebase: bool,
+    /// The earliest record handed out, counted as t = 0 with `sort_rebase`.
     origin: Option<Nanos>,
     /// Input ended (or failed: the error waits behind the records held).
     done: bool,
@@ -410,19 +409,13 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                 "--sort and --sort-window: choose one (read whole, or reorder within a window)",
             ));
         }
-        let window = match opts.sort_window {
-            Some(0) | Some(MAX_SORTED_PLUS..) => {
-                return Err(FormatError::file(
-                    &file,
-                    format!(
-                        "sort window of {} records: expected 1 to {MAX_SORTED}",
-                        opts.sort_window.unwrap_or(0)
-                    ),
-                ))
-            }
-            Some(cap) => Some(cap),
-            None => None,
-        };
+        let window = opts.sort_window;
+        if let Some(n) = window.filter(|&n| n == 0 || n > MAX_SORTED) {
+            return Err(FormatError::file(
+                &file,
+                format!("sort window of {n} records: expected 1 to {MAX_SORTED}"),
+            ));
+        }
         // Records read whole to be sorted are rebased once sorted, to the earliest arrival;
         // a window's, to the earliest handed out.
         let sort = (fmt.unsorted() || opts.sort) && window.is_none();
@@ -434,7 +427,6 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
             heap: std::collections::BinaryHeap::new(),
             seq: 0,
             last_out: None,
-            rebase: fmt.unsorted() || clock_rebase,
             origin: None,
             done: false,
             error: None,
@@ -583,11 +575,12 @@ impl<F: LineFormat, U: Units> TextSource<F, U> {
                 }
             }
         }
+        let rebase = self.sort_rebase;
         let w = self.window.as_mut().expect("windowed");
         match w.heap.pop() {
             Some(std::cmp::Reverse(Held { mut r, .. })) => {
                 w.last_out = Some(r.arrival);
-                if w.rebase {
+                if rebase {
                     let origin = *w.origin.get_or_insert(r.arrival);
                     r.arrival -= origin;
                 }
@@ -842,7 +835,7 @@ impl<F: LineFormat, U: Units> TraceSource for TextSource<F, U> {
                 None => v.push("time origin: the first record's timestamp is t = 0".into()),
             }
         } else if let Some(w) = &self.window {
-            let origin = match (w.rebase, w.origin) {
+            let origin = match (self.sort_rebase, w.origin) {
                 (true, Some(o)) => {
                     format!(": the earliest handed out ({o} ns on the trace's clock) is t = 0")
                 }

@@ -85,12 +85,7 @@ pub fn engine_summary(s: &mut Summary) -> wattio_engine::Summary {
         wattio_engine::Summary::build(s.meta.name.clone(), s.meta.seed, &models, &outcome);
     summary.data_check = s
         .data_check
-        .map(|(block, c)| wattio_engine::summary::DataCheckSummary {
-            block_bytes: block,
-            reads_checked: c.reads_checked,
-            blocks_checked: c.blocks_checked,
-            blocks_unverified: c.blocks_unverified,
-        });
+        .map(|(block, c)| wattio_engine::summary::DataCheckSummary::new(block, c));
     for i in slots.into_iter().flatten() {
         let (Some(d), Some(c)) = (s.devices.get(i), s.real.get(i)) else {
             continue;

@@ -234,8 +234,6 @@ pub struct Session {
     threads: Vec<JoinHandle<()>>,
     meta: RunMeta,
     poll: std::time::Duration,
-    /// The data checker's block, if it runs.
-    check_block: Option<u32>,
 }
 
 /// A device's state for the status line and summary.
@@ -345,7 +343,6 @@ impl Session {
             ),
             None => None,
         };
-        let check_block = opts.check_data;
         let timer_cv = Arc::new(Condvar::new());
         let live = Live {
             timers: BinaryHeap::new(),
@@ -409,7 +406,6 @@ impl Session {
             threads,
             meta,
             poll: opts.poll,
-            check_block,
         })
     }
 
@@ -647,9 +643,11 @@ impl Session {
         let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
         let runtimes = g.kernel.take_devices();
         let scratch_held = g.kernel.scratch_held();
-        let data_check = self
-            .check_block
-            .zip(g.kernel.observer().as_ref().map(|c| c.counters()));
+        let data_check = g
+            .kernel
+            .observer()
+            .as_ref()
+            .map(|c| (c.block_size(), c.counters()));
         let summary = Summary {
             duration_ns: now,
             stats: g.stats(),

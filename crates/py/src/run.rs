@@ -359,6 +359,14 @@ enum End {
 }
 
 impl PyActions {
+    /// The function's scratch buffer `k` (checked; `what` names the argument), at `offset`.
+    fn scratch(&self, k: u64, offset: u32, what: &str) -> PyResult<Buf> {
+        Ok(Buf::Scratch {
+            id: self.base | scratch_number(k, what)?,
+            offset,
+        })
+    }
+
     fn end(&self, e: &End, offset: u32, what: &str) -> PyResult<(Buf, Option<u32>)> {
         Ok(match e {
             End::Io(io) => {
@@ -378,14 +386,7 @@ impl PyActions {
                 let buf = resolve(io.inner.buf, self.base).at(offset);
                 (buf, Some(io.inner.len - offset.min(io.inner.len)))
             }
-            End::Scratch(k) => {
-                let k = scratch_number(*k, what)?;
-                let buf = Buf::Scratch {
-                    id: self.base | k,
-                    offset,
-                };
-                (buf, None)
-            }
+            End::Scratch(k) => (self.scratch(*k, offset, what)?, None),
         })
     }
 }
@@ -446,17 +447,13 @@ impl PyActions {
     /// to be written to a device by an own write with `scratch=k`. The simulator keeps such
     /// bytes only for I/O to a region the function reserved (`regions()`), live writes them.
     fn fill(&mut self, k: u64, data: Vec<u8>) -> PyResult<()> {
-        let k = scratch_number(k, "fill")?;
+        let dst = self.scratch(k, 0, "fill")?;
         if u32::try_from(data.len()).is_err() {
             return Err(PyValueError::new_err(format!(
                 "data: {} bytes, more than a scratch buffer holds (4 GiB)",
                 data.len()
             )));
         }
-        let dst = Buf::Scratch {
-            id: self.base | k,
-            offset: 0,
-        };
         self.list.push(PyAct::Fill(dst, data));
         Ok(())
     }
@@ -464,12 +461,9 @@ impl PyActions {
     /// metadata that is back): they come to `on_bytes(now, tag, data, out)` once this call
     /// has returned, and the buffer is freed.
     fn take(&mut self, k: u64, length: u32, tag: u64) -> PyResult<()> {
-        let k = scratch_number(k, "take")?;
+        let src = self.scratch(k, 0, "take")?;
         self.list.push(PyAct::Act(Action::Take {
-            src: Buf::Scratch {
-                id: self.base | k,
-                offset: 0,
-            },
+            src,
             len: length,
             tag,
         }));
@@ -483,13 +477,8 @@ impl PyActions {
     /// Free scratch buffer `k` without writing it out (a fill given up after its read):
     /// at once, or when the I/O out on it is back.
     fn release(&mut self, k: u64) -> PyResult<()> {
-        let k = scratch_number(k, "release")?;
-        self.list.push(PyAct::Act(Action::Release {
-            buf: Buf::Scratch {
-                id: self.base | k,
-                offset: 0,
-            },
-        }));
+        let buf = self.scratch(k, 0, "release")?;
+        self.list.push(PyAct::Act(Action::Release { buf }));
         Ok(())
     }
     /// Complete an I/O received from above.

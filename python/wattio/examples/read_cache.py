@@ -138,12 +138,10 @@ class ReadCache(Function):
                 if self.writes_out[b] == 0:
                     del self.writes_out[b]
         issued, busy = self.misses_out.pop(io.id, (0, set()))
-        # Blocks a write overlapped at the disk: the read's bytes of them may be the old ones.
-        stale = busy | {b for b in self._blocks(io) if self.written.get(b, 0) > issued}
-        if not self.misses_out:  # no read is out that a write since could have overlapped
-            self.written.clear()
         whole = io.offset % BLOCK == 0 and io.length % BLOCK == 0
         if io.op == "read" and done.ok and whole:
+            # Blocks a write overlapped at the disk: the read's bytes of them may be old.
+            stale = busy | {b for b in self._blocks(io) if self.written.get(b, 0) > issued}
             for b in self._blocks(io):
                 if b in self.cached or b in self.fill_of or b in stale:
                     continue
@@ -157,6 +155,8 @@ class ReadCache(Function):
                 # fill's scratch buffer, which its write drains and frees.
                 out.copy(fill.scratch, io, length=BLOCK, src_offset=b * BLOCK - io.offset)
                 out.submit(fill)
+        if not self.misses_out:  # no read is out that a write since could have overlapped
+            self.written.clear()
         out.reply(done)
 
     def _slot(self):
