@@ -1,9 +1,11 @@
 """Broken variants of examples/read_cache.py, for the data checker's tests (simulated in
 test_python_functions.py, served in test_live_serve.py): each returns wrong data in a way
-timing alone does not show."""
+timing alone does not show; and a function that leaks scratch buffers."""
 
 import importlib.util
 from pathlib import Path
+
+import wattio
 
 _path = Path(__file__).resolve().parent.parent / "examples" / "read_cache.py"
 _spec = importlib.util.spec_from_file_location("read_cache", _path)
@@ -48,3 +50,26 @@ class Misplaced(ReadCache):
                 out.copy(dst, src, length, 0, src_offset)
 
         super().on_completion(now, done, AtStart())
+
+
+class Hoarder(wattio.Function):
+    """Passes every request to device 0 and reads the block after each host read into a scratch
+    buffer of its own, which it keeps (a read-ahead that never uses, writes or releases what it
+    read). `claim` is what its `scratch_buffers()` says it keeps: None, no such method; "all",
+    every one; "fewer", one less; "negative", -1."""
+
+    def __init__(self, claim=None):
+        self.kept = 0
+        said = {"all": lambda: self.kept, "fewer": lambda: self.kept - 1, "negative": lambda: -1}
+        if claim is not None:
+            self.scratch_buffers = said[claim]
+
+    def on_request(self, now, io, out):
+        out.submit(io)
+        if io.op == "read":
+            self.kept += 1
+            out.submit(wattio.Io(self.kept, "read", io.offset + io.length, 4096, own=True, scratch=self.kept))
+
+    def on_completion(self, now, done, out):
+        if done.io.scratch is None:  # a read-ahead back stays in its scratch buffer
+            out.reply(done)

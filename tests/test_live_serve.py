@@ -661,6 +661,39 @@ def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
+@pytest.mark.parametrize("check, claim", [(False, None), (True, None), (True, "all")], ids=["unchecked", "leak", "claimed"])
+def test_serve_reports_scratch_buffers_a_function_keeps_and_a_checked_session_fails_a_leak(tmp_path, check, claim):
+    """tests/broken_caches.py's Hoarder served: two host reads, each followed by a read-ahead
+    into a scratch buffer it keeps. The live summary counts the two buffers held and what the
+    function claims; with check_data, holding more than it claims ends the session with the
+    leak as its error (as in simulation), and an honest scratch_buffers() passes."""
+    hoarder = Path(__file__).resolve().parent / "broken_caches.py"
+    params = "" if claim is None else f'params = {{ claim = "{claim}" }}\n'
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n[run]\ncheck_data = {str(check).lower()}\n\n"
+        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+        f'[[function]]\nkind = "python"\nclass = "{hoarder}:Hoarder"\n{params}'
+    )
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    out = tmp_path / "out"
+    proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
+    r = _qemu_io(sock, "read 0 4096", "read 65536 4096")
+    assert r.returncode == 0, r.stderr
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    if check and claim is None:
+        assert proc.returncode != 0
+        assert ("data check: 2 scratch buffer(s) alive and idle at the end, the functions hold at most 0 "
+                "(python 0): a leak") in err, err
+        return
+    assert proc.returncode == 0, err
+    live = json.loads((out / "summary.json").read_text())["live"]
+    assert (live["scratch_buffers_held"], live["scratch_buffers_claimed"]) == (2, 2 if claim else 0)
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 def test_a_python_function_s_metadata_persists_on_the_image_across_sessions(tmp_path):
     """tests/python_ledger.py served twice on the same image: the first session counts three
     writes and saves the count (FUA) in the record it reserved at the image's end when it shuts

@@ -427,6 +427,40 @@ def test_a_copy_out_of_a_scratch_buffer_must_stay_within_what_it_holds(tmp_path,
         wattio.run(cfg, trace=trace, functions={0: Early()}, out=tmp_path / "run", progress=False, report=False)
 
 
+@pytest.mark.parametrize(
+    "check, claim, message",
+    [
+        (False, None, None),
+        (True, None, (r"data check: 5 scratch buffer\(s\) alive and idle at the end, the functions hold at most 0 "
+                      r"\(python 0\): a leak")),
+        (True, "fewer", r"the functions hold at most 4 \(python 4\): a leak"),
+        (True, "all", None),
+        (True, "negative", r"function\[0\] \(x:y\): scratch_buffers raised OverflowError"),
+    ],
+    ids=["unchecked", "no-claim", "claims-too-few", "claims-all", "bad-claim"],
+)
+def test_a_checked_run_fails_a_function_that_leaks_scratch_buffers(tmp_path, check, claim, message):
+    """Five host reads, each followed by a read-ahead into a scratch buffer the function never
+    writes or releases. Unchecked, the run passes; with check_data the five buffers alive at the
+    end must be no more than the function's scratch_buffers() says it keeps (0 when it has none):
+    a leak fails the run naming each layer's claim, an honest claim passes, a bad one is the
+    function's error."""
+    import pandas as pd
+    from broken_caches import Hoarder
+
+    cfg = ("[run]\nunload = true\ncheck_data = " + str(check).lower() + "\n\n[[device]]\nname = 'disk'\n"
+           "model = 'wd800-fs2'\n\n[[function]]\nkind = 'python'\nclass = 'x:y'\n")
+    trace = pd.DataFrame([(i * S, "read", i * 8 * K, K) for i in range(5)], columns=["arrival_ns", "op", "offset", "len"])
+    hoarder = Hoarder(claim)
+    if message is None:
+        r = wattio.run(cfg, trace=trace, functions={0: hoarder}, out=tmp_path / "run", progress=False, report=False)
+        assert r.summary["requests"] == 5 and r.summary["devices"]["disk"]["ios"] == 10
+        assert ("data_check" in r.summary) == check
+    else:
+        with pytest.raises(Exception, match=message):
+            wattio.run(cfg, trace=trace, functions={0: hoarder}, out=tmp_path / "run", progress=False, report=False)
+
+
 def _ledger():
     import importlib.util
     from pathlib import Path

@@ -239,6 +239,31 @@ impl Stack {
         &self.layers
     }
 
+    /// At most how many scratch buffers the layers say they keep ([`Function::scratch_buffers`]).
+    pub fn scratch_claimed(&self) -> usize {
+        self.layers.iter().map(|l| l.scratch_buffers()).sum()
+    }
+
+    /// The leak rule at the end of a run or session: `held` scratch buffers alive with nothing
+    /// out on them ([`Kernel::scratch_held`](crate::kernel::Kernel::scratch_held)) may be no
+    /// more than the layers claim; more is a function that forgot to write out or release
+    /// one (a live server would keep its bytes for the session's life).
+    pub fn scratch_leak(&self, held: usize) -> Result<(), String> {
+        let claimed = self.scratch_claimed();
+        if held > claimed {
+            let who: Vec<String> = self
+                .layers
+                .iter()
+                .map(|l| format!("{} {}", l.name(), l.scratch_buffers()))
+                .collect();
+            return Err(format!(
+                "{held} scratch buffer(s) alive and idle at the end, the functions hold at most {claimed} ({}): a leak (write each out, or release it)",
+                who.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
     /// What the layers could not finish of their unload ([`Function::unload_left`]), top
     /// down, each as "name: what".
     pub fn unload_left(&self) -> Vec<String> {

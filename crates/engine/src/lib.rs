@@ -248,6 +248,13 @@ pub fn run(
         let outcome = sim
             .with_observer(&mut checker)
             .run(&mut watch, until, min_end, &mut sink)?;
+        if until.is_none() {
+            // Checking a function's bytes includes the buffers it moves them in.
+            outcome
+                .stack
+                .scratch_leak(outcome.scratch_held)
+                .map_err(|e| format!("data check: {e}"))?;
+        }
         (outcome, Some(summary::DataCheckSummary::of(&checker)))
     } else {
         (sim.run(&mut watch, until, min_end, &mut sink)?, None)

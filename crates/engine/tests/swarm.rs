@@ -610,13 +610,7 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
         if until.is_none() {
             // No buffer leaks: every scratch buffer alive with nothing out on it at the end
             // is one some function still holds (a copy under way, prefetched data).
-            let claimed: usize = o.stack.layers().iter().map(|l| l.scratch_buffers()).sum();
-            if o.scratch_held > claimed {
-                return Err(ctx(format!(
-                    "{} scratch buffer(s) alive and idle at the end, the functions hold at most {claimed}: a leak",
-                    o.scratch_held
-                )));
-            }
+            o.stack.scratch_leak(o.scratch_held).map_err(ctx)?;
         }
         for layer in o.stack.layers() {
             for (name, v) in layer.counters() {

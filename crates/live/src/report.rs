@@ -41,6 +41,8 @@ fn live_section(s: &Summary) -> serde_json::Value {
         "capture_error": s.capture_error,
         // Scratch buffers the functions still held at the end: 0 unless one leaks them.
         "scratch_buffers_held": s.scratch_held,
+        // ... and how many of them the functions said they keep on purpose.
+        "scratch_buffers_claimed": s.scratch_claimed,
     })
 }
 

@@ -285,6 +285,9 @@ pub struct Summary {
     pub real: Vec<DeviceCounters>,
     /// Scratch buffers alive at the end with no I/O out on them: what the functions hold.
     pub scratch_held: usize,
+    /// At most how many of them the functions say they keep ([`Stack::scratch_claimed`]):
+    /// more held than claimed is a leak (checked with `check_data`).
+    pub scratch_claimed: usize,
     /// The clean unload at shutdown: when it started and when every layer was seen done
     /// (`None` if it did not finish, or the requests in flight never drained).
     pub unload: Option<Unload>,
@@ -640,9 +643,16 @@ impl Session {
             .iter()
             .map(|l| (l.name().to_string(), l.counters()))
             .collect();
+        let scratch_held = g.kernel.scratch_held();
+        let scratch_claimed = g.stack.scratch_claimed();
+        if g.kernel.observer().is_some() && drained {
+            // Checking a function's bytes includes the buffers it moves them in.
+            if let Err(e) = g.stack.scratch_leak(scratch_held) {
+                errors.push(format!("data check: {e}"));
+            }
+        }
         let stack = std::mem::replace(&mut g.stack, Stack::new(Vec::new()));
         let runtimes = g.kernel.take_devices();
-        let scratch_held = g.kernel.scratch_held();
         let data_check = g
             .kernel
             .observer()
@@ -662,6 +672,7 @@ impl Session {
             runtimes,
             real: std::mem::take(&mut g.real),
             scratch_held,
+            scratch_claimed,
             unload,
             data_check,
         };

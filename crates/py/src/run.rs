@@ -858,6 +858,31 @@ impl Function for PyFunction {
         })
     }
 
+    /// Its `scratch_buffers()`, if it defines one: how many scratch buffers it keeps on
+    /// purpose (the leak rule of a checked run counts them as held, not leaked). An
+    /// exception, or a value that is not an int ≥ 0, is the function's error.
+    fn scratch_buffers(&self) -> usize {
+        Python::with_gil(|py| {
+            let obj = self.obj.bind(py);
+            if !obj.hasattr("scratch_buffers").unwrap_or(false) {
+                return 0;
+            }
+            match obj
+                .call_method0("scratch_buffers")
+                .and_then(|v| v.extract::<usize>())
+            {
+                Ok(n) => n,
+                Err(e) => {
+                    let e = located(py, e, &self.label, "scratch_buffers", None);
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    0
+                }
+            }
+        })
+    }
+
     fn counters(&self) -> Vec<(String, f64)> {
         Python::with_gil(|py| {
             let obj = self.obj.bind(py);
