@@ -397,6 +397,44 @@ def test_map_runs_goes_where_placed_says():
         pass
 
 
+def _checking(_x=None) -> str | None:
+    import os
+
+    from wattio.api import CHECK_DATA_ENV
+
+    return os.environ.get(CHECK_DATA_ENV)
+
+
+def _forget_checking():
+    import os
+
+    from wattio.api import CHECK_DATA_ENV
+
+    os.environ.pop(CHECK_DATA_ENV, None)
+
+
+def test_check_data_reaches_workers_that_did_not_start_from_this_process(monkeypatch):
+    """`wattio reproduce --check-data` sets WATTIO_CHECK_DATA in this process; a cluster's
+    workers never inherit it (here: a pool whose workers drop it as they start), so the runs
+    `map_runs` sends there carry it, and leave the worker as they found it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from wattio.api import CHECK_DATA_ENV
+    from wattio.reproduce import workers
+
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_forget_checking) as ex:
+        monkeypatch.setenv(CHECK_DATA_ENV, "1")
+        assert list(ex.map(_checking, [0])) == [None], "the worker starts without it"
+        with workers.placed(executor=ex):
+            assert workers.map_runs(_checking, [0, 1]) == ["1", "1"]
+        assert list(ex.map(_checking, [0])) == [None], "and is left without it"
+        monkeypatch.delenv(CHECK_DATA_ENV)
+        with workers.placed(executor=ex):
+            assert workers.map_runs(_checking, [0]) == [None]
+
+
 def test_reproduce_on_an_unreachable_scheduler_is_a_user_error(monkeypatch, capsys):
     import sys
 

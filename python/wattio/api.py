@@ -65,7 +65,8 @@ def python_functions(cfg: dict, base: Path, given: dict | None = None) -> dict:
 
 #: Set (to anything but ``0``) in the environment, every run checks its data as with
 #: ``[run] check_data = true``: how ``wattio reproduce --check-data`` reaches the runs of its
-#: worker processes (a Dask scheduler's workers need it in theirs).
+#: worker processes (to a Dask scheduler's workers it travels with each run:
+#: :func:`wattio.reproduce.workers.map_runs`).
 CHECK_DATA_ENV = "WATTIO_CHECK_DATA"
 
 

@@ -29,7 +29,7 @@ def add_commands(sub) -> None:
                    help="run experiments' independent runs on this Dask scheduler's workers (as wattio sweep)")
     p.add_argument("--check-data", action="store_true",
                    help="check every simulated run's data ([run] check_data): a read that does not return "
-                   "the latest acknowledged write stops its experiment (set WATTIO_CHECK_DATA=1 on Dask workers)")
+                   "the latest acknowledged write stops its experiment (on Dask workers too)")
     p.set_defaults(func=cmd_reproduce)
 
 

@@ -11,6 +11,8 @@ one machine).
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 
 _PLACE: dict = {"jobs": None, "executor": None}
 
@@ -46,6 +48,29 @@ def map_runs(fn, items, max_workers: int | None = None) -> list:
 
     items = list(items)
     if _PLACE["executor"] is not None:
-        return list(_PLACE["executor"].map(fn, items))
+        # A cluster's workers did not start from this process: the settings that reach a
+        # run through the environment travel with each call.
+        return list(_PLACE["executor"].map(functools.partial(_in_env, _carried(), fn), items))
     with _executor(None, None, _PLACE["jobs"] or max_workers, len(items)) as ex:
         return list(ex.map(fn, items)) if ex is not None else [fn(x) for x in items]
+
+
+def _carried() -> dict:
+    """The environment variables that change a run (``wattio reproduce --check-data``'s)."""
+    from wattio.api import CHECK_DATA_ENV
+
+    return {k: os.environ[k] for k in (CHECK_DATA_ENV,) if k in os.environ}
+
+
+def _in_env(env: dict, fn, x):
+    """``fn(x)`` with ``env`` set in this (worker) process for the call, as it was before after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn(x)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
