@@ -295,6 +295,68 @@ def test_a_slot_a_hit_still_reads_is_not_reused():
         wattio.Completion(part, status="fine")
 
 
+def test_a_flash_slot_that_fails_is_retired_and_its_block_cached_elsewhere(tmp_path):
+    """The card fails every I/O on its first 4 KiB (slot 0, the first a fill takes). Block 3 is
+    read three times: the first fill fails and retires slot 0, the second read fills slot 1, the
+    third hits — checked. (Before retirement the failed slot went back to the free list, every
+    fill took it again and failed, and nothing was ever cached.)"""
+    import pandas as pd
+
+    cfg = CACHE_CFG.replace('model = "sandisk-ultra-cf-2gb"',
+                            'model = "sandisk-ultra-cf-2gb"\n\n[device.fault]\neio = [[0, 4096]]')
+    cfg = cfg.replace("unload = true", "unload = true\ncheck_data = true")
+    rows = [(i * S, "read", 3 * K, K) for i in range(3)]
+    cache = _read_cache()(blocks=4)
+    r = wattio.run(cfg, trace=pd.DataFrame(rows, columns=["arrival_ns", "op", "offset", "len"]),
+                   functions={0: cache}, out=tmp_path / "run", progress=False, report=False)
+    assert r.summary["errors"] == 0 and r.summary["data_check"]["blocks_checked"] == 3
+    c = cache.counters()
+    assert {k: c[k] for k in ("misses", "hits", "fills", "fills_dropped", "slots_retired", "hit_fallbacks")} == {
+        "misses": 2, "hits": 1, "fills": 1, "fills_dropped": 1, "slots_retired": 1, "hit_fallbacks": 0}
+    assert cache.cached == {3: 1} and sorted(cache.free) == [2, 3]
+
+
+class Out:
+    """Records what a function asks of its actions, for driving one by hand."""
+
+    def __init__(self):
+        self.did = []
+
+    def __getattr__(self, name):
+        return lambda *a, **kw: self.did.append((name, a))
+
+
+def test_a_hit_whose_flash_read_fails_is_served_from_the_disk_and_its_slot_retired():
+    """A two-block hit (blocks 5 and 6 in slots 0 and 1); the card fails block 6's read. The
+    host's read is not failed: once both flash reads are back it goes to the disk, block 6 is
+    uncached and slot 1 retired, block 5 stays in slot 0; the disk's reply answers the host."""
+    cache = _read_cache()(blocks=4)
+    dev = type("Dev", (), {})
+    disk, flash = dev(), dev()
+    disk.name, disk.id, disk.capacity = "disk", 0, 1 << 30
+    flash.name, flash.id, flash.capacity = "flash", 1, 1 << 30
+    cache.attach([disk, flash])
+    cache.cached.update({5: 0, 6: 1})
+    cache.free = [3, 2]
+    host = wattio.Io(77, "read", 5 * K, 2 * K)
+    out = Out()
+    cache.on_request(0, host, out)
+    (s5, (io5,)), (s6, (io6,)) = out.did
+    assert (s5, s6, io5.offset, io6.offset, io5.dev) == ("submit", "submit", 0, K, 1)
+    out = Out()
+    cache.on_completion(10, wattio.Completion(io6, status="io-error", finished=10), out)
+    cache.on_completion(11, wattio.Completion(io5, finished=11), out)
+    assert [name for name, _ in out.did] == ["release", "copy", "release", "submit"]
+    (again,) = out.did[-1][1]
+    assert (again.id, again.dev, again.offset, again.length) == (77, 0, 5 * K, 2 * K)
+    assert cache.cached == {5: 0} and cache.retired == {1} and cache.reading == {}
+    out = Out()
+    cache.on_completion(20, wattio.Completion(again, finished=20), out)
+    assert [name for name, _ in out.did][-1] == "reply"
+    c = cache.counters()
+    assert (c["hits"], c["hit_fallbacks"], c["slots_retired"], c["misses"]) == (1, 1, 1, 0)
+
+
 def _mixed_trace(n=3000, blocks=48, seed=5, gap_ns=10e6):
     """Aligned reads and writes of 1–4 blocks over a small footprint, exponential gaps of 10 ms
     on average (the disk's service time: often several out at once): hits, misses, fills,

@@ -15,6 +15,10 @@ order) fills nothing of that block; a fill that a write overtakes is thrown away
 lands; and a slot is never reused while a hit is still reading it. `[run] check_data = true`
 checks every read it answers against the writes before it (it found the second).
 
+A flash slot that fails is retired, never used again (`slots_retired`): a fill that fails
+leaves its block uncached, and a hit whose flash read fails is served again from the disk,
+which holds every block's latest data in a write-around cache (`hit_fallbacks`).
+
 The bytes really move: served live (`wattio serve`), the card holds the cached blocks and hits
 return them.
 
@@ -42,16 +46,17 @@ class ReadCache(Function):
         self.free = list(range(blocks - 1, -1, -1))
         self.filling = {}  # own id -> [disk block, flash slot, still wanted]
         self.fill_of = {}  # disk block -> own id of its fill in flight
-        self.parts = {}  # own id (= its scratch buffer) -> [host I/O, flash slot, byte in the I/O]
-        self.left = {}  # host I/O id -> [flash reads of it still out, a failed one's completion]
+        self.parts = {}  # own id (= its scratch buffer) -> [host I/O, flash slot, byte in the I/O, disk block]
+        self.left = {}  # host I/O id -> [flash reads of it still out, whether one failed]
         self.reading = {}  # flash slot -> hits reading it
         self.orphans = set()  # slots given up while a hit was reading them
+        self.retired = set()  # slots the flash failed an I/O of: never used again
         self.seq = 0  # host writes and discards issued so far
         self.written = {}  # disk block -> `seq` of the last write or discard issued to it
         self.writes_out = {}  # disk block -> host writes and discards of it at the disk
         self.misses_out = {}  # host read id -> (`seq` at its issue, blocks with a write out then)
         self.next_id = 0
-        self.hits = self.misses = self.fills = self.fills_dropped = 0
+        self.hits = self.misses = self.fills = self.fills_dropped = self.hit_fallbacks = 0
 
     def attach(self, devices):
         by_name = {d.name: d for d in devices}
@@ -76,18 +81,19 @@ class ReadCache(Function):
         blocks = self._blocks(io)
         if io.op == "read" and whole and all(b in self.cached for b in blocks):
             self.hits += 1
-            self.left[io.id] = [len(blocks), None]
+            self.left[io.id] = [len(blocks), False]
             for b in blocks:
                 self.cached.move_to_end(b)
                 slot = self.cached[b]
                 self.reading[slot] = self.reading.get(slot, 0) + 1
                 part = self._own("read", slot)
-                self.parts[part.id] = [io, slot, b * BLOCK - io.offset]
+                self.parts[part.id] = [io, slot, b * BLOCK - io.offset, b]
                 out.submit(part)
             return
         if io.op == "read":
             self.misses += 1
-            self.misses_out[io.id] = (self.seq, {b for b in blocks if b in self.writes_out})
+            self._to_disk(io, out)
+            return
         elif io.op in ("write", "discard"):
             self.seq += 1
             for b in blocks:
@@ -99,26 +105,38 @@ class ReadCache(Function):
                 self.writes_out[b] = self.writes_out.get(b, 0) + 1
         out.submit(io.replace(dev=self.disk))
 
+    def _to_disk(self, read, out):
+        # The blocks with a write out at the disk now: the read's bytes of them may be old.
+        self.misses_out[read.id] = (self.seq, {b for b in self._blocks(read) if b in self.writes_out})
+        out.submit(read.replace(dev=self.disk))
+
     def on_completion(self, now, done, out):
         own = done.io.id
         if own in self.parts:  # a hit's flash read, in scratch buffer `own`
-            io, slot, at = self.parts.pop(own)
+            io, slot, at, block = self.parts.pop(own)
             left = self.left[io.id]
             if done.ok:
                 out.copy(io, done.io.scratch, length=BLOCK, dst_offset=at)
             else:
-                left[1] = done
+                left[1] = True
+                self.retired.add(slot)
+                if self.cached.get(block) == slot:
+                    del self.cached[block]
             out.release(done.io.scratch)  # read, copied: done with it
             self.reading[slot] -= 1
             if self.reading[slot] == 0:
                 del self.reading[slot]
                 if slot in self.orphans:  # evicted or invalidated while read: free now
                     self.orphans.remove(slot)
-                    self.free.append(slot)
+                    self._free(slot)
             left[0] -= 1
             if left[0] == 0:
                 del self.left[io.id]
-                out.reply((left[1] or done).for_io(io))
+                if left[1]:  # the disk has every block's latest data: read them there
+                    self.hit_fallbacks += 1
+                    self._to_disk(io, out)
+                else:
+                    out.reply(done.for_io(io))
             return
         if own in self.filling:  # a fill landed
             block, slot, wanted = self.filling.pop(own)
@@ -129,7 +147,9 @@ class ReadCache(Function):
                 self.fills += 1
             else:
                 self.fills_dropped += 1
-                self.free.append(slot)
+                if not done.ok:
+                    self.retired.add(slot)
+                self._free(slot)
             return
         io = done.io  # a host I/O the disk served
         if io.op in ("write", "discard"):
@@ -171,6 +191,10 @@ class ReadCache(Function):
         if slot in self.reading:
             self.orphans.add(slot)
         else:
+            self._free(slot)
+
+    def _free(self, slot):
+        if slot not in self.retired:
             self.free.append(slot)
 
     def counters(self):
@@ -179,5 +203,7 @@ class ReadCache(Function):
             "misses": float(self.misses),
             "fills": float(self.fills),
             "fills_dropped": float(self.fills_dropped),
+            "hit_fallbacks": float(self.hit_fallbacks),
+            "slots_retired": float(len(self.retired)),
             "cached_blocks": float(len(self.cached)),
         }
