@@ -318,6 +318,15 @@ impl Checker {
         self
     }
 
+    /// The checker of a run's or session's `[run] check_data`, blocks of `check_block` bytes:
+    /// built [`without_crashes`](Checker::without_crashes), since neither simulates one; an
+    /// error names the key.
+    pub fn for_run(check_block: u32) -> Result<Checker, String> {
+        Ok(Checker::new(check_block)
+            .map_err(|e| format!("run.check_block: {e}"))?
+            .without_crashes())
+    }
+
     pub fn counters(&self) -> IntegrityCounters {
         self.counters
     }

@@ -242,9 +242,7 @@ pub fn run(
     let models = asm.models.clone();
     let sim = Simulator::new(asm.stack, asm.devices).unloading(cfg.run.unload);
     let (outcome, check) = if cfg.run.check_data {
-        let mut checker = wattio_core::integrity::Checker::new(cfg.run.check_block)
-            .map_err(|e| format!("run.check_block: {e}"))?
-            .without_crashes();
+        let mut checker = wattio_core::integrity::Checker::for_run(cfg.run.check_block)?;
         let outcome = sim
             .with_observer(&mut checker)
             .run(&mut watch, until, min_end, &mut sink)?;

@@ -338,14 +338,7 @@ impl Session {
             devices.into_iter().map(|d| (d.backend, d.runtime)).unzip();
         let real = vec![DeviceCounters::default(); backends.len()];
         let meta = opts.meta;
-        let checker = match opts.check_data {
-            Some(block) => Some(
-                Checker::new(block)
-                    .map_err(|e| format!("run.check_block: {e}"))?
-                    .without_crashes(),
-            ),
-            None => None,
-        };
+        let checker = opts.check_data.map(Checker::for_run).transpose()?;
         let timer_cv = Arc::new(Condvar::new());
         let live = Live {
             timers: BinaryHeap::new(),
