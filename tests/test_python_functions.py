@@ -523,6 +523,36 @@ def test_a_checked_run_fails_a_function_that_leaks_scratch_buffers(tmp_path, che
             wattio.run(cfg, trace=trace, functions={0: hoarder}, out=tmp_path / "run", progress=False, report=False)
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ({"hits": 3, "ratio": 0.5}, None),
+        ([("hits", 3)], None),
+        ({"hits": "many"}, r"counters raised TypeError: expected a dict of str to a number"),
+        (7, r"counters raised TypeError: expected a dict of str to a number or a list of \(str, number\), got int"),
+        (None, r"counters raised TypeError: .*got NoneType"),
+    ],
+    ids=["dict", "pairs", "bad-value", "int", "none"],
+)
+def test_a_python_function_s_counters_reach_the_summary_or_fail_the_run(tmp_path, value, message):
+    """counters() as a dict or a list of pairs lands in summary.json; any other shape is the
+    function's error, named (it used to leave the summary without counters, silently)."""
+    import pandas as pd
+
+    class Counting(wattio.Function):
+        def counters(self):
+            return value
+
+    cfg = "[[device]]\nname = 'disk'\nmodel = 'wd800-fs2'\n\n[[function]]\nkind = 'python'\nclass = 'x:y'\n"
+    trace = pd.DataFrame([(0, "read", 0, K)], columns=["arrival_ns", "op", "offset", "len"])
+    run = lambda: wattio.run(cfg, trace=trace, functions={0: Counting()}, progress=False, report=False)
+    if message is None:
+        assert run().summary["functions"][0]["counters"] == {k: float(v) for k, v in dict(value).items()}
+    else:
+        with pytest.raises(TypeError, match=r"function\[0\] \(x:y\): " + message):
+            run()
+
+
 def _ledger():
     import importlib.util
     from pathlib import Path

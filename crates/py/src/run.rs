@@ -4,7 +4,7 @@
 //! adapts it to the Rust [`Function`] trait, so it runs in the same stacks, under the same
 //! executors, as the built-in functions.
 
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::{Path, PathBuf};
@@ -883,21 +883,45 @@ impl Function for PyFunction {
         })
     }
 
+    /// Its `counters()`, if it defines one: a dict of name → number, or a list of (name,
+    /// number) pairs. An exception, or a value of another shape, is the function's error
+    /// (the run raises it), never counters silently missing from the summary.
     fn counters(&self) -> Vec<(String, f64)> {
         Python::with_gil(|py| {
             let obj = self.obj.bind(py);
-            let Ok(c) = obj.call_method0("counters") else {
+            if !obj.hasattr("counters").unwrap_or(false) {
                 return Vec::new();
-            };
-            c.extract::<Vec<(String, f64)>>()
-                .or_else(|_| {
-                    c.downcast::<PyDict>().map_err(PyErr::from).and_then(|d| {
-                        d.iter()
-                            .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
-                            .collect()
-                    })
+            }
+            let read = |c: Bound<'_, PyAny>| -> PyResult<Vec<(String, f64)>> {
+                if let Ok(d) = c.downcast::<PyDict>() {
+                    return d
+                        .iter()
+                        .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                        .collect::<PyResult<_>>()
+                        .map_err(|e| {
+                            PyTypeError::new_err(format!("expected a dict of str to a number: {e}"))
+                        });
+                }
+                c.extract::<Vec<(String, f64)>>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "expected a dict of str to a number or a list of (str, number), got {}",
+                        c.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|_| "?".into())
+                    ))
                 })
-                .unwrap_or_default()
+            };
+            match obj.call_method0("counters").and_then(read) {
+                Ok(c) => c,
+                Err(e) => {
+                    let e = located(py, e, &self.label, "counters", None);
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    Vec::new()
+                }
+            }
         })
     }
 }
