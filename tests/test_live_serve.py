@@ -660,6 +660,21 @@ def test_serve_checks_the_data_live_with_run_check_data(tmp_path, broken):
     assert (c["hits"], c["misses"]) == (1, 2)
 
 
+def _python_on_laptop(tmp_path: Path, cls: str, params: str = "", run: str = "") -> tuple[Path, Path]:
+    """A config serving the emulated laptop disk through the Python class `cls` (`file.py:Class`)
+    with `params` (a TOML inline table) and `run` (a `[run]` table), and a fresh 1 MiB image:
+    (config, image)."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n{run}\n"
+        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
+        f'[[function]]\nkind = "python"\nclass = "{cls}"\n' + (f"params = {params}\n" if params else "")
+    )
+    img = tmp_path / "laptop.img"
+    img.write_bytes(bytes(1 << 20))
+    return cfg, img
+
+
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io not installed")
 @pytest.mark.parametrize("check, claim", [(False, None), (True, None), (True, "all")], ids=["unchecked", "leak", "claimed"])
 def test_serve_reports_scratch_buffers_a_function_keeps_and_a_checked_session_fails_a_leak(tmp_path, check, claim):
@@ -668,15 +683,8 @@ def test_serve_reports_scratch_buffers_a_function_keeps_and_a_checked_session_fa
     function claims; with check_data, holding more than it claims ends the session with the
     leak as its error (as in simulation), and an honest scratch_buffers() passes."""
     hoarder = Path(__file__).resolve().parent / "broken_caches.py"
-    params = "" if claim is None else f'params = {{ claim = "{claim}" }}\n'
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n[run]\ncheck_data = {str(check).lower()}\n\n"
-        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
-        f'[[function]]\nkind = "python"\nclass = "{hoarder}:Hoarder"\n{params}'
-    )
-    img = tmp_path / "laptop.img"
-    img.write_bytes(bytes(1 << 20))
+    params = "" if claim is None else f'{{ claim = "{claim}" }}'
+    cfg, img = _python_on_laptop(tmp_path, f"{hoarder}:Hoarder", params, f"[run]\ncheck_data = {str(check).lower()}\n")
     out = tmp_path / "out"
     proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
     r = _qemu_io(sock, "read 0 4096", "read 65536 4096")
@@ -699,14 +707,7 @@ def test_a_python_function_s_metadata_persists_on_the_image_across_sessions(tmp_
     writes and saves the count (FUA) in the record it reserved at the image's end when it shuts
     down; the second loads it at start and goes on from there."""
     ledger = Path(__file__).resolve().parent / "python_ledger.py"
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        f"catalogue = [{str(FIXTURE.parent)!r}]\n\n"
-        '[[device]]\nname = "laptop"\nmodel = "fast-spinup-laptop-disk"\n\n'
-        f'[[function]]\nkind = "python"\nclass = "{ledger}:Ledger"\nparams = {{ every = 100 }}\n'
-    )
-    img = tmp_path / "laptop.img"
-    img.write_bytes(bytes(1 << 20))
+    cfg, img = _python_on_laptop(tmp_path, f"{ledger}:Ledger", "{ every = 100 }")
     counters = []
     for n, out in [(3, tmp_path / "one"), (2, tmp_path / "two")]:
         proc, sock = _start(tmp_path, str(cfg), "--image", f"laptop={img}", "--out", str(out))
