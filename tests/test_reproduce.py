@@ -433,6 +433,8 @@ def test_check_data_reaches_workers_that_did_not_start_from_this_process(monkeyp
         monkeypatch.delenv(CHECK_DATA_ENV)
         with workers.placed(executor=ex):
             assert workers.map_runs(_checking, [0]) == [None]
+    # A Dask task is named after its function: the wrapper keeps the run's name.
+    assert workers._InEnv({CHECK_DATA_ENV: "1"}, _checking).__name__ == "_checking"
 
 
 def test_reproduce_on_an_unreachable_scheduler_is_a_user_error(monkeypatch, capsys):

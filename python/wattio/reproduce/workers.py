@@ -11,7 +11,6 @@ one machine).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 
 _PLACE: dict = {"jobs": None, "executor": None}
@@ -50,7 +49,8 @@ def map_runs(fn, items, max_workers: int | None = None) -> list:
     if _PLACE["executor"] is not None:
         # A cluster's workers did not start from this process: the settings that reach a
         # run through the environment travel with each call.
-        return list(_PLACE["executor"].map(functools.partial(_in_env, _carried(), fn), items))
+        env = _carried()
+        return list(_PLACE["executor"].map(_InEnv(env, fn) if env else fn, items))
     with _executor(None, None, _PLACE["jobs"] or max_workers, len(items)) as ex:
         return list(ex.map(fn, items)) if ex is not None else [fn(x) for x in items]
 
@@ -62,15 +62,22 @@ def _carried() -> dict:
     return {k: os.environ[k] for k in (CHECK_DATA_ENV,) if k in os.environ}
 
 
-def _in_env(env: dict, fn, x):
-    """``fn(x)`` with ``env`` set in this (worker) process for the call, as it was before after."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return fn(x)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class _InEnv:
+    """``fn`` run with ``env`` set in the (worker) process for the call, the environment as it
+    was after. Named as ``fn`` (a Dask task's key is its function's name)."""
+
+    def __init__(self, env: dict, fn):
+        self.env, self.fn = env, fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, x):
+        saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+        try:
+            return self.fn(x)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
