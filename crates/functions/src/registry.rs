@@ -261,6 +261,38 @@ pub struct SwarmDevices<'a> {
     pub capacities: &'a [u64],
 }
 
+/// For tests: a seeded stream of draws (Knuth's MMIX linear congruential generator).
+#[cfg(test)]
+pub(crate) fn lcg(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x
+    }
+}
+
+/// For tests: `n` tables of a swarm generator over devices `names` (capacities not known),
+/// drawn from [`lcg`]`(seed)`, as the TOML text a config holds.
+#[cfg(test)]
+pub(crate) fn swarm_tables(
+    seed: u64,
+    n: usize,
+    names: &[&str],
+    swarm: impl Fn(&mut Draw<'_>, &SwarmDevices<'_>) -> toml::Table,
+) -> Vec<String> {
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let devices = SwarmDevices {
+        names: &names,
+        capacities: &[],
+    };
+    let mut next = lcg(seed);
+    (0..n)
+        .map(|_| toml::to_string(&swarm(&mut Draw(&mut next), &devices)).unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -378,23 +378,8 @@ mod tests {
 
     #[test]
     fn every_swarm_draw_is_valid() {
-        let mut x = 11u64;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        };
-        let names = vec!["d0".to_string(), "d1".to_string()];
-        for _ in 0..500 {
-            let t = swarm(
-                &mut Draw(&mut next),
-                &SwarmDevices {
-                    names: &names,
-                    capacities: &[],
-                },
-            );
-            parse(&toml::to_string(&t).unwrap()).unwrap();
+        for t in crate::registry::swarm_tables(11, 500, &["d0", "d1"], swarm) {
+            parse(&t).unwrap();
         }
     }
 }

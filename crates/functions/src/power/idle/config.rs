@@ -374,23 +374,8 @@ mod tests {
 
     #[test]
     fn every_swarm_draw_is_valid() {
-        let mut x = 7u64;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        };
-        let names = vec!["a".to_string(), "b".to_string()];
-        for _ in 0..500 {
-            let t = swarm(
-                &mut Draw(&mut next),
-                &SwarmDevices {
-                    names: &names,
-                    capacities: &[],
-                },
-            );
-            parse(&toml::to_string(&t).unwrap()).unwrap();
+        for t in crate::registry::swarm_tables(7, 500, &["a", "b"], swarm) {
+            parse(&t).unwrap();
         }
     }
 }

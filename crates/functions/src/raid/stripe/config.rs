@@ -429,13 +429,7 @@ mod tests {
 
     #[test]
     fn every_swarm_draw_is_valid() {
-        let mut x = 11u64;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        };
+        let mut next = crate::registry::lcg(11);
         let mut spares = 0;
         for n in 1..=5 {
             let names: Vec<String> = (0..n).map(|k| format!("d{k}")).collect();
