@@ -877,13 +877,13 @@ impl Fs2 {
     /// `n` contiguous free blocks in region `t`, else in a neighbouring region within
     /// `neighbour_fraction` of the capacity.
     fn allocate(&mut self, t: u32, n: u64) -> Option<u64> {
-        let rb = self.region_blocks;
-        let bounds = |r: u64| (r * rb, ((r + 1) * rb).min(self.blocks));
-        let (lo, hi) = bounds(t as u64);
-        if let Some(d) = self.free.take(lo, hi, self.cursor, n) {
+        // The free map's buckets are the regions (`with_buckets(…, region_blocks)`); no
+        // free run lies past the disk's end, so a region's whole bucket is the region.
+        if let Some(d) = self.free.take_in(t as usize, self.cursor, n) {
             self.cursor = d + n;
             return Some(d);
         }
+        let rb = self.region_blocks;
         let reach = (self.p.neighbour_fraction * self.blocks as f64 / rb as f64) as u64;
         let regions = self.blocks.div_ceil(rb);
         for k in 1..=reach {
@@ -892,8 +892,8 @@ impl Fs2 {
                 .flatten()
                 .filter(|&r| r < regions)
             {
-                let (lo, hi) = bounds(r);
-                if let Some(d) = self.free.take(lo, hi, lo, n) {
+                let lo = r * rb;
+                if let Some(d) = self.free.take_in(r as usize, lo, n) {
                     return Some(d);
                 }
             }
