@@ -163,7 +163,7 @@ impl FreeMap {
             let v = self.bucket_mut(k);
             // The pieces it overlaps or touches: they merge into one.
             let i = v.partition_point(|&(_, pe)| pe < s);
-            let j = v.partition_point(|&(ps, _)| ps <= e);
+            let j = i + v[i..].iter().take_while(|&&(ps, _)| ps <= e).count();
             let (mut ns, mut ne) = (s, e);
             let mut had = 0;
             for &(ps, pe) in &v[i..j] {
@@ -209,7 +209,9 @@ impl FreeMap {
             // The pieces overlapping [s, e): none when the write lands in used space (the
             // common case): one binary search.
             let i = v.partition_point(|&(_, pe)| pe <= s);
-            let j = i + v[i..].partition_point(|&(ps, _)| ps < e);
+            // A scan, not a second search: the pieces after `i` it reaches are the ones it
+            // cuts (none, for a write to used space), and `v[i]` is already in cache.
+            let j = i + v[i..].iter().take_while(|&&(ps, _)| ps < e).count();
             if i == j {
                 continue;
             }
