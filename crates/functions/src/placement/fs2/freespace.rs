@@ -18,8 +18,13 @@ pub struct FreeMap {
     /// Per bucket, the free runs inside it clipped to it, in order: disjoint and non-adjacent
     /// within the bucket (a run across a bucket boundary is a piece in each bucket).
     pieces: Vec<Vec<(u64, u64)>>,
-    /// Blocks per bucket (`u64::MAX`: the whole map is one bucket).
+    /// Blocks per bucket (`u64::MAX`: the whole map is one bucket): FS2's region, or a
+    /// power-of-two number of regions when regions are small (at least [`MIN_BUCKET`]
+    /// blocks), so that a vector a bucket does not cost more than the runs it holds.
     bucket: u64,
+    /// Blocks per region, and log2 of the regions per bucket ([`take_in`](FreeMap::take_in)).
+    region: u64,
+    region_shift: u32,
     /// Whether `take` may rule a bucket out by its bound (the map was built with buckets).
     bounded: bool,
     total: u64,
@@ -34,18 +39,41 @@ pub struct FreeMap {
     longest: Vec<u64>,
 }
 
+/// The fewest blocks a bucket holds (16 MiB): with FS2's smallest regions (`region_mb`
+/// down to one block) a bucket a region would be a vector per block of the disk.
+pub const MIN_BUCKET: u64 = 4096;
+
 impl FreeMap {
     pub fn new(max_runs: usize) -> FreeMap {
         FreeMap::with_buckets(max_runs, 0)
     }
 
-    /// A map whose searches within one `bucket`-block bucket skip buckets known to hold no
-    /// run long enough (same answers as without).
-    pub fn with_buckets(max_runs: usize, bucket: u64) -> FreeMap {
+    /// A map over regions of `region` blocks, whose searches within one bucket (a region,
+    /// or several small ones: [`MIN_BUCKET`]) skip buckets known to hold no run long enough
+    /// (same answers as without).
+    pub fn with_buckets(max_runs: usize, region: u64) -> FreeMap {
+        FreeMap::with_min_bucket(max_runs, region, MIN_BUCKET)
+    }
+
+    /// [`with_buckets`](FreeMap::with_buckets) with buckets of at least `min_bucket` blocks.
+    pub fn with_min_bucket(max_runs: usize, region: u64, min_bucket: u64) -> FreeMap {
+        let mut region_shift = 0;
+        while region > 0
+            && (region << region_shift) < min_bucket
+            && region.leading_zeros() > region_shift + 1
+        {
+            region_shift += 1;
+        }
         FreeMap {
             pieces: Vec::new(),
-            bucket: if bucket == 0 { u64::MAX } else { bucket },
-            bounded: bucket > 0,
+            bucket: if region == 0 {
+                u64::MAX
+            } else {
+                region << region_shift
+            },
+            region: if region == 0 { u64::MAX } else { region },
+            region_shift,
+            bounded: region > 0,
             total: 0,
             runs: 0,
             max_runs: max_runs.max(1),
@@ -265,16 +293,17 @@ impl FreeMap {
         self.search(k, inside, lo, hi, from, len)
     }
 
-    /// [`take`](FreeMap::take) over the whole of bucket `k` (FS2's region `k`): the same
-    /// answer, and no division to find the bucket — FS2 asks up to 64 regions for each
-    /// replica while its target is full, and most are ruled out by their bound alone.
+    /// [`take`](FreeMap::take) over the whole of region `r`: the same answer, and no
+    /// division to find its bucket — FS2 asks up to 64 regions for each replica while its
+    /// target is full, and most are ruled out by their bucket's bound alone.
     #[inline]
-    pub fn take_in(&mut self, k: usize, from: u64, len: u64) -> Option<u64> {
+    pub fn take_in(&mut self, r: usize, from: u64, len: u64) -> Option<u64> {
+        let k = r >> self.region_shift;
         if len == 0 || (self.bounded && self.ruled_out(k, len)) {
             return None;
         }
-        let (lo, hi) = self.bounds(k);
-        self.search(k, true, lo, hi, from, len)
+        let lo = (r as u64).saturating_mul(self.region);
+        self.search(k, true, lo, lo.saturating_add(self.region), from, len)
     }
 
     /// Bucket `k` holds no run of `len` blocks, by its bound.
@@ -338,5 +367,32 @@ impl FreeMap {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One-block regions (`region_mb` at its floor) on an 80 GB disk declared free: the map
+    /// holds a vector for every 4,096 blocks, not one for each of 20 million regions, and
+    /// asks a region by number as before.
+    #[test]
+    fn small_regions_share_a_bucket() {
+        let blocks = 20_000_000;
+        let mut m = FreeMap::with_buckets(1 << 20, 1);
+        assert_eq!(m.insert(0, blocks), blocks);
+        assert_eq!(m.bucket, MIN_BUCKET);
+        assert_eq!(m.pieces.len() as u64, blocks.div_ceil(MIN_BUCKET));
+        assert_eq!((m.runs(), m.total()), (1, blocks));
+        assert_eq!(m.take_in(123_456, 0, 1), Some(123_456));
+        assert_eq!(m.take_in(123_456, 0, 1), None, "taken");
+        assert_eq!(
+            m.take_in(123_457, 0, 2),
+            None,
+            "a region of one block holds no two"
+        );
+        assert_eq!((m.runs(), m.total()), (2, blocks - 1));
+        assert!(!m.is_free(123_456) && m.is_free(123_455) && m.is_free(123_457));
     }
 }

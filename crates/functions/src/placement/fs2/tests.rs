@@ -888,9 +888,11 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
         v
     }
     let mut model = vec![false; BLOCKS as usize];
+    // Unbucketed; buckets of one 64-block region; buckets of four 16-block regions.
     let mut maps = [
         freespace::FreeMap::new(10_000),
-        freespace::FreeMap::with_buckets(10_000, 64),
+        freespace::FreeMap::with_min_bucket(10_000, 64, 64),
+        freespace::FreeMap::with_min_bucket(10_000, 16, 64),
     ];
     let mut next = below(0x9e37_79b9_7f4a_7c15);
     let (mut failed, mut found) = (0, 0);
@@ -912,8 +914,12 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
             }
             _ => {
                 let base = a / 64 * 64;
-                let (lo, hi) = match next(3) {
+                let (lo, hi) = match next(4) {
                     0 => (base, base + 64),
+                    1 => {
+                        let r = base + 16 * next(4);
+                        (r, r + 16)
+                    }
                     _ => (base + next(32), base + 33 + next(31)),
                 };
                 let n = 1 + len % 24;
@@ -927,9 +933,11 @@ fn free_map_answers_as_a_block_model_with_and_without_buckets() {
                     failed += 1;
                 }
                 for (i, m) in maps.iter_mut().enumerate() {
-                    // A whole bucket of the bucketed map is also asked as FS2 asks a region.
+                    // Whole regions are also asked as FS2 asks them.
                     let got = if i == 1 && (lo, hi) == (base, base + 64) && a % 3 == 0 {
                         m.take_in((base / 64) as usize, a, n)
+                    } else if i == 2 && hi - lo == 16 && lo % 16 == 0 && a % 2 == 0 {
+                        m.take_in((lo / 16) as usize, a, n)
                     } else {
                         m.take(lo, hi, a, n)
                     };
