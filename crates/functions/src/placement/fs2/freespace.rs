@@ -5,9 +5,9 @@
 //! file system's allocation, so it believes a block free from the moment it is discarded
 //! (or a bitmap says so) until the host writes it.
 //!
-//! The extents are kept per bucket (FS2's region): each bucket holds the pieces of the runs
-//! inside it, clipped to it, in address order in one vector. Every operation FS2 makes on
-//! the map stays inside one bucket — a host write's blocks, a replica's allocation in one
+//! The extents are kept per bucket (FS2's region, or a few small regions together): each
+//! bucket holds the pieces of the runs inside it, clipped to it, in address order in one
+//! vector. Every operation FS2 makes on the map stays inside one bucket — a host write's blocks, a replica's allocation in one
 //! region — so it is a binary search and a scan of one contiguous array, where one ordered
 //! tree of all the disk's runs cost a descent of several nodes for each (session 48:
 //! 120,000 runs after a million requests of the benchmark).
@@ -34,7 +34,8 @@ pub struct FreeMap {
     /// believed free), which is always safe.
     max_runs: usize,
     /// Per bucket, an upper bound on its longest free run (clipped to the bucket): raised
-    /// when space is freed in it, made exact when a search of the whole bucket fails, and
+    /// when space is freed in it, made exact (from all its pieces) when a search in it fails,
+    /// and
     /// never too low (runs only shrink between), so a bucket it rules out has no fit.
     longest: Vec<u64>,
 }
