@@ -618,9 +618,40 @@ impl PyFunction {
             })();
             if let Err(e) = r {
                 self.acts.bind(py).borrow_mut().list.clear();
-                let e = located(py, e, &self.label, method, now);
-                if let Ok(mut slot) = self.error.lock() {
-                    slot.get_or_insert(e);
+                self.keep(py, e, method, now);
+            }
+        })
+    }
+
+    /// Keep `e`, raised by `method`, as the function's error (the first one is re-raised
+    /// when the run returns); returns its message.
+    fn keep(&self, py: Python<'_>, e: PyErr, method: &str, now: Option<Nanos>) -> String {
+        let e = located(py, e, &self.label, method, now);
+        let msg = e.to_string();
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(e);
+        }
+        msg
+    }
+
+    /// What its optional query `method()` returns, read by `read`; `default` when it does
+    /// not define one, or when the call or the read fails (then the function's error).
+    fn query<T>(
+        &self,
+        method: &str,
+        default: T,
+        read: impl for<'py> FnOnce(Bound<'py, PyAny>) -> PyResult<T>,
+    ) -> T {
+        Python::with_gil(|py| {
+            let obj = self.obj.bind(py);
+            if !obj.hasattr(method).unwrap_or(false) {
+                return default;
+            }
+            match obj.call_method0(method).and_then(read) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.keep(py, e, method, None);
+                    default
                 }
             }
         })
@@ -685,14 +716,8 @@ impl Function for PyFunction {
             }
             let obj = self.obj.bind(py);
             if obj.hasattr("attach").unwrap_or(false) {
-                obj.call_method1("attach", (list,)).map_err(|e| {
-                    let e = located(py, e, &self.label, "attach", None);
-                    let msg = e.to_string();
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    msg
-                })?;
+                obj.call_method1("attach", (list,))
+                    .map_err(|e| self.keep(py, e, "attach", None))?;
             }
             Ok(())
         })
@@ -814,31 +839,15 @@ impl Function for PyFunction {
     /// `regions()` as a list of `(device, offset, length)`; what it raises, or a value that
     /// is not such a list, stops the run like any exception of the function's.
     fn regions(&self) -> Vec<wattio_core::Region> {
-        Python::with_gil(|py| {
-            let obj = self.obj.bind(py);
-            if !obj.hasattr("regions").unwrap_or(false) {
-                return Vec::new();
-            }
-            let r = obj.call_method0("regions").and_then(|v| {
-                v.extract::<Vec<(u16, u64, u64)>>().map_err(|_| {
-                    PyValueError::new_err(
-                        "regions(): expected a list of (device id, offset, length) tuples of ints",
-                    )
-                })
-            });
-            match r {
-                Ok(v) => v
-                    .into_iter()
-                    .map(|(dev, offset, len)| wattio_core::Region { dev, offset, len })
-                    .collect(),
-                Err(e) => {
-                    let e = located(py, e, &self.label, "regions", None);
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    Vec::new()
-                }
-            }
+        self.query("regions", Vec::new(), |v| {
+            let r = v.extract::<Vec<(u16, u64, u64)>>().map_err(|_| {
+                PyValueError::new_err(
+                    "regions(): expected a list of (device id, offset, length) tuples of ints",
+                )
+            })?;
+            Ok(r.into_iter()
+                .map(|(dev, offset, len)| wattio_core::Region { dev, offset, len })
+                .collect())
         })
     }
 
@@ -862,66 +871,32 @@ impl Function for PyFunction {
     /// purpose (the leak rule of a checked run counts them as held, not leaked). An
     /// exception, or a value that is not an int ≥ 0, is the function's error.
     fn scratch_buffers(&self) -> usize {
-        Python::with_gil(|py| {
-            let obj = self.obj.bind(py);
-            if !obj.hasattr("scratch_buffers").unwrap_or(false) {
-                return 0;
-            }
-            match obj
-                .call_method0("scratch_buffers")
-                .and_then(|v| v.extract::<usize>())
-            {
-                Ok(n) => n,
-                Err(e) => {
-                    let e = located(py, e, &self.label, "scratch_buffers", None);
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    0
-                }
-            }
-        })
+        self.query("scratch_buffers", 0, |v| v.extract::<usize>())
     }
 
     /// Its `counters()`, if it defines one: a dict of name → number, or a list of (name,
     /// number) pairs. An exception, or a value of another shape, is the function's error
     /// (the run raises it), never counters silently missing from the summary.
     fn counters(&self) -> Vec<(String, f64)> {
-        Python::with_gil(|py| {
-            let obj = self.obj.bind(py);
-            if !obj.hasattr("counters").unwrap_or(false) {
-                return Vec::new();
+        self.query("counters", Vec::new(), |c| {
+            if let Ok(d) = c.downcast::<PyDict>() {
+                return d
+                    .iter()
+                    .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                    .collect::<PyResult<_>>()
+                    .map_err(|e| {
+                        PyTypeError::new_err(format!("expected a dict of str to a number: {e}"))
+                    });
             }
-            let read = |c: Bound<'_, PyAny>| -> PyResult<Vec<(String, f64)>> {
-                if let Ok(d) = c.downcast::<PyDict>() {
-                    return d
-                        .iter()
-                        .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
-                        .collect::<PyResult<_>>()
-                        .map_err(|e| {
-                            PyTypeError::new_err(format!("expected a dict of str to a number: {e}"))
-                        });
-                }
-                c.extract::<Vec<(String, f64)>>().map_err(|_| {
-                    PyTypeError::new_err(format!(
-                        "expected a dict of str to a number or a list of (str, number), got {}",
-                        c.get_type()
-                            .name()
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|_| "?".into())
-                    ))
-                })
-            };
-            match obj.call_method0("counters").and_then(read) {
-                Ok(c) => c,
-                Err(e) => {
-                    let e = located(py, e, &self.label, "counters", None);
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    Vec::new()
-                }
-            }
+            c.extract::<Vec<(String, f64)>>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "expected a dict of str to a number or a list of (str, number), got {}",
+                    c.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|_| "?".into())
+                ))
+            })
         })
     }
 }

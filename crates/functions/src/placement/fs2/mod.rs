@@ -877,8 +877,9 @@ impl Fs2 {
     /// `n` contiguous free blocks in region `t`, else in a neighbouring region within
     /// `neighbour_fraction` of the capacity.
     fn allocate(&mut self, t: u32, n: u64) -> Option<u64> {
-        // The free map's buckets are the regions (`with_buckets(…, region_blocks)`); no
-        // free run lies past the disk's end, so a region's whole bucket is the region.
+        // The free map is built over the regions (`with_buckets(…, region_blocks)`) and
+        // no free run lies past the disk's end, so asking region `t` whole is asking
+        // [t·rb, min((t+1)·rb, blocks)).
         if let Some(d) = self.free.take_in(t as usize, self.cursor, n) {
             self.cursor = d + n;
             return Some(d);
