@@ -55,7 +55,9 @@ fn main() {
         {
             let a = map.layout().ltop(l.blkno);
             let b = map.layout().ltop(l.blkno + l.bcount as u64 - 1);
-            let bpt = a.map(|p| map.layout().blocks_per_track(p.cyl)).unwrap_or(0);
+            let bpt = a
+                .map(|p| map.layout().blocks_per_track(p.cyl, p.head))
+                .unwrap_or(0);
             println!(
                 "{:?} {} {} sim {:.3} meas {:.3} delay {:.3} at {:?} to {:?} bpt {}",
                 l.op,

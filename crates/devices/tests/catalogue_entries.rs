@@ -290,9 +290,9 @@ fn wd800_mechanical_matches_fs2_table_5_1() {
         );
     }
     // Outer zone: 879 sectors a revolution = 879 × 512 B × 120 /s = 54.0 MB/s.
-    let outer = d.layout().blocks_per_track(0) as f64 * 512.0 * 120.0;
+    let outer = d.layout().blocks_per_track(0, 0) as f64 * 512.0 * 120.0;
     close(outer / 1e6, 54.0, 0.01, "outer-zone media rate (MB/s)");
-    let inner = d.layout().blocks_per_track(full) as f64 * 512.0 * 120.0;
+    let inner = d.layout().blocks_per_track(full, 0) as f64 * 512.0 * 120.0;
     close(inner / 1e6, 32.94, 0.01, "inner-zone media rate (MB/s)");
     // The power table is FS2's, as in the parametric entry.
     assert_eq!(s.power, spec("wd800-fs2").power);

@@ -21,6 +21,7 @@ fn def() -> MechanicalDef {
             table: vec![(1, 1.0), (9, 2.0)],
         },
         layout: LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: 0,
             range_size: 1,

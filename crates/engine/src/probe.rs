@@ -188,6 +188,7 @@ pub fn drive_spec(r: &Report) -> Result<MechanicalDef, String> {
         write_settle_ms: 0.0,
         seek: SeekDef::Extracted { table },
         layout: LayoutDef {
+            tree: None,
             mapping: 0,
             sparing,
             range_size: 1,

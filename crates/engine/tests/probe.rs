@@ -65,6 +65,7 @@ fn three_zones() -> MechanicalDef {
             table: vec![(1, 0.9), (59, 6.0)],
         },
         layout: LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: 0,
             range_size: 1,

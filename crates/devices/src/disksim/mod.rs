@@ -11,6 +11,7 @@ pub mod validate;
 use crate::catalogue::DeviceSpec;
 use crate::mechanical::layout::{LayoutDef, Zone};
 use crate::mechanical::seek::SeekDef;
+use crate::mechanical::tree_layout::{Entry, TreeDef};
 use crate::mechanical::{CacheDef, ControllerDef, MechanicalDef};
 use libparam::{Block, Document, Loader, Pos, Value};
 use std::path::Path;
@@ -242,7 +243,142 @@ pub fn parse_seek(text: &str, file: &str) -> Result<Vec<(u32, f64)>, String> {
     Ok(rows)
 }
 
-fn layout_def(lb: &Block, unsupported: &mut Vec<String>) -> Result<LayoutDef, String> {
+/// Whole numbers ≥ 0 from a list of numbers (`key` names it in errors).
+fn whole_list(b: &Block, key: &str) -> Result<Vec<u64>, String> {
+    num_list(b, key)?
+        .into_iter()
+        .map(|x| {
+            if x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(53) {
+                Ok(x as u64)
+            } else {
+                Err(format!(
+                    "{}: `{key}`: expected whole numbers ≥ 0, got {x}",
+                    b.pos
+                ))
+            }
+        })
+        .collect()
+}
+
+/// A `dm_layout_g4` block (DIXtrac's index tree) as a [`TreeDef`]; `blocks` is the
+/// drive's `Block count`.
+fn tree_def(lb: &Block, blocks: u64, unsupported: &mut Vec<String>) -> Result<TreeDef, String> {
+    let triples = |key: &str, n: usize| -> Result<Vec<Vec<u64>>, String> {
+        let v = whole_list(lb, key)?;
+        if v.len() % n != 0 {
+            return Err(format!(
+                "{}: `{key}`: expected groups of {n} numbers, got {}",
+                lb.pos,
+                v.len()
+            ));
+        }
+        Ok(v.chunks(n).map(<[u64]>::to_vec).collect())
+    };
+    let small = |x: u64, key: &str| {
+        u32::try_from(x).map_err(|_| format!("{}: `{key}`: {x} is too large", lb.pos))
+    };
+    let mut tracks = Vec::new();
+    for t in triples("TP", 3)? {
+        tracks.push([small(t[0], "TP")?, small(t[1], "TP")?, small(t[2], "TP")?]);
+    }
+    let Some(Value::List(lists, _)) = lb.get("IDX") else {
+        return Err(format!("{}: dm_layout_g4: missing the `IDX` list", lb.pos));
+    };
+    let mut nodes = Vec::with_capacity(lists.len());
+    for (n, l) in lists.iter().enumerate() {
+        let Value::List(items, pos) = l else {
+            return Err(format!(
+                "{}: `IDX`: expected a list of index nodes (lists)",
+                l.pos()
+            ));
+        };
+        let words: Vec<&str> = items
+            .iter()
+            .map(|v| match v {
+                Value::Scalar(s, _) => Ok(s.as_str()),
+                other => Err(format!(
+                    "{}: `IDX` node {n}: expected numbers and TRACK/IDX",
+                    other.pos()
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        let mut entries = Vec::new();
+        let mut k = 0;
+        while k < words.len() {
+            // 8 numbers, the child's kind, its index, and for a track its surface.
+            let kind = words.get(k + 8).copied().unwrap_or("");
+            let width = match kind {
+                "TRACK" => 11,
+                "IDX" => 10,
+                _ => {
+                    return Err(format!(
+                        "{pos}: `IDX` node {n}, entry {}: expected TRACK or IDX as the 9th field, got `{kind}`",
+                        entries.len()
+                    ))
+                }
+            };
+            let f = words.get(k..k + width).ok_or_else(|| {
+                format!(
+                    "{pos}: `IDX` node {n}, entry {}: expected {width} fields",
+                    entries.len()
+                )
+            })?;
+            let mut v = Vec::with_capacity(11);
+            for (i, w) in f.iter().enumerate() {
+                if i == 8 {
+                    v.push(if kind == "TRACK" { 0.0 } else { 1.0 });
+                    continue;
+                }
+                let x = w
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| {
+                        format!(
+                            "{pos}: `IDX` node {n}, entry {}: expected a number, got `{w}`",
+                            entries.len()
+                        )
+                    })?;
+                v.push(x);
+            }
+            if kind == "IDX" {
+                v.push(0.0);
+            }
+            let e = Entry::try_from(v)
+                .map_err(|e| format!("{pos}: `IDX` node {n}, entry {}: {e}", entries.len()))?;
+            entries.push(e);
+            k += width;
+        }
+        nodes.push(entries);
+    }
+    let slips = triples("Slips", 2)?
+        .into_iter()
+        .map(|s| [s[0], s[1]])
+        .collect();
+    let remaps = triples("Remaps", 6)?
+        .into_iter()
+        .map(|r| [r[0], r[1], r[2], r[3], r[4], r[5]])
+        .collect();
+    report_unused(lb, &["tp", "idx", "slips", "remaps"], unsupported);
+    Ok(TreeDef {
+        blocks,
+        tracks,
+        nodes,
+        slips,
+        remaps,
+    })
+}
+
+fn layout_def(lb: &Block, blocks: u64, unsupported: &mut Vec<String>) -> Result<LayoutDef, String> {
+    if lb.kind.eq_ignore_ascii_case("dm_layout_g4") {
+        return Ok(LayoutDef {
+            tree: Some(tree_def(lb, blocks, unsupported)?),
+            mapping: 0,
+            sparing: 0,
+            range_size: 1,
+            zones: Vec::new(),
+        });
+    }
     let mut zones = Vec::new();
     match lb.get("Zones") {
         Some(Value::List(items, _)) => {
@@ -313,6 +449,7 @@ fn layout_def(lb: &Block, unsupported: &mut Vec<String>) -> Result<LayoutDef, St
         unsupported,
     );
     Ok(LayoutDef {
+        tree: None,
         mapping: num(lb, "LBN-to-PBN mapping scheme")?.unwrap_or(0.0) as u32,
         sparing: uint(lb, "Sparing scheme used")?,
         range_size: num(lb, "Rangesize for sparing")?.unwrap_or(1.0).max(1.0) as u32,
@@ -345,7 +482,23 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
     let dm = block(disk, "Model")?;
     let lb = block(dm, "Layout Model")?;
     let mb = block(dm, "Mechanical Model")?;
-    let layout = layout_def(lb, &mut unsupported)?;
+    let blocks = match num(dm, "Block count")? {
+        Some(b) if b >= 0.0 && b.fract() == 0.0 && b < 2f64.powi(53) => b as u64,
+        Some(b) => {
+            return Err(format!(
+                "{}: `Block count`: expected a whole number ≥ 0, got {b}",
+                dm.pos
+            ))
+        }
+        None => 0,
+    };
+    if blocks == 0 && lb.kind.eq_ignore_ascii_case("dm_layout_g4") {
+        return Err(format!(
+            "{}: a dm_layout_g4 drive needs `Block count`",
+            dm.pos
+        ));
+    }
+    let layout = layout_def(lb, blocks, &mut unsupported)?;
     let seek_type = scalar(mb, "Seek type")?.map(|s| s.0).unwrap_or("");
     let hpl = || -> Result<[f64; 6], String> {
         let v = num_list(mb, "HPL seek equation values")?;
@@ -363,9 +516,15 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
                 .ok_or_else(|| format!("{}: missing `Full seek curve`", mb.pos))?;
             let path = dir.join(file);
             let text = loader.load(&path).map_err(|e| format!("{p}: {e}"))?;
-            SeekDef::Extracted {
-                table: parse_seek(&text, &path.display().to_string())?,
+            let table = parse_seek(&text, &path.display().to_string())?;
+            if text.lines().any(|l| l.split(',').count() >= 4) {
+                // WD's DiskSim reads a 4th column as the write seek time ("dual seek");
+                // DiskSim 4.0, which the drives were validated with, and this model do not.
+                unsupported.push(format!(
+                    "{file}: its 4th column (write seek times, WD DiskSim's dual seek) is not used: writes seek as reads ({p})"
+                ));
             }
+            SeekDef::Extracted { table }
         }
         "hpl" => SeekDef::Hpl {
             hpl: hpl()?,

@@ -8,6 +8,7 @@
 //! assuming exactly those semantics. Slip and defect numbers are physical sector (or, for
 //! track sparing, track) indices counted from the start of the zone.
 
+use super::tree_layout::{TreeDef, TreeLayout};
 use serde::{Deserialize, Serialize};
 
 /// DiskSim sparing schemes (`disksim_diskmap.h`).
@@ -59,7 +60,13 @@ pub struct LayoutDef {
     pub sparing: u32,
     #[serde(default = "one")]
     pub range_size: u32,
+    #[serde(default)]
     pub zones: Vec<Zone>,
+    /// A layout given as an index tree instead of zones (DiskSim's `dm_layout_g4`,
+    /// [`super::tree_layout`]); `zones` is then empty and `mapping`, `sparing` and
+    /// `range_size` unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<TreeDef>,
 }
 
 fn one() -> u32 {
@@ -106,6 +113,8 @@ struct Band {
 
 #[derive(Clone, Debug)]
 pub struct Layout {
+    /// The tree form, which answers every query when present.
+    tree: Option<TreeLayout>,
     surfaces: u32,
     mapping: u32,
     sparing: u32,
@@ -118,6 +127,20 @@ impl Layout {
     pub fn new(def: &LayoutDef, surfaces: u32, cylinders: u32) -> Result<Layout, String> {
         if surfaces == 0 {
             return Err("timing.surfaces: expected ≥ 1".into());
+        }
+        if let Some(t) = &def.tree {
+            if !def.zones.is_empty() {
+                return Err("timing.layout: give zones or a tree, not both".into());
+            }
+            return Ok(Layout {
+                tree: Some(TreeLayout::new(t, surfaces)?),
+                surfaces,
+                mapping: 0,
+                sparing: NO_SPARING,
+                range_size: 1,
+                bands: Vec::new(),
+                total: t.blocks,
+            });
         }
         if def.sparing > SECTSPERZONE_SLIPTOEND {
             return Err(format!(
@@ -201,6 +224,7 @@ impl Layout {
             first_lbn = first_lbn.checked_add(blocks).ok_or_else(too_big)?;
         }
         Ok(Layout {
+            tree: None,
             surfaces,
             mapping: def.mapping,
             sparing: def.sparing,
@@ -215,7 +239,12 @@ impl Layout {
         self.total
     }
 
-    pub fn blocks_per_track(&self, cyl: u32) -> u32 {
+    /// Physical sectors on track (`cyl`, `head`) (the zoned form: the zone's, every surface
+    /// alike).
+    pub fn blocks_per_track(&self, cyl: u32, head: u32) -> u32 {
+        if let Some(t) = &self.tree {
+            return t.sectors_per_track(cyl, head);
+        }
         self.band_of_cyl(cyl).map_or(1, |b| b.z.blocks_per_track)
     }
 
@@ -228,6 +257,9 @@ impl Layout {
 
     /// Index of the zone holding cylinder `cyl`.
     pub fn zone_of_cyl(&self, cyl: u32) -> Option<usize> {
+        if let Some(t) = &self.tree {
+            return t.zone_of_cyl(cyl);
+        }
         // As `band_of_cyl`: a cylinder before the first zone's belongs to the first zone.
         let i = self.bands.partition_point(|b| b.z.first_cyl <= cyl);
         Some(i.saturating_sub(1)).filter(|&z| z < self.bands.len())
@@ -272,6 +304,9 @@ impl Layout {
     /// Physical location of `lbn` with slips and remapped defects applied (DiskSim's
     /// `MAP_FULL`). `None` past the last block.
     pub fn ltop(&self, lbn: u64) -> Option<Pbn> {
+        if let Some(t) = &self.tree {
+            return t.ltop(lbn);
+        }
         let b = self.band_of_lbn(lbn)?;
         let z = &b.z;
         let s = self.surfaces as u64;
@@ -419,6 +454,9 @@ impl Layout {
     /// sparing schemes whose spare sectors sit at the end of a track, cylinder or range.
     /// `None` when a slip, defect or other scheme may break the track.
     pub fn track_usable(&self, p: Pbn) -> Option<u32> {
+        if let Some(t) = &self.tree {
+            return t.track_usable(p);
+        }
         let b = self.band_of_cyl(p.cyl)?;
         let z = &b.z;
         if !b.slips.is_empty() || !z.defects.is_empty() {
@@ -451,6 +489,9 @@ impl Layout {
     /// the zone start, plus slipped sectors for the schemes that slip within the cylinder
     /// (DiskSim's `g1_map_pbn_skew`).
     pub fn angle(&self, p: Pbn) -> f64 {
+        if let Some(t) = &self.tree {
+            return t.angle(p);
+        }
         let Some(b) = self.band_of_cyl(p.cyl) else {
             return 0.0;
         };
@@ -483,6 +524,7 @@ mod tests {
         z.spares = 2;
         z.slips = vec![3];
         LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: SECTPERRANGE_SPARING,
             range_size: 1,
@@ -534,6 +576,7 @@ mod tests {
             let mut z = zone(0, 3, 10);
             z.spares = spares;
             let def = LayoutDef {
+                tree: None,
                 mapping,
                 sparing,
                 range_size: range,
@@ -573,6 +616,7 @@ mod tests {
     fn zone_boundary_no_sparing() {
         // 2 surfaces; zone 0: cyls 0–1 at 10 spt (40 blocks), zone 1: cyls 2–3 at 8 spt.
         let def = LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: NO_SPARING,
             range_size: 1,
@@ -612,6 +656,7 @@ mod tests {
         z.slips = vec![5, 25];
         z.defects = vec![[12, 39]];
         let def = LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: SECTSPERZONE_SPARING,
             range_size: 1,
@@ -633,6 +678,7 @@ mod tests {
         z.spares = 1;
         z.slips = vec![1];
         let def = LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: TRACK_SPARING,
             range_size: 1,
@@ -648,6 +694,7 @@ mod tests {
     #[test]
     fn surface_serpentine_mapping() {
         let def = LayoutDef {
+            tree: None,
             mapping: 1,
             sparing: NO_SPARING,
             range_size: 1,
@@ -665,6 +712,7 @@ mod tests {
         z.track_skew = 2.0;
         z.cyl_skew = 3.0;
         let def = LayoutDef {
+            tree: None,
             mapping: 0,
             sparing: NO_SPARING,
             range_size: 1,

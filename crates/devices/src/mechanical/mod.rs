@@ -25,6 +25,7 @@
 
 pub mod layout;
 pub mod seek;
+pub mod tree_layout;
 
 use layout::{Layout, LayoutDef, Pbn};
 use seek::{Seek, SeekDef};
@@ -475,7 +476,7 @@ impl MechanicalDisk {
             let Some((p, n, angle)) = self.stretch(l, end - l) else {
                 break;
             };
-            let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl));
+            let bpt_u = u64::from(self.layout.blocks_per_track(p.cyl, p.head));
             let pos = self.seek_ms(arm, p, write);
             let ready = (now + pos).max(avail_at(l));
             let wait = self.latency_to(ready, angle);
@@ -601,7 +602,7 @@ impl MechanicalDisk {
             ));
         }
         let p = self.layout.ltop(l)?;
-        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl, p.head));
         let n = self.contiguous(l, p, bpt.saturating_sub(u64::from(p.sector)).max(1));
         let angle = self.layout.angle(p);
         let mut cache = self.stretches.borrow_mut();
@@ -757,7 +758,7 @@ impl MechanicalDisk {
         if wait <= 0.0 {
             return lbn;
         }
-        let bpt = u64::from(self.layout.blocks_per_track(p.cyl));
+        let bpt = u64::from(self.layout.blocks_per_track(p.cyl, p.head));
         let sect = self.period / bpt as f64;
         let ahead = ((bpt as f64 - wait / sect).ceil() as u64) % bpt;
         let landing = (u64::from(p.sector) + ahead) % bpt;
@@ -813,7 +814,7 @@ impl MechanicalDisk {
         let p = self.layout.ltop(lbn)?;
         let same = |q: Option<Pbn>| q.is_some_and(|q| q.cyl == p.cyl && q.head == p.head);
         // Fast path: no slip on the track, so its blocks sit at sectors 0..bpt.
-        let bpt = self.layout.blocks_per_track(p.cyl) as u64;
+        let bpt = self.layout.blocks_per_track(p.cyl, p.head) as u64;
         if let Some(lo) = lbn.checked_sub(p.sector as u64) {
             let hi = lo + bpt;
             let first = self.layout.ltop(lo);
@@ -1323,7 +1324,7 @@ impl wattio_core::Geometry for MechanicalGeometry {
             cylinder: p.cyl,
             surface: p.head,
             sector: p.sector,
-            sectors_per_track: self.layout.blocks_per_track(p.cyl),
+            sectors_per_track: self.layout.blocks_per_track(p.cyl, p.head),
             angle: self.layout.angle(p),
         })
     }
