@@ -31,7 +31,7 @@ def test_validate_json_reports_demerit(capsys):
     assert rc == 0
     report = json.loads(capsys.readouterr().out)
     assert report["requests"] == 10000
-    # DiskSim's own demerit on this drive is 0.318 ms; the model reaches 0.314 ms.
+    # DiskSim's own demerit on this drive is 0.318 ms; the model reaches 0.316 ms.
     assert report["demerit_ms"] <= 0.319
     assert abs(report["mean_measured_ms"] - 5.328) < 0.001
     assert (

@@ -193,6 +193,27 @@ fn fua_write_goes_through_a_write_back_cache() {
 }
 
 #[test]
+fn limited_write_back_takes_one_stream_and_makes_others_wait_for_the_media() {
+    // `fast_write_level` 1 (DiskSim's LIMITED_FASTWRITE), write-hit overhead 0.1 ms, no bus
+    // time. A: block 200 at 0 ms is written back (nothing dirty): done at 0.1 ms, its
+    // destage as the FUA case above, on the media at 3.1 ms. B: block 500 at 1.0 ms does
+    // not append to A, so its data is taken once A is on the media (3.1 ms) and it is done
+    // then: 2.1 ms, not its own media write. C: block 501 at 3.2 ms appends to B, whose
+    // destage is still running: written back at once, 0.1 ms.
+    let mut wb = def();
+    wb.cache.fast_write_level = 1;
+    wb.controller.write_hit_after_read_ms = 0.1;
+    wb.controller.write_hit_after_write_ms = 0.1;
+    let mut d = MechanicalDisk::new(wb).unwrap();
+    assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
+    assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 2_100_000);
+    assert_eq!(
+        d.service(3_200_000, &io(Op::Write, 501, 1)).total(),
+        100_000
+    );
+}
+
+#[test]
 fn timing_table_round_trips_through_toml() {
     let text = toml::to_string(&def()).unwrap();
     let table: toml::Table = toml::from_str(&text).unwrap();
