@@ -699,7 +699,21 @@ pub fn fuzz_entry(data: &[u8]) {
         return;
     };
     if let Ok(doc) = libparam::parse(text, "fuzz.parv", Path::new("."), &mut libparam::NoLoader) {
-        let _ = convert(&doc, Path::new("."), &mut libparam::NoLoader);
+        if let Ok(imp) = convert(&doc, Path::new("."), &mut libparam::NoLoader) {
+            // An accepted drive is mapped too: first, middle and last blocks, and one past.
+            if let Ok(disk) = crate::mechanical::MechanicalDisk::new(imp.timing) {
+                let l = disk.layout();
+                let n = l.blocks();
+                for lbn in [0, n / 2, n.saturating_sub(1), n] {
+                    if let Some(p) = l.ltop(lbn) {
+                        let a = l.angle(p);
+                        assert!((0.0..1.0).contains(&a), "angle {a} of {p:?}");
+                        let _ = (l.blocks_per_track(p.cyl, p.head), l.track_usable(p));
+                        let _ = l.zone_of_cyl(p.cyl);
+                    }
+                }
+            }
+        }
     }
     let _ = parse_seek(text, "fuzz.seek");
 }

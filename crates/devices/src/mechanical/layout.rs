@@ -82,8 +82,13 @@ pub struct Pbn {
 }
 
 /// The fractional part in [0, 1) (`rem_euclid(1.0)` without a libm `fmod` call; exact
-/// below 2^52, which simulated revolutions stay under).
+/// below 2^52, which simulated revolutions stay under). From 2^52 on an f64 has no
+/// fraction (and `as i64` would saturate past 2^63), as NaN has none: 0 (a drive file's
+/// extreme skews, found by fuzzing the importer).
 pub(crate) fn frac(x: f64) -> f64 {
+    if x.is_nan() || x.abs() >= 4_503_599_627_370_496.0 {
+        return 0.0;
+    }
     let f = x - x as i64 as f64;
     if f < 0.0 {
         f + 1.0
@@ -610,6 +615,13 @@ mod tests {
         // Exact where `rem_euclid` is: the integer part of a representable value.
         let x = 123_456.789_f64;
         assert_eq!(frac(x), x.rem_euclid(1.0));
+        // No fraction left from 2^52 on, nor in NaN or an infinity; past 2^63 `as i64`
+        // saturates, which gave 1.0e19 for 1e19 before the guard.
+        assert_eq!(frac(4_503_599_627_370_496.5), 0.0);
+        for x in [1e19, -1e19, f64::INFINITY, f64::NAN, 1e300] {
+            assert_eq!(frac(x), 0.0, "{x}");
+        }
+        assert_eq!(frac(4_503_599_627_370_495.5), 0.5);
     }
 
     #[test]
