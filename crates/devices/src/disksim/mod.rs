@@ -386,18 +386,7 @@ fn layout_def(lb: &Block, blocks: u64, unsupported: &mut Vec<String>) -> Result<
                 let Value::Block(z) = it else {
                     return Err(format!("{}: `Zones`: expected zone blocks", it.pos()));
                 };
-                let ints = |key: &str| -> Result<Vec<u64>, String> {
-                    num_list(z, key)?
-                        .into_iter()
-                        .map(|x| {
-                            if x >= 0.0 && x.fract() == 0.0 {
-                                Ok(x as u64)
-                            } else {
-                                Err(format!("{}: `{key}`: expected whole numbers ≥ 0", z.pos))
-                            }
-                        })
-                        .collect()
-                };
+                let ints = |key: &str| whole_list(z, key);
                 let defects = ints("defects")?;
                 if defects.len() % 2 != 0 {
                     return Err(format!(

@@ -95,7 +95,8 @@ impl TryFrom<Vec<f64>> for Entry {
                 ))
             }
         };
-        let child = whole(9, "child", false)? as u32;
+        let child = u32::try_from(whole(9, "child", false)?)
+            .map_err(|_| "tree entry `child`: too large".to_string())?;
         let head = whole(10, "head", false)?;
         let child = match whole(8, "kind", false)? {
             0 => Child::Track {
