@@ -8,6 +8,13 @@ fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/disksim_import")
 }
 
+/// Parse and convert the corpus seed `name` (files it sources are not loaded).
+fn import_seed(name: &str) -> Result<wattio_devices::disksim::Import, String> {
+    let text = std::fs::read_to_string(corpus().join(name)).unwrap();
+    let doc = libparam::parse(&text, name, Path::new("."), &mut libparam::NoLoader).unwrap();
+    convert(&doc, Path::new("."), &mut libparam::NoLoader)
+}
+
 #[test]
 fn corpus_runs_clean() {
     let mut n = 0;
@@ -21,15 +28,7 @@ fn corpus_runs_clean() {
 
 #[test]
 fn small_disk_seed_converts() {
-    let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
-    let doc = libparam::parse(
-        &text,
-        "small_disk.parv",
-        Path::new("."),
-        &mut libparam::NoLoader,
-    )
-    .unwrap();
-    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let imp = import_seed("small_disk.parv").unwrap();
     assert_eq!(imp.name, "D");
     assert_eq!(imp.timing.surfaces, 2);
     assert_eq!(imp.timing.layout.zones[0].defects, vec![[5, 7]]);
@@ -42,26 +41,16 @@ fn small_disk_seed_converts() {
 
 #[test]
 fn bad_scheme_is_an_error_naming_the_key() {
-    let text = std::fs::read_to_string(corpus().join("bad_scheme.parv")).unwrap();
-    let doc = libparam::parse(&text, "bad.parv", Path::new("."), &mut libparam::NoLoader).unwrap();
-    let e = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap_err();
+    let e = import_seed("bad_scheme.parv").unwrap_err();
     assert!(
-        e.starts_with("bad.parv:1:") && e.contains("`Mechanical Model`"),
+        e.starts_with("bad_scheme.parv:1:") && e.contains("`Mechanical Model`"),
         "{e}"
     );
 }
 
 #[test]
 fn import_round_trips_through_catalogue_toml() {
-    let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
-    let doc = libparam::parse(
-        &text,
-        "small_disk.parv",
-        Path::new("."),
-        &mut libparam::NoLoader,
-    )
-    .unwrap();
-    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let imp = import_seed("small_disk.parv").unwrap();
     let out = imp.to_toml("small_disk.parv").unwrap();
     let back: toml::Table = toml::from_str(&out).unwrap();
     assert_eq!(back["kind"].as_str(), Some("hdd"));
@@ -74,15 +63,7 @@ fn import_round_trips_through_catalogue_toml() {
 /// entry's `[power]` table is an entry that builds both faces and keeps the power table.
 #[test]
 fn import_with_power_from_is_a_runnable_entry() {
-    let text = std::fs::read_to_string(corpus().join("small_disk.parv")).unwrap();
-    let doc = libparam::parse(
-        &text,
-        "small_disk.parv",
-        Path::new("."),
-        &mut libparam::NoLoader,
-    )
-    .unwrap();
-    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let imp = import_seed("small_disk.parv").unwrap();
     let cat = wattio_devices::catalogue::Catalogue::embedded().unwrap();
     let wd = cat.get("wd800-fs2").unwrap();
     let out = imp.to_toml_with_power("small_disk.parv", Some(wd)).unwrap();
@@ -106,15 +87,7 @@ fn import_with_power_from_is_a_runnable_entry() {
 /// surface 1, tree LBN 5 slipped. Every value below is worked out by hand from the seed.
 #[test]
 fn tree_disk_seed_converts() {
-    let text = std::fs::read_to_string(corpus().join("tree_disk.parv")).unwrap();
-    let doc = libparam::parse(
-        &text,
-        "tree_disk.parv",
-        Path::new("."),
-        &mut libparam::NoLoader,
-    )
-    .unwrap();
-    let imp = convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap();
+    let imp = import_seed("tree_disk.parv").unwrap();
     assert!(imp.unsupported.is_empty(), "{:?}", imp.unsupported);
     let tree = imp.timing.layout.tree.as_ref().unwrap();
     assert_eq!(
