@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -139,10 +142,6 @@ def tree_layout() -> tuple[str, int]:
 
 
 def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
-    import random
-    import re
-    import subprocess
-
     import pandas as pd
 
     cache = ROOT / "target" / "side_by_side"

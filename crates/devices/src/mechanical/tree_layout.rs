@@ -60,6 +60,19 @@ pub struct Entry {
     pub child: Child,
 }
 
+impl Entry {
+    /// Whether the entry's cylinders (`cyl` onwards, or downwards for a negative
+    /// `cyl_run_len`; none for 0) hold `cyl`, relative as the entry's own.
+    fn holds_cyl(&self, cyl: i64) -> bool {
+        let (lo, hi) = if self.cyl_run_len > 0 {
+            (self.cyl, self.cyl + self.cyl_run_len - 1)
+        } else {
+            (self.cyl + self.cyl_run_len + 1, self.cyl)
+        };
+        lo <= cyl && cyl <= hi
+    }
+}
+
 /// Largest whole number an entry field may hold (so that it is exact in an f64 and sums
 /// of a few of them stay in an i64).
 const MAX_FIELD: f64 = (1u64 << 48) as f64;
@@ -344,7 +357,7 @@ impl TreeLayout {
             .partition_point(|&(l, _)| l <= lbn)
             .saturating_sub(1);
         let mut count = self.slips[i].1;
-        while i < self.slips.len() && self.slips[i].0 <= lbn + count {
+        while i < self.slips.len() && self.slips[i].0 <= lbn.saturating_add(count) {
             count = self.slips[i].1;
             i += 1;
         }
@@ -411,13 +424,7 @@ impl TreeLayout {
         let mut angle = 0.0;
         for _ in 0..MAX_DEPTH {
             let e = self.nodes[node].iter().find(|e| {
-                let (lo, hi) = if e.cyl_run_len > 0 {
-                    (e.cyl, e.cyl + e.cyl_run_len - 1)
-                } else {
-                    (e.cyl + e.cyl_run_len + 1, e.cyl)
-                };
-                lo <= cyl
-                    && cyl <= hi
+                e.holds_cyl(cyl)
                     && match e.child {
                         Child::Track { head: h, .. } => h == head,
                         Child::Node(_) => true,
@@ -481,14 +488,7 @@ impl TreeLayout {
     /// The root entry holding cylinder `cyl` (DiskSim maps zones to root entries).
     pub fn zone_of_cyl(&self, cyl: u32) -> Option<usize> {
         let cyl = i64::from(cyl);
-        self.nodes[self.root].iter().position(|e| {
-            let (lo, hi) = if e.cyl_run_len > 0 {
-                (e.cyl, e.cyl + e.cyl_run_len - 1)
-            } else {
-                (e.cyl + e.cyl_run_len + 1, e.cyl)
-            };
-            lo <= cyl && cyl <= hi
-        })
+        self.nodes[self.root].iter().position(|e| e.holds_cyl(cyl))
     }
 }
 
