@@ -24,6 +24,9 @@ use std::sync::Arc;
 /// Tokens from here on name FLUSHes answered asleep (`DeviceRuntime::asleep_answers`), not
 /// service slots (a device never has 2^31 I/Os in service).
 const ASLEEP_TOKEN: u32 = 1 << 31;
+/// Queued I/Os a prebuffering model is asked about at each chance (bounds the scan of a
+/// deep queue; DiskSim's drives queue a few dozen commands at most).
+const PREBUFFER_SCAN: usize = 64;
 
 /// Where a service went, phase by phase (phases map to power states: seek → the spec's
 /// `seek` state, the rest → `active`).
@@ -63,6 +66,23 @@ pub trait Timing: Send {
 
     /// Does the device pick the next I/O itself (SSTF, SPTF)? If not, FCFS within priority.
     fn schedules(&self) -> bool {
+        false
+    }
+
+    /// Does the device take some queued I/Os while its service slots are all in use (a
+    /// disk's write prebuffering: a queued write's data crosses the bus into the cache while
+    /// another command is on the media)? If so, [`Timing::admits`] is asked about them.
+    fn prebuffers(&self) -> bool {
+        false
+    }
+
+    /// May queued `io`, `position` I/Os behind the front of the queue, start now, at
+    /// `now`, beside the I/Os in service? Asked only of a model that
+    /// [`Timing::prebuffers`], for reads and writes of the highest waiting priority that
+    /// no I/O queued before them overlaps; an admitted I/O is then [`Timing::service`]d
+    /// at `now` like any other.
+    fn admits(&mut self, now: Nanos, io: &Io, position: usize) -> bool {
+        let _ = (now, io, position);
         false
     }
 
@@ -239,6 +259,8 @@ pub struct DeviceRuntime {
     busy: u32,
     max_concurrent: u32,
     schedules: bool,
+    /// The model takes queued I/Os past `max_concurrent` ([`Timing::prebuffers`]).
+    prebuffers: bool,
     /// The model's capacity, read once: it never changes, and asking costs a dynamic call
     /// per I/O.
     capacity: u64,
@@ -265,6 +287,7 @@ impl DeviceRuntime {
         let ready = spec.states[initial as usize].ready;
         let max_concurrent = timing.max_concurrent().max(1);
         let schedules = timing.schedules();
+        let prebuffers = timing.prebuffers();
         let capacity = timing.capacity();
         DeviceRuntime {
             info,
@@ -278,6 +301,7 @@ impl DeviceRuntime {
             busy: 0,
             max_concurrent,
             schedules,
+            prebuffers,
             capacity,
             notready_cum: 0,
             notready_since: if ready { None } else { Some(start) },
@@ -628,6 +652,9 @@ impl DeviceRuntime {
                         return;
                     }
                     if self.busy >= self.max_concurrent {
+                        if self.prebuffers {
+                            self.prebuffer(now, ev);
+                        }
                         return;
                     }
                     let idx = if self.schedules { self.pick(now) } else { 0 };
@@ -693,6 +720,45 @@ impl DeviceRuntime {
         // A live executor may call late; the simulator calls at the scheduled end.
         out.finished = now;
         true
+    }
+
+    /// The device is busy: start the queued I/Os the model admits beside those in service
+    /// (write prebuffering). Only reads and writes of the front's priority are looked at,
+    /// up to `PREBUFFER_SCAN` of them, stopping at anything else (a power command, a
+    /// FLUSH, a DISCARD); an I/O overlapping one queued before it keeps its place, so
+    /// that no write overtakes an earlier access to its blocks.
+    fn prebuffer(&mut self, now: Nanos, ev: &mut Vec<DevEvent>) {
+        let Some(prio) = self.queue.front().map(Pending::priority) else {
+            return;
+        };
+        let mut i = 0;
+        let mut looked = 0;
+        while i < self.queue.len() && looked < PREBUFFER_SCAN {
+            let Pending::Io { io, .. } = self.queue[i] else {
+                return;
+            };
+            if io.priority != prio || !matches!(io.op, Op::Read | Op::Write) {
+                return;
+            }
+            looked += 1;
+            let overlapped = self.queue.iter().take(i).any(|p| match p {
+                Pending::Io { io: e, .. } => e.offset < io.end() && io.offset < e.end(),
+                Pending::Power(_) => false,
+            });
+            if !overlapped && self.timing.admits(now, &io, i) {
+                let Some(Pending::Io {
+                    io,
+                    enqueued,
+                    notready_at_enq,
+                }) = self.queue.remove(i)
+                else {
+                    unreachable!("entry {i} is an I/O");
+                };
+                self.start(now, io, enqueued, notready_at_enq, ev);
+                continue;
+            }
+            i += 1;
+        }
     }
 
     fn pick(&mut self, now: Nanos) -> usize {
@@ -839,6 +905,59 @@ mod tests {
             power_events: Vec::new(),
         });
         DeviceRuntime::new(info, timing, None, 0)
+    }
+
+    /// 10 ns a command (no seek); takes a queued write beside one in service.
+    struct Prebuffers;
+    impl Timing for Prebuffers {
+        fn capacity(&self) -> u64 {
+            1 << 30
+        }
+        fn service(&mut self, _start: Nanos, io: &Io) -> Service {
+            Service {
+                transfer_ns: if io.op == Op::Write { 3 } else { 10 },
+                ..Service::default()
+            }
+        }
+        fn prebuffers(&self) -> bool {
+            true
+        }
+        fn admits(&mut self, _now: Nanos, io: &Io, _position: usize) -> bool {
+            io.op == Op::Write
+        }
+    }
+
+    #[test]
+    fn a_prebuffering_model_takes_queued_writes_that_overtake_nothing_of_theirs() {
+        let info = disk().info;
+        let mut d = DeviceRuntime::new(info, Box::new(Prebuffers), None, 0);
+        let mut ev = Vec::new();
+        let ends = |ev: &[DevEvent]| -> Vec<Nanos> {
+            ev.iter()
+                .filter_map(|e| match e {
+                    DevEvent::ServiceEnd { at, .. } => Some(*at),
+                    _ => None,
+                })
+                .collect()
+        };
+        // A read in service 0..10; a read of blocks 8.. queued at 1.
+        d.submit(0, Request::new(0, Op::Read, 0, 512).io(0), &mut ev);
+        d.submit(1, Request::new(1, Op::Read, 4096, 512).io(1), &mut ev);
+        assert_eq!(ends(&ev), vec![10]);
+        // A write of other blocks starts at once beside the first read (3 ns) ...
+        d.submit(2, Request::new(2, Op::Write, 8192, 512).io(2), &mut ev);
+        assert_eq!(ends(&ev), vec![10, 5]);
+        assert_eq!(d.outstanding(), 3);
+        // ... one of the queued read's blocks waits behind it, and so does a write behind
+        // a power command.
+        d.submit(3, Request::new(3, Op::Write, 4096, 512).io(3), &mut ev);
+        assert_eq!(ends(&ev), vec![10, 5]);
+        let standby = d.spec().state_id("standby").unwrap();
+        d.set_power(4, standby, &mut ev);
+        d.submit(4, Request::new(4, Op::Write, 65536, 512).io(4), &mut ev);
+        assert_eq!(ends(&ev), vec![10, 5]);
+        // Two in service; queued: a read, a write, the power command, a write.
+        assert_eq!(d.outstanding(), 6);
     }
 
     fn residency_sum(d: &DeviceRuntime, now: Nanos) -> Nanos {
