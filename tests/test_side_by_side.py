@@ -203,3 +203,91 @@ def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
     agree = (diff < 0.02).mean()
     assert agree >= 0.95, (agree, sorted(diff)[-10:])
     assert abs(ours.mean() - theirs.mean()) < 0.005 * theirs.mean(), (ours.mean(), theirs.mean())
+
+
+# ---------------------------------------------------------------------------------------
+# Full write-back (`Fast write level = 2`) with and without `Allow write prebuffering`,
+# against DiskSim request by request. No drive in ../shared has either (cheetah4LP's write
+# back is level 1), so cheetah4LP is run with both switched, as a user's drive would.
+
+WB_GAP_MS = 30.0
+WB_REQUESTS = 400
+
+
+def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]):
+    """Each request's response time (ms) in DiskSim and in `wattio run` on the import of
+    cheetah4LP.parv with diskspecs `specs`, for the ascii trace `lines`."""
+    import pandas as pd
+
+    work = tmp_path / name
+    work.mkdir()
+    valid = SHARED / "disksim-valid"
+    for f in ["cheetah4LP.model", "cheetah4LP.seek", "statdefs"]:
+        shutil.copy(valid / f, work / f)
+    (work / "cheetah4LP.diskspecs").write_text(specs)
+    parv = (valid / "cheetah4LP.parv").read_text().replace(
+        "Stat definition file = statdefs\n", "Stat definition file = statdefs,\nDetailed execution trace = exectrace\n", 1
+    )
+    (work / "x.parv").write_text(parv)
+    (work / "x.trace").write_text("".join(lines))
+    subprocess.run([str(binary), "x.parv", "x.outv", "ascii", "x.trace", "0"], cwd=work, check=True,
+                   capture_output=True)
+    ds = pd.read_csv(work / "exectrace").set_index("tagID")["simtime"]
+    wattio = side_by_side.wattio_command(None)
+    (work / "drives").mkdir()
+    p = subprocess.run([*wattio, "disk", "import", str(work / "x.parv"), "--out", str(work / "drives" / "x.toml")],
+                       capture_output=True, text=True, check=True)
+    assert "unsupported" not in p.stderr, p.stderr
+    entry = work / "drives" / "x.toml"
+    entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
+    cfg = side_by_side.wattio_config(work, "x", "x", catalogue="drives")
+    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
+    subprocess.run([*wattio, "run", str(cfg), "--trace", str(work / "x.trace"), "--format", "disksim",
+                    "--out", str(work / "out"), "--quiet"], check=True, capture_output=True)
+    w = pd.read_parquet(work / "out" / "requests.parquet").sort_values("id")
+    n = len(lines)
+    assert len(w) == len(ds) == n
+    arrivals = pd.Series([float(ln.split()[0]) for ln in lines]).to_numpy()
+    ours = w["finish_ns"].to_numpy() / 1e6 - arrivals
+    theirs = ds.reindex(range(1, n + 1)).to_numpy() - arrivals
+    return ours, theirs
+
+
+def test_full_write_back_with_and_without_prebuffering_runs_as_in_disksim(tmp_path):
+    cache = ROOT / "target" / "side_by_side"
+    binary = side_by_side.build_peer(
+        "disksim", SHARED, cache, ["gcc", "make", "bison", "flex"], "disksim-4.0-wd/src/disksim"
+    )
+    base = (SHARED / "disksim-valid" / "cheetah4LP.diskspecs").read_text()
+    rng = random.Random(50)
+    t, lines, writes = 0.0, [], []
+    for _ in range(WB_REQUESTS):
+        t += rng.expovariate(1 / WB_GAP_MS)
+        size = rng.choice([8, 16, 32, 64])
+        read = rng.random() < 0.4
+        writes.append(not read)
+        lines.append(f"{t:.6f} 0 {8 * rng.randrange(8887200 // 8 - 8)} {size} {int(read)}\n")
+    runs = {}
+    for pb in (0, 1):
+        specs = base
+        for key, value in [("Fast write level", 2), ("Allow write prebuffering", pb),
+                           ("Maximum number of write segments", 3)]:
+            specs, n = re.subn(rf"{key} = \d+", f"{key} = {value}", specs)
+            assert n == 1, key
+        runs[pb] = disksim_and_wattio(tmp_path, binary, f"pb{pb}", specs, lines)
+    import numpy as np
+
+    writes = np.array(writes)
+    for pb, (ours, theirs) in runs.items():
+        agree = (abs(ours - theirs) < 0.02).mean()
+        # 395 of 400 requests agree within 0.02 ms either way (the others: near misses
+        # carried through a queue, as on the stock drive, docs/validation.md).
+        assert agree >= 0.95, (pb, agree)
+        assert abs(ours[writes].mean() - theirs[writes].mean()) < 0.01 * theirs[writes].mean(), pb
+    # Prebuffering matters on this trace (writes arrive while earlier ones are destaged:
+    # DiskSim's write mean 7.69 ms with it, 9.31 without), and the model before it (level 2
+    # taking every write at once, which is DiskSim with prebuffering) misses one write in
+    # five against DiskSim without (81 % agree).
+    (ours1, theirs1), (_, theirs0) = runs[1], runs[0]
+    assert theirs1[writes].mean() < 0.9 * theirs0[writes].mean()
+    assert (abs(ours1 - theirs0) < 0.02)[writes].mean() < 0.9

@@ -37,9 +37,9 @@ fn main() {
         s.sort_by(f64::total_cmp);
         m.sort_by(f64::total_cmp);
         let q = |v: &Vec<f64>, p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)] / 1000.0;
-        println!("{op:?} n={} sim mean {:.3} q05 {:.3} q10 {:.3} q25 {:.3} q50 {:.3} q75 {:.3} q90 {:.3}", s.len(),
+        println!("{op:?} n={} sim mean {:.4} q05 {:.3} q10 {:.3} q25 {:.3} q50 {:.3} q75 {:.3} q90 {:.3}", s.len(),
             s.iter().sum::<f64>()/s.len() as f64/1000.0, q(&s,0.05), q(&s,0.1), q(&s,0.25), q(&s,0.5), q(&s,0.75), q(&s,0.9));
-        println!("{op:?} n={} mea mean {:.3} q05 {:.3} q10 {:.3} q25 {:.3} q50 {:.3} q75 {:.3} q90 {:.3}", m.len(),
+        println!("{op:?} n={} mea mean {:.4} q05 {:.3} q10 {:.3} q25 {:.3} q50 {:.3} q75 {:.3} q90 {:.3}", m.len(),
             m.iter().sum::<f64>()/m.len() as f64/1000.0, q(&m,0.05), q(&m,0.1), q(&m,0.25), q(&m,0.5), q(&m,0.75), q(&m,0.9));
     }
     if std::env::var("DUMP").is_ok() {

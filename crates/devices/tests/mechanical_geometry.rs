@@ -61,6 +61,8 @@ fn def() -> MechanicalDef {
             read_ahead_on_idle_hit: false,
             zero_latency_read: false,
             read_any_free_blocks: false,
+            write_prebuffering: false,
+            write_segments: 0,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),
@@ -446,4 +448,148 @@ fn fault_regions_are_checked_and_need_geometry() {
         f.validate("device[0].fault").unwrap_err(),
         "device[0].fault.region[0]: give both `angle` and `width` (an angular window), or neither (whole tracks)"
     );
+}
+
+#[test]
+fn a_prebuffered_write_takes_the_bus_while_a_read_miss_is_disconnected() {
+    // Write-back, prebuffering, no bus time; a read disconnects 0.02 ms after its 0.5 ms
+    // command overhead and a write-back write costs 0.1 ms of overhead.
+    let mut pb = def();
+    pb.cache.fast_write_level = 2;
+    pb.cache.write_prebuffering = true;
+    pb.controller.read_disconnect_after_read_ms = 0.02;
+    pb.controller.write_hit_after_read_ms = 0.1;
+    pb.controller.write_hit_after_write_ms = 0.1;
+    let mut d = MechanicalDisk::new(pb.clone()).unwrap();
+    assert!(d.prebuffers());
+    // A: read miss of block 0 at 0 ms, off the bus from 0.52 ms until block 0 is in at
+    // 10.1 ms (`read_miss_then_cached_hit`).
+    assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 10_100_000);
+    let fua = Io {
+        fua: true,
+        ..io(Op::Write, 200, 1)
+    };
+    // Not taken: before A disconnects, A's own block, a FUA write, a read, and a write
+    // whose 0.1 ms would end after A reconnects.
+    assert!(!d.admits(300_000, &io(Op::Write, 200, 1), 0));
+    assert!(!d.admits(MS, &io(Op::Write, 0, 1), 0));
+    assert!(!d.admits(MS, &fua, 0));
+    assert!(!d.admits(MS, &io(Op::Read, 200, 1), 0));
+    assert!(!d.admits(10_050_000, &io(Op::Write, 200, 1), 0));
+    // W: block 200 at 1 ms is taken, done once its data is in (1.1 ms). Its media write
+    // follows A's: from 10.1 ms, seek one cylinder + settle 1.2 ms to 11.3 ms (angle 0.13),
+    // wait for angle 0.30, write: on the media at 13.1 ms.
+    assert!(d.admits(MS, &io(Op::Write, 200, 1), 0));
+    assert_eq!(d.service(MS, &io(Op::Write, 200, 1)).total(), 100_000);
+    // B: read of block 30 (angle 0.30, cylinder 0) when A ends at 10.1 ms: the media is
+    // W's until 13.1 ms, then seek back one cylinder (1.0 ms) to 14.1 ms (angle 0.41), a
+    // revolution less 0.11 to angle 0.30 (23.0 ms), read to 23.1 ms: 13.0 ms after 10.1.
+    // Without W it would be on the media at 13.1 ms: 3.0 ms.
+    assert_eq!(
+        d.service(10_100_000, &io(Op::Read, 30, 1)).total(),
+        13_000_000
+    );
+    let mut alone = MechanicalDisk::new(pb.clone()).unwrap();
+    alone.service(0, &io(Op::Read, 0, 1));
+    assert_eq!(
+        alone.service(10_100_000, &io(Op::Read, 30, 1)).total(),
+        3_000_000
+    );
+    assert_eq!(d.counters(), vec![("prebuffered_writes".to_string(), 1.0)]);
+    // Only writes in the drive's own queue: with room for two commands (one in service),
+    // the first queued one; with room for one, none.
+    pb.controller.queue_depth = 2;
+    let mut d = MechanicalDisk::new(pb.clone()).unwrap();
+    d.service(0, &io(Op::Read, 0, 1));
+    assert!(d.admits(MS, &io(Op::Write, 200, 1), 0));
+    assert!(!d.admits(MS, &io(Op::Write, 200, 1), 1));
+    pb.controller.queue_depth = 1;
+    assert!(!MechanicalDisk::new(pb.clone()).unwrap().prebuffers());
+    // Only with write-back: a write-through drive never prebuffers.
+    pb.controller.queue_depth = 0;
+    pb.cache.fast_write_level = 1;
+    assert!(!MechanicalDisk::new(pb).unwrap().prebuffers());
+}
+
+#[test]
+fn full_write_back_without_prebuffering_waits_for_the_destage_before_it() {
+    // DiskSim takes a write's data while the mechanism destages only with prebuffering:
+    // without it, level 2 holds a write that does not append as level 1 does
+    // (`limited_write_back_takes_one_stream_and_makes_others_wait_for_the_media`): B at
+    // 1 ms waits for A's destage (3.1 ms) and is done then, 2.1 ms; with prebuffering
+    // B is done once its data is in, 0.1 ms.
+    let mut wb = def();
+    wb.cache.fast_write_level = 2;
+    wb.controller.write_hit_after_read_ms = 0.1;
+    wb.controller.write_hit_after_write_ms = 0.1;
+    let mut d = MechanicalDisk::new(wb.clone()).unwrap();
+    assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
+    assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 2_100_000);
+    wb.cache.write_prebuffering = true;
+    let mut d = MechanicalDisk::new(wb).unwrap();
+    assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
+    assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 100_000);
+}
+
+#[test]
+fn a_prebuffered_write_behind_queued_commands_is_destaged_after_them() {
+    // As `a_prebuffered_write_takes_the_bus_while_a_read_miss_is_disconnected`, but W is
+    // taken with one command queued before it (B): its data is in at 1.1 ms, and its media
+    // write waits for B's, as DiskSim's drive writes it when it becomes its current
+    // request.
+    let mut pb = def();
+    pb.cache.fast_write_level = 2;
+    pb.cache.write_prebuffering = true;
+    pb.controller.read_disconnect_after_read_ms = 0.02;
+    pb.controller.write_hit_after_read_ms = 0.1;
+    pb.controller.write_hit_after_write_ms = 0.1;
+    let mut d = MechanicalDisk::new(pb).unwrap();
+    assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 10_100_000);
+    assert!(d.admits(MS, &io(Op::Write, 200, 1), 1));
+    assert_eq!(d.service(MS, &io(Op::Write, 200, 1)).total(), 100_000);
+    // B (block 30) when A ends: the media is free, so as with no W at all, 3.0 ms
+    // (on the media at 13.1 ms).
+    assert_eq!(
+        d.service(10_100_000, &io(Op::Read, 30, 1)).total(),
+        3_000_000
+    );
+    // Then W: from 13.1 ms, seek one cylinder + settle 1.2 ms to 14.3 ms (angle 0.43),
+    // a revolution less 0.13 to angle 0.30 (23.0 ms), written at 23.1 ms. C (block 60,
+    // angle 0.60) at 13.1 ms: command to 13.6 ms, the media W's until 23.1 ms, seek back
+    // 1.0 ms to 24.1 ms (angle 0.41), wait to 0.60 (26.0 ms), read: 26.1 ms, 13.0 ms.
+    assert_eq!(
+        d.service(13_100_000, &io(Op::Read, 60, 1)).total(),
+        13_000_000
+    );
+}
+
+#[test]
+fn prebuffered_writes_wait_for_every_destage_once_the_write_segments_are_full() {
+    // Write-back with prebuffering, write-hit overhead 0.1 ms, two write segments. W1
+    // (block 200) at 0 ms: done at 0.1 ms, on the media from 0.1 to 3.1 ms (as in
+    // `fua_write_goes_through_a_write_back_cache`). W2 (block 500: cylinder 2, head 1,
+    // angle 0.70) at 1 ms: done at 1.1 ms, on the media from 3.1 ms: seek one cylinder +
+    // settle to 4.3 ms (angle 0.43), wait to 7.0 ms, written at 7.1 ms. W3 at 2 ms finds
+    // both segments dirty and waits, as DiskSim's drive does, until all are clean (7.1
+    // ms): 5.1 ms. With a third segment it is done at once.
+    let mut pb = def();
+    pb.cache.fast_write_level = 2;
+    pb.cache.write_prebuffering = true;
+    pb.cache.write_segments = 2;
+    pb.controller.write_hit_after_read_ms = 0.1;
+    pb.controller.write_hit_after_write_ms = 0.1;
+    let run = |pb: &MechanicalDef, last: Io| {
+        let mut d = MechanicalDisk::new(pb.clone()).unwrap();
+        assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
+        assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 100_000);
+        d.service(2 * MS, &last).total()
+    };
+    let flush = Io {
+        len: 0,
+        ..io(Op::Flush, 0, 0)
+    };
+    assert_eq!(run(&pb, flush), 5_100_000);
+    assert_eq!(run(&pb, io(Op::Write, 800, 1)), 5_100_000);
+    pb.cache.write_segments = 3;
+    assert_eq!(run(&pb, io(Op::Write, 800, 1)), 100_000);
 }

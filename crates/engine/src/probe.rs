@@ -210,6 +210,8 @@ pub fn drive_spec(r: &Report) -> Result<MechanicalDef, String> {
             read_ahead_on_idle_hit: false,
             zero_latency_read: false,
             read_any_free_blocks: false,
+            write_prebuffering: false,
+            write_segments: 0,
         },
         scheduler: "fcfs".into(),
         sources,

@@ -92,6 +92,8 @@ fn three_zones() -> MechanicalDef {
             read_ahead_on_idle_hit: false,
             zero_latency_read: false,
             read_any_free_blocks: false,
+            write_prebuffering: false,
+            write_segments: 0,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),

@@ -98,11 +98,9 @@ fn block<'a>(b: &'a Block, key: &str) -> Result<&'a Block, String> {
 const INERT: &[&str] = &[
     "print stats",
     "avg sectors per cylinder",
-    "max queue length",
     "time scale for overheads",
     "scheduler",
     "number of buffer segments",
-    "maximum number of write segments",
     "segment size (in blks)",
     "full strobe seek time",
     "average seek time",
@@ -127,6 +125,9 @@ const USED_DISK: &[&str] = &[
     "read-ahead on idle hit",
     "immediate buffer read",
     "read any free blocks",
+    "allow write prebuffering",
+    "maximum number of write segments",
+    "max queue length",
     "fast write level",
     "read hit over. after read",
     "read hit over. after write",
@@ -607,6 +608,11 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         // its free-block buffering, which brings atlas10k far closer to the real drive.)
         zero_latency_read: false,
         read_any_free_blocks: opt_num(disk, "Read any free blocks")? != 0.0,
+        write_prebuffering: opt_num(disk, "Allow write prebuffering")? != 0.0,
+        write_segments: match num(disk, "Maximum number of write segments")? {
+            Some(_) => uint(disk, "Maximum number of write segments")?,
+            None => 0,
+        },
     };
     if !by_req && hw != 0.0 {
         unsupported.push(format!(
@@ -648,6 +654,10 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         write_disconnect_ms: opt_num(disk, "Write disconnect overhead")?,
         never_disconnect: opt_num(disk, "Never disconnect")? != 0.0,
         extra_write_disconnect: opt_num(disk, "Extra write disconnect")? != 0.0,
+        queue_depth: match num(disk, "Max queue length")? {
+            Some(_) => uint(disk, "Max queue length")?,
+            None => 0,
+        },
     };
     let def = MechanicalDef {
         model: "hdd-mechanical".into(),

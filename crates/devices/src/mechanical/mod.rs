@@ -37,6 +37,8 @@ use wattio_core::io::{Io, Op};
 use wattio_core::time::Nanos;
 
 pub const SECTOR: u64 = 512;
+/// No window of free bus time (see `MechanicalDisk::bus_idle`).
+const NO_WINDOW: (f64, f64) = (f64::INFINITY, f64::NEG_INFINITY);
 
 /// The `[timing]` table of an `hdd-mechanical` catalogue entry.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -128,6 +130,12 @@ pub struct ControllerDef {
     /// buffered blocks.
     #[serde(default)]
     pub extra_write_disconnect: bool,
+    /// Commands the drive holds, in service and queued (DiskSim's `Max queue length`; 0:
+    /// no limit). Only write prebuffering reads it: the writes it may take are those in
+    /// the drive's own queue, the first `queue_depth` − 1 behind the one in service. The
+    /// host's queue in front of the drive is the device queue of the run.
+    #[serde(default)]
+    pub queue_depth: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -158,7 +166,8 @@ pub struct CacheDef {
     #[serde(default = "yes")]
     pub read_ahead_over_requested: bool,
     /// 0 write-through; 1 write-back of one sequential stream (a write that does not append
-    /// to the one being written waits for the dirty data before it); 2 write-back.
+    /// to the one being written waits for the dirty data before it); 2 write-back (without
+    /// `write_prebuffering` a write still waits for a destage in progress, as at level 1).
     #[serde(default)]
     pub fast_write_level: u32,
     #[serde(default = "yes")]
@@ -176,6 +185,23 @@ pub struct CacheDef {
     /// before the requested ones.
     #[serde(default)]
     pub read_any_free_blocks: bool,
+    /// Write prebuffering (DiskSim's `Allow write prebuffering`), with write-back
+    /// (`fast_write_level` 2): a write's data goes into the cache while earlier writes are
+    /// destaged; and a queued write takes the bus while the command in service does not
+    /// need it (a read miss disconnected while its blocks come off the media, a
+    /// write-through write waiting for its media write), completing once its data is in,
+    /// its media write after the commands queued before it. Only a write whose whole
+    /// transfer fits before that command reconnects is taken, and none that overlaps a
+    /// command in service.
+    #[serde(default)]
+    pub write_prebuffering: bool,
+    /// Segments that may hold data not yet on the media at once (DiskSim's `Maximum
+    /// number of write segments`; 0: no limit). Only a prebuffering drive has more than
+    /// one such stream: there a write that needs a segment while this many are dirty
+    /// waits until all of them are destaged (as DiskSim's drive does), and no queued
+    /// write is taken.
+    #[serde(default)]
+    pub write_segments: u32,
 }
 
 fn yes() -> bool {
@@ -189,6 +215,18 @@ struct Seg {
     end: u64,
     lru: u64,
     write: bool,
+}
+
+/// A prebuffered write whose data is in the cache and whose media write waits for the
+/// `behind` commands that were queued before it (DiskSim destages it when it becomes the
+/// drive's current request).
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    lbn: u64,
+    count: u64,
+    /// When its last block is in (ms).
+    ready: f64,
+    behind: usize,
 }
 
 /// Background read-ahead into segment `seg`: blocks `next..limit`, streaming from the
@@ -220,6 +258,24 @@ pub struct MechanicalDisk {
     last_was_read: bool,
     /// One past the last block of the latest write.
     last_write_end: u64,
+    /// When the bus is free for a prebuffered write during the command in service
+    /// (ms, from..to; empty when it has no such window).
+    bus_idle: (f64, f64),
+    /// The blocks of the commands in service and when each completes (ms): a
+    /// prebuffered write may not overlap them.
+    in_service: Vec<(u64, u64, f64)>,
+    /// Writes taken by prebuffering.
+    prebuffered: u64,
+    /// Set by `service` for a prebuffered write with this many commands queued before
+    /// it: `access` buffers it without its media write.
+    defer: Option<usize>,
+    /// Prebuffered writes whose media write waits for the commands queued before them.
+    deferred: Vec<Deferred>,
+    /// The queue position `admits` last took a write from.
+    admitted_at: usize,
+    /// When each segment holding prebuffered or written-back data not yet on the media
+    /// is clean again (only counted against `write_segments` with prebuffering).
+    dirty_ends: Vec<f64>,
     segs: Vec<Seg>,
     prefetch: Option<Prefetch>,
     tick: u64,
@@ -380,6 +436,13 @@ impl MechanicalDisk {
             dirty_until: 0.0,
             last_was_read: true,
             last_write_end: u64::MAX,
+            bus_idle: NO_WINDOW,
+            in_service: Vec::new(),
+            prebuffered: 0,
+            defer: None,
+            deferred: Vec::new(),
+            admitted_at: 0,
+            dirty_ends: Vec::new(),
             segs,
             prefetch: None,
             tick: 0,
@@ -906,6 +969,9 @@ impl MechanicalDisk {
         let read = op == Op::Read;
         let bt = self.def.controller.bus_ms_per_sector;
         let end_lbn = lbn + count;
+        // Only a read miss that disconnects and a write-through write leave the bus free
+        // while they are in service (set below).
+        self.bus_idle = NO_WINDOW;
         if read {
             // A read-ahead that ended before this command arrived has left the
             // mechanism idle: settle it, so blocks past its limit are read afresh.
@@ -1060,10 +1126,13 @@ impl MechanicalDisk {
             let mut started = false;
             let mut prefix = f64::NEG_INFINITY;
             let immed = self.def.cache.zero_latency_read;
+            let disconnected = bus;
+            let mut reconnects = bus;
             let acc = self.media_runs(mstart, self.arm, lbn, count, false, None, immed, |r| {
                 if !started && k + r.n >= water {
                     let j = water - k - 1;
-                    bus = bus.max(prefix.max(r.done(j))) + reconnect + k as f64 * bt;
+                    reconnects = bus.max(prefix.max(r.done(j)));
+                    bus = reconnects + reconnect + k as f64 * bt;
                     started = true;
                 }
                 if started {
@@ -1100,6 +1169,9 @@ impl MechanicalDisk {
                 }
             }
             self.last_was_read = true;
+            if !self.def.controller.never_disconnect {
+                self.bus_idle = (disconnected, reconnects);
+            }
             let end = bus + self.def.controller.read_completion_ms;
             return (end, pos, lat, ovh);
         }
@@ -1123,11 +1195,31 @@ impl MechanicalDisk {
         // open-loop, 11 % of cheetah4LP's writes differed from DiskSim's; now both agree,
         // docs/validation.md.)
         let appends = !self.last_was_read && lbn == self.last_write_end;
-        let hold = if fast && self.def.cache.fast_write_level == 1 && !appends {
+        // Level 2 without prebuffering holds a write the same way: DiskSim lets a write's
+        // data in while the mechanism is busy (`disk_write_arrive`) only with
+        // `Allow write prebuffering` or when that access can be stopped for it, and a
+        // destage cannot.
+        let holds = match self.def.cache.fast_write_level {
+            1 => true,
+            2 => !self.def.cache.write_prebuffering,
+            _ => false,
+        };
+        let mut hold = if fast && holds && !appends {
             self.dirty_until
         } else {
             0.0
         };
+        // With prebuffering, every write that does not append takes a segment of its own
+        // until its destage ends; at the limit it waits until every destage has ended
+        // (DiskSim, request by request: docs/validation.md).
+        let segments = self.def.cache.write_segments as usize;
+        let counts_segments = fast && self.def.cache.write_prebuffering && segments > 0;
+        if counts_segments {
+            self.dirty_ends.retain(|&e| e > cmd_done);
+            if !appends && self.dirty_ends.len() >= segments {
+                hold = hold.max(self.dirty_until);
+            }
+        }
         let data_start = cmd_done.max(hold) + c.data_prep_ms;
         let bus_end = data_start + count as f64 * bt;
         let mut mstart = cmd_done.max(self.mech_free);
@@ -1155,10 +1247,27 @@ impl MechanicalDisk {
             1
         };
         let avail = Some((data_start, bt, need));
-        let acc = self.media_runs(mstart, self.arm, lbn, count, true, avail, false, |_| true);
-        let (pos, lat, mend, arm) = (acc.pos, acc.lat, acc.end, acc.arm);
-        self.arm = arm;
-        self.mech_free = mend;
+        let deferring = fast && self.defer.is_some();
+        let (pos, lat, mend) = match self.defer.take() {
+            // A prebuffered write with commands queued before it: its media write waits
+            // for them (`destage_deferred`).
+            Some(behind) if fast => {
+                self.deferred.push(Deferred {
+                    lbn,
+                    count,
+                    ready: bus_end,
+                    behind,
+                });
+                (0.0, 0.0, self.mech_free)
+            }
+            _ => {
+                let acc =
+                    self.media_runs(mstart, self.arm, lbn, count, true, avail, false, |_| true);
+                self.arm = acc.arm;
+                self.mech_free = acc.end;
+                (acc.pos, acc.lat, acc.end)
+            }
+        };
         // Written data stays cached for later reads.
         for s in self.segs.iter_mut() {
             // Overlapping stale copies are dropped.
@@ -1177,13 +1286,45 @@ impl MechanicalDisk {
         self.last_write_end = end_lbn;
         let c = &self.def.controller;
         let wc = c.write_completion_ms;
+        if counts_segments && !deferring {
+            match self.dirty_ends.last_mut() {
+                Some(e) if appends => *e = e.max(mend),
+                _ => self.dirty_ends.push(mend),
+            }
+        }
         if fast {
-            self.dirty_until = mend;
+            self.dirty_until = self.dirty_until.max(mend);
             (bus_end + wc, 0.0, 0.0, ovh)
         } else {
             // Disconnected once the data is in, reconnect when the media is done.
+            self.bus_idle = (bus_end + c.write_disconnect_ms, mend);
             let back = mend.max(bus_end + c.write_disconnect_ms) + c.reselect_ms;
             (back + wc, pos, lat, ovh)
+        }
+    }
+
+    /// A command has been serviced (`all`: a FLUSH, or the drive stops): the prebuffered
+    /// writes it was the last command queued before are written to the media once the
+    /// mechanism is free, a read-ahead giving way to them.
+    fn destage_deferred(&mut self, all: bool) {
+        let mut i = 0;
+        while i < self.deferred.len() {
+            let d = &mut self.deferred[i];
+            d.behind = d.behind.saturating_sub(1);
+            if !all && d.behind > 0 {
+                i += 1;
+                continue;
+            }
+            let d = self.deferred.remove(i);
+            self.stop_prefetch(self.mech_free);
+            let start = self.mech_free.max(d.ready);
+            let acc = self.media_runs(start, self.arm, d.lbn, d.count, true, None, false, |_| true);
+            self.arm = acc.arm;
+            self.mech_free = acc.end;
+            self.dirty_until = self.dirty_until.max(acc.end);
+            if self.def.cache.write_segments > 0 {
+                self.dirty_ends.push(acc.end);
+            }
         }
     }
 
@@ -1219,9 +1360,36 @@ impl Timing for MechanicalDisk {
         let end = (io.offset + io.len as u64).div_ceil(SECTOR);
         let count = end.saturating_sub(lbn).max(1);
         let t = ns_to_ms(start);
+        let prebuffers = self.prebuffers();
+        // A command ending at `t` has ended (its end in ns is rounded to the nearest ns).
+        self.in_service.retain(|&(_, _, until)| until > t + 1e-6);
+        // A write taken beside the command in service (`admits`): its transfer uses the
+        // bus while that command does not; its media write follows that command's, so a
+        // read-ahead that command would have begun never starts.
+        let beside = prebuffers && !self.in_service.is_empty();
+        let window = self.bus_idle;
+        if beside {
+            if let Some(pf) = self.prefetch.filter(|pf| t < pf.t0) {
+                self.prefetch = None;
+                self.mech_free = self.mech_free.max(pf.t0);
+            }
+        }
         match io.op {
             Op::Read | Op::Write => {
+                if beside && self.admitted_at > 0 {
+                    self.defer = Some(self.admitted_at);
+                }
                 let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count, io.fua);
+                self.defer = None;
+                if prebuffers {
+                    self.in_service.push((lbn, lbn + count, fin));
+                }
+                if beside {
+                    self.prebuffered += 1;
+                    self.bus_idle = (fin, window.1);
+                } else if !self.deferred.is_empty() {
+                    self.destage_deferred(false);
+                }
                 let total = ms_to_ns(fin - t);
                 let seek_ns = ms_to_ns(seek).min(total);
                 let rotate_ns = ms_to_ns(lat).min(total - seek_ns);
@@ -1237,6 +1405,7 @@ impl Timing for MechanicalDisk {
             Op::Flush => {
                 // Wait for dirty data to reach the media.
                 self.stop_prefetch(t);
+                self.destage_deferred(true);
                 let wait = (self.dirty_until - t).max(0.0);
                 Service {
                     overhead_ns: ms_to_ns(wait),
@@ -1249,6 +1418,64 @@ impl Timing for MechanicalDisk {
 
     fn schedules(&self) -> bool {
         self.sched != Sched::Fcfs
+    }
+
+    fn prebuffers(&self) -> bool {
+        let c = &self.def.cache;
+        c.write_prebuffering
+            && c.enabled
+            && c.fast_write_level == 2
+            && self.segs.len() >= 2
+            && self.def.controller.queue_depth != 1
+    }
+
+    fn admits(&mut self, now: Nanos, io: &Io, position: usize) -> bool {
+        let depth = self.def.controller.queue_depth as usize;
+        if io.op != Op::Write || io.fua || io.len == 0 || (depth > 0 && position + 1 >= depth) {
+            return false;
+        }
+        let t = ns_to_ms(now);
+        let lbn = io.offset / SECTOR;
+        let end = (io.offset + io.len as u64).div_ceil(SECTOR);
+        if self
+            .in_service
+            .iter()
+            .any(|&(lo, hi, until)| until > t + 1e-6 && lo < end && lbn < hi)
+        {
+            return false;
+        }
+        // A segment of its own: none while the dirty ones are at the limit.
+        let segments = self.def.cache.write_segments as usize;
+        if segments > 0 {
+            let dirty = self.dirty_ends.iter().filter(|&&e| e > t).count();
+            if dirty + self.deferred.len() >= segments {
+                return false;
+            }
+        }
+        // The whole transfer, command to completion, inside the bus's free window (as
+        // `access` times a write-back write).
+        let (from, to) = self.bus_idle;
+        let c = &self.def.controller;
+        let bt = c.bus_write_ms_per_sector.unwrap_or(c.bus_ms_per_sector);
+        let done = t
+            + self.overhead(false, true)
+            + c.data_prep_ms
+            + (end - lbn) as f64 * bt
+            + c.write_completion_ms;
+        if from <= t && done <= to {
+            self.admitted_at = position;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, f64)> {
+        if self.prebuffers() {
+            vec![("prebuffered_writes".into(), self.prebuffered as f64)]
+        } else {
+            Vec::new()
+        }
     }
 
     fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
@@ -1291,7 +1518,13 @@ impl Timing for MechanicalDisk {
             };
         }
         self.mech_free = self.mech_free.min(t);
+        // Work pending on the media counts as done, as `dirty_until` is cut short: that
+        // of prebuffered writes too.
         self.dirty_until = self.dirty_until.min(t);
+        self.deferred.clear();
+        self.dirty_ends.clear();
+        self.bus_idle = NO_WINDOW;
+        self.in_service.clear();
     }
 }
 
