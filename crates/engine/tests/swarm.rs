@@ -139,6 +139,36 @@ const MECHANICAL_DRIVES: &[&str] = &[
     "wd800-fs2-mechanical",
 ];
 
+/// `quantum-atlas-10k` (a level-2 write-back drive) as an inline spec that prebuffers
+/// writes, with an on-board queue of 8 and a write segment per buffer segment, as the
+/// Maxtor Atlas 10K V DiskSim ships: the device runtime then completes queued writes
+/// beside the command in service and destages them later (`Timing::admits`), under the
+/// swarm's checks.
+fn prebuffering_drive() -> String {
+    let entry = include_str!("../../../catalogue/quantum-atlas-10k.toml");
+    let mut out = String::from("[device.spec]\n");
+    for line in entry.lines() {
+        let line = match line {
+            "queue_depth = 1" => "queue_depth = 8",
+            "write_segments = 1" => "write_segments = 10",
+            l => l,
+        };
+        if let Some(rest) = line.strip_prefix("[[") {
+            out += &format!("[[device.spec.{rest}\n");
+        } else if let Some(rest) = line.strip_prefix('[') {
+            out += &format!("[device.spec.{rest}\n");
+        } else {
+            out += line;
+            out += "\n";
+        }
+        if line == "[timing.cache]" {
+            out += "write_prebuffering = true\n";
+        }
+    }
+    assert!(out.contains("queue_depth = 8") && out.contains("write_segments = 10"));
+    out
+}
+
 /// A `[[function]]` table of a registered kind, drawn by the kind's own swarm generator:
 /// every function in the registry is in the swarm (arrays when `array`, the others when
 /// not). A generator may name a device `spare-…` that is not among `names` (a cache's own
@@ -355,7 +385,14 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
                 && t.contains(&format!("disk = \"{name}\""))
         });
         if needs {
-            *device = format!("model = \"{}\"\n", pick(&mut rng, MECHANICAL_DRIVES));
+            let model = pick(&mut rng, MECHANICAL_DRIVES);
+            // Odd seeds that drew the Atlas 10K get it as a prebuffering drive (the seed's
+            // parity, not a draw: the other seeds' scenarios stay as they were).
+            *device = if *model == "quantum-atlas-10k" && seed % 2 == 1 {
+                prebuffering_drive()
+            } else {
+                format!("model = \"{model}\"\n")
+            };
         }
     }
     // A RAID's spare was drawn at least as large as its smallest member; a member swapped
@@ -618,6 +655,17 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
             }
         }
         let mut devs = o.devices;
+        // Writes a prebuffering drive took beside the command in service (its counter is
+        // cumulative: the run's last part has the total).
+        let pre: f64 = devs
+            .iter()
+            .flat_map(|d| d.timing().counters())
+            .filter(|(n, _)| n == "prebuffered_writes")
+            .map(|(_, v)| v)
+            .sum();
+        if pre > 0.0 {
+            out.counters.insert("prebuffered_writes".into(), pre);
+        }
         // Energy conservation: every device's residency covers the run so far, exactly.
         for d in &devs {
             let sum: Nanos = d.ledger_rows(end).iter().map(|r| r.residency_ns).sum();
@@ -802,6 +850,9 @@ fn swarm() {
             "replacements",
             "replaced_stripes",
             "resumed_replacements",
+            // A prebuffering drive (`prebuffering_drive`) completed queued writes beside
+            // the command in service.
+            "prebuffered_writes",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
