@@ -101,6 +101,30 @@ TREE_GAP_MS = 40.0
 TREE_REQUESTS = 250
 
 
+def wattio_finish_ms(work: Path, parv: Path, trace: Path, n: int, expect: str | None = None):
+    """Each request's finish time (ms, by request) of `wattio run` on the `wattio disk
+    import` of `parv` (which must import with nothing unsupported; its entry must contain
+    `expect` if given) for the DiskSim ascii `trace` of `n` requests."""
+    import pandas as pd
+
+    wattio = side_by_side.wattio_command(None)
+    drives = work / "drives"
+    drives.mkdir()
+    entry = drives / f"{parv.stem}.toml"
+    p = subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)],
+                       capture_output=True, text=True, check=True)
+    assert "unsupported" not in p.stderr, p.stderr
+    assert expect is None or expect in entry.read_text()
+    entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
+    cfg = side_by_side.wattio_config(work, parv.stem, parv.stem, catalogue="drives")
+    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
+    subprocess.run([*wattio, "run", str(cfg), "--trace", str(trace), "--format", "disksim",
+                    "--out", str(work / "out"), "--quiet"], check=True, capture_output=True)
+    w = pd.read_parquet(work / "out" / "requests.parquet").sort_values("id")
+    assert len(w) == n
+    return w["finish_ns"].to_numpy() / 1e6
+
+
 def tree_layout() -> tuple[str, int]:
     """A serpentine tree over cheetah4LP's 8 surfaces, written for this test: two zones of
     100 bands of 32 cylinders; in a band each surface in turn, even ones walking the band
@@ -175,24 +199,11 @@ def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
     subprocess.run([str(binary), "tree.parv", "tree.outv", "ascii", "tree.trace", "0"], cwd=tmp_path,
                    check=True, capture_output=True)
     ds = pd.read_csv(tmp_path / "exectrace").set_index("tagID")["simtime"]
-
-    wattio = side_by_side.wattio_command(None)
-    drives = tmp_path / "drives"
-    drives.mkdir()
-    p = subprocess.run([*wattio, "disk", "import", str(tmp_path / "tree.parv"), "--out", str(drives / "tree.toml")],
-                       capture_output=True, text=True, check=True)
-    assert "unsupported" not in p.stderr, p.stderr
-    entry = drives / "tree.toml"
-    assert "[timing.layout.tree]" in entry.read_text()
-    entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
-    cfg = side_by_side.wattio_config(tmp_path, "tree", "tree", catalogue="drives")
-    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
-    subprocess.run([*wattio, "run", str(cfg), "--trace", str(tmp_path / "tree.trace"), "--format", "disksim",
-                    "--out", str(tmp_path / "out"), "--quiet"], check=True, capture_output=True)
-    w = pd.read_parquet(tmp_path / "out" / "requests.parquet").sort_values("id")
-    assert len(w) == len(ds) == TREE_REQUESTS
+    assert len(ds) == TREE_REQUESTS
+    finish = wattio_finish_ms(tmp_path, tmp_path / "tree.parv", tmp_path / "tree.trace", TREE_REQUESTS,
+                              expect="[timing.layout.tree]")
     arrivals = pd.Series([float(ln.split()[0]) for ln in lines])
-    ours = w["finish_ns"].to_numpy() / 1e6 - arrivals.to_numpy()
+    ours = finish - arrivals.to_numpy()
     theirs = ds.reindex(range(1, TREE_REQUESTS + 1)).to_numpy() - arrivals.to_numpy()
     diff = abs(ours - theirs)
     # DiskSim's platter angle drifts by about 1.4 µs a simulated second (docs/validation.md,
@@ -233,22 +244,10 @@ def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]
     subprocess.run([str(binary), "x.parv", "x.outv", "ascii", "x.trace", "0"], cwd=work, check=True,
                    capture_output=True)
     ds = pd.read_csv(work / "exectrace").set_index("tagID")["simtime"]
-    wattio = side_by_side.wattio_command(None)
-    (work / "drives").mkdir()
-    p = subprocess.run([*wattio, "disk", "import", str(work / "x.parv"), "--out", str(work / "drives" / "x.toml")],
-                       capture_output=True, text=True, check=True)
-    assert "unsupported" not in p.stderr, p.stderr
-    entry = work / "drives" / "x.toml"
-    entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
-    cfg = side_by_side.wattio_config(work, "x", "x", catalogue="drives")
-    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
-    subprocess.run([*wattio, "run", str(cfg), "--trace", str(work / "x.trace"), "--format", "disksim",
-                    "--out", str(work / "out"), "--quiet"], check=True, capture_output=True)
-    w = pd.read_parquet(work / "out" / "requests.parquet").sort_values("id")
     n = len(lines)
-    assert len(w) == len(ds) == n
+    assert len(ds) == n
     arrivals = pd.Series([float(ln.split()[0]) for ln in lines]).to_numpy()
-    ours = w["finish_ns"].to_numpy() / 1e6 - arrivals
+    ours = wattio_finish_ms(work, work / "x.parv", work / "x.trace", n) - arrivals
     theirs = ds.reindex(range(1, n + 1)).to_numpy() - arrivals
     return ours, theirs
 

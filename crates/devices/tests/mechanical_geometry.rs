@@ -87,6 +87,18 @@ fn io(op: Op, lbn: u64, n: u32) -> Io {
 
 const MS: u64 = 1_000_000;
 
+/// `def()` with write-back (`fast_write_level` 2), a 0.1 ms write-hit overhead, a read
+/// miss disconnecting 0.02 ms after its command, and `prebuffering`.
+fn write_back(prebuffering: bool) -> MechanicalDef {
+    let mut d = def();
+    d.cache.fast_write_level = 2;
+    d.cache.write_prebuffering = prebuffering;
+    d.controller.read_disconnect_after_read_ms = 0.02;
+    d.controller.write_hit_after_read_ms = 0.1;
+    d.controller.write_hit_after_write_ms = 0.1;
+    d
+}
+
 #[test]
 fn rotational_latency_in_absolute_time() {
     let d = MechanicalDisk::new(def()).unwrap();
@@ -454,12 +466,7 @@ fn fault_regions_are_checked_and_need_geometry() {
 fn a_prebuffered_write_takes_the_bus_while_a_read_miss_is_disconnected() {
     // Write-back, prebuffering, no bus time; a read disconnects 0.02 ms after its 0.5 ms
     // command overhead and a write-back write costs 0.1 ms of overhead.
-    let mut pb = def();
-    pb.cache.fast_write_level = 2;
-    pb.cache.write_prebuffering = true;
-    pb.controller.read_disconnect_after_read_ms = 0.02;
-    pb.controller.write_hit_after_read_ms = 0.1;
-    pb.controller.write_hit_after_write_ms = 0.1;
+    let mut pb = write_back(true);
     let mut d = MechanicalDisk::new(pb.clone()).unwrap();
     assert!(d.prebuffers());
     // A: read miss of block 0 at 0 ms, off the bus from 0.52 ms until block 0 is in at
@@ -518,15 +525,10 @@ fn full_write_back_without_prebuffering_waits_for_the_destage_before_it() {
     // (`limited_write_back_takes_one_stream_and_makes_others_wait_for_the_media`): B at
     // 1 ms waits for A's destage (3.1 ms) and is done then, 2.1 ms; with prebuffering
     // B is done once its data is in, 0.1 ms.
-    let mut wb = def();
-    wb.cache.fast_write_level = 2;
-    wb.controller.write_hit_after_read_ms = 0.1;
-    wb.controller.write_hit_after_write_ms = 0.1;
-    let mut d = MechanicalDisk::new(wb.clone()).unwrap();
+    let mut d = MechanicalDisk::new(write_back(false)).unwrap();
     assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
     assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 2_100_000);
-    wb.cache.write_prebuffering = true;
-    let mut d = MechanicalDisk::new(wb).unwrap();
+    let mut d = MechanicalDisk::new(write_back(true)).unwrap();
     assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
     assert_eq!(d.service(MS, &io(Op::Write, 500, 1)).total(), 100_000);
 }
@@ -537,13 +539,7 @@ fn a_prebuffered_write_behind_queued_commands_is_destaged_after_them() {
     // taken with one command queued before it (B): its data is in at 1.1 ms, and its media
     // write waits for B's, as DiskSim's drive writes it when it becomes its current
     // request.
-    let mut pb = def();
-    pb.cache.fast_write_level = 2;
-    pb.cache.write_prebuffering = true;
-    pb.controller.read_disconnect_after_read_ms = 0.02;
-    pb.controller.write_hit_after_read_ms = 0.1;
-    pb.controller.write_hit_after_write_ms = 0.1;
-    let mut d = MechanicalDisk::new(pb).unwrap();
+    let mut d = MechanicalDisk::new(write_back(true)).unwrap();
     assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 10_100_000);
     assert!(d.admits(MS, &io(Op::Write, 200, 1), 1));
     assert_eq!(d.service(MS, &io(Op::Write, 200, 1)).total(), 100_000);
@@ -572,12 +568,8 @@ fn prebuffered_writes_wait_for_every_destage_once_the_write_segments_are_full() 
     // settle to 4.3 ms (angle 0.43), wait to 7.0 ms, written at 7.1 ms. W3 at 2 ms finds
     // both segments dirty and waits, as DiskSim's drive does, until all are clean (7.1
     // ms): 5.1 ms. With a third segment it is done at once.
-    let mut pb = def();
-    pb.cache.fast_write_level = 2;
-    pb.cache.write_prebuffering = true;
+    let mut pb = write_back(true);
     pb.cache.write_segments = 2;
-    pb.controller.write_hit_after_read_ms = 0.1;
-    pb.controller.write_hit_after_write_ms = 0.1;
     let run = |pb: &MechanicalDef, last: Io| {
         let mut d = MechanicalDisk::new(pb.clone()).unwrap();
         assert_eq!(d.service(0, &io(Op::Write, 200, 1)).total(), 100_000);
