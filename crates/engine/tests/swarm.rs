@@ -568,6 +568,15 @@ struct Outcome {
     counters: std::collections::BTreeMap<String, f64>,
 }
 
+/// Device models' counter `name`, summed over `devs`.
+fn model_counter(devs: &[wattio_core::device::DeviceRuntime], name: &str) -> f64 {
+    devs.iter()
+        .flat_map(|d| d.timing().counters())
+        .filter(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .sum()
+}
+
 fn run(seed: u64, broken: Option<Broken>) -> Result<Outcome, String> {
     run_scenario(draw(seed, broken))
 }
@@ -657,12 +666,7 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
         let mut devs = o.devices;
         // Writes a prebuffering drive took beside the command in service (its counter is
         // cumulative: the run's last part has the total).
-        let pre: f64 = devs
-            .iter()
-            .flat_map(|d| d.timing().counters())
-            .filter(|(n, _)| n == "prebuffered_writes")
-            .map(|(_, v)| v)
-            .sum();
+        let pre = model_counter(&devs, "prebuffered_writes");
         if pre > 0.0 {
             out.counters.insert("prebuffered_writes".into(), pre);
         }
@@ -692,12 +696,7 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
             // pages): a device error kept it from writing them back (the unload did not
             // complete, and the layer says so); without one, a bug.
             let left = o.stack.unload_left();
-            let eio: f64 = devs
-                .iter()
-                .flat_map(|d| d.timing().counters())
-                .filter(|(n, _)| n == "fault_eio")
-                .map(|(_, v)| v)
-                .sum();
+            let eio = model_counter(&devs, "fault_eio");
             if !left.is_empty() && eio > 0.0 {
                 out.unloads_incomplete += 1;
             } else {
