@@ -161,3 +161,37 @@ fn a_dual_seek_file_says_its_write_column_is_not_used() {
         imp.unsupported
     );
 }
+
+#[test]
+fn write_back_keys_import_and_write_on_arrival_is_reported_only_past_one_command() {
+    // The small drive with DiskSim's prebuffering keys, and `Immediate buffer write`
+    // (no effect in DiskSim 4.0 for a drive holding one command: docs/validation.md).
+    let with = |queue: u32| {
+        let text = std::fs::read_to_string(corpus().join("small_disk.parv"))
+            .unwrap()
+            .replace(
+                "Fast write level = 2",
+                &format!(
+                    "Fast write level = 2,\n  Allow write prebuffering = 1,\n  \
+                     Maximum number of write segments = 2,\n  Max queue length = {queue},\n  \
+                     Immediate buffer write = 1"
+                ),
+            );
+        let doc =
+            libparam::parse(&text, "d.parv", Path::new("."), &mut libparam::NoLoader).unwrap();
+        convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap()
+    };
+    let one = with(1);
+    assert!(one.unsupported.is_empty(), "{:?}", one.unsupported);
+    let c = &one.timing.cache;
+    assert!(c.write_prebuffering);
+    assert_eq!(
+        (c.write_segments, one.timing.controller.queue_depth),
+        (2, 1)
+    );
+    let eight = with(8);
+    assert_eq!(
+        eight.unsupported,
+        vec!["Immediate buffer write = 1 (d.parv:26) with Max queue length = 8".to_string()]
+    );
+}
