@@ -662,8 +662,8 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
     };
     // `Immediate buffer write` (write-on-arrival) changes nothing DiskSim 4.0 reports for a
     // drive that holds one command: atlas10k's own validation run gives the same output
-    // with it 0 or 1, and cheetah4LP at write-back levels 1 and 2 (with and without
-    // prebuffering, on-board queue of 1 or 8) every request's completion the same. Only
+    // with it 0 or 1, and cheetah4LP every request's completion the same (write-back
+    // levels 1 and 2 with its queue of 1; level 2, prebuffering, a queue of 8). Only
     // on the Maxtor Atlas 10K V (a queue of 8 under scheduling policy 21) did requests
     // move (by nanoseconds, then 1.3 % of the mean once its scheduler carried them on):
     // the model has no write-on-arrival, so there it is reported.
