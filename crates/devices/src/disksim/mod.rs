@@ -61,6 +61,14 @@ fn uint(b: &Block, key: &str) -> Result<u32, String> {
     Ok(v as u32)
 }
 
+/// A whole number ≥ 0, 0 when `key` is absent.
+fn opt_uint(b: &Block, key: &str) -> Result<u32, String> {
+    match num(b, key)? {
+        Some(_) => uint(b, key),
+        None => Ok(0),
+    }
+}
+
 fn opt_num(b: &Block, key: &str) -> Result<f64, String> {
     Ok(num(b, key)?.unwrap_or(0.0))
 }
@@ -610,10 +618,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         zero_latency_read: false,
         read_any_free_blocks: opt_num(disk, "Read any free blocks")? != 0.0,
         write_prebuffering: opt_num(disk, "Allow write prebuffering")? != 0.0,
-        write_segments: match num(disk, "Maximum number of write segments")? {
-            Some(_) => uint(disk, "Maximum number of write segments")?,
-            None => 0,
-        },
+        write_segments: opt_uint(disk, "Maximum number of write segments")?,
     };
     if !by_req && hw != 0.0 {
         unsupported.push(format!(
@@ -655,10 +660,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         write_disconnect_ms: opt_num(disk, "Write disconnect overhead")?,
         never_disconnect: opt_num(disk, "Never disconnect")? != 0.0,
         extra_write_disconnect: opt_num(disk, "Extra write disconnect")? != 0.0,
-        queue_depth: match num(disk, "Max queue length")? {
-            Some(_) => uint(disk, "Max queue length")?,
-            None => 0,
-        },
+        queue_depth: opt_uint(disk, "Max queue length")?,
     };
     // `Immediate buffer write` (write-on-arrival) changes nothing DiskSim 4.0 reports for a
     // drive that holds one command: atlas10k's own validation run gives the same output

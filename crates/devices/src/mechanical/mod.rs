@@ -264,11 +264,11 @@ pub struct MechanicalDisk {
     /// The blocks of the commands in service and when each completes (ms): a
     /// prebuffered write may not overlap them.
     in_service: Vec<(u64, u64, f64)>,
+    /// The drive prebuffers writes (`Timing::prebuffers`; from `def`, kept so that the
+    /// per-command path reads one flag).
+    prebuffers: bool,
     /// Writes taken by prebuffering.
     prebuffered: u64,
-    /// Set by `service` for a prebuffered write with this many commands queued before
-    /// it: `access` buffers it without its media write.
-    defer: Option<usize>,
     /// Prebuffered writes whose media write waits for the commands queued before them.
     deferred: Vec<Deferred>,
     /// The queue position `admits` last took a write from.
@@ -421,6 +421,14 @@ impl MechanicalDisk {
                 s.write = true;
             }
         }
+        // Prebuffering needs write-back, a segment beside the one in use, and room in the
+        // drive's queue for a command beside the one in service.
+        let c = &def.cache;
+        let prebuffers = c.write_prebuffering
+            && c.enabled
+            && c.fast_write_level == 2
+            && segs.len() >= 2
+            && def.controller.queue_depth != 1;
         Ok(MechanicalDisk {
             period: 60_000.0 / def.rpm,
             capacity: layout.blocks() * SECTOR,
@@ -439,7 +447,7 @@ impl MechanicalDisk {
             bus_idle: NO_WINDOW,
             in_service: Vec::new(),
             prebuffered: 0,
-            defer: None,
+            prebuffers,
             deferred: Vec::new(),
             admitted_at: 0,
             dirty_ends: Vec::new(),
@@ -964,8 +972,18 @@ impl MechanicalDisk {
 
     /// Service one request arriving at `t` (ms), returning (end, first seek, first
     /// latency, overhead) in ms. A `fua` write completes only once on the media, whatever
-    /// the write-back setting (SCSI/ATA Force Unit Access).
-    fn access(&mut self, t: f64, op: Op, lbn: u64, count: u64, fua: bool) -> (f64, f64, f64, f64) {
+    /// the write-back setting (SCSI/ATA Force Unit Access). `defer`: a prebuffered
+    /// write-back write with this many commands queued before it, buffered now and written
+    /// to the media after them (`destage_deferred`).
+    fn access(
+        &mut self,
+        t: f64,
+        op: Op,
+        lbn: u64,
+        count: u64,
+        fua: bool,
+        defer: Option<usize>,
+    ) -> (f64, f64, f64, f64) {
         let read = op == Op::Read;
         let bt = self.def.controller.bus_ms_per_sector;
         let end_lbn = lbn + count;
@@ -1247,8 +1265,8 @@ impl MechanicalDisk {
             1
         };
         let avail = Some((data_start, bt, need));
-        let deferring = fast && self.defer.is_some();
-        let (pos, lat, mend) = match self.defer.take() {
+        let deferring = fast && defer.is_some();
+        let (pos, lat, mend) = match defer {
             // A prebuffered write with commands queued before it: its media write waits
             // for them (`destage_deferred`).
             Some(behind) if fast => {
@@ -1360,9 +1378,12 @@ impl Timing for MechanicalDisk {
         let end = (io.offset + io.len as u64).div_ceil(SECTOR);
         let count = end.saturating_sub(lbn).max(1);
         let t = ns_to_ms(start);
-        let prebuffers = self.prebuffers();
-        // A command ending at `t` has ended (its end in ns is rounded to the nearest ns).
-        self.in_service.retain(|&(_, _, until)| until > t + 1e-6);
+        let prebuffers = self.prebuffers;
+        if prebuffers {
+            // A command ending at `t` has ended (its end in ns is rounded to the nearest
+            // ns).
+            self.in_service.retain(|&(_, _, until)| until > t + 1e-6);
+        }
         // A write taken beside the command in service (`admits`): its transfer uses the
         // bus while that command does not; its media write follows that command's, so a
         // read-ahead that command would have begun never starts.
@@ -1376,11 +1397,9 @@ impl Timing for MechanicalDisk {
         }
         match io.op {
             Op::Read | Op::Write => {
-                if beside && self.admitted_at > 0 {
-                    self.defer = Some(self.admitted_at);
-                }
-                let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count, io.fua);
-                self.defer = None;
+                // Taken with commands queued before it: its media write waits for them.
+                let defer = (beside && self.admitted_at > 0).then_some(self.admitted_at);
+                let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count, io.fua, defer);
                 if prebuffers {
                     self.in_service.push((lbn, lbn + count, fin));
                 }
@@ -1421,12 +1440,7 @@ impl Timing for MechanicalDisk {
     }
 
     fn prebuffers(&self) -> bool {
-        let c = &self.def.cache;
-        c.write_prebuffering
-            && c.enabled
-            && c.fast_write_level == 2
-            && self.segs.len() >= 2
-            && self.def.controller.queue_depth != 1
+        self.prebuffers
     }
 
     fn admits(&mut self, now: Nanos, io: &Io, position: usize) -> bool {
@@ -1471,7 +1485,7 @@ impl Timing for MechanicalDisk {
     }
 
     fn counters(&self) -> Vec<(String, f64)> {
-        if self.prebuffers() {
+        if self.prebuffers {
             vec![("prebuffered_writes".into(), self.prebuffered as f64)]
         } else {
             Vec::new()
