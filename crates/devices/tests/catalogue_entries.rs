@@ -539,6 +539,58 @@ fn flash_fits_reproduce_their_datapoints() {
     );
 }
 
+fn write_at_us(f: &mut Flash, offset: u64, len: u32) -> f64 {
+    f.service(0, &Request::new(0, Op::Write, offset, len).io(0))
+        .total() as f64
+        / 1e3
+}
+
+#[test]
+fn the_cf_cards_log_block_ftl_charges_merges_for_scattered_writes() {
+    // sandisk-ultra-cf-2gb: 9 MB/s, 128 KiB erase blocks of 2 KiB pages, 4 log blocks,
+    // a copy 225 µs, an erase 2 ms. 4 KiB written at 9 MB/s: 455.11 µs.
+    let mut f =
+        Flash::from_toml(&spec("sandisk-ultra-cf-2gb").timing).unwrap_or_else(|e| panic!("{e}"));
+    let w4k = 4096.0 / 9.0;
+    // Pages 1–2 of four erase blocks: four logs, out of page order, no merge yet.
+    for b in 0..4u64 {
+        close(
+            write_at_us(&mut f, b * 131_072 + 2048, 4096),
+            w4k,
+            1e-3,
+            "log taken",
+        );
+    }
+    // A fifth block: the least recent log is merged in full, 64 copies and one erase
+    // beyond the write: 64 × 225 + 2,000 = 16,400 µs (times to the nanosecond).
+    close(
+        write_at_us(&mut f, 4 * 131_072 + 2048, 4096),
+        w4k + 16_400.0,
+        1e-3,
+        "full merge",
+    );
+    // A whole aligned block still needs a log: it evicts the next least recent (another
+    // full merge), fills its log in order and replaces its data block without a copy.
+    close(
+        write_at_us(&mut f, 100 * 131_072, 131_072),
+        131_072.0 / 9.0 + 16_400.0,
+        1e-3,
+        "aligned block after an eviction",
+    );
+    // That switch freed its log: the next aligned block takes it and costs the rate alone.
+    close(
+        write_at_us(&mut f, 101 * 131_072, 131_072),
+        131_072.0 / 9.0,
+        1e-3,
+        "aligned block into a free log",
+    );
+    let counters: std::collections::HashMap<String, f64> = f.counters().into_iter().collect();
+    assert_eq!(counters["ftl_full_merges"], 2.0);
+    assert_eq!(counters["ftl_switch_merges"], 2.0);
+    assert_eq!(counters["ftl_pages_copied"], 128.0);
+    assert_eq!(counters["ftl_blocks_erased"], 6.0);
+}
+
 #[test]
 fn constellation_zoned_rate_spans_the_datasheet_range() {
     let d = ParametricHdd::from_toml(&spec("seagate-constellation-es3-4tb").timing)
