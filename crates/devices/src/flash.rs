@@ -6,7 +6,8 @@
 //! page-mapped FTL worth modelling should use the `ssd` model.
 //!
 //! Timing parameters: `capacity_bytes`, `page_bytes`, `read_page_us`, `program_page_us`,
-//! `read_mbps`, `write_mbps`, optional `overhead_us`.
+//! `read_mbps`, `write_mbps`, optional `overhead_us` (latencies at most 1 s, rates at least
+//! 1 kB/s).
 //!
 //! ## Log-block FTL (`ftl = "log-block"`)
 //!
@@ -75,6 +76,32 @@ const KEYS: &[&str] = &[
 /// an eviction looks at every log.
 pub const MAX_LOG_BLOCKS: u64 = 4096;
 
+/// Longest accepted latency (1 s) and slowest accepted rate (1 kB/s), as the `ssd` model
+/// bounds its own: every simulated time then stays far from u64 overflow.
+const MAX_US: f64 = 1e6;
+const MIN_MBPS: f64 = 1e-3;
+
+/// `timing.<key>` = `v` µs, at most [`MAX_US`].
+fn us(key: &str, v: f64) -> Result<Nanos, String> {
+    if v > MAX_US {
+        return Err(format!(
+            "timing.{key}: expected at most {MAX_US} µs, got {v}"
+        ));
+    }
+    Ok(secs_to_ns(v / 1e6))
+}
+
+/// `timing.<key>` in MB/s, at least [`MIN_MBPS`]: bytes per second.
+fn bps(t: &toml::Table, key: &str) -> Result<f64, String> {
+    let v = positive(t, key)?;
+    if v < MIN_MBPS {
+        return Err(format!(
+            "timing.{key}: expected at least {MIN_MBPS} MB/s, got {v}"
+        ));
+    }
+    Ok(v * 1e6)
+}
+
 impl Flash {
     pub fn from_toml(t: &toml::Table) -> Result<Flash, String> {
         check_keys(t, KEYS)?;
@@ -82,11 +109,11 @@ impl Flash {
         Ok(Flash {
             capacity,
             page: count(t, "page_bytes")?,
-            read_page: secs_to_ns(f64_key(t, "read_page_us")? / 1e6),
-            program_page: secs_to_ns(f64_key(t, "program_page_us")? / 1e6),
-            read_bps: positive(t, "read_mbps")? * 1e6,
-            write_bps: positive(t, "write_mbps")? * 1e6,
-            overhead: secs_to_ns(opt_f64(t, "overhead_us")?.unwrap_or(0.0) / 1e6),
+            read_page: us("read_page_us", f64_key(t, "read_page_us")?)?,
+            program_page: us("program_page_us", f64_key(t, "program_page_us")?)?,
+            read_bps: bps(t, "read_mbps")?,
+            write_bps: bps(t, "write_mbps")?,
+            overhead: us("overhead_us", opt_f64(t, "overhead_us")?.unwrap_or(0.0))?,
             ftl: LogBlockFtl::from_toml(t)?,
         })
     }
@@ -114,11 +141,23 @@ impl Timing for Flash {
             }
         };
         let merges = match (&mut self.ftl, io.op) {
-            (Some(ftl), Op::Write) if io.len > 0 => ftl.write(io.offset, io.len as u64),
+            // Past the end the I/O fails in the runtime; the FTL keeps to the card.
+            (Some(ftl), Op::Write)
+                if io.len > 0
+                    && io
+                        .offset
+                        .checked_add(io.len as u64)
+                        .is_some_and(|end| end <= self.capacity) =>
+            {
+                ftl.write(io.offset, io.len as u64)
+            }
             _ => 0,
         };
         Service {
-            transfer_ns: pages * per_page + secs_to_ns(io.len as f64 / bps) + merges,
+            transfer_ns: pages
+                .saturating_mul(per_page)
+                .saturating_add(secs_to_ns(io.len as f64 / bps))
+                .saturating_add(merges),
             overhead_ns: self.overhead,
             ..Service::default()
         }
@@ -135,6 +174,84 @@ impl Timing for Flash {
                 ("ftl_blocks_erased".into(), f.erased as f64),
             ],
         }
+    }
+}
+
+impl Flash {
+    /// The log-block FTL's bookkeeping agrees with itself (tests and the fuzz target).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let Some(f) = &self.ftl else { return Ok(()) };
+        if f.logs.len() > f.max_logs {
+            return Err(format!("{} logs, at most {}", f.logs.len(), f.max_logs));
+        }
+        if f.by_block.len() != f.logs.len() {
+            return Err(format!(
+                "{} blocks indexed, {} logs",
+                f.by_block.len(),
+                f.logs.len()
+            ));
+        }
+        for (i, log) in f.logs.iter().enumerate() {
+            if f.by_block.get(&log.block) != Some(&i) {
+                return Err(format!("log {i} of block {} not indexed", log.block));
+            }
+            // A log is merged the moment it fills, and holds a page from when it is taken.
+            if log.used == 0 || log.used >= f.pages_per_block {
+                return Err(format!("log {i} holds {} pages", log.used));
+            }
+        }
+        let merges = f.switch_merges + f.partial_merges + f.full_merges;
+        if f.erased != merges + f.full_merges {
+            return Err(format!("{} erases for {merges} merges", f.erased));
+        }
+        Ok(())
+    }
+}
+
+/// Fuzz entry (`fuzz/fuzz_targets/flash_timing.rs` and the corpus test): `data` is a
+/// `[timing]` table as TOML text. Bad input must give an error, never a panic; a model
+/// that builds is driven through writes and reads derived from the input's bytes, and
+/// its FTL checked afterwards.
+#[doc(hidden)]
+pub fn fuzz_timing_toml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+        return;
+    };
+    let Ok(mut f) = Flash::from_toml(&t) else {
+        return;
+    };
+    let cap = f.capacity;
+    let mut x = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..2000 {
+        let r = next();
+        let op = match r % 8 {
+            0 => Op::Discard,
+            1..=4 => Op::Write,
+            _ => Op::Read,
+        };
+        // Mostly in range (where a card's writes gather), sometimes anywhere.
+        let offset = match (r >> 8) % 16 {
+            0 => u64::MAX - (r >> 16) % 4096,
+            1..=8 => (r >> 16) % cap.min(1 << 22),
+            _ => (r >> 16) % cap,
+        };
+        let len = ((r >> 40) % (1 << 18)) as u32;
+        let svc = f.service(0, &Io::own(i, op, 0, offset, len));
+        assert!(svc.total() < 1 << 62, "runaway time {svc:?}");
+    }
+    if let Err(e) = f.check_invariants() {
+        panic!("FTL inconsistent: {e}");
     }
 }
 
@@ -216,24 +333,32 @@ impl LogBlockFtl {
             }
         }
         let page = ftl_key(t, "ftl_page_bytes", count)?;
+        if !(512..=1 << 20).contains(&page) {
+            return Err(format!(
+                "timing.ftl_page_bytes: expected a NAND page of 512 B to 1 MiB, got {page}"
+            ));
+        }
         let pages_per_block = ftl_key(t, "ftl_pages_per_block", count)?;
+        if pages_per_block > 1 << 16 {
+            return Err(format!(
+                "timing.ftl_pages_per_block: expected at most 65536, got {pages_per_block}"
+            ));
+        }
         let logs = ftl_key(t, "ftl_log_blocks", count)?;
         if logs > MAX_LOG_BLOCKS {
             return Err(format!(
                 "timing.ftl_log_blocks: expected at most {MAX_LOG_BLOCKS}, got {logs}"
             ));
         }
-        if page.checked_mul(pages_per_block).is_none() {
-            return Err(format!(
-                "timing.ftl_pages_per_block: {pages_per_block} pages of {page} B overflow"
-            ));
-        }
         Ok(Some(LogBlockFtl {
             page,
             pages_per_block,
             max_logs: logs as usize,
-            copy_page: secs_to_ns(ftl_key(t, "ftl_copy_page_us", f64_key)? / 1e6),
-            erase: secs_to_ns(ftl_key(t, "ftl_erase_block_us", f64_key)? / 1e6),
+            copy_page: us("ftl_copy_page_us", ftl_key(t, "ftl_copy_page_us", f64_key)?)?,
+            erase: us(
+                "ftl_erase_block_us",
+                ftl_key(t, "ftl_erase_block_us", f64_key)?,
+            )?,
             logs: Vec::new(),
             by_block: HashMap::new(),
             clock: 0,
@@ -245,10 +370,10 @@ impl LogBlockFtl {
         }))
     }
 
-    /// A write of `len` ≥ 1 bytes at `offset`: the time its merges take.
+    /// A write of `len` ≥ 1 bytes at `offset`, inside the card: the time its merges take.
     fn write(&mut self, offset: u64, len: u64) -> Nanos {
         let first = offset / self.page;
-        let last = offset.saturating_add(len - 1) / self.page;
+        let last = (offset + len - 1) / self.page;
         let mut cost = 0;
         let mut p = first;
         while p <= last {
@@ -449,6 +574,22 @@ mod tests {
         let full = "ftl = \"log-block\"\nftl_page_bytes = 2048\nftl_pages_per_block = 64\nftl_copy_page_us = 225\nftl_erase_block_us = 2000\n";
         assert!(err(&format!("{full}ftl_log_blocks = 0")).contains("timing.ftl_log_blocks"));
         assert!(err(&format!("{full}ftl_log_blocks = 5000")).contains("at most 4096"));
+        let tiny = full.replace("ftl_page_bytes = 2048", "ftl_page_bytes = 1");
+        assert!(err(&format!("{tiny}ftl_log_blocks = 4"))
+            .contains("timing.ftl_page_bytes: expected a NAND page"));
+        let slow = full.replace("ftl_erase_block_us = 2000", "ftl_erase_block_us = 2e6");
+        assert!(err(&format!("{slow}ftl_log_blocks = 4"))
+            .contains("timing.ftl_erase_block_us: expected at most"));
+        let t: toml::Table =
+            toml::from_str(&base.replace("read_mbps = 8", "read_mbps = 0.0001")).unwrap();
+        assert!(Flash::from_toml(&t)
+            .unwrap_err()
+            .contains("timing.read_mbps: expected at least"));
+        let t: toml::Table =
+            toml::from_str(&base.replace("read_page_us = 0", "read_page_us = 2e6")).unwrap();
+        assert!(Flash::from_toml(&t)
+            .unwrap_err()
+            .contains("timing.read_page_us: expected at most"));
         assert!(err(&format!("{full}ftl_log_blocks = 4\nftl_erase = 1"))
             .contains("timing.ftl_erase: unknown key"));
     }

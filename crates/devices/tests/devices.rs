@@ -5,6 +5,7 @@
 mod catalogue_entries;
 mod catalogue_robustness;
 mod catalogue_runtime;
+mod flash_fuzz_corpus;
 mod mechanical_fuzz_corpus;
 mod mechanical_geometry;
 mod mechanical_validation;
