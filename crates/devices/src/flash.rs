@@ -214,25 +214,15 @@ impl Flash {
 /// its FTL checked afterwards.
 #[doc(hidden)]
 pub fn fuzz_timing_toml(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+    let Some(t) = crate::fuzz_input::timing_table(data) else {
         return;
     };
     let Ok(mut f) = Flash::from_toml(&t) else {
         return;
     };
     let cap = f.capacity;
-    let mut x = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut stream = crate::fuzz_input::Stream::of(data);
+    let mut next = || stream.next();
     for i in 0..2000 {
         let r = next();
         let op = match r % 8 {

@@ -20,6 +20,7 @@ pub mod disksim;
 pub mod dram;
 pub mod fault;
 pub mod flash;
+mod fuzz_input;
 pub mod hdd;
 pub mod mechanical;
 mod params;

@@ -975,10 +975,7 @@ impl Ssd {
 /// checked for consistency afterwards.
 #[doc(hidden)]
 pub fn fuzz_timing_toml(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+    let Some(t) = crate::fuzz_input::timing_table(data) else {
         return;
     };
     let Ok(p) = SsdParams::from_toml(&t) else {
@@ -991,15 +988,8 @@ pub fn fuzz_timing_toml(data: &[u8]) {
     let mut s = Ssd::new(p);
     let cap = s.capacity();
     let page = s.p.page_bytes as u64;
-    let mut x = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut stream = crate::fuzz_input::Stream::of(data);
+    let mut next = || stream.next();
     let mut now: Nanos = 0;
     let ops = 64 + (s.logical_pages * 3).min(4000);
     for i in 0..ops {
