@@ -280,6 +280,21 @@ fn run(config: &str, requests: u64) -> Rates {
         sim.push(cpu_s() - c0 - timed.source_s);
         assert_eq!(out2.requests, requests);
         assert_eq!(out2.end, out.end, "the buffered run must be the same run");
+        if std::env::var_os("SIM_IDENTITY").is_some() {
+            let counters: Vec<String> = out2
+                .stack
+                .layers()
+                .iter()
+                .map(|f| format!("{:?}", f.counters()))
+                .collect();
+            eprintln!(
+                "IDENTITY end={} mean={} p99={} {:?}",
+                out2.end,
+                out2.latency.mean(),
+                out2.latency.quantile(0.99),
+                counters
+            );
+        }
     }
     let (e2e_s, stack_s, wall_s) = (median(e2e), median(sim), median(walls));
     let r = requests as f64;

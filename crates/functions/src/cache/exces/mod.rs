@@ -41,6 +41,7 @@
 mod config;
 pub mod map_log;
 pub mod ranker;
+mod slot_set;
 pub mod topk;
 
 pub use config::{
@@ -49,7 +50,8 @@ pub use config::{
 
 use map_log::UNMAPPED;
 use ranker::{Decay, PageRanker};
-use std::collections::{BTreeSet, VecDeque};
+use slot_set::SlotSet;
+use std::collections::VecDeque;
 use topk::{TopK, Update};
 use wattio_core::block_index::BlockIndex;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
@@ -483,8 +485,8 @@ pub struct Exces {
     /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
     /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
     /// planning costs what it moves, not k (ordered sets: deterministic plans).
-    incoming: BTreeSet<u64>,
-    outgoing: BTreeSet<u32>,
+    incoming: FxHashSet<u64>,
+    outgoing: SlotSet,
     dirty_pages: u64,
     disk_asleep: bool,
     /// Per power state of the disk: can it serve I/O (idle, active, seek)?
@@ -573,8 +575,8 @@ impl Exces {
             clean_in: VecDeque::new(),
             waiting: FxHashMap::default(),
             handing_over: FxHashMap::default(),
-            incoming: BTreeSet::new(),
-            outgoing: BTreeSet::new(),
+            incoming: FxHashSet::default(),
+            outgoing: SlotSet::default(),
             dirty_pages: 0,
             disk_asleep: false,
             disk_ready: Vec::new(),
@@ -696,7 +698,7 @@ impl Exces {
         let slot = p.slot;
         match (inside, mapped) {
             (true, true) => {
-                self.outgoing.remove(&slot);
+                self.outgoing.remove(slot);
             }
             (true, false) => {
                 self.incoming.insert(page);
@@ -772,7 +774,7 @@ impl Exces {
         if p.in_topk {
             self.incoming.insert(page);
         } else {
-            self.outgoing.remove(&slot);
+            self.outgoing.remove(slot);
         }
         self.release(slot);
     }
@@ -1153,7 +1155,7 @@ impl Exces {
     fn plan(&mut self) {
         self.c.reconfigurations += 1;
         let mut r = Reconfig::default();
-        let outgoing: Vec<u32> = self.outgoing.iter().copied().collect();
+        let outgoing: Vec<u32> = self.outgoing.iter().collect();
         for slot in outgoing {
             let s = self.slots[slot as usize];
             if s.dirty || s.filling || s.moving.is_some() {
@@ -1821,6 +1823,7 @@ impl Function for Exces {
         self.logged = vec![UNMAPPED; k as usize];
         self.free = (0..k as u32).rev().collect();
         self.topk = TopK::new(k as usize);
+        self.outgoing = SlotSet::new(k as usize);
         // Own I/O numbers: copies from the flash device's id up, so two EXCES layers on
         // two ECDs never share scratch buffers; the job flush just below them.
         // The map's log and the ECD flush get numbers from 2^43 above that (a copier

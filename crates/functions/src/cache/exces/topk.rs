@@ -1,12 +1,15 @@
 //! The top-k set: the k highest-ranked pages, i.e. what the ECD should hold.
 //!
 //! The paper's top-k matrix ((√k+1) × √k, rotated sorted columns) gives O(log √k) lookups
-//! and O(√k) insertions. This is an ordered set of (rank, page) (the standard B-tree):
-//! O(log k) for the three operations the layer needs — the minimum (the entry threshold),
-//! inserting a page that beats it while evicting the minimum, and repositioning a page
-//! already inside whose rank grew (the step the paper leaves out) — which is at least as
-//! good as the matrix's bounds, deterministic, and ordered iteration (most popular first)
-//! comes with it for the planner. Membership itself is a flag on the page, O(1).
+//! and O(√k) insertions. This is a binary min-heap of (rank, page): O(1) for the minimum
+//! (the entry threshold) and O(log k) for replacing it with a page that beats it (the
+//! eviction) and for repositioning a page already inside whose rank grew (the step the
+//! paper leaves out, done lazily: below) — at least as good as the matrix's bounds, and
+//! deterministic, since (rank, page) is a total order and its minimum is unique. Membership
+//! itself is a flag on the page, O(1); the planner takes its order from the pages' ranks,
+//! so the set never needs iterating in order. (It was an ordered B-tree set, with the same
+//! minima: a replacement there is a removal and an insertion, two descents through nodes
+//! spread over memory, where the heap's one sift-down runs in one contiguous array.)
 //!
 //! Only the minimum matters (the planner takes its order from the pages' ranks), and a
 //! rank only grows (between rescales, which rebuild the set): so a page inside whose rank
@@ -16,7 +19,8 @@
 //! exactly those of a set kept in order, without a remove and an insert (two descents of
 //! a tree of k entries, cache misses each) at every fold of a popular page.
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// A positive f64 ordered by its bits (the IEEE order of non-negative floats).
 fn key(rank: f64) -> u64 {
@@ -38,14 +42,15 @@ pub enum Update {
 #[derive(Clone, Debug)]
 pub struct TopK {
     k: usize,
-    set: BTreeSet<(u64, u64)>,
+    /// (key, page), the smallest on top.
+    set: BinaryHeap<Reverse<(u64, u64)>>,
 }
 
 impl TopK {
     pub fn new(k: usize) -> TopK {
         TopK {
             k,
-            set: BTreeSet::new(),
+            set: BinaryHeap::new(),
         }
     }
 
@@ -61,14 +66,15 @@ impl TopK {
     /// inside and its page (ties: the lowest page number).
     fn fresh_min(&mut self, rank_of: impl Fn(u64) -> f64) -> Option<(u64, u64)> {
         loop {
-            let (old, page) = *self.set.first()?;
+            let mut top = self.set.peek_mut()?;
+            let Reverse((old, page)) = *top;
             let now = key(rank_of(page));
             if now == old {
                 return Some((old, page));
             }
             debug_assert!(now > old, "page {page}: a rank fell without a rescale");
-            self.set.pop_first();
-            self.set.insert((now, page));
+            // Its key brought up to date: the heap sifts it down when `top` drops.
+            *top = Reverse((now, page));
         }
     }
 
@@ -95,14 +101,14 @@ impl TopK {
             return Update::Moved;
         }
         if self.set.len() < self.k {
-            self.set.insert((key(new), page));
+            self.set.push(Reverse((key(new), page)));
             return Update::Entered { evicted: None };
         }
         match self.fresh_min(rank_of) {
             // Strictly above the lowest rank inside, as the paper's entry rule.
             Some((min, out)) if key(new) > min => {
-                self.set.pop_first();
-                self.set.insert((key(new), page));
+                // The minimum replaced in place: one sift-down.
+                *self.set.peek_mut().expect("a full set") = Reverse((key(new), page));
                 Update::Entered { evicted: Some(out) }
             }
             _ => Update::Out,
@@ -111,11 +117,11 @@ impl TopK {
 
     /// Pages inside, in no particular order.
     pub fn pages(&self) -> impl Iterator<Item = u64> + '_ {
-        self.set.iter().map(|&(_, p)| p)
+        self.set.iter().map(|&Reverse((_, p))| p)
     }
 
     /// Replace the keys after every rank was scaled by the same factor (membership stays).
     pub fn rebuild(&mut self, entries: impl Iterator<Item = (f64, u64)>) {
-        self.set = entries.map(|(r, p)| (key(r), p)).collect();
+        self.set = entries.map(|(r, p)| Reverse((key(r), p))).collect();
     }
 }
