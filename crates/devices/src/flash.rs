@@ -39,8 +39,8 @@
 //! period had no TRIM). Counters: merges by kind, pages copied, blocks erased.
 
 use crate::params::{check_keys, count, f64_key, opt_f64, positive};
-use std::collections::HashMap;
 use wattio_core::device::{Service, Timing};
+use wattio_core::fxhash::FxHashMap;
 use wattio_core::io::{Io, Op};
 use wattio_core::time::{secs_to_ns, Nanos};
 
@@ -75,6 +75,9 @@ const KEYS: &[&str] = &[
 /// The most log blocks a model keeps: real controllers of this kind keep a handful, and
 /// an eviction looks at every log.
 pub const MAX_LOG_BLOCKS: u64 = 4096;
+
+/// Up to this many log blocks a write looks at each to find its block's; beyond, a map.
+const SCAN_LOGS: usize = 16;
 
 /// Longest accepted latency (1 s) and slowest accepted rate (1 kB/s), as the `ssd` model
 /// bounds its own: every simulated time then stays far from u64 overflow.
@@ -184,16 +187,18 @@ impl Flash {
         if f.logs.len() > f.max_logs {
             return Err(format!("{} logs, at most {}", f.logs.len(), f.max_logs));
         }
-        if f.by_block.len() != f.logs.len() {
+        let indexed = f.max_logs > SCAN_LOGS;
+        if indexed && f.by_block.len() != f.logs.len() || !indexed && !f.by_block.is_empty() {
             return Err(format!(
-                "{} blocks indexed, {} logs",
+                "{} blocks indexed, {} logs of at most {}",
                 f.by_block.len(),
-                f.logs.len()
+                f.logs.len(),
+                f.max_logs
             ));
         }
         for (i, log) in f.logs.iter().enumerate() {
-            if f.by_block.get(&log.block) != Some(&i) {
-                return Err(format!("log {i} of block {} not indexed", log.block));
+            if f.find(log.block) != Some(i) {
+                return Err(format!("log {i} of block {} not found", log.block));
             }
             // A log is merged the moment it fills, and holds a page from when it is taken.
             if log.used == 0 || log.used >= f.pages_per_block {
@@ -264,8 +269,9 @@ struct LogBlockFtl {
     copy_page: Nanos,
     erase: Nanos,
     logs: Vec<Log>,
-    /// Data block → its log's index in `logs`.
-    by_block: HashMap<u64, usize>,
+    /// Data block → its log's index in `logs`, kept only beyond [`SCAN_LOGS`] logs (a
+    /// handful are found faster by looking at each).
+    by_block: FxHashMap<u64, usize>,
     clock: u64,
     switch_merges: u64,
     partial_merges: u64,
@@ -350,7 +356,7 @@ impl LogBlockFtl {
                 ftl_key(t, "ftl_erase_block_us", f64_key)?,
             )?,
             logs: Vec::new(),
-            by_block: HashMap::new(),
+            by_block: FxHashMap::default(),
             clock: 0,
             switch_merges: 0,
             partial_merges: 0,
@@ -358,6 +364,15 @@ impl LogBlockFtl {
             copied: 0,
             erased: 0,
         }))
+    }
+
+    /// The index in `logs` of data `block`'s log.
+    fn find(&self, block: u64) -> Option<usize> {
+        if self.max_logs > SCAN_LOGS {
+            self.by_block.get(&block).copied()
+        } else {
+            self.logs.iter().position(|l| l.block == block)
+        }
     }
 
     /// A write of `len` ≥ 1 bytes at `offset`, inside the card: the time its merges take.
@@ -381,8 +396,8 @@ impl LogBlockFtl {
     fn write_block(&mut self, block: u64, mut at: u64, mut n: u64) -> Nanos {
         let mut cost = 0;
         while n > 0 {
-            let i = match self.by_block.get(&block) {
-                Some(&i) => i,
+            let i = match self.find(block) {
+                Some(i) => i,
                 None => {
                     if self.logs.len() == self.max_logs {
                         let lru = (0..self.logs.len())
@@ -396,7 +411,9 @@ impl LogBlockFtl {
                         in_order: true,
                         stamp: 0,
                     });
-                    self.by_block.insert(block, self.logs.len() - 1);
+                    if self.max_logs > SCAN_LOGS {
+                        self.by_block.insert(block, self.logs.len() - 1);
+                    }
                     self.logs.len() - 1
                 }
             };
@@ -418,9 +435,11 @@ impl LogBlockFtl {
     /// Merge log `i` into its data block and free it: the time taken beyond the write.
     fn merge(&mut self, i: usize) -> Nanos {
         let log = self.logs.swap_remove(i);
-        self.by_block.remove(&log.block);
-        if i < self.logs.len() {
-            self.by_block.insert(self.logs[i].block, i);
+        if self.max_logs > SCAN_LOGS {
+            self.by_block.remove(&log.block);
+            if i < self.logs.len() {
+                self.by_block.insert(self.logs[i].block, i);
+            }
         }
         // The old data block is erased by every kind of merge (inside the write rate).
         self.erased += 1;
@@ -529,6 +548,30 @@ mod tests {
         // block 2's log holds 2 pages; two more fill it.
         assert_eq!(write(&mut f, 16_384, 4096), 512_000 + 800_000 + 2_000_000);
         assert_eq!(counter(&f, "ftl_full_merges"), 2.0);
+    }
+
+    #[test]
+    fn more_logs_than_a_scan_finds_them_through_the_map() {
+        // 20 log blocks (past SCAN_LOGS): pages 1 of blocks 0..20 take 20 logs, block 20
+        // evicts block 0's (a full merge: 4 × 200 µs + 2 ms), and block 0 again evicts
+        // block 1's; a write to block 5 finds its log and merges nothing.
+        let t: toml::Table = toml::from_str(
+            "capacity_bytes = 1_048_576\npage_bytes = 512\nread_page_us = 0\nprogram_page_us = 0\n\
+             read_mbps = 8\nwrite_mbps = 8\nftl = \"log-block\"\nftl_page_bytes = 2048\n\
+             ftl_pages_per_block = 4\nftl_log_blocks = 20\nftl_copy_page_us = 200\nftl_erase_block_us = 2000",
+        )
+        .unwrap();
+        let mut f = Flash::from_toml(&t).unwrap();
+        for b in 0..20 {
+            assert_eq!(write(&mut f, b * 8192 + 2048, 2048), 256_000, "block {b}");
+            f.check_invariants().unwrap();
+        }
+        assert_eq!(write(&mut f, 20 * 8192 + 2048, 2048), 256_000 + 2_800_000);
+        assert_eq!(write(&mut f, 2048, 2048), 256_000 + 2_800_000);
+        assert_eq!(write(&mut f, 5 * 8192 + 4096, 2048), 256_000);
+        f.check_invariants().unwrap();
+        assert_eq!(counter(&f, "ftl_full_merges"), 2.0);
+        assert_eq!(f.ftl.as_ref().unwrap().by_block.len(), 20);
     }
 
     #[test]
