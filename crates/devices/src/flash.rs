@@ -15,8 +15,9 @@
 //! scattered over it are far slower, because the controllers of the period map whole erase
 //! blocks and keep only a few *log blocks* for pages written out of place (BAST: Kim et al.,
 //! "A space-efficient flash translation layer for CompactFlash systems", IEEE Trans.
-//! Consumer Electronics 48(2), 2002; Boboila and Desnoyers found such FTLs in USB drives by
-//! their latencies, FAST 2010). With `ftl = "log-block"` the model keeps that state:
+//! Consumer Electronics 48(2), 2002; Boboila and Desnoyers, FAST 2010, reverse-engineered
+//! the FTLs of USB drives from their latencies). With `ftl = "log-block"` the model keeps
+//! that state:
 //!
 //! * a write's NAND pages (`ftl_page_bytes`) go, block by block, into the log block of
 //!   their data block (`ftl_pages_per_block` pages), taken when the block has none — the
@@ -108,9 +109,8 @@ fn bps(t: &toml::Table, key: &str) -> Result<f64, String> {
 impl Flash {
     pub fn from_toml(t: &toml::Table) -> Result<Flash, String> {
         check_keys(t, KEYS)?;
-        let capacity = count(t, "capacity_bytes")?;
         Ok(Flash {
-            capacity,
+            capacity: count(t, "capacity_bytes")?,
             page: count(t, "page_bytes")?,
             read_page: us("read_page_us", f64_key(t, "read_page_us")?)?,
             program_page: us("program_page_us", f64_key(t, "program_page_us")?)?,
