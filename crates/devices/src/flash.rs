@@ -39,9 +39,8 @@
 //! page is in a log or its data block, and DISCARD does not invalidate pages (cards of the
 //! period had no TRIM). Counters: merges by kind, pages copied, blocks erased.
 
-use crate::params::{check_keys, count, f64_key, opt_f64, positive};
+use crate::params::{check_keys, count, f64_key, latency_us, opt_f64, rate_mbps};
 use wattio_core::device::{Service, Timing};
-use wattio_core::fxhash::FxHashMap;
 use wattio_core::io::{Io, Op};
 use wattio_core::time::{secs_to_ns, Nanos};
 
@@ -73,38 +72,9 @@ const KEYS: &[&str] = &[
     "ftl_erase_block_us",
 ];
 
-/// The most log blocks a model keeps: real controllers of this kind keep a handful, and
-/// an eviction looks at every log.
+/// The most log blocks a model keeps: real controllers of this kind keep a handful, and a
+/// write looks at every log to find its block's (and an eviction for the least recent).
 pub const MAX_LOG_BLOCKS: u64 = 4096;
-
-/// Up to this many log blocks a write looks at each to find its block's; beyond, a map.
-const SCAN_LOGS: usize = 16;
-
-/// Longest accepted latency (1 s) and slowest accepted rate (1 kB/s), as the `ssd` model
-/// bounds its own: every simulated time then stays far from u64 overflow.
-const MAX_US: f64 = 1e6;
-const MIN_MBPS: f64 = 1e-3;
-
-/// `timing.<key>` = `v` µs, at most [`MAX_US`].
-fn us(key: &str, v: f64) -> Result<Nanos, String> {
-    if v > MAX_US {
-        return Err(format!(
-            "timing.{key}: expected at most {MAX_US} µs, got {v}"
-        ));
-    }
-    Ok(secs_to_ns(v / 1e6))
-}
-
-/// `timing.<key>` in MB/s, at least [`MIN_MBPS`]: bytes per second.
-fn bps(t: &toml::Table, key: &str) -> Result<f64, String> {
-    let v = positive(t, key)?;
-    if v < MIN_MBPS {
-        return Err(format!(
-            "timing.{key}: expected at least {MIN_MBPS} MB/s, got {v}"
-        ));
-    }
-    Ok(v * 1e6)
-}
 
 impl Flash {
     pub fn from_toml(t: &toml::Table) -> Result<Flash, String> {
@@ -112,11 +82,11 @@ impl Flash {
         Ok(Flash {
             capacity: count(t, "capacity_bytes")?,
             page: count(t, "page_bytes")?,
-            read_page: us("read_page_us", f64_key(t, "read_page_us")?)?,
-            program_page: us("program_page_us", f64_key(t, "program_page_us")?)?,
-            read_bps: bps(t, "read_mbps")?,
-            write_bps: bps(t, "write_mbps")?,
-            overhead: us("overhead_us", opt_f64(t, "overhead_us")?.unwrap_or(0.0))?,
+            read_page: latency_us("read_page_us", f64_key(t, "read_page_us")?)?,
+            program_page: latency_us("program_page_us", f64_key(t, "program_page_us")?)?,
+            read_bps: rate_mbps(t, "read_mbps")?,
+            write_bps: rate_mbps(t, "write_mbps")?,
+            overhead: latency_us("overhead_us", opt_f64(t, "overhead_us")?.unwrap_or(0.0))?,
             ftl: LogBlockFtl::from_toml(t)?,
         })
     }
@@ -187,18 +157,9 @@ impl Flash {
         if f.logs.len() > f.max_logs {
             return Err(format!("{} logs, at most {}", f.logs.len(), f.max_logs));
         }
-        let indexed = f.max_logs > SCAN_LOGS;
-        if indexed && f.by_block.len() != f.logs.len() || !indexed && !f.by_block.is_empty() {
-            return Err(format!(
-                "{} blocks indexed, {} logs of at most {}",
-                f.by_block.len(),
-                f.logs.len(),
-                f.max_logs
-            ));
-        }
         for (i, log) in f.logs.iter().enumerate() {
             if f.find(log.block) != Some(i) {
-                return Err(format!("log {i} of block {} not found", log.block));
+                return Err(format!("block {} has two logs", log.block));
             }
             // A log is merged the moment it fills, and holds a page from when it is taken.
             if log.used == 0 || log.used >= f.pages_per_block {
@@ -227,9 +188,8 @@ pub fn fuzz_timing_toml(data: &[u8]) {
     };
     let cap = f.capacity;
     let mut stream = crate::fuzz_input::Stream::of(data);
-    let mut next = || stream.next();
     for i in 0..2000 {
-        let r = next();
+        let r = stream.next();
         let op = match r % 8 {
             0 => Op::Discard,
             1..=4 => Op::Write,
@@ -269,9 +229,6 @@ struct LogBlockFtl {
     copy_page: Nanos,
     erase: Nanos,
     logs: Vec<Log>,
-    /// Data block → its log's index in `logs`, kept only beyond [`SCAN_LOGS`] logs (a
-    /// handful are found faster by looking at each).
-    by_block: FxHashMap<u64, usize>,
     clock: u64,
     switch_merges: u64,
     partial_merges: u64,
@@ -350,13 +307,12 @@ impl LogBlockFtl {
             page,
             pages_per_block,
             max_logs: logs as usize,
-            copy_page: us("ftl_copy_page_us", ftl_key(t, "ftl_copy_page_us", f64_key)?)?,
-            erase: us(
+            copy_page: latency_us("ftl_copy_page_us", ftl_key(t, "ftl_copy_page_us", f64_key)?)?,
+            erase: latency_us(
                 "ftl_erase_block_us",
                 ftl_key(t, "ftl_erase_block_us", f64_key)?,
             )?,
             logs: Vec::new(),
-            by_block: FxHashMap::default(),
             clock: 0,
             switch_merges: 0,
             partial_merges: 0,
@@ -368,11 +324,7 @@ impl LogBlockFtl {
 
     /// The index in `logs` of data `block`'s log.
     fn find(&self, block: u64) -> Option<usize> {
-        if self.max_logs > SCAN_LOGS {
-            self.by_block.get(&block).copied()
-        } else {
-            self.logs.iter().position(|l| l.block == block)
-        }
+        self.logs.iter().position(|l| l.block == block)
     }
 
     /// A write of `len` ≥ 1 bytes at `offset`, inside the card: the time its merges take.
@@ -411,9 +363,6 @@ impl LogBlockFtl {
                         in_order: true,
                         stamp: 0,
                     });
-                    if self.max_logs > SCAN_LOGS {
-                        self.by_block.insert(block, self.logs.len() - 1);
-                    }
                     self.logs.len() - 1
                 }
             };
@@ -435,12 +384,6 @@ impl LogBlockFtl {
     /// Merge log `i` into its data block and free it: the time taken beyond the write.
     fn merge(&mut self, i: usize) -> Nanos {
         let log = self.logs.swap_remove(i);
-        if self.max_logs > SCAN_LOGS {
-            self.by_block.remove(&log.block);
-            if i < self.logs.len() {
-                self.by_block.insert(self.logs[i].block, i);
-            }
-        }
         // The old data block is erased by every kind of merge (inside the write rate).
         self.erased += 1;
         if log.in_order && log.used == self.pages_per_block {
@@ -551,8 +494,8 @@ mod tests {
     }
 
     #[test]
-    fn more_logs_than_a_scan_finds_them_through_the_map() {
-        // 20 log blocks (past SCAN_LOGS): pages 1 of blocks 0..20 take 20 logs, block 20
+    fn twenty_logs_evict_the_least_recent() {
+        // 20 log blocks: pages 1 of blocks 0..20 take 20 logs, block 20
         // evicts block 0's (a full merge: 4 × 200 µs + 2 ms), and block 0 again evicts
         // block 1's; a write to block 5 finds its log and merges nothing.
         let t: toml::Table = toml::from_str(
@@ -571,7 +514,7 @@ mod tests {
         assert_eq!(write(&mut f, 5 * 8192 + 4096, 2048), 256_000);
         f.check_invariants().unwrap();
         assert_eq!(counter(&f, "ftl_full_merges"), 2.0);
-        assert_eq!(f.ftl.as_ref().unwrap().by_block.len(), 20);
+        assert_eq!(f.ftl.as_ref().unwrap().logs.len(), 20);
     }
 
     #[test]

@@ -21,6 +21,33 @@ pub(crate) fn opt_f64(t: &toml::Table, key: &str) -> Result<Option<f64>, String>
     }
 }
 
+/// Longest accepted latency parameter (1 s) and slowest accepted rate (1 kB/s): NAND and
+/// controller operations take µs to ms, links move at least kB/s, and every simulated time
+/// a model sums from them stays far from u64 overflow.
+pub(crate) const MAX_US: f64 = 1e6;
+pub(crate) const MIN_MBPS: f64 = 1e-3;
+
+/// `timing.<key>` = `v` µs as nanoseconds, at most [`MAX_US`].
+pub(crate) fn latency_us(key: &str, v: f64) -> Result<wattio_core::time::Nanos, String> {
+    if v > MAX_US {
+        return Err(format!(
+            "timing.{key}: expected at most {MAX_US} µs, got {v}"
+        ));
+    }
+    Ok(wattio_core::time::secs_to_ns(v / 1e6))
+}
+
+/// `timing.<key>` in MB/s, at least [`MIN_MBPS`], as bytes per second.
+pub(crate) fn rate_mbps(t: &toml::Table, key: &str) -> Result<f64, String> {
+    let v = positive(t, key)?;
+    if v < MIN_MBPS {
+        return Err(format!(
+            "timing.{key}: expected at least {MIN_MBPS} MB/s, got {v}"
+        ));
+    }
+    Ok(v * 1e6)
+}
+
 pub(crate) fn positive(t: &toml::Table, key: &str) -> Result<f64, String> {
     let v = f64_key(t, key)?;
     if v >= 1e-9 {

@@ -52,13 +52,13 @@
 //! (default: number of PUs), `nand_volts`, `read_ma`, `program_ma`, `erase_ma`,
 //! `transfer_ma`, `controller_watts` (energy keys default to 0).
 
-use crate::params::{check_keys, f64_key, opt_f64, positive};
+use crate::params::{check_keys, f64_key, latency_us, opt_f64, rate_mbps};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use wattio_core::device::{Service, Timing};
 use wattio_core::io::{Io, Op, Status};
 use wattio_core::power::{PowerSpec, PowerStateId};
-use wattio_core::time::{secs_to_ns, Nanos, NS_PER_MS, NS_PER_US};
+use wattio_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 
 const KEYS: &[&str] = &[
     "capacity_bytes",
@@ -91,9 +91,6 @@ const KEYS: &[&str] = &[
 /// greedy scan takes the minimum count, and flagged blocks can never be that minimum.
 const NOT_CANDIDATE: u16 = 0x8000;
 const MAX_PAGES_PER_BLOCK: u64 = 0x4000;
-/// Longest accepted latency parameter (1 s) and slowest accepted link (1 kB/s).
-const MAX_US: f64 = 1e6;
-const MIN_MBPS: f64 = 1e-3;
 const NIL: u32 = u32::MAX;
 /// How many pages ahead garbage collection fetches mapping-table entries: enough misses in
 /// flight to cover memory latency, few enough to stay in L1.
@@ -291,26 +288,12 @@ impl SsdParams {
     pub fn from_toml(t: &toml::Table) -> Result<SsdParams, String> {
         check_keys(t, KEYS)?;
         let u32max = u32::MAX as u64;
-        // Bounds keep every simulated time far from u64 overflow: NAND operations take µs
-        // to ms, links move at least kB/s.
-        let mbps = |k: &str| -> Result<f64, String> {
-            let v = positive(t, k)?;
-            if v < MIN_MBPS {
-                return Err(format!(
-                    "timing.{k}: expected at least {MIN_MBPS} MB/s, got {v}"
-                ));
-            }
-            Ok(v * 1e6)
-        };
-        let us_of = |k: &str, v: f64| -> Result<Nanos, String> {
-            if v > MAX_US {
-                return Err(format!("timing.{k}: expected at most {MAX_US} µs, got {v}"));
-            }
-            Ok(secs_to_ns(v / 1e6))
-        };
-        let us = |k: &str| -> Result<Nanos, String> { us_of(k, f64_key(t, k)?) };
+        // Latencies and rates bounded (`params::latency_us`, `rate_mbps`): every simulated
+        // time stays far from u64 overflow.
+        let mbps = |k: &str| rate_mbps(t, k);
+        let us = |k: &str| -> Result<Nanos, String> { latency_us(k, f64_key(t, k)?) };
         let opt_us = |k: &str| -> Result<Option<Nanos>, String> {
-            opt_f64(t, k)?.map(|v| us_of(k, v)).transpose()
+            opt_f64(t, k)?.map(|v| latency_us(k, v)).transpose()
         };
         let opt = |k: &str| opt_f64(t, k);
         let channels = int_key(t, "channels", 1, 4096)? as u32;

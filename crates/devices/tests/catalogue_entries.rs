@@ -462,7 +462,13 @@ fn nvme_apst_and_usb_suspend_pay_off_after_their_round_trip() {
 }
 
 fn service_us(f: &mut Flash, op: Op, len: u32) -> f64 {
-    f.service(0, &Request::new(0, op, 0, len).io(0)).total() as f64 / 1e3
+    service_at_us(f, op, 0, len)
+}
+
+fn service_at_us(f: &mut Flash, op: Op, offset: u64, len: u32) -> f64 {
+    f.service(0, &Request::new(0, op, offset, len).io(0))
+        .total() as f64
+        / 1e3
 }
 
 #[test]
@@ -540,9 +546,7 @@ fn flash_fits_reproduce_their_datapoints() {
 }
 
 fn write_at_us(f: &mut Flash, offset: u64, len: u32) -> f64 {
-    f.service(0, &Request::new(0, Op::Write, offset, len).io(0))
-        .total() as f64
-        / 1e3
+    service_at_us(f, Op::Write, offset, len)
 }
 
 #[test]
