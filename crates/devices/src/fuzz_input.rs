@@ -17,8 +17,7 @@ impl Stream {
     }
 
     pub(crate) fn next(&mut self) -> u64 {
-        // A zero state stays zero: FNV never yields it from these bytes in practice, and a
-        // stuck stream is still a valid (dull) workload.
+        // A zero state would stay zero: a stuck stream is still a valid (dull) workload.
         let x = &mut self.0;
         *x ^= *x << 13;
         *x ^= *x >> 7;

@@ -484,7 +484,9 @@ pub struct Exces {
     handing_over: FxHashMap<u32, Vec<Io>>,
     /// Top-k pages not in the ECD, and ECD pages holding a page outside the top-k: the
     /// trigger's "set ≠ contents" and the planner's two lists, kept as pages move so that
-    /// planning costs what it moves, not k (ordered sets: deterministic plans).
+    /// planning costs what it moves, not k. Deterministic plans either way: the plan
+    /// orders the incoming pages it takes by (rank, page), and reads the outgoing slots in
+    /// slot order.
     incoming: FxHashSet<u64>,
     outgoing: SlotSet,
     dirty_pages: u64,
