@@ -101,26 +101,30 @@ TREE_GAP_MS = 40.0
 TREE_REQUESTS = 250
 
 
-def wattio_finish_ms(work: Path, parv: Path, trace: Path, n: int, expect: str | None = None):
+def wattio_finish_ms(work: Path, parv: Path, trace: Path, n: int, expect: str | None = None,
+                     run: str = "wattio"):
     """Each request's finish time (ms, by request) of `wattio run` on the `wattio disk
     import` of `parv` (which must import with nothing unsupported; its entry must contain
-    `expect` if given) for the DiskSim ascii `trace` of `n` requests."""
+    `expect` if given) for the DiskSim ascii `trace` of `n` requests. `run` names the run's
+    drive directory and output; the import is reused when it is already there."""
     import pandas as pd
 
     wattio = side_by_side.wattio_command(None)
     drives = work / "drives"
-    drives.mkdir()
     entry = drives / f"{parv.stem}.toml"
-    p = subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)],
-                       capture_output=True, text=True, check=True)
-    assert "unsupported" not in p.stderr, p.stderr
+    if not entry.exists():
+        drives.mkdir()
+        p = subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)],
+                           capture_output=True, text=True, check=True)
+        assert "unsupported" not in p.stderr, p.stderr
+        entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
     assert expect is None or expect in entry.read_text()
-    entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
     cfg = side_by_side.wattio_config(work, parv.stem, parv.stem, catalogue="drives")
     cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
+    out = work / f"out-{run}"
     subprocess.run([*wattio, "run", str(cfg), "--trace", str(trace), "--format", "disksim",
-                    "--out", str(work / "out"), "--quiet"], check=True, capture_output=True)
-    w = pd.read_parquet(work / "out" / "requests.parquet").sort_values("id")
+                    "--out", str(out), "--quiet"], check=True, capture_output=True)
+    w = pd.read_parquet(out / "requests.parquet").sort_values("id")
     assert len(w) == n
     return w["finish_ns"].to_numpy() / 1e6
 
@@ -225,9 +229,12 @@ WB_GAP_MS = 30.0
 WB_REQUESTS = 400
 
 
-def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]):
+def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str],
+                       driver_policy: int = 1):
     """Each request's response time (ms) in DiskSim and in `wattio run` on the import of
-    cheetah4LP.parv with diskspecs `specs`, for the ascii trace `lines`."""
+    cheetah4LP.parv with diskspecs `specs` and its device driver's `Scheduling policy` set
+    to `driver_policy`, for the ascii trace `lines`; and the work directory."""
+    import numpy as np
     import pandas as pd
 
     work = tmp_path / name
@@ -239,17 +246,28 @@ def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]
     parv = (valid / "cheetah4LP.parv").read_text().replace(
         "Stat definition file = statdefs\n", "Stat definition file = statdefs,\nDetailed execution trace = exectrace\n", 1
     )
+    parv, k = re.subn(r"(disksim_iodriver DRIVER0 \{.*?Scheduling policy = )1,",
+                      rf"\g<1>{driver_policy},", parv, count=1, flags=re.DOTALL)
+    assert k == 1
     (work / "x.parv").write_text(parv)
     (work / "x.trace").write_text("".join(lines))
     subprocess.run([str(binary), "x.parv", "x.outv", "ascii", "x.trace", "0"], cwd=work, check=True,
                    capture_output=True)
-    ds = pd.read_csv(work / "exectrace").set_index("tagID")["simtime"]
+    # DiskSim's execution trace numbers requests as they complete (`tagID`), so a request
+    # is found by its block: the earliest pending one at that block (every order here
+    # keeps arrival order among requests at the same block).
+    done = pd.read_csv(work / "exectrace")
     n = len(lines)
-    assert len(ds) == n
-    arrivals = pd.Series([float(ln.split()[0]) for ln in lines]).to_numpy()
+    assert len(done) == n
+    pending: dict[int, list[int]] = {}
+    for i, ln in enumerate(lines):
+        pending.setdefault(int(ln.split()[2]), []).append(i)
+    finish = np.empty(n)
+    for blkno, t in zip(done["blkno"], done["simtime"]):
+        finish[pending[int(blkno)].pop(0)] = t
+    arrivals = np.array([float(ln.split()[0]) for ln in lines])
     ours = wattio_finish_ms(work, work / "x.parv", work / "x.trace", n) - arrivals
-    theirs = ds.reindex(range(1, n + 1)).to_numpy() - arrivals
-    return ours, theirs
+    return ours, finish - arrivals, work
 
 
 def test_full_write_back_with_and_without_prebuffering_runs_as_in_disksim(tmp_path):
@@ -273,7 +291,7 @@ def test_full_write_back_with_and_without_prebuffering_runs_as_in_disksim(tmp_pa
                            ("Maximum number of write segments", 3)]:
             specs, n = re.subn(rf"{key} = \d+", f"{key} = {value}", specs)
             assert n == 1, key
-        runs[pb] = disksim_and_wattio(tmp_path, binary, f"pb{pb}", specs, lines)
+        runs[pb] = disksim_and_wattio(tmp_path, binary, f"pb{pb}", specs, lines)[:2]
     import numpy as np
 
     writes = np.array(writes)
@@ -290,3 +308,60 @@ def test_full_write_back_with_and_without_prebuffering_runs_as_in_disksim(tmp_pa
     (ours1, theirs1), (_, theirs0) = runs[1], runs[0]
     assert theirs1[writes].mean() < 0.9 * theirs0[writes].mean()
     assert (abs(ours1 - theirs0) < 0.02)[writes].mean() < 0.9
+
+
+# ---------------------------------------------------------------------------------------
+# The order DiskSim's device driver hands requests to a drive holding one command (every
+# validated drive): its LBN schedulers against the imported drive's, request by request.
+
+ORDER_GAP_MS = 14.0
+ORDER_REQUESTS = 400
+
+
+def test_driver_queue_orders_run_as_in_disksim(tmp_path):
+    binary = side_by_side.build_peer(
+        "disksim", SHARED, ROOT / "target" / "side_by_side", ["gcc", "make", "bison", "flex"],
+        "disksim-4.0-wd/src/disksim",
+    )
+    specs = (SHARED / "disksim-valid" / "cheetah4LP.diskspecs").read_text()
+    # Random requests queueing deep under FCFS (DiskSim's mean 98.8 ms against a service
+    # time of about 13 ms), avoiding the track DiskSim never finishes (side_by_side).
+    rng = random.Random(52)
+    t, lines = 0.0, []
+    lo, hi = side_by_side.DISKSIM_AVOID
+    while len(lines) < ORDER_REQUESTS:
+        t += rng.expovariate(1 / ORDER_GAP_MS)
+        size = rng.choice([8, 16, 32, 64])
+        read = rng.random() < 0.4
+        lbn = 8 * rng.randrange(8887200 // 8 - 8)
+        if lbn < hi and lbn + size > lo:
+            continue
+        lines.append(f"{t:.6f} 0 {lbn} {size} {int(read)}\n")
+    agree, means = {}, {}
+    for policy, name in [(1, "fcfs"), (2, "look"), (3, "clook"), (4, "sstf-lbn")]:
+        ours, theirs, work = disksim_and_wattio(tmp_path, binary, f"p{policy}", specs, lines,
+                                                driver_policy=policy)
+        assert f'scheduler = "{name}"' in (work / "drives" / "x.toml").read_text()
+        agree[policy] = (abs(ours - theirs) < 0.02).mean()
+        means[policy] = (ours.mean(), theirs.mean())
+        if policy == 2:
+            # The same drive served first come, first served against DiskSim's LOOK: the
+            # check below can fail (18-20 % agree on this trace, the mean three times as
+            # long).
+            entry = work / "drives" / "x.toml"
+            entry.write_text(entry.read_text().replace('scheduler = "look"', 'scheduler = "fcfs"'))
+            arrivals = [float(ln.split()[0]) for ln in lines]
+            fcfs = wattio_finish_ms(work, work / "x.parv", work / "x.trace", len(lines),
+                                    run="fcfs") - arrivals
+            assert (abs(fcfs - theirs) < 0.02).mean() < 0.5
+    # The rule written before the first run (session 52): each order agrees within 0.02 ms
+    # on at least the share FCFS does at this load less 5 points, and its mean within 2 %.
+    # Measured: FCFS 99.5 %, LOOK 100 %, C-LOOK 96.5 % (one revolution missed by a hair
+    # carried through a busy period, as under FCFS: docs/validation.md), SSTF-LBN 100 %.
+    assert means[1][1] > 5 * 13.0, means[1]
+    for policy in (2, 3, 4):
+        assert agree[policy] >= agree[1] - 0.05, (policy, agree)
+        ours_mean, theirs_mean = means[policy]
+        assert abs(ours_mean - theirs_mean) < 0.02 * theirs_mean, (policy, means)
+        # Reordering matters here: each order's mean is under half FCFS's.
+        assert theirs_mean < 0.5 * means[1][1], (policy, means)

@@ -195,3 +195,66 @@ fn write_back_keys_import_and_write_on_arrival_is_reported_only_past_one_command
         vec!["Immediate buffer write = 1 (d.parv:26) with Max queue length = 8".to_string()]
     );
 }
+
+/// The small drive holding `queue` commands, with its own `Scheduler` policy `disk` and a
+/// device driver whose `Scheduler` has policy `driver` (`None`: no driver block).
+fn queued(queue: u32, disk: u32, driver: Option<u32>) -> wattio_devices::disksim::Import {
+    let mut text = std::fs::read_to_string(corpus().join("small_disk.parv"))
+        .unwrap()
+        .replace(
+            "Fast write level = 2",
+            &format!(
+                "Fast write level = 2,\n  Max queue length = {queue},\n  \
+                 Scheduler = disksim_ioqueue {{ Scheduling policy = {disk} }}"
+            ),
+        );
+    if let Some(p) = driver {
+        text = format!(
+            "disksim_iodriver DRIVER0 {{\n  type = 1,\n  \
+             Scheduler = disksim_ioqueue {{ Scheduling policy = {p} }}\n}}\n{text}\
+             instantiate [ driver0 ] as DRIVER0\n"
+        );
+    }
+    let doc = libparam::parse(&text, "d.parv", Path::new("."), &mut libparam::NoLoader).unwrap();
+    convert(&doc, Path::new("."), &mut libparam::NoLoader).unwrap()
+}
+
+#[test]
+fn the_queue_order_is_the_drivers_for_one_command_and_the_drives_past_it() {
+    let order = |imp: &wattio_devices::disksim::Import| imp.timing.scheduler.clone();
+    // No driver block: the drive's own policy.
+    let alone = queued(1, 1, None);
+    assert_eq!(order(&alone), "fcfs");
+    assert!(alone.unsupported.is_empty(), "{:?}", alone.unsupported);
+    // A drive holding one command takes requests in the driver's order (DiskSim's
+    // cheetah4LP.parv with the driver at 2, 3 or 4: docs/validation.md, "Queue order").
+    for (policy, name) in [(1, "fcfs"), (2, "look"), (3, "clook"), (4, "sstf-lbn")] {
+        let imp = queued(1, 1, Some(policy));
+        assert_eq!(order(&imp), name);
+        assert!(imp.unsupported.is_empty(), "{:?}", imp.unsupported);
+    }
+    // A policy the model does not have is named, with whose queue it orders, and the
+    // requests are served first come, first served.
+    let sptf = queued(1, 1, Some(8));
+    assert_eq!(order(&sptf), "fcfs");
+    assert_eq!(sptf.unsupported.len(), 1, "{:?}", sptf.unsupported);
+    let u = &sptf.unsupported[0];
+    assert!(
+        u.starts_with("Scheduler.Scheduling policy = 8 (d.parv:3)")
+            && u.contains("the device driver's queue"),
+        "{u}"
+    );
+    // A drive with a deeper queue orders it itself; a driver that reorders too is
+    // reported (the model has one queue).
+    let deep = queued(8, 2, Some(1));
+    assert_eq!(order(&deep), "look");
+    assert!(deep.unsupported.is_empty(), "{:?}", deep.unsupported);
+    let both = queued(8, 4, Some(3));
+    assert_eq!(order(&both), "sstf-lbn");
+    assert_eq!(both.unsupported.len(), 1, "{:?}", both.unsupported);
+    assert!(
+        both.unsupported[0].contains("in front of a drive that queues 8 commands"),
+        "{:?}",
+        both.unsupported
+    );
+}

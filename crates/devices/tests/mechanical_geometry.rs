@@ -585,3 +585,68 @@ fn prebuffered_writes_wait_for_every_destage_once_the_write_segments_are_full() 
     pb.cache.write_segments = 3;
     assert_eq!(run(&pb, io(Op::Write, 800, 1)), 100_000);
 }
+
+/// `def()` serving its queue in DiskSim's LBN order `name`.
+fn scheduled(name: &str) -> MechanicalDisk {
+    let mut d = def();
+    d.scheduler = name.into();
+    MechanicalDisk::new(d).unwrap()
+}
+
+fn reads(lbns: &[u64]) -> Vec<Io> {
+    lbns.iter().map(|&b| io(Op::Read, b, 8)).collect()
+}
+
+#[test]
+fn clook_takes_the_next_block_from_the_last_start_and_wraps() {
+    let mut d = scheduled("clook");
+    assert!(d.schedules());
+    // From block 0: the lowest block, the earliest queued of two at the same block.
+    assert_eq!(d.pick(0, &reads(&[700, 300, 300, 900])), 1);
+    // A request starting at 1000 moves the reference to its start (not its end, 1008).
+    d.service(0, &io(Op::Read, 1000, 8));
+    assert_eq!(d.pick(0, &reads(&[1500, 200, 1000, 1200])), 2);
+    assert_eq!(d.pick(0, &reads(&[1500, 200, 1001, 1200])), 2);
+    // Nothing at or after 1000: back to the lowest.
+    assert_eq!(d.pick(0, &reads(&[600, 150, 999])), 1);
+}
+
+#[test]
+fn look_keeps_its_direction_while_a_request_lies_ahead() {
+    let mut d = scheduled("look");
+    d.service(0, &io(Op::Read, 1000, 8));
+    // Ascending (1000 > 0): 1900 ahead is taken before 990 just behind.
+    assert_eq!(d.pick(0, &reads(&[990, 1900])), 1);
+    // Nothing ahead: turn.
+    assert_eq!(d.pick(0, &reads(&[990, 20])), 0);
+    // A request at 400 turns it downwards: 100 before 401, one block ahead of the old
+    // direction; a request at the reference block itself (distance 0) is taken first.
+    d.service(0, &io(Op::Read, 400, 8));
+    assert_eq!(d.pick(0, &reads(&[401, 100])), 1);
+    assert_eq!(d.pick(0, &reads(&[100, 400])), 1);
+    // Descending with nothing behind: turn up.
+    assert_eq!(d.pick(0, &reads(&[1500, 500])), 1);
+}
+
+#[test]
+fn sstf_lbn_measures_from_the_last_end_and_alternates_on_ties() {
+    let mut d = scheduled("sstf-lbn");
+    // The reference is the end of the request: 1000 + 8 = 1008.
+    d.service(0, &io(Op::Read, 1000, 8));
+    assert_eq!(d.pick(0, &reads(&[1100, 950])), 1); // 92 against 58
+    assert_eq!(d.pick(0, &reads(&[1060, 950])), 0); // 52 against 58
+                                                    // 1018 and 998 are both 10 away: the first tie goes up, the next down, then up.
+    let tie = reads(&[1018, 998]);
+    assert_eq!(d.pick(0, &tie), 0);
+    assert_eq!(d.pick(0, &tie), 1);
+    assert_eq!(d.pick(0, &tie), 0);
+}
+
+#[test]
+fn an_unknown_scheduler_is_named_in_the_error() {
+    let mut d = def();
+    d.scheduler = "elevator".into();
+    let e = MechanicalDisk::new(d).unwrap_err();
+    assert!(e.contains("timing.scheduler: unknown `elevator`"), "{e}");
+    assert!(e.contains("clook"), "{e}");
+}

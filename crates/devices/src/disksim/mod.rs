@@ -580,15 +580,6 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         ],
         &mut unsupported,
     );
-    if let Some(Value::Block(s)) = disk.get("Scheduler") {
-        let pol = num(s, "Scheduling policy")?.unwrap_or(1.0);
-        if pol != 1.0 {
-            unsupported.push(format!(
-                "Scheduler.Scheduling policy = {pol} ({}): the device queue holds one request in validation; wattio picks with timing.scheduler",
-                s.pos
-            ));
-        }
-    }
     let hw = opt_num(disk, "High (read) water mark")?;
     let lw = opt_num(disk, "Low (write) water mark")?;
     let by_req = opt_num(disk, "Set watermark by reqsize")? != 0.0;
@@ -669,6 +660,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
     // on the Maxtor Atlas 10K V (a queue of 8 under scheduling policy 21) did requests
     // move (by nanoseconds, then 1.3 % of the mean once its scheduler carried them on):
     // the model has no write-on-arrival, so there it is reported.
+    let scheduler = queue_order(doc, disk, controller.queue_depth, &mut unsupported)?;
     let ibw = opt_num(disk, "Immediate buffer write")?;
     if ibw != 0.0 && controller.queue_depth != 1 {
         let p = disk
@@ -691,7 +683,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         layout,
         controller,
         cache,
-        scheduler: "fcfs".into(),
+        scheduler,
         sources: toml::Table::new(),
     };
     // Validate by building it once: errors surface at import, not at first use.
@@ -702,6 +694,87 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         timing: def,
         unsupported,
     })
+}
+
+/// wattio's name for a DiskSim `Scheduling policy` (`disksim_ioqueue.h`), where the model
+/// has it: FCFS, ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN.
+fn scheduler_name(policy: f64) -> Option<&'static str> {
+    match policy {
+        1.0 => Some("fcfs"),
+        2.0 => Some("look"),
+        3.0 => Some("clook"),
+        4.0 => Some("sstf-lbn"),
+        _ => None,
+    }
+}
+
+/// The order the drive's requests are served in. A drive that holds one command (`Max
+/// queue length = 1`, every validated drive) takes them in the order the device driver's
+/// queue hands them on, so the instantiated `disksim_iodriver`'s scheduler decides; a
+/// drive with a deeper queue orders it with its own (the driver's then only feeds it, and
+/// one that reorders too is reported: the model has one queue). A policy the model does
+/// not have is reported and served first come, first served.
+fn queue_order(
+    doc: &Document,
+    disk: &Block,
+    depth: u32,
+    unsupported: &mut Vec<String>,
+) -> Result<String, String> {
+    let policy = |b: &Block| -> Result<Option<(f64, String)>, String> {
+        match b.get("Scheduler") {
+            Some(Value::Block(s)) => Ok(Some((
+                num(s, "Scheduling policy")?.unwrap_or(1.0),
+                s.pos.to_string(),
+            ))),
+            _ => Ok(None),
+        }
+    };
+    let names: Vec<&str> = doc.instances.iter().map(|(_, t)| t.as_str()).collect();
+    let drivers: Vec<&Block> = doc
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "disksim_iodriver")
+        .collect();
+    let driver = match drivers.as_slice() {
+        [one] => Some(*one),
+        many => many
+            .iter()
+            .find(|b| names.contains(&b.name.as_str()))
+            .copied(),
+    };
+    let driver_policy = match driver {
+        Some(d) => policy(d)?,
+        None => None,
+    };
+    let disk_policy = policy(disk)?;
+    let (chosen, whose) = if depth == 1 {
+        (
+            driver_policy,
+            "the device driver's queue (the drive holds one command)",
+        )
+    } else {
+        if let Some((p, at)) = &driver_policy {
+            if *p != 1.0 {
+                unsupported.push(format!(
+                    "Scheduler.Scheduling policy = {p} ({at}) in the device driver in front of a drive that queues {} commands: the model orders one queue, the drive's",
+                    if depth == 0 { "any number of".to_string() } else { depth.to_string() }
+                ));
+            }
+        }
+        (disk_policy, "the drive's queue")
+    };
+    let Some((p, at)) = chosen else {
+        return Ok("fcfs".into());
+    };
+    match scheduler_name(p) {
+        Some(name) => Ok(name.into()),
+        None => {
+            unsupported.push(format!(
+                "Scheduler.Scheduling policy = {p} ({at}) for {whose}: the model has FCFS (1), ELEVATOR_LBN (2), CYCLE_LBN (3) and SSTF_LBN (4); served first come, first served"
+            ));
+            Ok("fcfs".into())
+        }
+    }
 }
 
 /// Import a `.parv` file from disk.
