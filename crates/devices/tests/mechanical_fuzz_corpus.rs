@@ -222,10 +222,12 @@ fn queued(queue: u32, disk: u32, driver: Option<u32>) -> wattio_devices::disksim
 #[test]
 fn the_queue_order_is_the_drivers_for_one_command_and_the_drives_past_it() {
     let order = |imp: &wattio_devices::disksim::Import| imp.timing.scheduler.clone();
-    // No driver block: the drive's own policy.
-    let alone = queued(1, 1, None);
-    assert_eq!(order(&alone), "fcfs");
+    // No driver block (a bare diskspecs): the drive's own policy.
+    let alone = queued(1, 3, None);
+    assert_eq!(order(&alone), "clook");
     assert!(alone.unsupported.is_empty(), "{:?}", alone.unsupported);
+    // With a driver, the drive's policy orders nothing it holds one command at a time.
+    assert_eq!(order(&queued(1, 3, Some(1))), "fcfs");
     // A drive holding one command takes requests in the driver's order (DiskSim's
     // cheetah4LP.parv with the driver at 2, 3 or 4: docs/validation.md, "Queue order").
     for (policy, name) in [(1, "fcfs"), (2, "look"), (3, "clook"), (4, "sstf-lbn")] {

@@ -710,8 +710,9 @@ fn scheduler_name(policy: f64) -> Option<&'static str> {
 
 /// The order the drive's requests are served in. A drive that holds one command (`Max
 /// queue length = 1`, every validated drive) takes them in the order the device driver's
-/// queue hands them on, so the instantiated `disksim_iodriver`'s scheduler decides; a
-/// drive with a deeper queue orders it with its own (the driver's then only feeds it, and
+/// queue hands them on, so the instantiated `disksim_iodriver`'s scheduler decides (the
+/// drive's own when the file has no driver); a drive with a deeper queue orders it with its
+/// own (the driver's then only feeds it, and
 /// one that reorders too is reported: the model has one queue). A policy the model does
 /// not have is reported and served first come, first served.
 fn queue_order(
@@ -747,11 +748,14 @@ fn queue_order(
         None => None,
     };
     let disk_policy = policy(disk)?;
-    let (chosen, whose) = if depth == 1 {
+    let (chosen, whose) = if depth == 1 && driver_policy.is_some() {
         (
             driver_policy,
             "the device driver's queue (the drive holds one command)",
         )
+    } else if depth == 1 {
+        // No driver in the file (a bare diskspecs): the order it gives is the drive's.
+        (disk_policy, "the drive's queue")
     } else {
         if let Some((p, at)) = &driver_policy {
             if *p != 1.0 {
