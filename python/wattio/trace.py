@@ -1,7 +1,8 @@
 """Traces from Python: read any supported format into a pandas DataFrame, summarize it.
 
 Formats: columnar (wattio's Parquet trace), msr, fiu, blktrace (the binary per-CPU files,
-merged), blkparse, biosnoop, spc, alibaba, tencent, systor, disksim, disksim-validate, fio, mqsim.
+merged), blkparse, biosnoop, spc, alibaba, tencent, systor, disksim, disksim-validate, fio, mqsim,
+srt (HP Labs' traces: hplajw, cello, snake).
 ``format=None`` detects the format from the extension, a binary magic and the first line
 (never mqsim, whose lines are also DiskSim ascii lines: give it). gzip and zstd files (the
 MSR Cambridge ``.csv.gz``) are read through their decompressor, and a tar archive of one

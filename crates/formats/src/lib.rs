@@ -4,7 +4,7 @@
 //!   ([`fiu`]), blktrace's binary files ([`blktrace`]), blkparse text ([`blkparse`]), SPC/UMass ([`spc`]), Alibaba ([`alibaba`]),
 //!   Tencent CBS ([`tencent`]), SYSTOR '17 VDI ([`systor`]), DiskSim ascii and validate
 //!   ([`disksim`]), fio iolog v2/v3 ([`fio`]), MQSim's trace-based flow ([`mqsim`]),
-//!   biosnoop ([`biosnoop`]) — each normalizing to [`Request`]s in
+//!   biosnoop ([`biosnoop`]), HP Labs SRT ([`srt`]) — each normalizing to [`Request`]s in
 //!   ns and bytes and reporting what it assumed. [`open_trace`] picks one by name or by sniffing.
 //! * Any other delimited layout through a column mapping ([`delimited`], `--format csv
 //!   --columns SPEC`), with the same errors and assumptions report.
@@ -42,6 +42,7 @@ mod pages;
 pub mod parquet_io;
 pub mod slice;
 pub mod spc;
+pub mod srt;
 pub mod stats;
 pub mod systor;
 pub mod tencent;
@@ -76,6 +77,7 @@ pub const READ_FORMATS: &[&str] = &[
     "fio",
     "mqsim",
     "biosnoop",
+    "srt",
     "csv",
 ];
 
@@ -131,6 +133,7 @@ pub fn canonical_format(name: &str) -> Option<&'static str> {
         "fio" | "fio-v2" | "fio-v3" | "fio2" | "fio3" | "iolog" => "fio",
         "mqsim" => "mqsim",
         "biosnoop" | "bcc-biosnoop" => "biosnoop",
+        "srt" | "hpl" | "hp-srt" => "srt",
         "csv" | "delimited" => "csv",
         _ => return None,
     })
@@ -152,6 +155,10 @@ pub fn sniff(head: &[u8]) -> Option<&'static str> {
     }
     if blktrace::is_blktrace(head) {
         return Some("blktrace");
+    }
+    if head.starts_with(b"$$TR_IOREC") {
+        // An HP Labs SRT trace's header: binary records follow it.
+        return Some("srt");
     }
     // A UTF-8 byte order mark (editors on Windows write one): the readers skip it.
     let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
@@ -388,6 +395,15 @@ pub fn text_reader<R: Read + Send + 'static>(
         Some("blktrace") => {
             let fmt = blktrace_format(opts, &name)?;
             let recs = blktrace::Records::from_reader(Box::new(r), name.clone());
+            let mut s = TextSource::from_units(recs, name, fmt, opts)?;
+            for h in how {
+                s.note(h);
+            }
+            Ok(Box::new(s))
+        }
+        Some("srt") => {
+            let recs = srt::Records::from_reader(Box::new(r), &name)?;
+            let fmt = srt::Srt::new(recs.header());
             let mut s = TextSource::from_units(recs, name, fmt, opts)?;
             for h in how {
                 s.note(h);

@@ -10,3 +10,4 @@ mod fuzz_corpus;
 mod memtrace;
 mod readers;
 mod roundtrip;
+mod srt;

@@ -20,6 +20,7 @@ fn every_fuzz_seed_passes_the_reader_invariants() {
         "fio",
         "mqsim",
         "biosnoop",
+        "srt",
     ];
     let mut seeds = 0;
     for t in targets {
