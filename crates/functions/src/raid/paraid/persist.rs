@@ -162,6 +162,13 @@ pub trait Chunks {
     /// `f(slot, state code)` for each dirty chunk in slot order (`shape`'s layout) until it
     /// returns false.
     fn each(&self, shape: &Shape, f: &mut dyn FnMut(u64, u8) -> bool);
+    /// The checkpoint's list of the chunks appended to `b` (see [`ListEncoder`]) until `b`
+    /// reaches `end` bytes: how many were encoded, `None` once `end` was reached.
+    fn encode_list(&self, shape: &Shape, b: &mut Vec<u8>, end: usize) -> Option<u32> {
+        let mut e = ListEncoder::new(b, end);
+        self.each(shape, &mut |slot, code| e.push(slot, code));
+        e.finish()
+    }
     /// The two-bit-a-chunk bitmap of `shape`'s layout into `out` (zeroed, from the byte after
     /// the gear's).
     fn bitmap(&self, shape: &Shape, out: &mut [u8]) {
@@ -170,6 +177,50 @@ pub trait Chunks {
             out[(bit / 8) as usize] |= code << (bit % 8);
             true
         });
+    }
+}
+
+/// A checkpoint's list: each chunk, in slot order, as a varint of its distance from the one
+/// before (less one) shifted over its two-bit state code; given up once the list reaches
+/// `end` bytes (the bitmap is written instead).
+pub struct ListEncoder<'a> {
+    b: &'a mut Vec<u8>,
+    end: usize,
+    next: u64,
+    count: u32,
+    full: bool,
+}
+
+impl<'a> ListEncoder<'a> {
+    pub fn new(b: &'a mut Vec<u8>, end: usize) -> Self {
+        ListEncoder {
+            b,
+            end,
+            next: 0,
+            count: 0,
+            full: false,
+        }
+    }
+
+    /// One more chunk; false once the list is too long to go on.
+    #[inline]
+    pub fn push(&mut self, slot: u64, code: u8) -> bool {
+        if self.b.len() >= self.end {
+            self.full = true;
+            return false;
+        }
+        assert!(
+            slot >= self.next,
+            "paraid: a checkpoint's chunks come in slot order"
+        );
+        put_varint(self.b, (slot - self.next) << 2 | u64::from(code));
+        self.next = slot + 1;
+        self.count += 1;
+        true
+    }
+
+    pub fn finish(self) -> Option<u32> {
+        (!self.full && self.b.len() < self.end).then_some(self.count)
     }
 }
 
@@ -279,30 +330,18 @@ impl Shape {
         let mut b = Vec::with_capacity(end.min(1 << 16) + 4 + bad.len() * 10);
         b.push(gear as u8 | SPARSE);
         b.extend_from_slice(&[0; 4]);
-        let (mut next, mut count) = (0, 0u32);
         let long = dirty.len_hint().is_some_and(|n| b.len() + n >= end);
-        if !long {
-            dirty.each(self, &mut |slot, code| {
-                if b.len() >= end {
-                    return false;
-                }
-                assert!(
-                    slot >= next,
-                    "paraid: a checkpoint's chunks come in slot order"
-                );
-                put_varint(&mut b, (slot - next) << 2 | u64::from(code));
-                next = slot + 1;
-                count += 1;
-                true
-            });
-        }
-        if long || b.len() >= end {
-            b.clear();
-            b.resize(end, 0);
-            b[0] = gear as u8;
-            dirty.bitmap(self, &mut b[1..]);
-        } else {
-            b[1..5].copy_from_slice(&count.to_le_bytes());
+        match (!long)
+            .then(|| dirty.encode_list(self, &mut b, end))
+            .flatten()
+        {
+            Some(count) => b[1..5].copy_from_slice(&count.to_le_bytes()),
+            None => {
+                b.clear();
+                b.resize(end, 0);
+                b[0] = gear as u8;
+                dirty.bitmap(self, &mut b[1..]);
+            }
         }
         let mut bad = bad.to_vec();
         bad.sort_unstable();
