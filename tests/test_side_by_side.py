@@ -106,7 +106,7 @@ def wattio_finish_ms(work: Path, parv: Path, trace: Path, n: int, expect: str | 
     """Each request's finish time (ms, by request) of `wattio run` on the `wattio disk
     import` of `parv` (which must import with nothing unsupported; its entry must contain
     `expect` if given) for the DiskSim ascii `trace` of `n` requests. `run` names the run's
-    drive directory and output; the import is reused when it is already there."""
+    output directory; the import is reused when it is already there."""
     import pandas as pd
 
     wattio = side_by_side.wattio_command(None)

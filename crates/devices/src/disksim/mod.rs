@@ -712,9 +712,9 @@ fn scheduler_name(policy: f64) -> Option<&'static str> {
 /// queue length = 1`, every validated drive) takes them in the order the device driver's
 /// queue hands them on, so the instantiated `disksim_iodriver`'s scheduler decides (the
 /// drive's own when the file has no driver); a drive with a deeper queue orders it with its
-/// own (the driver's then only feeds it, and
-/// one that reorders too is reported: the model has one queue). A policy the model does
-/// not have is reported and served first come, first served.
+/// own (the driver's then only feeds it, and one that reorders too is reported: the model
+/// has one queue). A policy the model does not have is reported and served first come,
+/// first served.
 fn queue_order(
     doc: &Document,
     disk: &Block,

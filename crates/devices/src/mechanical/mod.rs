@@ -1369,7 +1369,6 @@ impl MechanicalDisk {
         }
     }
 
-    /// Estimated positioning time (ms) to reach `lbn` from the current arm at `t`.
     /// A data request starts: the LBN schedulers' reference moves, as DiskSim's ioqueue
     /// moves `lastblkno` when it hands a request on — to its start under LOOK and C-LOOK, to
     /// its end under SSTF_LBN — and LOOK's direction turns to where it went.
@@ -1449,6 +1448,7 @@ impl MechanicalDisk {
         best
     }
 
+    /// Estimated positioning time (ms) to reach `lbn` from the current arm at `t`.
     fn position_estimate(&self, t: f64, lbn: u64, write: bool) -> f64 {
         let Some(p) = self.layout.ltop(lbn) else {
             return f64::INFINITY;

@@ -382,13 +382,12 @@ impl Chunks for DirtyList {
     }
 
     fn encode_list(&self, shape: &Shape, b: &mut Vec<u8>, end: usize) -> Option<u32> {
-        if !self.has_layout(shape.low, shape.chunks) {
-            let mut e = ListEncoder::new(b, end);
-            Ordered(self.sides()).each(shape, &mut |slot, code| e.push(slot, code));
-            return e.finish();
-        }
         let mut e = ListEncoder::new(b, end);
-        self.each_slot_with(|slot, code| e.push(slot, code));
+        if self.has_layout(shape.low, shape.chunks) {
+            self.each_slot_with(|slot, code| e.push(slot, code));
+        } else {
+            self.each(shape, &mut |slot, code| e.push(slot, code));
+        }
         e.finish()
     }
 
