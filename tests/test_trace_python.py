@@ -293,3 +293,38 @@ def test_a_sort_window_reorders_a_long_trace_in_bounded_memory(tmp_path: Path, c
     r = wattio.run(cfg, progress=False, report=False)
     assert r.summary["requests"] == 1000
     assert any("within a window of 2" in a for a in r.summary["trace"])
+
+
+def _srt_record(*fields: int) -> bytes:
+    import struct
+
+    return struct.pack(">I", 4 * len(fields) + 4) + struct.pack(f">{len(fields)}I", *fields)
+
+
+def test_an_hp_srt_trace_reads_in_its_disks_sectors_from_python_and_the_cli(tmp_path: Path, capsys) -> None:
+    # An HP Labs SRT trace (hplajw's layout): a header giving disk 0 256-byte sectors, then
+    # two big-endian I/O records, version 4 (with the queue length), type 1.
+    header = (
+        b"$$TR_IOREC-1.3 (IOAdaptor Upgrade Version)\n"
+        b'tracedate    = "Sat May 30 00:03:06 1992";\n'
+        b"disks        = {\n  0 -> {\n    sectorsize  = 256,\n  }\n};\n"
+    ) + b"\x0c"
+    read = _srt_record(0x0004_0001, 0, 0, 174, 19_687, 4096, 1056, 0x0800_0008, 4, 1, 0x1B, 0, 1)
+    write = _srt_record(0x0004_0001, 1, 250_000, 10, 3_000, 8192, 2000, 0x0800_0008, 4, 1, 0x100, 0, 1)
+    p = tmp_path / "ajw.srt"
+    p.write_bytes(header + read + write)
+    df = trace.read(p)
+    assert df["arrival_ns"].tolist() == [0, 1_250_000_000]
+    assert df["op"].tolist() == ["read", "write"]
+    assert df["offset"].tolist() == [1056 * 256, 2000 * 256]
+    assert df["len"].tolist() == [4096, 8192]
+    assert df["measured_ns"].tolist() == [19_687_000, 3_000_000]
+    assert any("detected format srt" in a for a in df.attrs["assumptions"])
+    assert main(["trace", "stats", str(p), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["requests"] == 2 and stats["writes"] == 1
+    # A record cut short is refused at its byte offset.
+    p.write_bytes(header + read + write[:20])
+    assert main(["trace", "stats", str(p)]) != 0
+    err = capsys.readouterr().err
+    assert f"@byte {len(header) + len(read)}: a record cut short: 20 of its 56 bytes" in err, err
