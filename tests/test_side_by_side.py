@@ -356,8 +356,8 @@ def test_driver_queue_orders_run_as_in_disksim(tmp_path):
             assert (abs(fcfs - theirs) < 0.02).mean() < 0.5
     # The rule written before the first run (session 52): each order agrees within 0.02 ms
     # on at least the share FCFS does at this load less 5 points, and its mean within 2 %.
-    # Measured: FCFS 99.5 %, LOOK 100 %, C-LOOK 96.5 % (one revolution missed by a hair
-    # carried through a busy period, as under FCFS: docs/validation.md), SSTF-LBN 100 %.
+    # Measured: FCFS 99.5 %, LOOK 100 %, C-LOOK 96.5 % (a turn missed in one busy period,
+    # the model's: docs/validation.md), SSTF-LBN 100 %.
     assert means[1][1] > 5 * 13.0, means[1]
     for policy in (2, 3, 4):
         assert agree[policy] >= agree[1] - 0.05, (policy, agree)
