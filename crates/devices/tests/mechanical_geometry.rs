@@ -650,3 +650,31 @@ fn an_unknown_scheduler_is_named_in_the_error() {
     assert!(e.contains("timing.scheduler: unknown `elevator`"), "{e}");
     assert!(e.contains("clook"), "{e}");
 }
+
+/// A read-ahead stopped for a waiting command first finishes what it is doing (DiskSim's
+/// `disk_buffer_stopable_access`): here the head switch to its next track.
+#[test]
+fn a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first() {
+    let mut base = def();
+    base.cache.continuous_read = 3;
+    base.cache.max_read_ahead = 150;
+    base.controller.read_miss_after_read_ms = 0.0;
+    let mut d = MechanicalDisk::new(base).unwrap();
+    let g = d.geometry().unwrap();
+    // Block 0 at t = 0, no command overhead: sector 0 is under the head, done at 0.1 ms;
+    // the read-ahead goes on through block 99 (done 10.0 ms), then switches to head 1
+    // (0.3 ms, to 10.3 ms).
+    assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 100_000);
+    // A miss at 10.1 ms, in the switch. Block 1067 (cylinder 5, head 0, sector 67) sits at
+    // angle 0.17: 67 sectors + 5 track skews (50) + 5 cylinder skews (100) = 217 sectors.
+    let at = g.locate(1067 * 512).unwrap();
+    assert_eq!((at.cylinder, at.surface, at.sector), (5, 0, 67));
+    assert!((at.angle - 0.17).abs() < 1e-12, "{}", at.angle);
+    let seek = g.seek_time(100 * 512, 1067 * 512, false).unwrap();
+    assert_eq!(seek, 1_500_000);
+    // The seek from head 1 starts when the switch ends (10.3 ms) and arrives at 11.8 ms,
+    // just past 11.7 ms where the sector was: a turn later, done at 21.8 ms. Started at the
+    // command (10.1 ms) it would have caught the sector at 11.7 and been done at 11.8.
+    let s = d.service(10_100_000, &io(Op::Read, 1067, 1));
+    assert_eq!(s.total(), 11_700_000, "{}", ms(s.total()));
+}

@@ -378,6 +378,11 @@ struct Progress {
     complete: bool,
     end: f64,
     arm: Pbn,
+    /// Stopped at `t`, a read-ahead first finishes what it is doing (DiskSim's
+    /// `disk_buffer_stopable_access` waits for the pending seek or sector event): the
+    /// mechanism is free at `stop_free`, the blocks before `stop_got` buffered.
+    stop_free: f64,
+    stop_got: u64,
 }
 
 impl MechanicalDisk {
@@ -770,10 +775,16 @@ impl MechanicalDisk {
                 complete: true,
                 end: pf.t0,
                 arm: pf.from,
+                stop_free: pf.t0,
+                stop_got: pf.next,
             };
         }
         let mut got = pf.next;
         let mut cut = None;
+        let mut stop = (t, pf.next);
+        // Where the mechanism was before each run: when the previous one ended, and on
+        // its last sector.
+        let mut prev = (pf.t0, pf.from);
         let acc = self.media_runs(
             pf.t0,
             pf.from,
@@ -785,6 +796,7 @@ impl MechanicalDisk {
             |r| {
                 if r.end() <= t {
                     got = r.lbn + r.n;
+                    prev = (r.end(), r.pbn(r.n - 1));
                     true
                 } else {
                     let k = if r.first > t {
@@ -794,6 +806,14 @@ impl MechanicalDisk {
                     };
                     got = r.lbn + k;
                     cut = Some(r.pbn(k));
+                    // Stopped in the seek to this run's track: at the seek's end, none of
+                    // it read; waiting for or reading sector k: once that sector is done.
+                    let seek_end = prev.0 + self.seek_ms(prev.1, r.pbn(0), false);
+                    stop = if k == 0 && t < seek_end {
+                        (seek_end, r.lbn)
+                    } else {
+                        (r.done(k), r.lbn + k + 1)
+                    };
                     false
                 }
             },
@@ -804,19 +824,25 @@ impl MechanicalDisk {
                 complete: true,
                 end: acc.end,
                 arm: acc.arm,
+                stop_free: acc.end,
+                stop_got: got,
             },
             Some(arm) => Progress {
                 got,
                 complete: false,
                 end: acc.end,
                 arm,
+                stop_free: stop.0,
+                stop_got: stop.1,
             },
         }
     }
 
     /// Settle the background prefetch at time `t` (its progress `prog` if already known):
-    /// blocks read by then join the cache; a read-ahead cut short leaves the arm on the
-    /// sector in progress, free at `t`.
+    /// blocks read by then join the cache. A read-ahead cut short finishes the sector it is
+    /// on, or the seek to its next track, as DiskSim's drive does before it takes the next
+    /// command (`disk_buffer_stopable_access`: the pending sector or seek event completes,
+    /// `DISK_SEEK_STOPTIME`): the arm is on that sector or track, free when it is done.
     fn stop_prefetch_with(&mut self, t: f64, prog: Option<Progress>) {
         let Some(pf) = self.prefetch.take() else {
             return;
@@ -825,14 +851,19 @@ impl MechanicalDisk {
             return;
         }
         let prog = prog.unwrap_or_else(|| self.prefetch_progress(&pf, t));
+        let got = if prog.complete {
+            prog.got
+        } else {
+            prog.stop_got
+        };
         if let Some(s) = self.segs.get_mut(pf.seg) {
-            s.end = s.end.max(prog.got);
+            s.end = s.end.max(got);
         }
         self.arm = prog.arm;
         self.mech_free = if prog.complete {
             self.mech_free.max(prog.end)
         } else {
-            self.mech_free.max(t.max(pf.t0))
+            self.mech_free.max(t.max(pf.t0)).max(prog.stop_free)
         };
     }
 
