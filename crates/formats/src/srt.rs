@@ -17,7 +17,7 @@
 //! sector 171,760 and its requests at 171,792). The disk is the minor number's second byte
 //! (`dev_t >> 8 & 0xff`), as DiskSim takes it; its low byte is the section.
 
-use crate::lines::{FieldError, LineError};
+use crate::lines::{read_full, FieldError, LineError};
 use crate::text::{DevKey, LineFormat, OwnedKey, Parsed, Raw, Units};
 use crate::{FormatError, Location};
 use std::collections::BTreeMap;
@@ -190,24 +190,10 @@ impl Records {
     }
 }
 
-/// Reads exactly `buf.len()` bytes, or fewer at the end of input: how many.
-fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 impl Units for Records {
     fn next_unit(&mut self) -> Result<Option<&[u8]>, LineError> {
         let mut size = [0u8; 4];
-        let n = read_up_to(&mut self.r, &mut size).map_err(LineError::Io)?;
+        let n = read_full(&mut self.r, &mut size).map_err(LineError::Io)?;
         if n == 0 {
             return Ok(None);
         }
@@ -229,7 +215,7 @@ impl Units for Records {
         self.cur.clear();
         self.cur.extend_from_slice(&size);
         self.cur.resize(len as usize, 0);
-        let got = read_up_to(&mut self.r, &mut self.cur[4..]).map_err(LineError::Io)?;
+        let got = read_full(&mut self.r, &mut self.cur[4..]).map_err(LineError::Io)?;
         if got < len as usize - 4 {
             return Err(LineError::Record {
                 message: format!("a record cut short: {} of its {len} bytes", got + 4),

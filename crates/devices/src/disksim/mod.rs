@@ -459,22 +459,10 @@ fn layout_def(lb: &Block, blocks: u64, unsupported: &mut Vec<String>) -> Result<
 /// Convert the instantiated `disksim_disk` of a parsed `.parv`. `dir` resolves the seek
 /// file named by the mechanics block.
 pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Import, String> {
-    let disks: Vec<&Block> = doc
-        .blocks
-        .iter()
-        .filter(|b| b.kind == "disksim_disk")
-        .collect();
-    let disk = match disks.as_slice() {
-        [] => return Err("no `disksim_disk` block found".into()),
-        [one] => *one,
-        many => {
-            // The one that is instantiated.
-            let names: Vec<&str> = doc.instances.iter().map(|(_, t)| t.as_str()).collect();
-            many.iter()
-                .find(|b| names.contains(&b.name.as_str()))
-                .copied()
-                .ok_or("several `disksim_disk` blocks and none instantiated")?
-        }
+    let disk = match instantiated(doc, "disksim_disk") {
+        (0, _) => return Err("no `disksim_disk` block found".into()),
+        (_, Some(b)) => b,
+        (_, None) => return Err("several `disksim_disk` blocks and none instantiated".into()),
     };
     let mut unsupported = Vec::new();
     report_unused(disk, USED_DISK, &mut unsupported);
@@ -696,6 +684,20 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
     })
 }
 
+/// How many blocks of `kind` the file has, and the one that counts: the only one, or of
+/// several the one instantiated (`None`: none, or several and none instantiated).
+fn instantiated<'a>(doc: &'a Document, kind: &str) -> (usize, Option<&'a Block>) {
+    let blocks: Vec<&Block> = doc.blocks.iter().filter(|b| b.kind == kind).collect();
+    let one = match blocks.as_slice() {
+        [one] => Some(*one),
+        many => many
+            .iter()
+            .find(|b| doc.instances.iter().any(|(_, t)| *t == b.name))
+            .copied(),
+    };
+    (blocks.len(), one)
+}
+
 /// wattio's name for a DiskSim `Scheduling policy` (`disksim_ioqueue.h`), where the model
 /// has it: FCFS, ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN.
 fn scheduler_name(policy: f64) -> Option<&'static str> {
@@ -730,20 +732,7 @@ fn queue_order(
             _ => Ok(None),
         }
     };
-    let names: Vec<&str> = doc.instances.iter().map(|(_, t)| t.as_str()).collect();
-    let drivers: Vec<&Block> = doc
-        .blocks
-        .iter()
-        .filter(|b| b.kind == "disksim_iodriver")
-        .collect();
-    let driver = match drivers.as_slice() {
-        [one] => Some(*one),
-        many => many
-            .iter()
-            .find(|b| names.contains(&b.name.as_str()))
-            .copied(),
-    };
-    let driver_policy = match driver {
+    let driver_policy = match instantiated(doc, "disksim_iodriver").1 {
         Some(d) => policy(d)?,
         None => None,
     };
