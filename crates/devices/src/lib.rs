@@ -1,5 +1,6 @@
 //! Device models — the timing face of each device — and the catalogue of real devices.
-//! [`fault`] injects faults (EIO on a range, a slow device, a missing one) into any model.
+//! [`fault`] injects faults (EIO on a range, a slow device, a missing one) into any model,
+//! and [`queue_order`] serves any model's queue in one of DiskSim's block-number orders.
 //!
 //! A catalogue entry (`catalogue/NAME.toml`) has a `[timing]` table whose `model` key picks
 //! the model below, and a `[power]` table (a [`wattio_core::power::PowerDef`]). Every number
@@ -24,6 +25,7 @@ mod fuzz_input;
 pub mod hdd;
 pub mod mechanical;
 mod params;
+pub mod queue_order;
 pub mod ssd;
 
 pub use catalogue::{Catalogue, DeviceSpec};

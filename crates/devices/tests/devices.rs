@@ -9,6 +9,7 @@ mod flash_fuzz_corpus;
 mod mechanical_fuzz_corpus;
 mod mechanical_geometry;
 mod mechanical_validation;
+mod queue_order;
 mod ssd_analytical;
 mod ssd_catalogue;
 mod ssd_fuzz_corpus;

@@ -8,6 +8,7 @@ use wattio_core::function::Function;
 use wattio_core::time::Nanos;
 use wattio_core::Stack;
 use wattio_devices::fault::{Faults, Faulty};
+use wattio_devices::queue_order::{LbnOrder, QueueOrdered};
 use wattio_devices::{Catalogue, DeviceSpec};
 use wattio_functions::registry::Registry;
 
@@ -20,6 +21,7 @@ pub struct DeviceEntry {
     pub spec: DeviceSpec,
     pub initial_state: Option<String>,
     pub fault: Option<Faults>,
+    pub queue: Option<String>,
 }
 
 pub struct Assembly {
@@ -52,6 +54,7 @@ pub fn device_specs(cfg: &RunConfig, cat: &Catalogue) -> Result<Vec<DeviceEntry>
             spec: spec.clone(),
             initial_state: d.initial_state.clone(),
             fault: d.fault.clone(),
+            queue: d.queue.clone(),
         };
         match d.count {
             None => out.push(entry(d.name.clone())),
@@ -96,6 +99,7 @@ pub fn assemble(
             spec,
             initial_state: initial,
             fault,
+            queue,
         } = e;
         let power = Arc::new(
             spec.power_spec()
@@ -104,6 +108,22 @@ pub fn assemble(
         let mut timing = spec
             .build_timing()
             .map_err(|e| format!("device `{name}`: {e}"))?;
+        match queue.as_deref() {
+            None | Some("fcfs") => {}
+            Some(q) => {
+                let order = LbnOrder::parse(q).ok_or_else(|| {
+                    format!(
+                        "device `{name}`.queue: unknown `{q}` (expected fcfs, look, clook or sstf-lbn)"
+                    )
+                })?;
+                if timing.schedules() {
+                    return Err(format!(
+                        "device `{name}`.queue: its model orders its own queue (timing.scheduler); set one of the two"
+                    ));
+                }
+                timing = Box::new(QueueOrdered::new(timing, order));
+            }
+        }
         if let Some(f) = &fault {
             timing = Box::new(Faulty::new(timing, f).map_err(|e| format!("device `{name}`: {e}"))?);
         }

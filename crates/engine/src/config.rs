@@ -92,6 +92,11 @@ pub struct DeviceConfig {
     /// Injected faults (`[device.fault]`: `eio`, `slow`, `missing`), for robustness tests.
     #[serde(default)]
     pub fault: Option<Faults>,
+    /// The order the device's queue is served in (`fcfs`, the default, or one of DiskSim's
+    /// block-number orders `look`, `clook`, `sstf-lbn`: the host's elevator in front of
+    /// the model), for a model that does not order its own.
+    #[serde(default)]
+    pub queue: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

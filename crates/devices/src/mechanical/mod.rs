@@ -28,6 +28,7 @@ pub mod layout;
 pub mod seek;
 pub mod tree_layout;
 
+use crate::queue_order::{LbnOrder, LbnQueue};
 use layout::{Layout, LayoutDef, Pbn};
 use seek::{Seek, SeekDef};
 use serde::{Deserialize, Serialize};
@@ -253,11 +254,8 @@ pub struct MechanicalDisk {
     capacity: u64,
     sched: Sched,
     // state
-    /// The LBN schedulers' reference block (DiskSim's `lastblkno`), direction (`dir`,
-    /// true ascending) and tie alternation (`sstfupdown`), as of the last request started.
-    queue_ref: u64,
-    ascending: bool,
-    tie_down: bool,
+    /// DiskSim's block-number order and its state, for `look`, `clook` and `sstf-lbn`.
+    lbn_queue: Option<LbnQueue>,
     arm: Pbn,
     /// When the mechanism finishes what it is doing (destage, prefetch cut-off).
     mech_free: f64,
@@ -308,14 +306,8 @@ enum Sched {
     Fcfs,
     Sstf,
     Sptf,
-    /// DiskSim's ELEVATOR_LBN: on in the current direction by block number while a request
-    /// lies ahead, then turn (LOOK).
-    Look,
-    /// DiskSim's CYCLE_LBN: the next block number at or after the last request's start,
-    /// wrapping to the lowest (C-LOOK).
-    Clook,
-    /// DiskSim's SSTF_LBN: the nearest block number to the last request's end.
-    SstfLbn,
+    /// One of DiskSim's block-number orders ([`crate::queue_order`]).
+    Lbn(LbnOrder),
 }
 
 /// Blocks passing back to back under the head on one track: block `lbn + i` (`i < n`,
@@ -422,14 +414,14 @@ impl MechanicalDisk {
             "fcfs" => Sched::Fcfs,
             "sstf" => Sched::Sstf,
             "sptf" => Sched::Sptf,
-            "look" => Sched::Look,
-            "clook" => Sched::Clook,
-            "sstf-lbn" => Sched::SstfLbn,
-            s => {
-                return Err(format!(
-                    "timing.scheduler: unknown `{s}` (expected fcfs, sstf, sptf, look, clook or sstf-lbn)"
-                ))
-            }
+            s => match LbnOrder::parse(s) {
+                Some(order) => Sched::Lbn(order),
+                None => {
+                    return Err(format!(
+                        "timing.scheduler: unknown `{s}` (expected fcfs, sstf, sptf, look, clook or sstf-lbn)"
+                    ))
+                }
+            },
         };
         let layout = Layout::new(&def.layout, def.surfaces, def.cylinders)?;
         let mut seek = Seek::new(def.seek.clone())?;
@@ -453,16 +445,17 @@ impl MechanicalDisk {
             && c.fast_write_level == 2
             && segs.len() >= 2
             && def.controller.queue_depth != 1;
+        let lbn_queue = match sched {
+            Sched::Lbn(order) => Some(LbnQueue::new(order, layout.blocks() * SECTOR)),
+            _ => None,
+        };
         Ok(MechanicalDisk {
             period: 60_000.0 / def.rpm,
             capacity: layout.blocks() * SECTOR,
             layout,
             seek,
             sched,
-            // DiskSim's queue starts at block 0, ascending.
-            queue_ref: 0,
-            ascending: true,
-            tie_down: false,
+            lbn_queue,
             arm: Pbn {
                 cyl: 0,
                 head: 0,
@@ -1400,85 +1393,6 @@ impl MechanicalDisk {
         }
     }
 
-    /// A data request starts: the LBN schedulers' reference moves, as DiskSim's ioqueue
-    /// moves `lastblkno` when it hands a request on — to its start under LOOK and C-LOOK, to
-    /// its end under SSTF_LBN — and LOOK's direction turns to where it went.
-    fn started(&mut self, lbn: u64, count: u64) {
-        match self.sched {
-            Sched::Look | Sched::SstfLbn if lbn != self.queue_ref => {
-                self.ascending = lbn > self.queue_ref;
-            }
-            _ => {}
-        }
-        self.queue_ref = match self.sched {
-            Sched::SstfLbn => lbn + count,
-            _ => lbn,
-        };
-    }
-
-    /// DiskSim's `ioqueue_get_request_from_lbn_vscan_queue` on a queue of at least two:
-    /// `top` is the lowest block at or after the reference, `bottom` the highest before it
-    /// (the earliest queued among equal blocks, as DiskSim's list sorted by block keeps
-    /// arrival order among equals); the distance against the current direction pays
-    /// `penalty` blocks (0: SSTF_LBN; the drive's block count: ELEVATOR_LBN, which then
-    /// turns only when nothing lies ahead). Equal distances alternate, bottom first after
-    /// a tie taken at the top.
-    fn pick_vscan(&mut self, queue: &[Io], penalty: u64) -> usize {
-        let r = self.queue_ref;
-        let mut top: Option<(u64, usize)> = None;
-        let mut bottom: Option<(u64, usize)> = None;
-        for (i, io) in queue.iter().enumerate() {
-            let b = io.offset / SECTOR;
-            if b >= r {
-                if top.is_none_or(|(t, _)| b < t) {
-                    top = Some((b, i));
-                }
-            } else if bottom.is_none_or(|(t, _)| b > t) {
-                bottom = Some((b, i));
-            }
-        }
-        let (top, bottom) = match (top, bottom) {
-            (None, None) => return 0,
-            (Some((_, i)), None) | (None, Some((_, i))) => return i,
-            (Some(t), Some(b)) => (t, b),
-        };
-        let mut up = top.0 - r;
-        let mut down = r - bottom.0;
-        if self.ascending {
-            down = down.saturating_add(penalty);
-        } else if up != 0 {
-            up = up.saturating_add(penalty);
-        }
-        let pick = if up < down {
-            top.1
-        } else if up > down || self.tie_down {
-            bottom.1
-        } else {
-            top.1
-        };
-        if up == down {
-            self.tie_down = !self.tie_down;
-        }
-        pick
-    }
-
-    /// DiskSim's `ioqueue_get_request_from_lbn_scan_queue`: the lowest block at or after
-    /// the reference, else the lowest of all (earliest queued among equals).
-    fn pick_cycle(&self, queue: &[Io]) -> usize {
-        let r = self.queue_ref;
-        let key = |io: &Io| {
-            let b = io.offset / SECTOR;
-            (b < r, b)
-        };
-        let mut best = 0;
-        for (i, io) in queue.iter().enumerate().skip(1) {
-            if key(io) < key(&queue[best]) {
-                best = i;
-            }
-        }
-        best
-    }
-
     /// Estimated positioning time (ms) to reach `lbn` from the current arm at `t`.
     fn position_estimate(&self, t: f64, lbn: u64, write: bool) -> f64 {
         let Some(p) = self.layout.ltop(lbn) else {
@@ -1530,7 +1444,9 @@ impl Timing for MechanicalDisk {
         }
         match io.op {
             Op::Read | Op::Write => {
-                self.started(lbn, count);
+                if let Some(q) = &mut self.lbn_queue {
+                    q.started(lbn, count);
+                }
                 // Taken with commands queued before it: its media write waits for them.
                 let defer = (beside && self.admitted_at > 0).then_some(self.admitted_at);
                 let (fin, seek, lat, ovh) = self.access(t, io.op, lbn, count, io.fua, defer);
@@ -1627,11 +1543,8 @@ impl Timing for MechanicalDisk {
     }
 
     fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
-        match self.sched {
-            Sched::Look => return self.pick_vscan(queue, self.layout.blocks()),
-            Sched::SstfLbn => return self.pick_vscan(queue, 0),
-            Sched::Clook => return self.pick_cycle(queue),
-            Sched::Fcfs | Sched::Sstf | Sched::Sptf => {}
+        if let Some(q) = &mut self.lbn_queue {
+            return q.pick(queue);
         }
         let t = ns_to_ms(now).max(self.mech_free);
         let mut best = (f64::INFINITY, 0usize);
