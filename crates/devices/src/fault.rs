@@ -261,6 +261,14 @@ impl Timing for Faulty {
         self.inner.schedules()
     }
 
+    fn prebuffers(&self) -> bool {
+        self.inner.prebuffers()
+    }
+
+    fn admits(&mut self, now: Nanos, io: &Io, position: usize) -> bool {
+        self.inner.admits(now, io, position)
+    }
+
     fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
         self.inner.pick(now, queue)
     }
@@ -299,6 +307,33 @@ mod tests {
                 ..Service::default()
             }
         }
+    }
+
+    /// Takes queued writes beside the command in service (as a prebuffering drive).
+    struct Prebuffers;
+    impl Timing for Prebuffers {
+        fn capacity(&self) -> u64 {
+            1 << 20
+        }
+        fn service(&mut self, _start: Nanos, _io: &Io) -> Service {
+            Service::default()
+        }
+        fn prebuffers(&self) -> bool {
+            true
+        }
+        fn admits(&mut self, _now: Nanos, io: &Io, _position: usize) -> bool {
+            io.op == Op::Write
+        }
+    }
+
+    #[test]
+    fn a_faulty_prebuffering_drive_still_prebuffers() {
+        let faults: Faults = toml::from_str("slow = 2.0").unwrap();
+        let mut t = Faulty::new(Box::new(Prebuffers), &faults).unwrap();
+        assert!(t.prebuffers());
+        let at = |op| Request::new(0, op, 0, 4096).io(0);
+        assert!(t.admits(0, &at(Op::Write), 1));
+        assert!(!t.admits(0, &at(Op::Read), 1));
     }
 
     #[test]
