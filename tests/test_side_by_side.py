@@ -18,7 +18,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -107,26 +106,13 @@ def wattio_finish_ms(work: Path, parv: Path, trace: Path, n: int, expect: str | 
     import` of `parv` (which must import with nothing unsupported; its entry must contain
     `expect` if given) for the DiskSim ascii `trace` of `n` requests. `run` names the run's
     output directory; the import is reused when it is already there."""
-    import pandas as pd
-
     wattio = side_by_side.wattio_command(None)
-    drives = work / "drives"
-    entry = drives / f"{parv.stem}.toml"
+    entry = work / "drives" / f"{parv.stem}.toml"
     if not entry.exists():
-        drives.mkdir()
-        p = subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)],
-                           capture_output=True, text=True, check=True)
-        assert "unsupported" not in p.stderr, p.stderr
-        entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
+        entry, err = side_by_side.wattio_import(wattio, parv, work / "drives")
+        assert "unsupported" not in err, err
     assert expect is None or expect in entry.read_text()
-    cfg = side_by_side.wattio_config(work, parv.stem, parv.stem, catalogue="drives")
-    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
-    out = work / f"out-{run}"
-    subprocess.run([*wattio, "run", str(cfg), "--trace", str(trace), "--format", "disksim",
-                    "--out", str(out), "--quiet"], check=True, capture_output=True)
-    w = pd.read_parquet(out / "requests.parquet").sort_values("id")
-    assert len(w) == n
-    return w["finish_ns"].to_numpy() / 1e6
+    return side_by_side.wattio_finish_ms(wattio, work, parv.stem, trace, n, run)
 
 
 def tree_layout() -> tuple[str, int]:
@@ -170,7 +156,7 @@ def tree_layout() -> tuple[str, int]:
 
 
 def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
-    import pandas as pd
+    import numpy as np
 
     cache = ROOT / "target" / "side_by_side"
     binary = side_by_side.build_peer(
@@ -187,11 +173,7 @@ def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
     model = model[:start] + "Layout Model = source tree.layout,\n   " + model[end:]
     model = re.sub(r"Block count = \d+", f"Block count = {blocks}", model)
     (tmp_path / "cheetah4LP.model").write_text(model)
-    parv = (valid / "cheetah4LP.parv").read_text().replace(
-        "Stat definition file = statdefs\n", "Stat definition file = statdefs,\nDetailed execution trace = exectrace\n", 1
-    )
-    assert "Detailed execution trace" in parv
-    (tmp_path / "tree.parv").write_text(parv)
+    (tmp_path / "tree.parv").write_text(side_by_side.with_exectrace((valid / "cheetah4LP.parv").read_text()))
     rng = random.Random(49)
     t, lines = 0.0, []
     for _ in range(TREE_REQUESTS):
@@ -200,15 +182,12 @@ def test_a_tree_layout_drive_runs_as_in_disksim(tmp_path):
         start_blk = 8 * rng.randrange((blocks - size) // 8)
         lines.append(f"{t:.6f} 0 {start_blk} {size} {int(rng.random() < 2 / 3)}\n")
     (tmp_path / "tree.trace").write_text("".join(lines))
-    subprocess.run([str(binary), "tree.parv", "tree.outv", "ascii", "tree.trace", "0"], cwd=tmp_path,
-                   check=True, capture_output=True)
-    ds = pd.read_csv(tmp_path / "exectrace").set_index("tagID")["simtime"]
-    assert len(ds) == TREE_REQUESTS
+    theirs_at = side_by_side.disksim_finish_ms(binary, tmp_path, "tree.parv", "tree.trace", lines)
     finish = wattio_finish_ms(tmp_path, tmp_path / "tree.parv", tmp_path / "tree.trace", TREE_REQUESTS,
                               expect="[timing.layout.tree]")
-    arrivals = pd.Series([float(ln.split()[0]) for ln in lines])
-    ours = finish - arrivals.to_numpy()
-    theirs = ds.reindex(range(1, TREE_REQUESTS + 1)).to_numpy() - arrivals.to_numpy()
+    arrivals = np.array([float(ln.split()[0]) for ln in lines])
+    ours = finish - arrivals
+    theirs = theirs_at - arrivals
     diff = abs(ours - theirs)
     # DiskSim's platter angle drifts by about 1.4 µs a simulated second (docs/validation.md,
     # "Request by request"): over the 10 s of this trace 247 of 250 requests agree within
@@ -235,7 +214,6 @@ def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]
     cheetah4LP.parv with diskspecs `specs` and its device driver's `Scheduling policy` set
     to `driver_policy`, for the ascii trace `lines`; and the work directory."""
     import numpy as np
-    import pandas as pd
 
     work = tmp_path / name
     work.mkdir()
@@ -243,31 +221,13 @@ def disksim_and_wattio(tmp_path, binary, name: str, specs: str, lines: list[str]
     for f in ["cheetah4LP.model", "cheetah4LP.seek", "statdefs"]:
         shutil.copy(valid / f, work / f)
     (work / "cheetah4LP.diskspecs").write_text(specs)
-    parv = (valid / "cheetah4LP.parv").read_text().replace(
-        "Stat definition file = statdefs\n", "Stat definition file = statdefs,\nDetailed execution trace = exectrace\n", 1
-    )
-    parv, k = re.subn(r"(disksim_iodriver DRIVER0 \{.*?Scheduling policy = )1,",
-                      rf"\g<1>{driver_policy},", parv, count=1, flags=re.DOTALL)
-    assert k == 1
-    (work / "x.parv").write_text(parv)
+    parv = side_by_side.with_exectrace((valid / "cheetah4LP.parv").read_text())
+    (work / "x.parv").write_text(side_by_side.with_driver_policy(parv, driver_policy))
     (work / "x.trace").write_text("".join(lines))
-    subprocess.run([str(binary), "x.parv", "x.outv", "ascii", "x.trace", "0"], cwd=work, check=True,
-                   capture_output=True)
-    # DiskSim's execution trace numbers requests as they complete (`tagID`), so a request
-    # is found by its block: the earliest pending one at that block (every order here
-    # keeps arrival order among requests at the same block).
-    done = pd.read_csv(work / "exectrace")
-    n = len(lines)
-    assert len(done) == n
-    pending: dict[int, list[int]] = {}
-    for i, ln in enumerate(lines):
-        pending.setdefault(int(ln.split()[2]), []).append(i)
-    finish = np.empty(n)
-    for blkno, t in zip(done["blkno"], done["simtime"]):
-        finish[pending[int(blkno)].pop(0)] = t
+    theirs = side_by_side.disksim_finish_ms(binary, work, "x.parv", "x.trace", lines)
     arrivals = np.array([float(ln.split()[0]) for ln in lines])
-    ours = wattio_finish_ms(work, work / "x.parv", work / "x.trace", n) - arrivals
-    return ours, finish - arrivals, work
+    ours = wattio_finish_ms(work, work / "x.parv", work / "x.trace", len(lines)) - arrivals
+    return ours, theirs - arrivals, work
 
 
 def test_full_write_back_with_and_without_prebuffering_runs_as_in_disksim(tmp_path):

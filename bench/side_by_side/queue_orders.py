@@ -10,7 +10,6 @@ requests over the whole drive (exponential gaps, 8–64 blocks, 40 % reads,
 `random.Random(--seed)`) through DiskSim (built from `shared/disksim-src` by the side-by-side
 harness) and through `wattio run` on `wattio disk import` of the same file. Prints, per
 policy, the share of requests whose response times agree within 0.02 ms and the two means.
-DiskSim's execution trace numbers requests as they complete, so they are matched by block.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import argparse
 import random
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -38,7 +36,6 @@ def main() -> None:
     a = ap.parse_args()
 
     import numpy as np
-    import pandas as pd
 
     valid = a.shared / "disksim-valid"
     binary = side_by_side.build_peer("disksim", a.shared, side_by_side.ROOT / "target" / "side_by_side",
@@ -64,39 +61,13 @@ def main() -> None:
             work.mkdir()
             for f in [*valid.glob(f"{a.drive}*"), valid / "statdefs"]:
                 shutil.copy(f, work)
-            parv = (valid / f"{a.drive}.parv").read_text()
-            parv, k = re.subn(r"(Stat definition file\s*=\s*statdefs)",
-                              r"\1,\nDetailed execution trace = exectrace", parv, count=1)
-            assert k == 1, "no `Stat definition file = statdefs` line"
-            parv, k = re.subn(r"(disksim_iodriver DRIVER0 \{.*?Scheduling policy\s*=\s*)1",
-                              rf"\g<1>{policy}", parv, count=1, flags=re.DOTALL)
-            assert k == 1, "no device driver with policy 1"
-            (work / "x.parv").write_text(parv)
+            parv = side_by_side.with_exectrace((valid / f"{a.drive}.parv").read_text())
+            (work / "x.parv").write_text(side_by_side.with_driver_policy(parv, policy))
             (work / "x.trace").write_text("".join(lines))
-            subprocess.run([str(binary), "x.parv", "x.outv", "ascii", "x.trace", "0"], cwd=work,
-                           check=True, capture_output=True)
-            pending: dict[int, list[int]] = {}
-            for i, ln in enumerate(lines):
-                pending.setdefault(int(ln.split()[2]), []).append(i)
-            finish = np.empty(len(lines))
-            done = pd.read_csv(work / "exectrace")
-            for blkno, when in zip(done["blkno"], done["simtime"]):
-                finish[pending[int(blkno)].pop(0)] = when
-            theirs = finish - arrivals
-            drives = work / "drives"
-            drives.mkdir()
-            entry = drives / "x.toml"
-            subprocess.run([*wattio, "disk", "import", str(work / "x.parv"), "--out", str(entry)],
-                           check=True, capture_output=True)
+            theirs = side_by_side.disksim_finish_ms(binary, work, "x.parv", "x.trace", lines) - arrivals
+            entry, _ = side_by_side.wattio_import(wattio, work / "x.parv", work / "drives")
             assert f'scheduler = "{name}"' in entry.read_text()
-            entry.write_text(entry.read_text() + side_by_side.POWER_TABLE)
-            cfg = side_by_side.wattio_config(work, "x", "x", catalogue="drives")
-            cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
-            subprocess.run([*wattio, "run", str(cfg), "--trace", str(work / "x.trace"), "--format",
-                            "disksim", "--out", str(work / "out"), "--quiet"], check=True,
-                           capture_output=True)
-            ours = (pd.read_parquet(work / "out" / "requests.parquet").sort_values("id")["finish_ns"]
-                    .to_numpy() / 1e6 - arrivals)
+            ours = side_by_side.wattio_finish_ms(wattio, work, "x", work / "x.trace", len(lines)) - arrivals
             agree = (abs(ours - theirs) < 0.02).mean()
             print(f"{a.drive} {name:9s} within 0.02 ms {100 * agree:5.1f} %   mean DiskSim "
                   f"{theirs.mean():9.3f} ms, wattio {ours.mean():9.3f} ms "

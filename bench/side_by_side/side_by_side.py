@@ -317,6 +317,75 @@ source = "assumed: none, the side-by-side benchmark compares time only"
 """
 
 
+# ---------------------------------------------------------------------------------------
+# request by request (tests/test_side_by_side.py, queue_orders.py)
+
+
+def with_exectrace(parv: str) -> str:
+    """A `.parv`'s text asking DiskSim for its execution trace (`exectrace`: each
+    request's completion)."""
+    out, k = re.subn(r"(Stat definition file\s*=\s*statdefs)", r"\1,\nDetailed execution trace = exectrace",
+                     parv, count=1)
+    assert k == 1, "no `Stat definition file = statdefs` line"
+    return out
+
+
+def with_driver_policy(parv: str, policy: int) -> str:
+    """A `.parv`'s text with its device driver's `Scheduling policy` (1 there) set to `policy`."""
+    out, k = re.subn(r"(disksim_iodriver DRIVER0 \{.*?Scheduling policy\s*=\s*)1", rf"\g<1>{policy}", parv,
+                     count=1, flags=re.DOTALL)
+    assert k == 1, "no device driver with policy 1"
+    return out
+
+
+def disksim_finish_ms(binary: Path, work: Path, parv: str, trace: str, lines: list[str]):
+    """Each request's finish time (ms, by request) when DiskSim runs `work/parv` (asking for
+    its execution trace) on the ascii trace `work/trace` of `lines`. The execution trace
+    numbers requests as they complete (`tagID`), so a request is found by its block: the
+    earliest pending one there (every order DiskSim is run with here keeps arrival order
+    among requests at the same block)."""
+    import numpy as np
+    import pandas as pd
+
+    subprocess.run([str(binary), parv, f"{Path(parv).stem}.outv", "ascii", trace, "0"], cwd=work, check=True,
+                   capture_output=True)
+    done = pd.read_csv(work / "exectrace")
+    assert len(done) == len(lines), (len(done), len(lines))
+    pending: dict[int, list[int]] = {}
+    for i, ln in enumerate(lines):
+        pending.setdefault(int(ln.split()[2]), []).append(i)
+    finish = np.empty(len(lines))
+    for blkno, t in zip(done["blkno"], done["simtime"]):
+        finish[pending[int(blkno)].pop(0)] = t
+    return finish
+
+
+def wattio_import(wattio: list[str], parv: Path, drives: Path) -> tuple[Path, str]:
+    """`wattio disk import` of `parv` into the catalogue directory `drives` (with the
+    comparison's power table): the entry and what the import said on stderr."""
+    drives.mkdir(exist_ok=True)
+    entry = drives / f"{parv.stem}.toml"
+    p = subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)], capture_output=True,
+                       text=True, check=True)
+    entry.write_text(entry.read_text() + POWER_TABLE)
+    return entry, p.stderr
+
+
+def wattio_finish_ms(wattio: list[str], work: Path, model: str, trace: Path, n: int, run: str = "wattio"):
+    """Each request's finish time (ms, by request) of `wattio run` on the entry `model` of
+    `work/drives` for the DiskSim ascii `trace` of `n` requests (output in `work/out-RUN`)."""
+    import pandas as pd
+
+    cfg = wattio_config(work, model, model, catalogue="drives")
+    cfg.write_text(cfg.read_text().replace("requests = false", "requests = true"))
+    out = work / f"out-{run}"
+    subprocess.run([*wattio, "run", str(cfg), "--trace", str(trace), "--format", "disksim", "--out", str(out),
+                    "--quiet"], check=True, capture_output=True)
+    w = pd.read_parquet(out / "requests.parquet").sort_values("id")
+    assert len(w) == n, (len(w), n)
+    return w["finish_ns"].to_numpy() / 1e6
+
+
 def run_wattio(wattio: list[str], cfg: Path, trace: Path, fmt: str, out: Path, repeat: int, label: str) -> Result:
     r = Result(label)
     for i in range(repeat):
@@ -355,11 +424,7 @@ def compare_disksim(args, shared: Path, cache: Path, wattio: list[str]) -> list[
     work.mkdir(parents=True, exist_ok=True)
     trace = write_trace(work / f"random-v1-{args.requests}-s{args.seed}.disksim", args.requests, args.seed, "disksim", blocks)
     results = []
-    drives = work / "drives"
-    drives.mkdir(exist_ok=True)
-    entry = drives / "cheetah4LP.toml"
-    subprocess.run([*wattio, "disk", "import", str(parv), "--out", str(entry)], check=True, capture_output=True)
-    entry.write_text(entry.read_text() + POWER_TABLE)
+    wattio_import(wattio, parv, work / "drives")
     cfg = wattio_config(work, "side-by-side-disksim", "cheetah4LP", catalogue="drives")
     results.append(run_wattio(wattio, cfg, trace, "disksim", work / "wattio-out", args.repeat, "wattio (DiskSim ascii)"))
     if args.columnar:
