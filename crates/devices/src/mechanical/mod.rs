@@ -306,8 +306,8 @@ enum Sched {
     Fcfs,
     Sstf,
     Sptf,
-    /// One of DiskSim's block-number orders ([`crate::queue_order`]).
-    Lbn(LbnOrder),
+    /// One of DiskSim's block-number orders ([`crate::queue_order`]), in `lbn_queue`.
+    Lbn,
 }
 
 /// Blocks passing back to back under the head on one track: block `lbn + i` (`i < n`,
@@ -415,7 +415,7 @@ impl MechanicalDisk {
             "sstf" => Sched::Sstf,
             "sptf" => Sched::Sptf,
             s => match LbnOrder::parse(s) {
-                Some(order) => Sched::Lbn(order),
+                Some(_) => Sched::Lbn,
                 None => {
                     return Err(format!(
                         "timing.scheduler: unknown `{s}` (expected fcfs, sstf, sptf, look, clook or sstf-lbn)"
@@ -445,10 +445,8 @@ impl MechanicalDisk {
             && c.fast_write_level == 2
             && segs.len() >= 2
             && def.controller.queue_depth != 1;
-        let lbn_queue = match sched {
-            Sched::Lbn(order) => Some(LbnQueue::new(order, layout.blocks() * SECTOR)),
-            _ => None,
-        };
+        let lbn_queue = LbnOrder::parse(&def.scheduler)
+            .map(|order| LbnQueue::new(order, layout.blocks() * SECTOR));
         Ok(MechanicalDisk {
             period: 60_000.0 / def.rpm,
             capacity: layout.blocks() * SECTOR,

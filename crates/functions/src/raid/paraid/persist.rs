@@ -188,7 +188,6 @@ pub struct ListEncoder<'a> {
     end: usize,
     next: u64,
     count: u32,
-    full: bool,
 }
 
 impl<'a> ListEncoder<'a> {
@@ -198,7 +197,6 @@ impl<'a> ListEncoder<'a> {
             end,
             next: 0,
             count: 0,
-            full: false,
         }
     }
 
@@ -206,7 +204,6 @@ impl<'a> ListEncoder<'a> {
     #[inline]
     pub fn push(&mut self, slot: u64, code: u8) -> bool {
         if self.b.len() >= self.end {
-            self.full = true;
             return false;
         }
         assert!(
@@ -220,7 +217,7 @@ impl<'a> ListEncoder<'a> {
     }
 
     pub fn finish(self) -> Option<u32> {
-        (!self.full && self.b.len() < self.end).then_some(self.count)
+        (self.b.len() < self.end).then_some(self.count)
     }
 }
 
