@@ -242,6 +242,38 @@ def test_child_processes_each_get_their_rows(tmp_path):
     assert sorted(starts) == sorted(p["pid"] for p in rep["processes"])
 
 
+def test_file_mappings_name_their_files_and_children_share_libc(probe, tmp_path):
+    import os
+
+    out = tmp_path / "sh.parquet"
+    status, _ = capture(["/bin/sh", "-c", f"{probe}; {probe}"], out)
+    assert status == 3
+    f = pq.ParquetFile(out)
+    meta = f.metadata.metadata
+    assert meta[b"wattio.memtrace.version"] == b"2"
+    files = json.loads(meta[b"wattio.memtrace.files"])
+    # The probe's own executable, by device and inode as the kernel has them.
+    st = os.stat(probe)
+    (me,) = [i for i, x in enumerate(files) if (x["dev"], x["ino"]) == (st.st_dev, st.st_ino)]
+    libc = [i for i, x in enumerate(files) if "libc.so" in x["path"]]
+    assert len(libc) == 1, files
+    rows = _rows(out)
+    maps = [r for r in rows if r["kind"] == MAP]
+    named = [r for r in maps if r["flags"] & 128]
+    assert named and all(r["file"] is not None and r["offset"] is not None for r in named)
+    assert all(r["file"] is None for r in maps if not r["flags"] & 128)
+    # Both runs of the probe (each its own image) map the probe and libc: one file number each.
+    images = [i for i, r in enumerate(rows) if r["kind"] == START]
+    by_image = [
+        {r["file"] for r in rows[a:b] if r["kind"] == MAP and r["flags"] & 128}
+        for a, b in zip(images, [*images[1:], len(rows)])
+    ]
+    runs = [s for s in by_image if me in s]
+    assert len(runs) == 2 and all(libc[0] in s for s in runs)
+    # The executable's first segment maps the file from its start.
+    assert min(r["offset"] for r in named if r["file"] == me) == 0
+
+
 def test_a_command_that_cannot_run_is_named_before_valgrind(tmp_path, capsys):
     out = tmp_path / "none.parquet"
     data = tmp_path / "data"

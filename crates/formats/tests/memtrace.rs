@@ -7,6 +7,7 @@ use wattio_formats::memtrace::{
     convert_raw, memtrace_stats, segments, CacheGeometry, ConvertOptions, MemKind, MemRecord,
     MemTraceReader, RawReader, Segment, MAP_BRK, MAP_R, MAP_STARTUP, MAP_W,
 };
+use wattio_formats::memtrace::{FileMap, MappedFile, MAP_FILE, MAP_X};
 
 /// Encodes a raw stream as the tool does (wm_main.c's FORMAT comment).
 struct Raw {
@@ -61,6 +62,7 @@ fn rec(pid: u32, icount: u64, kind: MemKind, addr: u64, size: u64, flags: u32) -
         flags,
         old: None,
         new: None,
+        file: None,
     }
 }
 
@@ -230,6 +232,154 @@ fn raw_files_convert_to_rows_in_process_start_order() {
     std::fs::remove_dir_all(d).ok();
 }
 
+/// A raw map record of a file mapping (flag 128 and the file's device, inode, offset and
+/// path), as wm_main.c's `rec_new_map` writes it.
+fn file_map(r: &mut Raw, dt: u64, addr: u64, len: u64, flags: u32, f: (&str, u64, u64), off: u64) {
+    r.u8(5).v(dt).v(addr).v(len).v(u64::from(flags | MAP_FILE));
+    r.v(f.1).v(f.2).v(off);
+    r.bytes(&(f.0.len() as u16).to_le_bytes())
+        .bytes(f.0.as_bytes());
+}
+
+#[test]
+fn file_mappings_name_their_files_in_one_table_across_processes() {
+    let d = tmpdir("files");
+    let libc = ("/usr/lib/libc.so.6", 65024, 326279);
+    let prog = ("/usr/bin/prog", 65024, 11);
+    // Process 1 maps its program and libc; process 2 maps libc (same device and inode)
+    // and a file of the same path on another device (another file).
+    let mut a = Raw::new(1, 0, 100, true, "prog");
+    file_map(
+        &mut a,
+        0,
+        0x400000,
+        8192,
+        MAP_R | MAP_X | MAP_STARTUP,
+        prog,
+        4096,
+    );
+    file_map(
+        &mut a,
+        5,
+        0x7000_0000,
+        0x20000,
+        MAP_R | MAP_X,
+        libc,
+        0x26000,
+    );
+    a.u8(6).v(1).v(0x7000_0000).v(0x20000).v(0);
+    let mut b = Raw::new(2, 1, 200, true, "other");
+    file_map(&mut b, 0, 0x5000_0000, 4096, MAP_R, libc, 0);
+    file_map(
+        &mut b,
+        0,
+        0x5000_1000,
+        4096,
+        MAP_R | MAP_W,
+        (libc.0, 7, 326279),
+        4096,
+    );
+    let inputs = vec![write(&d, "2.raw", &b.b), write(&d, "1.raw", &a.b)];
+    let out = d.join("t.parquet");
+    convert_raw(&inputs, &out, &ConvertOptions::default()).unwrap();
+    let r = MemTraceReader::open(&out).unwrap();
+    assert!(r.names_files());
+    let mf = |f: (&str, u64, u64)| MappedFile {
+        path: f.0.into(),
+        dev: f.1,
+        ino: f.2,
+    };
+    assert_eq!(
+        r.files(),
+        [mf(prog), mf(libc), mf((libc.0, 7, 326279))],
+        "in order of first mapping, processes in start order"
+    );
+    let maps: Vec<(u32, u64, Option<FileMap>)> = r
+        .map(|x| x.unwrap())
+        .filter(|x| x.kind == MemKind::Map)
+        .map(|x| (x.pid, x.addr, x.file))
+        .collect();
+    let at = |file, offset| Some(FileMap { file, offset });
+    assert_eq!(
+        maps,
+        [
+            (1, 0x400000, at(0, 4096)),
+            (1, 0x7000_0000, at(1, 0x26000)),
+            (2, 0x5000_0000, at(1, 0)),
+            (2, 0x5000_1000, at(2, 4096)),
+        ]
+    );
+    let st = memtrace_stats(MemTraceReader::open(&out).unwrap()).unwrap();
+    assert_eq!((st.total.maps, st.total.file_maps, st.files), (4, 4, 3));
+    assert!(st
+        .to_text()
+        .contains("mappings: 4 mapped (4 of 3 files), 1 unmapped"));
+    // A file mapping cut inside its path ends the process's rows before it.
+    let mut c = Raw::new(3, 0, 0, true, "cut");
+    let record = c.b.len();
+    assert_eq!(record, 50);
+    file_map(&mut c, 0, 0x1000, 4096, MAP_R, libc, 0);
+    let n = c.b.len();
+    assert_eq!(raw_error(&c.b[..n - 3]), "end, cut at Some(50)");
+    std::fs::remove_dir_all(d).ok();
+}
+
+#[test]
+fn a_file_on_the_wrong_row_or_off_the_table_fails_with_its_row() {
+    use wattio_formats::memtrace::MemTraceWriter;
+    let d = tmpdir("badfiles");
+    let geometry = CacheGeometry {
+        line: 64,
+        l1_bytes: 32768,
+        l1_ways: 8,
+        l2_bytes: 1 << 20,
+        l2_ways: 16,
+        cache: true,
+    };
+    let table = [MappedFile {
+        path: "/lib/x.so".into(),
+        dev: 1,
+        ino: 2,
+    }];
+    let err = |second: MemRecord| -> String {
+        let p = d.join("t.parquet");
+        let mut w = MemTraceWriter::create(&p, &geometry, &[]).unwrap();
+        w.write(&rec(1, 0, MemKind::Start, 0, 0, 0)).unwrap();
+        w.write(&second).unwrap();
+        w.finish_with_files(&[], &table).unwrap();
+        match MemTraceReader::open(&p)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(rows) => format!("read {} rows", rows.len()),
+            Err(e) => e.to_string(),
+        }
+    };
+    let with_file = |mut r: MemRecord, file| {
+        r.file = Some(FileMap { file, offset: 0 });
+        r
+    };
+    let map = rec(1, 1, MemKind::Map, 0x1000, 4096, MAP_R | MAP_FILE);
+    assert_eq!(err(with_file(map.clone(), 0)), "read 2 rows");
+    let e = err(map.clone());
+    assert!(
+        e.contains("@row 1: file mapping without a file and offset"),
+        "{e}"
+    );
+    let e = err(with_file(map, 1));
+    assert!(
+        e.contains("@row 1: file mapping without a file and offset (file Some(1) of 1"),
+        "{e}"
+    );
+    let e = err(with_file(rec(1, 1, MemKind::Fill, 0x1000, 64, 0), 0));
+    assert!(e.contains("@row 1: fill row with a file or offset"), "{e}");
+    let e = err(with_file(rec(1, 1, MemKind::Map, 0x1000, 4096, MAP_R), 0));
+    assert!(e.contains("@row 1: map row with a file or offset"), "{e}");
+    let e = err(rec(1, 1, MemKind::Map, 0x1000, 4096, 1 << 9));
+    assert!(e.contains("@row 1: mapping flags 0x200"), "{e}");
+    std::fs::remove_dir_all(d).ok();
+}
+
 #[test]
 fn uncached_stores_and_truncation_per_process() {
     let d = tmpdir("uncached");
@@ -350,9 +500,22 @@ fn malformed_raw_streams_fail_at_their_offset() {
         h + 12
     )));
     assert!(with(&|r| {
-        r.u8(5).v(0).v(0).v(0).v(128);
+        r.u8(5).v(0).v(0).v(0).v(256);
     })
-    .contains("mapping flags 0x80"));
+    .contains("mapping flags 0x100"));
+    // a file mapping's path longer than the tool writes, an unmap naming a file
+    assert!(with(&|r| {
+        r.u8(5).v(0).v(0x1000).v(4096).v(129).v(1).v(2).v(0);
+        r.bytes(&4097u16.to_le_bytes());
+    })
+    .starts_with(&format!(
+        "t.raw@byte {}: a path of 4097 bytes (expected at most 4096 bytes)",
+        h + 11
+    )));
+    assert!(with(&|r| {
+        r.u8(6).v(0).v(0x1000).v(4096).v(128);
+    })
+    .contains("an unmap naming a file"));
     assert!(with(&|r| {
         r.u8(8).v(0).z(0);
         for _ in 0..6 {
@@ -441,7 +604,8 @@ fn malformed_columnar_memory_traces_fail_with_their_row() {
         let props = WriterProperties::builder()
             .set_key_value_metadata(Some(kv))
             .build();
-        write_file(&p, &wattio_formats::memtrace::COLUMNS, props, &cols).unwrap();
+        // Version 1's eight columns: the checks below are on them.
+        write_file(&p, &wattio_formats::memtrace::COLUMNS[..8], props, &cols).unwrap();
         p
     };
     let ok_meta = [
@@ -527,8 +691,17 @@ fn every_memtrace_fuzz_seed_passes_the_reader_invariants() {
         );
     }
     // the converted seeds read cleanly, start row first; the cut one is refused
-    for name in ["seed_columnar_small_cache", "seed_columnar_uncached"] {
+    for name in [
+        "seed_columnar_small_cache",
+        "seed_columnar_uncached",
+        "seed_columnar_file_mappings",
+    ] {
         let r = MemTraceReader::from_bytes(std::fs::read(dir.join(name)).unwrap(), name).unwrap();
+        assert_eq!(
+            r.files().len(),
+            if name.ends_with("mappings") { 2 } else { 0 },
+            "{name}"
+        );
         let rows: Vec<MemRecord> = r.collect::<Result<_, _>>().unwrap();
         assert_eq!(rows[0].kind, MemKind::Start, "{name}");
         assert_eq!(rows.last().unwrap().kind, MemKind::Exit, "{name}");

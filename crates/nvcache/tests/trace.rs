@@ -24,6 +24,7 @@ fn rec(
         flags: 0,
         old,
         new,
+        file: None,
     }
 }
 

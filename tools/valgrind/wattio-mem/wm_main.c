@@ -24,13 +24,14 @@
  *     2 writeback  z address delta, old[line], changed-byte bitmap[line/8], the changed new bytes
  *     3 load       z address delta, v size
  *     4 store      z address delta, v size (<= 256), old[size], new[size]
- *     5 map        v address, v length, v flags
+ *     5 map        v address, v length, v flags; with flag 128 (a file mapping) also
+ *                  v dev, v inode, v offset in the file, u16 n + n bytes of the file's path
  *     6 unmap      v address, v length, v flags
  *     7 mark       v value
  *     8 exit       z exit code, v accesses, v L1 misses, v fills, v write-backs,
  *                  v dirty lines dropped, v records dropped
  *   The address delta is relative to the previous fill/writeback/load/store address.
- *   Map flags: 1 read, 2 write, 4 exec, 16 startup mapping, 32 brk, 64 mremap.
+ *   Map flags: 1 read, 2 write, 4 exec, 16 startup mapping, 32 brk, 64 mremap, 128 file.
  */
 
 #include "pub_tool_basics.h"
@@ -51,7 +52,8 @@
 #include "wattio_mem.h"
 
 enum { TAG_FILL = 1, TAG_WB, TAG_LOAD, TAG_STORE, TAG_MAP, TAG_UNMAP, TAG_MARK, TAG_EXIT };
-enum { MAP_R = 1, MAP_W = 2, MAP_X = 4, MAP_STARTUP = 16, MAP_BRK = 32, MAP_REMAP = 64 };
+enum { MAP_R = 1, MAP_W = 2, MAP_X = 4, MAP_STARTUP = 16, MAP_BRK = 32, MAP_REMAP = 64,
+       MAP_FILE = 128 };
 /* Largest store recorded as one record in uncached mode; longer ones (xsave, rep movs done
    by a helper) are split into pieces of this size. */
 #define MAX_STORE 256
@@ -509,14 +511,36 @@ static void rec_map(UChar tag, Addr a, SizeT len, UInt flags)
 
 static UInt prot(Bool r, Bool w, Bool x) { return (r ? MAP_R : 0) | (w ? MAP_W : 0) | (x ? MAP_X : 0); }
 
+/* A new mapping; if the client's segment at `a` maps a file, the record also names the file
+   (device, inode, the offset of `a` in it, its path), so a simulator can give processes
+   mapping the same file pages the same physical pages (shared libraries). */
+static void rec_new_map(Addr a, SizeT len, UInt flags)
+{
+   NSegment const *seg = VG_(am_find_nsegment)(a);
+   const HChar *name = NULL;
+   if (seg && seg->kind == SkFileC) name = VG_(am_get_filename)(seg);
+   if (!name) {
+      rec_map(TAG_MAP, a, len, flags);
+      return;
+   }
+   SizeT n = VG_(strlen)(name);
+   if (n > MAX_CMDLINE) n = MAX_CMDLINE;
+   rec_map(TAG_MAP, a, len, flags | MAP_FILE);
+   out_v(seg->dev);
+   out_v(seg->ino);
+   out_v(seg->offset + (ULong)(a - seg->start));
+   out_u16((UShort)n);
+   out_bytes(name, (Int)n);
+}
+
 static void wm_startup(Addr a, SizeT len, Bool r, Bool w, Bool x, ULong di)
 {
-   rec_map(TAG_MAP, a, len, prot(r, w, x) | MAP_STARTUP);
+   rec_new_map(a, len, prot(r, w, x) | MAP_STARTUP);
 }
 
 static void wm_mmap(Addr a, SizeT len, Bool r, Bool w, Bool x, ULong di)
 {
-   rec_map(TAG_MAP, a, len, prot(r, w, x));
+   rec_new_map(a, len, prot(r, w, x));
 }
 
 static void wm_munmap(Addr a, SizeT len)
@@ -540,7 +564,7 @@ static void wm_remap(Addr from, Addr to, SizeT len)
 {
    cache_drop(from, len);
    rec_map(TAG_UNMAP, from, len, MAP_REMAP);
-   rec_map(TAG_MAP, to, len, MAP_R | MAP_W | MAP_REMAP);
+   rec_new_map(to, len, MAP_R | MAP_W | MAP_REMAP);
 }
 
 static Bool wm_client_request(ThreadId tid, UWord *args, UWord *ret)

@@ -421,6 +421,7 @@ fn row(
         flags: 0,
         old: None,
         new: None,
+        file: None,
     }
 }
 

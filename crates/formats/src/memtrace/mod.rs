@@ -15,10 +15,13 @@
 //! | `size` | UInt64 | bytes (line size, access size, mapping length) |
 //! | `flags` | UInt32 | fill: 1 if caused by a store; map/unmap: [`MAP_R`]… bits; start: parent pid; exit: exit code |
 //! | `old`, `new` | Binary, nullable | write-back and store: the bytes before and after |
+//! | `file`, `offset` | UInt32, UInt64, nullable | map rows of a file mapping ([`MAP_FILE`]): the file (an index in the file table) and the offset of the mapping's first byte in it (version 2) |
 //!
 //! Key-value metadata: `wattio.memtrace.version`, `wattio.memtrace.cache` (the geometry,
 //! JSON), `wattio.memtrace.processes` (per process: command line, exit code, the tool's
-//! counters, JSON) and free-form provenance.
+//! counters, JSON), `wattio.memtrace.files` (the mapped files: path, device, inode, JSON;
+//! version 2) and free-form provenance. Version 1 files (no file columns) are still read:
+//! their mappings name no file.
 
 mod raw;
 pub mod stats;
@@ -42,14 +45,21 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 pub const VERSION_KEY: &str = "wattio.memtrace.version";
-pub const VERSION: &str = "1";
+pub const VERSION: &str = "2";
+/// The version before mappings named their files (read, never written).
+pub const VERSION_1: &str = "1";
 pub const CACHE_KEY: &str = "wattio.memtrace.cache";
 pub const PROCESSES_KEY: &str = "wattio.memtrace.processes";
+pub const FILES_KEY: &str = "wattio.memtrace.files";
 /// Longest `old`/`new` value: a line (at most 256 bytes) or a store record (the tool splits
 /// longer stores).
 pub const MAX_VALUE_BYTES: usize = 256;
 /// Most processes one trace may describe (the metadata table is held in memory).
 pub const MAX_PROCESSES: usize = 1 << 16;
+/// Most distinct mapped files one trace may name (the file table is held in memory).
+pub const MAX_FILES: usize = 1 << 16;
+/// Longest path of a mapped file kept (the tool cuts longer ones).
+pub const MAX_PATH_BYTES: usize = 4096;
 
 /// Mapping flags (`flags` of map and unmap rows).
 pub const MAP_R: u32 = 1;
@@ -61,7 +71,9 @@ pub const MAP_STARTUP: u32 = 16;
 pub const MAP_BRK: u32 = 32;
 /// The two halves of an mremap.
 pub const MAP_REMAP: u32 = 64;
-const MAP_KNOWN: u32 = MAP_R | MAP_W | MAP_X | MAP_STARTUP | MAP_BRK | MAP_REMAP;
+/// A mapping of a file: the row names it ([`MemRecord::file`]).
+pub const MAP_FILE: u32 = 128;
+const MAP_KNOWN: u32 = MAP_R | MAP_W | MAP_X | MAP_STARTUP | MAP_BRK | MAP_REMAP | MAP_FILE;
 
 /// Rows per row group: the writer holds a row group's values until it is written (with
 /// values on a third of the rows, about 20 MB), and each is compressed as a unit.
@@ -141,6 +153,52 @@ pub struct MemRecord {
     pub flags: u32,
     pub old: Option<Vec<u8>>,
     pub new: Option<Vec<u8>>,
+    /// Map rows with [`MAP_FILE`]: the file mapped and where in it.
+    pub file: Option<FileMap>,
+}
+
+/// Where a file mapping comes from: the file (an index in the trace's file table,
+/// [`MemTraceReader::files`]) and the offset in it of the mapping's first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMap {
+    pub file: u32,
+    pub offset: u64,
+}
+
+/// A file some mapping of the trace maps (the `wattio.memtrace.files` metadata): two
+/// mappings, in one process or two, map the same file when device and inode agree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MappedFile {
+    pub path: String,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// A file table built as mappings are met: each distinct file once, at most [`MAX_FILES`].
+#[derive(Debug, Clone, Default)]
+pub struct FileTable {
+    files: Vec<MappedFile>,
+    index: std::collections::HashMap<MappedFile, u32>,
+}
+
+impl FileTable {
+    /// The file's index, added if new; `None` past [`MAX_FILES`] files.
+    pub fn intern(&mut self, f: &MappedFile) -> Option<u32> {
+        if let Some(&i) = self.index.get(f) {
+            return Some(i);
+        }
+        if self.files.len() >= MAX_FILES {
+            return None;
+        }
+        let i = self.files.len() as u32;
+        self.files.push(f.clone());
+        self.index.insert(f.clone(), i);
+        Some(i)
+    }
+
+    pub fn files(&self) -> &[MappedFile] {
+        &self.files
+    }
 }
 
 impl MemRecord {
@@ -185,8 +243,8 @@ pub struct Process {
     pub cut_at: Option<u64>,
 }
 
-/// The columns, in file order.
-pub const COLUMNS: [Col; 8] = [
+/// The columns, in file order (version 1 had the first eight).
+pub const COLUMNS: [Col; 10] = [
     Col::new("pid", Kind::UInt32),
     Col::new("icount", Kind::UInt64),
     Col::new("kind", Kind::UInt8),
@@ -195,6 +253,8 @@ pub const COLUMNS: [Col; 8] = [
     Col::new("flags", Kind::UInt32),
     Col::new("old", Kind::Binary).nullable(),
     Col::new("new", Kind::Binary).nullable(),
+    Col::new("file", Kind::UInt32).nullable(),
+    Col::new("offset", Kind::UInt64).nullable(),
 ];
 
 fn pq_err(file: &str, e: impl std::fmt::Display) -> FormatError {
@@ -215,6 +275,8 @@ pub struct MemTraceWriter {
     flags: Vec<i32>,
     old: Nullable<ByteArray>,
     new: Nullable<ByteArray>,
+    map_file: Nullable<i32>,
+    map_offset: Nullable<i64>,
     rows: u64,
 }
 
@@ -264,6 +326,8 @@ impl MemTraceWriter {
             flags: Vec::new(),
             old: Nullable::default(),
             new: Nullable::default(),
+            map_file: Nullable::default(),
+            map_offset: Nullable::default(),
             rows: 0,
         })
     }
@@ -277,6 +341,8 @@ impl MemTraceWriter {
         self.flags.push(r.flags as i32);
         self.old.push(r.old.clone().map(ByteArray::from));
         self.new.push(r.new.clone().map(ByteArray::from));
+        self.map_file.push(r.file.map(|f| f.file as i32));
+        self.map_offset.push(r.file.map(|f| f.offset as i64));
         self.rows += 1;
         if self.pid.len() >= GROUP_ROWS {
             self.flush_group()?;
@@ -295,16 +361,32 @@ impl MemTraceWriter {
                 &mut self.flags,
                 &mut self.old,
                 &mut self.new,
+                &mut self.map_file,
+                &mut self.map_offset,
             ])
             .map_err(|e| pq_err(&self.file, e))
     }
 
-    /// Writes the process table and closes the file; returns the rows written.
-    pub fn finish(mut self, processes: &[Process]) -> Result<u64, FormatError> {
+    /// Writes the process table and closes the file; returns the rows written. The rows
+    /// must name no file (see [`MemTraceWriter::finish_with_files`]).
+    pub fn finish(self, processes: &[Process]) -> Result<u64, FormatError> {
+        self.finish_with_files(processes, &[])
+    }
+
+    /// Writes the process and file tables and closes the file; returns the rows written.
+    /// Every row's file is an index in `files`.
+    pub fn finish_with_files(
+        mut self,
+        processes: &[Process],
+        files: &[MappedFile],
+    ) -> Result<u64, FormatError> {
         self.flush_group()?;
         let table = serde_json::to_string(processes).map_err(|e| pq_err(&self.file, e))?;
         self.writer
             .append_key_value(KeyValue::new(PROCESSES_KEY.to_string(), table));
+        let table = serde_json::to_string(files).map_err(|e| pq_err(&self.file, e))?;
+        self.writer
+            .append_key_value(KeyValue::new(FILES_KEY.to_string(), table));
         self.writer.close().map_err(|e| pq_err(&self.file, e))?;
         Ok(self.rows)
     }
@@ -368,12 +450,24 @@ pub fn convert_raw(
     }
     let mut w = MemTraceWriter::create(output, &geometry, &opts.provenance)?;
     let mut processes = Vec::with_capacity(order.len());
+    // One file table for the trace: each process's files renumbered into it.
+    let mut files = FileTable::default();
     for (_, _, path, _) in &order {
         let mut r = open(path)?;
         w.write(&r.start_record())?;
         let mut traffic = 0u64;
         let mut truncated = 0u64;
-        while let Some(rec) = r.next_record()? {
+        while let Some(mut rec) = r.next_record()? {
+            if let Some(f) = &mut rec.file {
+                let mapped = &r.files.files()[f.file as usize];
+                f.file = files.intern(mapped).ok_or_else(|| {
+                    FormatError::file(
+                        path.display().to_string(),
+                        format!("more than {MAX_FILES} mapped files in the trace"),
+                    )
+                    .with_expected(format!("at most {MAX_FILES} distinct files"))
+                })?;
+            }
             if matches!(
                 rec.kind,
                 MemKind::Fill | MemKind::WriteBack | MemKind::Load | MemKind::Store
@@ -390,7 +484,7 @@ pub fn convert_raw(
         p.rows_truncated = truncated;
         processes.push(p);
     }
-    let rows = w.finish(&processes)?;
+    let rows = w.finish_with_files(&processes, files.files())?;
     Ok(ConvertReport {
         rows,
         processes,
@@ -535,6 +629,9 @@ pub struct MemTraceReader {
     icount: u64,
     geometry: CacheGeometry,
     processes: Vec<Process>,
+    files: Vec<MappedFile>,
+    /// Version 2: map rows name their files.
+    names_files: bool,
     provenance: Vec<(String, String)>,
     failed: bool,
 }
@@ -591,12 +688,13 @@ impl MemTraceReader {
         let bad = |msg: String, expected: &str| {
             FormatError::file(&file, msg).with_expected(expected.to_string())
         };
-        match meta(VERSION_KEY) {
-            Some(v) if v == VERSION => {}
+        let version1 = match meta(VERSION_KEY) {
+            Some(v) if v == VERSION => false,
+            Some(v) if v == VERSION_1 => true,
             Some(v) => {
                 return Err(bad(
                     format!("memory trace version `{v}` is not supported"),
-                    &format!("{VERSION_KEY} = \"{VERSION}\""),
+                    &format!("{VERSION_KEY} = \"{VERSION_1}\" or \"{VERSION}\""),
                 ))
             }
             None => {
@@ -605,7 +703,7 @@ impl MemTraceReader {
                     "a wattio memory trace (written by `wattio capture memory`)",
                 ))
             }
-        }
+        };
         let geometry: CacheGeometry = meta(CACHE_KEY)
             .and_then(|v| serde_json::from_str(v).ok())
             .ok_or_else(|| {
@@ -637,12 +735,29 @@ impl MemTraceReader {
                 &format!("at most {MAX_PROCESSES}"),
             ));
         }
-        let at = parquet_io::find_columns(
-            &reader,
-            &file,
-            &COLUMNS,
-            "the wattio memory-trace schema (docs/capture-memory.md)",
-        )?;
+        let files: Vec<MappedFile> = match meta(FILES_KEY) {
+            None => Vec::new(),
+            Some(v) => serde_json::from_str(v)
+                .map_err(|e| bad(format!("`{FILES_KEY}`: {e}"), "the file table as JSON"))?,
+        };
+        if files.len() > MAX_FILES {
+            return Err(bad(
+                format!("{} mapped files", files.len()),
+                &format!("at most {MAX_FILES}"),
+            ));
+        }
+        const SCHEMA: &str = "the wattio memory-trace schema (docs/capture-memory.md)";
+        let (at, map_cols) = if version1 {
+            let v1: [Col; 8] = std::array::from_fn(|i| COLUMNS[i]);
+            let at = parquet_io::find_columns(&reader, &file, &v1, SCHEMA)?;
+            (at, None)
+        } else {
+            let at = parquet_io::find_columns(&reader, &file, &COLUMNS, SCHEMA)?;
+            (
+                std::array::from_fn(|i| at[i]),
+                Some((Chunk::new(at[8]), Chunk::new(at[9]))),
+            )
+        };
         let cols = Columns {
             pid: Chunk::new(at[0]),
             icount: Chunk::new(at[1]),
@@ -652,6 +767,7 @@ impl MemTraceReader {
             flags: Chunk::new(at[5]),
             old: Chunk::new(at[6]),
             new: Chunk::new(at[7]),
+            map: map_cols,
         };
         let mut groups = Groups::new();
         let (first, skip, limit) = match rows {
@@ -672,9 +788,22 @@ impl MemTraceReader {
             icount: 0,
             geometry,
             processes,
+            files,
+            names_files: !version1,
             provenance,
             failed: false,
         })
+    }
+
+    /// The files the trace's mappings map ([`FileMap::file`] indexes it; empty in
+    /// version 1 traces).
+    pub fn files(&self) -> &[MappedFile] {
+        &self.files
+    }
+
+    /// Whether the trace's map rows name their files (version 2; in version 1 none does).
+    pub fn names_files(&self) -> bool {
+        self.names_files
     }
 
     pub fn geometry(&self) -> &CacheGeometry {
@@ -770,6 +899,19 @@ impl MemTraceReader {
         };
         let old: Option<Vec<u8>> = value(&b.old);
         let new: Option<Vec<u8>> = value(&b.new);
+        let (map_file, map_offset) = match &b.map {
+            Some((f, o)) => (
+                f.values()
+                    .get(i)
+                    .filter(|_| f.is_valid(i))
+                    .map(|&v| v as u32),
+                o.values()
+                    .get(i)
+                    .filter(|_| o.is_valid(i))
+                    .map(|&v| v as u64),
+            ),
+            None => (None, None),
+        };
         let Some(kind) = u8::try_from(kind).ok().and_then(MemKind::from_code) else {
             return Err(self.row_err(
                 format!("kind code {kind}"),
@@ -794,6 +936,35 @@ impl MemTraceReader {
             return Err(self.row_err(
                 format!("{} row with old/new values", kind.name()),
                 "values only on write-backs and stores",
+            ));
+        }
+        let names_file = kind == MemKind::Map && flags & MAP_FILE != 0;
+        let file_map = match (names_file, map_file, map_offset) {
+            (false, None, None) => None,
+            (true, Some(f), Some(offset)) if (f as usize) < self.files.len() => Some(FileMap {
+                file: f,
+                offset,
+            }),
+            (true, ..) => {
+                return Err(self.row_err(
+                    format!(
+                        "file mapping without a file and offset (file {map_file:?} of {} in the file table, offset {map_offset:?})",
+                        self.files.len()
+                    ),
+                    "`file` indexing the file table and `offset` on map rows with flag 128",
+                ))
+            }
+            (false, ..) => {
+                return Err(self.row_err(
+                    format!("{} row with a file or offset", kind.name()),
+                    "`file` and `offset` only on map rows with flag 128",
+                ))
+            }
+        };
+        if matches!(kind, MemKind::Map | MemKind::Unmap) && flags & !MAP_KNOWN != 0 {
+            return Err(self.row_err(
+                format!("mapping flags {flags:#x}"),
+                "flags of r=1 w=2 x=4 startup=16 brk=32 mremap=64 file=128",
             ));
         }
         // A start row begins a process image: a new pid, or the program a process exec'd
@@ -828,6 +999,7 @@ impl MemTraceReader {
             flags,
             old,
             new,
+            file: file_map,
         }))
     }
 }
@@ -842,6 +1014,8 @@ struct Columns {
     flags: Chunk<Int32Type>,
     old: Chunk<ByteArrayType>,
     new: Chunk<ByteArrayType>,
+    /// `file` and `offset` (version 2).
+    map: Option<(Chunk<Int32Type>, Chunk<Int64Type>)>,
 }
 
 impl Columns {
@@ -853,7 +1027,12 @@ impl Columns {
         self.size.start(rg)?;
         self.flags.start(rg)?;
         self.old.start(rg)?;
-        self.new.start(rg)
+        self.new.start(rg)?;
+        if let Some((f, o)) = &mut self.map {
+            f.start(rg)?;
+            o.start(rg)?;
+        }
+        Ok(())
     }
 
     /// Applies `f` (read or skip `n` rows) to every column; a column with fewer rows than
@@ -863,7 +1042,7 @@ impl Columns {
         n: usize,
         mut f: impl FnMut(&mut dyn RowsOf, usize) -> Result<usize, ParquetError>,
     ) -> Result<(), ParquetError> {
-        let cols: [(&str, &mut dyn RowsOf); 8] = [
+        let mut cols: Vec<(&str, &mut dyn RowsOf)> = vec![
             ("pid", &mut self.pid),
             ("icount", &mut self.icount),
             ("kind", &mut self.kind),
@@ -873,6 +1052,10 @@ impl Columns {
             ("old", &mut self.old),
             ("new", &mut self.new),
         ];
+        if let Some((f, o)) = &mut self.map {
+            cols.push(("file", f));
+            cols.push(("offset", o));
+        }
         for (name, c) in cols {
             let got = f(c, n)?;
             if got != n {
@@ -972,7 +1155,8 @@ pub fn fuzz_memtrace(data: &[u8], scratch: &Path, max_rows: usize) {
                 for rec in &raw_rows {
                     w.write(rec).expect("writing a parsed row");
                 }
-                w.finish(&[r.process]).expect("closing the scratch file");
+                w.finish_with_files(&[r.process], r.files.files())
+                    .expect("closing the scratch file");
                 let back: Result<Vec<MemRecord>, FormatError> = MemTraceReader::open(scratch)
                     .expect("reopening what was written")
                     .collect();

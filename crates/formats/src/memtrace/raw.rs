@@ -7,7 +7,10 @@
 //! ends inside a record (a process killed before Valgrind wrote its last buffer) reads up to
 //! the last whole record and reports where it stopped.
 
-use super::{MemKind, MemRecord, Process, MAX_VALUE_BYTES};
+use super::{
+    FileMap, FileTable, MappedFile, MemKind, MemRecord, Process, MAP_FILE, MAX_FILES,
+    MAX_PATH_BYTES, MAX_VALUE_BYTES,
+};
 use crate::error::{FormatError, Location};
 use crate::lines::read_full;
 use std::io::Read;
@@ -72,6 +75,8 @@ pub struct RawReader<R: Read> {
     pos: u64,
     pub process: Process,
     pub geometry: CacheGeometry,
+    /// The files this process's mappings named so far ([`FileMap::file`] indexes it).
+    pub files: FileTable,
     icount: u64,
     addr: u64,
     done: bool,
@@ -138,6 +143,7 @@ impl<R: Read> RawReader<R> {
                 ..Process::default()
             },
             geometry,
+            files: FileTable::default(),
             icount: 0,
             addr: 0,
             done: false,
@@ -155,6 +161,7 @@ impl<R: Read> RawReader<R> {
             flags: self.process.ppid,
             old: None,
             new: None,
+            file: None,
         }
     }
 
@@ -272,6 +279,7 @@ impl<R: Read> RawReader<R> {
             flags: 0,
             old: None,
             new: None,
+            file: None,
         };
         let line = self.geometry.line as usize;
         match tag {
@@ -368,10 +376,43 @@ impl<R: Read> RawReader<R> {
                     return Err(self.err(
                         at,
                         format!("mapping flags {flags:#x}"),
-                        "flags of r=1 w=2 x=4 startup=16 brk=32 mremap=64",
+                        "flags of r=1 w=2 x=4 startup=16 brk=32 mremap=64 file=128",
                     ));
                 }
                 r.flags = flags as u32;
+                if r.flags & MAP_FILE != 0 {
+                    if tag != TAG_MAP {
+                        return Err(self.err(
+                            at,
+                            "an unmap naming a file",
+                            "flag 128 on maps only",
+                        ));
+                    }
+                    let dev = need!(self.varint());
+                    let ino = need!(self.varint());
+                    let offset = need!(self.varint());
+                    let n = need!(self.bytes(2));
+                    let n = usize::from(u16::from_le_bytes([n[0], n[1]]));
+                    if n > MAX_PATH_BYTES {
+                        return Err(self.err(
+                            self.pos - 2,
+                            format!("a path of {n} bytes"),
+                            &format!("at most {MAX_PATH_BYTES} bytes"),
+                        ));
+                    }
+                    let path = String::from_utf8_lossy(&need!(self.bytes(n))).into_owned();
+                    let file = self
+                        .files
+                        .intern(&MappedFile { path, dev, ino })
+                        .ok_or_else(|| {
+                            self.err(
+                                at,
+                                format!("more than {MAX_FILES} mapped files"),
+                                &format!("at most {MAX_FILES} distinct files"),
+                            )
+                        })?;
+                    r.file = Some(FileMap { file, offset });
+                }
             }
             TAG_MARK => {
                 r.kind = MemKind::Mark;

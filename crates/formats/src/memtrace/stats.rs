@@ -25,6 +25,8 @@ pub struct Traffic {
     /// Bits that differ between old and new over all write-backs and stores.
     pub bit_changes: u64,
     pub maps: u64,
+    /// Maps of a file (the row names it: version 2 traces).
+    pub file_maps: u64,
     pub unmaps: u64,
     pub marks: u64,
     /// The largest instruction count seen (the process's length in instructions).
@@ -46,6 +48,7 @@ impl Traffic {
         self.bytes_written += o.bytes_written;
         self.bit_changes += o.bit_changes;
         self.maps += o.maps;
+        self.file_maps += o.file_maps;
         self.unmaps += o.unmaps;
         self.marks += o.marks;
         self.instructions += o.instructions;
@@ -77,6 +80,8 @@ pub struct MemTraceStats {
     pub pages_touched: u64,
     pub pages_touched_exact: bool,
     pub processes: Vec<ProcessStats>,
+    /// Distinct files the mappings name.
+    pub files: usize,
     /// Notes from the capture: lines lost to unmaps, truncation, processes cut short.
     pub notes: Vec<String>,
 }
@@ -134,6 +139,7 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
             }
             MemKind::Map => {
                 t.maps += 1;
+                t.file_maps += u64::from(rec.file.is_some());
                 false
             }
             MemKind::Unmap => {
@@ -228,6 +234,7 @@ pub fn memtrace_stats(mut r: MemTraceReader) -> Result<MemTraceStats, FormatErro
         },
         pages_touched,
         pages_touched_exact,
+        files: r.files().len(),
         total,
         processes,
         notes,
@@ -289,8 +296,13 @@ impl MemTraceStats {
             self.pages_touched,
             self.pages_touched * 4 / 1024
         );
+        let files = if t.file_maps > 0 {
+            format!(" ({} of {} files)", t.file_maps, self.files)
+        } else {
+            String::new()
+        };
         s += &format!(
-            "mappings: {} mapped, {} unmapped; marks: {}\n",
+            "mappings: {} mapped{files}, {} unmapped; marks: {}\n",
             t.maps, t.unmaps, t.marks
         );
         s += "per process:\n";
