@@ -34,6 +34,7 @@ fn run(accesses: u64) -> (f64, f64, u64) {
         page_bytes: 4096,
         interleave: Interleave::RankFill,
         placement: Placement::Scatter,
+        share_file_pages: true,
         seed: 1,
         policy: PolicyConfig {
             kind: "hw".into(),

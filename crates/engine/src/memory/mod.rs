@@ -26,20 +26,22 @@ mod alloc;
 pub mod delay_hiding;
 pub mod workload;
 
-use alloc::{Frames, PageCounts, PageTable};
+use alloc::{Frames, PageCounts, PageHasher, PageTable};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::path::Path;
 use wattio_core::time::secs_to_ns;
 use wattio_core::Nanos;
 use wattio_devices::dram::{Rank, RankSpec, STANDBY, STATE_NAMES};
+use wattio_formats::memtrace::{FileMap, FileTable};
 use wattio_functions::memory::reshape::{PageUse, Reshape, ReshapeConfig};
 use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
 use wattio_workload::Rng;
 pub use workload::{
-    load_memtrace, load_memtrace_bounded, Hitting, ProcEvent, ProcessStream, Recorded, Streaming,
-    TraceLimits, TraceProcess, TraceReaders, TraceStream, MAX_OPEN_READERS, RECORD_ROWS,
-    RECORD_TOTAL_ROWS,
+    load_memtrace, load_memtrace_bounded, load_memtrace_files, Hitting, ProcEvent, ProcessStream,
+    Recorded, Streaming, TraceLimits, TraceProcess, TraceReaders, TraceStream, MAX_OPEN_READERS,
+    RECORD_ROWS, RECORD_TOTAL_ROWS,
 };
 
 /// How physical addresses map to ranks.
@@ -87,6 +89,12 @@ pub struct MemConfig {
     pub interleave: Interleave,
     #[serde(default = "scatter")]
     pub placement: Placement,
+    /// Processes mapping the same file page read-only (a trace that names its mappings'
+    /// files: shared libraries, locale files) map one physical page, kept in a page cache
+    /// after the last mapper until memory runs out. `false`: every process gets its own
+    /// copy (the pages still count as shared for PAVM's DLL rule).
+    #[serde(default = "yes")]
+    pub share_file_pages: bool,
     pub seed: u64,
     pub policy: PolicyConfig,
     /// Traffic reshaping (ch. 4): the most accessed pages kept on hot ranks, under any
@@ -97,6 +105,9 @@ pub struct MemConfig {
 
 fn one() -> usize {
     1
+}
+fn yes() -> bool {
+    true
 }
 fn quantum() -> Nanos {
     10_000_000
@@ -147,6 +158,15 @@ pub struct MemSummary {
     pub delayed_sr: u64,
     pub switches: u64,
     pub pages_touched: u64,
+    /// First touches of a file page already in the page cache (another process, or an
+    /// earlier one, had it): the process maps that physical page instead of a new one.
+    pub pages_shared: u64,
+    /// Page-cache pages given back when memory ran out, none mapping them.
+    pub page_cache_evictions: u64,
+    /// At the end (every process gone): pages in the page cache, and pages not free. The
+    /// two are equal unless the allocator lost or doubly freed a page.
+    pub page_cache_pages: u64,
+    pub pages_in_use_at_end: u64,
     /// Pages the policy's migration passes moved, pages traffic reshaping moved, and the
     /// line accesses that copied both (a read and a write per line; counted in the ranks'
     /// reads and writes, not above).
@@ -164,6 +184,10 @@ struct Proc {
     /// One-entry TLB: (virtual page, physical page).
     tlb: Option<(u64, u64)>,
     shared: Vec<(u64, u64)>,
+    /// Mappings of files in the page cache: start, end, file, offset of start in the file.
+    files: Vec<(u64, u64, FileMap)>,
+    /// The last mapping, which a `MapFile` event right after it names the file of.
+    last_map: Option<(u64, u64)>,
     /// Computation left over when the process was preempted in the middle of it.
     compute_left: Nanos,
 }
@@ -180,6 +204,8 @@ pub struct MemSim {
     spec: RankSpec,
     procs: Vec<Proc>,
     line_bytes: u32,
+    /// The files the traces' mappings name, numbered across the run.
+    files: FileTable,
 }
 
 const MAX_RANKS: usize = 4096;
@@ -252,6 +278,7 @@ impl MemSim {
             spec,
             procs: Vec::new(),
             line_bytes: cfg.line_bytes,
+            files: FileTable::default(),
         })
     }
 
@@ -264,6 +291,8 @@ impl MemSim {
             pages: PageTable::default(),
             tlb: None,
             shared: Vec::new(),
+            files: Vec::new(),
+            last_map: None,
             compute_left: 0,
         });
         pid
@@ -277,7 +306,12 @@ impl MemSim {
                 "ns_per_instruction: expected a number in [0, 1e6], got {ns_per_instruction}"
             ));
         }
-        let (procs, line) = load_memtrace(path, ns_per_instruction, RECORD_ROWS)?;
+        let limits = TraceLimits {
+            record_rows: RECORD_ROWS,
+            ..TraceLimits::default()
+        };
+        let (procs, line, _) =
+            load_memtrace_files(path, ns_per_instruction, limits, &mut self.files)?;
         if self.line_bytes == 0 {
             self.line_bytes = line;
         }
@@ -322,6 +356,24 @@ struct Run {
     response_sum: u128,
     switches: u64,
     pages_touched: u64,
+    /// The page cache: a file page's physical page and who maps it (process, virtual page).
+    page_cache: HashMap<(u32, u64), CachedPage, BuildHasherDefault<PageHasher>>,
+    /// Physical page → its file page, for the pages in the page cache.
+    cached_frames: HashMap<u64, (u32, u64), BuildHasherDefault<PageHasher>>,
+    /// File pages no process maps any more, oldest first (kept, as the kernel keeps them,
+    /// until memory runs out; an entry mapped again since is skipped).
+    idle_cache: VecDeque<(u32, u64)>,
+    pages_shared: u64,
+    page_cache_evictions: u64,
+}
+
+/// A page of a file in the page cache.
+struct CachedPage {
+    frame: u64,
+    /// (process index, virtual page) of every mapping of it.
+    mappers: Vec<(usize, u64)>,
+    /// In `idle_cache` (at most once).
+    queued: bool,
 }
 
 impl Run {
@@ -331,6 +383,7 @@ impl Run {
             spec,
             procs,
             line_bytes,
+            files: _,
         } = sim;
         let line_bytes = if line_bytes == 0 { 64 } else { line_bytes };
         if u64::from(line_bytes) > cfg.page_bytes {
@@ -398,6 +451,11 @@ impl Run {
             response_sum: 0,
             switches: 0,
             pages_touched: 0,
+            page_cache: HashMap::default(),
+            cached_frames: HashMap::default(),
+            idle_cache: VecDeque::new(),
+            pages_shared: 0,
+            page_cache_evictions: 0,
         })
     }
 
@@ -452,14 +510,31 @@ impl Run {
                 }
                 let from = self.frames.rank_of(frame);
                 let vaddr = vpage << self.page_shift;
-                let shared = self.procs[pi]
-                    .shared
-                    .iter()
-                    .any(|&(s, e)| s <= vaddr && vaddr < e);
+                // A page-cache page moves for every process mapping it, so the policy
+                // hears of all of them; another page only of its process.
+                let (sharers, shared) = match self.cached_frames.get(&frame) {
+                    Some(key) => {
+                        let mut pids: Vec<u32> = self.page_cache[key]
+                            .mappers
+                            .iter()
+                            .map(|&(q, _)| self.procs[q].pid)
+                            .collect();
+                        pids.sort_unstable();
+                        pids.dedup();
+                        (pids, true)
+                    }
+                    None => (
+                        vec![pid],
+                        self.procs[pi]
+                            .shared
+                            .iter()
+                            .any(|&(s, e)| s <= vaddr && vaddr < e),
+                    ),
+                };
                 let free = self.frames.free();
                 let Some(to) = self
                     .policy
-                    .migrate_to(pid, shared, from, free)
+                    .migrate_to(&sharers, shared, from, free)
                     .filter(|&r| r != from && r < free.len() && free[r] > 0)
                 else {
                     continue;
@@ -474,7 +549,8 @@ impl Run {
     /// Move process `pi`'s page `vpage` from physical page `frame` to a free page of rank
     /// `to`, at `now`: the page is copied line by line on the channel (read on the old
     /// rank, write on the new), so its time and energy land on both ranks and it delays the
-    /// accesses behind it; the policy hears of it as an unmap and a map.
+    /// accesses behind it; the policy hears of it as an unmap and a map, for every process
+    /// mapping it (a page-cache page is remapped in all of them).
     fn move_page(&mut self, now: Nanos, pi: usize, vpage: u64, frame: u64, to: usize) {
         let lines = 1u64 << (self.page_shift - self.line_shift);
         let from = self.frames.rank_of(frame);
@@ -498,12 +574,26 @@ impl Run {
         if let Some(c) = self.counts.remove(&frame) {
             self.counts.insert(new, c);
         }
-        let pid = self.procs[pi].pid;
-        let p = &mut self.procs[pi];
-        p.pages.insert(vpage, new);
-        p.tlb = None;
-        self.policy.on_unmap(pid, from);
-        self.policy.on_map(pid, to);
+        let mappers = match self.cached_frames.remove(&frame) {
+            Some(key) => {
+                self.cached_frames.insert(new, key);
+                let c = self
+                    .page_cache
+                    .get_mut(&key)
+                    .expect("a cached frame's page");
+                c.frame = new;
+                c.mappers.clone()
+            }
+            None => vec![(pi, vpage)],
+        };
+        for (q, v) in mappers {
+            let pid = self.procs[q].pid;
+            let p = &mut self.procs[q];
+            p.pages.insert(v, new);
+            p.tlb = None;
+            self.policy.on_unmap(pid, from);
+            self.policy.on_map(pid, to);
+        }
     }
 
     /// Run a reshaping pass at `now` if one is due (as migration passes: at the access
@@ -527,8 +617,13 @@ impl Run {
         let behind = (now - next) / plan.period_ns + 1;
         let mut pages = Vec::new();
         let mut owners = Vec::new();
+        // A page-cache page mapped by several processes is one page to the planner.
+        let mut seen_cached = std::collections::HashSet::new();
         for (pi, p) in self.procs.iter().enumerate() {
             for (&vpage, &frame) in &p.pages {
+                if self.cached_frames.contains_key(&frame) && !seen_cached.insert(frame) {
+                    continue;
+                }
                 pages.push(PageUse {
                     count: self.counts.get(&frame).copied().unwrap_or(0),
                     rank: self.frames.rank_of(frame),
@@ -575,7 +670,27 @@ impl Run {
         let vaddr = vpage << self.page_shift;
         let p = &self.procs[pi];
         let pid = p.pid;
-        let shared = p.shared.iter().any(|&(s, e)| s <= vaddr && vaddr < e);
+        // A page of a file mapping: the file's page, shared through the page cache.
+        let in_file = p.files.iter().find(|&&(s, e, _)| s <= vaddr && vaddr < e);
+        let key = in_file
+            .filter(|_| self.cfg.share_file_pages)
+            .map(|&(s, _, f)| (f.file, f.offset.wrapping_add(vaddr - s) >> self.page_shift));
+        if let Some(key) = key {
+            if let Some(c) = self.page_cache.get_mut(&key) {
+                let frame = c.frame;
+                c.mappers.push((pi, vpage));
+                self.pages_shared += 1;
+                self.procs[pi].pages.insert(vpage, frame);
+                if self.cfg.interleave == Interleave::RankFill {
+                    self.policy.on_map(pid, self.frames.rank_of(frame));
+                }
+                return Ok(frame);
+            }
+        }
+        let shared = in_file.is_some() || p.shared.iter().any(|&(s, e)| s <= vaddr && vaddr < e);
+        if self.frames.free().iter().all(|&f| f == 0) {
+            self.evict_idle_page();
+        }
         let free = self.frames.free();
         let wanted = self
             .policy
@@ -603,10 +718,43 @@ impl Run {
         let frame = self.frames.alloc(r).expect("rank has a free page");
         self.pages_touched += 1;
         self.procs[pi].pages.insert(vpage, frame);
+        if let Some(key) = key {
+            self.page_cache.insert(
+                key,
+                CachedPage {
+                    frame,
+                    mappers: vec![(pi, vpage)],
+                    queued: false,
+                },
+            );
+            self.cached_frames.insert(frame, key);
+        }
         if self.cfg.interleave == Interleave::RankFill {
             self.policy.on_map(pid, r);
         }
         Ok(frame)
+    }
+
+    /// Give back the page-cache page that has gone unmapped longest, if there is one
+    /// (memory has run out).
+    fn evict_idle_page(&mut self) -> bool {
+        while let Some(key) = self.idle_cache.pop_front() {
+            let Some(c) = self.page_cache.get_mut(&key) else {
+                continue;
+            };
+            c.queued = false;
+            if !c.mappers.is_empty() {
+                continue;
+            }
+            let frame = c.frame;
+            self.page_cache.remove(&key);
+            self.cached_frames.remove(&frame);
+            self.frames.release(frame);
+            self.counts.remove(&frame);
+            self.page_cache_evictions += 1;
+            return true;
+        }
+        false
     }
 
     fn unmap(&mut self, pi: usize, vaddr: u64, len: u64) {
@@ -619,24 +767,42 @@ impl Run {
         if last - first < p.pages.len() as u64 {
             for v in first..=last {
                 if let Some(f) = p.pages.remove(&v) {
-                    gone.push(f);
+                    gone.push((v, f));
                 }
             }
         } else {
             p.pages.retain(|&v, &mut f| {
                 let keep = v < first || v > last;
                 if !keep {
-                    gone.push(f);
+                    gone.push((v, f));
                 }
                 keep
             });
         }
-        p.shared
-            .retain(|&(s, e)| e <= vaddr || s >= vaddr.saturating_add(len));
-        for f in gone {
+        // The same list order whichever way the pages were found: the policy hears of
+        // them in page order.
+        gone.sort_unstable();
+        let end = vaddr.saturating_add(len);
+        carve(&mut p.shared, vaddr, end, |_, _| ());
+        carve(&mut p.files, vaddr, end, |f, by| FileMap {
+            file: f.file,
+            offset: f.offset.wrapping_add(by),
+        });
+        for (v, f) in gone {
             let r = self.frames.rank_of(f);
-            self.frames.release(f);
-            self.counts.remove(&f);
+            if let Some(key) = self.cached_frames.get(&f) {
+                // The file's page stays in the page cache (other processes may map it,
+                // a later one may map it again) until memory runs out.
+                let c = self.page_cache.get_mut(key).expect("a cached frame's page");
+                c.mappers.retain(|&m| m != (pi, v));
+                if c.mappers.is_empty() && !c.queued {
+                    c.queued = true;
+                    self.idle_cache.push_back(*key);
+                }
+            } else {
+                self.frames.release(f);
+                self.counts.remove(&f);
+            }
             if self.cfg.interleave == Interleave::RankFill {
                 self.policy.on_unmap(pid, r);
             }
@@ -689,7 +855,11 @@ impl Run {
     }
 
     fn exit(&mut self, pi: usize) {
-        let pages: Vec<u64> = self.procs[pi].pages.keys().copied().collect();
+        // Its mappings go with it (cleared first: unmapping page by page would split them).
+        self.procs[pi].shared.clear();
+        self.procs[pi].files.clear();
+        let mut pages: Vec<u64> = self.procs[pi].pages.keys().copied().collect();
+        pages.sort_unstable();
         for v in pages {
             self.unmap(pi, v << self.page_shift, 1 << self.page_shift);
         }
@@ -763,10 +933,20 @@ impl Run {
                     }
                 }
                 Some(ProcEvent::Map { vaddr, len, shared }) => {
+                    // A mapping replaces whatever was mapped there (mmap with MAP_FIXED
+                    // unmaps first, as the loader's segments over its reservation do).
+                    self.unmap(pi, vaddr, len);
+                    let end = vaddr.saturating_add(len);
+                    let p = &mut self.procs[pi];
                     if shared {
-                        self.procs[pi]
-                            .shared
-                            .push((vaddr, vaddr.saturating_add(len)));
+                        p.shared.push((vaddr, end));
+                    }
+                    p.last_map = Some((vaddr, end));
+                }
+                Some(ProcEvent::MapFile(f)) => {
+                    let p = &mut self.procs[pi];
+                    if let Some((start, end)) = p.last_map.take() {
+                        p.files.push((start, end, f));
                     }
                 }
                 Some(ProcEvent::Unmap { vaddr, len }) => self.unmap(pi, vaddr, len),
@@ -836,12 +1016,85 @@ impl Run {
             delayed_sr: ranks.iter().map(|r| r.delayed_sr).sum(),
             switches: self.switches,
             pages_touched: self.pages_touched,
+            pages_shared: self.pages_shared,
+            page_cache_evictions: self.page_cache_evictions,
+            page_cache_pages: self.page_cache.len() as u64,
+            pages_in_use_at_end: self.frames.pages_per_rank * self.ranks.len() as u64
+                - self.frames.free().iter().sum::<u64>(),
             pages_migrated: self.pages_migrated,
             pages_reshaped: self.pages_reshaped,
             migration_accesses: self.migration_accesses,
             ranks,
             counters: self.policy.counters(),
         })
+    }
+}
+
+/// Remove `[start, end)` from every range of `ranges` (a range of `(s, e, payload)` or
+/// `(s, e)`), splitting those it cuts; `shift(payload, by)` is the payload of a range's
+/// part that begins `by` bytes after the range did.
+fn carve<T: RangeEntry>(
+    ranges: &mut Vec<T>,
+    start: u64,
+    end: u64,
+    shift: impl Fn(T::Payload, u64) -> T::Payload,
+) {
+    if start >= end || !ranges.iter().any(|r| r.start() < end && start < r.end()) {
+        return;
+    }
+    let mut out = Vec::with_capacity(ranges.len() + 1);
+    for r in ranges.drain(..) {
+        let (s, e) = (r.start(), r.end());
+        if e <= start || s >= end {
+            out.push(r);
+            continue;
+        }
+        if s < start {
+            out.push(T::new(s, start, r.payload()));
+        }
+        if e > end {
+            out.push(T::new(end, e, shift(r.payload(), end - s)));
+        }
+    }
+    *ranges = out;
+}
+
+/// A range of virtual addresses with something attached.
+trait RangeEntry: Copy {
+    type Payload: Copy;
+    fn start(&self) -> u64;
+    fn end(&self) -> u64;
+    fn payload(&self) -> Self::Payload;
+    fn new(s: u64, e: u64, p: Self::Payload) -> Self;
+}
+
+impl RangeEntry for (u64, u64) {
+    type Payload = ();
+    fn start(&self) -> u64 {
+        self.0
+    }
+    fn end(&self) -> u64 {
+        self.1
+    }
+    fn payload(&self) {}
+    fn new(s: u64, e: u64, _: ()) -> Self {
+        (s, e)
+    }
+}
+
+impl RangeEntry for (u64, u64, FileMap) {
+    type Payload = FileMap;
+    fn start(&self) -> u64 {
+        self.0
+    }
+    fn end(&self) -> u64 {
+        self.1
+    }
+    fn payload(&self) -> FileMap {
+        self.2
+    }
+    fn new(s: u64, e: u64, p: FileMap) -> Self {
+        (s, e, p)
     }
 }
 

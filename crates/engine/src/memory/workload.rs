@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use wattio_core::Nanos;
-use wattio_formats::memtrace::{self, MemKind, MemRecord, MemTraceReader, Resume, Segment, MAP_X};
+use wattio_formats::memtrace::{
+    self, FileMap, FileTable, MemKind, MemRecord, MemTraceReader, Resume, Segment, MAP_W, MAP_X,
+};
 
 /// One event of a process, in the process's own order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,13 +20,19 @@ pub enum ProcEvent {
         vaddr: u64,
         write: bool,
     },
-    /// A mapping; `shared`: an executable mapping (program or library text, the pages PAVM
-    /// aggregates).
+    /// A mapping; `shared`: pages PAVM aggregates (DLL rule): in a trace that names mapped
+    /// files, a read-only file mapping (followed by its [`ProcEvent::MapFile`]); in one
+    /// that does not, an executable mapping (program or library text), private to the
+    /// process.
     Map {
         vaddr: u64,
         len: u64,
         shared: bool,
     },
+    /// The mapping of the `Map` just before is of this file (numbered across the run) from
+    /// this offset: its pages are the file's pages in the page cache, one physical page for
+    /// every process that maps them. (An event of its own so that an event stays 24 bytes.)
+    MapFile(FileMap),
     Unmap {
         vaddr: u64,
         len: u64,
@@ -132,6 +140,11 @@ pub struct TraceProcess {
 struct Convert {
     ns_per_instruction: f64,
     last_icount: Option<u64>,
+    /// A row's second event (a file mapping's `MapFile`), handed out next.
+    pending: Option<ProcEvent>,
+    /// The trace names its mappings' files (version 2): the trace's file numbers in the
+    /// run's file table. `None`: it does not (version 1).
+    files: Option<std::sync::Arc<[u32]>>,
 }
 
 impl Convert {
@@ -151,10 +164,26 @@ impl Convert {
                 vaddr: r.addr,
                 write: true,
             },
-            MemKind::Map => ProcEvent::Map {
-                vaddr: r.addr,
-                len: r.size,
-                shared: r.flags & MAP_X != 0,
+            MemKind::Map => match &self.files {
+                // Only read-only file mappings are the page cache's pages; a writable one
+                // (a library's data) is private to the process (copy on write).
+                Some(run) => {
+                    let file = r.file.filter(|_| r.flags & MAP_W == 0).map(|f| FileMap {
+                        file: run[f.file as usize],
+                        offset: f.offset,
+                    });
+                    self.pending = file.map(ProcEvent::MapFile);
+                    ProcEvent::Map {
+                        vaddr: r.addr,
+                        len: r.size,
+                        shared: file.is_some(),
+                    }
+                }
+                None => ProcEvent::Map {
+                    vaddr: r.addr,
+                    len: r.size,
+                    shared: r.flags & MAP_X != 0,
+                },
             },
             MemKind::Unmap => ProcEvent::Unmap {
                 vaddr: r.addr,
@@ -308,6 +337,9 @@ pub struct TraceStream {
 
 impl ProcessStream for TraceStream {
     fn next_event(&mut self) -> Option<ProcEvent> {
+        if let Some(e) = self.convert.pending.take() {
+            return Some(e);
+        }
         if self.error.is_some() {
             return None;
         }
@@ -388,8 +420,37 @@ pub fn load_memtrace_bounded(
     ns_per_instruction: f64,
     limits: TraceLimits,
 ) -> Result<(Vec<TraceProcess>, u32, TraceReaders), String> {
+    load_memtrace_files(path, ns_per_instruction, limits, &mut FileTable::default())
+}
+
+/// [`load_memtrace_bounded`], the trace's mapped files numbered in `files`, the run's
+/// table (traces captured on one machine map the same library as the same file).
+pub fn load_memtrace_files(
+    path: &Path,
+    ns_per_instruction: f64,
+    limits: TraceLimits,
+    files: &mut FileTable,
+) -> Result<(Vec<TraceProcess>, u32, TraceReaders), String> {
     let head = MemTraceReader::open(path).map_err(|e| e.to_string())?;
     let line = head.geometry().line;
+    let run_files: Option<std::sync::Arc<[u32]>> = if head.names_files() {
+        let ids: Result<Vec<u32>, String> = head
+            .files()
+            .iter()
+            .map(|f| {
+                files.intern(f).ok_or_else(|| {
+                    format!(
+                        "{}: more than {} mapped files in the run",
+                        path.display(),
+                        memtrace::MAX_FILES
+                    )
+                })
+            })
+            .collect();
+        Some(ids?.into())
+    } else {
+        None
+    };
     let commands: Vec<(u32, String)> = head
         .processes()
         .iter()
@@ -421,6 +482,8 @@ pub fn load_memtrace_bounded(
             convert: Convert {
                 ns_per_instruction,
                 last_icount: None,
+                pending: None,
+                files: run_files.clone(),
             },
             error: None,
         };
@@ -445,4 +508,13 @@ pub fn load_memtrace_bounded(
         });
     }
     Ok((out, line, readers))
+}
+#[cfg(test)]
+mod tests {
+    /// The simulator holds a trace's short runs as events (`RECORD_TOTAL_ROWS` of them):
+    /// keep an event at 24 bytes.
+    #[test]
+    fn an_event_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<super::ProcEvent>(), 24);
+    }
 }

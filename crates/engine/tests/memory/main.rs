@@ -25,6 +25,7 @@ fn cfg(kind: &str, ranks: usize) -> MemConfig {
         page_bytes: 4096,
         interleave: Interleave::RankFill,
         placement: Placement::Sequential,
+        share_file_pages: true,
         seed: 1,
         policy: PolicyConfig {
             kind: kind.into(),
@@ -252,6 +253,142 @@ fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
     assert_eq!((s.pages_migrated, s.ranks[1].reads), (0, 11));
 }
 
+/// The page cache, hand-counted: processes mapping one file (at other addresses and
+/// offsets) get the same physical page for the same file page, kept after the last mapper
+/// is gone until memory runs out; another file's page of the same offset is its own.
+#[test]
+fn processes_mapping_one_file_share_its_pages() {
+    use wattio_formats::memtrace::FileMap;
+    // A file mapping is two events: the mapping, then its file.
+    let map = |vaddr, pages: u64, file, offset| {
+        vec![
+            ProcEvent::Map {
+                vaddr,
+                len: pages * 4096,
+                shared: true,
+            },
+            ProcEvent::MapFile(FileMap { file, offset }),
+        ]
+    };
+    let read = |vaddr| {
+        vec![ProcEvent::Access {
+            gap: 0,
+            vaddr,
+            write: false,
+        }]
+    };
+    let c = cfg("nopm", 1);
+    let mut sim = MemSim::new(&c).unwrap();
+    // A: file 0's pages 1 and 2 (mapping from offset 4 KiB).
+    sim.add(Box::new(Recorded::new(
+        [map(0x10000, 3, 0, 0x1000), read(0x10000), read(0x11000)].concat(),
+    )));
+    // B: file 0's pages 2 (A's) and 3 (new), a private page, file 1's page 2 (new).
+    sim.add(Box::new(Recorded::new(
+        [
+            map(0x50000, 2, 0, 0x2000),
+            read(0x50000),
+            read(0x51000),
+            read(0x90000),
+            map(0x70000, 1, 1, 0x2000),
+            read(0x70000),
+        ]
+        .concat(),
+    )));
+    // C, after A and B are gone: file 0's page 1, still in the page cache.
+    sim.add(Box::new(Recorded::new(
+        [map(0x20000, 1, 0, 0x1000), read(0x20000)].concat(),
+    )));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_touched, s.pages_shared), (5, 2));
+    assert_eq!((s.reads, s.page_cache_evictions), (7, 0));
+
+    // Memory runs out: the page no process maps is given back for the new one (a long
+    // quantum: the processes run one after the other).
+    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
+    let c = MemConfig {
+        quantum_ns: 10_000_000_000,
+        ..c
+    };
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add(Box::new(Recorded::new(
+        [map(0x10000, 1, 0, 0), read(0x10000)].concat(),
+    )));
+    sim.add(Box::new(Recorded::new(
+        (0..pages)
+            .flat_map(|i| read((1 << 30) | (i * 4096)))
+            .collect(),
+    )));
+    sim.add(Box::new(Recorded::new(
+        [map(0x10000, 1, 0, 0), read(0x10000)].concat(),
+    )));
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_touched, s.pages_shared), (pages + 2, 0));
+    assert_eq!(s.page_cache_evictions, 1);
+    // Without the idle page the rank would have been out of pages.
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add(Box::new(Recorded::new(
+        (0..=pages)
+            .flat_map(|i| read((1 << 30) | (i * 4096)))
+            .collect(),
+    )));
+    assert!(sim.run().unwrap_err().contains("out of simulated memory"));
+}
+
+/// A mapping replaces what was mapped under it (the loader's segments over its
+/// reservation): a page touched under the old mapping is dropped, and the new mapping's
+/// file and offset name the pages touched after it.
+#[test]
+fn a_mapping_over_a_mapping_replaces_it() {
+    use wattio_formats::memtrace::FileMap;
+    // A file mapping is two events: the mapping, then its file.
+    let map = |vaddr, pages: u64, file, offset| {
+        vec![
+            ProcEvent::Map {
+                vaddr,
+                len: pages * 4096,
+                shared: true,
+            },
+            ProcEvent::MapFile(FileMap { file, offset }),
+        ]
+    };
+    let read = |vaddr| {
+        vec![ProcEvent::Access {
+            gap: 0,
+            vaddr,
+            write: false,
+        }]
+    };
+    let mut sim = MemSim::new(&cfg("nopm", 1)).unwrap();
+    // A reserves file 0 from offset 0 over 4 pages and touches page 2; then maps a
+    // private (anonymous) page over page 1 and file 0 from offset 0x8000 over page 2.
+    sim.add(Box::new(Recorded::new(
+        [
+            map(0x10000, 4, 0, 0),
+            read(0x12000),
+            vec![ProcEvent::Map {
+                vaddr: 0x11000,
+                len: 4096,
+                shared: false,
+            }],
+            map(0x12000, 1, 0, 0x8000),
+            read(0x11000),
+            read(0x12000),
+            read(0x13000),
+        ]
+        .concat(),
+    )));
+    // B maps file 0 from offset 0: its page 3 is A's (A's mapping's right part kept its
+    // offset), its page 1 is not A's (A's page 1 is private).
+    sim.add(Box::new(Recorded::new(
+        [map(0x40000, 4, 0, 0), read(0x41000), read(0x43000)].concat(),
+    )));
+    let s = sim.run().unwrap();
+    // A: file page 2, then its private page, file pages 8 and 3; B: file page 1 (new)
+    // and 3 (A's).
+    assert_eq!((s.pages_touched, s.pages_shared), (5, 1));
+}
+
 const KINDS: [&str; 8] = [
     "nopm",
     "ipd",
@@ -291,11 +428,21 @@ proptest! {
                 .iter()
                 .skip(p)
                 .step_by(procs)
-                .map(|&(k, gap, addr, w)| match k {
-                    0 => ProcEvent::Compute(gap),
-                    1 => ProcEvent::Map { vaddr: addr & !4095, len: 8192, shared: w },
-                    2 => ProcEvent::Unmap { vaddr: addr & !4095, len: 4096 },
-                    _ => ProcEvent::Access { gap, vaddr: addr, write: w },
+                .flat_map(|&(k, gap, addr, w)| match k {
+                    0 => vec![ProcEvent::Compute(gap)],
+                    // Shared mappings name one of two files (so processes share pages).
+                    1 => {
+                        let mut v = vec![ProcEvent::Map { vaddr: addr & !4095, len: 8192, shared: w }];
+                        if w {
+                            v.push(ProcEvent::MapFile(wattio_formats::memtrace::FileMap {
+                                file: (gap % 2) as u32,
+                                offset: (gap % 4) * 4096,
+                            }));
+                        }
+                        v
+                    }
+                    2 => vec![ProcEvent::Unmap { vaddr: addr & !4095, len: 4096 }],
+                    _ => vec![ProcEvent::Access { gap, vaddr: addr, write: w }],
                 })
                 .collect();
             expected += evs.iter().filter(|e| matches!(e, ProcEvent::Access { .. })).count() as u64;
@@ -309,6 +456,8 @@ proptest! {
         }
         let served: u64 = s.ranks.iter().map(|r| r.reads + r.writes).sum();
         prop_assert_eq!(served, expected + s.migration_accesses);
+        // Every process has exited: only the page cache holds pages.
+        prop_assert_eq!(s.pages_in_use_at_end, s.page_cache_pages);
     }
 }
 
@@ -537,4 +686,107 @@ fn a_bad_row_in_a_streamed_process_fails_the_run_naming_it() {
     let e = sim.run().err().unwrap();
     assert!(e.contains("row 6") && e.contains("icount 5"), "{e}");
     std::fs::remove_file(path).unwrap();
+}
+
+/// Two traces of one run that map the same file (same device and inode) number it alike;
+/// a read-only file mapping is the page cache's (shared), a writable one private, and in
+/// a trace that names files an anonymous executable mapping is private too. Run
+/// together, the second trace's process finds the first's file page.
+#[test]
+fn traces_that_name_files_share_pages_across_traces() {
+    use wattio_engine::memory::{load_memtrace_files, TraceLimits};
+    use wattio_formats::memtrace::{
+        FileMap, FileTable, MappedFile, MemKind, MemTraceWriter, MAP_FILE, MAP_R, MAP_W, MAP_X,
+    };
+    let dir = std::env::temp_dir().join(format!("memtrace-{}-files", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let libc = MappedFile {
+        path: "/lib/libc.so.6".into(),
+        dev: 8,
+        ino: 99,
+    };
+    let other = MappedFile {
+        path: "/lib/other.so".into(),
+        dev: 8,
+        ino: 5,
+    };
+    let map = |pid, vaddr, flags, file: Option<u32>| {
+        let mut r = row(pid, 1, MemKind::Map, vaddr);
+        r.size = 8192;
+        r.flags = flags | if file.is_some() { MAP_FILE } else { 0 };
+        r.file = file.map(|file| FileMap {
+            file,
+            offset: 0x3000,
+        });
+        r
+    };
+    // Trace a: other.so then libc (file numbers 0 and 1 in it); trace b: libc only (0).
+    let a = dir.join("a.parquet");
+    let mut w = MemTraceWriter::create(&a, &small_geometry(), &[]).unwrap();
+    w.write(&row(1, 0, MemKind::Start, 0)).unwrap();
+    w.write(&map(1, 0x10000, MAP_R | MAP_X, Some(0))).unwrap();
+    w.write(&map(1, 0x20000, MAP_R | MAP_X, Some(1))).unwrap();
+    w.write(&map(1, 0x30000, MAP_R | MAP_W, Some(1))).unwrap();
+    w.write(&map(1, 0x40000, MAP_R | MAP_X, None)).unwrap();
+    w.write(&row(1, 2, MemKind::Fill, 0x20040)).unwrap();
+    w.finish_with_files(&[], &[other.clone(), libc.clone()])
+        .unwrap();
+    let b = dir.join("b.parquet");
+    let mut w = MemTraceWriter::create(&b, &small_geometry(), &[]).unwrap();
+    w.write(&row(2, 0, MemKind::Start, 0)).unwrap();
+    w.write(&map(2, 0x70000, MAP_R, Some(0))).unwrap();
+    w.write(&row(2, 2, MemKind::Fill, 0x70080)).unwrap();
+    w.finish_with_files(&[], std::slice::from_ref(&libc))
+        .unwrap();
+
+    let mut files = FileTable::default();
+    let events = |path: &Path, files: &mut FileTable| -> Vec<ProcEvent> {
+        let (mut procs, _, _) =
+            load_memtrace_files(path, 1.0, TraceLimits::default(), files).unwrap();
+        std::iter::from_fn(|| procs[0].stream.next_event()).collect()
+    };
+    let ea = events(&a, &mut files);
+    let eb = events(&b, &mut files);
+    assert_eq!(files.files(), [other, libc]);
+    let m = |vaddr, shared| ProcEvent::Map {
+        vaddr,
+        len: 8192,
+        shared,
+    };
+    let f = |file| {
+        ProcEvent::MapFile(FileMap {
+            file,
+            offset: 0x3000,
+        })
+    };
+    assert_eq!(
+        ea[..6],
+        [
+            m(0x10000, true),
+            f(0),
+            m(0x20000, true),
+            f(1),
+            m(0x30000, false),
+            m(0x40000, false),
+        ]
+    );
+    assert_eq!(eb[..2], [m(0x70000, true), f(1)]);
+
+    // One run: trace b's process maps libc's page 3 at 0x70000, as trace a's did at
+    // 0x20000: one physical page.
+    let mut c = cfg("nopm", 1);
+    c.line_bytes = 64;
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add_memtrace(&a, 1.0).unwrap();
+    sim.add_memtrace(&b, 1.0).unwrap();
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_touched, s.pages_shared), (1, 1));
+    // Switched off: two copies.
+    c.share_file_pages = false;
+    let mut sim = MemSim::new(&c).unwrap();
+    sim.add_memtrace(&a, 1.0).unwrap();
+    sim.add_memtrace(&b, 1.0).unwrap();
+    let s = sim.run().unwrap();
+    assert_eq!((s.pages_touched, s.pages_shared), (2, 0));
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -93,11 +93,19 @@ pub trait MemPolicy: Send {
         None
     }
 
-    /// During a migration pass: the rank a page of `pid` now on rank `r` should move to,
-    /// given each rank's free pages; `None` leaves it where it is. The simulator copies the
-    /// page (a read of every line on `r`, a write on the target, on the channel) and reports
-    /// the move through `on_unmap` and `on_map`.
-    fn migrate_to(&mut self, _pid: u32, _shared: bool, _r: usize, _free: &[u64]) -> Option<usize> {
+    /// During a migration pass: the rank a page now on rank `r` should move to, given each
+    /// rank's free pages; `None` leaves it where it is. `pids`: the processes mapping it
+    /// (one for a private page; every sharer of a page-cache page, which moves for all of
+    /// them). The simulator copies the page (a read of every line on `r`, a write on the
+    /// target, on the channel) and reports the move through `on_unmap` and `on_map` for
+    /// each of them.
+    fn migrate_to(
+        &mut self,
+        _pids: &[u32],
+        _shared: bool,
+        _r: usize,
+        _free: &[u64],
+    ) -> Option<usize> {
         None
     }
 

@@ -21,12 +21,16 @@
 //! * **Page migration** (kmigrated, every `migrate_period_ms`, at most
 //!   `migrate_pages_per_pass` pages a pass): a private page off ρ_i, or on a rank that
 //!   joined ρ_i later than one that has room again, moves to the first rank of ρ_i with
-//!   room; a shared page moves to an earlier rank already in α_i. The simulator copies the
+//!   room; a shared page moves to an earlier rank already in every sharer's α. The simulator copies the
 //!   page.
 //!
+//! Pages shared between processes: a trace that names its mappings' files gives every
+//! process mapping a file page the same physical page (the simulator's page cache); such a
+//! page counts in each mapper's α and moves only to a rank in all of theirs.
+//!
 //! Not modelled (documented in docs/functions/memory-pavm.md): "only when not busy" (a
-//! pass runs at its time whatever the load), DMA and kernel-thread rules (the traces have neither), pages shared between processes
-//! (the traces cannot tell which file a mapping comes from).
+//! pass runs at its time whatever the load), DMA and kernel-thread rules (the traces have
+//! neither).
 
 use super::{Mem, MemPolicy};
 use serde::Deserialize;
@@ -149,13 +153,18 @@ impl MemPolicy for Pavm {
     /// one on a later rank of ρ to an earlier one with room (the model's reading: in it
     /// every private page is placed in ρ, and a rank that joined ρ when the earlier ones
     /// were full is the one to empty once they have room again); a shared page moves to
-    /// an earlier rank already active for the process, so no α grows (pages are not shared
-    /// between processes in the model: the sharers are the process itself).
-    fn migrate_to(&mut self, pid: u32, shared: bool, r: usize, free: &[u64]) -> Option<usize> {
+    /// an earlier rank already active for every process mapping it, so no sharer's α
+    /// grows.
+    fn migrate_to(&mut self, pids: &[u32], shared: bool, r: usize, free: &[u64]) -> Option<usize> {
         if shared && self.cfg.dll_aggregation {
-            let alpha = self.alpha.get(&pid)?;
-            (0..r).find(|&t| free[t] > 0 && alpha[t] > 0)
+            let alphas: Option<Vec<&Vec<u32>>> = pids.iter().map(|p| self.alpha.get(p)).collect();
+            let alphas = alphas.filter(|a| !a.is_empty())?;
+            (0..r).find(|&t| free[t] > 0 && alphas.iter().all(|a| a[t] > 0))
         } else {
+            let &[pid] = pids else {
+                // A private page has one owner.
+                return None;
+            };
             // Only ranks before `r` in ρ (all of ρ if `r` is not in it).
             let rho = self.rho.get(&pid)?;
             let end = rho.iter().position(|&t| t == r).unwrap_or(rho.len());
@@ -346,19 +355,29 @@ mod tests {
         assert_eq!(q.preferred_ranks(1), &[0, 1]);
         // Rank 0 has room again: rank 1's pages go back; rank 0's stay.
         let free = vec![2u64, 4, 1];
-        assert_eq!(q.migrate_to(1, false, 1, &free), Some(0));
-        assert_eq!(q.migrate_to(1, false, 0, &free), None);
+        assert_eq!(q.migrate_to(&[1], false, 1, &free), Some(0));
+        assert_eq!(q.migrate_to(&[1], false, 0, &free), None);
         // No room before it in ρ: stays. Off ρ (rank 2): into ρ's first rank with room.
-        assert_eq!(q.migrate_to(1, false, 1, &[0, 4, 1]), None);
-        assert_eq!(q.migrate_to(1, false, 2, &[0, 4, 1]), Some(1));
+        assert_eq!(q.migrate_to(&[1], false, 1, &[0, 4, 1]), None);
+        assert_eq!(q.migrate_to(&[1], false, 2, &[0, 4, 1]), Some(1));
         // Shared pages (DLL aggregation): to an earlier rank in α only.
         q.on_map(1, 2);
         assert_eq!(q.active_ranks(1), vec![0, 1, 2]);
-        assert_eq!(q.migrate_to(1, true, 2, &[0, 3, 0]), Some(1));
+        assert_eq!(q.migrate_to(&[1], true, 2, &[0, 3, 0]), Some(1));
         q.on_unmap(1, 1);
-        assert_eq!(q.migrate_to(1, true, 2, &[0, 3, 0]), None);
+        assert_eq!(q.migrate_to(&[1], true, 2, &[0, 3, 0]), None);
+        // A page-cache page of processes 1 (α {0, 2}) and 2 (α {1, 2}) on rank 2: no
+        // earlier rank is in both αs; once rank 0 is in process 2's too, there.
+        q.on_map(2, 1);
+        q.on_map(2, 2);
+        assert_eq!(q.migrate_to(&[1, 2], true, 2, &[1, 3, 0]), None);
+        q.on_map(2, 0);
+        assert_eq!(q.migrate_to(&[1, 2], true, 2, &[1, 3, 0]), Some(0));
+        assert_eq!(q.migrate_to(&[1, 2, 7], true, 2, &[1, 3, 0]), None);
+        // A private page has one owner.
+        assert_eq!(q.migrate_to(&[1, 2], false, 2, &[1, 3, 0]), None);
         // An unknown process has nothing to move; migration can be switched off.
-        assert_eq!(q.migrate_to(7, false, 2, &[5, 5, 5]), None);
+        assert_eq!(q.migrate_to(&[7], false, 2, &[5, 5, 5]), None);
         let off = PavmConfig {
             migrate_period_ms: 0,
             ..PavmConfig::default()
