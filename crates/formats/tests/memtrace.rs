@@ -716,10 +716,10 @@ fn every_memtrace_fuzz_seed_passes_the_reader_invariants() {
 #[test]
 fn workload_memory_traces_read_back_with_their_readme_figures() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
-    for (name, rows, fills, writebacks, processes) in [
-        ("mem-bzip2", 300_041, 177_005, 122_995, 1),
-        ("mem-gcc", 310_038, 180_048, 129_765, 3),
-        ("mem-oltp", 46_118, 29_098, 16_954, 1),
+    for (name, rows, fills, writebacks, processes, file_maps, files) in [
+        ("mem-bzip2", 300_041, 176_998, 123_002, 1, 23, 7),
+        ("mem-gcc", 310_145, 180_167, 129_745, 3, 110, 20),
+        ("mem-oltp", 46_191, 29_119, 17_005, 1, 39, 11),
     ] {
         let r = MemTraceReader::open(&root.join(name).join("trace.parquet")).unwrap();
         let st = memtrace_stats(r).unwrap();
@@ -728,9 +728,11 @@ fn workload_memory_traces_read_back_with_their_readme_figures() {
                 st.rows,
                 st.total.fills,
                 st.total.writebacks,
-                st.processes.len()
+                st.processes.len(),
+                st.total.file_maps,
+                st.files
             ),
-            (rows, fills, writebacks, processes),
+            (rows, fills, writebacks, processes, file_maps, files),
             "{name}"
         );
     }

@@ -18,14 +18,14 @@ a rank whose power state the policy (``crates/functions/src/memory``) decides.
 Five verdicts fail, for reasons the runs show (their notes give the numbers):
 
 * ``memory-table3-3-hwsw-below-hw`` and ``memory-table3-10-hwsw-below-hw-at-every-window``:
-  on the captured mix the context-aware PMU is within 0.3 % of HW (thesis 8–14 % below).
+  on the captured mix the context-aware PMU is within 0.4 % of HW (thesis 8–14 % below).
   With 10 ms quanta the mix switches about 75 times in 1.87 s, and HW relearns a process's traffic
   within Th_Max of a switch, so a saved history can matter for about 2 % of the run. On
   Table 3.2's synthetic case (1 ms quanta) HW–SW is 5.6 % below HW.
 * ``memory-table4-1-page-popularity``: the stand-ins' pages are far more evenly used than the
   thesis's (about 121 accesses per page over 250,000–300,000-row prefixes of each process's
   traffic, against whole SPEC runs).
-* ``memory-table4-4-reshaping-cuts-hw-power``: HW5 draws 0.6 % more than HW (thesis 36–39 %
+* ``memory-table4-4-reshaping-cuts-hw-power``: HW5 draws 0.4 % more than HW (thesis 36–39 %
   less). The mix is light for 12 ranks: HW already draws 12 % of NOPM's power, within 0.6 W of
   ISR's floor, so keeping the 5 % most accessed pages on hot ranks has little to gain, and with
   flat page use the moved pages carry little traffic while their copies wake ranks.
@@ -74,8 +74,9 @@ MIX_DIFFERS = (
     "The thesis ran SPECjbb2000 with bzip2 + crafty (low) and mcf + art (high), 11.5 M and 69.5 M "
     "accesses after a 64 KB L1D / 1.5 MB L2 with 128 B lines, on a 1.6 GHz PowerPC. wattio runs one "
     "mix of three captured stand-ins (workloads/mem-bzip2, mem-gcc, mem-oltp; each README says how "
-    "it differs), 0.66 M accesses after a 32 KiB L1D / 1 MiB L2 with 64 B lines, 5,415 pages (21 MiB) "
-    "touched in all, on 12 DDR-400 ranks of 64 MB (the digest: '12 × 64 MB ranks fits the numbers'). Not "
+    "it differs), 0.66 M accesses after a 32 KiB L1D / 1 MiB L2 with 64 B lines, 5,242 physical pages "
+    "(20 MiB) touched in all, library and other read-only file pages shared between processes (279 "
+    "first touches find the page another process placed; docs/functions/memory-pavm.md), on 12 DDR-400 ranks of 64 MB (the digest: '12 × 64 MB ranks fits the numbers'). Not "
     "given by the thesis: 10 ms quantum, 1 µs switch, 0.625 ns per instruction (1.6 GHz, one "
     "instruction per cycle), pages scattered over the ranks by default (seed 1), HW's initial "
     "threshold Th_Max and its continuous self-refresh check. The stand-ins fit on one or two "
