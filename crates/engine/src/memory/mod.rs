@@ -36,7 +36,7 @@ use wattio_core::Nanos;
 use wattio_devices::dram::{Rank, RankSpec, STANDBY, STATE_NAMES};
 use wattio_formats::memtrace::{FileMap, FileTable};
 use wattio_functions::memory::reshape::{PageUse, Reshape, ReshapeConfig};
-use wattio_functions::memory::{self, Mem, MemPolicy, PolicyConfig};
+use wattio_functions::memory::{self, Mem, MemPolicy, Migration, PolicyConfig};
 use wattio_workload::Rng;
 pub use workload::{
     load_memtrace, load_memtrace_bounded, load_memtrace_files, Hitting, ProcEvent, ProcessStream,
@@ -167,6 +167,9 @@ pub struct MemSummary {
     /// two are equal unless the allocator lost or doubly freed a page.
     pub page_cache_pages: u64,
     pub pages_in_use_at_end: u64,
+    /// Migration passes run, and passes skipped because the channel was busy.
+    pub migration_passes: u64,
+    pub migration_passes_skipped: u64,
     /// Pages the policy's migration passes moved, pages traffic reshaping moved, and the
     /// line accesses that copied both (a read and a write per line; counted in the ranks'
     /// reads and writes, not above).
@@ -342,8 +345,14 @@ struct Run {
     service: Nanos,
     bus_free: Nanos,
     tick: Option<(Nanos, Nanos)>,
-    /// The next migration pass, the period and the most pages a pass moves.
-    migration: Option<(Nanos, Nanos, usize)>,
+    /// The policy's migration and when its next pass is due.
+    migration: Option<(Migration, Nanos)>,
+    /// Channel time spent serving accesses (the processes' and the copies'), and its value
+    /// when the last pass was due: a pass's busy check.
+    bus_busy_ns: Nanos,
+    bus_busy_at_last_pass: Nanos,
+    migration_passes: u64,
+    migration_passes_skipped: u64,
     pages_migrated: u64,
     migration_accesses: u64,
     /// Traffic reshaping: the planner and its next pass; the accesses per physical page
@@ -402,7 +411,7 @@ impl Run {
         let migration = policy
             .migration()
             .filter(|_| cfg.interleave == Interleave::RankFill)
-            .map(|(p, n)| (p, p, n));
+            .map(|m| (m, m.period_ns));
         let reshape = match &cfg.reshape {
             Some(c) => {
                 let r = Reshape::new(c, cfg.ranks)?;
@@ -441,6 +450,10 @@ impl Run {
             bus_free: 0,
             tick,
             migration,
+            bus_busy_ns: 0,
+            bus_busy_at_last_pass: 0,
+            migration_passes: 0,
+            migration_passes_skipped: 0,
             pages_migrated: 0,
             migration_accesses: 0,
             reshape,
@@ -477,14 +490,23 @@ impl Run {
 
     /// Run a migration pass at `now` if one is due. The pass runs at the access that finds
     /// it due, not back at its due time (ticks and switches up to `now` have already
-    /// commanded the ranks); passes overdue together run as one.
+    /// commanded the ranks); passes overdue together run as one. It is skipped if the
+    /// channel was busy more than the policy's limit since the last pass was due.
     #[inline]
     fn migrations(&mut self, now: Nanos) {
-        if let Some((next, period, budget)) = self.migration {
+        if let Some((m, next)) = self.migration {
             if next <= now {
-                let behind = (now - next) / period + 1;
-                self.migration = Some((next + behind * period, period, budget));
-                self.migrate(now, budget);
+                let behind = (now - next) / m.period_ns + 1;
+                self.migration = Some((m, next + behind * m.period_ns));
+                let window = now.saturating_sub(next.saturating_sub(m.period_ns)).max(1);
+                let busy = (self.bus_busy_ns - self.bus_busy_at_last_pass) as f64 / window as f64;
+                self.bus_busy_at_last_pass = self.bus_busy_ns;
+                if busy > m.busy_above {
+                    self.migration_passes_skipped += 1;
+                } else {
+                    self.migration_passes += 1;
+                    self.migrate(now, m.pages_per_pass);
+                }
             }
         }
     }
@@ -565,6 +587,7 @@ impl Run {
                 self.policy.before_access(t, 0, r, &mut mem);
                 let served = mem.ranks[r].access(mem.spec, t, write, self.service);
                 self.policy.after_access(served.done, 0, r, &mut mem);
+                self.bus_busy_ns += served.done - served.start;
                 t = served.done;
             }
         }
@@ -921,6 +944,7 @@ impl Run {
                     let served = mem.ranks[r].access(mem.spec, at, write, self.service);
                     self.policy.after_access(served.done, pid, r, &mut mem);
                     self.bus_free = served.done;
+                    self.bus_busy_ns += served.done - served.start;
                     self.response_sum += u128::from(served.done - now);
                     if write {
                         self.writes += 1;
@@ -1021,6 +1045,8 @@ impl Run {
             page_cache_pages: self.page_cache.len() as u64,
             pages_in_use_at_end: self.frames.pages_per_rank * self.ranks.len() as u64
                 - self.frames.free().iter().sum::<u64>(),
+            migration_passes: self.migration_passes,
+            migration_passes_skipped: self.migration_passes_skipped,
             pages_migrated: self.pages_migrated,
             pages_reshaped: self.pages_reshaped,
             migration_accesses: self.migration_accesses,

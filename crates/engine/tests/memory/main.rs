@@ -253,6 +253,51 @@ fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
     assert_eq!((s.pages_migrated, s.ranks[1].reads), (0, 11));
 }
 
+/// kmigrated sleeps while the system is busy: passes due while the channel is busy more
+/// than `migrate_busy_above` of the time are skipped; with the limit at 1.0 they run.
+#[test]
+fn pavm_migration_skips_passes_while_the_channel_is_busy() {
+    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
+    let run = |busy_above: f64| {
+        let mut c = cfg("pavm", 3);
+        c.policy.pavm.migrate_period_ms = 1;
+        c.policy.pavm.migrate_busy_above = busy_above;
+        // Rank 0 full, 10 pages spilled onto rank 1, room made on rank 0, then reads of a
+        // spilled page back to back (the channel always busy).
+        let mut events: Vec<ProcEvent> = (0..pages + 10)
+            .map(|i| ProcEvent::Access {
+                gap: 0,
+                vaddr: i * 4096,
+                write: false,
+            })
+            .collect();
+        events.push(ProcEvent::Unmap {
+            vaddr: 0,
+            len: 20 * 4096,
+        });
+        events.extend((0..50_000).map(|_| ProcEvent::Access {
+            gap: 0,
+            vaddr: pages * 4096,
+            write: false,
+        }));
+        let mut sim = MemSim::new(&c).unwrap();
+        sim.add(Box::new(Recorded::new(events)));
+        sim.run().unwrap()
+    };
+    let busy = run(0.5);
+    // 66,394 reads of 70 ns: about 4.6 ms, a pass due every ms, every one skipped.
+    assert_eq!(busy.runtime_ns / 1_000_000, 4);
+    assert_eq!(
+        (busy.migration_passes, busy.migration_passes_skipped),
+        (0, 4)
+    );
+    assert_eq!((busy.pages_migrated, busy.ranks[1].reads), (0, 50_010));
+    let always = run(1.0);
+    assert_eq!(always.migration_passes_skipped, 0);
+    assert!(always.migration_passes >= 1);
+    assert_eq!(always.pages_migrated, 10);
+}
+
 /// The page cache, hand-counted: processes mapping one file (at other addresses and
 /// offsets) get the same physical page for the same file page, kept after the last mapper
 /// is gone until memory runs out; another file's page of the same offset is its own.

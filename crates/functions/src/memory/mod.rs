@@ -87,9 +87,8 @@ pub trait MemPolicy: Send {
     /// Just after an access to rank `r` was served, ending at `done`.
     fn after_access(&mut self, _done: Nanos, _pid: u32, _r: usize, _mem: &mut Mem) {}
 
-    /// Page migration: the period of the migration passes and the most pages one pass
-    /// moves, if the policy migrates (PAVM's kmigrated).
-    fn migration(&self) -> Option<(Nanos, usize)> {
+    /// Page migration, if the policy migrates (PAVM's kmigrated).
+    fn migration(&self) -> Option<Migration> {
         None
     }
 
@@ -168,6 +167,20 @@ pub const KINDS: &[(&str, &str)] = &[
         "PAVM telling the context-aware PMU the active ranks",
     ),
 ];
+
+/// How a policy's page-migration passes run (PAVM's kmigrated).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Migration {
+    /// A pass is due every this many ns.
+    pub period_ns: Nanos,
+    /// Most pages one pass moves.
+    pub pages_per_pass: usize,
+    /// A due pass is skipped (the next one comes a period later) when the memory channel
+    /// was busy more than this fraction of the time since the previous one was due: the
+    /// thesis's "checks to see if the system is busy, and if so, it goes back to sleep".
+    /// 1.0: never skipped.
+    pub busy_above: f64,
+}
 
 /// Build a policy for `ranks` ranks of `spec` run on `cpus` CPUs.
 pub fn build(

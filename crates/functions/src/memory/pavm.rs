@@ -32,7 +32,7 @@
 //! pass runs at its time whatever the load), DMA and kernel-thread rules (the traces have
 //! neither).
 
-use super::{Mem, MemPolicy};
+use super::{Mem, MemPolicy, Migration};
 use serde::Deserialize;
 use std::collections::HashMap;
 use wattio_core::Nanos;
@@ -51,6 +51,10 @@ pub struct PavmConfig {
     /// Most pages one migration pass moves (the thesis bounds it without a number: 256
     /// pages, 1 MiB of 4 KiB pages, about 1.1 ms of DDR-400 channel time at 128 B lines).
     pub migrate_pages_per_pass: usize,
+    /// A pass is skipped when the memory channel was busy more than this fraction of the
+    /// time since the last pass was due (the thesis: kmigrated "checks to see if the system
+    /// is busy, and if so, it goes back to sleep", no measure given); 1.0: never skipped.
+    pub migrate_busy_above: f64,
 }
 
 impl Default for PavmConfig {
@@ -60,6 +64,7 @@ impl Default for PavmConfig {
             early_wake: true,
             migrate_period_ms: 3000,
             migrate_pages_per_pass: 256,
+            migrate_busy_above: 0.5,
         }
     }
 }
@@ -83,6 +88,12 @@ impl Pavm {
         ranks: usize,
         inner: Option<Box<dyn MemPolicy>>,
     ) -> Result<Pavm, String> {
+        let b = cfg.migrate_busy_above;
+        if !(b > 0.0 && b <= 1.0) {
+            return Err(format!(
+                "memory.policy.pavm.migrate_busy_above: expected a fraction in (0, 1], got {b}"
+            ));
+        }
         let name = match &inner {
             None => "pavm".to_string(),
             Some(p) => format!("pavm+{}", p.name()),
@@ -144,9 +155,13 @@ impl MemPolicy for Pavm {
         Some(r)
     }
 
-    fn migration(&self) -> Option<(Nanos, usize)> {
+    fn migration(&self) -> Option<Migration> {
         let (ms, pages) = (self.cfg.migrate_period_ms, self.cfg.migrate_pages_per_pass);
-        (ms > 0 && pages > 0).then(|| (ms.saturating_mul(1_000_000), pages))
+        (ms > 0 && pages > 0).then(|| Migration {
+            period_ns: ms.saturating_mul(1_000_000),
+            pages_per_pass: pages,
+            busy_above: self.cfg.migrate_busy_above,
+        })
     }
 
     /// kmigrated's rule: a private page off ρ moves into ρ (its first rank with room), and
@@ -341,7 +356,14 @@ mod tests {
     #[test]
     fn migration_targets() {
         let mut q = Pavm::new(&PavmConfig::default(), 3, None).unwrap();
-        assert_eq!(q.migration(), Some((3_000_000_000, 256)));
+        assert_eq!(
+            q.migration(),
+            Some(Migration {
+                period_ns: 3_000_000_000,
+                pages_per_pass: 256,
+                busy_above: 0.5
+            })
+        );
         // Process 1 fills rank 0 (the most free).
         let mut free = vec![9u64, 5, 1];
         for _ in 0..9 {
@@ -383,6 +405,18 @@ mod tests {
             ..PavmConfig::default()
         };
         assert_eq!(Pavm::new(&off, 3, None).unwrap().migration(), None);
+        // The busy limit is a fraction of the time.
+        for bad in [0.0, -0.5, 1.5, f64::NAN] {
+            let c = PavmConfig {
+                migrate_busy_above: bad,
+                ..PavmConfig::default()
+            };
+            let e = Pavm::new(&c, 3, None).err().unwrap();
+            assert!(
+                e.starts_with("memory.policy.pavm.migrate_busy_above: expected"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
