@@ -45,9 +45,12 @@ def test_import_writes_a_catalogue_timing_table(tmp_path, capsys):
     assert rc == 0
     text = out.read_text()
     assert 'model = "hdd-mechanical"' in text
-    # The unsupported DiskSim parameters are listed by name, in the file and on stderr.
-    assert "Stop prefetch in sector" in text
-    assert "Stop prefetch in sector" in capsys.readouterr().err
+    # The unsupported DiskSim parameters are listed by name, in the file and on stderr; a
+    # supported one is a key of the table.
+    assert "Hold bus entire read xfer" in text
+    assert "Hold bus entire read xfer" in capsys.readouterr().err
+    assert "Stop prefetch in sector" not in text
+    assert "stop_prefetch_in_sector = true" in text
 
 
 def test_import_power_from_gives_a_runnable_entry(tmp_path):

@@ -63,6 +63,7 @@ fn def() -> MechanicalDef {
             read_any_free_blocks: false,
             write_prebuffering: false,
             write_segments: 0,
+            stop_prefetch_in_sector: false,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),
@@ -677,4 +678,36 @@ fn a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first() {
     // command (10.1 ms) it would have caught the sector at 11.7 and been done at 11.8.
     let s = d.service(10_100_000, &io(Op::Read, 1067, 1));
     assert_eq!(s.total(), 11_700_000, "{}", ms(s.total()));
+}
+
+/// `Stop prefetch in sector`: a read-ahead stopped for a waiting command while it reads a
+/// sector abandons that sector and frees the arm at once; without it the sector is
+/// finished first (`a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first`
+/// for a head switch, which is finished either way).
+#[test]
+fn a_read_ahead_stopped_in_a_sector_stops_there_only_if_the_drive_does() {
+    let miss_at = |stop_in_sector: bool| {
+        let mut base = def();
+        base.cache.continuous_read = 3;
+        base.cache.max_read_ahead = 150;
+        base.cache.stop_prefetch_in_sector = stop_in_sector;
+        base.controller.read_miss_after_read_ms = 0.0;
+        let mut d = MechanicalDisk::new(base).unwrap();
+        let g = d.geometry().unwrap();
+        // Block 0 at t = 0, done at 0.1 ms; the read-ahead reads block 1 from 0.1 to 0.2.
+        assert_eq!(d.service(0, &io(Op::Read, 0, 1)).total(), 100_000);
+        // Block 624 (cylinder 3, head 0, sector 24) sits at angle 0.14: 24 sectors + 3
+        // track skews (30) + 3 cylinder skews (60) = 114; its sector passes at 1.4–1.5 ms.
+        let at = g.locate(624 * 512).unwrap();
+        assert_eq!((at.cylinder, at.surface, at.sector), (3, 0, 24));
+        assert!((at.angle - 0.14).abs() < 1e-12, "{}", at.angle);
+        assert_eq!(g.seek_time(512, 624 * 512, false).unwrap(), 1_250_000);
+        // A miss at 0.13 ms, in block 1's sector.
+        d.service(130_000, &io(Op::Read, 624, 1)).total()
+    };
+    // Stopped at once: the seek (1.25 ms) lands at 1.38 ms, before the sector: done at
+    // 1.5 ms, 1.37 ms after the command.
+    assert_eq!(miss_at(true), 1_370_000);
+    // Block 1 finished first (0.2 ms): lands at 1.45 ms, past the sector: a turn later.
+    assert_eq!(miss_at(false), 11_370_000);
 }

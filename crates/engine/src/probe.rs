@@ -212,6 +212,7 @@ pub fn drive_spec(r: &Report) -> Result<MechanicalDef, String> {
             read_any_free_blocks: false,
             write_prebuffering: false,
             write_segments: 0,
+            stop_prefetch_in_sector: false,
         },
         scheduler: "fcfs".into(),
         sources,

@@ -94,6 +94,7 @@ fn three_zones() -> MechanicalDef {
             read_any_free_blocks: false,
             write_prebuffering: false,
             write_segments: 0,
+            stop_prefetch_in_sector: false,
         },
         scheduler: "fcfs".into(),
         sources: toml::Table::new(),

@@ -155,6 +155,7 @@ const USED_DISK: &[&str] = &[
     "read disconnect afterwrite",
     "write disconnect overhead",
     "never disconnect",
+    "stop prefetch in sector",
     "extra write disconnect",
     // Only used for writes flagged EXTRA_WRITE_DISCONNECT, which DiskSim 4.0 never sets
     // (the code setting it is commented out in `disk_buffer_select_segment`).
@@ -598,6 +599,7 @@ pub fn convert(doc: &Document, dir: &Path, loader: &mut dyn Loader) -> Result<Im
         read_any_free_blocks: opt_num(disk, "Read any free blocks")? != 0.0,
         write_prebuffering: opt_num(disk, "Allow write prebuffering")? != 0.0,
         write_segments: opt_uint(disk, "Maximum number of write segments")?,
+        stop_prefetch_in_sector: opt_num(disk, "Stop prefetch in sector")? != 0.0,
     };
     if !by_req && hw != 0.0 {
         unsupported.push(format!(

@@ -206,6 +206,12 @@ pub struct CacheDef {
     /// write is taken.
     #[serde(default)]
     pub write_segments: u32,
+    /// A read-ahead stopped for a waiting command stops at once when it is reading (or
+    /// waiting for) a sector, abandoning that sector (DiskSim's `Stop prefetch in sector`);
+    /// else it first finishes the sector. Either way a seek or head switch in progress is
+    /// finished first.
+    #[serde(default)]
+    pub stop_prefetch_in_sector: bool,
 }
 
 fn yes() -> bool {
@@ -798,10 +804,13 @@ impl MechanicalDisk {
                     got = r.lbn + k;
                     cut = Some(r.pbn(k));
                     // Stopped in the seek to this run's track: at the seek's end, none of
-                    // it read; waiting for or reading sector k: once that sector is done.
+                    // it read; waiting for or reading sector k: once that sector is done,
+                    // or at once without it if the drive stops in a sector.
                     let seek_end = prev.0 + self.seek_ms(prev.1, r.pbn(0), false);
                     stop = if k == 0 && t < seek_end {
                         (seek_end, r.lbn)
+                    } else if self.def.cache.stop_prefetch_in_sector {
+                        (t, r.lbn + k)
                     } else {
                         (r.done(k), r.lbn + k + 1)
                     };
