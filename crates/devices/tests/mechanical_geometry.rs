@@ -652,15 +652,21 @@ fn an_unknown_scheduler_is_named_in_the_error() {
     assert!(e.contains("clook"), "{e}");
 }
 
-/// A read-ahead stopped for a waiting command first finishes what it is doing (DiskSim's
-/// `disk_buffer_stopable_access`): here the head switch to its next track.
-#[test]
-fn a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first() {
+/// The test drive reading ahead to the end of its segment (150 blocks), with no command
+/// overhead on a read miss.
+fn reading_ahead() -> MechanicalDef {
     let mut base = def();
     base.cache.continuous_read = 3;
     base.cache.max_read_ahead = 150;
     base.controller.read_miss_after_read_ms = 0.0;
-    let mut d = MechanicalDisk::new(base).unwrap();
+    base
+}
+
+/// A read-ahead stopped for a waiting command first finishes what it is doing (DiskSim's
+/// `disk_buffer_stopable_access`): here the head switch to its next track.
+#[test]
+fn a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first() {
+    let mut d = MechanicalDisk::new(reading_ahead()).unwrap();
     let g = d.geometry().unwrap();
     // Block 0 at t = 0, no command overhead: sector 0 is under the head, done at 0.1 ms;
     // the read-ahead goes on through block 99 (done 10.0 ms), then switches to head 1
@@ -687,11 +693,8 @@ fn a_read_ahead_stopped_in_its_head_switch_finishes_the_switch_first() {
 #[test]
 fn a_read_ahead_stopped_in_a_sector_stops_there_only_if_the_drive_does() {
     let miss_at = |stop_in_sector: bool| {
-        let mut base = def();
-        base.cache.continuous_read = 3;
-        base.cache.max_read_ahead = 150;
+        let mut base = reading_ahead();
         base.cache.stop_prefetch_in_sector = stop_in_sector;
-        base.controller.read_miss_after_read_ms = 0.0;
         let mut d = MechanicalDisk::new(base).unwrap();
         let g = d.geometry().unwrap();
         // Block 0 at t = 0, done at 0.1 ms; the read-ahead reads block 1 from 0.1 to 0.2.

@@ -298,51 +298,59 @@ fn pavm_migration_skips_passes_while_the_channel_is_busy() {
     assert_eq!(always.pages_migrated, 10);
 }
 
+/// A read-only mapping of `pages` pages of file `file` from `offset`: two events, the
+/// mapping and then its file.
+fn map_file(vaddr: u64, pages: u64, file: u32, offset: u64) -> Vec<ProcEvent> {
+    vec![
+        ProcEvent::Map {
+            vaddr,
+            len: pages * 4096,
+            shared: true,
+        },
+        ProcEvent::MapFile(wattio_formats::memtrace::FileMap { file, offset }),
+    ]
+}
+
+/// A read of the line at `vaddr`, right away.
+fn read_at(vaddr: u64) -> Vec<ProcEvent> {
+    vec![ProcEvent::Access {
+        gap: 0,
+        vaddr,
+        write: false,
+    }]
+}
+
 /// The page cache, hand-counted: processes mapping one file (at other addresses and
 /// offsets) get the same physical page for the same file page, kept after the last mapper
 /// is gone until memory runs out; another file's page of the same offset is its own.
 #[test]
 fn processes_mapping_one_file_share_its_pages() {
-    use wattio_formats::memtrace::FileMap;
-    // A file mapping is two events: the mapping, then its file.
-    let map = |vaddr, pages: u64, file, offset| {
-        vec![
-            ProcEvent::Map {
-                vaddr,
-                len: pages * 4096,
-                shared: true,
-            },
-            ProcEvent::MapFile(FileMap { file, offset }),
-        ]
-    };
-    let read = |vaddr| {
-        vec![ProcEvent::Access {
-            gap: 0,
-            vaddr,
-            write: false,
-        }]
-    };
     let c = cfg("nopm", 1);
     let mut sim = MemSim::new(&c).unwrap();
     // A: file 0's pages 1 and 2 (mapping from offset 4 KiB).
     sim.add(Box::new(Recorded::new(
-        [map(0x10000, 3, 0, 0x1000), read(0x10000), read(0x11000)].concat(),
+        [
+            map_file(0x10000, 3, 0, 0x1000),
+            read_at(0x10000),
+            read_at(0x11000),
+        ]
+        .concat(),
     )));
     // B: file 0's pages 2 (A's) and 3 (new), a private page, file 1's page 2 (new).
     sim.add(Box::new(Recorded::new(
         [
-            map(0x50000, 2, 0, 0x2000),
-            read(0x50000),
-            read(0x51000),
-            read(0x90000),
-            map(0x70000, 1, 1, 0x2000),
-            read(0x70000),
+            map_file(0x50000, 2, 0, 0x2000),
+            read_at(0x50000),
+            read_at(0x51000),
+            read_at(0x90000),
+            map_file(0x70000, 1, 1, 0x2000),
+            read_at(0x70000),
         ]
         .concat(),
     )));
     // C, after A and B are gone: file 0's page 1, still in the page cache.
     sim.add(Box::new(Recorded::new(
-        [map(0x20000, 1, 0, 0x1000), read(0x20000)].concat(),
+        [map_file(0x20000, 1, 0, 0x1000), read_at(0x20000)].concat(),
     )));
     let s = sim.run().unwrap();
     assert_eq!((s.pages_touched, s.pages_shared), (5, 2));
@@ -357,15 +365,15 @@ fn processes_mapping_one_file_share_its_pages() {
     };
     let mut sim = MemSim::new(&c).unwrap();
     sim.add(Box::new(Recorded::new(
-        [map(0x10000, 1, 0, 0), read(0x10000)].concat(),
+        [map_file(0x10000, 1, 0, 0), read_at(0x10000)].concat(),
     )));
     sim.add(Box::new(Recorded::new(
         (0..pages)
-            .flat_map(|i| read((1 << 30) | (i * 4096)))
+            .flat_map(|i| read_at((1 << 30) | (i * 4096)))
             .collect(),
     )));
     sim.add(Box::new(Recorded::new(
-        [map(0x10000, 1, 0, 0), read(0x10000)].concat(),
+        [map_file(0x10000, 1, 0, 0), read_at(0x10000)].concat(),
     )));
     let s = sim.run().unwrap();
     assert_eq!((s.pages_touched, s.pages_shared), (pages + 2, 0));
@@ -374,7 +382,7 @@ fn processes_mapping_one_file_share_its_pages() {
     let mut sim = MemSim::new(&c).unwrap();
     sim.add(Box::new(Recorded::new(
         (0..=pages)
-            .flat_map(|i| read((1 << 30) | (i * 4096)))
+            .flat_map(|i| read_at((1 << 30) | (i * 4096)))
             .collect(),
     )));
     assert!(sim.run().unwrap_err().contains("out of simulated memory"));
@@ -385,48 +393,34 @@ fn processes_mapping_one_file_share_its_pages() {
 /// file and offset name the pages touched after it.
 #[test]
 fn a_mapping_over_a_mapping_replaces_it() {
-    use wattio_formats::memtrace::FileMap;
-    // A file mapping is two events: the mapping, then its file.
-    let map = |vaddr, pages: u64, file, offset| {
-        vec![
-            ProcEvent::Map {
-                vaddr,
-                len: pages * 4096,
-                shared: true,
-            },
-            ProcEvent::MapFile(FileMap { file, offset }),
-        ]
-    };
-    let read = |vaddr| {
-        vec![ProcEvent::Access {
-            gap: 0,
-            vaddr,
-            write: false,
-        }]
-    };
     let mut sim = MemSim::new(&cfg("nopm", 1)).unwrap();
     // A reserves file 0 from offset 0 over 4 pages and touches page 2; then maps a
     // private (anonymous) page over page 1 and file 0 from offset 0x8000 over page 2.
     sim.add(Box::new(Recorded::new(
         [
-            map(0x10000, 4, 0, 0),
-            read(0x12000),
+            map_file(0x10000, 4, 0, 0),
+            read_at(0x12000),
             vec![ProcEvent::Map {
                 vaddr: 0x11000,
                 len: 4096,
                 shared: false,
             }],
-            map(0x12000, 1, 0, 0x8000),
-            read(0x11000),
-            read(0x12000),
-            read(0x13000),
+            map_file(0x12000, 1, 0, 0x8000),
+            read_at(0x11000),
+            read_at(0x12000),
+            read_at(0x13000),
         ]
         .concat(),
     )));
     // B maps file 0 from offset 0: its page 3 is A's (A's mapping's right part kept its
     // offset), its page 1 is not A's (A's page 1 is private).
     sim.add(Box::new(Recorded::new(
-        [map(0x40000, 4, 0, 0), read(0x41000), read(0x43000)].concat(),
+        [
+            map_file(0x40000, 4, 0, 0),
+            read_at(0x41000),
+            read_at(0x43000),
+        ]
+        .concat(),
     )));
     let s = sim.run().unwrap();
     // A: file page 2, then its private page, file pages 8 and 3; B: file page 1 (new)
