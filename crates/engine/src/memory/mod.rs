@@ -191,6 +191,8 @@ struct Proc {
     files: Vec<(u64, u64, FileMap)>,
     /// The last mapping, which a `MapFile` event right after it names the file of.
     last_map: Option<(u64, u64)>,
+    /// A kernel thread (the policy is told: it may touch any memory).
+    kernel: bool,
     /// Computation left over when the process was preempted in the middle of it.
     compute_left: Nanos,
 }
@@ -296,8 +298,17 @@ impl MemSim {
             shared: Vec::new(),
             files: Vec::new(),
             last_map: None,
+            kernel: false,
             compute_left: 0,
         });
+        pid
+    }
+
+    /// Add a kernel thread: a process that may touch any memory (PAVM keeps every rank
+    /// active while it runs). Starts at time 0 with the others.
+    pub fn add_kernel_thread(&mut self, stream: Box<dyn ProcessStream>) -> u32 {
+        let pid = self.add(stream);
+        self.procs[pid as usize - 1].kernel = true;
         pid
     }
 
@@ -401,7 +412,10 @@ impl Run {
                 cfg.page_bytes
             ));
         }
-        let policy = memory::build(&cfg.policy, &spec, cfg.ranks, cfg.cpus)?;
+        let mut policy = memory::build(&cfg.policy, &spec, cfg.ranks, cfg.cpus)?;
+        for p in procs.iter().filter(|p| p.kernel) {
+            policy.on_kernel_thread(p.pid);
+        }
         let ranks = (0..cfg.ranks)
             .map(|_| Rank::new(&spec, STANDBY, 0))
             .collect();
@@ -1144,6 +1158,10 @@ pub enum ProcessDef {
     },
     /// A process whose accesses all hit in the cache: computation only.
     Compute { total_ns: Nanos },
+    /// A kernel thread computing `total_ns` (e.g. the kernel's own work between the
+    /// workload's processes): it may touch any memory, so PAVM powers every rank while it
+    /// runs.
+    KernelThread { total_ns: Nanos },
 }
 
 fn stream_span() -> u64 {
@@ -1209,6 +1227,12 @@ pub fn run_config(text: &str, base: &Path) -> Result<MemSummary, String> {
             }
             ProcessDef::Compute { total_ns } => {
                 sim.add(Box::new(Hitting {
+                    remaining: *total_ns,
+                    chunk: 10_000,
+                }));
+            }
+            ProcessDef::KernelThread { total_ns } => {
+                sim.add_kernel_thread(Box::new(Hitting {
                     remaining: *total_ns,
                     chunk: 10_000,
                 }));

@@ -194,6 +194,45 @@ fn pavm_keeps_the_idle_process_rank_asleep() {
     assert!((pavm.runtime_ns as f64) < 1.01 * nopm.runtime_ns as f64);
 }
 
+/// A kernel thread may touch any memory, so PAVM keeps every rank active while one runs.
+/// Process 1 reads one page (rank 0) over and over, 100 ns of computation and a 70 ns
+/// access each (DDR-400: tRCD 15 + CL 15 + 40 ns for 128 B); its quantum runs out at the
+/// access ending at 5,883 × 170 = 1,000,110 ns, the scheduler runs process 2 for 0.5 ms
+/// (after the 1 µs switch), then process 1 again. Rank 1, never used, is in standby from
+/// the start until the first switch that leaves it out: the one at 1,000,110 ns if process
+/// 2 is a user process (its α is empty), the one at 1,501,110 ns if it is a kernel thread.
+#[test]
+fn pavm_powers_every_rank_while_a_kernel_thread_runs() {
+    let rank1_standby = |second: &str| {
+        let text = format!(
+            r#"
+            [memory]
+            part = "ddr-400-thesis"
+            ranks = 2
+            quantum_ns = 1000000
+            switch_ns = 1000
+            line_bytes = 128
+            placement = "sequential"
+            seed = 1
+            [memory.policy]
+            kind = "pavm"
+            [[process]]
+            kind = "stream"
+            accesses = 20000
+            gap_ns = 100
+            span_bytes = 4096
+            [[process]]
+            kind = "{second}"
+            total_ns = 500000
+            "#
+        );
+        let s = run_config(&text, Path::new(".")).unwrap();
+        s.ranks[1].residency_ns[0]
+    };
+    assert_eq!(rank1_standby("compute"), 1_000_110);
+    assert_eq!(rank1_standby("kernel-thread"), 1_501_110);
+}
+
 /// PAVM's page migration, by hand: process 1 fills rank 0 (worst fit), spills 10 pages to
 /// rank 1 (which joins ρ), then frees 20 pages of rank 0. The pass at 100 ms moves the 10
 /// pages back to rank 0: each a read of its 32 lines on rank 1 and a write on rank 0.

@@ -66,6 +66,9 @@ pub trait MemPolicy: Send {
     fn on_unmap(&mut self, _pid: u32, _r: usize) {}
     /// `pid` exited (its pages have been unmapped).
     fn on_exit(&mut self, _pid: u32) {}
+    /// `pid` is a kernel thread: it may touch any memory, whatever it has mapped (told
+    /// before the run starts).
+    fn on_kernel_thread(&mut self, _pid: u32) {}
 
     /// The scheduler decided, at `now`, to run `next` on `cpu` after `prev`; `running` is
     /// every CPU's process after the switch. The switch itself takes the simulator's

@@ -28,9 +28,11 @@
 //! process mapping a file page the same physical page (the simulator's page cache); such a
 //! page counts in each mapper's α and moves only to a rank in all of theirs.
 //!
-//! Not modelled (documented in docs/functions/memory-pavm.md): "only when not busy" (a
-//! pass runs at its time whatever the load), DMA and kernel-thread rules (the traces have
-//! neither).
+//! * **Kernel threads** (`kind = "kernel-thread"` processes) may touch any memory: while
+//!   one runs every rank is active.
+//!
+//! Not modelled (documented in docs/functions/memory-pavm.md): DMA restricted to the first
+//! rank (no workload has device DMA).
 
 use super::{Mem, MemPolicy, Migration};
 use serde::Deserialize;
@@ -75,6 +77,8 @@ pub struct Pavm {
     ranks: usize,
     alpha: HashMap<u32, Vec<u32>>,
     rho: HashMap<u32, Vec<usize>>,
+    /// Kernel threads: every rank is active while one runs.
+    kernel: Vec<u32>,
     inner: Option<Box<dyn MemPolicy>>,
     active: Vec<bool>,
     switches: u64,
@@ -104,6 +108,7 @@ impl Pavm {
             ranks,
             alpha: HashMap::new(),
             rho: HashMap::new(),
+            kernel: Vec::new(),
             inner,
             active: vec![false; ranks],
             switches: 0,
@@ -204,9 +209,19 @@ impl MemPolicy for Pavm {
         }
     }
 
+    fn on_kernel_thread(&mut self, pid: u32) {
+        if !self.kernel.contains(&pid) {
+            self.kernel.push(pid);
+        }
+        if let Some(p) = &mut self.inner {
+            p.on_kernel_thread(pid);
+        }
+    }
+
     fn on_exit(&mut self, pid: u32) {
         self.alpha.remove(&pid);
         self.rho.remove(&pid);
+        self.kernel.retain(|&k| k != pid);
         if let Some(p) = &mut self.inner {
             p.on_exit(pid);
         }
@@ -227,6 +242,12 @@ impl MemPolicy for Pavm {
         self.switches += 1;
         self.active.iter_mut().for_each(|a| *a = false);
         for pid in running.iter().flatten() {
+            if self.kernel.contains(pid) {
+                // A kernel thread may touch any memory (the thesis: kernel threads power
+                // all ranks).
+                self.active.iter_mut().for_each(|a| *a = true);
+                break;
+            }
             if let Some(c) = self.alpha.get(pid) {
                 for (a, &n) in self.active.iter_mut().zip(c) {
                     *a |= n > 0;
