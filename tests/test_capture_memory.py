@@ -4,6 +4,7 @@ model against hand-computed hit/miss/write-back counts."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -209,6 +210,42 @@ def test_cache_model_matches_hand_computed_stride_counts(tmp_path):
     fills, wbs = counts(3, 4)
     assert [r["addr"] - arr for r in fills] == [0, 1024, 2048, 3072, 4096] * 2
     assert wbs == []
+
+
+def test_a_window_later_in_the_run_keeps_its_traffic_and_its_own_clock(tmp_path):
+    exe = _compile(tmp_path, "stride", STRIDE)
+    geometry = {"l1_size": 1024, "l1_ways": 2, "l2_size": 4096, "l2_ways": 4, "line": 64}
+    full_out, win_out = tmp_path / "full.parquet", tmp_path / "window.parquet"
+    assert capture([str(exe)], full_out, **geometry)[0] == 0
+    skip, keep = 100, 50
+    status, rep = capture(
+        [str(exe)], win_out, skip_records=skip, max_records=keep, window_clock=True, **geometry
+    )
+    assert status == 0
+    traffic = {FILL, WRITEBACK}
+    full = [r for r in _rows(full_out) if r["kind"] in traffic]
+    window = [r for r in _rows(win_out) if r["kind"] in traffic]
+    # The same records, the 101st to the 150th of the run.
+    strip = ("kind", "addr", "size", "flags", "old", "new")
+    assert [{k: r[k] for k in strip} for r in window] == [
+        {k: r[k] for k in strip} for r in full[skip : skip + keep]
+    ]
+    # Their own gaps, but the time of the 100 records before them left out.
+    gaps = lambda rows: [b["icount"] - a["icount"] for a, b in itertools.pairwise(rows)]
+    assert gaps(window) == gaps(full[skip : skip + keep])
+    assert window[0]["icount"] < full[skip]["icount"] - (full[skip - 1]["icount"] - full[0]["icount"])
+    (p,) = rep["processes"]
+    assert p["records_dropped"] == len(full) - keep
+    # The process ends with its window: after it, only the instructions since the last
+    # record left out (the marks' and the exit's) count.
+    full_tail = _rows(full_out)[-1]["icount"] - full[skip + keep - 1]["icount"]
+    window_tail = _rows(win_out)[-1]["icount"] - window[-1]["icount"]
+    assert window_tail * 100 < full_tail, (window_tail, full_tail)
+    # Without the window clock the left-out records keep their time: the same instants.
+    plain = tmp_path / "plain.parquet"
+    capture([str(exe)], plain, skip_records=skip, max_records=keep, **geometry)
+    kept = [r for r in _rows(plain) if r["kind"] in traffic]
+    assert [r["icount"] for r in kept] == [r["icount"] for r in full[skip : skip + keep]]
 
 
 def test_cli_capture_and_trace_stats(probe, tmp_path, capsys):

@@ -89,6 +89,8 @@ def capture(
     line: int = 64,
     cache: bool = True,
     max_records: int | None = None,
+    skip_records: int | None = None,
+    window_clock: bool = False,
     keep_raw: str | os.PathLike | None = None,
     cwd: str | os.PathLike | None = None,
 ) -> tuple[int, dict]:
@@ -96,7 +98,9 @@ def capture(
 
     Returns (the command's exit status, the conversion report). `max_records` keeps the first
     that many traffic records per process (fills and write-backs, or loads and stores);
-    process and mapping events are always kept.
+    `skip_records` first leaves out that many (a window later in the run); with
+    `window_clock` the instructions of the records left out are not counted either, so the
+    trace's clock runs inside the window. Process and mapping events are always kept.
     """
     if not command:
         raise ValueError("no command to capture (wattio capture memory -- COMMAND ...)")
@@ -124,6 +128,12 @@ def capture(
     if max_records is not None:
         # The tool stops writing there; the conversion applies the same bound exactly.
         argv.append(f"--wm-max-records={max_records}")
+    if skip_records is not None:
+        if skip_records < 0:
+            raise ValueError(f"--skip-records: expected a count >= 0, got {skip_records}")
+        argv.append(f"--wm-skip-records={skip_records}")
+    if window_clock:
+        argv.append("--wm-window-clock=yes")
     env = dict(os.environ, VALGRIND_LIB=str(libdir))
     try:
         proc = subprocess.Popen(argv + ["--", *command], env=env, cwd=cwd)
@@ -177,6 +187,8 @@ def _run(args) -> int:
         line=args.line,
         cache=not args.no_cache,
         max_records=args.max_records,
+        skip_records=args.skip_records,
+        window_clock=args.window_clock,
         keep_raw=args.keep_raw,
     )
     procs = rep["processes"]
@@ -214,6 +226,11 @@ def add_memory_command(capture_subparsers) -> None:
                    help="record every load and store (with old/new bytes) instead of traffic")
     m.add_argument("--max-records", type=int, metavar="N",
                    help="keep the first N traffic records of each process")
+    m.add_argument("--skip-records", type=int, metavar="N",
+                   help="first leave out N traffic records of each process (a window later in the run)")
+    m.add_argument("--window-clock", action="store_true",
+                   help="do not count the instructions of the traffic records left out (before "
+                        "and after the window): the trace's clock runs inside the window")
     m.add_argument("--keep-raw", metavar="DIR", help="keep the tool's raw files in DIR")
     m.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     m.set_defaults(func=_run)

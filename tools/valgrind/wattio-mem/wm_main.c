@@ -66,12 +66,15 @@ static Long clo_line = 64;
 static Long clo_l1 = 32 * 1024, clo_l1_ways = 8;
 static Long clo_l2 = 1024 * 1024, clo_l2_ways = 16;
 static Long clo_max_records = 0; /* 0: no limit */
+static Long clo_skip_records = 0; /* traffic records left out before the window */
+static Bool clo_window_clock = False; /* left-out records' time is not counted */
 
 /* ---- counters ---- */
 static ULong icount;        /* guest instructions executed; bumped by inline IR */
 static ULong last_icount;   /* time of the previous record */
 static Addr last_addr;      /* address of the previous traffic record */
 static ULong n_access, n_l1_miss, n_fill, n_wb, n_dropped_dirty, n_records, n_records_dropped;
+static ULong n_skipped;
 
 /* ---- output ---- */
 static Int out_fd = -1;
@@ -138,11 +141,18 @@ static void rec_traffic(UChar tag, Addr a)
    last_addr = a;
 }
 
-/* The record limit applies to traffic only: process events are always kept. */
+/* The record window applies to traffic only: process events are always kept. A traffic
+   record before the window (--wm-skip-records) or after it (--wm-max-records) is left out;
+   with --wm-window-clock=yes so is its time (the trace's clock then counts the instructions
+   inside the window, and those between the process events outside it and the left-out
+   record before each), so a window keeps its own traffic rate and a process ends with it. */
 static Bool traffic_allowed(void)
 {
-   if (clo_max_records > 0 && n_records >= (ULong)clo_max_records) {
+   Bool before = n_skipped < (ULong)clo_skip_records;
+   if (before || (clo_max_records > 0 && n_records >= (ULong)clo_max_records)) {
+      if (before) n_skipped++;
       n_records_dropped++;
+      if (clo_window_clock) last_icount = icount;
       return False;
    }
    n_records++;
@@ -667,6 +677,8 @@ static Bool wm_option(const HChar *arg)
    else if VG_BINT_CLO(arg, "--wm-l2-size", clo_l2, 256, 1LL << 30) {}
    else if VG_BINT_CLO(arg, "--wm-l2-ways", clo_l2_ways, 1, 64) {}
    else if VG_BINT_CLO(arg, "--wm-max-records", clo_max_records, 0, 1LL << 62) {}
+   else if VG_BINT_CLO(arg, "--wm-skip-records", clo_skip_records, 0, 1LL << 62) {}
+   else if VG_BOOL_CLO(arg, "--wm-window-clock", clo_window_clock) {}
    else return False;
    return True;
 }
@@ -679,7 +691,9 @@ static void wm_usage(void)
       "    --wm-line=N            line size in bytes, power of two 16..256 [64]\n"
       "    --wm-l1-size=N         L1D bytes [32768]     --wm-l1-ways=N  [8]\n"
       "    --wm-l2-size=N         L2 bytes [1048576]    --wm-l2-ways=N  [16]\n"
-      "    --wm-max-records=N     stop recording traffic after N records, 0 = never [0]\n");
+      "    --wm-max-records=N     stop recording traffic after N records, 0 = never [0]\n"
+      "    --wm-skip-records=N    leave out the first N traffic records [0]\n"
+      "    --wm-window-clock=no|yes  leave out the left-out records' time too [no]\n");
 }
 
 static void wm_debug_usage(void) {}
