@@ -720,6 +720,8 @@ fn workload_memory_traces_read_back_with_their_readme_figures() {
         ("mem-bzip2", 300_041, 176_998, 123_002, 1, 23, 7),
         ("mem-gcc", 310_145, 180_167, 129_745, 3, 110, 20),
         ("mem-oltp", 46_191, 29_119, 17_005, 1, 39, 11),
+        ("mem-mcf", 800_247, 633_147, 166_853, 1, 51, 14),
+        ("mem-art", 2_500_281, 2_450_119, 49_881, 1, 185, 45),
     ] {
         let r = MemTraceReader::open(&root.join(name).join("trace.parquet")).unwrap();
         let st = memtrace_stats(r).unwrap();
