@@ -21,10 +21,13 @@ a rank whose power state the policy (``crates/functions/src/memory``) decides.
 Six verdicts fail, for reasons the runs show (their notes give the numbers):
 
 * ``memory-table2-6-power-ordering``, on the high mix only: PAVM+IPD draws less than HW (3.65
-  against 4.13 W; the thesis 16.19 against 14.79 W). Not analysed further yet; the high mix's
-  heavy processes (mcf's and art's windows) run for about a third of a second of its 1.7 s,
-  each on its own rank under PAVM, so PAVM+IPD's powerdown inside a small active set meets
-  HW's thresholds, which must first see idle time before a rank sleeps.
+  against 4.13 W; the thesis 16.19 against 14.79 W). Under HW the pages lie scattered over the
+  12 ranks (the default placement), so the heavy programs' 3.3 M accesses reach every rank
+  (250,000–300,000 each) and keep each out of self refresh 15 % of the run; PAVM puts mcf's
+  and art's pages on a rank each (0.80 M and 2.49 M accesses there) and mem-oltp's with the
+  shared libraries on rank 0, which is in powerdown 99.8 % of the run, the nine others in self
+  refresh 99.3 %: 6.17 J against HW's 7.01 J. The thesis's scattered pages did not cost its HW
+  as much; how its high mix's traffic spread over its ranks is not given.
 
 * ``memory-table3-3-hwsw-below-hw`` and ``memory-table3-10-hwsw-below-hw-at-every-window``:
   on the captured mix the context-aware PMU is within 0.4 % of HW (thesis 8–14 % below).
