@@ -311,6 +311,42 @@ def test_file_mappings_name_their_files_and_children_share_libc(probe, tmp_path)
     assert min(r["offset"] for r in named if r["file"] == me) == 0
 
 
+# A parent and a forked child (no exec) each write 64 lines of their own array.
+FORK = r"""
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static uint8_t arr[4096] __attribute__((aligned(4096)));
+
+int main(void) {
+    volatile uint8_t *a = arr;
+    pid_t child = fork();
+    for (int i = 0; i < 4096; i += 64) a[i] = child == 0 ? 2 : 1;
+    if (child == 0) return 0;
+    int st;
+    waitpid(child, &st, 0);
+    return WEXITSTATUS(st);
+}
+"""
+
+
+def test_a_forked_child_has_its_own_counters_and_record_limit(tmp_path):
+    exe = _compile(tmp_path, "fork", FORK)
+    out = tmp_path / "fork.parquet"
+    status, rep = capture([str(exe)], out, max_records=2000)
+    assert status == 0
+    parent, child = sorted(rep["processes"], key=lambda p: p["start_us"])
+    assert child["ppid"] == parent["pid"]
+    rows = _rows(out)
+    kept = {p["pid"]: sum(1 for r in rows if r["pid"] == p["pid"] and r["kind"] in {FILL, WRITEBACK})
+            for p in (parent, child)}
+    # Each has its own limit: the child's budget is not what the parent left of it.
+    assert kept[child["pid"]] == min(2000, child["fills"] + child["writebacks"]) > 0
+    # The child's counters are its own: fewer accesses than the parent's start-up and its own.
+    assert 0 < child["accesses"] < parent["accesses"]
+
+
 def test_a_command_that_cannot_run_is_named_before_valgrind(tmp_path, capsys):
     out = tmp_path / "none.parquet"
     data = tmp_path / "data"

@@ -641,6 +641,10 @@ static void wm_fork_child(ThreadId tid)
    open_output();
    last_icount = icount;
    last_addr = 0;
+   /* The child's counters and its record window are its own (the limits are per process);
+      only the cache contents are inherited, as the memory is. */
+   n_access = n_l1_miss = n_fill = n_wb = n_dropped_dirty = 0;
+   n_records = n_records_dropped = n_skipped = 0;
 }
 
 /* execve replaces the image without calling fini: write back the caches and the buffer
