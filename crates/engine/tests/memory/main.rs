@@ -350,6 +350,11 @@ fn map_file(vaddr: u64, pages: u64, file: u32, offset: u64) -> Vec<ProcEvent> {
     ]
 }
 
+/// A process running the events of `parts` in order.
+fn script(parts: &[Vec<ProcEvent>]) -> Box<Recorded> {
+    Box::new(Recorded::new(parts.concat()))
+}
+
 /// A read of the line at `vaddr`, right away.
 fn read_at(vaddr: u64) -> Vec<ProcEvent> {
     vec![ProcEvent::Access {
@@ -367,30 +372,22 @@ fn processes_mapping_one_file_share_its_pages() {
     let c = cfg("nopm", 1);
     let mut sim = MemSim::new(&c).unwrap();
     // A: file 0's pages 1 and 2 (mapping from offset 4 KiB).
-    sim.add(Box::new(Recorded::new(
-        [
-            map_file(0x10000, 3, 0, 0x1000),
-            read_at(0x10000),
-            read_at(0x11000),
-        ]
-        .concat(),
-    )));
+    sim.add(script(&[
+        map_file(0x10000, 3, 0, 0x1000),
+        read_at(0x10000),
+        read_at(0x11000),
+    ]));
     // B: file 0's pages 2 (A's) and 3 (new), a private page, file 1's page 2 (new).
-    sim.add(Box::new(Recorded::new(
-        [
-            map_file(0x50000, 2, 0, 0x2000),
-            read_at(0x50000),
-            read_at(0x51000),
-            read_at(0x90000),
-            map_file(0x70000, 1, 1, 0x2000),
-            read_at(0x70000),
-        ]
-        .concat(),
-    )));
+    sim.add(script(&[
+        map_file(0x50000, 2, 0, 0x2000),
+        read_at(0x50000),
+        read_at(0x51000),
+        read_at(0x90000),
+        map_file(0x70000, 1, 1, 0x2000),
+        read_at(0x70000),
+    ]));
     // C, after A and B are gone: file 0's page 1, still in the page cache.
-    sim.add(Box::new(Recorded::new(
-        [map_file(0x20000, 1, 0, 0x1000), read_at(0x20000)].concat(),
-    )));
+    sim.add(script(&[map_file(0x20000, 1, 0, 0x1000), read_at(0x20000)]));
     let s = sim.run().unwrap();
     assert_eq!((s.pages_touched, s.pages_shared), (5, 2));
     assert_eq!((s.reads, s.page_cache_evictions), (7, 0));
@@ -403,17 +400,13 @@ fn processes_mapping_one_file_share_its_pages() {
         ..c
     };
     let mut sim = MemSim::new(&c).unwrap();
-    sim.add(Box::new(Recorded::new(
-        [map_file(0x10000, 1, 0, 0), read_at(0x10000)].concat(),
-    )));
+    sim.add(script(&[map_file(0x10000, 1, 0, 0), read_at(0x10000)]));
     sim.add(Box::new(Recorded::new(
         (0..pages)
             .flat_map(|i| read_at((1 << 30) | (i * 4096)))
             .collect(),
     )));
-    sim.add(Box::new(Recorded::new(
-        [map_file(0x10000, 1, 0, 0), read_at(0x10000)].concat(),
-    )));
+    sim.add(script(&[map_file(0x10000, 1, 0, 0), read_at(0x10000)]));
     let s = sim.run().unwrap();
     assert_eq!((s.pages_touched, s.pages_shared), (pages + 2, 0));
     assert_eq!(s.page_cache_evictions, 1);
@@ -435,32 +428,26 @@ fn a_mapping_over_a_mapping_replaces_it() {
     let mut sim = MemSim::new(&cfg("nopm", 1)).unwrap();
     // A reserves file 0 from offset 0 over 4 pages and touches page 2; then maps a
     // private (anonymous) page over page 1 and file 0 from offset 0x8000 over page 2.
-    sim.add(Box::new(Recorded::new(
-        [
-            map_file(0x10000, 4, 0, 0),
-            read_at(0x12000),
-            vec![ProcEvent::Map {
-                vaddr: 0x11000,
-                len: 4096,
-                shared: false,
-            }],
-            map_file(0x12000, 1, 0, 0x8000),
-            read_at(0x11000),
-            read_at(0x12000),
-            read_at(0x13000),
-        ]
-        .concat(),
-    )));
+    sim.add(script(&[
+        map_file(0x10000, 4, 0, 0),
+        read_at(0x12000),
+        vec![ProcEvent::Map {
+            vaddr: 0x11000,
+            len: 4096,
+            shared: false,
+        }],
+        map_file(0x12000, 1, 0, 0x8000),
+        read_at(0x11000),
+        read_at(0x12000),
+        read_at(0x13000),
+    ]));
     // B maps file 0 from offset 0: its page 3 is A's (A's mapping's right part kept its
     // offset), its page 1 is not A's (A's page 1 is private).
-    sim.add(Box::new(Recorded::new(
-        [
-            map_file(0x40000, 4, 0, 0),
-            read_at(0x41000),
-            read_at(0x43000),
-        ]
-        .concat(),
-    )));
+    sim.add(script(&[
+        map_file(0x40000, 4, 0, 0),
+        read_at(0x41000),
+        read_at(0x43000),
+    ]));
     let s = sim.run().unwrap();
     // A: file page 2, then its private page, file pages 8 and 3; B: file page 1 (new)
     // and 3 (A's).
