@@ -233,14 +233,9 @@ fn pavm_powers_every_rank_while_a_kernel_thread_runs() {
     assert_eq!(rank1_standby("kernel-thread"), 1_501_110);
 }
 
-/// PAVM's page migration, by hand: process 1 fills rank 0 (worst fit), spills 10 pages to
-/// rank 1 (which joins ρ), then frees 20 pages of rank 0. The pass at 100 ms moves the 10
-/// pages back to rank 0: each a read of its 32 lines on rank 1 and a write on rank 0.
-#[test]
-fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
-    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
-    let mut c = cfg("pavm", 3);
-    c.policy.pavm.migrate_period_ms = 100;
+/// One process's reads of `pages` + 10 pages (a rank of `pages` pages fills and 10 spill
+/// onto the next), then its unmap of the first 20 (room on the first rank again).
+fn spill_and_free(pages: u64) -> Vec<ProcEvent> {
     let mut events: Vec<ProcEvent> = (0..pages + 10)
         .map(|i| ProcEvent::Access {
             gap: 0,
@@ -252,6 +247,18 @@ fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
         vaddr: 0,
         len: 20 * 4096,
     });
+    events
+}
+
+/// PAVM's page migration, by hand: process 1 fills rank 0 (worst fit), spills 10 pages to
+/// rank 1 (which joins ρ), then frees 20 pages of rank 0. The pass at 100 ms moves the 10
+/// pages back to rank 0: each a read of its 32 lines on rank 1 and a write on rank 0.
+#[test]
+fn pavm_migration_moves_spilled_pages_back_and_counts_the_copies() {
+    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
+    let mut c = cfg("pavm", 3);
+    c.policy.pavm.migrate_period_ms = 100;
+    let mut events = spill_and_free(pages);
     events.push(ProcEvent::Compute(200_000_000));
     events.push(ProcEvent::Access {
         gap: 0,
@@ -303,17 +310,7 @@ fn pavm_migration_skips_passes_while_the_channel_is_busy() {
         c.policy.pavm.migrate_busy_above = busy_above;
         // Rank 0 full, 10 pages spilled onto rank 1, room made on rank 0, then reads of a
         // spilled page back to back (the channel always busy).
-        let mut events: Vec<ProcEvent> = (0..pages + 10)
-            .map(|i| ProcEvent::Access {
-                gap: 0,
-                vaddr: i * 4096,
-                write: false,
-            })
-            .collect();
-        events.push(ProcEvent::Unmap {
-            vaddr: 0,
-            len: 20 * 4096,
-        });
+        let mut events = spill_and_free(pages);
         events.extend((0..50_000).map(|_| ProcEvent::Access {
             gap: 0,
             vaddr: pages * 4096,
