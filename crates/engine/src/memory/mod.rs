@@ -544,6 +544,11 @@ impl Run {
                 if moved == budget {
                     break;
                 }
+                // A page-cache page this process maps twice moves with its first mapping:
+                // the second finds it moved already.
+                if self.procs[pi].pages.get(&vpage) != Some(&frame) {
+                    continue;
+                }
                 let from = self.frames.rank_of(frame);
                 let vaddr = vpage << self.page_shift;
                 // A page-cache page moves for every process mapping it, so the policy

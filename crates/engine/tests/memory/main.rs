@@ -417,6 +417,45 @@ fn processes_mapping_one_file_share_its_pages() {
     assert!(sim.run().unwrap_err().contains("out of simulated memory"));
 }
 
+/// A process mapping one file page at two addresses maps one physical page; when PAVM's
+/// migration moves it, both mappings follow and the allocator stays balanced.
+#[test]
+fn a_file_page_mapped_twice_by_one_process_moves_once() {
+    let pages = 16384u64; // one 64 MB rank of 4 KiB pages
+    let mut c = cfg("pavm", 3);
+    c.policy.pavm.migrate_period_ms = 100;
+    c.policy.pavm.migrate_busy_above = 1.0;
+    let mut sim = MemSim::new(&c).unwrap();
+    // Process 1 fills rank 0; its file page, mapped at two addresses, goes to rank 1 (the DLL
+    // rule: the first rank with room); then it frees 20 pages of rank 0. The pass at 100 ms
+    // moves the file page to rank 0 (in its α, with room) once, for both mappings.
+    let mut events: Vec<ProcEvent> = (0..pages).flat_map(|i| read_at(i * 4096)).collect();
+    events.extend(map_file(0x8000_0000, 1, 0, 0));
+    events.extend(map_file(0x9000_0000, 1, 0, 0));
+    events.extend(read_at(0x8000_0000));
+    events.extend(read_at(0x9000_0000));
+    events.push(ProcEvent::Unmap {
+        vaddr: 0,
+        len: 20 * 4096,
+    });
+    events.push(ProcEvent::Compute(200_000_000));
+    events.extend(read_at(0x9000_0000));
+    sim.add(Box::new(Recorded::new(events)));
+    let s = sim.run().unwrap();
+    assert_eq!(
+        s.pages_shared, 1,
+        "the second mapping finds the first's page"
+    );
+    assert_eq!(s.pages_migrated, 1);
+    // The last read is on rank 0, where the page went; rank 1 saw only the first two.
+    assert_eq!(
+        s.ranks[1].reads,
+        2 + 32,
+        "two reads and the copy's 32 line reads"
+    );
+    assert_eq!((s.pages_in_use_at_end, s.page_cache_pages), (1, 1));
+}
+
 /// A mapping replaces what was mapped under it (the loader's segments over its
 /// reservation): a page touched under the old mapping is dropped, and the new mapping's
 /// file and offset name the pages touched after it.
