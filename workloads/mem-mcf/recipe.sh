@@ -16,8 +16,8 @@ trap 'rm -rf "$work"' EXIT
 python3 "$here/make_min.py" 3000 6 1 > "$work/net.min"
 echo "input: $(sha256sum "$work/net.min" | cut -c1-64)  net.min" \
   "(glpk-utils $(dpkg-query -W -f='${Version}' glpk-utils))"
-# The solution goes to a scratch file (not /dev/null: glpsol's writer replaced the device
-# node with a regular file when run as root under Valgrind here).
+# The solution goes to a scratch file (while this recipe was written, /dev/null became a
+# regular file just after a capture that sent glpsol's solution there; cause not confirmed).
 (cd "$work" && "$wattio" capture memory --skip-records "$skip" --max-records "$max" \
   --window-clock --out "$here/trace.parquet" -- glpsol --mincost net.min -o sol.txt)
 "$wattio" trace stats "$here/trace.parquet"
