@@ -186,9 +186,8 @@ struct Proc {
     pages: PageTable,
     /// One-entry TLB: (virtual page, physical page).
     tlb: Option<(u64, u64)>,
-    shared: Vec<(u64, u64)>,
-    /// Mappings of files in the page cache: start, end, file, offset of start in the file.
-    files: Vec<(u64, u64, FileMap)>,
+    /// The mappings placement cares about (shared ones and files'), disjoint.
+    maps: Vec<Mapping>,
     /// The last mapping, which a `MapFile` event right after it names the file of.
     last_map: Option<(u64, u64)>,
     /// A kernel thread (the policy is told: it may touch any memory).
@@ -295,8 +294,7 @@ impl MemSim {
             stream,
             pages: PageTable::default(),
             tlb: None,
-            shared: Vec::new(),
-            files: Vec::new(),
+            maps: Vec::new(),
             last_map: None,
             kernel: false,
             compute_left: 0,
@@ -358,10 +356,10 @@ struct Run {
     tick: Option<(Nanos, Nanos)>,
     /// The policy's migration and when its next pass is due.
     migration: Option<(Migration, Nanos)>,
-    /// Channel time spent serving accesses (the processes' and the copies'), and its value
-    /// when the last pass was due: a pass's busy check.
+    /// Channel time spent serving accesses (the processes' and the copies'), and the time and
+    /// its value at the last pass's check: a pass's busy check covers what came since.
     bus_busy_ns: Nanos,
-    bus_busy_at_last_pass: Nanos,
+    last_check: (Nanos, Nanos),
     migration_passes: u64,
     migration_passes_skipped: u64,
     pages_migrated: u64,
@@ -465,7 +463,7 @@ impl Run {
             tick,
             migration,
             bus_busy_ns: 0,
-            bus_busy_at_last_pass: 0,
+            last_check: (0, 0),
             migration_passes: 0,
             migration_passes_skipped: 0,
             pages_migrated: 0,
@@ -505,16 +503,17 @@ impl Run {
     /// Run a migration pass at `now` if one is due. The pass runs at the access that finds
     /// it due, not back at its due time (ticks and switches up to `now` have already
     /// commanded the ranks); passes overdue together run as one. It is skipped if the
-    /// channel was busy more than the policy's limit since the last pass was due.
+    /// channel was busy more than the policy's limit since the last pass's check.
     #[inline]
     fn migrations(&mut self, now: Nanos) {
         if let Some((m, next)) = self.migration {
             if next <= now {
                 let behind = (now - next) / m.period_ns + 1;
                 self.migration = Some((m, next + behind * m.period_ns));
-                let window = now.saturating_sub(next.saturating_sub(m.period_ns)).max(1);
-                let busy = (self.bus_busy_ns - self.bus_busy_at_last_pass) as f64 / window as f64;
-                self.bus_busy_at_last_pass = self.bus_busy_ns;
+                let (at, busy_then) = self.last_check;
+                let busy =
+                    (self.bus_busy_ns - busy_then) as f64 / now.saturating_sub(at).max(1) as f64;
+                self.last_check = (now, self.bus_busy_ns);
                 if busy > m.busy_above {
                     self.migration_passes_skipped += 1;
                 } else {
@@ -567,9 +566,8 @@ impl Run {
                     None => (
                         vec![pid],
                         self.procs[pi]
-                            .shared
-                            .iter()
-                            .any(|&(s, e)| s <= vaddr && vaddr < e),
+                            .mapping(vaddr)
+                            .is_some_and(Mapping::is_shared),
                     ),
                 };
                 let free = self.frames.free();
@@ -713,10 +711,15 @@ impl Run {
         let p = &self.procs[pi];
         let pid = p.pid;
         // A page of a file mapping: the file's page, shared through the page cache.
-        let in_file = p.files.iter().find(|&&(s, e, _)| s <= vaddr && vaddr < e);
-        let key = in_file
-            .filter(|_| self.cfg.share_file_pages)
-            .map(|&(s, _, f)| (f.file, f.offset.wrapping_add(vaddr - s) >> self.page_shift));
+        let mapping = p.mapping(vaddr).copied();
+        let key = mapping.filter(|_| self.cfg.share_file_pages).and_then(|m| {
+            m.file.map(|f| {
+                (
+                    f.file,
+                    f.offset.wrapping_add(vaddr - m.start) >> self.page_shift,
+                )
+            })
+        });
         if let Some(key) = key {
             if let Some(c) = self.page_cache.get_mut(&key) {
                 let frame = c.frame;
@@ -729,7 +732,7 @@ impl Run {
                 return Ok(frame);
             }
         }
-        let shared = in_file.is_some() || p.shared.iter().any(|&(s, e)| s <= vaddr && vaddr < e);
+        let shared = mapping.is_some_and(|m| m.is_shared());
         if self.frames.free().iter().all(|&f| f == 0) {
             self.evict_idle_page();
         }
@@ -825,11 +828,7 @@ impl Run {
         // them in page order.
         gone.sort_unstable();
         let end = vaddr.saturating_add(len);
-        carve(&mut p.shared, vaddr, end, |_, _| ());
-        carve(&mut p.files, vaddr, end, |f, by| FileMap {
-            file: f.file,
-            offset: f.offset.wrapping_add(by),
-        });
+        carve(&mut p.maps, vaddr, end);
         for (v, f) in gone {
             let r = self.frames.rank_of(f);
             if let Some(key) = self.cached_frames.get(&f) {
@@ -898,8 +897,7 @@ impl Run {
 
     fn exit(&mut self, pi: usize) {
         // Its mappings go with it (cleared first: unmapping page by page would split them).
-        self.procs[pi].shared.clear();
-        self.procs[pi].files.clear();
+        self.procs[pi].maps.clear();
         let mut pages: Vec<u64> = self.procs[pi].pages.keys().copied().collect();
         pages.sort_unstable();
         for v in pages {
@@ -982,14 +980,27 @@ impl Run {
                     let end = vaddr.saturating_add(len);
                     let p = &mut self.procs[pi];
                     if shared {
-                        p.shared.push((vaddr, end));
+                        p.maps.push(Mapping {
+                            start: vaddr,
+                            end,
+                            shared: true,
+                            file: None,
+                        });
                     }
                     p.last_map = Some((vaddr, end));
                 }
                 Some(ProcEvent::MapFile(f)) => {
                     let p = &mut self.procs[pi];
                     if let Some((start, end)) = p.last_map.take() {
-                        p.files.push((start, end, f));
+                        match p.maps.last_mut() {
+                            Some(m) if (m.start, m.end) == (start, end) => m.file = Some(f),
+                            _ => p.maps.push(Mapping {
+                                start,
+                                end,
+                                shared: false,
+                                file: Some(f),
+                            }),
+                        }
                     }
                 }
                 Some(ProcEvent::Unmap { vaddr, len }) => self.unmap(pi, vaddr, len),
@@ -1075,72 +1086,58 @@ impl Run {
     }
 }
 
-/// Remove `[start, end)` from every range of `ranges` (a range of `(s, e, payload)` or
-/// `(s, e)`), splitting those it cuts; `shift(payload, by)` is the payload of a range's
-/// part that begins `by` bytes after the range did.
-fn carve<T: RangeEntry>(
-    ranges: &mut Vec<T>,
+/// A mapping page placement cares about: PAVM's shared pages (DLL rule), or a file's
+/// pages in the page cache (`file`: the file and the offset of `start` in it).
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
     start: u64,
     end: u64,
-    shift: impl Fn(T::Payload, u64) -> T::Payload,
-) {
-    if start >= end || !ranges.iter().any(|r| r.start() < end && start < r.end()) {
+    shared: bool,
+    file: Option<FileMap>,
+}
+
+impl Mapping {
+    /// Its pages count as shared for the placement policy (a file's page-cache pages are).
+    fn is_shared(&self) -> bool {
+        self.shared || self.file.is_some()
+    }
+}
+
+impl Proc {
+    /// The mapping holding `vaddr`, if placement cares about it.
+    fn mapping(&self, vaddr: u64) -> Option<&Mapping> {
+        self.maps.iter().find(|m| m.start <= vaddr && vaddr < m.end)
+    }
+}
+
+/// Remove `[start, end)` from every mapping of `maps`, splitting those it cuts (a file
+/// mapping's part after the hole keeps its offset in the file).
+fn carve(maps: &mut Vec<Mapping>, start: u64, end: u64) {
+    if start >= end || !maps.iter().any(|m| m.start < end && start < m.end) {
         return;
     }
-    let mut out = Vec::with_capacity(ranges.len() + 1);
-    for r in ranges.drain(..) {
-        let (s, e) = (r.start(), r.end());
-        if e <= start || s >= end {
-            out.push(r);
+    let mut out = Vec::with_capacity(maps.len() + 1);
+    for m in maps.drain(..) {
+        if m.end <= start || m.start >= end {
+            out.push(m);
             continue;
         }
-        if s < start {
-            out.push(T::new(s, start, r.payload()));
+        if m.start < start {
+            out.push(Mapping { end: start, ..m });
         }
-        if e > end {
-            out.push(T::new(end, e, shift(r.payload(), end - s)));
+        if m.end > end {
+            let file = m.file.map(|f| FileMap {
+                file: f.file,
+                offset: f.offset.wrapping_add(end - m.start),
+            });
+            out.push(Mapping {
+                start: end,
+                file,
+                ..m
+            });
         }
     }
-    *ranges = out;
-}
-
-/// A range of virtual addresses with something attached.
-trait RangeEntry: Copy {
-    type Payload: Copy;
-    fn start(&self) -> u64;
-    fn end(&self) -> u64;
-    fn payload(&self) -> Self::Payload;
-    fn new(s: u64, e: u64, p: Self::Payload) -> Self;
-}
-
-impl RangeEntry for (u64, u64) {
-    type Payload = ();
-    fn start(&self) -> u64 {
-        self.0
-    }
-    fn end(&self) -> u64 {
-        self.1
-    }
-    fn payload(&self) {}
-    fn new(s: u64, e: u64, _: ()) -> Self {
-        (s, e)
-    }
-}
-
-impl RangeEntry for (u64, u64, FileMap) {
-    type Payload = FileMap;
-    fn start(&self) -> u64 {
-        self.0
-    }
-    fn end(&self) -> u64 {
-        self.1
-    }
-    fn payload(&self) -> FileMap {
-        self.2
-    }
-    fn new(s: u64, e: u64, p: FileMap) -> Self {
-        (s, e, p)
-    }
+    *maps = out;
 }
 
 /// One `[[process]]` of a memory-run config.

@@ -179,8 +179,9 @@ pub struct Migration {
     /// Most pages one pass moves.
     pub pages_per_pass: usize,
     /// A due pass is skipped (the next one comes a period later) when the memory channel
-    /// was busy more than this fraction of the time since the previous one was due: the
-    /// thesis's "checks to see if the system is busy, and if so, it goes back to sleep".
+    /// was busy more than this fraction of the time since the pass before was checked (run
+    /// or skipped): the thesis's "checks to see if the system is busy, and if so, it goes
+    /// back to sleep".
     /// 1.0: never skipped.
     pub busy_above: f64,
 }

@@ -54,7 +54,7 @@ pub struct PavmConfig {
     /// pages, 1 MiB of 4 KiB pages, about 1.1 ms of DDR-400 channel time at 128 B lines).
     pub migrate_pages_per_pass: usize,
     /// A pass is skipped when the memory channel was busy more than this fraction of the
-    /// time since the last pass was due (the thesis: kmigrated "checks to see if the system
+    /// time since the last pass was checked (the thesis: kmigrated "checks to see if the system
     /// is busy, and if so, it goes back to sleep", no measure given); 1.0: never skipped.
     pub migrate_busy_above: f64,
 }
