@@ -40,6 +40,13 @@ enum Upshift {
     Full,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum SyncWrites {
+    Both,
+    Replica,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Keys {
@@ -58,6 +65,7 @@ struct Keys {
     period_h: Option<f64>,
     start: Option<Start>,
     upshift: Option<Upshift>,
+    sync_writes: Option<SyncWrites>,
     copies: Option<u64>,
     persist: Option<bool>,
     merge_kib: Option<u64>,
@@ -136,6 +144,7 @@ impl ParaidConfig {
                 period: ns(period * 3600.0).max(1),
                 start_low: k.start == Some(Start::Lowest),
                 full_sync: k.upshift == Some(Upshift::Full),
+                sync_writes_both: k.sync_writes != Some(SyncWrites::Replica),
                 copies,
                 assume_clean: k.assume_clean.unwrap_or(false),
                 persist: k.persist.unwrap_or(true),
@@ -197,10 +206,14 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         "start".into(),
         (if d.chance(0.5) { "lowest" } else { "highest" }).into(),
     );
+    let full = d.chance(0.5);
     t.insert(
         "upshift".into(),
-        (if d.chance(0.5) { "full" } else { "on-demand" }).into(),
+        (if full { "full" } else { "on-demand" }).into(),
     );
+    if full && d.chance(0.3) {
+        t.insert("sync_writes".into(), "replica".into());
+    }
     let copies = *d.pick(&[1i64, 4]);
     t.insert("copies".into(), copies.into());
     // Propagation at the host's priority as well as below it, derived from a drawn value so

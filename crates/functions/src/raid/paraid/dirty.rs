@@ -81,6 +81,10 @@ pub struct Dirty {
     pub(super) version: u64,
     pub(super) writes: u32,
     pub(super) seq: u64,
+    /// Every write since the chunk was clean went to both sides and is still out (a full
+    /// synchronization's write to an arriving disk that is up): once they are back, the
+    /// sides are equal again without a copy.
+    pub(super) mirror: bool,
 }
 
 impl Dirty {
@@ -92,6 +96,7 @@ impl Dirty {
             version: 0,
             writes: 0,
             seq: 0,
+            mirror: false,
         }
     }
 
@@ -102,6 +107,7 @@ impl Dirty {
             version: 1,
             writes: 1,
             seq: 0,
+            mirror: false,
         }
     }
 }

@@ -42,7 +42,7 @@ use wattio_core::device::DeviceInfo;
 use wattio_core::flush_round::{FlushRounds, Round};
 use wattio_core::function::{Action, Actions, Function, TimerId, Volume};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
-use wattio_core::io::{Breakdown, Completion, DeviceId, Io, IoId, Op, Status};
+use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{self, Journal, JournalConfig, Step, IO_NUMBERS};
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
@@ -56,6 +56,9 @@ const JOURNAL_BASE: u64 = 1 << 44;
 const COPY_BASE: u64 = 1 << 46;
 /// Scratch ids of level g's RAID start at `RAID_SCRATCH + g·2^40`.
 const RAID_SCRATCH: u64 = 1 << 48;
+/// Scratch ids of the disk halves of writes sent to both sides: `MIRROR_SCRATCH + n`, n the
+/// half's own I/O number (the copier's ids stay below it).
+const MIRROR_SCRATCH: u64 = 1 << 47;
 /// Device-queue priority of propagation I/O by default: below the host's 0 (the issue's
 /// rule; `propagation_priority` sets it).
 pub const PROPAGATION_PRIORITY: i8 = -1;
@@ -82,6 +85,12 @@ pub struct Params {
     /// the current gear while the arriving disks get back every chunk their replicas hold
     /// newer, then switch. Else *on demand*: switch at once, copy back in the background.
     pub full_sync: bool,
+    /// In a full synchronization, a host write to a clean chunk of an arriving disk that is
+    /// up goes to both sides (the replica, as the current gear serves it, and the disk,
+    /// FUA): the paper's dirty list takes "an update ... to a clean block on a powered-off
+    /// disk" (Sec. 5), and a disk being brought back is on. Else it goes to the replica
+    /// only, and adds a chunk to copy.
+    pub sync_writes_both: bool,
     /// Propagation copies in flight at most.
     pub copies: usize,
     pub assume_clean: bool,
@@ -121,6 +130,20 @@ struct Held {
     x: u64,
     /// The write, renamed.
     io: Io,
+    /// Its half for the disk, renamed, if it goes to both sides.
+    twin: Option<Io>,
+}
+
+/// A write sent to both sides, waiting for its halves.
+#[derive(Clone, Copy, Debug)]
+struct Twins {
+    key: (usize, u64),
+    /// Halves still out.
+    left: u8,
+    /// The disk's half came back OK.
+    disk_ok: bool,
+    /// The replica's half, once back.
+    first: Option<(Pending, Completion)>,
 }
 
 /// Chunks per disk of each level's region (index = gear), from Eq. 1's shares of a
@@ -163,6 +186,9 @@ enum Origin {
     Settle,
     /// The flush of a disk that is on, before copied chunks are logged clean.
     Clean,
+    /// The disk's half of a write sent to both sides; the number the replica's half went
+    /// down under.
+    Mirror(u64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -193,6 +219,10 @@ struct Counters {
     clean_round_errors: u64,
     /// Time between full-synchronization upshifts' decisions and their switches.
     sync_ns: Nanos,
+    /// Host writes a full synchronization sent to both sides, and the chunks they left
+    /// clean (no copy needed).
+    sync_writes_both: u64,
+    sync_writes_clean: u64,
     host_ios: u64,
     refused_by_ration: u64,
     recovered_dirty: u64,
@@ -217,6 +247,11 @@ pub struct Paraid {
     target: Option<usize>,
     /// A full-synchronization upshift waiting for its copies: the gear, since when.
     rising: Option<(usize, Nanos)>,
+    /// Per disk: an I/O of it came back OK since it was last told to spin up (it is up, so
+    /// a full synchronization's writes may go to it too without waiting for a spin-up).
+    awake: Vec<bool>,
+    /// Writes sent to both sides, by the number their replica half went down under.
+    twins: FxHashMap<u64, Twins>,
     /// Settle flushes out.
     settling: u32,
     /// `original_writes` when the settle flushes went out.
@@ -285,6 +320,8 @@ impl Paraid {
             gear: if p.start_low { 0 } else { m - 1 },
             target: None,
             rising: None,
+            awake: Vec::new(),
+            twins: FxHashMap::default(),
             settling: 0,
             settle_mark: None,
             original_writes: 0,
@@ -410,7 +447,7 @@ impl Paraid {
         };
         let x = match origin {
             Origin::Level(g) => self.base[g] + io.offset,
-            Origin::Copy | Origin::Settle | Origin::Clean => io.offset,
+            Origin::Copy | Origin::Settle | Origin::Clean | Origin::Mirror(_) => io.offset,
         };
         if io.op == Op::Flush {
             if self.is_on(disk) {
@@ -448,18 +485,35 @@ impl Paraid {
         };
         let mut write = None;
         let mut wait = None;
+        let mut both = false;
         let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
+            // A write to an arriving disk that is up, in a full synchronization, may go to
+            // both sides if its chunk is clean (below).
+            let may_both = io.op == Op::Write
+                && self.p.sync_writes_both
+                && self.awake[disk]
+                && self
+                    .rising
+                    .is_some_and(|(r, _)| self.leaving(r, self.gear).contains(&disk));
             // One map lookup for a chunk already in the list (this is every write's path).
             let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
             if new && !self.cleaning.is_empty() {
                 self.cleaning.remove(&key);
             }
             let (side, mut seq) = if new {
+                // Clean until now: with both sides written, equal again once it is back.
+                // Logged replica-newer all the same, so a crash between the halves leaves
+                // it to be copied.
+                both = may_both && d.side == Side::Replica;
+                d.mirror = both;
                 (d.side, 0)
             } else {
                 debug_assert_eq!(d.side, pick(Some(d.side)), "a chunk has one newer side");
                 d.version += 1;
                 d.writes += 1;
+                // A second write out to it: the halves could land in different orders, so
+                // the chunk is copied after all.
+                d.mirror = false;
                 (d.side, d.seq)
             };
             write = Some(key);
@@ -488,6 +542,45 @@ impl Paraid {
             side.unwrap_or_else(|| pick(self.dirty.side_of(key)))
         };
         let n = self.rename(Pending { origin, io, write });
+        let twin = both.then(|| {
+            self.counters.sync_writes_both += 1;
+            self.twins.insert(
+                n,
+                Twins {
+                    key,
+                    left: 2,
+                    disk_ok: false,
+                    first: None,
+                },
+            );
+            let m = self.rename(Pending {
+                origin: Origin::Mirror(n),
+                io,
+                write: None,
+            });
+            // A write out of a gear's scratch buffer (parity): the kernel frees that buffer
+            // when the last write out of it is back, which may be either half, while the
+            // replica's RAID may still read it for its own parity (swarm seed 405) or the
+            // disk's half not have gone out yet (held for its record). The disk's half goes
+            // out of a copy of its own, which that half drains.
+            let buf = match io.buf {
+                Buf::Scratch { .. } => {
+                    let own = Buf::Scratch {
+                        id: MIRROR_SCRATCH + m,
+                        offset: 0,
+                    };
+                    out.copy(own, io.buf, io.len);
+                    own
+                }
+                b => b,
+            };
+            Io {
+                id: IoId::own(m),
+                fua: true,
+                buf,
+                ..io
+            }
+        });
         let io = Io {
             id: IoId::own(n),
             ..io
@@ -501,9 +594,15 @@ impl Paraid {
                     side,
                     x,
                     io,
+                    twin,
                 });
             }
-            None => self.dispatch(now, disk, side, x, io, out),
+            None => {
+                self.dispatch(now, disk, side, x, io, out);
+                if let Some(t) = twin {
+                    self.dispatch(now, disk, Side::Original, x, t, out);
+                }
+            }
         }
     }
 
@@ -573,18 +672,84 @@ impl Paraid {
         let Some(p) = self.pending.get_mut(n as usize).and_then(Option::take) else {
             return;
         };
-        self.free.push(n);
+        if done.status == Status::Ok && self.rising.is_some() {
+            if let Some(&disk) = self.member.get(done.io.dev as usize) {
+                if disk != usize::MAX {
+                    self.awake[disk] = true;
+                }
+            }
+        }
+        // A write sent to both sides goes on once both halves are back; the replica half's
+        // number, the twins' key, is kept until then.
+        let (p, done, disk_ok) = match p.origin {
+            Origin::Mirror(m) => {
+                self.free.push(n);
+                let t = self.twins.get_mut(&m).expect("a write to both sides");
+                t.disk_ok = done.status == Status::Ok;
+                t.left -= 1;
+                if t.left > 0 {
+                    return;
+                }
+                let t = self.twins.remove(&m).expect("checked");
+                self.free.push(m);
+                let (p, done) = t.first.expect("the replica's half is back");
+                (p, done, Some(t.disk_ok))
+            }
+            // (Every member I/O comes back here: no map probe when no write is out to both.)
+            _ if self.twins.is_empty() => {
+                self.free.push(n);
+                (p, done, None)
+            }
+            _ => match self.twins.get_mut(&n) {
+                Some(t) => {
+                    t.left -= 1;
+                    if t.left > 0 {
+                        t.first = Some((p, done));
+                        return;
+                    }
+                    let t = self.twins.remove(&n).expect("checked");
+                    self.free.push(n);
+                    (p, done, Some(t.disk_ok))
+                }
+                None => {
+                    self.free.push(n);
+                    (p, done, None)
+                }
+            },
+        };
         let mut copyable = false;
+        let mut cleaned = false;
         if let Some(key) = p.write {
             if let Some(d) = self.dirty.get_mut(&key) {
                 d.version += 1;
                 d.writes -= 1;
+                if d.mirror {
+                    // The only write since the chunk was clean, sent to both sides: equal
+                    // again if both halves landed (else copied like any replica-newer
+                    // chunk).
+                    d.mirror = false;
+                    cleaned = disk_ok == Some(true) && done.status == Status::Ok;
+                    debug_assert!(!cleaned || d.writes == 0);
+                }
                 // A chunk a copy skipped for this write may be copied now.
-                copyable = d.writes == 0 && (self.target.is_some() || d.side == Side::Replica);
+                copyable =
+                    !cleaned && d.writes == 0 && (self.target.is_some() || d.side == Side::Replica);
+            }
+            if cleaned {
+                self.counters.sync_writes_clean += 1;
+                self.dirty.remove(&key);
+                if self.journal.is_some() {
+                    // Logged clean once a flush round makes the replica's half durable
+                    // (the disk's half is FUA), as after a copy.
+                    self.cleaning.add(key, Side::Replica);
+                }
             }
         }
         self.deliver(now, p.origin, Completion { io: p.io, ..done }, out);
-        if copyable {
+        if cleaned {
+            self.flush_for_clean(false, out);
+        }
+        if copyable || (cleaned && self.rising.is_some()) {
             self.pump(now, out);
         }
     }
@@ -646,6 +811,7 @@ impl Paraid {
                     self.pump(now, out);
                 }
             }
+            Origin::Mirror(_) => unreachable!("a write's halves are joined in `returned`"),
         }
     }
 
@@ -772,18 +938,30 @@ impl Paraid {
             // them would keep the array in the low gear for as long as the error lasts.
             let arriving = self.leaving(r, self.gear);
             let left = self.dirty.count(arriving.clone(), Side::Replica);
-            let failed = if left > 0 && self.copying.is_empty() {
+            let (failed, both) = if left > 0 && self.copying.is_empty() {
                 let dirty = &self.dirty;
-                self.failed
+                let failed = self
+                    .failed
                     .iter()
                     .filter(|&&k| {
                         arriving.contains(&k.0) && dirty.side_of(k) == Some(Side::Replica)
                     })
-                    .count() as u64
+                    .count() as u64;
+                // Chunks whose only write since they were clean is out to both sides need
+                // no copy: after the switch they are served from the replica until it is
+                // back, and clean then.
+                let both = self
+                    .twins
+                    .values()
+                    .filter(|t| {
+                        arriving.contains(&t.key.0) && dirty.get(&t.key).is_some_and(|d| d.mirror)
+                    })
+                    .count() as u64;
+                (failed, both)
             } else {
-                0
+                (0, 0)
             };
-            let synced = self.copying.is_empty() && failed == left;
+            let synced = self.copying.is_empty() && failed + both == left;
             if synced {
                 self.counters.sync_left_failed += failed;
                 self.rising = None;
@@ -872,6 +1050,9 @@ impl Paraid {
                 }
                 for h in journal::durable(&mut self.held, upto, |h| h.seq) {
                     self.dispatch(now, h.disk, h.side, h.x, h.io, out);
+                    if let Some(t) = h.twin {
+                        self.dispatch(now, h.disk, Side::Original, h.x, t, out);
+                    }
                 }
             }
             Step::Failed(e) => self.stop(&e, out),
@@ -915,6 +1096,7 @@ impl Paraid {
             self.counters.upshifts += 1;
         }
         for disk in self.leaving(from + 1, from) {
+            self.awake[disk] = false;
             if self.sleep[disk].is_some() {
                 out.set_power(self.devs[disk], self.idle[disk]);
             }
@@ -951,6 +1133,8 @@ impl Function for Paraid {
             self.idle.push(d.power.idle);
             size = size.min(d.capacity);
         }
+        self.awake = vec![false; devs.len()];
+        self.twins.clear();
         if self.p.gears.last() != Some(&devs.len()) {
             return Err(format!(
                 "gears: the highest gear must be every device ({}), got {:?}",
@@ -1184,6 +1368,8 @@ impl Function for Paraid {
             ("clean_rounds", c.clean_rounds as f64),
             ("clean_round_errors", c.clean_round_errors as f64),
             ("upshift_sync_s", c.sync_ns as f64 / 1e9),
+            ("sync_writes_both", c.sync_writes_both as f64),
+            ("sync_writes_clean", c.sync_writes_clean as f64),
             ("dirty_chunks", self.dirty.len() as f64),
             ("host_ios", c.host_ios as f64),
             ("samples_held_by_ration", c.refused_by_ration as f64),

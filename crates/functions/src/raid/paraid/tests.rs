@@ -32,6 +32,7 @@ fn params(level: Level, gears: &[usize], start_low: bool) -> Params {
         period: 86_400 * NS_PER_S,
         start_low,
         full_sync: false,
+        sync_writes_both: true,
         copies: 4,
         assume_clean: true,
         persist: false,
@@ -314,6 +315,237 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
     assert_eq!(shape(&a), vec![(1, K, Op::Read, 0, false)]);
     settle(&mut h, 2 * NS_PER_S, r);
     settle(&mut h, 2 * NS_PER_S, held);
+}
+
+/// In a full synchronization, a write to a clean chunk of the arriving disk, once that disk
+/// is up, goes to both sides and leaves the chunk clean: nothing more to copy, so a
+/// synchronization under a steady stream of writes ends (with the writes sent to the
+/// replica only, each one adds a chunk to copy; PostMark's lowest-gear start waited 168 s
+/// for an instant with none left).
+#[test]
+fn a_full_synchronization_sends_writes_to_both_sides_once_the_arriving_disk_is_up() {
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.full_sync = true;
+    p.copies = 1;
+    let mut h = array(p);
+    h.start(0);
+    // A read out over the first sample: the array is busy, and shifts up.
+    let held = h.request(0, host(100, Op::Read, 0, 1));
+    // Disk 1's chunks 0 and 1 (host blocks 1 and 3) written into the replica.
+    let a = h.request(0, host(1, Op::Write, 1, 1));
+    settle(&mut h, 1, a);
+    let a = h.request(0, host(2, Op::Write, 3, 1));
+    settle(&mut h, 1, a);
+    let a = h.timer(NS_PER_S, 0);
+    assert_eq!(shape(&a), vec![(0, base, Op::Read, -1, false)]);
+    // Before disk 1 has answered anything (it may still be spinning up), a write to its
+    // clean chunk 2 (block 5) goes to the replica only: one more chunk to copy.
+    let w = h.request(NS_PER_S, host(3, Op::Write, 5, 1));
+    assert_eq!(shape(&w), vec![(0, base + 2 * K, Op::Write, 0, false)]);
+    settle(&mut h, NS_PER_S, w);
+    // The first copy lands on disk 1: it is up.
+    let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+    let c = h.complete(NS_PER_S, submitted(&c)[0], Status::Ok);
+    let next = submitted(&c);
+    assert_eq!(shape(&c), vec![(0, base + K, Op::Read, -1, false)]);
+    // Now a write to clean chunk 3 (block 7) goes to the replica and, FUA, to disk 1.
+    let w = h.request(NS_PER_S, host(4, Op::Write, 7, 1));
+    assert_eq!(
+        shape(&w),
+        vec![
+            (0, base + 3 * K, Op::Write, 0, false),
+            (1, 3 * K, Op::Write, 0, true)
+        ]
+    );
+    assert_eq!(h.function().dirty()[&(1, 3)].side, Side::Replica);
+    assert_eq!(h.counter("sync_writes_both"), 1.0);
+    // The disk's half first: the host waits for the replica's.
+    let halves = submitted(&w);
+    assert!(replied(&h.complete(NS_PER_S, halves[1], Status::Ok)).is_empty());
+    let c = h.complete(NS_PER_S, halves[0], Status::Ok);
+    assert_eq!(replied(&c).len(), 1);
+    assert!(
+        !h.function().dirty().contains_key(&(1, 3)),
+        "equal on both sides"
+    );
+    assert_eq!(h.counter("sync_writes_clean"), 1.0);
+    // A write to both sides of chunk 4 (block 9) still out when the last copies land: the
+    // gear switches without copying it, and the chunk is read from the replica until the
+    // write is back.
+    let w = h.request(NS_PER_S, host(5, Op::Write, 9, 1));
+    let halves = submitted(&w);
+    assert_eq!(halves.len(), 2);
+    let c = h.complete(NS_PER_S, next[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, K, Op::Write, -1, true)]);
+    let c = h.complete(NS_PER_S, submitted(&c)[0], Status::Ok);
+    // Chunk 2's copy (block 5, written before the disk was up).
+    assert_eq!(shape(&c), vec![(0, base + 2 * K, Op::Read, -1, false)]);
+    let c = h.complete(NS_PER_S, submitted(&c)[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 2 * K, Op::Write, -1, true)]);
+    let later = NS_PER_S + NS_PER_S / 4;
+    h.complete(later, submitted(&c)[0], Status::Ok);
+    assert_eq!(h.function().gear(), 1, "switched with the write still out");
+    assert_eq!(h.counter("propagation_copies"), 3.0);
+    assert_eq!(h.counter("upshift_sync_s"), 0.25);
+    // The replica's half back, the disk's still out: the chunk is read from the replica.
+    assert!(replied(&h.complete(later, halves[0], Status::Ok)).is_empty());
+    let r = h.request(later, host(6, Op::Read, 9, 1));
+    assert_eq!(shape(&r), vec![(0, base + 4 * K, Op::Read, 0, false)]);
+    // (The replica half's number stays taken until the disk's half is back: this read,
+    // sent down meanwhile, is not mistaken for it.)
+    assert_eq!(settle(&mut h, later, r).len(), 1);
+    // Both halves back: clean, read from disk 1, nothing left to copy.
+    let c = h.complete(later, halves[1], Status::Ok);
+    assert_eq!(replied(&c).len(), 1);
+    assert!(shape(&c).is_empty(), "no copy: {:?}", shape(&c));
+    assert!(h.function().dirty().is_empty());
+    let r = h.request(later, host(7, Op::Read, 9, 1));
+    assert_eq!(shape(&r), vec![(1, 4 * K, Op::Read, 0, false)]);
+    settle(&mut h, later, r);
+    assert_eq!(h.counter("sync_writes_clean"), 2.0);
+    settle(&mut h, later, held);
+}
+
+/// A second write to a chunk whose write to both sides is still out goes to the replica
+/// only, and the chunk is copied: the halves of two writes could land in different orders
+/// on the two sides. A half that fails leaves the chunk to be copied too.
+#[test]
+fn a_write_to_both_sides_that_is_overtaken_or_fails_leaves_its_chunk_to_copy() {
+    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
+    let mut p = params(Level::Raid0, &[1, 2], true);
+    p.full_sync = true;
+    p.copies = 1;
+    let mut h = array(p);
+    h.start(0);
+    let held = h.request(0, host(100, Op::Read, 0, 1));
+    for (id, block) in [(1, 1), (2, 3)] {
+        let a = h.request(0, host(id, Op::Write, block, 1));
+        settle(&mut h, 1, a);
+    }
+    let a = h.timer(NS_PER_S, 0);
+    let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    let c = h.complete(NS_PER_S, submitted(&c)[0], Status::Ok);
+    let copy = submitted(&c)[0];
+    // Chunk 3 (block 7): a write to both sides, then a second one, to the replica only.
+    let w1 = h.request(NS_PER_S, host(3, Op::Write, 7, 1));
+    assert_eq!(submitted(&w1).len(), 2);
+    let w2 = h.request(NS_PER_S, host(4, Op::Write, 7, 1));
+    assert_eq!(shape(&w2), vec![(0, base + 3 * K, Op::Write, 0, false)]);
+    // Chunk 5 (block 11): a write to both sides whose disk half fails.
+    let w3 = h.request(NS_PER_S, host(5, Op::Write, 11, 1));
+    let halves = submitted(&w3);
+    assert_eq!(halves.len(), 2);
+    h.complete(NS_PER_S, halves[1], Status::IoError);
+    let c = h.complete(NS_PER_S, halves[0], Status::Ok);
+    assert_eq!(
+        replied(&c).iter().map(|c| c.status).collect::<Vec<_>>(),
+        vec![Status::Ok],
+        "the replica holds the write"
+    );
+    for io in submitted(&w1).into_iter().chain(submitted(&w2)) {
+        h.complete(NS_PER_S, io, Status::Ok);
+    }
+    let dirty = h.function().dirty();
+    assert_eq!(dirty[&(1, 3)].side, Side::Replica);
+    assert_eq!(dirty[&(1, 5)].side, Side::Replica);
+    assert_eq!(h.counter("sync_writes_both"), 2.0);
+    assert_eq!(h.counter("sync_writes_clean"), 0.0);
+    // The copies bring both back before the switch.
+    let mut todo = vec![copy];
+    let mut copied = vec![];
+    while let Some(io) = todo.pop() {
+        let c = h.complete(NS_PER_S, io, Status::Ok);
+        for io in submitted(&c) {
+            if io.op == Op::Write {
+                copied.push(io.offset / K);
+            }
+            todo.push(io);
+        }
+    }
+    copied.sort();
+    assert_eq!(copied, vec![1, 3, 5]);
+    assert_eq!(h.function().gear(), 1);
+    assert!(h.function().dirty().is_empty());
+    settle(&mut h, NS_PER_S, held);
+}
+
+/// A write to both sides out of a gear's scratch buffer (a RAID-5 parity chunk of the
+/// arriving disk): the disk's half goes out of a copy of the bytes in a buffer of its own.
+/// The kernel frees a scratch buffer when the last write out of it is back, and the
+/// replica's RAID reads the parity's buffer for its own parity after reading its row: with
+/// both halves out of one buffer, the disk's half landing first freed it (swarm seed 405:
+/// the soft RAID's xor found it gone), and with the disk's half sent after the replica's,
+/// that half went out of a buffer already freed (seed 1892: garbage on the disk).
+#[test]
+fn a_parity_write_to_both_sides_sends_the_disks_half_out_of_its_own_copy() {
+    // RAID-5 {3,4}, left-symmetric: stripe s has its parity on disk 3 − (s mod 4).
+    let top = regions(Level::Raid5, &[3, 4], CHUNKS).unwrap()[1];
+    let mut p = params(Level::Raid5, &[3, 4], true);
+    p.full_sync = true;
+    p.copies = 1;
+    let mut h = array(p);
+    h.start(0);
+    let held = h.request(0, host(100, Op::Read, 0, 1));
+    // Two chunks of disk 3 written through the soft RAID: stripe 0's parity, and host
+    // chunk 3 (stripe 1's first data chunk, after its parity on disk 2).
+    for (id, block, blocks) in [(1, 0, 3), (2, 3, 1)] {
+        let a = h.request(0, host(id, Op::Write, block, blocks));
+        settle(&mut h, 1, a);
+    }
+    assert_eq!(h.function().dirty().len(), 2);
+    // The upshift: chunk (3, 0)'s copy lands on disk 3, which is then up; (3, 1)'s stays out.
+    let a = h.timer(NS_PER_S, 0);
+    let mut copy_out = std::collections::VecDeque::from(submitted(&a));
+    while h.counter("propagation_copies") < 1.0 {
+        let io = copy_out.pop_front().expect("the first copy's I/O");
+        let c = h.complete(NS_PER_S, io, Status::Ok);
+        copy_out.extend(submitted(&c));
+    }
+    assert!(!copy_out.is_empty(), "the second copy is out");
+    assert_eq!(h.function().gear(), 0);
+    // A full row of stripe 4 (host chunks 12–14): its parity, in the top RAID's scratch
+    // buffer, is chunk 4 of disk 3, clean: written to both sides, the disk's half (FUA) out
+    // of a copy of the parity.
+    let w = h.request(NS_PER_S, host(3, Op::Write, 12, 3));
+    let copies: Vec<(Buf, Buf, u32)> = w
+        .iter()
+        .filter_map(|a| match *a {
+            Action::Copy { dst, src, len } => Some((dst, src, len)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(copies.len(), 1, "{w:?}");
+    let (own, parity, len) = copies[0];
+    assert_eq!(len as u64, K);
+    assert!(matches!(parity, Buf::Scratch { .. }) && matches!(own, Buf::Scratch { .. }));
+    assert_ne!(own, parity);
+    assert!(
+        submitted(&w)
+            .iter()
+            .any(|io| io.dev < 3 && io.offset >= top * K),
+        "the replica's half goes into the soft RAID: {:?}",
+        shape(&w)
+    );
+    let disk: Vec<_> = submitted(&w).into_iter().filter(|io| io.dev == 3).collect();
+    assert_eq!(
+        disk.iter()
+            .map(|io| (io.offset, io.op, io.fua, io.buf))
+            .collect::<Vec<_>>(),
+        vec![(4 * K, Op::Write, true, own)]
+    );
+    let replies = settle(&mut h, NS_PER_S, w);
+    assert_eq!(replies, vec![host(3, Op::Write, 12, 3)]);
+    assert_eq!(h.counter("sync_writes_both"), 1.0);
+    assert_eq!(h.counter("sync_writes_clean"), 1.0);
+    assert!(!h.function().dirty().contains_key(&(3, 4)));
+    for io in copy_out {
+        let c = h.complete(NS_PER_S, io, Status::Ok);
+        settle(&mut h, NS_PER_S, c);
+    }
+    assert_eq!(h.function().gear(), 1);
+    settle(&mut h, NS_PER_S, held);
 }
 
 /// A full synchronization whose copy fails does not wait for it: the chunk stays
