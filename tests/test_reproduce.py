@@ -159,12 +159,6 @@ KNOWN_FAILURES = {
         "1, 1 and 3 gear switches (the paper: 6, 5.6, 5.4, falling) and 0.02, 0.005 and 0.22 % "
         "extra I/O (the paper: 8, 15, 21 %, rising)"
     ),
-    "paraid-postmark-lowest-gear-slowdown": (
-        "1.295 x RAID-5's time (the paper: 1.13): the upshift's full synchronization lasts "
-        "168 s, until an instant when no arriving disk's chunk is newer on its replica while "
-        "PostMark keeps writing them; it held at 1.152 (80 s) until the log waited for a flush "
-        "before a clean record (swarm seed 410,285), which moved only the timing"
-    ),
     "exces-fig8-spin-down-timeouts": (
         "with EXCES buffering office's saves, its energy rises with the timeout (5 s 751.9 J, "
         "10 s 769.9, 15 s 787.9, 30 s 960.9, none 1,186.2 J) where the paper's Office is best "
