@@ -679,6 +679,11 @@ impl Paraid {
                 }
             }
         }
+        // (Every member I/O comes back here: no map probe when no write is out to both.)
+        if self.twins.is_empty() {
+            self.free.push(n);
+            return self.finish(now, p, done, None, out);
+        }
         // A write sent to both sides goes on once both halves are back; the replica half's
         // number, the twins' key, is kept until then.
         let (p, done, disk_ok) = match p.origin {
@@ -694,11 +699,6 @@ impl Paraid {
                 self.free.push(m);
                 let (p, done) = t.first.expect("the replica's half is back");
                 (p, done, Some(t.disk_ok))
-            }
-            // (Every member I/O comes back here: no map probe when no write is out to both.)
-            _ if self.twins.is_empty() => {
-                self.free.push(n);
-                (p, done, None)
             }
             _ => match self.twins.get_mut(&n) {
                 Some(t) => {
@@ -717,6 +717,20 @@ impl Paraid {
                 }
             },
         };
+        self.finish(now, p, done, disk_ok, out);
+    }
+
+    /// An I/O the layer sent down is back (both halves of a write sent to both sides:
+    /// `disk_ok` says how the disk's went).
+    #[inline]
+    fn finish(
+        &mut self,
+        now: Nanos,
+        p: Pending,
+        done: Completion,
+        disk_ok: Option<bool>,
+        out: &mut Actions,
+    ) {
         let mut copyable = false;
         let mut cleaned = false;
         if let Some(key) = p.write {
