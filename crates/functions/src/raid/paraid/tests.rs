@@ -317,6 +317,32 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
     settle(&mut h, 2 * NS_PER_S, held);
 }
 
+/// A full-synchronization array of `level` over `gears` started in the lowest gear, at most
+/// `copies` copies in flight, with the host extents `writes` (first block, blocks) written
+/// through the replicas and a host read kept out, so that the first sample finds the array
+/// busy and decides to shift up. Returns the harness, the read's actions, the replica
+/// region's first byte on each disk, and the sample's actions (the first copies).
+fn syncing(
+    level: Level,
+    gears: &[usize],
+    copies: usize,
+    writes: &[(u64, u64)],
+) -> (Harness<Paraid>, Vec<Action>, u64, Vec<Action>) {
+    let base = regions(level, gears, CHUNKS).unwrap()[1] * K;
+    let mut p = params(level, gears, true);
+    p.full_sync = true;
+    p.copies = copies;
+    let mut h = array(p);
+    h.start(0);
+    let held = h.request(0, host(100, Op::Read, 0, 1));
+    for (i, &(block, blocks)) in writes.iter().enumerate() {
+        let a = h.request(0, host(1 + i as u64, Op::Write, block, blocks));
+        settle(&mut h, 1, a);
+    }
+    let first = h.timer(NS_PER_S, 0);
+    (h, held, base, first)
+}
+
 /// In a full synchronization, a write to a clean chunk of the arriving disk, once that disk
 /// is up, goes to both sides and leaves the chunk clean: nothing more to copy, so a
 /// synchronization under a steady stream of writes ends (with the writes sent to the
@@ -324,20 +350,8 @@ fn a_full_synchronization_upshift_serves_the_low_gear_until_the_arriving_disk_is
 /// for an instant with none left).
 #[test]
 fn a_full_synchronization_sends_writes_to_both_sides_once_the_arriving_disk_is_up() {
-    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
-    let mut p = params(Level::Raid0, &[1, 2], true);
-    p.full_sync = true;
-    p.copies = 1;
-    let mut h = array(p);
-    h.start(0);
-    // A read out over the first sample: the array is busy, and shifts up.
-    let held = h.request(0, host(100, Op::Read, 0, 1));
-    // Disk 1's chunks 0 and 1 (host blocks 1 and 3) written into the replica.
-    let a = h.request(0, host(1, Op::Write, 1, 1));
-    settle(&mut h, 1, a);
-    let a = h.request(0, host(2, Op::Write, 3, 1));
-    settle(&mut h, 1, a);
-    let a = h.timer(NS_PER_S, 0);
+    // RAID-0 {1,2}; disk 1's chunks 0 and 1 (host blocks 1 and 3) written into the replica.
+    let (mut h, held, base, a) = syncing(Level::Raid0, &[1, 2], 1, &[(1, 1), (3, 1)]);
     assert_eq!(shape(&a), vec![(0, base, Op::Read, -1, false)]);
     // Before disk 1 has answered anything (it may still be spinning up), a write to its
     // clean chunk 2 (block 5) goes to the replica only: one more chunk to copy.
@@ -413,18 +427,7 @@ fn a_full_synchronization_sends_writes_to_both_sides_once_the_arriving_disk_is_u
 /// on the two sides. A half that fails leaves the chunk to be copied too.
 #[test]
 fn a_write_to_both_sides_that_is_overtaken_or_fails_leaves_its_chunk_to_copy() {
-    let base = regions(Level::Raid0, &[1, 2], CHUNKS).unwrap()[1] * K;
-    let mut p = params(Level::Raid0, &[1, 2], true);
-    p.full_sync = true;
-    p.copies = 1;
-    let mut h = array(p);
-    h.start(0);
-    let held = h.request(0, host(100, Op::Read, 0, 1));
-    for (id, block) in [(1, 1), (2, 3)] {
-        let a = h.request(0, host(id, Op::Write, block, 1));
-        settle(&mut h, 1, a);
-    }
-    let a = h.timer(NS_PER_S, 0);
+    let (mut h, held, base, a) = syncing(Level::Raid0, &[1, 2], 1, &[(1, 1), (3, 1)]);
     let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
     let c = h.complete(NS_PER_S, submitted(&c)[0], Status::Ok);
     let copy = submitted(&c)[0];
@@ -480,23 +483,12 @@ fn a_write_to_both_sides_that_is_overtaken_or_fails_leaves_its_chunk_to_copy() {
 /// that half went out of a buffer already freed (seed 1892: garbage on the disk).
 #[test]
 fn a_parity_write_to_both_sides_sends_the_disks_half_out_of_its_own_copy() {
-    // RAID-5 {3,4}, left-symmetric: stripe s has its parity on disk 3 − (s mod 4).
-    let top = regions(Level::Raid5, &[3, 4], CHUNKS).unwrap()[1];
-    let mut p = params(Level::Raid5, &[3, 4], true);
-    p.full_sync = true;
-    p.copies = 1;
-    let mut h = array(p);
-    h.start(0);
-    let held = h.request(0, host(100, Op::Read, 0, 1));
-    // Two chunks of disk 3 written through the soft RAID: stripe 0's parity, and host
-    // chunk 3 (stripe 1's first data chunk, after its parity on disk 2).
-    for (id, block, blocks) in [(1, 0, 3), (2, 3, 1)] {
-        let a = h.request(0, host(id, Op::Write, block, blocks));
-        settle(&mut h, 1, a);
-    }
+    // RAID-5 {3,4}, left-symmetric: stripe s has its parity on disk 3 − (s mod 4). Two
+    // chunks of disk 3 written through the soft RAID: stripe 0's parity, and host chunk 3
+    // (stripe 1's first data chunk, after its parity on disk 2).
+    let (mut h, held, base, a) = syncing(Level::Raid5, &[3, 4], 1, &[(0, 3), (3, 1)]);
     assert_eq!(h.function().dirty().len(), 2);
     // The upshift: chunk (3, 0)'s copy lands on disk 3, which is then up; (3, 1)'s stays out.
-    let a = h.timer(NS_PER_S, 0);
     let mut copy_out = std::collections::VecDeque::from(submitted(&a));
     while h.counter("propagation_copies") < 1.0 {
         let io = copy_out.pop_front().expect("the first copy's I/O");
@@ -524,7 +516,7 @@ fn a_parity_write_to_both_sides_sends_the_disks_half_out_of_its_own_copy() {
     assert!(
         submitted(&w)
             .iter()
-            .any(|io| io.dev < 3 && io.offset >= top * K),
+            .any(|io| io.dev < 3 && io.offset >= base),
         "the replica's half goes into the soft RAID: {:?}",
         shape(&w)
     );
