@@ -816,8 +816,10 @@ fn swarm() {
             "race_writes_to_destination",
             "race_writes_to_origin",
             "pages_written_back",
-            // EXCES wrote its dirty pages back at a clean unload.
+            // EXCES wrote its dirty pages back at a clean unload, and those dirty too
+            // long (`dirty_expire_s`).
             "unload_cleanings",
+            "expire_cleanings",
             "clean_victims",
             // EXCES's on-flash map: logged at syncs, rebuilt after crashes, clean victims
             // the log still mapped retired first.

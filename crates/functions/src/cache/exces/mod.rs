@@ -61,6 +61,7 @@ use wattio_core::function::{Actions, Function};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{Journal, JournalConfig, Recovery, Step as LogStep};
+use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
 use wattio_core::region::Region;
 use wattio_core::time::Nanos;
@@ -391,6 +392,8 @@ enum JobKind {
     Sync,
     /// Every dirty page to the disk (the dirty threshold, idle cleaning, a spin-up).
     Clean,
+    /// The pages dirty since this time or earlier to the disk (`dirty_expire_s`).
+    Expire(Nanos),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -410,8 +413,10 @@ struct Sync {
     seq: Option<u64>,
 }
 
-/// The idle-cleaning timer (the layer's only timer).
+/// The idle-cleaning timer.
 const IDLE_TIMER: u64 = 0;
+/// The periodic check for pages dirty too long (`dirty_expire_s`).
+const WRITEBACK_TIMER: u64 = 1;
 
 /// What a copy is for (the copier's tag: `kind << 32 | slot`).
 const TAG_MOVE: u64 = 1;
@@ -446,6 +451,8 @@ struct Counters {
     flush_jobs: u64,
     pages_written_back: u64,
     cleanings: u64,
+    /// Write-backs of the pages dirty for `dirty_expire_s` or longer.
+    expire_cleanings: u64,
     /// Cleanings asked for by a clean unload (`on_stop`).
     unload_cleanings: u64,
     syncs: u64,
@@ -504,6 +511,13 @@ pub struct Exces {
     running: Option<Job>,
     /// A cleaning is queued (one is enough: it writes back every dirty page).
     cleaning_queued: bool,
+    /// A write-back of expired pages is queued or running (one at a time).
+    expire_busy: bool,
+    /// Per ECD page: when it last went from clean to dirty (with `dirty_expire_s` only).
+    dirtied: Vec<Nanos>,
+    /// The time of the event being handled (for `dirtied`).
+    clock: Nanos,
+    writeback: Option<Periodic>,
     /// A sync without a request is queued (one is enough).
     sync_queued: bool,
     /// The on-flash map's log (built at attach).
@@ -591,6 +605,10 @@ impl Exces {
             jobs: VecDeque::new(),
             running: None,
             cleaning_queued: false,
+            expire_busy: false,
+            dirtied: Vec::new(),
+            clock: 0,
+            writeback: None,
             sync_queued: false,
             journal: None,
             logged: Vec::new(),
@@ -746,6 +764,9 @@ impl Exces {
         s.gen = s.gen.wrapping_add(1);
         if dirty {
             self.dirty_pages += 1;
+            if let Some(t) = self.dirtied.get_mut(slot as usize) {
+                *t = self.clock;
+            }
             self.mark_unlogged(slot);
         }
         if inside {
@@ -796,6 +817,10 @@ impl Exces {
         if !s.dirty {
             s.dirty = true;
             self.dirty_pages += 1;
+            // Linux's rule: a page's age runs from when it went dirty, not its last write.
+            if let Some(t) = self.dirtied.get_mut(slot as usize) {
+                *t = self.clock;
+            }
         }
         self.mark_unlogged(slot);
     }
@@ -1106,6 +1131,34 @@ impl Exces {
         self.pump(now, out);
     }
 
+    /// The periodic check (`writeback_interval_s`): queue a write-back of the pages dirty
+    /// for `dirty_expire_s` or longer, if there are any and none is queued or running. As
+    /// Linux's flusher, it wakes a sleeping disk for them.
+    fn expire(&mut self, now: Nanos, out: &mut Actions) {
+        let Some(age) = self.p.dirty_expire else {
+            return;
+        };
+        if self.expire_busy || self.dirty_pages == 0 || now < age {
+            return;
+        }
+        let cutoff = now - age;
+        let due = self
+            .slots
+            .iter()
+            .zip(&self.dirtied)
+            .any(|(s, &t)| s.mapped() && s.dirty && !s.filling && t <= cutoff);
+        if !due {
+            return;
+        }
+        self.expire_busy = true;
+        self.jobs.push_back(Job {
+            kind: JobKind::Expire(cutoff),
+            io: None,
+            status: Status::Ok,
+        });
+        self.pump(now, out);
+    }
+
     /// Queue a sync that answers nothing: retiring ECD pages are freed by it.
     fn want_sync(&mut self, now: Nanos, out: &mut Actions) {
         if self.sync_queued {
@@ -1372,12 +1425,22 @@ impl Exces {
             }
             return self.start_sync(now, out);
         }
-        self.c.cleanings += 1;
-        self.cleaning_queued = false;
+        let cutoff = match job.kind {
+            JobKind::Expire(cutoff) => {
+                self.c.expire_cleanings += 1;
+                Some(cutoff)
+            }
+            _ => {
+                self.c.cleanings += 1;
+                self.cleaning_queued = false;
+                None
+            }
+        };
         self.job_pages.clear();
         for slot in 0..self.slots.len() as u32 {
             let s = self.slots[slot as usize];
-            if s.mapped() && s.dirty && !s.filling {
+            let due = cutoff.is_none_or(|c| self.dirtied[slot as usize] <= c);
+            if s.mapped() && s.dirty && !s.filling && due {
                 self.job_pages.push((slot, s.page, s.gen));
             }
         }
@@ -1640,6 +1703,9 @@ impl Exces {
     /// End the running job with its status; false (the job is over).
     fn finish_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
         let job = self.running.take().expect("a job runs");
+        if matches!(job.kind, JobKind::Expire(_)) {
+            self.expire_busy = false;
+        }
         if let Some(io) = job.io {
             out.reply(Completion {
                 io,
@@ -1823,6 +1889,9 @@ impl Function for Exces {
         self.name = format!("{what}-{k}");
         self.slots = vec![Slot::FREE; k as usize];
         self.logged = vec![UNMAPPED; k as usize];
+        if self.p.dirty_expire.is_some() {
+            self.dirtied = vec![0; k as usize];
+        }
         self.free = (0..k as u32).rev().collect();
         self.topk = TopK::new(k as usize);
         self.outgoing = SlotSet::new(k as usize);
@@ -1859,7 +1928,13 @@ impl Function for Exces {
     }
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        self.clock = now;
         self.decay.start = now;
+        if self.p.dirty_expire.is_some() {
+            let mut w = Periodic::new(WRITEBACK_TIMER, self.p.writeback_interval);
+            w.start(now, out);
+            self.writeback = Some(w);
+        }
         self.misses = MissWindow::new(self.p.miss_window);
         self.misses.advance(now);
         match &mut self.journal {
@@ -1876,6 +1951,7 @@ impl Function for Exces {
     }
 
     fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        self.clock = now;
         if let Some(j) = &mut self.journal {
             let step = j.on_bytes(tag, bytes, out);
             self.log_step(now, step, out);
@@ -1893,6 +1969,7 @@ impl Function for Exces {
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        self.clock = now;
         if self.failed {
             return out.reply(Completion {
                 io,
@@ -1939,6 +2016,7 @@ impl Function for Exces {
     }
 
     fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        self.clock = now;
         let id = done.io.id;
         if id.is_sub() {
             let passed = self.passing.remove(&id);
@@ -1968,7 +2046,13 @@ impl Function for Exces {
         }
         if id == IoId::own(self.flush_id) {
             // A cleaning's disk flush: its end.
-            self.running = None;
+            if self
+                .running
+                .take()
+                .is_some_and(|j| matches!(j.kind, JobKind::Expire(_)))
+            {
+                self.expire_busy = false;
+            }
             if done.status == Status::Ok {
                 self.written_back_durable();
             } else {
@@ -2029,7 +2113,16 @@ impl Function for Exces {
         }
     }
 
-    fn on_timer(&mut self, now: Nanos, _timer: u64, out: &mut Actions) {
+    fn on_timer(&mut self, now: Nanos, timer: u64, out: &mut Actions) {
+        self.clock = now;
+        if timer == WRITEBACK_TIMER {
+            if let Some(w) = &mut self.writeback {
+                if w.fired(now, timer, out) {
+                    self.expire(now, out);
+                }
+            }
+            return;
+        }
         // Idle cleaning: the host left the disk alone for `clean_idle_s`; write back while
         // it still spins (a sleeping disk is not woken for it).
         if !self.disk_asleep {
@@ -2121,6 +2214,7 @@ impl Function for Exces {
             ("flush_jobs", c.flush_jobs as f64),
             ("pages_written_back", c.pages_written_back as f64),
             ("cleanings", c.cleanings as f64),
+            ("expire_cleanings", c.expire_cleanings as f64),
             ("unload_cleanings", c.unload_cleanings as f64),
             ("map_syncs", c.syncs as f64),
             ("map_entries_logged", c.map_entries_logged as f64),

@@ -1061,6 +1061,57 @@ fn idle_cleaning_writes_back_while_the_disk_spins_and_not_once_it_sleeps() {
     assert_eq!(h.counter("cleanings"), 1.0);
 }
 
+/// `dirty_expire_s` (Linux's `dirty_expire_centisecs`): every `writeback_interval_s` from
+/// the start, the pages dirty for at least the expiry go back — aged from when they went
+/// dirty, not from their last write — and the others stay.
+#[test]
+fn dirty_expiry_writes_back_the_pages_dirty_long_enough_at_each_check() {
+    let mut p = lru(4);
+    p.miss_threshold_per_min = 1e9;
+    p.dirty_expire = Some(10 * S);
+    p.writeback_interval = 5 * S;
+    let mut h = harness(p);
+    // Page 30 dirty from 1 s (ECD page 0), page 31 from 7 s (ECD page 1).
+    buffer(&mut h, S, &[30]);
+    buffer(&mut h, 7 * S, &[31]);
+    // 5 s and 10 s: nothing is 10 s old yet (the cut-offs are −5 s and 0 s).
+    for t in [5, 10] {
+        let a = h.timer(t * S, WRITEBACK_TIMER);
+        assert_eq!(shape(&a), vec![], "at {t} s");
+        assert!(a.contains(&Action::SetTimer {
+            timer: WRITEBACK_TIMER,
+            at: (t + 5) * S
+        }));
+    }
+    // 15 s (cut-off 5 s): page 30 goes back, page 31 (dirty since 7 s) stays.
+    let c = h.timer(15 * S, WRITEBACK_TIMER);
+    assert_eq!(shape(&c), vec![(1, 0, 4096, Op::Read)]);
+    let w = complete_all(&mut h, 15 * S, &c);
+    assert_eq!(shape(&w), vec![(0, 30 * P, 4096, Op::Write)]);
+    let f = complete_all(&mut h, 15 * S, &w);
+    assert_eq!(shape(&f), vec![(0, 0, 0, Op::Flush)]);
+    complete_all(&mut h, 15 * S, &f);
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    assert_eq!(h.function().mapping(31), Some((1, true)));
+    // At 16 s both are written: page 30 is dirty again from 16 s, page 31 still from 7 s.
+    for (id, page) in [(8, 30), (9, 31)] {
+        let a = h.request(16 * S, io(id, Op::Write, page * P, P as u32));
+        complete_all(&mut h, 16 * S, &a);
+    }
+    // 20 s (cut-off 10 s): page 31 goes back, page 30 stays.
+    let c = h.timer(20 * S, WRITEBACK_TIMER);
+    assert_eq!(shape(&c), vec![(1, P, 4096, Op::Read)]);
+    let w = complete_all(&mut h, 20 * S, &c);
+    assert_eq!(shape(&w), vec![(0, 31 * P, 4096, Op::Write)]);
+    let f = complete_all(&mut h, 20 * S, &w);
+    complete_all(&mut h, 20 * S, &f);
+    assert_eq!(h.function().mapping(30), Some((0, true)));
+    assert_eq!(h.function().mapping(31), Some((1, false)));
+    assert_eq!(h.counter("expire_cleanings"), 2.0);
+    assert_eq!(h.counter("cleanings"), 0.0);
+    assert_eq!(h.counter("pages_written_back"), 2.0);
+}
+
 #[test]
 fn a_clean_unload_writes_every_dirty_page_back_then_flushes_the_disk() {
     // Pages 30 and 31 buffered in ECD pages 0 and 1 while the disk slept; page 32 too,
