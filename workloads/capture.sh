@@ -1,7 +1,7 @@
 # Sourced by every workloads/NAME/run.sh: `capture_block IMAGE_SIZE SETUP -- COMMAND…` runs
 # `wattio capture block` on a fresh scratch image (created, used, deleted; file system
 # $CAPTURE_FS, default ext4; blocks of $CAPTURE_FS_BLOCK_SIZE bytes when set, else mkfs's
-# choice, which for ext4 under 512 MB is 1 KiB), `capture_files -- COMMAND…` runs `wattio capture files`,
+# choice, which for ext4 under 512 MB is 1 KiB; mounted with $CAPTURE_MOUNT_OPTIONS when set), `capture_files -- COMMAND…` runs `wattio capture files`,
 # `capture_launch -- COMMAND…` `wattio capture launch`. Each writes NAME/trace.parquet and
 # records how and where it was captured and its `wattio trace stats` in NAME/README.md
 # between the `<!-- capture -->` markers. Needs root.
@@ -20,6 +20,7 @@ capture_block() {
   local fs=${CAPTURE_FS:-ext4}
   local bs=()
   [ -n "${CAPTURE_FS_BLOCK_SIZE:-}" ] && bs=(--fs-block-size "$CAPTURE_FS_BLOCK_SIZE")
+  [ -n "${CAPTURE_MOUNT_OPTIONS:-}" ] && bs+=(--mount-options "$CAPTURE_MOUNT_OPTIONS")
   img="$scratch/wattio-workload-$name.img"
   rm -f "$img"
   # A recipe's own clean-up (a function named capture_cleanup) runs on exit too.
@@ -28,7 +29,7 @@ capture_block() {
   start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   "$WATTIO" capture block --image "$img" --size "$size" --fs "$fs" "${bs[@]}" --setup "$setup" --drop-caches \
     --out "$here/trace.parquet" -- "$@"
-  record "$start" "; image: $size $fs${CAPTURE_FS_BLOCK_SIZE:+ (${CAPTURE_FS_BLOCK_SIZE}-byte blocks)} on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
+  record "$start" "; image: $size $fs${CAPTURE_FS_BLOCK_SIZE:+ (${CAPTURE_FS_BLOCK_SIZE}-byte blocks)}${CAPTURE_MOUNT_OPTIONS:+ mounted -o $CAPTURE_MOUNT_OPTIONS} on a loop device (direct I/O) backed by $(df --output=source "$scratch" | tail -1)"
 }
 
 capture_files() {

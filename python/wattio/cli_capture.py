@@ -65,6 +65,7 @@ def _block(args) -> int:
         args.drop_caches,
         args.buffer_kb,
         args.fs_block_size,
+        args.mount_options,
     )
     result = json.loads(out)
     what = f"{result['requests']} requests on {result['device']}"
@@ -109,6 +110,9 @@ def add_commands(sub) -> None:
     b.add_argument("--fs-block-size", type=int, metavar="BYTES",
                    help="block size of the file system made on a new IMAGE (ext2/3/4, xfs; "
                    "default: mkfs's choice, which for ext4 under 512 MB is 1024)")
+    b.add_argument("--mount-options", metavar="OPTS",
+                   help="mount(8) options for IMAGE, comma-separated (e.g. strictatime: an "
+                   "atime write at every read, as kernels before 2.6.20)")
     b.add_argument("--setup", metavar="SCRIPT",
                    help="shell script run on the mounted image before tracing (untraced)")
     b.add_argument("--drop-caches", action="store_true",

@@ -26,6 +26,8 @@ pub struct BlockOptions {
     pub drop_caches: bool,
     /// Block size of an image this capture creates (mkfs's choice when `None`).
     pub fs_block_size: Option<u32>,
+    /// mount(8) options for the image (`strictatime`, …), after the capture's own.
+    pub mount_options: Option<String>,
     /// Ring buffer per CPU, KiB.
     pub buffer_kb: u32,
 }
@@ -41,6 +43,7 @@ impl BlockOptions {
             setup: None,
             drop_caches: false,
             fs_block_size: None,
+            mount_options: None,
             buffer_kb: 16 * 1024,
         }
     }
@@ -124,6 +127,9 @@ fn run_setup(script: &str, m: &MountedImage, guard: &InterruptGuard) -> Result<(
 /// Every resource is released on every path out of this function: the guards are dropped
 /// in reverse order (command, trace instance, mount, tracefs mount).
 pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> {
+    if let Some(o) = &opts.mount_options {
+        image::check_mount_options(o)?;
+    }
     require_root("wattio capture block")?;
     if opts.command.is_empty() {
         return Err(CaptureError::new(
@@ -138,7 +144,7 @@ pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> 
         .map(|n| format!("removed tracefs instance {n} left by a killed capture"))
         .collect();
     let created = image::prepare(&opts.image, &opts.fs, opts.size, opts.fs_block_size)?;
-    let mounted = MountedImage::mount(&opts.image, &opts.fs)?;
+    let mounted = MountedImage::mount(&opts.image, &opts.fs, opts.mount_options.as_deref())?;
     // Recorded because it shapes every request: mke2fs gives an image under 512 MB 1 KiB
     // blocks, and a trace of 1 KiB blocks is not what a laptop's 4 KiB file system sends.
     let block_size = image::fs_block_size(&mounted.mountpoint)?;
@@ -225,6 +231,10 @@ pub fn capture_block(opts: &BlockOptions) -> Result<BlockCapture, CaptureError> 
         ),
         ("wattio.capture.command".to_string(), opts.command.join(" ")),
         ("wattio.capture.fs".to_string(), opts.fs.clone()),
+        (
+            "wattio.capture.mount_options".to_string(),
+            opts.mount_options.clone().unwrap_or_default(),
+        ),
         (
             "wattio.capture.fs_block_size".to_string(),
             block_size.to_string(),

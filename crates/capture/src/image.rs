@@ -142,7 +142,11 @@ pub struct MountedImage {
 impl MountedImage {
     /// Attaches `image` to a free loop device (direct I/O to the backing file, so the
     /// measured response times are the host disk's, not the host page cache's) and mounts it.
-    pub fn mount(image: &Path, fs: &str) -> Result<MountedImage, CaptureError> {
+    pub fn mount(
+        image: &Path,
+        fs: &str,
+        options: Option<&str>,
+    ) -> Result<MountedImage, CaptureError> {
         let img = image
             .canonicalize()
             .map_err(|e| CaptureError::io(image.display(), &e))?;
@@ -158,16 +162,9 @@ impl MountedImage {
                 return Err(e);
             }
         };
-        // ext4 zeroes a new file system's inode tables from a kernel thread after mount
-        // (ext4lazyinit): on a large image that would run through the traced command and
-        // put its writes in the trace. The tables are marked uninitialised, so leaving them
-        // is safe.
-        let mut args = vec!["-t", fs];
-        if fs == "ext4" {
-            args.extend(["-o", "noinit_itable"]);
-        }
         let target = mnt.to_string_lossy().into_owned();
-        args.extend([dev.as_str(), target.as_str()]);
+        let args = mount_args(fs, options, &dev, &target);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if let Err(e) = run("mount", &args) {
             let _ = run("losetup", &["-d", &dev]);
             let _ = std::fs::remove_dir(&mnt);
@@ -221,9 +218,85 @@ impl Drop for MountedImage {
     }
 }
 
+/// The longest `--mount-options` accepted.
+pub const MAX_MOUNT_OPTIONS: usize = 256;
+
+/// Check `--mount-options`: a comma-separated list of mount(8) options, no blanks.
+pub fn check_mount_options(options: &str) -> Result<(), CaptureError> {
+    let ok = !options.is_empty()
+        && options.len() <= MAX_MOUNT_OPTIONS
+        && !options.starts_with(',')
+        && !options.ends_with(',')
+        && !options.contains(",,")
+        && options
+            .chars()
+            .all(|c| c.is_ascii_graphic() && c != '\'' && c != '"');
+    if ok {
+        Ok(())
+    } else {
+        Err(CaptureError::new(format!(
+            "--mount-options {options:?}: expected mount(8) options separated by commas \
+             (e.g. strictatime or noatime,data=ordered), at most {MAX_MOUNT_OPTIONS} characters, \
+             no blanks or quotes"
+        )))
+    }
+}
+
+/// mount(8)'s arguments: the file system type, the options (`options` after the ones the
+/// capture needs), the device and the mount point.
+fn mount_args(fs: &str, options: Option<&str>, dev: &str, target: &str) -> Vec<String> {
+    let mut opts: Vec<&str> = Vec::new();
+    // ext4 zeroes a new file system's inode tables from a kernel thread after mount
+    // (ext4lazyinit): on a large image that would run through the traced command and
+    // put its writes in the trace. The tables are marked uninitialised, so leaving them
+    // is safe.
+    if fs == "ext4" {
+        opts.push("noinit_itable");
+    }
+    opts.extend(options);
+    let mut args = vec!["-t".to_string(), fs.to_string()];
+    if !opts.is_empty() {
+        args.push("-o".into());
+        args.push(opts.join(","));
+    }
+    args.extend([dev.to_string(), target.to_string()]);
+    args
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mount_args_carry_the_options_after_the_captures_own() {
+        let a = |fs, o| mount_args(fs, o, "/dev/loop3", "/tmp/m");
+        assert_eq!(a("ext2", None), ["-t", "ext2", "/dev/loop3", "/tmp/m"]);
+        assert_eq!(
+            a("ext2", Some("strictatime")),
+            ["-t", "ext2", "-o", "strictatime", "/dev/loop3", "/tmp/m"]
+        );
+        assert_eq!(
+            a("ext4", Some("noatime,data=journal")),
+            [
+                "-t",
+                "ext4",
+                "-o",
+                "noinit_itable,noatime,data=journal",
+                "/dev/loop3",
+                "/tmp/m"
+            ]
+        );
+        assert_eq!(
+            a("ext4", None),
+            ["-t", "ext4", "-o", "noinit_itable", "/dev/loop3", "/tmp/m"]
+        );
+        assert!(check_mount_options("strictatime").is_ok());
+        assert!(check_mount_options("noatime,data=ordered").is_ok());
+        for bad in ["", "a b", ",x", "x,", "x,,y", "x'y", &"o".repeat(257)] {
+            let e = check_mount_options(bad).unwrap_err().to_string();
+            assert!(e.contains("--mount-options"), "{bad:?}: {e}");
+        }
+    }
 
     #[test]
     fn mkfs_args_carry_the_block_size_in_each_file_systems_spelling() {

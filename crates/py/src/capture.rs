@@ -11,7 +11,7 @@ use wattio_capture::{
 
 /// Captures the block requests of `command` on `image`; returns the result as JSON.
 #[pyfunction]
-#[pyo3(signature = (image, out, command, fs="ext4".to_string(), size=None, setup=None, drop_caches=false, buffer_kb=16384, fs_block_size=None))]
+#[pyo3(signature = (image, out, command, fs="ext4".to_string(), size=None, setup=None, drop_caches=false, buffer_kb=16384, fs_block_size=None, mount_options=None))]
 #[allow(clippy::too_many_arguments)]
 fn capture_block(
     py: Python<'_>,
@@ -24,6 +24,7 @@ fn capture_block(
     drop_caches: bool,
     buffer_kb: u32,
     fs_block_size: Option<u32>,
+    mount_options: Option<String>,
 ) -> PyResult<String> {
     let mut o = BlockOptions::new(image, out, command);
     o.fs = fs;
@@ -32,6 +33,7 @@ fn capture_block(
     o.drop_caches = drop_caches;
     o.buffer_kb = buffer_kb;
     o.fs_block_size = fs_block_size;
+    o.mount_options = mount_options;
     py.allow_threads(|| {
         let r = capture(&o).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
