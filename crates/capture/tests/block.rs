@@ -172,6 +172,45 @@ fn exact_requests(dir: &Path) {
     println!("exact_requests: ok ({} requests)", reqs.len());
 }
 
+/// `--mount-options` reach mount(8): on ext2 a buffered read of a file written before the
+/// capture writes its inode back (the access time) under `strictatime`, and nothing under
+/// `noatime`.
+fn mount_options(dir: &Path) {
+    let writes = |opts: &str| {
+        let image = dir.join(format!("atime-{opts}.img"));
+        let out = dir.join(format!("atime-{opts}.parquet"));
+        let mut o = BlockOptions::new(
+            image.clone(),
+            out.clone(),
+            sh("cat f > /dev/null && cat f > /dev/null"),
+        );
+        o.fs = "ext2".into();
+        o.size = Some(64 << 20);
+        o.mount_options = Some(opts.into());
+        o.setup = Some("dd if=/dev/urandom of=f bs=64k count=1 status=none && sync".into());
+        o.drop_caches = true;
+        let cap = capture_block(&o).unwrap();
+        assert_eq!(cap.exit_code, 0, "{cap:?}");
+        assert_clean(std::process::id(), &image);
+        std::fs::remove_file(&image).unwrap();
+        let (reqs, _) = read_trace(&out);
+        assert!(reqs.iter().any(|r| r.op == Op::Read), "{opts}: {reqs:?}");
+        reqs.iter().filter(|r| r.op == Op::Write).count()
+    };
+    assert_eq!(writes("noatime"), 0, "noatime: a read writes nothing");
+    assert!(
+        writes("strictatime") > 0,
+        "strictatime: the inode's atime is written back"
+    );
+    let bad = BlockOptions {
+        mount_options: Some("a b".into()),
+        ..BlockOptions::new(dir.join("x.img"), dir.join("x.parquet"), sh("true"))
+    };
+    let e = capture_block(&bad).unwrap_err().to_string();
+    assert!(e.contains("--mount-options \"a b\""), "{e}");
+    println!("mount_options: ok");
+}
+
 fn failing_command(dir: &Path) {
     let image = dir.join("fail.img");
     let out = dir.join("fail.parquet");
@@ -261,6 +300,7 @@ fn main() {
     );
     let dir = tempfile::tempdir().unwrap();
     exact_requests(dir.path());
+    mount_options(dir.path());
     failing_command(dir.path());
     interrupted(dir.path(), libc::SIGINT);
     interrupted(dir.path(), libc::SIGTERM);
