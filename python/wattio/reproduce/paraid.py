@@ -84,7 +84,7 @@ EQ2 = Experiment(
 #
 # Rules and choices fixed before the first run (docs/functions/paraid.md, "Reproduction").
 # The paper's tables are trends over replay speed on two workloads it does not publish; the
-# stand-ins are the library's captured web server (workloads/webserver) and a generator
+# stand-ins are the library's captured web server (workloads/webserver-paraid) and a generator
 # calibrated to the Cello99 extract's published statistics. What is compared is therefore the
 # *direction* of every step (SameTrend, flat within 2 %), and at the slowest replay the order
 # of the two arrays' mean response times, never the printed values.
@@ -96,8 +96,12 @@ DISKS = 5
 #: The web replay: RAID-0, gears {2,5}; the paper's HTTP request rate at each speed-up
 #: (Sec. 6.2: 241, 121 and 60 requests/s).
 WEB_SPEEDS = {"256x": 241.0, "128x": 121.0, "64x": 60.0}
-#: httperf's rate in workloads/webserver (95,000 HTTP requests at 1,000/s): the captured
-#: block trace is stretched by 1000 / rate so the HTTP load is the paper's at each speed-up.
+#: The web server's block trace: workloads/webserver's run on the paper's file system (ext2,
+#: atime written at every read as by Linux 2.6.5, 2.6.5's write-back thresholds for 512 MB);
+#: since session 54 (before: workloads/webserver, ext4 with relatime).
+WEB_WORKLOAD = "webserver-paraid"
+#: httperf's rate in that run (95,000 HTTP requests at 1,000/s): the captured block trace is
+#: stretched by 1000 / rate so the HTTP load is the paper's at each speed-up.
 WEB_CAPTURE_RATE = 1000.0
 #: The Cello99 replay: RAID-5, gears {3,5}; speed-ups of the 50-hour extract (Sec. 7.1).
 CELLO_SPEEDS = {"128x": 128.0, "64x": 64.0, "32x": 32.0}
@@ -220,7 +224,7 @@ def _stretched_web(rate: float, scratch: Path) -> tuple[Path, float]:
     """The webserver capture at ``rate`` HTTP requests/s (its path, its span in seconds)."""
     from wattio import trace
 
-    src = library.block_trace("webserver")
+    src = library.block_trace(WEB_WORKLOAD)
     dst = scratch / f"web-{rate:g}.parquet"
     trace.slice(src, dst, to_format="columnar", speedup=rate / WEB_CAPTURE_RATE)
     span = float(trace.read(dst)["arrival_ns"].max()) / 1e9
@@ -273,7 +277,7 @@ def _table(grid: dict, workload: str, level: int):
 def _grid(workload: str, quick: bool) -> tuple[dict, int, list[str]]:
     if workload == "web":
         return _web_grid(), 0, [
-            "workloads/webserver stretched to the paper's HTTP rates: x "
+            f"workloads/{WEB_WORKLOAD} stretched to the paper's HTTP rates: x "
             + ", ".join(f"{WEB_CAPTURE_RATE / r:.2f}" for r in WEB_SPEEDS.values())]
     hours = QUICK_CELLO_HOURS if quick else CELLO["hours"]
     return _cello_grid(hours), 5, [f"Cello99 stand-in (generated): {hours:g} h of the 50 h"]
@@ -337,8 +341,9 @@ WEB_SAVINGS = {"256x": 10.0, "128x": 28.0, "64x": 34.0}
 CELLO_SAVINGS = {"128x": 3.5, "64x": 8.2, "32x": 13.0}
 
 STAND_INS = (
-    "Stand-ins, not the paper's traces: the web replay is workloads/webserver (apache2 + "
-    "httperf, 95,000 requests over a 255 MB Zipf file set, the page cache's misses), stretched "
+    "Stand-ins, not the paper's traces: the web replay is workloads/webserver-paraid (apache2 + "
+    "httperf, 95,000 requests over a 255 MB Zipf file set, on ext2 with atime written at every "
+    "read as the paper's Linux 2.6.5 server; the page cache's misses), stretched "
     "so its HTTP rate is the paper's; the Cello99 replay is a generated workload calibrated to "
     "the extract's published statistics (requests, bytes, unique blocks, reads, 50 h) with a "
     "daily cycle. The disks are the catalogue's MAP3367: an average seek for any move, the "
