@@ -373,6 +373,14 @@ impl MissWindow {
     }
 }
 
+/// Quantum `q` of the decay's clock and the times it covers, `from..to` (empty: none yet).
+#[derive(Clone, Copy, Debug, Default)]
+struct QuantumSpan {
+    q: u32,
+    from: Nanos,
+    to: Nanos,
+}
+
 /// A reconfiguration under way: the plan's two lists.
 #[derive(Clone, Debug, Default)]
 struct Reconfig {
@@ -475,6 +483,8 @@ pub struct Exces {
     flash: DeviceId,
     disk_pages: u64,
     decay: Decay,
+    /// The quantum `track` last found, and the times it spans.
+    quantum: QuantumSpan,
     pages: Pages,
     topk: TopK,
     slots: Vec<Slot>,
@@ -583,6 +593,7 @@ impl Exces {
             flash: 0,
             disk_pages: 0,
             decay: Decay::new(p.quantum, p.half_life),
+            quantum: QuantumSpan::default(),
             pages: Pages::default(),
             topk: TopK::new(0),
             slots: Vec::new(),
@@ -676,12 +687,29 @@ impl Exces {
     /// Record an access to `page`; fold and re-rank when its history fills.
     fn track(&mut self, now: Nanos, page: u64) {
         let recency = self.p.ranking == Ranking::Recency;
-        let q = self.decay.quantum_of(now);
-        if !recency {
-            if let Some(f) = self.decay.rescale(q) {
-                self.rescale(f);
+        // Every page of every request asks for its quantum: a division, and the rescale
+        // check a float division, each time. Both change only when the quantum does, so they
+        // are done once per quantum (the same answers: a rescale moves the base to `q`, and
+        // until the quantum changes the check finds nothing more).
+        let q = if (self.quantum.from..self.quantum.to).contains(&now) {
+            self.quantum.q
+        } else {
+            let q = self.decay.quantum_of(now);
+            let d = &self.decay;
+            self.quantum = QuantumSpan {
+                q,
+                from: d.start.saturating_add(u64::from(q).saturating_mul(d.quantum)),
+                to: d
+                    .start
+                    .saturating_add((u64::from(q) + 1).saturating_mul(d.quantum)),
+            };
+            if !recency {
+                if let Some(f) = self.decay.rescale(q) {
+                    self.rescale(f);
+                }
             }
-        }
+            q
+        };
         self.c.work += 1;
         let decay = &self.decay;
         let e = self.pages.entry(page);
@@ -1930,6 +1958,7 @@ impl Function for Exces {
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         self.clock = now;
         self.decay.start = now;
+        self.quantum = QuantumSpan::default();
         if self.p.dirty_expire.is_some() {
             let mut w = Periodic::new(WRITEBACK_TIMER, self.p.writeback_interval);
             w.start(now, out);
