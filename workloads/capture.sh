@@ -14,6 +14,19 @@ if [ -z "${WATTIO:-}" ]; then
 fi
 scratch=${WATTIO_SCRATCH:-/var/tmp}
 
+# Linux 2.6.5's write-back thresholds for PARAID's 512 MB server: vm.dirty_background_bytes
+# and vm.dirty_bytes at 10 % and 40 % of 512 MiB for the capture, the machine's own settings
+# restored on exit (as the recipe's capture_cleanup, which capture_block's exit trap runs).
+writeback_as_512mb_server() {
+  old_bg=$(sysctl -n vm.dirty_background_bytes) old_bgr=$(sysctl -n vm.dirty_background_ratio)
+  old_d=$(sysctl -n vm.dirty_bytes) old_dr=$(sysctl -n vm.dirty_ratio)
+  capture_cleanup() {
+    if [ "$old_bg" != 0 ]; then sysctl -q vm.dirty_background_bytes="$old_bg"; else sysctl -q vm.dirty_background_ratio="$old_bgr"; fi
+    if [ "$old_d" != 0 ]; then sysctl -q vm.dirty_bytes="$old_d"; else sysctl -q vm.dirty_ratio="$old_dr"; fi
+  }
+  sysctl -q vm.dirty_background_bytes=$((512 * 1048576 / 10)) vm.dirty_bytes=$((512 * 1048576 * 4 / 10))
+}
+
 capture_block() {
   local size=$1 setup=$2
   shift 3 # SIZE SETUP --

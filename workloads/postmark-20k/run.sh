@@ -9,12 +9,6 @@
 # and vm.dirty_bytes to 10 % and 40 % of 512 MiB for the capture (restored on exit).
 # Needs: apt-get install postmark.
 source "$(dirname "$0")/../capture.sh"
-old_bg=$(sysctl -n vm.dirty_background_bytes) old_bgr=$(sysctl -n vm.dirty_background_ratio)
-old_d=$(sysctl -n vm.dirty_bytes) old_dr=$(sysctl -n vm.dirty_ratio)
-capture_cleanup() {
-  if [ "$old_bg" != 0 ]; then sysctl -q vm.dirty_background_bytes="$old_bg"; else sysctl -q vm.dirty_background_ratio="$old_bgr"; fi
-  if [ "$old_d" != 0 ]; then sysctl -q vm.dirty_bytes="$old_d"; else sysctl -q vm.dirty_ratio="$old_dr"; fi
-}
-sysctl -q vm.dirty_background_bytes=$((512 * 1048576 / 10)) vm.dirty_bytes=$((512 * 1048576 * 4 / 10))
+writeback_as_512mb_server
 CAPTURE_FS=ext2 capture_block 2G "printf 'set location .\nset number 20000\nset transactions 100000\nset subdirectories 10\nset seed 42\nrun\nquit\n' > /tmp/wattio-postmark-20k.cfg" \
   -- postmark /tmp/wattio-postmark-20k.cfg

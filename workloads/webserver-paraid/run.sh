@@ -7,11 +7,5 @@
 # Needs: apt-get install apache2 httperf.
 source "$(dirname "$0")/../capture.sh"
 web=$(cd "$here/../webserver" && pwd)/web.py
-old_bg=$(sysctl -n vm.dirty_background_bytes) old_bgr=$(sysctl -n vm.dirty_background_ratio)
-old_d=$(sysctl -n vm.dirty_bytes) old_dr=$(sysctl -n vm.dirty_ratio)
-capture_cleanup() {
-  if [ "$old_bg" != 0 ]; then sysctl -q vm.dirty_background_bytes="$old_bg"; else sysctl -q vm.dirty_background_ratio="$old_bgr"; fi
-  if [ "$old_d" != 0 ]; then sysctl -q vm.dirty_bytes="$old_d"; else sysctl -q vm.dirty_ratio="$old_dr"; fi
-}
-sysctl -q vm.dirty_background_bytes=$((512 * 1048576 / 10)) vm.dirty_bytes=$((512 * 1048576 * 4 / 10))
+writeback_as_512mb_server
 CAPTURE_FS=ext2 CAPTURE_MOUNT_OPTIONS=strictatime capture_block 1G "python3 $web fileset ." -- python3 "$web" serve .
