@@ -698,7 +698,9 @@ impl Exces {
             let d = &self.decay;
             self.quantum = QuantumSpan {
                 q,
-                from: d.start.saturating_add(u64::from(q).saturating_mul(d.quantum)),
+                from: d
+                    .start
+                    .saturating_add(u64::from(q).saturating_mul(d.quantum)),
                 to: d
                     .start
                     .saturating_add((u64::from(q) + 1).saturating_mul(d.quantum)),
