@@ -229,3 +229,45 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
     );
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ParaidConfig, String> {
+        ParaidConfig::parse(&toml::from_str(text).unwrap(), "function[0]")
+    }
+
+    const FIVE: &str = "level = 5\ndevices = ['a', 'b', 'c', 'd', 'e']\ngears = [3, 5]\n";
+
+    #[test]
+    fn a_full_synchronization_writes_both_sides_unless_told_otherwise() {
+        let p = parse(FIVE).unwrap().params;
+        assert!(!p.full_sync && p.sync_writes_both);
+        let p = parse(&format!("{FIVE}upshift = 'full'")).unwrap().params;
+        assert!(p.full_sync && p.sync_writes_both);
+        let p = parse(&format!("{FIVE}upshift = 'full'\nsync_writes = 'replica'"))
+            .unwrap()
+            .params;
+        assert!(p.full_sync && !p.sync_writes_both);
+        let e = parse(&format!("{FIVE}sync_writes = 'sometimes'")).unwrap_err();
+        assert!(
+            e.starts_with("function[0].sync_writes: unknown variant `sometimes`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_swarm_draw_is_valid_and_some_write_the_replica_only() {
+        let names = ["d0", "d1", "d2", "d3", "d4"];
+        let tables = crate::registry::swarm_tables(7, 400, &names, swarm);
+        let mut replica_only = 0;
+        for t in &tables {
+            let c = parse(t).unwrap();
+            if c.params.full_sync && !c.params.sync_writes_both {
+                replica_only += 1;
+            }
+        }
+        assert!((20..=100).contains(&replica_only), "{replica_only} of 400");
+    }
+}
