@@ -521,8 +521,6 @@ pub struct Exces {
     running: Option<Job>,
     /// A cleaning is queued (one is enough: it writes back every dirty page).
     cleaning_queued: bool,
-    /// A write-back of expired pages is queued or running (one at a time).
-    expire_busy: bool,
     /// Per ECD page: when it last went from clean to dirty (with `dirty_expire_s` only).
     dirtied: Vec<Nanos>,
     /// The time of the event being handled (for `dirtied`).
@@ -616,7 +614,6 @@ impl Exces {
             jobs: VecDeque::new(),
             running: None,
             cleaning_queued: false,
-            expire_busy: false,
             dirtied: Vec::new(),
             clock: 0,
             writeback: None,
@@ -1168,7 +1165,13 @@ impl Exces {
         let Some(age) = self.p.dirty_expire else {
             return;
         };
-        if self.expire_busy || self.dirty_pages == 0 || now < age {
+        // One at a time: none queued or running (read from the jobs, not kept beside them).
+        let expiring = |j: &Job| matches!(j.kind, JobKind::Expire(_));
+        if self.dirty_pages == 0
+            || now < age
+            || self.running.as_ref().is_some_and(expiring)
+            || self.jobs.iter().any(expiring)
+        {
             return;
         }
         let cutoff = now - age;
@@ -1180,7 +1183,6 @@ impl Exces {
         if !due {
             return;
         }
-        self.expire_busy = true;
         self.jobs.push_back(Job {
             kind: JobKind::Expire(cutoff),
             io: None,
@@ -1733,9 +1735,6 @@ impl Exces {
     /// End the running job with its status; false (the job is over).
     fn finish_job(&mut self, now: Nanos, out: &mut Actions) -> bool {
         let job = self.running.take().expect("a job runs");
-        if matches!(job.kind, JobKind::Expire(_)) {
-            self.expire_busy = false;
-        }
         if let Some(io) = job.io {
             out.reply(Completion {
                 io,
@@ -2077,13 +2076,7 @@ impl Function for Exces {
         }
         if id == IoId::own(self.flush_id) {
             // A cleaning's disk flush: its end.
-            if self
-                .running
-                .take()
-                .is_some_and(|j| matches!(j.kind, JobKind::Expire(_)))
-            {
-                self.expire_busy = false;
-            }
+            self.running = None;
             if done.status == Status::Ok {
                 self.written_back_durable();
             } else {

@@ -489,12 +489,13 @@ impl Paraid {
         let side = if tracked && matches!(io.op, Op::Write | Op::Discard) {
             // A write to an arriving disk that is up, in a full synchronization, may go to
             // both sides if its chunk is clean (below).
-            let may_both = io.op == Op::Write
+            // (Every write's path: the rising gear, usually none, is asked first.)
+            let may_both = self
+                .rising
+                .is_some_and(|(r, _)| self.leaving(r, self.gear).contains(&disk))
+                && io.op == Op::Write
                 && self.p.sync_writes_both
-                && self.awake[disk]
-                && self
-                    .rising
-                    .is_some_and(|(r, _)| self.leaving(r, self.gear).contains(&disk));
+                && self.awake[disk];
             // One map lookup for a chunk already in the list (this is every write's path).
             let (d, new) = self.dirty.get_or_insert(key, || Dirty::new(pick(None)));
             if new && !self.cleaning.is_empty() {
