@@ -5,7 +5,7 @@
 //! `cargo bench -q -p wattio-engine --bench memory`
 
 use std::time::Instant;
-use wattio_engine::memory::{Interleave, MemConfig, MemSim, Placement, Streaming};
+use wattio_engine::memory::{DmaZone, Interleave, MemConfig, MemSim, Placement, Streaming};
 use wattio_functions::memory::PolicyConfig;
 
 fn usage() -> libc::rusage {
@@ -35,6 +35,7 @@ fn run(accesses: u64) -> (f64, f64, u64) {
         interleave: Interleave::RankFill,
         placement: Placement::Scatter,
         share_file_pages: true,
+        dma_zone: DmaZone::FirstRank,
         seed: 1,
         policy: PolicyConfig {
             kind: "hw".into(),

@@ -24,9 +24,11 @@
 
 mod alloc;
 pub mod delay_hiding;
+mod dma;
 pub mod workload;
 
 use alloc::{Frames, PageCounts, PageHasher, PageTable};
+pub use dma::{DmaDef, DmaSummary, DmaZone};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
@@ -95,6 +97,10 @@ pub struct MemConfig {
     /// copy (the pages still count as shared for PAVM's DLL rule).
     #[serde(default = "yes")]
     pub share_file_pages: bool,
+    /// Where the `[[dma]]` devices' buffers lie: `"first-rank"` (the thesis's §2.6 rule) or
+    /// `"anywhere"` (the default placement's choice).
+    #[serde(default = "first_rank")]
+    pub dma_zone: DmaZone,
     pub seed: u64,
     pub policy: PolicyConfig,
     /// Traffic reshaping (ch. 4): the most accessed pages kept on hot ranks, under any
@@ -123,6 +129,9 @@ fn fill() -> Interleave {
 }
 fn scatter() -> Placement {
     Placement::Scatter
+}
+fn first_rank() -> DmaZone {
+    DmaZone::FirstRank
 }
 
 /// Per-rank outcome.
@@ -164,7 +173,8 @@ pub struct MemSummary {
     /// Page-cache pages given back when memory ran out, none mapping them.
     pub page_cache_evictions: u64,
     /// At the end (every process gone): pages in the page cache, and pages not free. The
-    /// two are equal unless the allocator lost or doubly freed a page.
+    /// latter is the former plus the DMA buffers (`dma.pages_per_rank`) unless the
+    /// allocator lost or doubly freed a page.
     pub page_cache_pages: u64,
     pub pages_in_use_at_end: u64,
     /// Migration passes run, and passes skipped because the channel was busy.
@@ -176,6 +186,8 @@ pub struct MemSummary {
     pub pages_migrated: u64,
     pub pages_reshaped: u64,
     pub migration_accesses: u64,
+    /// The `[[dma]]` devices' transfers.
+    pub dma: DmaSummary,
     pub ranks: Vec<RankSummary>,
     pub counters: Vec<(String, f64)>,
 }
@@ -210,6 +222,7 @@ pub struct MemSim {
     line_bytes: u32,
     /// The files the traces' mappings name, numbered across the run.
     files: FileTable,
+    dma: Vec<DmaDef>,
 }
 
 const MAX_RANKS: usize = 4096;
@@ -283,7 +296,17 @@ impl MemSim {
             procs: Vec::new(),
             line_bytes: cfg.line_bytes,
             files: FileTable::default(),
+            dma: Vec::new(),
         })
+    }
+
+    /// Add a DMA device (checked when the run starts, against the line size then known).
+    pub fn add_dma(&mut self, def: DmaDef) -> Result<(), String> {
+        if self.dma.len() == dma::MAX_DEVICES {
+            return Err(format!("dma: at most {} [[dma]] devices", dma::MAX_DEVICES));
+        }
+        self.dma.push(def);
+        Ok(())
     }
 
     /// Add a process. Processes start together at time 0, in the order added.
@@ -383,6 +406,12 @@ struct Run {
     idle_cache: VecDeque<(u32, u64)>,
     pages_shared: u64,
     page_cache_evictions: u64,
+    /// DMA devices, the earliest next arrival among them (`Nanos::MAX`: none), what they
+    /// did and the sum of their transfers' latencies.
+    dma: Vec<dma::Device>,
+    dma_due: Nanos,
+    dma_sum: DmaSummary,
+    dma_latency_sum: u128,
 }
 
 /// A page of a file in the page cache.
@@ -402,6 +431,7 @@ impl Run {
             procs,
             line_bytes,
             files: _,
+            dma: dma_defs,
         } = sim;
         let line_bytes = if line_bytes == 0 { 64 } else { line_bytes };
         if u64::from(line_bytes) > cfg.page_bytes {
@@ -417,7 +447,46 @@ impl Run {
         let ranks = (0..cfg.ranks)
             .map(|_| Rank::new(&spec, STANDBY, 0))
             .collect();
-        let frames = Frames::new(cfg.ranks, spec.rank_bytes / cfg.page_bytes);
+        let mut frames = Frames::new(cfg.ranks, spec.rank_bytes / cfg.page_bytes);
+        let mut rng = Rng::new(cfg.seed);
+        let service = spec.access_ns(line_bytes);
+        let mut dma_sum = DmaSummary {
+            pages_per_rank: vec![0; cfg.ranks],
+            ..DmaSummary::default()
+        };
+        let mut devices = Vec::with_capacity(dma_defs.len());
+        for (i, d) in dma_defs.iter().enumerate() {
+            d.check(i, cfg.page_bytes, u64::from(line_bytes), service)?;
+            let mut ring = Vec::with_capacity(d.ring_pages as usize);
+            for _ in 0..d.ring_pages {
+                let free = frames.free();
+                let r = match cfg.dma_zone {
+                    DmaZone::FirstRank => (free[0] > 0).then_some(0),
+                    DmaZone::Anywhere => default_rank(cfg.placement, free, &mut rng),
+                };
+                let Some(r) = r else {
+                    let whole = match cfg.dma_zone {
+                        DmaZone::FirstRank => "the first rank (memory.dma_zone = \"first-rank\")",
+                        DmaZone::Anywhere => "memory",
+                    };
+                    return Err(format!(
+                        "dma[{i}].ring_pages: {} pages (with the devices before it) do not fit in {whole}: {} pages a rank",
+                        d.ring_pages, frames.pages_per_rank
+                    ));
+                };
+                ring.push(frames.alloc(r).expect("rank has a free page"));
+                dma_sum.pages_per_rank[r] += 1;
+            }
+            devices.push(dma::Device {
+                period: d.period_ns,
+                next: d.start_ns,
+                lines: d.lines(u64::from(line_bytes)),
+                write: d.write,
+                ring,
+                turn: 0,
+            });
+        }
+        let dma_due = devices.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
         let tick = policy.tick_period().map(|p| (p, p));
         // Pages lie on one rank only under rank-fill: only there can a page move.
         let migration = policy
@@ -446,10 +515,10 @@ impl Run {
             running[c] = cpu.current.map(|i| procs[i].pid);
         }
         Ok(Run {
-            rng: Rng::new(cfg.seed),
+            rng,
             page_shift: cfg.page_bytes.trailing_zeros(),
             line_shift: line_bytes.trailing_zeros(),
-            service: spec.access_ns(line_bytes),
+            service,
             cfg,
             spec,
             policy,
@@ -481,23 +550,90 @@ impl Run {
             idle_cache: VecDeque::new(),
             pages_shared: 0,
             page_cache_evictions: 0,
+            dma: devices,
+            dma_due,
+            dma_sum,
+            dma_latency_sum: 0,
         })
     }
 
-    /// Run the policy's ticks due up to `now`.
+    /// Run the policy's ticks and the DMA transfers due up to `now`, in time order (a tick
+    /// first at a tie).
     #[inline]
     fn ticks(&mut self, now: Nanos) {
-        while let Some((next, period)) = self.tick {
+        if self.dma_due <= now {
+            self.ticks_and_transfers(now);
+            return;
+        }
+        while let Some((next, _)) = self.tick {
             if next > now {
                 break;
             }
+            self.tick_once();
+        }
+    }
+
+    #[inline]
+    fn tick_once(&mut self) {
+        let Some((next, period)) = self.tick else {
+            return;
+        };
+        let mut mem = Mem {
+            spec: &self.spec,
+            ranks: &mut self.ranks,
+        };
+        self.policy.on_tick(next, &mut mem);
+        self.tick = Some((next + period, period));
+    }
+
+    #[inline(never)]
+    fn ticks_and_transfers(&mut self, now: Nanos) {
+        loop {
+            let tick = self.tick.map(|(t, _)| t).filter(|&t| t <= now);
+            let transfer = (self.dma_due <= now).then_some(self.dma_due);
+            match (tick, transfer) {
+                (None, None) => break,
+                (Some(t), d) if d.is_none_or(|d| t <= d) => self.tick_once(),
+                _ => self.transfer(),
+            }
+        }
+    }
+
+    /// The earliest due DMA transfer (the lowest device at a tie): its lines on the channel
+    /// back to back from its arrival, or from when the channel is free, each through the
+    /// policy's hooks as an access of no process (pid 0).
+    fn transfer(&mut self) {
+        let Some(d) = (0..self.dma.len()).min_by_key(|&d| (self.dma[d].next, d)) else {
+            return;
+        };
+        let dev = &mut self.dma[d];
+        let arrival = dev.next;
+        dev.next = arrival.saturating_add(dev.period);
+        let frame = dev.ring[dev.turn];
+        dev.turn = (dev.turn + 1) % dev.ring.len();
+        let (lines, write) = (dev.lines, dev.write);
+        let mut t = arrival.max(self.bus_free);
+        for line in 0..lines {
+            let r = self.rank_of(frame, line << self.line_shift);
             let mut mem = Mem {
                 spec: &self.spec,
                 ranks: &mut self.ranks,
             };
-            self.policy.on_tick(next, &mut mem);
-            self.tick = Some((next + period, period));
+            self.policy.before_access(t, 0, r, &mut mem);
+            let served = mem.ranks[r].access(mem.spec, t, write, self.service);
+            self.policy.after_access(served.done, 0, r, &mut mem);
+            if served.woke_from.is_some() {
+                self.dma_sum.delayed += 1;
+            }
+            self.bus_busy_ns += served.done - served.start;
+            t = served.done;
         }
+        self.bus_free = self.bus_free.max(t);
+        self.dma_sum.transfers += 1;
+        self.dma_sum.lines += lines;
+        self.dma_sum.max_latency_ns = self.dma_sum.max_latency_ns.max(t - arrival);
+        self.dma_latency_sum += u128::from(t - arrival);
+        self.dma_due = self.dma.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
     }
 
     /// Run a migration pass at `now` if one is due. The pass runs at the access that finds
@@ -743,14 +879,7 @@ impl Run {
             .filter(|&r| r < free.len() && free[r] > 0);
         let r = match wanted {
             Some(r) => Some(r),
-            None => match self.cfg.placement {
-                Placement::Sequential => free.iter().position(|&f| f > 0),
-                Placement::Scatter => {
-                    let n = free.len();
-                    let start = self.rng.below(n as u64) as usize;
-                    (0..n).map(|i| (start + i) % n).find(|&r| free[r] > 0)
-                }
-            },
+            None => default_rank(self.cfg.placement, free, &mut self.rng),
         };
         let Some(r) = r else {
             return Err(format!(
@@ -1014,6 +1143,9 @@ impl Run {
             }
         }
         let runtime = self.cpus.iter().map(|c| c.clock).max().unwrap_or(0);
+        // The devices stop with the last process: their transfers due by then are served.
+        self.ticks(runtime);
+        self.dma_due = Nanos::MAX;
         let end = self
             .ranks
             .iter()
@@ -1080,9 +1212,29 @@ impl Run {
             pages_migrated: self.pages_migrated,
             pages_reshaped: self.pages_reshaped,
             migration_accesses: self.migration_accesses,
+            dma: DmaSummary {
+                mean_latency_ns: if self.dma_sum.transfers == 0 {
+                    0.0
+                } else {
+                    self.dma_latency_sum as f64 / self.dma_sum.transfers as f64
+                },
+                ..self.dma_sum
+            },
             ranks,
             counters: self.policy.counters(),
         })
+    }
+}
+
+/// The rank the run's default placement gives a page (none has a free page: `None`).
+fn default_rank(placement: Placement, free: &[u64], rng: &mut Rng) -> Option<usize> {
+    match placement {
+        Placement::Sequential => free.iter().position(|&f| f > 0),
+        Placement::Scatter => {
+            let n = free.len();
+            let start = rng.below(n as u64) as usize;
+            (0..n).map(|i| (start + i) % n).find(|&r| free[r] > 0)
+        }
     }
 }
 
@@ -1177,6 +1329,9 @@ pub struct MemRunConfig {
     pub memory: MemConfig,
     #[serde(rename = "process")]
     pub processes: Vec<ProcessDef>,
+    /// Devices doing DMA into (or out of) memory.
+    #[serde(default, rename = "dma")]
+    pub dma: Vec<DmaDef>,
 }
 
 /// Most processes one config may list (each trace may add more).
@@ -1184,9 +1339,18 @@ const MAX_PROCESS_DEFS: usize = 1024;
 
 /// Parse and run a memory-run config (TOML text; trace paths relative to `base`).
 pub fn run_config(text: &str, base: &Path) -> Result<MemSummary, String> {
+    run_parsed(&parse_config(text)?, base)
+}
+
+/// Parse a memory-run config (TOML text); errors name the key.
+pub fn parse_config(text: &str) -> Result<MemRunConfig, String> {
     let de = toml::Deserializer::parse(text).map_err(|e| format!("memory config: {e}"))?;
-    let cfg: MemRunConfig = serde_path_to_error::deserialize(de)
-        .map_err(|e| format!("memory config: {}: {}", e.path(), e.inner()))?;
+    serde_path_to_error::deserialize(de)
+        .map_err(|e| format!("memory config: {}: {}", e.path(), e.inner()))
+}
+
+/// Run a parsed memory-run config (trace paths relative to `base`).
+pub fn run_parsed(cfg: &MemRunConfig, base: &Path) -> Result<MemSummary, String> {
     if cfg.processes.is_empty() || cfg.processes.len() > MAX_PROCESS_DEFS {
         return Err(format!(
             "process: expected 1..={MAX_PROCESS_DEFS} [[process]] tables, got {}",
@@ -1194,6 +1358,9 @@ pub fn run_config(text: &str, base: &Path) -> Result<MemSummary, String> {
         ));
     }
     let mut sim = MemSim::new(&cfg.memory)?;
+    for d in &cfg.dma {
+        sim.add_dma(d.clone())?;
+    }
     for (i, p) in cfg.processes.iter().enumerate() {
         match p {
             ProcessDef::Trace {

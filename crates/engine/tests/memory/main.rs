@@ -8,8 +8,8 @@ mod table_3_2;
 use proptest::prelude::*;
 use std::path::Path;
 use wattio_engine::memory::{
-    load_memtrace, run_config, Interleave, MemConfig, MemSim, MemSummary, Placement, ProcEvent,
-    Recorded,
+    load_memtrace, run_config, DmaDef, DmaZone, Interleave, MemConfig, MemSim, MemSummary,
+    Placement, ProcEvent, Recorded,
 };
 use wattio_functions::memory::reshape::ReshapeConfig;
 use wattio_functions::memory::PolicyConfig;
@@ -26,6 +26,7 @@ fn cfg(kind: &str, ranks: usize) -> MemConfig {
         interleave: Interleave::RankFill,
         placement: Placement::Sequential,
         share_file_pages: true,
+        dma_zone: DmaZone::FirstRank,
         seed: 1,
         policy: PolicyConfig {
             kind: kind.into(),
@@ -231,6 +232,81 @@ fn pavm_powers_every_rank_while_a_kernel_thread_runs() {
     };
     assert_eq!(rank1_standby("compute"), 1_000_110);
     assert_eq!(rank1_standby("kernel-thread"), 1_501_110);
+}
+
+/// DMA under PAVM (Huang 2006 §2.6): a device writes one 128 B line every 100 µs from
+/// 50 µs into a one-page ring. Two processes each read one page of a shared library (DLL
+/// aggregation puts both on rank 0, so rank 0 is in both α) and compute 2.5 ms, in 1 ms
+/// quanta with 1 µs switches: switches at 1,000,000, 2,001,000, 3,002,000, 4,003,000,
+/// 4,504,070 (process 1 exits) and 5,006,140 ns (process 2 exits; the devices stop), so the
+/// 50 transfers arriving at 50 µs + k·100 µs ≤ 5,006,140 ns are served.
+/// * `first-rank`: the ring is on rank 0, which every switch but the first (to process 2,
+///   whose α is still empty) leaves in standby, and process 2's first read wakes it at
+///   1,001,000 ns, before the next transfer: no transfer waits, each takes the 70 ns of a
+///   line (tRCD 15 + CL 15 + 40 ns burst).
+/// * `anywhere` (scattered; seed 4 puts the ring on rank 2, asserted): rank 2 is in no α,
+///   so each of the five switches after the first 10 transfers sends it to self refresh and
+///   the first transfer after it waits for the 1,000 ns exit: 5 delayed, latencies
+///   45 × 70 + 5 × 1,070 ns (mean 170, max 1,070), and rank 2 took the 50 line writes.
+#[test]
+fn pavm_dma_into_the_first_rank_never_waits_for_a_rank() {
+    let lib = 0x7000_0000u64;
+    let run = |zone: DmaZone| {
+        let mut c = cfg("pavm", 3);
+        c.placement = Placement::Scatter;
+        c.seed = 4;
+        c.dma_zone = zone;
+        c.policy.pavm.migrate_period_ms = 0;
+        let mut sim = MemSim::new(&c).unwrap();
+        for _ in 0..2 {
+            sim.add(Box::new(Recorded::new(vec![
+                ProcEvent::Map {
+                    vaddr: lib,
+                    len: 4096,
+                    shared: true,
+                },
+                ProcEvent::Access {
+                    gap: 0,
+                    vaddr: lib,
+                    write: false,
+                },
+                ProcEvent::Compute(2_500_000),
+            ])));
+        }
+        sim.add_dma(DmaDef {
+            period_ns: 100_000,
+            start_ns: 50_000,
+            bytes: 128,
+            ring_pages: 1,
+            write: true,
+        })
+        .unwrap();
+        sim.run().unwrap()
+    };
+    let first = run(DmaZone::FirstRank);
+    assert_eq!(first.dma.pages_per_rank, vec![1, 0, 0]);
+    assert_eq!(first.runtime_ns, 5_006_140);
+    assert_eq!(
+        (first.dma.transfers, first.dma.lines, first.dma.delayed),
+        (50, 50, 0)
+    );
+    assert_eq!(
+        (first.dma.mean_latency_ns, first.dma.max_latency_ns),
+        (70.0, 70)
+    );
+    assert_eq!(first.ranks[0].writes, 50);
+    let any = run(DmaZone::Anywhere);
+    assert_eq!(any.dma.pages_per_rank, vec![0, 0, 1]);
+    assert_eq!(any.runtime_ns, 5_006_140);
+    assert_eq!(
+        (any.dma.transfers, any.dma.lines, any.dma.delayed),
+        (50, 50, 5)
+    );
+    assert_eq!(
+        (any.dma.mean_latency_ns, any.dma.max_latency_ns),
+        (170.0, 1_070)
+    );
+    assert_eq!((any.ranks[2].writes, any.ranks[2].delayed_sr), (50, 5));
 }
 
 /// One process's reads of `pages` + 10 pages (a rank of `pages` pages fills and 10 spill
@@ -514,9 +590,15 @@ proptest! {
         events in proptest::collection::vec(
             (0u8..4, 0u64..20_000, 0u64..(1 << 22), any::<bool>()), 1..300),
         procs in 1usize..4,
+        dma in proptest::collection::vec((3_000u64..50_000, 0u64..20_000, 1u64..4096, 1u64..4, any::<bool>()), 0..3),
+        anywhere in any::<bool>(),
     ) {
         let mut c = cfg(KINDS[kind], ranks);
         c.quantum_ns = quantum;
+        if anywhere {
+            c.dma_zone = DmaZone::Anywhere;
+            c.placement = Placement::Scatter;
+        }
         // Migration passes every millisecond, so short runs have some.
         c.policy.pavm.migrate_period_ms = 1;
         if spread && !KINDS[kind].starts_with("pavm") {
@@ -549,16 +631,29 @@ proptest! {
             expected += evs.iter().filter(|e| matches!(e, ProcEvent::Access { .. })).count() as u64;
             sim.add(Box::new(Recorded::new(evs)));
         }
+        for &(period_ns, start_ns, bytes, ring_pages, write) in &dma {
+            sim.add_dma(DmaDef { period_ns, start_ns, bytes, ring_pages, write }).unwrap();
+        }
         let s = sim.run().unwrap();
         prop_assert_eq!(s.reads + s.writes, expected);
+        prop_assert_eq!(s.dma.pages_per_rank.iter().sum::<u64>(), dma.iter().map(|d| d.3).sum::<u64>());
+        if !anywhere {
+            prop_assert_eq!(s.dma.pages_per_rank[0], dma.iter().map(|d| d.3).sum::<u64>());
+        }
         for (i, r) in s.ranks.iter().enumerate() {
             let total: u64 = r.residency_ns.iter().sum::<u64>() + r.exit_ns;
             prop_assert_eq!(total, s.runtime_ns, "rank {}", i);
         }
         let served: u64 = s.ranks.iter().map(|r| r.reads + r.writes).sum();
-        prop_assert_eq!(served, expected + s.migration_accesses);
-        // Every process has exited: only the page cache holds pages.
-        prop_assert_eq!(s.pages_in_use_at_end, s.page_cache_pages);
+        prop_assert_eq!(served, expected + s.migration_accesses + s.dma.lines);
+        // Every process has exited: only the page cache and the DMA rings hold pages.
+        prop_assert_eq!(s.pages_in_use_at_end, s.page_cache_pages + s.dma.pages_per_rank.iter().sum::<u64>());
+        // Transfers arrive until the last process ends, which is within the run.
+        let due: u64 = dma
+            .iter()
+            .map(|&(period, start, ..)| if start > s.runtime_ns { 0 } else { (s.runtime_ns - start) / period + 1 })
+            .sum();
+        prop_assert!(s.dma.transfers <= due, "{} transfers, {} due", s.dma.transfers, due);
     }
 }
 
@@ -616,6 +711,66 @@ fn configs_parse_and_bad_ones_name_the_key() {
     )
     .unwrap_err();
     assert!(e.contains("out of simulated memory"), "{e}");
+}
+
+/// `[[dma]]` devices from a config: a run with one, and bad ones naming their key.
+#[test]
+fn dma_configs_run_and_bad_ones_name_the_key() {
+    let text = r#"
+        [memory]
+        part = "ddr-400-thesis"
+        ranks = 2
+        line_bytes = 128
+        seed = 1
+        [memory.policy]
+        kind = "nopm"
+        [[process]]
+        kind = "compute"
+        total_ns = 1000000
+        [[dma]]
+        period_ns = 10000
+        bytes = 1500
+        ring_pages = 4
+    "#;
+    // 1,500 bytes: 12 lines of 128 B, back to back (12 × 70 ns) at 0, 10 µs, …, 1 ms.
+    let s = run_config(text, Path::new(".")).unwrap();
+    assert_eq!(
+        (s.dma.transfers, s.dma.lines, s.dma.delayed),
+        (101, 1212, 0)
+    );
+    assert_eq!((s.dma.mean_latency_ns, s.dma.max_latency_ns), (840.0, 840));
+    assert_eq!(s.dma.pages_per_rank, vec![4, 0]);
+    assert_eq!((s.ranks[0].writes, s.reads + s.writes), (1212, 0));
+    let bad =
+        |from: &str, to: &str| run_config(&text.replace(from, to), Path::new(".")).unwrap_err();
+    let e = bad("bytes = 1500", "bytes = 5000");
+    assert!(e.starts_with("dma[0].bytes: expected 1..=4096"), "{e}");
+    let e = bad("period_ns = 10000", "period_ns = 800");
+    assert!(
+        e.starts_with("dma[0].period_ns") && e.contains("840 ns"),
+        "{e}"
+    );
+    let e = bad("ring_pages = 4", "ring_pages = 0");
+    assert!(e.starts_with("dma[0].ring_pages"), "{e}");
+    // A 64 MB rank holds 16,384 pages.
+    let e = bad("ring_pages = 4", "ring_pages = 16385");
+    assert!(e.contains("do not fit in the first rank"), "{e}");
+    let e = bad("ring_pages = 4", "ring_pages = 4\nburst = 2");
+    assert!(e.contains("dma") && e.contains("burst"), "{e}");
+    let e = bad("seed = 1", "seed = 1\ndma_zone = \"last-rank\"");
+    assert!(e.contains("memory.dma_zone"), "{e}");
+    // Anywhere, the ring may take more than a rank.
+    let s = run_config(
+        &text
+            .replace(
+                "seed = 1",
+                "seed = 1\ndma_zone = \"anywhere\"\nplacement = \"sequential\"",
+            )
+            .replace("ring_pages = 4", "ring_pages = 16385"),
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(s.dma.pages_per_rank, vec![16384, 1]);
 }
 
 /// A captured trace's processes read whole or streamed from the file as the run consumes

@@ -31,8 +31,9 @@
 //! * **Kernel threads** (`kind = "kernel-thread"` processes) may touch any memory: while
 //!   one runs every rank is active.
 //!
-//! Not modelled (documented in docs/functions/memory-pavm.md): DMA restricted to the first
-//! rank (no workload has device DMA).
+//! DMA (the thesis's §2.6 rule, buffers in the first rank) is the memory simulator's
+//! allocator's (`memory.dma_zone`, `[[dma]]` devices): PAVM sees a transfer's lines as
+//! accesses of pid 0 and is not told of the devices.
 
 use super::{Mem, MemPolicy, Migration};
 use serde::Deserialize;
