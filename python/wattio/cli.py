@@ -13,6 +13,7 @@ from wattio import (
     cli_disk,
     cli_examples,
     cli_live,
+    cli_memory,
     cli_nvm,
     cli_reproduce,
     cli_run,
@@ -20,7 +21,7 @@ from wattio import (
     cli_trace,
 )
 
-AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_reproduce, cli_examples, cli_nvm]
+AREAS = [cli_run, cli_sweep, cli_trace, cli_disk, cli_live, cli_capture, cli_reproduce, cli_examples, cli_memory, cli_nvm]
 
 
 class UserError(Exception):

@@ -1,0 +1,84 @@
+"""`wattio memory run`: a memory config (DRAM ranks, processes, DMA devices, a memory policy)
+through the memory simulator, its energy, power and delays printed (docs/memory.md)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from wattio import memory
+from wattio.cli_options import add_json_option, add_set_option, apply_sets
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("memory", help="DRAM rank power management: run a memory config")
+    msub = p.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
+    r = msub.add_parser(
+        "run",
+        help="simulate a [memory] config",
+        description="Run a memory config: [memory] (DRAM part, ranks, CPUs, policy), [[process]] "
+        "(captured traces, streams, computation, kernel threads) and [[dma]] devices. "
+        "See docs/memory.md.",
+    )
+    r.add_argument("config", help="TOML file")
+    add_set_option(r)
+    add_json_option(r)
+    r.add_argument("--out", metavar="DIR", help="also write summary.json and ranks.csv into DIR")
+    r.set_defaults(func=cmd_run)
+
+
+def cmd_run(args) -> int:
+    path = Path(args.config)
+    config: Path | dict = path
+    if args.sets:
+        try:
+            config = apply_sets(tomllib.loads(path.read_text()), args.sets)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"{path}: {e}") from None
+    s = memory.run(config, base_dir=path.parent)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
+        memory.ranks(s).to_csv(out / "ranks.csv")
+    if args.json:
+        print(json.dumps(s, indent=1))
+        return 0
+    print_summary(s)
+    return 0
+
+
+def print_summary(s: dict) -> None:
+    n = len(s["ranks"])
+    print(f"policy     {s['policy']} on {n} {s['part']} rank{'s' if n != 1 else ''}")
+    print(
+        f"runtime    {s['runtime_ns'] / 1e6:,.3f} ms    reads {s['reads']:,}    writes {s['writes']:,}    "
+        f"mean response {s['mean_response_ns']:,.1f} ns"
+    )
+    print(
+        f"energy     {s['energy_j']:,.6f} J    average power {s['avg_power_w']:,.3f} W    "
+        f"waited for an exit: powerdown {s['delayed_pd']:,}, self refresh {s['delayed_sr']:,}"
+    )
+    print(
+        f"pages      {s['pages_touched']:,} touched, {s['pages_shared']:,} shared, "
+        f"{s['pages_migrated']:,} migrated, {s['pages_reshaped']:,} reshaped    switches {s['switches']:,}"
+    )
+    d = s["dma"]
+    if d["transfers"]:
+        print(
+            f"dma        {d['transfers']:,} transfers, {d['lines']:,} lines, {d['delayed']:,} waited for a rank; "
+            f"latency mean {d['mean_latency_ns']:,.1f} ns, max {d['max_latency_ns']:,} ns; "
+            f"buffers on ranks {', '.join(str(r) for r, p in enumerate(d['pages_per_rank']) if p)}"
+        )
+    table = memory.ranks(s)
+    states = [c for c in table.columns if c.endswith("_s")]
+    print(f"{'rank':>4} {'energy J':>12} {'power W':>9} {'reads':>10} {'writes':>10}  share of time in " + ", ".join(
+        c.removesuffix("_s") for c in states))
+    runtime_s = s["runtime_ns"] / 1e9 or 1.0
+    for i, row in table.iterrows():
+        shares = " ".join(f"{row[c] / runtime_s:6.1%}" for c in states)
+        print(f"{i:>4} {row['energy_j']:>12.6f} {row['mean_power_w']:>9.3f} {int(row['reads']):>10,} "
+              f"{int(row['writes']):>10,}  {shares}")
+    for name, v in s["counters"]:
+        print(f"  {name} {v:,.0f}")
