@@ -4,6 +4,7 @@ Python, with DMA devices (docs/memory.md)."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from wattio import memory
@@ -101,3 +102,39 @@ def test_the_shipped_example_runs_and_the_first_rank_rule_saves_energy(tmp_path)
     assert first["dma"]["transfers"] == anywhere["dma"]["transfers"] > 300
     assert first["dma"]["delayed"] < anywhere["dma"]["delayed"]
     assert first["energy_j"] < anywhere["energy_j"]
+
+
+GLIMPSE = Path(__file__).resolve().parent.parent / "workloads" / "glimpse" / "trace.parquet"
+
+
+def test_delay_hiding_from_the_command_line_matches_the_reproduction():
+    """The glimpse stand-in with the reproduction's cache (4 GB over the paper's 4,237 MB data
+    set, as a share of the footprint): the command's figures are the reproduction's."""
+    from wattio.reproduce import delay_hiding as dh
+
+    share = 4096 / 4237
+    p = wattio("memory", "delay-hiding", str(GLIMPSE), "--cache-share", str(share), "--predictor", "isr",
+               "--predictor", "af-mra-et", "--json")
+    assert p.returncode == 0, p.stderr
+    got = {r["predictor"]: r for r in json.loads(p.stdout)}
+    for pred in ("isr", "af-mra-et"):
+        want = dh.run("glimpse", pred)
+        for key in ("calls", "prediction_hit", "prediction_miss", "prediction_wrong", "energy_j", "slowdown_pct",
+                    "hit_pct"):
+            assert got[pred][key] == want[key], (pred, key)
+    # ISR guesses nothing: every call that needs a rank waits for its exit.
+    assert got["isr"]["prediction_hit"] == 0 and got["isr"]["prediction_miss"] > 0
+    p = wattio("memory", "delay-hiding", str(GLIMPSE), "--cache-share", str(share))
+    assert p.returncode == 0, p.stderr
+    assert "isr" in p.stdout and "af-mra-et" in p.stdout and "vs isr" in p.stdout
+
+
+def test_delay_hiding_errors_name_the_key(tmp_path):
+    p = wattio("memory", "delay-hiding", str(GLIMPSE), "--predictor", "oracle")
+    assert p.returncode == 2 and "predictor" in p.stderr and "oracle" in p.stderr, p.stderr
+    p = wattio("memory", "delay-hiding", str(GLIMPSE), "--set", "ranks=0")
+    assert p.returncode == 2 and "ranks" in p.stderr, p.stderr
+    p = wattio("memory", "delay-hiding", str(GLIMPSE), "--set", "blocks_per_rank=10", "--cache-share", "0.5")
+    assert p.returncode == 2 and "give one" in p.stderr, p.stderr
+    p = wattio("memory", "delay-hiding", str(tmp_path / "none.parquet"))
+    assert p.returncode == 2 and "none.parquet" in p.stderr, p.stderr

@@ -26,6 +26,22 @@ def add_commands(sub) -> None:
     add_json_option(r)
     r.add_argument("--out", metavar="DIR", help="also write summary.json and ranks.csv into DIR")
     r.set_defaults(func=cmd_run)
+    d = msub.add_parser(
+        "delay-hiding",
+        help="file-call traces through the buffer cache's ranks and delay-hiding predictors",
+        description="Replay file-call traces (wattio capture files; several are merged by time) "
+        "through the buffer cache's DRAM ranks under one or more predictors, and print each "
+        "one's file-I/O slowdown, prediction outcomes and energy (docs/functions/delay-hiding.md).",
+    )
+    d.add_argument("traces", nargs="+", metavar="TRACE", help="file-call trace (Parquet)")
+    d.add_argument("--predictor", action="append", metavar="P",
+                   help="predictor (repeatable; default: isr and af-mra-et): isr, all, mra, f-mra, f-mfa, "
+                   "f-drd, af-mra, af-mfa, af-drd, f-drd-all, and each but isr/all with -et")
+    d.add_argument("--cache-share", type=float, metavar="F",
+                   help="buffer cache = F × the traces' footprint, over the ranks (default: full ranks)")
+    add_set_option(d)
+    add_json_option(d)
+    d.set_defaults(func=cmd_delay_hiding)
 
 
 def cmd_run(args) -> int:
@@ -82,3 +98,34 @@ def print_summary(s: dict) -> None:
               f"{int(row['writes']):>10,}  {shares}")
     for name, v in s["counters"]:
         print(f"  {name} {v:,.0f}")
+
+
+def cmd_delay_hiding(args) -> int:
+    from wattio.cli_options import parse_value
+
+    params = {}
+    for item in args.sets:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        key, raw = item.split("=", 1)
+        params[key.strip()] = parse_value(raw)
+    if "predictor" in params:
+        raise ValueError("--set predictor: use --predictor")
+    predictors = args.predictor or ["isr", "af-mra-et"]
+    reports = [memory.delay_hiding(args.traces, p, cache_share=args.cache_share, **params) for p in predictors]
+    if args.json:
+        print(json.dumps(reports, indent=1))
+        return 0
+    first = reports[0]
+    print(f"{len(args.traces)} trace{'s' if len(args.traces) != 1 else ''}: {first['calls']:,} calls "
+          f"({first['empty_calls']:,} moved no data); cache {first['cache_hits']:,} block hits, "
+          f"{first['cache_misses']:,} misses"
+          + (f"; {first['blocks_per_rank']:,} blocks a rank" if first["blocks_per_rank"] else ""))
+    base = reports[0]["energy_j"]
+    print(f"{'predictor':<12} {'slowdown':>9} {'hit':>8} {'miss':>8} {'wrong':>8} {'hit %':>7} "
+          f"{'energy J':>12} {'vs ' + predictors[0]:>10}")
+    for r in reports:
+        vs = f"{100 * r['energy_j'] / base:9.1f}%" if base > 0 else "        —"
+        print(f"{r['predictor']:<12} {r['slowdown_pct']:8.2f}% {r['prediction_hit']:>8,} {r['prediction_miss']:>8,} "
+              f"{r['prediction_wrong']:>8,} {r['hit_pct']:6.1f}% {r['energy_j']:>12.6f} {vs}")
+    return 0
