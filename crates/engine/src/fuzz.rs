@@ -49,3 +49,32 @@ pub fn config(data: &[u8]) -> Result<(), String> {
     )
     .map(|_| ())
 }
+
+/// Parse a memory-run config; if it is valid, run it with its sizes capped (no traces:
+/// there are no files here). Must never panic; the error it was refused with is returned.
+pub fn memory_config(data: &[u8]) -> Result<(), String> {
+    use crate::memory::{parse_config, run_parsed, ProcessDef};
+    let text = std::str::from_utf8(data).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut cfg = parse_config(text)?;
+    // Keep runs short whatever the config asks for: at most ~10 ms of simulated time and a
+    // few thousand switches and transfers.
+    cfg.memory.quantum_ns = cfg.memory.quantum_ns.max(10_000);
+    for p in &mut cfg.processes {
+        match p {
+            ProcessDef::Trace { .. } => return Err("fuzz: trace processes need files".into()),
+            ProcessDef::Stream {
+                accesses, gap_ns, ..
+            } => {
+                *accesses = (*accesses).min(20_000);
+                *gap_ns = (*gap_ns).min(500);
+            }
+            ProcessDef::Compute { total_ns } | ProcessDef::KernelThread { total_ns } => {
+                *total_ns = (*total_ns).min(10_000_000)
+            }
+        }
+    }
+    for d in &mut cfg.dma {
+        d.period_ns = d.period_ns.max(2_000);
+    }
+    run_parsed(&cfg, std::path::Path::new(".")).map(|_| ())
+}

@@ -6,13 +6,24 @@ use std::path::Path;
 
 #[test]
 fn config_corpus_runs_without_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/config");
+    corpus("config", wattio_engine::fuzz::config, 20);
+}
+
+#[test]
+fn memory_config_corpus_runs_without_panic() {
+    corpus("memory_config", wattio_engine::fuzz::memory_config, 15);
+}
+
+fn corpus(target: &str, entry: fn(&[u8]) -> Result<(), String>, at_least: usize) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
     let mut n = 0;
     let mut wrong = Vec::new();
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let got = wattio_engine::fuzz::config(&std::fs::read(&p).unwrap());
+        let got = entry(&std::fs::read(&p).unwrap());
         let refused = name.starts_with("bad-") || name.starts_with("unknown-");
         match (&got, refused) {
             (Ok(()), true) => wrong.push(format!("{name}: ran, expected a refusal")),
@@ -22,5 +33,5 @@ fn config_corpus_runs_without_panic() {
         n += 1;
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    assert!(n >= 20, "corpus too small: {n}");
+    assert!(n >= at_least, "{target} corpus too small: {n}");
 }
