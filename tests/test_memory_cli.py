@@ -43,7 +43,7 @@ def test_a_dma_device_by_hand(tmp_path):
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     assert s["runtime_ns"] == 1_000_840
-    assert s["dma"] == {"transfers": 101, "lines": 1212, "delayed": 0, "mean_latency_ns": 840.0,
+    assert s["dma"] == {"transfers": 101, "dropped": 0, "lines": 1212, "delayed": 0, "mean_latency_ns": 840.0,
                         "max_latency_ns": 840, "pages_per_rank": [4, 0]}
     # Rank 0 wrote 1,212 lines (70 ns each) and stood by the rest; rank 1 stood by throughout.
     assert s["ranks"][0]["residency_ns"] == [1_000_840 - 1212 * 70, 0, 1212 * 70, 0, 0]

@@ -83,7 +83,9 @@ def print_summary(s: dict) -> None:
     d = s["dma"]
     if d["transfers"]:
         print(
-            f"dma        {d['transfers']:,} transfers, {d['lines']:,} lines, {d['delayed']:,} waited for a rank; "
+            f"dma        {d['transfers']:,} transfers"
+            + (f" ({d['dropped']:,} more dropped: ring overrun)" if d["dropped"] else "")
+            + f", {d['lines']:,} lines, {d['delayed']:,} waited for a rank; "
             f"latency mean {d['mean_latency_ns']:,.1f} ns, max {d['max_latency_ns']:,} ns; "
             f"buffers on ranks {', '.join(str(r) for r, p in enumerate(d['pages_per_rank']) if p)}"
         )

@@ -9,7 +9,11 @@
 //! (or out of) the next page of a ring of `ring_pages` pages allocated when the run starts,
 //! as a driver allocates its ring when it loads. Transfers run until the last process
 //! exits; a transfer's lines go on the channel back to back from its arrival (or from when
-//! the channel is free), each waking its rank if it sleeps.
+//! the channel is free), each waking its rank if it sleeps. A transfer that arrives while
+//! every buffer of the ring is still being filled is dropped (a receive overrun: a network
+//! card drops the frame when its ring is exhausted): the ring bounds a device's backlog, so
+//! a device slowed by sleeping ranks (each line of a transfer may wait for an exit under
+//! ISR) cannot queue without end.
 
 use serde::{Deserialize, Serialize};
 use wattio_core::time::secs_to_ns;
@@ -111,12 +115,16 @@ pub(crate) struct Device {
     /// The ring's physical pages, used in turn from `turn`.
     pub ring: Vec<u64>,
     pub turn: usize,
+    /// When each buffer still being filled will be done, oldest first (at most the ring).
+    pub busy: std::collections::VecDeque<Nanos>,
 }
 
 /// What the devices did (the summary's `dma`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DmaSummary {
     pub transfers: u64,
+    /// Transfers that arrived with every buffer of their ring still being filled (dropped).
+    pub dropped: u64,
     /// Line accesses (counted in the ranks' reads and writes, not in the run's).
     pub lines: u64,
     /// Lines that found their rank in powerdown or self refresh and waited for its exit.

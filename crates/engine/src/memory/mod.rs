@@ -484,6 +484,7 @@ impl Run {
                 write: d.write,
                 ring,
                 turn: 0,
+                busy: VecDeque::new(),
             });
         }
         let dma_due = devices.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
@@ -608,7 +609,16 @@ impl Run {
         };
         let dev = &mut self.dma[d];
         let arrival = dev.next;
+        while dev.busy.front().is_some_and(|&done| done <= arrival) {
+            dev.busy.pop_front();
+        }
         dev.next = arrival.saturating_add(dev.period);
+        if dev.busy.len() == dev.ring.len() {
+            // A receive overrun: every buffer is still being filled, the transfer is dropped.
+            self.dma_sum.dropped += 1;
+            self.dma_due = self.dma.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
+            return;
+        }
         let frame = dev.ring[dev.turn];
         dev.turn = (dev.turn + 1) % dev.ring.len();
         let (lines, write) = (dev.lines, dev.write);
@@ -629,6 +639,7 @@ impl Run {
             t = served.done;
         }
         self.bus_free = self.bus_free.max(t);
+        self.dma[d].busy.push_back(t);
         self.dma_sum.transfers += 1;
         self.dma_sum.lines += lines;
         self.dma_sum.max_latency_ns = self.dma_sum.max_latency_ns.max(t - arrival);
