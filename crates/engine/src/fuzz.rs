@@ -74,7 +74,10 @@ pub fn memory_config(data: &[u8]) -> Result<(), String> {
         }
     }
     for d in &mut cfg.dma {
-        d.period_ns = d.period_ns.max(2_000);
+        if d.trace.is_some() {
+            return Err("fuzz: trace-driven DMA needs a file".into());
+        }
+        d.period_ns = d.period_ns.map(|p| p.max(2_000));
     }
     run_parsed(&cfg, std::path::Path::new(".")).map(|_| ())
 }

@@ -5,9 +5,10 @@
 //! to sleep. The thesis's rule: DMA buffers lie in a fixed physical range, the first rank,
 //! which DLL aggregation keeps in every process's active set (`memory.dma_zone`).
 //!
-//! A device here is periodic: a transfer of `bytes` every `period_ns` from `start_ns`, into
-//! (or out of) the next page of a ring of `ring_pages` pages allocated when the run starts,
-//! as a driver allocates its ring when it loads. Transfers run until the last process
+//! A device is periodic (a transfer of `bytes` every `period_ns` from `start_ns`) or driven
+//! by a block trace (each read or write a transfer per page of its bytes, at its arrival),
+//! into (or out of) the next page of a ring of `ring_pages` pages allocated when the run
+//! starts, as a driver allocates its ring when it loads. Transfers run until the last process
 //! exits; a transfer's lines go on the channel back to back from its arrival (or from when
 //! the channel is free), each waking its rank if it sleeps. A transfer that arrives while
 //! every buffer of the ring is still being filled is dropped (a receive overrun: a network
@@ -16,7 +17,11 @@
 //! ISR) cannot queue without end.
 
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::path::Path;
+use wattio_core::io::Op;
 use wattio_core::time::secs_to_ns;
+use wattio_core::trace::TraceSource;
 use wattio_core::Nanos;
 
 /// Where DMA buffers lie (`memory.dma_zone`).
@@ -30,32 +35,37 @@ pub enum DmaZone {
     Anywhere,
 }
 
-/// One `[[dma]]` device of a memory-run config.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+/// One `[[dma]]` device of a memory-run config: periodic (`period_ns` and `bytes`) or
+/// driven by a block trace (`trace`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DmaDef {
     /// One transfer every `period_ns` (e.g. a gigabit link receiving 1,500-byte frames at
     /// 10 % load: one every 120 µs).
-    pub period_ns: Nanos,
-    /// The first transfer's arrival.
+    pub period_ns: Option<Nanos>,
+    /// The first transfer's arrival (a trace's first request is moved there).
     #[serde(default)]
     pub start_ns: Nanos,
     /// Bytes per transfer, into one buffer page (so at most a page); whole lines move.
-    pub bytes: u64,
+    pub bytes: Option<u64>,
     /// Pages of the device's ring of buffers, one per transfer in turn.
     pub ring_pages: u64,
     /// `true`: device to memory (a receive: line writes); `false`: memory to device (reads).
-    #[serde(default = "yes")]
-    pub write: bool,
-}
-
-fn yes() -> bool {
-    true
+    /// A trace's requests say it themselves (a read fills memory, a write drains it).
+    pub write: Option<bool>,
+    /// A block trace (any format wattio reads; relative to the config's folder) whose reads
+    /// and writes are the device's transfers, at their arrival times, one per page.
+    pub trace: Option<String>,
+    /// The trace's format (detected when absent).
+    pub format: Option<String>,
+    /// Keep only this device of a multi-device trace (as `--device`).
+    pub device: Option<String>,
 }
 
 /// Most `[[dma]]` devices one run may have.
 pub const MAX_DEVICES: usize = 64;
-/// Most pages one device's ring may hold (4 GiB of 4 KiB pages).
+/// Most pages one device's ring, and all the devices' rings together, may hold (4 GiB of
+/// 4 KiB pages).
 pub const MAX_RING_PAGES: u64 = 1 << 20;
 
 impl DmaDef {
@@ -68,12 +78,6 @@ impl DmaDef {
         line_bytes: u64,
         service: Nanos,
     ) -> Result<(), String> {
-        if !(1..=page_bytes).contains(&self.bytes) {
-            return Err(format!(
-                "dma[{i}].bytes: expected 1..={page_bytes} (one buffer page per transfer), got {}",
-                self.bytes
-            ));
-        }
         if !(1..=MAX_RING_PAGES).contains(&self.ring_pages) {
             return Err(format!(
                 "dma[{i}].ring_pages: expected 1..={MAX_RING_PAGES}, got {}",
@@ -86,29 +90,167 @@ impl DmaDef {
                 self.start_ns
             ));
         }
-        // A device that needs more channel time than it has would queue without bound.
-        let busy = self.lines(line_bytes) * service;
-        if self.period_ns < busy.max(1) || self.period_ns > secs_to_ns(1e4) {
+        if self.trace.is_some() {
+            let periodic = [
+                ("period_ns", self.period_ns.is_some()),
+                ("bytes", self.bytes.is_some()),
+                ("write", self.write.is_some()),
+            ];
+            if let Some((key, _)) = periodic.iter().find(|k| k.1) {
+                return Err(format!(
+                    "dma[{i}].{key}: a trace-driven device takes its transfers from the trace (give `trace` or `period_ns` and `bytes`, not both)"
+                ));
+            }
+            return Ok(());
+        }
+        for (key, given) in [
+            ("format", self.format.is_some()),
+            ("device", self.device.is_some()),
+        ] {
+            if given {
+                return Err(format!("dma[{i}].{key}: only with `trace`"));
+            }
+        }
+        let (Some(period), Some(bytes)) = (self.period_ns, self.bytes) else {
             return Err(format!(
-                "dma[{i}].period_ns: expected {}..=10^13 ns (a transfer of {} lines takes {busy} ns of the channel), got {}",
-                busy.max(1),
-                self.lines(line_bytes),
-                self.period_ns
+                "dma[{i}]: expected `period_ns` and `bytes` (a periodic device) or `trace` (a block trace's reads and writes)"
+            ));
+        };
+        if !(1..=page_bytes).contains(&bytes) {
+            return Err(format!(
+                "dma[{i}].bytes: expected 1..={page_bytes} (one buffer page per transfer), got {bytes}"
+            ));
+        }
+        // A device that needs more channel time than it has would queue without bound.
+        let lines = bytes.div_ceil(line_bytes);
+        let busy = lines * service;
+        if period < busy.max(1) || period > secs_to_ns(1e4) {
+            return Err(format!(
+                "dma[{i}].period_ns: expected {}..=10^13 ns (a transfer of {lines} lines takes {busy} ns of the channel), got {period}",
+                busy.max(1)
             ));
         }
         Ok(())
     }
 
-    /// Lines one transfer moves.
-    pub fn lines(&self, line_bytes: u64) -> u64 {
-        self.bytes.div_ceil(line_bytes)
+    /// The device at run time (`base`: the config's folder, for a trace's path).
+    pub(crate) fn start(
+        &self,
+        i: usize,
+        base: &Path,
+        page_bytes: u64,
+        line_bytes: u64,
+    ) -> Result<Source, String> {
+        if let Some(path) = &self.trace {
+            let path = base.join(path);
+            let opts = wattio_formats::ReadOptions {
+                device: self.device.clone(),
+                ..Default::default()
+            };
+            let reader = wattio_formats::open_trace(&path, self.format.as_deref(), &opts)
+                .map_err(|e| format!("dma[{i}].trace: {e}"))?;
+            return Ok(Source::Trace(Box::new(TraceFeed {
+                // The reader's errors name the file and line.
+                name: format!("dma[{i}].trace"),
+                reader,
+                start: self.start_ns,
+                first: None,
+                last: 0,
+                left: 0,
+                write: false,
+                page_bytes,
+                line_bytes,
+                batch: VecDeque::new(),
+                done: false,
+            })));
+        }
+        let (period, bytes) = (self.period_ns.unwrap_or(1), self.bytes.unwrap_or(1));
+        Ok(Source::Periodic {
+            period,
+            lines: bytes.div_ceil(line_bytes),
+            write: self.write.unwrap_or(true),
+        })
+    }
+}
+
+/// Where a device's transfers come from.
+pub(crate) enum Source {
+    Periodic {
+        period: Nanos,
+        lines: u64,
+        write: bool,
+    },
+    Trace(Box<TraceFeed>),
+}
+
+/// A block trace read as the run goes: each read or write becomes a transfer per page of
+/// its bytes, all at its arrival (moved so the first request arrives at `start_ns`).
+pub(crate) struct TraceFeed {
+    name: String,
+    reader: Box<dyn TraceSource>,
+    start: Nanos,
+    first: Option<Nanos>,
+    /// The last arrival handed out (arrivals never go back).
+    last: Nanos,
+    /// Bytes of the current request not handed out yet, and its direction (a read fills
+    /// memory: the device writes).
+    left: u64,
+    write: bool,
+    page_bytes: u64,
+    line_bytes: u64,
+    batch: VecDeque<wattio_core::io::Request>,
+    done: bool,
+}
+
+/// Requests read from a trace at a time.
+const TRACE_BATCH: usize = 1024;
+
+impl TraceFeed {
+    /// The next transfer: (arrival, lines, write); `None` at the end of the trace.
+    fn next(&mut self) -> Result<Option<(Nanos, u64, bool)>, String> {
+        while self.left == 0 {
+            let Some(r) = self.batch.pop_front() else {
+                if self.done {
+                    return Ok(None);
+                }
+                let mut v = Vec::with_capacity(TRACE_BATCH);
+                let n = self
+                    .reader
+                    .fill(&mut v, TRACE_BATCH)
+                    .map_err(|e| format!("{}: {e}", self.name))?;
+                self.done = n < TRACE_BATCH;
+                self.batch.extend(v);
+                continue;
+            };
+            let write = match r.op {
+                Op::Read => true,
+                Op::Write => false,
+                _ => continue,
+            };
+            let first = *self.first.get_or_insert(r.arrival);
+            let at = r
+                .arrival
+                .saturating_sub(first)
+                .saturating_add(self.start)
+                .max(self.last);
+            self.last = at;
+            self.left = u64::from(r.len);
+            self.write = write;
+        }
+        let chunk = self.left.min(self.page_bytes);
+        self.left -= chunk;
+        Ok(Some((
+            self.last,
+            chunk.div_ceil(self.line_bytes),
+            self.write,
+        )))
     }
 }
 
 /// A device at run time.
 pub(crate) struct Device {
-    pub period: Nanos,
-    /// The next transfer's arrival.
+    pub source: Source,
+    /// The next transfer: its arrival (`Nanos::MAX`: none), lines and direction.
     pub next: Nanos,
     pub lines: u64,
     pub write: bool,
@@ -134,4 +276,22 @@ pub struct DmaSummary {
     pub max_latency_ns: Nanos,
     /// Buffer pages per rank (all devices; held for the whole run).
     pub pages_per_rank: Vec<u64>,
+}
+
+impl Device {
+    /// Load the transfer after the current one.
+    pub(crate) fn advance(&mut self) -> Result<(), String> {
+        match &mut self.source {
+            Source::Periodic { period, .. } => {
+                self.next = self.next.saturating_add(*period);
+            }
+            Source::Trace(feed) => match feed.next()? {
+                Some((at, lines, write)) => {
+                    (self.next, self.lines, self.write) = (at, lines, write);
+                }
+                None => self.next = Nanos::MAX,
+            },
+        }
+        Ok(())
+    }
 }

@@ -412,6 +412,8 @@ struct Run {
     dma_due: Nanos,
     dma_sum: DmaSummary,
     dma_latency_sum: u128,
+    /// A DMA trace's read error (the device stopped; the run fails with it).
+    dma_error: Option<String>,
 }
 
 /// A page of a file in the page cache.
@@ -454,6 +456,13 @@ impl Run {
             pages_per_rank: vec![0; cfg.ranks],
             ..DmaSummary::default()
         };
+        let ring_total: u64 = dma_defs.iter().map(|d| d.ring_pages).sum();
+        if ring_total > dma::MAX_RING_PAGES {
+            return Err(format!(
+                "dma: the rings hold {ring_total} pages in all; at most {} (ring_pages of every [[dma]])",
+                dma::MAX_RING_PAGES
+            ));
+        }
         let mut devices = Vec::with_capacity(dma_defs.len());
         for (i, d) in dma_defs.iter().enumerate() {
             d.check(i, cfg.page_bytes, u64::from(line_bytes), service)?;
@@ -477,15 +486,24 @@ impl Run {
                 ring.push(frames.alloc(r).expect("rank has a free page"));
                 dma_sum.pages_per_rank[r] += 1;
             }
-            devices.push(dma::Device {
-                period: d.period_ns,
+            let source = d.start(i, Path::new(""), cfg.page_bytes, u64::from(line_bytes))?;
+            let (lines, write) = match &source {
+                dma::Source::Periodic { lines, write, .. } => (*lines, *write),
+                dma::Source::Trace(_) => (0, true),
+            };
+            let mut dev = dma::Device {
+                source,
                 next: d.start_ns,
-                lines: d.lines(u64::from(line_bytes)),
-                write: d.write,
+                lines,
+                write,
                 ring,
                 turn: 0,
                 busy: VecDeque::new(),
-            });
+            };
+            if matches!(dev.source, dma::Source::Trace(_)) {
+                dev.advance()?;
+            }
+            devices.push(dev);
         }
         let dma_due = devices.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
         let tick = policy.tick_period().map(|p| (p, p));
@@ -555,6 +573,7 @@ impl Run {
             dma_due,
             dma_sum,
             dma_latency_sum: 0,
+            dma_error: None,
         })
     }
 
@@ -608,11 +627,15 @@ impl Run {
             return;
         };
         let dev = &mut self.dma[d];
-        let arrival = dev.next;
+        let (arrival, lines, write) = (dev.next, dev.lines, dev.write);
         while dev.busy.front().is_some_and(|&done| done <= arrival) {
             dev.busy.pop_front();
         }
-        dev.next = arrival.saturating_add(dev.period);
+        if let Err(e) = dev.advance() {
+            // A trace that fails mid-run stops its device; the run reports the error.
+            dev.next = Nanos::MAX;
+            self.dma_error.get_or_insert(e);
+        }
         if dev.busy.len() == dev.ring.len() {
             // A receive overrun: every buffer is still being filled, the transfer is dropped.
             self.dma_sum.dropped += 1;
@@ -621,7 +644,6 @@ impl Run {
         }
         let frame = dev.ring[dev.turn];
         dev.turn = (dev.turn + 1) % dev.ring.len();
-        let (lines, write) = (dev.lines, dev.write);
         let mut t = arrival.max(self.bus_free);
         for line in 0..lines {
             let r = self.rank_of(frame, line << self.line_shift);
@@ -1157,6 +1179,9 @@ impl Run {
         // The devices stop with the last process: their transfers due by then are served.
         self.ticks(runtime);
         self.dma_due = Nanos::MAX;
+        if let Some(e) = self.dma_error.take() {
+            return Err(e);
+        }
         let end = self
             .ranks
             .iter()
@@ -1370,7 +1395,11 @@ pub fn run_parsed(cfg: &MemRunConfig, base: &Path) -> Result<MemSummary, String>
     }
     let mut sim = MemSim::new(&cfg.memory)?;
     for d in &cfg.dma {
-        sim.add_dma(d.clone())?;
+        let mut d = d.clone();
+        if let Some(t) = &d.trace {
+            d.trace = Some(base.join(t).to_string_lossy().into_owned());
+        }
+        sim.add_dma(d)?;
     }
     for (i, p) in cfg.processes.iter().enumerate() {
         match p {

@@ -274,11 +274,11 @@ fn pavm_dma_into_the_first_rank_never_waits_for_a_rank() {
             ])));
         }
         sim.add_dma(DmaDef {
-            period_ns: 100_000,
+            period_ns: Some(100_000),
             start_ns: 50_000,
-            bytes: 128,
+            bytes: Some(128),
             ring_pages: 1,
-            write: true,
+            ..DmaDef::default()
         })
         .unwrap();
         sim.run().unwrap()
@@ -345,6 +345,71 @@ fn a_dma_ring_overrun_drops_transfers() {
     )
     .unwrap();
     assert_eq!((s.dma.transfers, s.dma.dropped), (11, 0));
+}
+
+/// A DMA device driven by a block trace (DiskSim ASCII, relative to the config's folder):
+/// a 4 KiB read at 0 ms, an 8 KiB write at 0.1 ms, a 512-byte read at 0.5 ms and one at 2 ms,
+/// moved so the first arrives at 1 µs, while a process computes for 1 ms (no power
+/// management, one rank, 128-byte lines of 70 ns). A read fills memory (line writes), a
+/// write drains it (line reads), a page per transfer: 32 lines at 1,000 ns (done 3,240);
+/// two pages at 101,000 ns, back to back (latencies 2,240 and 4,480); 4 lines at 501,000
+/// (280 ns); the request at 2 ms arrives after the last process ended and is not served.
+#[test]
+fn a_block_trace_drives_a_dma_device() {
+    let dir = std::env::temp_dir().join(format!("wattio-dma-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("disk.trace"),
+        "0.0 0 0 8 1\n0.1 0 100 16 0\n0.5 0 300 1 1\n2.0 0 400 8 1\n",
+    )
+    .unwrap();
+    let text = r#"
+        [memory]
+        part = "ddr-400-thesis"
+        ranks = 1
+        line_bytes = 128
+        seed = 1
+        [memory.policy]
+        kind = "nopm"
+        [[process]]
+        kind = "compute"
+        total_ns = 1000000
+        [[dma]]
+        trace = "disk.trace"
+        format = "disksim"
+        start_ns = 1000
+        ring_pages = 4
+    "#;
+    let s = run_config(text, &dir).unwrap();
+    assert_eq!((s.dma.transfers, s.dma.dropped, s.dma.lines), (4, 0, 100));
+    assert_eq!((s.ranks[0].writes, s.ranks[0].reads), (36, 64));
+    assert_eq!(
+        (s.dma.mean_latency_ns, s.dma.max_latency_ns),
+        ((2_240.0 + 2_240.0 + 4_480.0 + 280.0) / 4.0, 4_480)
+    );
+    let bad = |from: &str, to: &str| run_config(&text.replace(from, to), &dir).unwrap_err();
+    let e = bad("ring_pages = 4", "ring_pages = 4\nperiod_ns = 5000");
+    assert!(
+        e.starts_with("dma[0].period_ns: a trace-driven device"),
+        "{e}"
+    );
+    let e = bad("trace = \"disk.trace\"", "trace = \"none.trace\"");
+    assert!(
+        e.starts_with("dma[0].trace:") && e.contains("none.trace"),
+        "{e}"
+    );
+    let e = bad("trace = \"disk.trace\"\n        format = \"disksim\"", "");
+    assert!(
+        e.starts_with("dma[0]: expected `period_ns` and `bytes`"),
+        "{e}"
+    );
+    std::fs::write(dir.join("disk.trace"), "0.0 0 0 8 1\nnot a line\n").unwrap();
+    let e = run_config(text, &dir).unwrap_err();
+    assert!(
+        e.starts_with("dma[0].trace: ") && e.contains("disk.trace:2:1: bad field `not`"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// One process's reads of `pages` + 10 pages (a rank of `pages` pages fills and 10 spill
@@ -670,7 +735,14 @@ proptest! {
             sim.add(Box::new(Recorded::new(evs)));
         }
         for &(period_ns, start_ns, bytes, ring_pages, write) in &dma {
-            sim.add_dma(DmaDef { period_ns, start_ns, bytes, ring_pages, write }).unwrap();
+            sim.add_dma(DmaDef {
+                period_ns: Some(period_ns),
+                start_ns,
+                bytes: Some(bytes),
+                ring_pages,
+                write: Some(write),
+                ..DmaDef::default()
+            }).unwrap();
         }
         let s = sim.run().unwrap();
         prop_assert_eq!(s.reads + s.writes, expected);
@@ -795,6 +867,13 @@ fn dma_configs_run_and_bad_ones_name_the_key() {
     assert!(e.contains("do not fit in the first rank"), "{e}");
     let e = bad("ring_pages = 4", "ring_pages = 4\nburst = 2");
     assert!(e.contains("dma") && e.contains("burst"), "{e}");
+    let two = text.replace("ring_pages = 4", "ring_pages = 600000")
+        + "[[dma]]\nperiod_ns = 10000\nbytes = 64\nring_pages = 600000\n";
+    let e = run_config(&two, Path::new(".")).unwrap_err();
+    assert!(
+        e.starts_with("dma: the rings hold 1200000 pages in all; at most 1048576"),
+        "{e}"
+    );
     let e = bad("seed = 1", "seed = 1\ndma_zone = \"last-rank\"");
     assert!(e.contains("memory.dma_zone"), "{e}");
     // Anywhere, the ring may take more than a rank.
