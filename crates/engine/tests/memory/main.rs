@@ -309,6 +309,16 @@ fn pavm_dma_into_the_first_rank_never_waits_for_a_rank() {
     assert_eq!((any.ranks[2].writes, any.ranks[2].delayed_sr), (50, 5));
 }
 
+/// A DDR-400 run with 128-byte lines (70 ns each), one process computing for `total_ns`
+/// and the `[[dma]]` tables `dma` (TOML).
+fn dma_run_text(kind: &str, ranks: usize, total_ns: u64, dma: &str) -> String {
+    format!(
+        "[memory]\npart = \"ddr-400-thesis\"\nranks = {ranks}\nline_bytes = 128\nseed = 1\n\
+         [memory.policy]\nkind = \"{kind}\"\n\
+         [[process]]\nkind = \"compute\"\ntotal_ns = {total_ns}\n{dma}"
+    )
+}
+
 /// A device slowed by sleeping ranks overruns its ring instead of queueing without end.
 /// ISR puts the one rank to self refresh after every access, so each one-line transfer after
 /// the first waits for the 1,000 ns exit: 1,070 ns a transfer, one arriving every 1,000 ns
@@ -318,23 +328,13 @@ fn pavm_dma_into_the_first_rank_never_waits_for_a_rank() {
 /// on: of the 11 arrivals up to 10,000 ns, 6 served (5 of them waited) and 5 dropped.
 #[test]
 fn a_dma_ring_overrun_drops_transfers() {
-    let text = r#"
-        [memory]
-        part = "ddr-400-thesis"
-        ranks = 1
-        line_bytes = 128
-        seed = 1
-        [memory.policy]
-        kind = "isr"
-        [[process]]
-        kind = "compute"
-        total_ns = 10000
-        [[dma]]
-        period_ns = 1000
-        bytes = 128
-        ring_pages = 1
-    "#;
-    let s = run_config(text, Path::new(".")).unwrap();
+    let text = dma_run_text(
+        "isr",
+        1,
+        10_000,
+        "[[dma]]\nperiod_ns = 1000\nbytes = 128\nring_pages = 1\n",
+    );
+    let s = run_config(&text, Path::new(".")).unwrap();
     assert_eq!((s.dma.transfers, s.dma.dropped, s.dma.delayed), (6, 5, 5));
     assert_eq!(s.dma.max_latency_ns, 1_070);
     assert_eq!(s.dma.mean_latency_ns, (70.0 + 5.0 * 1_070.0) / 6.0);
@@ -363,24 +363,13 @@ fn a_block_trace_drives_a_dma_device() {
         "0.0 0 0 8 1\n0.1 0 100 16 0\n0.5 0 300 1 1\n2.0 0 400 8 1\n",
     )
     .unwrap();
-    let text = r#"
-        [memory]
-        part = "ddr-400-thesis"
-        ranks = 1
-        line_bytes = 128
-        seed = 1
-        [memory.policy]
-        kind = "nopm"
-        [[process]]
-        kind = "compute"
-        total_ns = 1000000
-        [[dma]]
-        trace = "disk.trace"
-        format = "disksim"
-        start_ns = 1000
-        ring_pages = 4
-    "#;
-    let s = run_config(text, &dir).unwrap();
+    let text = dma_run_text(
+        "nopm",
+        1,
+        1_000_000,
+        "[[dma]]\ntrace = \"disk.trace\"\nformat = \"disksim\"\nstart_ns = 1000\nring_pages = 4\n",
+    );
+    let s = run_config(&text, &dir).unwrap();
     assert_eq!((s.dma.transfers, s.dma.dropped, s.dma.lines), (4, 0, 100));
     assert_eq!((s.ranks[0].writes, s.ranks[0].reads), (36, 64));
     assert_eq!(
@@ -398,13 +387,13 @@ fn a_block_trace_drives_a_dma_device() {
         e.starts_with("dma[0].trace:") && e.contains("none.trace"),
         "{e}"
     );
-    let e = bad("trace = \"disk.trace\"\n        format = \"disksim\"", "");
+    let e = bad("trace = \"disk.trace\"\nformat = \"disksim\"\n", "");
     assert!(
         e.starts_with("dma[0]: expected `period_ns` and `bytes`"),
         "{e}"
     );
     std::fs::write(dir.join("disk.trace"), "0.0 0 0 8 1\nnot a line\n").unwrap();
-    let e = run_config(text, &dir).unwrap_err();
+    let e = run_config(&text, &dir).unwrap_err();
     assert!(
         e.starts_with("dma[0].trace: ") && e.contains("disk.trace:2:1: bad field `not`"),
         "{e}"
@@ -826,24 +815,14 @@ fn configs_parse_and_bad_ones_name_the_key() {
 /// `[[dma]]` devices from a config: a run with one, and bad ones naming their key.
 #[test]
 fn dma_configs_run_and_bad_ones_name_the_key() {
-    let text = r#"
-        [memory]
-        part = "ddr-400-thesis"
-        ranks = 2
-        line_bytes = 128
-        seed = 1
-        [memory.policy]
-        kind = "nopm"
-        [[process]]
-        kind = "compute"
-        total_ns = 1000000
-        [[dma]]
-        period_ns = 10000
-        bytes = 1500
-        ring_pages = 4
-    "#;
+    let text = dma_run_text(
+        "nopm",
+        2,
+        1_000_000,
+        "[[dma]]\nperiod_ns = 10000\nbytes = 1500\nring_pages = 4\n",
+    );
     // 1,500 bytes: 12 lines of 128 B, back to back (12 × 70 ns) at 0, 10 µs, …, 1 ms.
-    let s = run_config(text, Path::new(".")).unwrap();
+    let s = run_config(&text, Path::new(".")).unwrap();
     assert_eq!(
         (s.dma.transfers, s.dma.lines, s.dma.delayed),
         (101, 1212, 0)
