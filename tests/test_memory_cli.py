@@ -57,6 +57,14 @@ def test_a_dma_device_by_hand(tmp_path):
     assert row0.split()[3:5] == ["0", "1,212"] and "8.5%" in row0
 
 
+def test_the_package_exports_the_memory_front_door():
+    import wattio
+
+    assert wattio.memory is memory and "memory" in wattio.__all__
+    s = wattio.memory.run(CONFIG)
+    assert (s["dma"]["transfers"], s["runtime_ns"]) == (101, 1_000_840)
+
+
 def test_set_out_and_ranks_table(tmp_path):
     cfg = tmp_path / "mem.toml"
     cfg.write_text(CONFIG)
