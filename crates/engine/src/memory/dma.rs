@@ -133,25 +133,35 @@ impl DmaDef {
         Ok(())
     }
 
-    /// The device at run time (`base`: the config's folder, for a trace's path).
-    pub(crate) fn start(
+    /// The device at run time over the ring `ring`, its first transfer loaded (a trace's
+    /// path is the config's, already joined to the config's folder).
+    pub(crate) fn device(
         &self,
         i: usize,
-        base: &Path,
         page_bytes: u64,
         line_bytes: u64,
-    ) -> Result<Source, String> {
+        ring: Vec<u64>,
+    ) -> Result<Device, String> {
+        let mut dev = Device {
+            source: Source::Periodic {
+                period: self.period_ns.unwrap_or(1),
+            },
+            next: self.start_ns,
+            lines: self.bytes.unwrap_or(1).div_ceil(line_bytes),
+            write: self.write.unwrap_or(true),
+            ring,
+            turn: 0,
+            busy: VecDeque::new(),
+        };
         if let Some(path) = &self.trace {
-            let path = base.join(path);
             let opts = wattio_formats::ReadOptions {
                 device: self.device.clone(),
                 ..Default::default()
             };
-            let reader = wattio_formats::open_trace(&path, self.format.as_deref(), &opts)
+            let reader = wattio_formats::open_trace(Path::new(path), self.format.as_deref(), &opts)
                 .map_err(|e| format!("dma[{i}].trace: {e}"))?;
-            return Ok(Source::Trace(Box::new(TraceFeed {
-                // The reader's errors name the file and line.
-                name: format!("dma[{i}].trace"),
+            dev.source = Source::Trace(Box::new(TraceFeed {
+                index: i,
                 reader,
                 start: self.start_ns,
                 first: None,
@@ -160,25 +170,18 @@ impl DmaDef {
                 write: false,
                 page_bytes,
                 line_bytes,
-                batch: VecDeque::new(),
-                done: false,
-            })));
+            }));
+            dev.advance()?;
         }
-        let (period, bytes) = (self.period_ns.unwrap_or(1), self.bytes.unwrap_or(1));
-        Ok(Source::Periodic {
-            period,
-            lines: bytes.div_ceil(line_bytes),
-            write: self.write.unwrap_or(true),
-        })
+        Ok(dev)
     }
 }
 
 /// Where a device's transfers come from.
 pub(crate) enum Source {
+    /// The same transfer (`Device::lines`, `Device::write`) every `period` ns.
     Periodic {
         period: Nanos,
-        lines: u64,
-        write: bool,
     },
     Trace(Box<TraceFeed>),
 }
@@ -186,7 +189,9 @@ pub(crate) enum Source {
 /// A block trace read as the run goes: each read or write becomes a transfer per page of
 /// its bytes, all at its arrival (moved so the first request arrives at `start_ns`).
 pub(crate) struct TraceFeed {
-    name: String,
+    /// The device's index (its errors name `dma[index].trace`; the reader's, the file and
+    /// line).
+    index: usize,
     reader: Box<dyn TraceSource>,
     start: Nanos,
     first: Option<Nanos>,
@@ -198,29 +203,18 @@ pub(crate) struct TraceFeed {
     write: bool,
     page_bytes: u64,
     line_bytes: u64,
-    batch: VecDeque<wattio_core::io::Request>,
-    done: bool,
 }
-
-/// Requests read from a trace at a time.
-const TRACE_BATCH: usize = 1024;
 
 impl TraceFeed {
     /// The next transfer: (arrival, lines, write); `None` at the end of the trace.
     fn next(&mut self) -> Result<Option<(Nanos, u64, bool)>, String> {
         while self.left == 0 {
-            let Some(r) = self.batch.pop_front() else {
-                if self.done {
-                    return Ok(None);
-                }
-                let mut v = Vec::with_capacity(TRACE_BATCH);
-                let n = self
-                    .reader
-                    .fill(&mut v, TRACE_BATCH)
-                    .map_err(|e| format!("{}: {e}", self.name))?;
-                self.done = n < TRACE_BATCH;
-                self.batch.extend(v);
-                continue;
+            let r = self
+                .reader
+                .next_request()
+                .map_err(|e| format!("dma[{}].trace: {e}", self.index))?;
+            let Some(r) = r else {
+                return Ok(None);
             };
             let write = match r.op {
                 Op::Read => true,
@@ -258,7 +252,7 @@ pub(crate) struct Device {
     pub ring: Vec<u64>,
     pub turn: usize,
     /// When each buffer still being filled will be done, oldest first (at most the ring).
-    pub busy: std::collections::VecDeque<Nanos>,
+    pub busy: VecDeque<Nanos>,
 }
 
 /// What the devices did (the summary's `dma`).

@@ -486,24 +486,7 @@ impl Run {
                 ring.push(frames.alloc(r).expect("rank has a free page"));
                 dma_sum.pages_per_rank[r] += 1;
             }
-            let source = d.start(i, Path::new(""), cfg.page_bytes, u64::from(line_bytes))?;
-            let (lines, write) = match &source {
-                dma::Source::Periodic { lines, write, .. } => (*lines, *write),
-                dma::Source::Trace(_) => (0, true),
-            };
-            let mut dev = dma::Device {
-                source,
-                next: d.start_ns,
-                lines,
-                write,
-                ring,
-                turn: 0,
-                busy: VecDeque::new(),
-            };
-            if matches!(dev.source, dma::Source::Trace(_)) {
-                dev.advance()?;
-            }
-            devices.push(dev);
+            devices.push(d.device(i, cfg.page_bytes, u64::from(line_bytes), ring)?);
         }
         let dma_due = devices.iter().map(|d| d.next).min().unwrap_or(Nanos::MAX);
         let tick = policy.tick_period().map(|p| (p, p));
