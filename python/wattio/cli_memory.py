@@ -103,14 +103,8 @@ def print_summary(s: dict) -> None:
 
 
 def cmd_delay_hiding(args) -> int:
-    from wattio.cli_options import parse_value
-
-    params = {}
-    for item in args.sets:
-        if "=" not in item:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-        key, raw = item.split("=", 1)
-        params[key.strip()] = parse_value(raw)
+    # The [delay_hiding] table's keys, flat (a dotted key makes a table the run refuses).
+    params = apply_sets({}, args.sets)
     if "predictor" in params:
         raise ValueError("--set predictor: use --predictor")
     predictors = args.predictor or ["isr", "af-mra-et"]

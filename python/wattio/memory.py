@@ -17,8 +17,6 @@ def run(config, base_dir: str | Path | None = None) -> dict:
     """Run a memory config (a path to a TOML file, TOML text or a dict); trace paths resolve
     against the file's directory (or ``base_dir``). Returns the summary: runtime, energy,
     average power, accesses, per-rank residency and energy, the policy's counters, ``dma``."""
-    if isinstance(config, dict):
-        config = _dump_toml(config)
     text, origin, base = config_source(config, base_dir)
     try:
         return json.loads(_core.memory_run(text, str(base)))
@@ -59,19 +57,13 @@ def delay_hiding(traces, predictor: str = "af-mra-et", cache_share: float | None
     paper's 4 GB to each stand-in), instead of ``blocks_per_rank``. Returns the report with
     ``slowdown_pct`` (file-I/O time over the ideal) and ``hit_pct`` (prediction hits over
     the calls that needed one) added."""
-    import math
-
-    paths = [str(t) for t in ([traces] if isinstance(traces, (str, Path)) else traces)]
-    if not paths:
-        raise ValueError("delay-hiding: no trace given")
+    paths = _paths(traces)
     params = {"predictor": predictor, **params}
     if cache_share is not None:
-        if not 0 < cache_share <= 1e6:
-            raise ValueError(f"cache_share: expected a positive share of the footprint, got {cache_share}")
         if "blocks_per_rank" in params:
             raise ValueError("cache_share and blocks_per_rank both size the cache: give one")
-        footprint = _core.delay_hiding_footprint(paths, int(params.get("block_bytes", 4096)))
-        params["blocks_per_rank"] = max(1, math.ceil(footprint * cache_share / int(params.get("ranks", 4))))
+        params["blocks_per_rank"] = blocks_per_rank(paths, cache_share, int(params.get("ranks", 4)),
+                                                    int(params.get("block_bytes", 4096)))
     r = json.loads(_core.delay_hiding_run(paths, _dump_toml(params)))
     predicted = r["prediction_hit"] + r["prediction_miss"] + r["prediction_wrong"]
     r["predictor"] = predictor
@@ -79,3 +71,21 @@ def delay_hiding(traces, predictor: str = "af-mra-et", cache_share: float | None
     r["slowdown_pct"] = 100 * (r["normalized_time"] - 1)
     r["hit_pct"] = 100 * r["prediction_hit"] / predicted if predicted else 100.0
     return r
+
+
+def _paths(traces) -> list[str]:
+    paths = [str(t) for t in ([traces] if isinstance(traces, (str, Path)) else traces)]
+    if not paths:
+        raise ValueError("delay-hiding: no trace given")
+    return paths
+
+
+def blocks_per_rank(traces, cache_share: float, ranks: int = 4, block_bytes: int = 4096) -> int:
+    """Buffers per rank for a cache holding ``cache_share`` of the traces' footprint (their
+    distinct ``block_bytes`` blocks) over ``ranks`` ranks, at least one."""
+    import math
+
+    if not 0 < cache_share <= 1e6:
+        raise ValueError(f"cache_share: expected a positive share of the footprint, got {cache_share}")
+    footprint = _core.delay_hiding_footprint(_paths(traces), block_bytes)
+    return max(1, math.ceil(footprint * cache_share / ranks))

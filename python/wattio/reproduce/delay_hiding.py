@@ -16,10 +16,9 @@ so ``--quick`` runs everything too (about a second).
 
 from __future__ import annotations
 
-import json
-import math
 from functools import cache
 
+from wattio import memory
 from wattio.reproduce import library
 from wattio.reproduce.experiment import Experiment, NotRunnable, Outcome, System
 from wattio.reproduce.rules import Between, Exact, SameOrdering
@@ -65,25 +64,17 @@ def _traces(names: tuple[str, ...]) -> list[str]:
 
 @cache
 def _blocks_per_rank(standin: str) -> int:
-    from wattio import _core
-
     names, share = STANDINS[standin]
-    footprint = _core.delay_hiding_footprint(_traces(names), BLOCK)
-    return max(1, math.ceil(footprint * share / RANKS))
+    return memory.blocks_per_rank(_traces(names), share, RANKS, BLOCK)
 
 
 @cache
 def run(standin: str, predictor: str) -> dict:
-    """One stand-in through one predictor: the report, plus slowdown % and prediction hit %."""
-    from wattio import _core
-
+    """One stand-in through one predictor: the report (``wattio.memory.delay_hiding``: with
+    slowdown % and prediction hit %), plus the cache's hit %."""
     names, _ = STANDINS[standin]
-    cfg = (f'predictor = "{predictor}"\nranks = {RANKS}\nblock_bytes = {BLOCK}\n'
-           f"blocks_per_rank = {_blocks_per_rank(standin)}\n")
-    r = json.loads(_core.delay_hiding_run(_traces(names), cfg))
-    predicted = r["prediction_hit"] + r["prediction_miss"] + r["prediction_wrong"]
-    r["slowdown_pct"] = 100 * (r["normalized_time"] - 1)
-    r["hit_pct"] = 100 * r["prediction_hit"] / predicted if predicted else 100.0
+    r = memory.delay_hiding(_traces(names), predictor, ranks=RANKS, block_bytes=BLOCK,
+                            blocks_per_rank=_blocks_per_rank(standin))
     r["cache_hit_pct"] = 100 * r["cache_hits"] / max(1, r["cache_hits"] + r["cache_misses"])
     return r
 
