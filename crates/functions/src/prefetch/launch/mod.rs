@@ -296,7 +296,7 @@ impl LaunchPrefetcher {
         self.phase = Phase::Prefetching;
         self.launches_detected += 1;
         // The requests that matched belong to the launch.
-        self.launch_requests = self.p.detect as u64;
+        self.launch_requests += self.p.detect as u64;
         self.base = self.next_base;
         self.next_base += self.extents.len() as u64;
         for e in &mut self.extents {

@@ -229,6 +229,38 @@ fn the_paused_launch_is_answered_from_the_prefetched_buffers() {
 }
 
 #[test]
+fn the_hit_ratio_sums_over_launches() {
+    // Launch 1: 3 detecting requests, then pages 20 and 40 answered: 2 hits of 5.
+    let mut h = prefetched_all(params(Order::Lba, Hold::Extent, 8));
+    for (k, io) in launch().into_iter().enumerate().skip(3) {
+        let mut io = io;
+        io.id = IoId(100 + k as u64);
+        assert_eq!(replied(&h.request(302 * MS, io)).len(), 1);
+    }
+    assert_eq!(h.counter("hit_ratio"), 2.0 / 5.0);
+    // The launch ends; launch 2: 3 detecting requests, then page 20 answered: 3 hits of 9.
+    h.timer(402 * MS, IDLE); // releases the buffers
+    let mut own = Vec::new();
+    for (k, mut io) in launch().into_iter().take(4).enumerate() {
+        io.id = IoId(300 + k as u64);
+        if k == 3 {
+            for o in std::mem::take(&mut own) {
+                h.complete(501 * MS, o, Status::Ok);
+            }
+            assert_eq!(replied(&h.request(502 * MS, io)).len(), 1);
+        } else {
+            own.extend(own_reads(&h.request(500 * MS, io)));
+        }
+    }
+    assert_eq!(h.counter("launches_detected"), 2.0);
+    assert_eq!(
+        (h.counter("prefetch_hits"), h.counter("launch_requests")),
+        (3.0, 9.0)
+    );
+    assert_eq!(h.counter("hit_ratio"), 3.0 / 9.0);
+}
+
+#[test]
 fn a_write_makes_the_extents_it_overlaps_stale() {
     let mut h = prefetched_all(params(Order::Lba, Hold::Extent, 8));
     // A write of page 21..22 overlaps nothing; one of page 20 overlaps extent "page 20".
