@@ -34,6 +34,8 @@ pub static FAST_KIND: Kind = Kind {
 pub const MAX_LOG: usize = 1 << 20;
 /// The most prefetch reads in flight.
 pub const MAX_DEPTH: u64 = 1024;
+/// The most bursts `learn_launch` may skip.
+pub const MAX_LEARN_LAUNCH: u64 = 1_000_000;
 
 /// The order the dispatcher fetches a launch in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -73,6 +75,7 @@ struct Keys {
     depth: Option<u64>,
     priority: Option<i64>,
     gap_s: Option<f64>,
+    learn_launch: Option<u64>,
 }
 
 /// A checked configuration.
@@ -89,6 +92,10 @@ pub struct Params {
     pub priority: i8,
     /// Guest idleness that ends a launch (learning, serving).
     pub gap: Nanos,
+    /// Bursts of guest requests (each ended by `gap` of idleness) passed through unlogged
+    /// before the one learned: 0 learns the first (the paper's one launch in a fresh
+    /// system); 1 skips, say, a guest's boot.
+    pub learn_launch: u32,
 }
 
 impl Params {
@@ -127,6 +134,12 @@ impl Params {
             1e-6,
             3600.0,
         )?;
+        let learn_launch = range::count(
+            &format!("{key}.learn_launch"),
+            k.learn_launch.unwrap_or(0),
+            0,
+            MAX_LEARN_LAUNCH,
+        )?;
         Ok(Params {
             order,
             hold,
@@ -134,6 +147,7 @@ impl Params {
             depth: depth as usize,
             priority,
             gap: secs_to_ns(gap),
+            learn_launch: learn_launch as u32,
         })
     }
 }
@@ -158,6 +172,9 @@ fn swarm(d: &mut Draw<'_>, _devices: &SwarmDevices<'_>, scheme: Scheme) -> toml:
     t.insert("depth".into(), (1 + d.below(4) as i64).into());
     t.insert("priority".into(), (d.below(3) as i64 - 1).into());
     t.insert("gap_s".into(), (*d.pick(&[0.0005, 0.005, 0.05])).into());
+    if d.below(4) == 0 {
+        t.insert("learn_launch".into(), (d.below(3) as i64).into());
+    }
     t
 }
 
@@ -173,8 +190,21 @@ mod tests {
     fn defaults_are_the_papers() {
         let p = parse("", Scheme::Iolab).unwrap();
         assert_eq!(
-            (p.order, p.hold, p.detect, p.depth, p.priority),
-            (Order::Lba, Hold::Launch, 3, 1, 1)
+            (
+                p.order,
+                p.hold,
+                p.detect,
+                p.depth,
+                p.priority,
+                p.learn_launch
+            ),
+            (Order::Lba, Hold::Launch, 3, 1, 1, 0)
+        );
+        assert_eq!(
+            parse("learn_launch = 2", Scheme::Iolab)
+                .unwrap()
+                .learn_launch,
+            2
         );
         let p = parse("", Scheme::Fast).unwrap();
         assert_eq!(
@@ -209,6 +239,8 @@ mod tests {
             e.contains("priority: expected a whole number from -128 to 127"),
             "{e}"
         );
+        let e = parse("learn_launch = -1", Scheme::Iolab).unwrap_err();
+        assert!(e.starts_with("function[1].learn_launch"), "{e}");
         let e = parse("gap_s = -1", Scheme::Iolab).unwrap_err();
         assert!(e.starts_with("function[1].gap_s"), "{e}");
         let e = parse("order = 'inode'", Scheme::Iolab).unwrap_err();

@@ -3,7 +3,8 @@
 //! launch, and prefetches it the next time it starts.
 //!
 //! * **Learning**: every guest request from the first one until the guest has been idle for
-//!   `gap` is logged (the launch sequence, in issue order).
+//!   `gap` is logged (the launch sequence, in issue order). With `learn_launch = n` the
+//!   first `n` such bursts (a guest's boot, say) pass unlogged and the next is learned.
 //! * **Post-processing**: the logged reads become disjoint extents (overlaps merged), put in
 //!   the dispatch [`Order`]: by LBA (IOLab), by file then LBA (the Windows prefetcher's
 //!   inode-and-offset order), or two-phase (FAST: metadata — reads that carry no file — in
@@ -150,6 +151,10 @@ pub struct LaunchPrefetcher {
     depth_since: Nanos,
     max_in_flight: usize,
     log_dropped: u64,
+    /// Bursts passed through unlogged before the learned one (`learn_launch`), and whether
+    /// the current one has moved data yet.
+    skipped: u32,
+    burst_seen: bool,
 }
 
 impl LaunchPrefetcher {
@@ -184,6 +189,8 @@ impl LaunchPrefetcher {
             depth_since: 0,
             max_in_flight: 0,
             log_dropped: 0,
+            skipped: 0,
+            burst_seen: false,
         }
     }
 
@@ -444,7 +451,10 @@ impl Function for LaunchPrefetcher {
         let k = Key::of(&io);
         match self.phase {
             Phase::Learning => {
-                if io.op.moves_data() {
+                if io.op.moves_data() && self.skipped < self.p.learn_launch {
+                    // A burst before the one to learn: it only has to end (the timer).
+                    self.burst_seen = true;
+                } else if io.op.moves_data() {
                     if self.log.len() < MAX_LOG {
                         self.at.entry(k).or_default().push(self.log.len());
                         self.log.push(k);
@@ -524,6 +534,10 @@ impl Function for LaunchPrefetcher {
             return;
         }
         match self.phase {
+            Phase::Learning if self.burst_seen => {
+                self.burst_seen = false;
+                self.skipped += 1;
+            }
             Phase::Learning if !self.log.is_empty() => {
                 self.plan();
                 self.phase = Phase::Armed;
@@ -569,6 +583,7 @@ impl Function for LaunchPrefetcher {
             ("max_queue_depth".into(), self.max_in_flight as f64),
             ("invalidated_extents".into(), self.invalidated as f64),
             ("log_dropped".into(), self.log_dropped as f64),
+            ("skipped_bursts".into(), self.skipped as f64),
         ]
     }
 }

@@ -19,6 +19,7 @@ fn params(order: Order, hold: Hold, depth: usize) -> Params {
         depth,
         priority: 1,
         gap: 100 * MS,
+        learn_launch: 0,
     }
 }
 
@@ -104,6 +105,43 @@ fn three_consecutive_matches_start_the_dispatcher_in_lba_order() {
     let own = own_reads(&a);
     assert!(own.iter().all(|io| io.priority == 1 && io.op == Op::Read));
     assert_eq!(own[0].len, 2 * K as u32, "the metadata read of 2 pages");
+}
+
+#[test]
+fn learn_launch_passes_the_bursts_before_it_unlogged() {
+    // A "boot" burst (pages 1, 2 and a flush), idle, a second burst (page 3), idle, then the
+    // launch: with learn_launch = 2 only the launch is learned and prefetched.
+    let mut p = params(Order::Lba, Hold::Launch, 8);
+    p.learn_launch = 2;
+    let mut h = Harness::new(LaunchPrefetcher::new(p, 1000), vec![disk(0, "d0")]).unwrap();
+    let flush = Request::new(0, Op::Flush, 0, 0).io(62);
+    for io in [read(60, 1, 1, None), read(61, 2, 1, None), flush] {
+        assert_eq!(submitted(&h.request(0, io)), vec![io]);
+        h.complete(MS, io, Status::Ok);
+    }
+    assert!(h.timer(101 * MS, IDLE).is_empty());
+    // A timer with no data moved since does not count as a burst.
+    assert!(h.timer(150 * MS, IDLE).is_empty());
+    assert_eq!(h.counter("skipped_bursts"), 1.0);
+    let io = read(63, 3, 1, None);
+    h.request(160 * MS, io);
+    h.complete(161 * MS, io, Status::Ok);
+    assert!(h.timer(261 * MS, IDLE).is_empty());
+    assert_eq!(
+        (h.counter("skipped_bursts"), h.counter("learned_requests")),
+        (2.0, 0.0)
+    );
+    for io in launch() {
+        assert_eq!(submitted(&h.request(270 * MS, io)), vec![io]);
+        h.complete(271 * MS, io, Status::Ok);
+    }
+    assert!(h.timer(371 * MS, IDLE).is_empty());
+    assert_eq!(
+        (h.counter("skipped_bursts"), h.counter("learned_requests")),
+        (2.0, 5.0)
+    );
+    let a = relaunch(&mut h, 3);
+    assert_eq!(own_pages(&a), vec![10, 20, 30, 40, 50]);
 }
 
 #[test]
