@@ -18,173 +18,14 @@
 
 mod common;
 
+use common::vm::{self, find_kernel, module_load_order, run_ok, which};
 use common::*;
-use std::collections::{HashMap, HashSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use wattio_core::{Op, TraceSource};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
-
-fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-}
-
-/// A kernel image and its module directory.
-fn find_kernel() -> Result<(PathBuf, PathBuf), String> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("WATTIO_VM_KERNEL") {
-        Some(k) => vec![PathBuf::from(k)],
-        None => {
-            let mut v: Vec<PathBuf> = std::fs::read_dir("/boot")
-                .map_err(|e| format!("/boot: {e}"))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("vmlinuz-"))
-                })
-                .collect();
-            v.sort();
-            v.reverse();
-            v
-        }
-    };
-    for k in candidates {
-        let Some(ver) = k
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix("vmlinuz-"))
-        else {
-            continue;
-        };
-        let mods = Path::new("/lib/modules").join(ver);
-        if std::fs::File::open(&k).is_ok() && mods.join("modules.dep").is_file() {
-            return Ok((k, mods));
-        }
-    }
-    Err("no readable /boot/vmlinuz-* with /lib/modules/<version>/modules.dep (install linux-image-cloud-amd64)".into())
-}
-
-/// `modules` and their dependencies, dependencies first, as paths relative to `mods`.
-/// An empty list when the kernel has them built in.
-fn module_load_order(mods: &Path, modules: &[&str]) -> Result<Vec<String>, String> {
-    let dep = std::fs::read_to_string(mods.join("modules.dep"))
-        .map_err(|e| format!("{}: {e}", mods.display()))?;
-    let mut deps: HashMap<String, Vec<String>> = HashMap::new();
-    for line in dep.lines() {
-        if let Some((m, d)) = line.split_once(':') {
-            deps.insert(
-                m.to_string(),
-                d.split_whitespace().map(str::to_string).collect(),
-            );
-        }
-    }
-    let builtin = std::fs::read_to_string(mods.join("modules.builtin")).unwrap_or_default();
-    fn visit(
-        m: &str,
-        deps: &HashMap<String, Vec<String>>,
-        seen: &mut HashSet<String>,
-        out: &mut Vec<String>,
-    ) {
-        if !seen.insert(m.to_string()) {
-            return;
-        }
-        for d in deps.get(m).into_iter().flatten() {
-            visit(d, deps, seen, out);
-        }
-        out.push(m.to_string());
-    }
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    for want in modules {
-        let file = format!("/{want}.ko");
-        if builtin.lines().any(|l| l.ends_with(&file)) {
-            continue;
-        }
-        let Some(m) = deps.keys().find(|k| k.ends_with(&file)) else {
-            return Err(format!(
-                "module {want} is neither built in nor an uncompressed .ko in {}",
-                mods.display()
-            ));
-        };
-        let m = m.clone();
-        visit(&m, &deps, &mut seen, &mut out);
-    }
-    Ok(out)
-}
-
-/// A `newc` cpio archive (what the kernel unpacks as an initramfs).
-struct Cpio {
-    out: Vec<u8>,
-    ino: u32,
-}
-
-impl Cpio {
-    fn new() -> Cpio {
-        Cpio {
-            out: Vec::new(),
-            ino: 1,
-        }
-    }
-    fn entry(&mut self, name: &str, mode: u32, rdev: (u32, u32), data: &[u8]) {
-        let fields = [
-            self.ino,
-            mode,
-            0,
-            0,
-            1,
-            0,
-            data.len() as u32,
-            0,
-            0,
-            rdev.0,
-            rdev.1,
-            name.len() as u32 + 1,
-            0,
-        ];
-        self.ino += 1;
-        self.out.extend_from_slice(b"070701");
-        for f in fields {
-            self.out.extend_from_slice(format!("{f:08x}").as_bytes());
-        }
-        self.out.extend_from_slice(name.as_bytes());
-        self.out.push(0);
-        self.pad();
-        self.out.extend_from_slice(data);
-        self.pad();
-    }
-    fn pad(&mut self) {
-        while !self.out.len().is_multiple_of(4) {
-            self.out.push(0);
-        }
-    }
-    fn dir(&mut self, name: &str) {
-        self.entry(name, 0o040755, (0, 0), &[]);
-    }
-    fn file(&mut self, name: &str, mode: u32, data: &[u8]) {
-        self.entry(name, 0o100000 | mode, (0, 0), data);
-    }
-    fn finish(mut self) -> Vec<u8> {
-        self.entry("TRAILER!!!", 0, (0, 0), &[]);
-        self.out
-    }
-}
-
-fn run(cmd: &mut Command) {
-    let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd:?}: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn md5_hex(data: &[u8]) -> String {
     let mut c = Command::new("md5sum")
@@ -235,7 +76,7 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         "busybox",
         "md5sum",
     ];
-    let missing: Vec<_> = tools.iter().filter(|t| which(t).is_none()).collect();
+    let missing = vm::missing(&tools);
     if !missing.is_empty() {
         eprintln!("SKIP vm_boot: {missing:?} not installed (scripts/install-apt.sh)");
         return;
@@ -285,57 +126,33 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         }
     }
     let img = d.path("root.img");
-    run(Command::new(which("mke2fs").unwrap())
-        .args([
-            "-q",
-            "-F",
-            "-t",
-            "ext2",
-            "-b",
-            "4096",
-            "-L",
-            "wattio-root",
-            "-d",
-        ])
-        .arg(&root)
-        .arg(&img)
-        .arg("16M"));
+    run_ok(
+        Command::new(which("mke2fs").unwrap())
+            .args([
+                "-q",
+                "-F",
+                "-t",
+                "ext2",
+                "-b",
+                "4096",
+                "-L",
+                "wattio-root",
+                "-d",
+            ])
+            .arg(&root)
+            .arg(&img)
+            .arg("16M"),
+    );
     let (it_first, it_last, bs) = inode_table_of_group0(&img);
 
     // The initramfs: busybox, the virtio modules, /dev/console, and an init that mounts
     // /dev/vda and switches to it.
-    let mut cpio = Cpio::new();
-    for dir in ["bin", "dev", "proc", "sys", "newroot", "lib", "lib/modules"] {
-        cpio.dir(dir);
-    }
-    cpio.entry("dev/console", 0o020600, (5, 1), &[]);
-    cpio.file("bin/busybox", 0o755, &busybox);
-    let mut insmods = String::new();
-    for (i, m) in load.iter().enumerate() {
-        let data = std::fs::read(mods.join(m)).unwrap();
-        let name = format!("lib/modules/{i:02}.ko");
-        cpio.file(&name, 0o644, &data);
-        insmods.push_str(&format!(
-            "$B insmod /{name} || echo \"insmod {m} failed\"\n"
-        ));
-    }
-    let rd_init = format!(
-        "#!/bin/busybox sh\n\
-         B=/bin/busybox\n\
-         $B mount -t devtmpfs devtmpfs /dev\n\
-         $B mount -t proc proc /proc\n\
-         $B mount -t sysfs sysfs /sys\n\
-         {insmods}\
-         i=0\n\
-         while [ ! -b /dev/vda ] && [ $i -lt 300 ]; do $B sleep 0.1; i=$((i+1)); done\n\
-         $B mount -t ext2 -o rw /dev/vda /newroot || {{ echo \"wattio-initramfs: cannot mount /dev/vda\"; $B poweroff -f; }}\n\
-         $B mount --move /dev /newroot/dev\n\
-         $B umount /proc /sys\n\
-         exec $B switch_root /newroot /sbin/init\n"
-    );
-    cpio.file("init", 0o755, rd_init.as_bytes());
+    let rd_body = "$B mount -t ext2 -o rw /dev/vda /newroot || { echo \"wattio-initramfs: cannot mount /dev/vda\"; $B poweroff -f; }\n\
+                   $B mount --move /dev /newroot/dev\n\
+                   $B umount /proc /sys\n\
+                   exec $B switch_root /newroot /sbin/init\n";
     let initrd = d.path("initrd.cpio");
-    std::fs::write(&initrd, cpio.finish()).unwrap();
+    std::fs::write(&initrd, vm::initramfs(&mods, &load, &busybox, rd_body)).unwrap();
 
     // Serve the image, capture, boot.
     let sock = d.path("s");
@@ -359,59 +176,8 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         assert!(t_spawn.elapsed() < Duration::from_secs(20), "no socket");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let t_qemu = t_spawn.elapsed();
-    let drive = format!(
-        "driver=raw,if=virtio,file.driver=nbd,file.server.type=unix,file.server.path={},file.export=root",
-        sock.display()
-    );
-    let mut qemu = Command::new(which("qemu-system-x86_64").unwrap())
-        .args([
-            "-accel",
-            "tcg",
-            "-m",
-            "256",
-            "-smp",
-            "1",
-            "-nographic",
-            "-no-reboot",
-        ])
-        .args(["-nic", "none", "-vga", "none", "-kernel"])
-        .arg(&kernel)
-        .arg("-initrd")
-        .arg(&initrd)
-        .args([
-            "-append",
-            "console=ttyS0 panic=-1 loglevel=3 rdinit=/init",
-            "-drive",
-            &drive,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut qout = qemu.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = qout.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = qemu.try_wait().unwrap() {
-            break Some(s);
-        }
-        if t0.elapsed() > BOOT_TIMEOUT {
-            let _ = qemu.kill();
-            let _ = qemu.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let t_exit = t_spawn.elapsed();
-    let console = reader.join().unwrap();
-    let mut qerr = String::new();
-    let _ = qemu.stderr.take().unwrap().read_to_string(&mut qerr);
+    let guest = vm::boot(&kernel, &initrd, &sock, "root", 256, BOOT_TIMEOUT, t_spawn);
+    let (t_qemu, t_exit) = (guest.started, guest.exited);
     // SAFETY: signalling the child this test started.
     unsafe {
         libc::kill(srv.id() as libc::pid_t, libc::SIGTERM);
@@ -422,19 +188,12 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         "guest booted and powered off in {:.1} s",
         (t_exit - t_qemu).as_secs_f64()
     );
-    let tail: String = console
-        .lines()
-        .rev()
-        .take(40)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let (console, tail) = (&guest.console, guest.tail(40));
     eprintln!("guest console (tail):\n{tail}");
     assert!(
-        status.is_some(),
-        "the guest did not power off within {BOOT_TIMEOUT:?}; console tail:\n{tail}\nqemu: {qerr}"
+        guest.powered_off,
+        "the guest did not power off within {BOOT_TIMEOUT:?}; console tail:\n{tail}\nqemu: {}",
+        guest.qemu_stderr
     );
     assert!(srv_out.status.success(), "wattio-live: {srv_err}");
 

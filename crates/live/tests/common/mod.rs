@@ -1,5 +1,7 @@
 #![allow(dead_code)]
 
+pub mod vm;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wattio_live::server::{ListenAddr, Server};
