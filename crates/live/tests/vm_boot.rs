@@ -152,7 +152,7 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
                    $B umount /proc /sys\n\
                    exec $B switch_root /newroot /sbin/init\n";
     let initrd = d.path("initrd.cpio");
-    std::fs::write(&initrd, vm::initramfs(&mods, &load, &busybox, rd_body)).unwrap();
+    std::fs::write(&initrd, vm::initramfs(&mods, &load, &busybox, 0, rd_body)).unwrap();
 
     // Serve the image, capture, boot.
     let sock = d.path("s");

@@ -166,9 +166,16 @@ impl Cpio {
 }
 
 /// An initramfs holding a static busybox, the modules `load` (from `mods`, in that order)
-/// and an init that mounts /dev, /proc and /sys, loads the modules, waits for /dev/vda and
-/// then runs `body` (busybox is `$B`; `/newroot` is an empty directory to mount on).
-pub fn initramfs(mods: &Path, load: &[String], busybox: &[u8], body: &str) -> Vec<u8> {
+/// and an init that mounts /dev, /proc and /sys, waits `quiet_s` seconds (the disk is
+/// untouched until the modules load), loads the modules, waits for /dev/vda and then runs
+/// `body` (busybox is `$B`; `/newroot` is an empty directory to mount on).
+pub fn initramfs(
+    mods: &Path,
+    load: &[String],
+    busybox: &[u8],
+    quiet_s: u32,
+    body: &str,
+) -> Vec<u8> {
     let mut cpio = Cpio::new();
     for dir in ["bin", "dev", "proc", "sys", "newroot", "lib", "lib/modules"] {
         cpio.dir(dir);
@@ -184,12 +191,18 @@ pub fn initramfs(mods: &Path, load: &[String], busybox: &[u8], body: &str) -> Ve
             "$B insmod /{name} || echo \"insmod {m} failed\"\n"
         ));
     }
+    let quiet = if quiet_s > 0 {
+        format!("$B sleep {quiet_s}\n")
+    } else {
+        String::new()
+    };
     let init = format!(
         "#!/bin/busybox sh\n\
          B=/bin/busybox\n\
          $B mount -t devtmpfs devtmpfs /dev\n\
          $B mount -t proc proc /proc\n\
          $B mount -t sysfs sysfs /sys\n\
+         {quiet}\
          {insmods}\
          i=0\n\
          while [ ! -b /dev/vda ] && [ $i -lt 300 ]; do $B sleep 0.1; i=$((i+1)); done\n\
