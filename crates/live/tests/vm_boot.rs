@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::vm::{self, find_kernel, module_load_order, run_ok, which};
+use common::vm::{self, which};
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -76,24 +76,8 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         "busybox",
         "md5sum",
     ];
-    let missing = vm::missing(&tools);
-    if !missing.is_empty() {
-        eprintln!("SKIP vm_boot: {missing:?} not installed (scripts/install-apt.sh)");
+    let Some((kernel, mods, load)) = vm::guest_kit("vm_boot", &tools) else {
         return;
-    }
-    let (kernel, mods) = match find_kernel() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("SKIP vm_boot: {e}");
-            return;
-        }
-    };
-    let load = match module_load_order(&mods, &["virtio_pci", "virtio_blk"]) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIP vm_boot: {e}");
-            return;
-        }
     };
     let busybox = std::fs::read(which("busybox").unwrap()).unwrap();
     let d = TempDir::new("vmboot");
@@ -126,23 +110,7 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         }
     }
     let img = d.path("root.img");
-    run_ok(
-        Command::new(which("mke2fs").unwrap())
-            .args([
-                "-q",
-                "-F",
-                "-t",
-                "ext2",
-                "-b",
-                "4096",
-                "-L",
-                "wattio-root",
-                "-d",
-            ])
-            .arg(&root)
-            .arg(&img)
-            .arg("16M"),
-    );
+    vm::mke2fs("ext2", "wattio-root", &[], &root, &img, "16M");
     let (it_first, it_last, bs) = inode_table_of_group0(&img);
 
     // The initramfs: busybox, the virtio modules, /dev/console, and an init that mounts

@@ -31,7 +31,7 @@
 
 mod common;
 
-use common::vm::{self, find_kernel, module_load_order, run_ok, which};
+use common::vm::{self, which};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -224,50 +224,27 @@ fn run_guest(
 
 #[test]
 fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
-    let missing = vm::missing(&["qemu-system-x86_64", "mke2fs", "busybox", "debootstrap"]);
-    if !missing.is_empty() {
-        eprintln!("SKIP vm_launch: {missing:?} not installed (scripts/install-apt.sh)");
+    let tools = ["qemu-system-x86_64", "mke2fs", "busybox", "debootstrap"];
+    let Some((kernel, mods, load)) = vm::guest_kit("vm_launch", &tools) else {
         return;
-    }
+    };
     // SAFETY: a plain query of this process's credentials.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIP vm_launch: debootstrap needs root");
         return;
     }
-    let (kernel, mods) = match find_kernel() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("SKIP vm_launch: {e}");
-            return;
-        }
-    };
-    let load = match module_load_order(&mods, &["virtio_pci", "virtio_blk"]) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIP vm_launch: {e}");
-            return;
-        }
-    };
     let root = debian_root().unwrap();
     let d = TempDir::new("vmlaunch");
     let img = d.path("debian.img");
     let size_mib = tree_bytes(&root) * 13 / 10 / (1 << 20) + 128;
-    run_ok(
-        Command::new(which("mke2fs").unwrap())
-            .args([
-                "-q",
-                "-F",
-                "-t",
-                "ext4",
-                "-b",
-                "4096",
-                "-L",
-                "wattio-debian",
-            ])
-            .args(["-E", "lazy_itable_init=0,lazy_journal_init=0", "-d"])
-            .arg(&root)
-            .arg(&img)
-            .arg(format!("{size_mib}M")),
+    let lazy = ["-E", "lazy_itable_init=0,lazy_journal_init=0"];
+    vm::mke2fs(
+        "ext4",
+        "wattio-debian",
+        &lazy,
+        &root,
+        &img,
+        &format!("{size_mib}M"),
     );
 
     // The guest: mount the Debian system read-only, let the boot's I/O end, then launch.

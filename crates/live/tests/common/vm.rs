@@ -212,6 +212,36 @@ pub fn initramfs(
     cpio.finish()
 }
 
+/// The kernel, its module directory and the virtio modules to load, for the guest test
+/// `test`; `None` after printing why the test skips (a tool of `tools`, the kernel or its
+/// modules missing).
+pub fn guest_kit(test: &str, tools: &[&str]) -> Option<(PathBuf, PathBuf, Vec<String>)> {
+    let missing = missing(tools);
+    if !missing.is_empty() {
+        eprintln!("SKIP {test}: {missing:?} not installed (scripts/install-apt.sh)");
+        return None;
+    }
+    let found = find_kernel().and_then(|(kernel, mods)| {
+        let load = module_load_order(&mods, &["virtio_pci", "virtio_blk"])?;
+        Ok((kernel, mods, load))
+    });
+    found.map_err(|e| eprintln!("SKIP {test}: {e}")).ok()
+}
+
+/// An ext2/3/4 image `img` of `size` (mke2fs's units: `16M`) with 4 KiB blocks, holding
+/// the tree `root` (`mke2fs -d`), plus mke2fs's `extra` arguments.
+pub fn mke2fs(fs: &str, label: &str, extra: &[&str], root: &Path, img: &Path, size: &str) {
+    run_ok(
+        Command::new(which("mke2fs").unwrap())
+            .args(["-q", "-F", "-t", fs, "-b", "4096", "-L", label])
+            .args(extra)
+            .arg("-d")
+            .arg(root)
+            .arg(img)
+            .arg(size),
+    );
+}
+
 pub fn run_ok(cmd: &mut Command) {
     let o = cmd.output().unwrap();
     assert!(
