@@ -1,6 +1,7 @@
-//! IOLab's case study live (issue 15, docs/launch.md "Live"): the IOLab prefetcher in front
-//! of a QEMU guest whose root file system is a real Debian system, an application launched
-//! cold inside it, captured without and with the prefetcher.
+//! IOLab's case study live (issue 15; docs/functions/iolab-prefetch.md, "Live, in front of a
+//! Debian guest"): the IOLab prefetcher in front of a QEMU guest whose root file system is a
+//! real Debian system, an application launched cold inside it, captured without and with
+//! the prefetcher.
 //!
 //! * The root file system is Debian 12 (`debootstrap --variant=minbase --include=python3
 //!   bookworm`), built once into `CARGO_TARGET_TMPDIR` and kept there (about 40 s and
@@ -12,22 +13,22 @@
 //!   modules — four times in the Debian system (`chroot`), each after `sync` and
 //!   `drop_caches` and an idle pause, timing each from /proc/uptime (the initramfs is in
 //!   memory, so the timing reads nothing from the disk).
-//! * The disk is the export of `wattio-live serve --config` with the image on an emulated
-//!   Seagate Constellation ES.3 (the reproduction's HDD): first with no function (before),
-//!   then with `iolab-prefetch` (`learn_launch` = the boot's bursts of I/O in the first
-//!   run's capture, plus one: the boot and the first launch pass unlogged, the second
+//! * The disk is the export of a `wattio serve --config` session with the image on an
+//!   emulated Seagate Constellation ES.3 (the reproduction's HDD): first with no function
+//!   (before), then with `iolab-prefetch` (`learn_launch` = the boot's bursts of I/O in the
+//!   first run's capture, plus one: the boot and the first launch pass unlogged, the second
 //!   launch is learned, the third and fourth are detected and prefetched in LBA order).
 //!
 //! Asserted: every launch ran (python printed its marker), the guest wrote nothing, the
 //! prefetcher skipped the boot and the first launch, learned the second whole, detected
 //! the last two, and answered at least 90 % of their requests from its buffers (IOLab:
-//! 95.4 %).
-//! And one function, two executors: the simulator, run on the live capture with the same
-//! config, makes the same decisions (the same counters, the prefetch time within 5 %). The guest-measured times are printed
-//! and written to `CARGO_TARGET_TMPDIR/vm_launch/report.json`, beside the two captures
-//! (`before.parquet`, `after.parquet`), as a demonstration, not
-//! asserted: the guest runs under software emulation (the reproduction takes launch times
-//! from the simulator, `wattio reproduce launch-…`).
+//! 95.4 %). And one function, two executors: the simulator, run on the live capture with
+//! the same config, makes the same decisions (the same counters, the prefetch time within
+//! 5 %). The guest-measured times are printed and written to
+//! `CARGO_TARGET_TMPDIR/vm_launch/report.json`, beside the two captures (`before.parquet`,
+//! `after.parquet`), as a demonstration, not asserted: the guest runs under software
+//! emulation (the reproduction takes launch times from the simulator, `wattio reproduce
+//! launch-…`).
 //!
 //! Skips (with a message) when a tool, the kernel or root is missing.
 
