@@ -61,6 +61,8 @@ const LEARNED: usize = 2;
 const GAP_S: f64 = 3.0;
 const PAUSE_S: u32 = 8;
 const QUIET_S: u32 = 8;
+/// The emulated disk of the prefetcher's runs: the reproduction's HDD.
+const HDD: &str = "seagate-constellation-es3-4tb";
 /// workloads/launch-python's command.
 const APP: &str = "import asyncio, decimal, email.mime.multipart, http.server, json, logging.handlers, multiprocessing, sqlite3, unittest, urllib.request, xml.dom.minidom, zipfile; print('wattio-launched')";
 
@@ -176,9 +178,11 @@ struct Run {
     boot_s: f64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_guest(
     d: &TempDir,
     tag: &str,
+    model: &str,
     functions: &str,
     img: &Path,
     kernel: &Path,
@@ -187,9 +191,7 @@ fn run_guest(
     let cfg = d.path(&format!("{tag}.toml"));
     std::fs::write(
         &cfg,
-        format!(
-            "[[device]]\nname = \"root\"\nmodel = \"seagate-constellation-es3-4tb\"\n{functions}"
-        ),
+        format!("[[device]]\nname = \"root\"\nmodel = \"{model}\"\n{functions}"),
     )
     .unwrap();
     let cap = d.path(&format!("{tag}.parquet"));
@@ -251,19 +253,32 @@ fn simulated_counters(d: &TempDir, tag: &str, until: u64, layer: &str) -> Vec<(S
         .counters()
 }
 
-#[test]
-fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
+/// What a guest test runs: the scratch directory, the Debian image (with `extra_mib` of
+/// zeros after its file system), the kernel and the initramfs that launches the application.
+struct Setup {
+    d: TempDir,
+    img: PathBuf,
+    kernel: PathBuf,
+    initrd: PathBuf,
+}
+
+/// The guest tests one at a time: they share the Debian tree (built by the first), and
+/// two emulated guests at once would slow each other past the burst rules above.
+static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `None` (after saying why) when the test skips. The files under `remove` (paths in the
+/// Debian tree) are deleted from the image after it is made, leaving holes of free space
+/// among the files written after them, as on a file system that has lived a while.
+fn setup(test: &str, extra_mib: u64, remove: &[&str]) -> Option<Setup> {
     let tools = ["qemu-system-x86_64", "mke2fs", "busybox", "debootstrap"];
-    let Some((kernel, mods, load)) = vm::guest_kit("vm_launch", &tools) else {
-        return;
-    };
+    let (kernel, mods, load) = vm::guest_kit(test, &tools)?;
     // SAFETY: a plain query of this process's credentials.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP vm_launch: debootstrap needs root");
-        return;
+        eprintln!("SKIP {test}: debootstrap needs root");
+        return None;
     }
     let root = debian_root().unwrap();
-    let d = TempDir::new("vmlaunch");
+    let d = TempDir::new(test);
     let img = d.path("debian.img");
     let size_mib = tree_bytes(&root) * 13 / 10 / (1 << 20) + 128;
     let lazy = ["-E", "lazy_itable_init=0,lazy_journal_init=0"];
@@ -275,6 +290,34 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         &img,
         &format!("{size_mib}M"),
     );
+    if !remove.is_empty() {
+        let mut cmds = String::new();
+        let mut stack: Vec<PathBuf> = remove.iter().map(|p| root.join(p)).collect();
+        while let Some(p) = stack.pop() {
+            let Ok(m) = p.symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+            } else {
+                let rel = p.strip_prefix(&root).unwrap();
+                cmds.push_str(&format!("rm /{}\n", rel.display()));
+            }
+        }
+        let f = d.path("remove.debugfs");
+        std::fs::write(&f, cmds).unwrap();
+        vm::run_ok(
+            Command::new(which("debugfs").unwrap())
+                .args(["-w", "-f"])
+                .arg(&f)
+                .arg(&img),
+        );
+        vm::run_ok(Command::new(which("e2fsck").unwrap()).arg("-fn").arg(&img));
+    }
+    if extra_mib > 0 {
+        let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+        f.set_len((size_mib + extra_mib) << 20).unwrap();
+    }
 
     // The guest: mount the Debian system read-only, let the boot's I/O end, then launch.
     let body = format!(
@@ -300,8 +343,27 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         vm::initramfs(&mods, &load, &busybox, QUIET_S, &body),
     )
     .unwrap();
+    Some(Setup {
+        d,
+        img,
+        kernel,
+        initrd,
+    })
+}
 
-    let before = run_guest(&d, "before", "", &img, &kernel, &initrd);
+#[test]
+fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(Setup {
+        d,
+        img,
+        kernel,
+        initrd,
+    }) = setup("vm_launch", 0, &[])
+    else {
+        return;
+    };
+    let before = run_guest(&d, "before", HDD, "", &img, &kernel, &initrd);
     // The boot's bursts, from the run without the prefetcher: QEMU's probe of the disk when
     // it starts, then (QUIET_S later) the partition scan and the mount. The prefetcher
     // passes those and the launches before the learned one unlogged.
@@ -314,6 +376,7 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
     let after = run_guest(
         &d,
         "after",
+        HDD,
         &format!(
             "\n[[function]]\nkind = \"iolab-prefetch\"\nlearn_launch = {}\ngap_s = {GAP_S}\n",
             boot_bursts + LEARNED - 1
@@ -418,4 +481,124 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         (live_t - sim_t).abs() <= 0.05 * sim_t,
         "prefetch time: live {live_t} s, simulated {sim_t} s"
     );
+}
+
+/// Parts of the Debian tree the launch never reads, removed from the FS2 test's image:
+/// standard-library modules python3 does not import for the launch (and their compiled
+/// forms), written among the modules it does import.
+const UNUSED: [&str; 7] = [
+    "usr/lib/python3.11/pydoc_data",
+    "usr/lib/python3.11/test",
+    "usr/lib/python3.11/xmlrpc",
+    "usr/lib/python3.11/wsgiref",
+    "usr/lib/python3.11/turtle.py",
+    "usr/lib/python3.11/__pycache__/turtle.cpython-311.pyc",
+    "usr/lib/python3.11/__pycache__/pydoc.cpython-311.pyc",
+];
+
+/// FS2 live over a real ext4 file system (issue 14's live item): the Debian image served
+/// on an emulated FS2 drive (`wd800-fs2-mechanical`, the thesis's WD 80 GB), FS2 reading
+/// the free space from the image's own block bitmaps (`ext_image`) and keeping its replica
+/// table in a journal after the file system's end. The guest's four launches make a region
+/// hot and blocks read elsewhere get replicas in free space near it; a second boot on a
+/// new server recovers the table and reads replicas from its first launch on. Every launch
+/// ran (python imported its modules through the replicas), and no block the file system
+/// uses changed: FS2 wrote only where the bitmaps say free and in its journal.
+#[test]
+fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let journal_kb = 1024;
+    let Some(Setup {
+        d,
+        img,
+        kernel,
+        initrd,
+    }) = setup("vm_fs2", 8, &UNUSED)
+    else {
+        return;
+    };
+    let pristine = d.path("pristine.img");
+    std::fs::copy(&img, &pristine).unwrap();
+    let fs2 = format!(
+        "\n[[function]]\nkind = \"fs2\"\ndisk = \"root\"\next_image = {:?}\nregion_mb = 16\nepoch_s = 2\njournal_kb = {journal_kb}\nmax_replica_blocks = 65536\n",
+        img.display().to_string()
+    );
+    let drive = "wd800-fs2-mechanical";
+    let first = run_guest(&d, "fs2-1", drive, &fs2, &img, &kernel, &initrd);
+    let second = run_guest(&d, "fs2-2", drive, &fs2, &img, &kernel, &initrd);
+    let c1 = |n: &str| layer_counter(&first.summary, "fs2", n);
+    let c2 = |n: &str| layer_counter(&second.summary, "fs2", n);
+    let names = [
+        "reads",
+        "reads_unreplicated",
+        "reads_partly_replicated",
+        "reads_redirected",
+        "reads_original_closer",
+        "replicas_created",
+        "copies",
+        "replica_blocks",
+        "recovered_replicas",
+        "free_blocks",
+        "epochs",
+        "target_changes",
+        "candidates",
+        "candidates_skipped",
+        "candidates_dropped_no_space",
+        "suspensions",
+    ];
+    let report = serde_json::json!({
+        "disk": format!("{drive} (emulated)"),
+        "first": {
+            "launch_s": first.times.iter().map(|t| t.1).collect::<Vec<_>>(),
+            "fs2": names.iter().map(|n| (n.to_string(), serde_json::json!(c1(n)))).collect::<serde_json::Map<_, _>>(),
+        },
+        "second": {
+            "launch_s": second.times.iter().map(|t| t.1).collect::<Vec<_>>(),
+            "fs2": names.iter().map(|n| (n.to_string(), serde_json::json!(c2(n)))).collect::<serde_json::Map<_, _>>(),
+        },
+    });
+    let text = serde_json::to_string_pretty(&report).unwrap();
+    eprintln!("{text}");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm_fs2");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("report.json"), &text).unwrap();
+
+    for (tag, r) in [("first", &first), ("second", &second)] {
+        assert_eq!(r.times.len(), LAUNCHES, "[{tag}] launches");
+        assert!(r.times.iter().all(|t| t.0 == 0), "[{tag}] a launch failed");
+        assert_eq!(r.summary.stats.writes, 0, "[{tag}] the guest wrote");
+        assert_eq!(r.summary.stats.errors, 0, "[{tag}]");
+    }
+    assert!(c1("replicas_created") > 0.0 && c1("reads_redirected") > 0.0);
+    // The second server starts from the first one's table.
+    assert_eq!(c2("recovered_replicas"), c1("replica_blocks"));
+    assert!(c2("reads_redirected") > 0.0);
+
+    // Every block the file system uses is as it was; what changed is free space or the
+    // journal after the file system's end.
+    let free = wattio_functions::placement::fs2::ext::free_space(&pristine).unwrap();
+    let fs_end = free.blocks * free.block_size;
+    let (a, b) = (
+        std::fs::read(&pristine).unwrap(),
+        std::fs::read(&img).unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    let mut changed_free = 0u64;
+    let mut at = 0u64;
+    for &(s, e) in free.extents.iter().chain([(fs_end, fs_end)].iter()) {
+        let (s, e) = (s.min(fs_end), e.min(fs_end));
+        assert!(
+            a[at as usize..s as usize] == b[at as usize..s as usize],
+            "a used block in {at}..{s} changed"
+        );
+        changed_free += a[s as usize..e as usize]
+            .chunks(4096)
+            .zip(b[s as usize..e as usize].chunks(4096))
+            .filter(|(x, y)| x != y)
+            .count() as u64;
+        at = e;
+    }
+    eprintln!("free blocks written (replicas): {changed_free}");
+    assert!(changed_free > 0, "no replica landed in the image");
+    assert!(b.len() as u64 - fs_end >= journal_kb << 10);
 }
