@@ -30,6 +30,9 @@
 //! emulation (the reproduction takes launch times from the simulator, `wattio reproduce
 //! launch-…`).
 //!
+//! The second test serves the same guest's image through FS2 instead (issue 14's live
+//! item; its comment says what it checks). The two run one at a time.
+//!
 //! Skips (with a message) when a tool, the kernel or root is missing.
 
 mod common;
@@ -503,7 +506,8 @@ const UNUSED: [&str; 7] = [
 /// hot and blocks read elsewhere get replicas in free space near it; a second boot on a
 /// new server recovers the table and reads replicas from its first launch on. Every launch
 /// ran (python imported its modules through the replicas), and no block the file system
-/// uses changed: FS2 wrote only where the bitmaps say free and in its journal.
+/// uses changed: FS2 wrote only where the bitmaps say free and in its journal. The report
+/// and both captures go to `CARGO_TARGET_TMPDIR/vm_fs2/`.
 #[test]
 fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
@@ -562,6 +566,10 @@ fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm_fs2");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("report.json"), &text).unwrap();
+    for tag in ["fs2-1", "fs2-2"] {
+        let cap = d.path(&format!("{tag}.parquet"));
+        std::fs::copy(&cap, out.join(format!("{tag}.parquet"))).unwrap();
+    }
 
     for (tag, r) in [("first", &first), ("second", &second)] {
         assert_eq!(r.times.len(), LAUNCHES, "[{tag}] launches");
