@@ -150,6 +150,9 @@ pub struct Fs2 {
     region_blocks: u64,
     /// Byte extents known free at start (config and ext image), applied at attach.
     initial_free: Vec<(u64, u64)>,
+    /// Where the `ext_image`'s file system ends (bytes; 0 without one): the table's journal
+    /// must lie past it, where the file system will never allocate.
+    ext_end: u64,
     free: FreeMap,
     table: ReplicaTable,
     /// Predicted head position: the end of the last I/O sent to the disk.
@@ -233,8 +236,11 @@ impl Fs2 {
             .iter()
             .map(|&[o, l]| (o, o.saturating_add(l)))
             .collect();
+        let mut ext_end = 0;
         if let Some(img) = &p.ext_image {
-            initial_free.extend(ext::free_space(img)?.extents);
+            let e = ext::free_space(img)?;
+            ext_end = e.blocks.saturating_mul(e.block_size);
+            initial_free.extend(e.extents);
         }
         Ok(Fs2 {
             layer,
@@ -245,6 +251,7 @@ impl Fs2 {
             blocks: 0,
             region_blocks: p.region_bytes / BLOCK,
             initial_free,
+            ext_end,
             free: FreeMap::with_buckets(p.max_free_extents, p.region_bytes / BLOCK),
             table: ReplicaTable::new(p.region_bytes / BLOCK),
             head: 0,
@@ -1080,6 +1087,14 @@ impl Function for Fs2 {
             let slot = (self.layer % 8) as u64;
             let mut region = Region::at_end(d, len * (slot + 1))?;
             region.len = len;
+            if region.offset < self.ext_end {
+                // Free space now, but the file system may allocate it later and overwrite
+                // the table (or the table its files).
+                return Err(format!(
+                    "journal_kb: the replica table's journal ({} bytes at offset {} of `{}`) lies inside the file system of ext_image (its first {} bytes); leave room past the file system or lower max_replica_blocks (16 bytes each)",
+                    region.len, region.offset, d.name, self.ext_end
+                ));
+            }
             // The table's region (and what lies past it) is never free space.
             self.free.remove(region.offset / BLOCK, self.blocks);
             self.journal = Some(Journal::new(JournalConfig {

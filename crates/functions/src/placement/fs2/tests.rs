@@ -816,6 +816,29 @@ fn free_space_from_mkfs_images_bitmaps() {
             .map(|&(s, z)| (z.min(TOY_BLOCKS * BLOCK) - s.min(TOY_BLOCKS * BLOCK)) / 4096)
             .sum();
         assert_eq!(f.free_blocks(), in_toy, "{fs}");
+        // A persisted table's journal goes at the disk's end, which must lie past the file
+        // system: here the disk is the image (300 MiB), then 1 MiB more than the region.
+        let journaled = |capacity: u64| {
+            let mut f = Fs2::new(
+                params(&format!(
+                    "ext_image = '{}'\njournal_kb = 64\nmax_replica_blocks = 1024",
+                    img.display()
+                )),
+                0,
+            )
+            .unwrap();
+            let mut d = disk(0, "d");
+            d.geometry = Some(Arc::new(Toy));
+            d.capacity = capacity;
+            f.attach(&[d])
+        };
+        let err = journaled(300 << 20).unwrap_err();
+        assert!(
+            err.starts_with("journal_kb: the replica table's journal")
+                && err.contains("inside the file system of ext_image (its first 314572800 bytes)"),
+            "{fs}: {err}"
+        );
+        journaled(301 << 20).unwrap();
         // Damage: a bad magic is an error naming the field and offset.
         let mut bytes = std::fs::read(&img).unwrap();
         bytes[1024 + 56] = 0;
