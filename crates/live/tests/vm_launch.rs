@@ -265,6 +265,36 @@ struct Setup {
     initrd: PathBuf,
 }
 
+/// Print `report` and keep it, with the captures of the runs `tags`, in
+/// `CARGO_TARGET_TMPDIR/<dir>/`.
+fn keep(d: &TempDir, dir: &str, report: &serde_json::Value, tags: &[&str]) {
+    let text = serde_json::to_string_pretty(report).unwrap();
+    eprintln!("{text}");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("report.json"), &text).unwrap();
+    for tag in tags {
+        let cap = d.path(&format!("{tag}.parquet"));
+        std::fs::copy(&cap, out.join(format!("{tag}.parquet"))).unwrap();
+    }
+}
+
+/// Every launch of every run ran, and the guest (its root mounted read-only, so every boot
+/// sees the same disk) wrote nothing.
+fn ran(runs: &[(&str, &Run)]) {
+    for (tag, r) in runs {
+        assert_eq!(
+            r.times.len(),
+            LAUNCHES,
+            "[{tag}] the guest reported {} launches",
+            r.times.len()
+        );
+        assert!(r.times.iter().all(|t| t.0 == 0), "[{tag}] a launch failed");
+        assert_eq!(r.summary.stats.writes, 0, "[{tag}] the guest wrote");
+        assert_eq!(r.summary.stats.errors, 0, "[{tag}]");
+    }
+}
+
 /// The guest tests one at a time: they share the Debian tree (built by the first), and
 /// two emulated guests at once would slow each other past the burst rules above.
 static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -419,28 +449,8 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         },
         "after_simulated_on_its_capture": sim.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
     });
-    let text = serde_json::to_string_pretty(&report).unwrap();
-    eprintln!("{text}");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm_launch");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("report.json"), &text).unwrap();
-    for tag in ["before", "after"] {
-        let cap = d.path(&format!("{tag}.parquet"));
-        std::fs::copy(&cap, out.join(format!("{tag}.parquet"))).unwrap();
-    }
-
-    for (tag, r) in [("before", &before), ("after", &after)] {
-        assert_eq!(
-            r.times.len(),
-            LAUNCHES,
-            "[{tag}] the guest reported {} launches",
-            r.times.len()
-        );
-        assert!(r.times.iter().all(|t| t.0 == 0), "[{tag}] a launch failed");
-        // Read-only: the guest wrote nothing, so both boots saw the same disk.
-        assert_eq!(r.summary.stats.writes, 0, "[{tag}] the guest wrote");
-        assert_eq!(r.summary.stats.errors, 0, "[{tag}]");
-    }
+    keep(&d, "vm_launch", &report, &["before", "after"]);
+    ran(&[("before", &before), ("after", &after)]);
     // Without the prefetcher, the boot and each launch apart. (With it, a paused launch is
     // two bursts when its prefetch takes longer than GAP_S.)
     assert_eq!(
@@ -561,22 +571,8 @@ fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
             "fs2": names.iter().map(|n| (n.to_string(), serde_json::json!(c2(n)))).collect::<serde_json::Map<_, _>>(),
         },
     });
-    let text = serde_json::to_string_pretty(&report).unwrap();
-    eprintln!("{text}");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm_fs2");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("report.json"), &text).unwrap();
-    for tag in ["fs2-1", "fs2-2"] {
-        let cap = d.path(&format!("{tag}.parquet"));
-        std::fs::copy(&cap, out.join(format!("{tag}.parquet"))).unwrap();
-    }
-
-    for (tag, r) in [("first", &first), ("second", &second)] {
-        assert_eq!(r.times.len(), LAUNCHES, "[{tag}] launches");
-        assert!(r.times.iter().all(|t| t.0 == 0), "[{tag}] a launch failed");
-        assert_eq!(r.summary.stats.writes, 0, "[{tag}] the guest wrote");
-        assert_eq!(r.summary.stats.errors, 0, "[{tag}]");
-    }
+    keep(&d, "vm_fs2", &report, &["fs2-1", "fs2-2"]);
+    ran(&[("fs2-1", &first), ("fs2-2", &second)]);
     assert!(c1("replicas_created") > 0.0 && c1("reads_redirected") > 0.0);
     // The second server starts from the first one's table.
     assert_eq!(c2("recovered_replicas"), c1("replica_blocks"));
