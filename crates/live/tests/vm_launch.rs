@@ -181,40 +181,28 @@ struct Run {
     boot_s: f64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_guest(
-    d: &TempDir,
-    tag: &str,
-    model: &str,
-    functions: &str,
-    img: &Path,
-    kernel: &Path,
-    initrd: &Path,
-) -> Run {
-    let cfg = d.path(&format!("{tag}.toml"));
+/// One boot of the guest of `s` on a server for a config of one device `root` of `model`
+/// and `functions`, capturing to `<tag>.parquet` beside `<tag>.toml`.
+fn run_guest(s: &Setup, tag: &str, model: &str, functions: &str) -> Run {
+    let cfg = s.d.path(&format!("{tag}.toml"));
     std::fs::write(
         &cfg,
         format!("[[device]]\nname = \"root\"\nmodel = \"{model}\"\n{functions}"),
     )
     .unwrap();
-    let cap = d.path(&format!("{tag}.parquet"));
-    let session = wattio_live::setup::build_from_config(&wattio_live::setup::ConfigServe {
-        config: cfg,
-        images: vec![("root".into(), img.to_path_buf())],
-        direct: false,
-        capture: Some(cap.clone()),
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
-    let sock = d.path(&format!("{tag}.sock"));
-    let srv = wattio_live::server::Server::start(
-        session,
-        &wattio_live::server::ListenAddr::Unix(sock.clone()),
-    )
-    .unwrap();
+    let cap = s.d.path(&format!("{tag}.parquet"));
+    let sock = s.d.path(&format!("{tag}.sock"));
+    let srv = serve_config_capturing(&cfg, &[("root", &s.img)], &sock, Some(&cap));
     let epoch = Instant::now();
-    let guest = vm::boot(kernel, initrd, &sock, "root", 1024, BOOT_TIMEOUT, epoch);
+    let guest = vm::boot(
+        &s.kernel,
+        &s.initrd,
+        &sock,
+        "root",
+        1024,
+        BOOT_TIMEOUT,
+        epoch,
+    );
     let summary = srv.shutdown(Duration::from_secs(5)).unwrap();
     let tail = guest.tail(30);
     eprintln!("[{tag}] guest console (tail):\n{tail}");
@@ -387,16 +375,11 @@ fn setup(test: &str, extra_mib: u64, remove: &[&str]) -> Option<Setup> {
 #[test]
 fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(Setup {
-        d,
-        img,
-        kernel,
-        initrd,
-    }) = setup("vm_launch", 0, &[])
-    else {
+    let Some(g) = setup("vm_launch", 0, &[]) else {
         return;
     };
-    let before = run_guest(&d, "before", HDD, "", &img, &kernel, &initrd);
+    let d = &g.d;
+    let before = run_guest(&g, "before", HDD, "");
     // The boot's bursts, from the run without the prefetcher: QEMU's probe of the disk when
     // it starts, then (QUIET_S later) the partition scan and the mount. The prefetcher
     // passes those and the launches before the learned one unlogged.
@@ -407,20 +390,17 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         before.bursts
     );
     let after = run_guest(
-        &d,
+        &g,
         "after",
         HDD,
         &format!(
             "\n[[function]]\nkind = \"iolab-prefetch\"\nlearn_launch = {}\ngap_s = {GAP_S}\n",
             boot_bursts + LEARNED - 1
         ),
-        &img,
-        &kernel,
-        &initrd,
     );
 
     let c = |n: &str| layer_counter(&after.summary, "iolab-prefetch", n);
-    let sim = simulated_counters(&d, "after", after.summary.duration_ns, "iolab-prefetch");
+    let sim = simulated_counters(d, "after", after.summary.duration_ns, "iolab-prefetch");
     let s = |n: &str| sim.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
     eprintln!("simulated on the live capture: {sim:?}");
     let report = serde_json::json!({
@@ -449,7 +429,7 @@ fn the_iolab_prefetcher_serves_a_cold_launch_in_a_debian_guest() {
         },
         "after_simulated_on_its_capture": sim.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
     });
-    keep(&d, "vm_launch", &report, &["before", "after"]);
+    keep(d, "vm_launch", &report, &["before", "after"]);
     ran(&[("before", &before), ("after", &after)]);
     // Without the prefetcher, the boot and each launch apart. (With it, a paused launch is
     // two bursts when its prefetch takes longer than GAP_S.)
@@ -522,24 +502,19 @@ const UNUSED: [&str; 7] = [
 fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
     let journal_kb = 1024;
-    let Some(Setup {
-        d,
-        img,
-        kernel,
-        initrd,
-    }) = setup("vm_fs2", 8, &UNUSED)
-    else {
+    let Some(g) = setup("vm_fs2", 8, &UNUSED) else {
         return;
     };
+    let (d, img) = (&g.d, &g.img);
     let pristine = d.path("pristine.img");
-    std::fs::copy(&img, &pristine).unwrap();
+    std::fs::copy(img, &pristine).unwrap();
     let fs2 = format!(
         "\n[[function]]\nkind = \"fs2\"\ndisk = \"root\"\next_image = {:?}\nregion_mb = 16\nepoch_s = 2\njournal_kb = {journal_kb}\nmax_replica_blocks = 65536\n",
         img.display().to_string()
     );
     let drive = "wd800-fs2-mechanical";
-    let first = run_guest(&d, "fs2-1", drive, &fs2, &img, &kernel, &initrd);
-    let second = run_guest(&d, "fs2-2", drive, &fs2, &img, &kernel, &initrd);
+    let first = run_guest(&g, "fs2-1", drive, &fs2);
+    let second = run_guest(&g, "fs2-2", drive, &fs2);
     let c1 = |n: &str| layer_counter(&first.summary, "fs2", n);
     let c2 = |n: &str| layer_counter(&second.summary, "fs2", n);
     let names = [
@@ -571,7 +546,7 @@ fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
             "fs2": names.iter().map(|n| (n.to_string(), serde_json::json!(c2(n)))).collect::<serde_json::Map<_, _>>(),
         },
     });
-    keep(&d, "vm_fs2", &report, &["fs2-1", "fs2-2"]);
+    keep(d, "vm_fs2", &report, &["fs2-1", "fs2-2"]);
     ran(&[("fs2-1", &first), ("fs2-2", &second)]);
     assert!(c1("replicas_created") > 0.0 && c1("reads_redirected") > 0.0);
     // The second server starts from the first one's table.
@@ -584,7 +559,7 @@ fn fs2_replicates_into_an_ext4_images_free_space_under_a_debian_guest() {
     let fs_end = free.blocks * free.block_size;
     let (a, b) = (
         std::fs::read(&pristine).unwrap(),
-        std::fs::read(&img).unwrap(),
+        std::fs::read(img).unwrap(),
     );
     assert_eq!(a.len(), b.len());
     let mut changed_free = 0u64;

@@ -170,6 +170,16 @@ pub fn run_config(d: &TempDir, body: &str) -> PathBuf {
 /// A server for a run config (`wattio serve --config`) over `images` (device name, image
 /// path), on a Unix socket.
 pub fn serve_config(cfg: &Path, images: &[(&str, &Path)], sock: &Path) -> Server {
+    serve_config_capturing(cfg, images, sock, None)
+}
+
+/// [`serve_config`], capturing the guest's requests to `capture` (`--capture`) if given.
+pub fn serve_config_capturing(
+    cfg: &Path,
+    images: &[(&str, &Path)],
+    sock: &Path,
+    capture: Option<&Path>,
+) -> Server {
     let session = setup::build_from_config(&setup::ConfigServe {
         config: cfg.to_path_buf(),
         images: images
@@ -177,7 +187,7 @@ pub fn serve_config(cfg: &Path, images: &[(&str, &Path)], sock: &Path) -> Server
             .map(|(n, p)| (n.to_string(), p.to_path_buf()))
             .collect(),
         direct: false,
-        capture: None,
+        capture: capture.map(Path::to_path_buf),
         workers: 2,
         poll_us: None,
     })
