@@ -27,24 +27,6 @@ use wattio_core::{Op, TraceSource};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn md5_hex(data: &[u8]) -> String {
-    let mut c = Command::new("md5sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        c.stdin.take().unwrap().write_all(data).unwrap();
-    }
-    let o = c.wait_with_output().unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 /// `(first block, last block)` of group 0's inode table, and the block size.
 fn inode_table_of_group0(img: &Path) -> (u64, u64, u64) {
     let o = Command::new(which("dumpe2fs").unwrap())
@@ -166,7 +148,7 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
     assert!(srv_out.status.success(), "wattio-live: {srv_err}");
 
     // The guest read the data file through the export, then wrote the marker.
-    let md5 = md5_hex(&blob);
+    let md5 = vm::md5_hex(&blob);
     assert!(
         console.contains(&format!("{md5}  /data/blob")),
         "guest did not print the data file's md5 {md5}; console tail:\n{tail}"

@@ -242,6 +242,25 @@ pub fn mke2fs(fs: &str, label: &str, extra: &[&str], root: &Path, img: &Path, si
     );
 }
 
+/// The MD5 of `data` as `md5sum` prints it (what a guest's busybox `md5sum` reports).
+pub fn md5_hex(data: &[u8]) -> String {
+    let mut c = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(data).unwrap();
+    }
+    let o = c.wait_with_output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
 pub fn run_ok(cmd: &mut Command) {
     let o = cmd.output().unwrap();
     assert!(
