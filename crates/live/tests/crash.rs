@@ -23,12 +23,13 @@
 
 mod common;
 
+use common::powercut::{power_cut_image, shim};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use wattio_live::client::Client;
 use wattio_live::proto::{CMD_FLAG_FUA, CMD_FLUSH, CMD_WRITE};
@@ -43,24 +44,6 @@ const QD: usize = 16;
 /// A trial's server is killed this long after it came up even if its connections have not
 /// had the durable answers the trial waits for.
 const KILL_DEADLINE: Duration = Duration::from_secs(20);
-
-/// The shim, compiled once per test run.
-fn shim() -> &'static Path {
-    static SHIM: OnceLock<PathBuf> = OnceLock::new();
-    SHIM.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/powercut_shim.c");
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("powercut_shim.so");
-        let st = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .arg("-ldl")
-            .status()
-            .expect("cc (the C compiler) is needed to build the power-loss shim");
-        assert!(st.success(), "building {} failed", src.display());
-        out
-    })
-}
 
 /// The laptop disk of the catalogue with its mechanics sped up (seek, rotation, spin-down
 /// and spin-up a hundred times faster), so a trial can spin it down and up in milliseconds.
@@ -214,63 +197,6 @@ fn drive(
         .ok()
         .map(|t| t.0.into_inner().unwrap())
         .unwrap()
-}
-
-/// The image a power cut at the end of `journal` could leave of the shim's tracked file
-/// number `file`: `initial` plus every write to it made durable by a sync of it that began
-/// after the write returned; all other writes dropped.
-fn power_cut_image(initial: &[u8], journal: &[u8], file: u32) -> Vec<u8> {
-    struct Rec {
-        kind: u8,
-        a: u64,
-        b: u64,
-        data: std::ops::Range<usize>,
-    }
-    let mut recs = Vec::new();
-    let mut p = 0;
-    while p + 24 <= journal.len() {
-        let kind = journal[p];
-        let of = u32::from_ne_bytes(journal[p + 4..p + 8].try_into().unwrap());
-        let a = u64::from_ne_bytes(journal[p + 8..p + 16].try_into().unwrap());
-        let b = u64::from_ne_bytes(journal[p + 16..p + 24].try_into().unwrap());
-        let n = if kind == b'W' { b as usize } else { 0 };
-        if p + 24 + n > journal.len() {
-            break; // a record cut off by the kill
-        }
-        if of != file {
-            p += 24 + n;
-            continue;
-        }
-        recs.push(Rec {
-            kind,
-            a,
-            b,
-            data: p + 24..p + 24 + n,
-        });
-        p += 24 + n;
-    }
-    // Writes before the begin of the last sync that returned are durable.
-    let mut begin: HashMap<u64, usize> = HashMap::new();
-    let mut durable_before = 0;
-    for (i, r) in recs.iter().enumerate() {
-        match r.kind {
-            b'B' => {
-                begin.insert(r.a, i);
-            }
-            b'E' => durable_before = durable_before.max(begin[&r.a]),
-            _ => {}
-        }
-    }
-    let mut img = initial.to_vec();
-    for r in &recs[..durable_before] {
-        let (off, len) = (r.a as usize, r.b as usize);
-        match r.kind {
-            b'W' => img[off..off + len].copy_from_slice(&journal[r.data.clone()]),
-            b'Z' => img[off..off + len].fill(0),
-            _ => {}
-        }
-    }
-    img
 }
 
 struct Outcome {

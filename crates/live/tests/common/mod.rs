@@ -1,5 +1,6 @@
 #![allow(dead_code)]
 
+pub mod powercut;
 pub mod vm;
 
 use std::path::{Path, PathBuf};

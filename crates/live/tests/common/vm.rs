@@ -273,8 +273,10 @@ pub fn run_ok(cmd: &mut Command) {
 
 /// How a guest's run went.
 pub struct Boot {
-    /// False when it had not powered off within the timeout (and was killed).
+    /// False when it had not powered off within the timeout (and was killed), or was cut.
     pub powered_off: bool,
+    /// Its power was cut ([`boot_watching`]).
+    pub cut: bool,
     /// Everything it printed on its serial console.
     pub console: String,
     pub qemu_stderr: String,
@@ -303,10 +305,38 @@ pub fn boot(
     timeout: Duration,
     epoch: Instant,
 ) -> Boot {
+    boot_watching(
+        kernel,
+        initrd,
+        sock,
+        export,
+        (mem_mb, ""),
+        timeout,
+        epoch,
+        &mut |_| false,
+    )
+}
+
+/// [`boot`], with `extra` appended to the kernel's command line (the guest reads it in
+/// /proc/cmdline) and every console line shown to `cut` as it comes: when `cut` returns
+/// true the machine loses its power there and then (QEMU is killed; whatever `cut` did
+/// first, such as killing the server, happened before).
+#[allow(clippy::too_many_arguments)]
+pub fn boot_watching(
+    kernel: &Path,
+    initrd: &Path,
+    sock: &Path,
+    export: &str,
+    (mem_mb, extra): (u32, &str),
+    timeout: Duration,
+    epoch: Instant,
+    cut: &mut dyn FnMut(&str) -> bool,
+) -> Boot {
     let drive = format!(
         "driver=raw,if=virtio,file.driver=nbd,file.server.type=unix,file.server.path={},file.export={export}",
         sock.display()
     );
+    let append = format!("console=ttyS0 panic=-1 loglevel=3 rdinit=/init {extra}");
     let started = epoch.elapsed();
     let mut qemu = Command::new(which("qemu-system-x86_64").unwrap())
         .args(["-accel", "tcg", "-m", &mem_mb.to_string()])
@@ -315,25 +345,38 @@ pub fn boot(
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
-        .args([
-            "-append",
-            "console=ttyS0 panic=-1 loglevel=3 rdinit=/init",
-            "-drive",
-            &drive,
-        ])
+        .args(["-append", append.trim_end(), "-drive", &drive])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut qout = qemu.stdout.take().unwrap();
+    let qout = qemu.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = qout.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(qout);
+        let mut line = Vec::new();
+        while r.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(String::from_utf8_lossy(&line).into_owned());
+            line.clear();
+        }
     });
+    let mut console = String::new();
+    let mut was_cut = false;
     let t0 = Instant::now();
     let powered_off = loop {
+        while let Ok(l) = lines.try_recv() {
+            console.push_str(&l);
+            if !was_cut && cut(l.trim_end()) {
+                was_cut = true;
+            }
+        }
+        if was_cut {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            break false;
+        }
         if qemu.try_wait().unwrap().is_some() {
             break true;
         }
@@ -342,14 +385,16 @@ pub fn boot(
             let _ = qemu.wait();
             break false;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     };
     let exited = epoch.elapsed();
-    let console = reader.join().unwrap();
+    let _ = reader.join();
+    console.extend(lines.try_iter());
     let mut qemu_stderr = String::new();
     let _ = qemu.stderr.take().unwrap().read_to_string(&mut qemu_stderr);
     Boot {
         powered_off,
+        cut: was_cut,
         console,
         qemu_stderr,
         started,

@@ -1,4 +1,5 @@
-/* A power-loss model for crates/live/tests/crash.rs, loaded into the server with LD_PRELOAD.
+/* A power-loss model for crates/live/tests/crash.rs and the guest power cut of vm_launch.rs
+ * (tests/common/powercut.rs builds it), loaded into the server with LD_PRELOAD.
  *
  * For the files named by WATTIO_SHIM_TRACK (one path, or several separated by ':') it passes
  * every call through and appends to the journal WATTIO_SHIM_LOG, in the order the calls
