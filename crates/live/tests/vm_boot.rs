@@ -157,11 +157,7 @@ fn a_qemu_guest_boots_from_a_wattio_export_and_the_capture_shows_its_boot_io() {
         console.contains(&format!("wattio-guest: marker written {nonce}")),
         "console tail:\n{tail}"
     );
-    let o = Command::new(which("debugfs").unwrap())
-        .args(["-R", "cat /marker.txt"])
-        .arg(&img)
-        .output()
-        .unwrap();
+    let o = vm::debugfs(&img, "cat /marker.txt");
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         format!("WATTIO-MARKER-{nonce}"),

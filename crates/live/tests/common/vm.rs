@@ -261,6 +261,15 @@ pub fn md5_hex(data: &[u8]) -> String {
         .to_string()
 }
 
+/// `debugfs -R request img` (read-only): its output, whatever its status.
+pub fn debugfs(img: &Path, request: &str) -> std::process::Output {
+    Command::new(which("debugfs").unwrap())
+        .args(["-R", request])
+        .arg(img)
+        .output()
+        .unwrap()
+}
+
 pub fn run_ok(cmd: &mut Command) {
     let o = cmd.output().unwrap();
     assert!(
