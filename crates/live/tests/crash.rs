@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::powercut::{power_cut_image, shim};
+use common::powercut::{power_cut_image, serve_config_under_shim, shim};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -371,31 +371,13 @@ fn exces_trial(seed: u64, control: bool) -> Outcome {
     std::fs::write(&ecd, vec![0u8; ECD_BYTES]).unwrap();
     let sock = d.path("s");
     let journal = d.path("journal");
-    let image = |name: &str, p: &Path| format!("{name}={}", p.display());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wattio-live"));
-    cmd.arg("serve")
-        .arg(&cfg)
-        .args([
-            "--image",
-            &image("disk", &disk),
-            "--image",
-            &image("ecd", &ecd),
-        ])
-        .arg("--socket")
-        .arg(&sock)
-        .args(["--status", "0"])
-        .env("LD_PRELOAD", shim())
-        .env(
-            "WATTIO_SHIM_TRACK",
-            format!("{}:{}", disk.display(), ecd.display()),
-        )
-        .env("WATTIO_SHIM_LOG", &journal)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if control {
-        cmd.env("WATTIO_SHIM_IGNORE_SYNC", "1");
-    }
-    let mut child = cmd.spawn().unwrap();
+    let mut child = serve_config_under_shim(
+        &cfg,
+        &[("disk", &disk), ("ecd", &ecd)],
+        &sock,
+        &journal,
+        control,
+    );
     let kill_after = 10 + seed % 90;
     let tracks = drive_until_killed(&mut child, &sock, "disk", seed, kill_after, false);
     child.wait().unwrap();

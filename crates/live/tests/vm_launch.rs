@@ -183,6 +183,14 @@ struct Run {
     boot_s: f64,
 }
 
+/// A run config's `[[device]]` tables: (name, model) each.
+fn device_tables(devices: &[(&str, &str)]) -> String {
+    devices
+        .iter()
+        .map(|(name, model)| format!("[[device]]\nname = \"{name}\"\nmodel = \"{model}\"\n"))
+        .collect()
+}
+
 /// One boot of the guest of `s` on a server for a config of `devices` (name, model, image;
 /// the first is `root`, the guest's disk) and `functions`, capturing to `<tag>.parquet`
 /// beside `<tag>.toml`.
@@ -192,11 +200,8 @@ fn run_guest(s: &Setup, tag: &str, devices: &[(&str, &str, &Path)], functions: &
         "the guest boots from the export `root`"
     );
     let cfg = s.d.path(&format!("{tag}.toml"));
-    let tables: String = devices
-        .iter()
-        .map(|(name, model, _)| format!("[[device]]\nname = \"{name}\"\nmodel = \"{model}\"\n"))
-        .collect();
-    std::fs::write(&cfg, format!("{tables}{functions}")).unwrap();
+    let models: Vec<(&str, &str)> = devices.iter().map(|(n, m, _)| (*n, *m)).collect();
+    std::fs::write(&cfg, device_tables(&models) + functions).unwrap();
     let cap = s.d.path(&format!("{tag}.parquet"));
     let sock = s.d.path(&format!("{tag}.sock"));
     let images: Vec<(&str, &Path)> = devices.iter().map(|(n, _, p)| (*n, *p)).collect();
@@ -630,6 +635,18 @@ const CF_CARD: &str = "sandisk-ultra-cf-2gb";
 /// The cache: 64 MiB of the card (the launch reads about 22 MB).
 const CACHE_PAGES: u64 = 16_384;
 
+/// The paper's fixed 5 s spin-down of the laptop disk (`root`).
+const SPINDOWN: &str =
+    "\n[[function]]\nkind = \"spindown\"\npolicy = \"fixed\"\ntimeout_s = 5\ndevices = [\"root\"]\n";
+
+/// EXCES over `root` and the card `ecd` (`CACHE_PAGES`, every write buffered, plus `extra`
+/// keys), above [`SPINDOWN`].
+fn exces_tables(extra: &str) -> String {
+    format!(
+        "\n[[function]]\nkind = \"exces\"\ndisk = \"root\"\nflash = \"ecd\"\ncache_pages = {CACHE_PAGES}\nabsorb_writes = \"always\"\n{extra}{SPINDOWN}"
+    )
+}
+
 fn document(i: usize) -> Vec<u8> {
     (1..=i * DOC_LINES)
         .map(|n| format!("{n}\n"))
@@ -733,16 +750,13 @@ fn exces_keeps_the_laptop_disk_asleep_under_a_debian_guest() {
         .unwrap()
         .set_len(2 * CACHE_PAGES * 4096)
         .unwrap();
-    let spindown = "\n[[function]]\nkind = \"spindown\"\npolicy = \"fixed\"\ntimeout_s = 5\ndevices = [\"root\"]\n";
-    let exces_fn = format!(
-        "\n[[function]]\nkind = \"exces\"\ndisk = \"root\"\nflash = \"ecd\"\ncache_pages = {CACHE_PAGES}\nabsorb_writes = \"always\"\nmiss_threshold_per_min = 100\nmin_interval_s = 20\n{spindown}"
-    );
+    let exces_fn = exces_tables("miss_threshold_per_min = 100\nmin_interval_s = 20\n");
     // The two boots side by side (three minutes less): nothing asserted depends on the
     // guests' speed, only on what they read and write and on their idle pauses, which a
     // slower guest does not shorten.
     let (base, exces) = std::thread::scope(|scope| {
         let base =
-            scope.spawn(|| run_guest(&g, "base", &[("root", LAPTOP_DISK, &base_img)], spindown));
+            scope.spawn(|| run_guest(&g, "base", &[("root", LAPTOP_DISK, &base_img)], SPINDOWN));
         let exces = run_guest(
             &g,
             "exces",
@@ -902,38 +916,19 @@ fn a_debian_guests_saved_documents_survive_a_power_cut_of_its_exces_cache() {
     let cfg = d.path("cut.toml");
     std::fs::write(
         &cfg,
-        format!(
-            "[[device]]\nname = \"root\"\nmodel = \"{LAPTOP_DISK}\"\n[[device]]\nname = \"ecd\"\nmodel = \"{CF_CARD}\"\n\
-             [[function]]\nkind = \"exces\"\ndisk = \"root\"\nflash = \"ecd\"\ncache_pages = {CACHE_PAGES}\nabsorb_writes = \"always\"\n\
-             [[function]]\nkind = \"spindown\"\npolicy = \"fixed\"\ntimeout_s = 5\ndevices = [\"root\"]\n"
-        ),
+        device_tables(&[("root", LAPTOP_DISK), ("ecd", CF_CARD)]) + &exces_tables(""),
     )
     .unwrap();
 
     // The first boot, cut.
     let (sock, journal) = (d.path("cut.sock"), d.path("journal"));
-    let image = |name: &str, p: &Path| format!("{name}={}", p.display());
-    let mut srv = Command::new(env!("CARGO_BIN_EXE_wattio-live"))
-        .arg("serve")
-        .arg(&cfg)
-        .args([
-            "--image",
-            &image("root", &g.img),
-            "--image",
-            &image("ecd", &ecd),
-        ])
-        .arg("--socket")
-        .arg(&sock)
-        .args(["--status", "0"])
-        .env("LD_PRELOAD", common::powercut::shim())
-        .env(
-            "WATTIO_SHIM_TRACK",
-            format!("{}:{}", g.img.display(), ecd.display()),
-        )
-        .env("WATTIO_SHIM_LOG", &journal)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut srv = common::powercut::serve_config_under_shim(
+        &cfg,
+        &[("root", &g.img), ("ecd", &ecd)],
+        &sock,
+        &journal,
+        false,
+    );
     let t = Instant::now();
     while !sock.exists() {
         assert!(

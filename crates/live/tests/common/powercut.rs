@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 /// The shim, compiled once per test run.
@@ -24,6 +24,40 @@ pub fn shim() -> &'static Path {
         assert!(st.success(), "building {} failed", src.display());
         out
     })
+}
+
+/// A `wattio-live serve CONFIG` process over `images` (device name, image path) on the
+/// Unix socket `sock`, under the shim: it tracks the images in that order (the `file`
+/// numbers of [`power_cut_image`]) and journals to `journal`. `ignore_sync`: the control,
+/// whose syncs are no-ops.
+pub fn serve_config_under_shim(
+    cfg: &Path,
+    images: &[(&str, &Path)],
+    sock: &Path,
+    journal: &Path,
+    ignore_sync: bool,
+) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wattio-live"));
+    cmd.arg("serve").arg(cfg);
+    for (name, p) in images {
+        cmd.arg("--image").arg(format!("{name}={}", p.display()));
+    }
+    let track: Vec<String> = images
+        .iter()
+        .map(|(_, p)| p.display().to_string())
+        .collect();
+    cmd.arg("--socket")
+        .arg(sock)
+        .args(["--status", "0"])
+        .env("LD_PRELOAD", shim())
+        .env("WATTIO_SHIM_TRACK", track.join(":"))
+        .env("WATTIO_SHIM_LOG", journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if ignore_sync {
+        cmd.env("WATTIO_SHIM_IGNORE_SYNC", "1");
+    }
+    cmd.spawn().unwrap()
 }
 
 /// The image a power cut at the end of `journal` could leave of the shim's tracked file
