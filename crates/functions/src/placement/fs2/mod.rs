@@ -168,6 +168,9 @@ pub struct Fs2 {
     disk_copies: usize,
     /// Blocks of copies from memory gathering or in flight (bounded by `stash_blocks`).
     stashed: u64,
+    /// Replica blocks allocated to copies not done yet (from memory or the disk): they
+    /// count against `max_replica_blocks` with the table's.
+    copy_blocks: u64,
     /// The copy from memory still gathering pieces (not sent yet), by tag.
     gathering: Option<u64>,
     /// Host reads whose blocks become candidates when they complete, with their bytes
@@ -263,6 +266,7 @@ impl Fs2 {
             copies: FxHashMap::default(),
             disk_copies: 0,
             stashed: 0,
+            copy_blocks: 0,
             gathering: None,
             pending: FxHashMap::default(),
             next_tag: 0,
@@ -712,7 +716,7 @@ impl Fs2 {
     /// host write or discard, a copy or a redirected read of one is out, or no free run
     /// fits.
     fn destination(&mut self, s: u64, n: u64) -> Option<u64> {
-        if self.table.len() as u64 + n > self.p.max_replica_blocks {
+        if self.table.len() as u64 + self.copy_blocks + n > self.p.max_replica_blocks {
             self.c.candidates_dropped_full += 1;
             return None;
         }
@@ -757,6 +761,7 @@ impl Fs2 {
             },
         );
         self.c.copies += 1;
+        self.copy_blocks += n;
         tag
     }
 
@@ -852,6 +857,7 @@ impl Fs2 {
                             stale: false,
                         });
                         c.n += n;
+                        self.copy_blocks += n;
                         tag
                     }
                     None => {
@@ -913,6 +919,7 @@ impl Fs2 {
         let Some(st) = self.copies.remove(&tag) else {
             return;
         };
+        self.copy_blocks -= st.n;
         if st.scratch.is_some() {
             self.stashed -= st.n;
         } else {

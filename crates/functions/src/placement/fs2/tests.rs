@@ -270,6 +270,42 @@ fn reads_outside_the_hot_region_are_replicated_into_it_and_a_write_overtaking_th
 }
 
 #[test]
+fn copies_in_flight_count_against_the_table_bound() {
+    // Found by the live power-cut trials (crates/live/tests/crash.rs): the bound was
+    // checked against the table alone, so copies started while others were out all
+    // passed it, and a persisted table outgrew its snapshot slot (16 bytes a replica
+    // block), which stopped the layer at its next checkpoint.
+    for from in ["disk", "memory"] {
+        let mut f = toy_target_1(&format!(
+            "copy_from = '{from}'\ncopy_depth = 4\nmax_replica_blocks = 3"
+        ));
+        // Four reads of single blocks far apart, outside the target: each a candidate.
+        let reads: Vec<Io> = (0..4).map(|i| host(Op::Read, 5000 + 100 * i, 1)).collect();
+        let mut copies = Vec::new();
+        for r in &reads {
+            let sent = request(&mut f, 0, *r);
+            copies.extend(sent[1..].iter().copied());
+        }
+        // From memory: the candidates are taken when the host reads are back.
+        let mut writes = Vec::new();
+        for r in &reads {
+            writes.extend(submitted(&complete(&mut f, MS, *r)));
+        }
+        for c in copies {
+            writes.extend(submitted(&complete(&mut f, MS, c)));
+        }
+        let mut out = Actions::new();
+        f.on_timer(2 * MS, EPOCH, &mut out);
+        writes.extend(submitted(out.as_slice()));
+        for w in writes.iter().filter(|w| w.op == Op::Write) {
+            complete(&mut f, 3 * MS, *w);
+        }
+        assert_eq!(f.table.len(), 3, "copy_from = {from}");
+        assert_eq!(f.c.candidates_dropped_full, 1, "copy_from = {from}");
+    }
+}
+
+#[test]
 fn a_read_sent_while_a_write_of_its_block_is_out_is_not_copied_from_memory() {
     // Found by the swarm (seed 24,728): the disk may serve a read sent while a write of
     // the same block is out with the older bytes. A replica made of them, installed after
