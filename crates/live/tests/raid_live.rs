@@ -11,7 +11,6 @@ use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use wattio_core::testing::SpecDisk;
 use wattio_live::client::Client;
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{build_from_config, ConfigServe};
@@ -298,45 +297,6 @@ fn raid5_row_ranges_put_the_right_parity_in_the_member_images() {
     }
 }
 
-/// A fast disk with a standby state: 15K RPM, 0.5 ms seeks, 50 ms transitions, so that
-/// propagation and shifts fit in a short test.
-const DISK: SpecDisk = SpecDisk {
-    capacity_bytes: 1_000_000_000,
-    rpm: 15000,
-    avg_seek_ms: 0.5,
-    media_rate_mbps: 200,
-    active_w: 9.6,
-    seek_w: None,
-    idle_w: 6.5,
-    standby_w: 2.9,
-    spin_down: (0.05, 0.3),
-    spin_up: (0.05, 1.2),
-};
-
-/// The PARAID array over five `DISK`s, upshifting `upshift` ("on-demand" or "full").
-fn config(upshift: &str) -> String {
-    let mut c = String::new();
-    for k in 0..5 {
-        c += &format!("[[device]]\nname = \"d{k}\"\n{}\n", DISK.toml());
-    }
-    // RAID-5 gears {3,5}; 50 ms samples, a window of one: a busy sample shifts up, an idle
-    // one down (the threshold is low so that fio's pace counts as load).
-    c + r#"
-[[function]]
-kind = "paraid"
-level = 5
-devices = ["d0", "d1", "d2", "d3", "d4"]
-gears = [3, 5]
-chunk_kib = 4
-assume_clean = true
-sample_s = 0.05
-window = 1
-threshold = 0.2
-rated_cycles = 1_000_000_000
-start = "lowest"
-"# + &format!("upshift = \"{upshift}\"\n")
-}
-
 #[test]
 fn fio_verifies_through_a_five_disk_paraid_export_while_gears_shift() {
     fio_through_paraid("on-demand");
@@ -355,7 +315,7 @@ fn fio_through_paraid(upshift: &str) {
     }
     let d = TempDir::new("paraid");
     let cfg = d.path("run.toml");
-    std::fs::write(&cfg, config(upshift)).unwrap();
+    std::fs::write(&cfg, paraid_config(upshift)).unwrap();
     // Zeroed members: `assume_clean` holds (every parity is the XOR of zero data).
     let imgs: Vec<_> = (0..5)
         .map(|k| {
@@ -467,7 +427,7 @@ fn slow_a_killed_paraid_server_loses_no_fua_or_flushed_write() {
         let d = TempDir::new("paraid-kill");
         // Both upshift modes: even trials on demand, odd ones by full synchronization.
         let upshift = if trial % 2 == 0 { "on-demand" } else { "full" };
-        std::fs::write(d.path("run.toml"), config(upshift)).unwrap();
+        std::fs::write(d.path("run.toml"), paraid_config(upshift)).unwrap();
         for k in 0..5 {
             std::fs::write(d.path(&format!("d{k}.img")), vec![0u8; 8 << 20]).unwrap();
         }

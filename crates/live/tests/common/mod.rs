@@ -5,6 +5,7 @@ pub mod vm;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use wattio_core::testing::SpecDisk;
 use wattio_live::server::{ListenAddr, Server};
 use wattio_live::setup::{self, ServeSpec};
 
@@ -209,4 +210,46 @@ pub fn layer_counter(s: &wattio_live::session::Summary, layer: &str, name: &str)
         .find(|(n, _)| n == name)
         .unwrap_or_else(|| panic!("no counter {name}: {c:?}"))
         .1
+}
+
+/// A fast disk with a standby state: 15K RPM, 0.5 ms seeks, 50 ms transitions, so that
+/// propagation and shifts fit in a short test.
+pub const FAST_STANDBY_DISK: SpecDisk = SpecDisk {
+    capacity_bytes: 1_000_000_000,
+    rpm: 15000,
+    avg_seek_ms: 0.5,
+    media_rate_mbps: 200,
+    active_w: 9.6,
+    seek_w: None,
+    idle_w: 6.5,
+    standby_w: 2.9,
+    spin_down: (0.05, 0.3),
+    spin_up: (0.05, 1.2),
+};
+
+/// The PARAID array over five `FAST_STANDBY_DISK`s, upshifting `upshift` ("on-demand" or "full").
+pub fn paraid_config(upshift: &str) -> String {
+    let mut c = String::new();
+    for k in 0..5 {
+        c += &format!(
+            "[[device]]\nname = \"d{k}\"\n{}\n",
+            FAST_STANDBY_DISK.toml()
+        );
+    }
+    // RAID-5 gears {3,5}; 50 ms samples, a window of one: a busy sample shifts up, an idle
+    // one down (the threshold is low so that fio's pace counts as load).
+    c + r#"
+[[function]]
+kind = "paraid"
+level = 5
+devices = ["d0", "d1", "d2", "d3", "d4"]
+gears = [3, 5]
+chunk_kib = 4
+assume_clean = true
+sample_s = 0.05
+window = 1
+threshold = 0.2
+rated_cycles = 1_000_000_000
+start = "lowest"
+"# + &format!("upshift = \"{upshift}\"\n")
 }
