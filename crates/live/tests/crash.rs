@@ -23,6 +23,11 @@
 //! every acknowledged-durable block must read back through it
 //! (`WATTIO_EXCES_CRASH_TRIALS`, default 200).
 //!
+//! The RAID-5 trials (`WATTIO_RAID5_CRASH_TRIALS`, default 200) run a three-member array
+//! over three images, each tracked and synced on its own, reads checked as above; every
+//! other trial sends no FUA write, so that a FLUSH alone must sync every member (a build
+//! sending it to the first member only loses blocks in those trials).
+//!
 //! The PARAID trials (`WATTIO_PARAID_CRASH_TRIALS`, default 100) run RAID-5 gears {3, 5}
 //! over five member images, each tracked and synced on its own, with pauses that shift
 //! the gears (downshifts propagate and spin two disks down, upshifts on demand or by full
@@ -131,6 +136,9 @@ struct Traffic {
     reads_in_8: [u64; CONNS],
     /// Let an emulated disk go idle and spin down now and then.
     pause_for_spindown: bool,
+    /// One write in this many is FUA (0: none; every write is then made durable by a
+    /// FLUSH alone).
+    fua_every: u64,
 }
 
 /// Writes and FLUSHes only, the connections' regions side by side.
@@ -138,6 +146,7 @@ const WRITES: Traffic = Traffic {
     stride: REGION,
     reads_in_8: [0; CONNS],
     pause_for_spindown: false,
+    fua_every: 3,
 };
 
 #[derive(Default)]
@@ -357,7 +366,7 @@ fn drive(uri: String, seed: u64, conn: usize, traffic: Traffic, acks: Arc<Atomic
             tx.send(0, CMD_READ, block * BLOCK as u64, BLOCK as u32, None)
         } else {
             let block = base + version % REGION;
-            let fua = r.is_multiple_of(3);
+            let fua = traffic.fua_every > 0 && r.is_multiple_of(traffic.fua_every);
             let data = version_data(seed, block, version);
             let mut t = m.lock().unwrap();
             t.writes.insert(tx.next_cookie(), (block, version, fua));
@@ -693,7 +702,7 @@ const FS2_DISK_BYTES: usize = 16 << 20;
 const FS2_TRAFFIC: Traffic = Traffic {
     stride: 5 * 256,
     reads_in_8: [6, 2, 2],
-    pause_for_spindown: false,
+    ..WRITES
 };
 
 struct Fs2Outcome {
@@ -743,16 +752,16 @@ fn fs2_trial(seed: u64, control: bool) -> Fs2Outcome {
     }
 }
 
-/// Member images of the PARAID trials (the array's log region at the end of `d0`).
-const PARAID_MEMBER_BYTES: usize = 8 << 20;
+/// Member images of the array trials (an array's log region at the end of `d0`).
+const MEMBER_BYTES: usize = 8 << 20;
 
 /// PARAID's trials pause now and then (the array's 50 ms sample goes idle, it shifts
 /// down and propagates, spinning two disks down; the next burst shifts it up), and a
 /// quarter of the requests that are not FLUSHes are reads.
 const PARAID_TRAFFIC: Traffic = Traffic {
-    stride: REGION,
     reads_in_8: [2; CONNS],
     pause_for_spindown: true,
+    ..WRITES
 };
 
 struct ParaidOutcome {
@@ -761,63 +770,129 @@ struct ParaidOutcome {
     recovered_dirty: f64,
 }
 
-/// One PARAID trial (docs/functions/paraid.md): RAID-5 gears {3, 5} over five fast
-/// emulated disks with a standby state, each member an image the power-loss shim tracks
-/// and syncs on its own, under traffic that shifts the gears; SIGKILL at a random point;
-/// a new server on the five images a power cut could have left recovers the array's
-/// dirty list and gear, and every acknowledged-durable block must read back through it.
-/// `upshift`: "on-demand" or "full" (the paper's full synchronization).
-fn paraid_trial(seed: u64, control: bool, upshift: &str) -> ParaidOutcome {
-    let d = TempDir::new("paraid-crash");
+/// An array's trial: `config` (`members` devices `d0`, `d1`, …, the array exported as
+/// `export`) served under the power-loss shim, each member an image of
+/// `MEMBER_BYTES` the shim tracks and syncs on its own; SIGKILL after `kill_after`
+/// durable answers; a new server on the images a power cut could have left, and every
+/// acknowledged-durable block read back through the array. The outcome, and the new
+/// server's summary.
+fn array_trial(
+    seed: u64,
+    control: bool,
+    config: &str,
+    members: usize,
+    export: &str,
+    traffic: Traffic,
+    kill_after: u64,
+) -> (Outcome, wattio_live::session::Summary) {
+    let d = TempDir::new("array-crash");
     let cfg = d.path("run.toml");
-    std::fs::write(&cfg, paraid_config(upshift)).unwrap();
-    let names: Vec<String> = (0..5).map(|k| format!("d{k}")).collect();
-    let images: Vec<PathBuf> = (0..5).map(|k| d.path(&format!("d{k}.img"))).collect();
+    std::fs::write(&cfg, config).unwrap();
+    let names: Vec<String> = (0..members).map(|k| format!("d{k}")).collect();
+    let serve_on = |images: &[PathBuf]| -> Vec<(String, PathBuf)> {
+        names.iter().cloned().zip(images.iter().cloned()).collect()
+    };
+    let images: Vec<PathBuf> = (0..members).map(|k| d.path(&format!("d{k}.img"))).collect();
     for img in &images {
-        std::fs::write(img, vec![0u8; PARAID_MEMBER_BYTES]).unwrap();
+        std::fs::write(img, vec![0u8; MEMBER_BYTES]).unwrap();
     }
-    let members: Vec<(&str, &Path)> = names
+    let before = serve_on(&images);
+    let before: Vec<(&str, &Path)> = before
         .iter()
-        .zip(&images)
         .map(|(n, p)| (n.as_str(), p.as_path()))
         .collect();
     let (sock, journal) = (d.path("s"), d.path("journal"));
-    let mut child = serve_config_under_shim(&cfg, &members, &sock, &journal, control);
-    // Past the first pause (about 60 requests a connection come before it).
-    let kill_after = 60 + seed % 120;
-    let tracks = drive_until_killed(
-        &mut child,
-        &sock,
-        "paraid",
-        seed,
-        kill_after,
-        PARAID_TRAFFIC,
-    );
+    let mut child = serve_config_under_shim(&cfg, &before, &sock, &journal, control);
+    let tracks = drive_until_killed(&mut child, &sock, export, seed, kill_after, traffic);
     child.wait().unwrap();
     let j = std::fs::read(&journal).unwrap_or_default();
-    let after: Vec<PathBuf> = (0..5).map(|k| d.path(&format!("d{k}-after.img"))).collect();
+    let after: Vec<PathBuf> = (0..members)
+        .map(|k| d.path(&format!("d{k}-after.img")))
+        .collect();
     for (k, p) in after.iter().enumerate() {
-        let image = power_cut_image(&vec![0u8; PARAID_MEMBER_BYTES], &j, k as u32);
+        let image = power_cut_image(&vec![0u8; MEMBER_BYTES], &j, k as u32);
         std::fs::write(p, image).unwrap();
     }
-    let members: Vec<(&str, &Path)> = names
+    let after = serve_on(&after);
+    let after: Vec<(&str, &Path)> = after
         .iter()
-        .zip(&after)
         .map(|(n, p)| (n.as_str(), p.as_path()))
         .collect();
     let sock2 = d.path("s2");
-    let srv = serve_config(&cfg, &members, &sock2);
-    let mut c = Client::connect(&uri(&sock2, "paraid")).unwrap();
+    let srv = serve_config(&cfg, &after, &sock2);
+    let mut c = Client::connect(&uri(&sock2, export)).unwrap();
     let durable = check_durable(&tracks, seed, |block| {
         let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
         (r.error == 0).then_some(r.data)
     });
     c.disconnect().unwrap();
     let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    (Outcome::new(&tracks, durable, false), s)
+}
+
+/// One PARAID trial (docs/functions/paraid.md): RAID-5 gears {3, 5} over five fast
+/// emulated disks with a standby state, under traffic that shifts the gears; the new
+/// server recovers the array's dirty list and gear. `upshift`: "on-demand" or "full" (the
+/// paper's full synchronization).
+fn paraid_trial(seed: u64, control: bool, upshift: &str) -> ParaidOutcome {
+    // Past the first pause (about 60 requests a connection come before it).
+    let kill_after = 60 + seed % 120;
+    let config = paraid_config(upshift);
+    let (durable, s) = array_trial(
+        seed,
+        control,
+        &config,
+        5,
+        "paraid",
+        PARAID_TRAFFIC,
+        kill_after,
+    );
     ParaidOutcome {
-        durable: Outcome::new(&tracks, durable, false),
+        durable,
         recovered_dirty: layer_counter(&s, "paraid", "recovered_dirty_chunks"),
     }
+}
+
+/// RAID-5 (docs/functions/raid.md) over three fast emulated disks, 4 KiB chunks, its
+/// bad-page log at the end of `d0` (`persist`, the default): a host FLUSH must reach and
+/// sync every member, a FUA write every member it writes.
+fn raid5_config() -> String {
+    let mut c = String::new();
+    for k in 0..3 {
+        c += &format!(
+            "[[device]]\nname = \"d{k}\"\n{}\n",
+            FAST_STANDBY_DISK.toml()
+        );
+    }
+    c + "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
+         chunk_kib = 4\n"
+}
+
+/// A quarter of the requests that are not FLUSHes are reads, no pauses.
+const RAID5_TRAFFIC: Traffic = Traffic {
+    reads_in_8: [2; CONNS],
+    ..WRITES
+};
+
+/// Every other trial sends no FUA write: a FLUSH alone must then make every member's
+/// writes durable (with FUA writes mixed in, each member's next FUA write syncs its image
+/// and covers a FLUSH that missed it).
+fn raid5_trial(seed: u64, control: bool) -> Outcome {
+    let kill_after = 10 + seed % 90;
+    let traffic = Traffic {
+        fua_every: if seed.is_multiple_of(2) { 0 } else { 3 },
+        ..RAID5_TRAFFIC
+    };
+    array_trial(
+        seed,
+        control,
+        &raid5_config(),
+        3,
+        "raid5",
+        traffic,
+        kill_after,
+    )
+    .0
 }
 
 /// `n` trials' (index, seed): seeds from the clock, so that each run tries new kill points
@@ -897,6 +972,29 @@ fn assert_most_lost(outcomes: impl Iterator<Item = Outcome>) {
     );
 }
 
+/// One trial's verdict (`what` names the trial in a failure): no read during the run
+/// returned older data than was acknowledged, no acknowledged-durable block was lost.
+fn assert_trial_passed(seed: u64, what: &str, o: &Outcome) {
+    assert!(
+        o.stale_reads.is_empty(),
+        "seed {seed} ({what}): reads returned older data than acknowledged: {:?}",
+        o.stale_reads
+    );
+    assert!(
+        o.lost.is_empty(),
+        "seed {seed} ({what}): acknowledged-durable writes lost in a power cut: {:?}",
+        o.lost
+    );
+}
+
+/// Enough was acknowledged durable over `n` trials for them to have tested something.
+fn assert_enough_checked(n: u64, checked: usize) {
+    assert!(
+        checked as u64 > 10 * n,
+        "too little acknowledged to test: {checked}"
+    );
+}
+
 /// Slow (a few tenths of a second a trial). The trials take the variants in turn (EXCES,
 /// LRU, laptop mode).
 #[test]
@@ -907,28 +1005,15 @@ fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_afte
     for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| {
         exces_trial(seed, false, variant(i))
     }) {
-        let name = variant(i).name;
-        assert!(
-            o.stale_reads.is_empty(),
-            "seed {seed} ({name}): reads through the layer returned older data than acknowledged: {:?}",
-            o.stale_reads
-        );
+        assert_trial_passed(seed, variant(i).name, &o);
         reads += o.reads_checked;
-        assert!(
-            o.lost.is_empty(),
-            "seed {seed} ({name}): acknowledged-durable writes lost in a power cut: {:?}",
-            o.lost
-        );
         checked += o.durable_blocks;
     }
     eprintln!(
         "{n} EXCES, LRU and laptop-mode trials: {reads} reads checked during the runs, \
          {checked} acknowledged-durable blocks read back after restart"
     );
-    assert!(
-        checked as u64 > 10 * n,
-        "too little acknowledged to test: {checked}"
-    );
+    assert_enough_checked(n, checked);
 }
 
 #[test]
@@ -981,20 +1066,12 @@ fn acknowledged_durable_writes_survive_a_power_cut() {
     let emulated_every = 20;
     let emulated = |i: u64| i.is_multiple_of(emulated_every);
     for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| trial(seed, false, emulated(i))) {
-        let emulate = emulated(i);
-        assert!(
-            o.lost.is_empty(),
-            "seed {seed} (emulated disk: {emulate}): acknowledged-durable writes lost in a power cut: {:?}",
-            o.lost
-        );
+        assert_trial_passed(seed, &format!("emulated disk: {}", emulated(i)), &o);
         checked += o.durable_blocks;
         spun_down += o.spun_down as u32;
     }
     eprintln!("{n} trials, {checked} acknowledged-durable blocks verified, {spun_down} emulated trials saw the disk spun down");
-    assert!(
-        checked as u64 > 10 * n,
-        "too little acknowledged to test: {checked}"
-    );
+    assert_enough_checked(n, checked);
     assert!(spun_down > 0, "no emulated trial saw the disk spun down");
 }
 
@@ -1011,16 +1088,7 @@ fn slow_fs2_reads_the_latest_write_during_the_run_and_every_durable_one_after_a_
     let n = trials("WATTIO_FS2_CRASH_TRIALS");
     let (mut checked, mut reads, mut recovered, mut redirected) = (0, 0, 0.0, 0.0);
     for (_, seed, o) in in_parallel(trial_seeds(n), |_, seed| fs2_trial(seed, false)) {
-        assert!(
-            o.durable.stale_reads.is_empty(),
-            "seed {seed}: reads through FS2 returned older data than acknowledged: {:?}",
-            o.durable.stale_reads
-        );
-        assert!(
-            o.durable.lost.is_empty(),
-            "seed {seed}: acknowledged-durable writes lost through FS2 in a power cut: {:?}",
-            o.durable.lost
-        );
+        assert_trial_passed(seed, "FS2", &o.durable);
         checked += o.durable.durable_blocks;
         reads += o.durable.reads_checked;
         recovered += o.recovered_replicas;
@@ -1031,10 +1099,7 @@ fn slow_fs2_reads_the_latest_write_during_the_run_and_every_durable_one_after_a_
          {recovered} replicas recovered, {checked} acknowledged-durable blocks read back, \
          {redirected} of those reads from a replica"
     );
-    assert!(
-        checked as u64 > 10 * n,
-        "too little acknowledged to test: {checked}"
-    );
+    assert_enough_checked(n, checked);
     // The check is of FS2 only if recovered replicas were read.
     assert!(
         recovered > 0.0 && redirected > 0.0,
@@ -1069,31 +1134,16 @@ fn slow_paraid_reads_the_latest_write_during_the_run_and_every_durable_one_after
     for (i, seed, o) in in_parallel(trial_seeds(n), |i, seed| {
         paraid_trial(seed, false, upshift(i))
     }) {
-        let o_ = &o.durable;
-        assert!(
-            o_.stale_reads.is_empty(),
-            "seed {seed} ({}): reads through PARAID returned older data than acknowledged: {:?}",
-            upshift(i),
-            o_.stale_reads
-        );
-        assert!(
-            o_.lost.is_empty(),
-            "seed {seed} ({}): acknowledged-durable writes lost through PARAID in a power cut: {:?}",
-            upshift(i),
-            o_.lost
-        );
-        checked += o_.durable_blocks;
-        reads += o_.reads_checked;
+        assert_trial_passed(seed, &format!("PARAID, upshift {}", upshift(i)), &o.durable);
+        checked += o.durable.durable_blocks;
+        reads += o.durable.reads_checked;
         recovered += o.recovered_dirty;
     }
     eprintln!(
         "{n} PARAID trials: {reads} reads checked during the runs; after the power cuts \
          {recovered} dirty chunks recovered, {checked} acknowledged-durable blocks read back"
     );
-    assert!(
-        checked as u64 > 10 * n,
-        "too little acknowledged to test: {checked}"
-    );
+    assert_enough_checked(n, checked);
     assert!(recovered > 0.0, "no trial recovered a dirty chunk");
 }
 
@@ -1104,5 +1154,32 @@ fn the_paraid_check_fails_when_syncs_are_ignored() {
         in_parallel(seeds, |_, seed| paraid_trial(seed, true, "on-demand"))
             .into_iter()
             .map(|(_, _, o)| o.durable),
+    );
+}
+
+/// Slow (a few tenths of a second a trial).
+#[test]
+fn slow_raid5_reads_the_latest_write_during_the_run_and_every_durable_one_after_a_power_cut() {
+    let n = trials("WATTIO_RAID5_CRASH_TRIALS");
+    let (mut checked, mut reads) = (0, 0);
+    for (_, seed, o) in in_parallel(trial_seeds(n), |_, seed| raid5_trial(seed, false)) {
+        assert_trial_passed(seed, "RAID-5", &o);
+        checked += o.durable_blocks;
+        reads += o.reads_checked;
+    }
+    eprintln!(
+        "{n} RAID-5 trials: {reads} reads checked during the runs, {checked} \
+         acknowledged-durable blocks read back after restart"
+    );
+    assert_enough_checked(n, checked);
+}
+
+#[test]
+fn the_raid5_check_fails_when_syncs_are_ignored() {
+    let seeds = (0..10u64).map(|i| (i, 5000 + 90 * i + 80)).collect();
+    assert_most_lost(
+        in_parallel(seeds, |_, seed| raid5_trial(seed, true))
+            .into_iter()
+            .map(|(_, _, o)| o),
     );
 }
