@@ -21,7 +21,9 @@
 //! was sent (a build sending read hits to the disk fails it), and then go further: a new
 //! server starts on the power-cut images, rebuilds the map from the flash image's log, and
 //! every acknowledged-durable block must read back through it
-//! (`WATTIO_EXCES_CRASH_TRIALS`, default 200).
+//! (`WATTIO_EXCES_CRASH_TRIALS`, default 200). The trials take the layer's three
+//! configurations in turn: EXCES, the LRU baseline (fills and dirty evictions under way at
+//! the cut) and laptop mode (a volatile page cache, whose image is zeros after the cut).
 //!
 //! The RAID-5 trials (`WATTIO_RAID5_CRASH_TRIALS`, default 200) run a three-member array
 //! over three images, each tracked and synced on its own, reads checked as above; every
