@@ -129,6 +129,18 @@ fn fast_mechanical_model(dir: &TempDir) -> PathBuf {
     p
 }
 
+/// `run.toml` in `d`: `body` (devices and functions) after a catalogue holding one model,
+/// the file `model`, under the name `name`.
+fn config_with_model(d: &TempDir, model: PathBuf, name: &str, body: &str) -> PathBuf {
+    let models = d.path("models");
+    std::fs::create_dir(&models).unwrap();
+    std::fs::copy(model, models.join(format!("{name}.toml"))).unwrap();
+    let cfg = d.path("run.toml");
+    let catalogue = format!("catalogue = [{:?}]\n", models.display().to_string());
+    std::fs::write(&cfg, catalogue + body).unwrap();
+    cfg
+}
+
 /// What the connections send.
 #[derive(Clone, Copy)]
 struct Traffic {
@@ -629,12 +641,7 @@ const ECD_BYTES: usize = 4 << 20;
 /// through it.
 fn exces_trial(seed: u64, control: bool, variant: &ExcesVariant) -> Outcome {
     let d = TempDir::new("exces-crash");
-    let models = d.path("models");
-    std::fs::create_dir(&models).unwrap();
-    std::fs::copy(fast_disk_model(&d), models.join("fastdisk.toml")).unwrap();
-    let cfg = d.path("run.toml");
-    let catalogue = format!("catalogue = [{:?}]\n", models.display().to_string());
-    std::fs::write(&cfg, catalogue + &variant.config()).unwrap();
+    let cfg = config_with_model(&d, fast_disk_model(&d), "fastdisk", &variant.config());
     let size = CONNS * REGION as usize * BLOCK;
     let (disk, ecd) = (d.path("disk.img"), d.path("ecd.img"));
     std::fs::write(&disk, vec![0u8; size]).unwrap();
@@ -721,12 +728,7 @@ struct Fs2Outcome {
 /// one of the hot region's, so that a recovered replica is the nearer copy and is read.
 fn fs2_trial(seed: u64, control: bool) -> Fs2Outcome {
     let d = TempDir::new("fs2-crash");
-    let models = d.path("models");
-    std::fs::create_dir(&models).unwrap();
-    std::fs::copy(fast_mechanical_model(&d), models.join("fastmech.toml")).unwrap();
-    let cfg = d.path("run.toml");
-    let catalogue = format!("catalogue = [{:?}]\n", models.display().to_string());
-    std::fs::write(&cfg, catalogue + FS2_CONFIG).unwrap();
+    let cfg = config_with_model(&d, fast_mechanical_model(&d), "fastmech", FS2_CONFIG);
     let disk = d.path("disk.img");
     std::fs::write(&disk, vec![0u8; FS2_DISK_BYTES]).unwrap();
     let (sock, journal) = (d.path("s"), d.path("journal"));
