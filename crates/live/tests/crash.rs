@@ -962,6 +962,17 @@ fn trials_or(var: &str, default: u64) -> u64 {
     })
 }
 
+/// Ten control trials (syncs ignored) of seeds `first + step · i`, side by side: most
+/// acknowledged-durable blocks must be lost.
+fn assert_control_loses_most(first: u64, step: u64, trial: impl Fn(u64) -> Outcome + Sync) {
+    let seeds = (0..10u64).map(|i| (i, first + step * i)).collect();
+    assert_most_lost(
+        in_parallel(seeds, |_, seed| trial(seed))
+            .into_iter()
+            .map(|(_, _, o)| o),
+    );
+}
+
 /// The control trials' verdict: without syncs, most acknowledged-durable blocks are lost.
 fn assert_most_lost(outcomes: impl Iterator<Item = Outcome>) {
     let (mut lost, mut checked) = (0, 0);
@@ -1023,12 +1034,7 @@ fn slow_exces_acknowledged_durable_writes_survive_a_power_cut_and_read_back_afte
 #[test]
 fn the_exces_check_fails_when_syncs_are_ignored() {
     // Kills after 90 durable answers (seed % 90 = 80).
-    let seeds = (0..10u64).map(|i| (i, 2060 + 90 * i)).collect();
-    assert_most_lost(
-        in_parallel(seeds, |_, seed| exces_trial(seed, true, &EXCES_VARIANTS[0]))
-            .into_iter()
-            .map(|(_, _, o)| o),
-    );
+    assert_control_loses_most(2060, 90, |seed| exces_trial(seed, true, &EXCES_VARIANTS[0]));
 }
 
 #[test]
@@ -1113,12 +1119,7 @@ fn slow_fs2_reads_the_latest_write_during_the_run_and_every_durable_one_after_a_
 
 #[test]
 fn the_fs2_check_fails_when_syncs_are_ignored() {
-    let seeds = (0..10u64).map(|i| (i, 3000 + 300 * i + 250)).collect();
-    assert_most_lost(
-        in_parallel(seeds, |_, seed| fs2_trial(seed, true))
-            .into_iter()
-            .map(|(_, _, o)| o.durable),
-    );
+    assert_control_loses_most(3250, 300, |seed| fs2_trial(seed, true).durable);
 }
 
 /// Slow (about a second a trial, mostly the traffic's pauses; 100 by default: a build
@@ -1153,12 +1154,9 @@ fn slow_paraid_reads_the_latest_write_during_the_run_and_every_durable_one_after
 
 #[test]
 fn the_paraid_check_fails_when_syncs_are_ignored() {
-    let seeds = (0..10u64).map(|i| (i, 4000 + 120 * i + 100)).collect();
-    assert_most_lost(
-        in_parallel(seeds, |_, seed| paraid_trial(seed, true, "on-demand"))
-            .into_iter()
-            .map(|(_, _, o)| o.durable),
-    );
+    assert_control_loses_most(4100, 120, |seed| {
+        paraid_trial(seed, true, "on-demand").durable
+    });
 }
 
 /// Slow (a few tenths of a second a trial).
@@ -1180,10 +1178,5 @@ fn slow_raid5_reads_the_latest_write_during_the_run_and_every_durable_one_after_
 
 #[test]
 fn the_raid5_check_fails_when_syncs_are_ignored() {
-    let seeds = (0..10u64).map(|i| (i, 5000 + 90 * i + 80)).collect();
-    assert_most_lost(
-        in_parallel(seeds, |_, seed| raid5_trial(seed, true))
-            .into_iter()
-            .map(|(_, _, o)| o),
-    );
+    assert_control_loses_most(5080, 90, |seed| raid5_trial(seed, true));
 }
