@@ -260,7 +260,8 @@ fn version_data(seed: u64, block: u64, version: u64) -> Vec<u8> {
     pattern(seed ^ (block << 20) ^ (version << 40) ^ 0x5eed, BLOCK)
 }
 
-fn mark_durable(d: &mut HashMap<u64, u64>, block: u64, version: u64) {
+/// Record `version` for `block` in `d` if it is newer than what `d` holds.
+fn keep_newest(d: &mut HashMap<u64, u64>, block: u64, version: u64) {
     let e = d.entry(block).or_insert(version);
     *e = (*e).max(version);
 }
@@ -303,17 +304,16 @@ fn drive(uri: String, seed: u64, conn: usize, traffic: Traffic, acks: Arc<Atomic
                 continue;
             }
             if let Some((b, v, fua)) = t.writes.remove(&r.cookie) {
-                let newest = t.acked_newest.entry(b).or_insert(v);
-                *newest = (*newest).max(v);
+                keep_newest(&mut t.acked_newest, b, v);
                 if fua {
-                    mark_durable(&mut t.durable, b, v);
+                    keep_newest(&mut t.durable, b, v);
                     acks.fetch_add(1, Ordering::Relaxed);
                 } else {
                     t.acked.push((b, v));
                 }
             } else if let Some(covered) = t.flushes.remove(&r.cookie) {
                 for (b, v) in covered {
-                    mark_durable(&mut t.durable, b, v);
+                    keep_newest(&mut t.durable, b, v);
                 }
                 acks.fetch_add(1, Ordering::Relaxed);
             }
@@ -557,6 +557,98 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     Outcome::new(&tracks, durable, spun_down)
 }
 
+/// A component device's image in a function's trial: its device name, its size, and
+/// whether a power cut empties it (a volatile cache's image is zeros after the cut).
+struct Image {
+    name: String,
+    bytes: usize,
+    volatile: bool,
+}
+
+impl Image {
+    fn new(name: &str, bytes: usize) -> Image {
+        Image {
+            name: name.into(),
+            bytes,
+            volatile: false,
+        }
+    }
+}
+
+/// Block `block` read through `c` (`None`: an error).
+fn read_block(c: &mut Client, block: u64) -> Option<Vec<u8>> {
+    let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
+    (r.error == 0).then_some(r.data)
+}
+
+/// A function's power-cut trial: the run config `cfg` served over zeroed `images` under
+/// the power-loss shim (tracked in that order, each synced on its own), SIGKILLed after
+/// `kill_after` durable answers; then a new server (no shim) on the images a power cut
+/// could have left, and every acknowledged-durable block read back through its export
+/// with `read_back`. The outcome, and the new server's summary.
+#[allow(clippy::too_many_arguments)]
+fn cut_trial(
+    d: &TempDir,
+    seed: u64,
+    control: bool,
+    cfg: &Path,
+    images: &[Image],
+    export: &str,
+    traffic: Traffic,
+    kill_after: u64,
+    mut read_back: impl FnMut(&mut Client, u64) -> Option<Vec<u8>>,
+) -> (Outcome, wattio_live::session::Summary) {
+    let paths = |tag: &str| -> Vec<PathBuf> {
+        images
+            .iter()
+            .map(|i| d.path(&format!("{}{tag}.img", i.name)))
+            .collect()
+    };
+    let named = |paths: &[PathBuf]| -> Vec<(String, PathBuf)> {
+        images
+            .iter()
+            .map(|i| i.name.clone())
+            .zip(paths.iter().cloned())
+            .collect()
+    };
+    let before = paths("");
+    for (i, p) in images.iter().zip(&before) {
+        std::fs::write(p, vec![0u8; i.bytes]).unwrap();
+    }
+    let before = named(&before);
+    let before: Vec<(&str, &Path)> = before
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_path()))
+        .collect();
+    let (sock, journal) = (d.path("s"), d.path("journal"));
+    let mut child = serve_config_under_shim(cfg, &before, &sock, &journal, control);
+    let tracks = drive_until_killed(&mut child, &sock, export, seed, kill_after, traffic);
+    child.wait().unwrap();
+    let j = std::fs::read(&journal).unwrap_or_default();
+    let after = paths("-after");
+    for (k, (i, p)) in images.iter().zip(&after).enumerate() {
+        let zeros = vec![0u8; i.bytes];
+        let image = if i.volatile {
+            zeros
+        } else {
+            power_cut_image(&zeros, &j, k as u32)
+        };
+        std::fs::write(p, image).unwrap();
+    }
+    let after = named(&after);
+    let after: Vec<(&str, &Path)> = after
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_path()))
+        .collect();
+    let sock2 = d.path("s2");
+    let srv = serve_config(cfg, &after, &sock2);
+    let mut c = Client::connect(&uri(&sock2, export)).unwrap();
+    let durable = check_durable(&tracks, seed, |block| read_back(&mut c, block));
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    (Outcome::new(&tracks, durable, false), s)
+}
+
 /// A configuration of the EXCES layer the EXCES power-cut trials run (docs/functions/
 /// exces.md; "The baselines" for LRU and laptop mode, with the reproduction's keys, and
 /// cache size, cleaning and read-ahead scaled to a trial of a fraction of a second): over
@@ -642,42 +734,19 @@ const ECD_BYTES: usize = 4 << 20;
 fn exces_trial(seed: u64, control: bool, variant: &ExcesVariant) -> Outcome {
     let d = TempDir::new("exces-crash");
     let cfg = config_with_model(&d, fast_disk_model(&d), "fastdisk", &variant.config());
-    let size = CONNS * REGION as usize * BLOCK;
-    let (disk, ecd) = (d.path("disk.img"), d.path("ecd.img"));
-    std::fs::write(&disk, vec![0u8; size]).unwrap();
-    std::fs::write(&ecd, vec![0u8; ECD_BYTES]).unwrap();
-    let sock = d.path("s");
-    let journal = d.path("journal");
-    let mut child = serve_config_under_shim(
-        &cfg,
-        &[("disk", &disk), ("ecd", &ecd)],
-        &sock,
-        &journal,
-        control,
-    );
+    let images = [
+        Image::new("disk", CONNS * REGION as usize * BLOCK),
+        Image {
+            volatile: variant.volatile,
+            ..Image::new("ecd", ECD_BYTES)
+        },
+    ];
     let kill_after = 10 + seed % 90;
-    let tracks = drive_until_killed(&mut child, &sock, "disk", seed, kill_after, EXCES_TRAFFIC);
-    child.wait().unwrap();
-    // What a power cut would have left of each image, served by a new server.
-    let j = std::fs::read(&journal).unwrap_or_default();
-    let (disk2, ecd2) = (d.path("disk-after.img"), d.path("ecd-after.img"));
-    std::fs::write(&disk2, power_cut_image(&vec![0u8; size], &j, 0)).unwrap();
-    let ecd_after = if variant.volatile {
-        vec![0u8; ECD_BYTES]
-    } else {
-        power_cut_image(&vec![0u8; ECD_BYTES], &j, 1)
-    };
-    std::fs::write(&ecd2, ecd_after).unwrap();
-    let sock2 = d.path("s2");
-    let srv = serve_config(&cfg, &[("disk", &disk2), ("ecd", &ecd2)], &sock2);
-    let mut c = Client::connect(&uri(&sock2, "disk")).unwrap();
-    let durable = check_durable(&tracks, seed, |block| {
-        let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
-        (r.error == 0).then_some(r.data)
-    });
-    c.disconnect().unwrap();
-    srv.shutdown(Duration::from_secs(5)).unwrap();
-    Outcome::new(&tracks, durable, false)
+    let t = EXCES_TRAFFIC;
+    cut_trial(
+        &d, seed, control, &cfg, &images, "disk", t, kill_after, read_block,
+    )
+    .0
 }
 
 /// FS2 (docs/functions/fs2.md) over 16 MiB of the sped-up HP C2247A with its replica table
@@ -729,28 +798,24 @@ struct Fs2Outcome {
 fn fs2_trial(seed: u64, control: bool) -> Fs2Outcome {
     let d = TempDir::new("fs2-crash");
     let cfg = config_with_model(&d, fast_mechanical_model(&d), "fastmech", FS2_CONFIG);
-    let disk = d.path("disk.img");
-    std::fs::write(&disk, vec![0u8; FS2_DISK_BYTES]).unwrap();
-    let (sock, journal) = (d.path("s"), d.path("journal"));
-    let mut child = serve_config_under_shim(&cfg, &[("disk", &disk)], &sock, &journal, control);
+    let images = [Image::new("disk", FS2_DISK_BYTES)];
     let kill_after = 200 + seed % 400;
-    let tracks = drive_until_killed(&mut child, &sock, "disk", seed, kill_after, FS2_TRAFFIC);
-    child.wait().unwrap();
-    let j = std::fs::read(&journal).unwrap_or_default();
-    let after = d.path("disk-after.img");
-    std::fs::write(&after, power_cut_image(&vec![0u8; FS2_DISK_BYTES], &j, 0)).unwrap();
-    let sock2 = d.path("s2");
-    let srv = serve_config(&cfg, &[("disk", &after)], &sock2);
-    let mut c = Client::connect(&uri(&sock2, "disk")).unwrap();
-    let durable = check_durable(&tracks, seed, |block| {
-        let hot = c.read(0, BLOCK as u32).unwrap();
-        let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
-        (hot.error == 0 && r.error == 0).then_some(r.data)
-    });
-    c.disconnect().unwrap();
-    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    let (durable, s) = cut_trial(
+        &d,
+        seed,
+        control,
+        &cfg,
+        &images,
+        "disk",
+        FS2_TRAFFIC,
+        kill_after,
+        |c, block| {
+            read_block(c, 0)?;
+            read_block(c, block)
+        },
+    );
     Fs2Outcome {
-        durable: Outcome::new(&tracks, durable, false),
+        durable,
         recovered_replicas: layer_counter(&s, "fs2", "recovered_replicas"),
         reads_redirected: layer_counter(&s, "fs2", "reads_redirected"),
     }
@@ -775,11 +840,8 @@ struct ParaidOutcome {
 }
 
 /// An array's trial: `config` (`members` devices `d0`, `d1`, …, the array exported as
-/// `export`) served under the power-loss shim, each member an image of
-/// `MEMBER_BYTES` the shim tracks and syncs on its own; SIGKILL after `kill_after`
-/// durable answers; a new server on the images a power cut could have left, and every
-/// acknowledged-durable block read back through the array. The outcome, and the new
-/// server's summary.
+/// `export`), each member an image of `MEMBER_BYTES`; every durable block read back
+/// through the restarted array.
 fn array_trial(
     seed: u64,
     control: bool,
@@ -792,46 +854,12 @@ fn array_trial(
     let d = TempDir::new("array-crash");
     let cfg = d.path("run.toml");
     std::fs::write(&cfg, config).unwrap();
-    let names: Vec<String> = (0..members).map(|k| format!("d{k}")).collect();
-    let serve_on = |images: &[PathBuf]| -> Vec<(String, PathBuf)> {
-        names.iter().cloned().zip(images.iter().cloned()).collect()
-    };
-    let images: Vec<PathBuf> = (0..members).map(|k| d.path(&format!("d{k}.img"))).collect();
-    for img in &images {
-        std::fs::write(img, vec![0u8; MEMBER_BYTES]).unwrap();
-    }
-    let before = serve_on(&images);
-    let before: Vec<(&str, &Path)> = before
-        .iter()
-        .map(|(n, p)| (n.as_str(), p.as_path()))
+    let images: Vec<Image> = (0..members)
+        .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
         .collect();
-    let (sock, journal) = (d.path("s"), d.path("journal"));
-    let mut child = serve_config_under_shim(&cfg, &before, &sock, &journal, control);
-    let tracks = drive_until_killed(&mut child, &sock, export, seed, kill_after, traffic);
-    child.wait().unwrap();
-    let j = std::fs::read(&journal).unwrap_or_default();
-    let after: Vec<PathBuf> = (0..members)
-        .map(|k| d.path(&format!("d{k}-after.img")))
-        .collect();
-    for (k, p) in after.iter().enumerate() {
-        let image = power_cut_image(&vec![0u8; MEMBER_BYTES], &j, k as u32);
-        std::fs::write(p, image).unwrap();
-    }
-    let after = serve_on(&after);
-    let after: Vec<(&str, &Path)> = after
-        .iter()
-        .map(|(n, p)| (n.as_str(), p.as_path()))
-        .collect();
-    let sock2 = d.path("s2");
-    let srv = serve_config(&cfg, &after, &sock2);
-    let mut c = Client::connect(&uri(&sock2, export)).unwrap();
-    let durable = check_durable(&tracks, seed, |block| {
-        let r = c.read(block * BLOCK as u64, BLOCK as u32).unwrap();
-        (r.error == 0).then_some(r.data)
-    });
-    c.disconnect().unwrap();
-    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
-    (Outcome::new(&tracks, durable, false), s)
+    cut_trial(
+        &d, seed, control, &cfg, &images, export, traffic, kill_after, read_block,
+    )
 }
 
 /// One PARAID trial (docs/functions/paraid.md): RAID-5 gears {3, 5} over five fast
