@@ -112,11 +112,17 @@ pub fn metadata_logs(data: &[u8]) -> bool {
             max: 1 + u64_of(&geo[5..7]) % 4096,
             stripes: pages / per_chunk,
             spare: geo[7] & 1 == 1,
+            // Room for a write-intent bitmap of single-stripe regions, or none.
+            regions: if geo[7] & 2 != 0 {
+                pages / per_chunk
+            } else {
+                0
+            },
         };
         let Ok(got) = shape.replay(snap, &records) else {
             return false;
         };
-        let again = shape.snapshot(got.bad.iter(), got.replaced);
+        let again = shape.snapshot(got.bad.iter(), got.replaced, &got.bitmap);
         assert!(again.len() as u64 <= shape.snapshot_bytes());
         assert_eq!(shape.replay(&again, &[]).as_ref(), Ok(&got));
         true
@@ -181,8 +187,10 @@ mod seeds {
             max: 4096,
             stripes: 250,
             spare: true,
+            regions: 0,
         };
-        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), Some((1, 1)));
+        let none = raid5::Bitmap::default();
+        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), Some((1, 1)), &none);
         let recs = vec![
             raid5::replaced(1, 2).to_vec(),
             raid5::cleared(1, 3).to_vec(),
@@ -194,6 +202,25 @@ mod seeds {
             .map(|p| raid5::record((p % 3) as usize, p * 7).to_vec())
             .collect();
         put("seed_raid5_records", input(0, &geo, &[], &recs));
+        // The same with room for a write-intent bitmap: a checkpoint of regions of 16
+        // stripes (3 clean), then a geometry change and region records.
+        let geo = [0u8, 4, 0xa0, 0x0f, 0, 0xff, 0x0f, 3];
+        let shape = raid5::Shape {
+            regions: 250,
+            ..shape
+        };
+        let mut bitmap = raid5::Bitmap::new(16, 250, false);
+        for r in [0, 5, 15] {
+            bitmap.set(r, true);
+        }
+        let snap = shape.snapshot([(2, 40)].iter(), None, &bitmap);
+        let recs = vec![
+            raid5::intent_dirty(5).to_vec(),
+            raid5::intent_clean(7).to_vec(),
+            raid5::intent_geometry(4, true).to_vec(),
+            raid5::intent_dirty(62).to_vec(),
+        ];
+        put("seed_raid5_bitmap", input(0, &geo, &snap, &recs));
         // PARAID, five disks, the lowest gear two, 1,000 chunks, three gears.
         let geo = [3u8, 1, 0xe8, 0x03, 2];
         let shape = paraid::Shape {

@@ -17,9 +17,20 @@
 //! | `00` | member's page is bad | the member page |
 //! | `10` | member's page is good again (rebuilt onto the spare) | the member page |
 //! | `01` | member is being replaced by the spare | stripes moved onto the spare so far |
+//! | `11` | write-intent bitmap (member field 0) | see below |
+//!
+//! **The write-intent bitmap** (`write_intent`, Linux md's internal bitmap): the array's
+//! stripes in *regions* of `region_stripes` stripes (md's bitmap chunk), each *clean* (every
+//! row's parity matches its data on the media) or *dirty* (a write may be torn by a crash).
+//! A `11` record's number carries its kind in its top two bits: `00` region *n* dirty, `01`
+//! region *n* clean, `10` the geometry — regions of *n* stripes, every one dirty (*n* = 0:
+//! no bitmap: writes went unrecorded) — and `11` the same geometry, every region clean
+//! (`assume_clean` on a new array).
 //!
 //! A checkpoint (when the journal is full) is the count (u32) then one 10-byte entry per bad
-//! page, sorted, and the replacement's entry last (if one has started). The list is bounded
+//! page, sorted, and the replacement's entry last (if one has started); then, with a bitmap,
+//! its region size in stripes (u64), its region count (u32) and one bit per region, set if
+//! clean (least significant bit first). The list is bounded
 //! (`max_bad_pages`, md keeps 512 ranges a device): past it a page is bad in memory only,
 //! and every write to its row fails with EIO (md fails the whole device then), so no
 //! acknowledged write depends on an unrecorded page. Logs written before the replacement
@@ -44,6 +55,17 @@ const CLEARED: u16 = 0x8000;
 /// The tag of a replacement's record.
 const REPLACED: u16 = 0x4000;
 const TAGS: u16 = CLEARED | REPLACED;
+/// The tag of a write-intent record.
+const INTENT: u16 = TAGS;
+/// A write-intent record's kind, in its number's top two bits.
+const KIND_SHIFT: u32 = 62;
+const NUMBER: u64 = (1 << KIND_SHIFT) - 1;
+const DIRTY: u64 = 0;
+const CLEAN: u64 = 1;
+const GEOMETRY_DIRTY: u64 = 2;
+const GEOMETRY_CLEAN: u64 = 3;
+/// A checkpoint's bitmap header: region size (u64) and region count (u32).
+const BITMAP_HEADER: u64 = 12;
 
 fn tagged(tag: u16, disk: usize, n: u64) -> [u8; RECORD_BYTES] {
     let mut b = [0; RECORD_BYTES];
@@ -68,11 +90,85 @@ pub fn replaced(disk: usize, through: u64) -> [u8; RECORD_BYTES] {
     tagged(REPLACED, disk, through)
 }
 
-/// What a log holds: the bad pages and the replacement (member, stripes moved), if any.
+/// Region `r` may hold torn rows: a write to it is about to go out.
+pub fn intent_dirty(r: u64) -> [u8; RECORD_BYTES] {
+    tagged(INTENT, 0, DIRTY << KIND_SHIFT | r)
+}
+
+/// Region `r`'s rows all hold matching parity on the media.
+pub fn intent_clean(r: u64) -> [u8; RECORD_BYTES] {
+    tagged(INTENT, 0, CLEAN << KIND_SHIFT | r)
+}
+
+/// The bitmap's regions are `region_stripes` stripes each (0: no bitmap), every one clean
+/// or every one dirty.
+pub fn intent_geometry(region_stripes: u64, all_clean: bool) -> [u8; RECORD_BYTES] {
+    let kind = if all_clean {
+        GEOMETRY_CLEAN
+    } else {
+        GEOMETRY_DIRTY
+    };
+    tagged(INTENT, 0, kind << KIND_SHIFT | region_stripes)
+}
+
+/// A write-intent bitmap as a log holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bitmap {
+    /// Stripes a region covers (0: no bitmap).
+    pub region_stripes: u64,
+    /// Regions (the array's stripes in regions of `region_stripes`).
+    pub regions: u64,
+    /// A bit per region, set if clean, in words of 64 (least significant bit first).
+    pub clean: Vec<u64>,
+}
+
+impl Bitmap {
+    /// Regions of `region_stripes` over `stripes`, every one `clean` or not.
+    pub fn new(region_stripes: u64, stripes: u64, clean: bool) -> Bitmap {
+        let regions = if region_stripes == 0 {
+            0
+        } else {
+            stripes.div_ceil(region_stripes)
+        };
+        let mut clean_bits = vec![if clean { u64::MAX } else { 0 }; regions.div_ceil(64) as usize];
+        if let Some(last) = clean_bits.last_mut().filter(|_| regions % 64 != 0) {
+            *last &= (1 << (regions % 64)) - 1;
+        }
+        Bitmap {
+            region_stripes,
+            regions,
+            clean: clean_bits,
+        }
+    }
+
+    pub fn is_clean(&self, r: u64) -> bool {
+        self.clean
+            .get((r / 64) as usize)
+            .is_some_and(|w| w >> (r % 64) & 1 == 1)
+    }
+
+    pub fn set(&mut self, r: u64, clean: bool) {
+        let w = &mut self.clean[(r / 64) as usize];
+        if clean {
+            *w |= 1 << (r % 64);
+        } else {
+            *w &= !(1 << (r % 64));
+        }
+    }
+
+    /// Clean regions.
+    pub fn count(&self) -> u64 {
+        self.clean.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+}
+
+/// What a log holds: the bad pages, the replacement (member, stripes moved), if any, and
+/// the write-intent bitmap (`region_stripes` 0: none).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recovered {
     pub bad: FxHashSet<(usize, u64)>,
     pub replaced: Option<(usize, u64)>,
+    pub bitmap: Bitmap,
 }
 
 /// What the log can name: `disks` members of `pages` pages each, at most `max` bad pages.
@@ -85,6 +181,8 @@ pub struct Shape {
     pub stripes: u64,
     /// A spare is configured: the log may hold a replacement.
     pub spare: bool,
+    /// Write-intent regions a checkpoint has room for (0: no bitmap).
+    pub regions: u64,
 }
 
 /// One decoded record or checkpoint entry.
@@ -92,20 +190,30 @@ enum Entry {
     Bad(usize, u64),
     Cleared(usize, u64),
     Replaced(usize, u64),
+    /// A region of the bitmap clean (`true`) or dirty.
+    Region(u64, bool),
+    /// The bitmap's region size, every region clean or not.
+    Geometry(u64, bool),
 }
 
 impl Shape {
     /// A checkpoint's size at most, bytes (the replacement's entry only with a spare).
     pub fn snapshot_bytes(&self) -> u64 {
-        4 + (self.max + u64::from(self.spare)) * RECORD_BYTES as u64
+        let bitmap = if self.regions > 0 {
+            BITMAP_HEADER + self.regions.div_ceil(8)
+        } else {
+            0
+        };
+        4 + (self.max + u64::from(self.spare)) * RECORD_BYTES as u64 + bitmap
     }
 
     /// A checkpoint of the recorded bad pages (in a fixed order: the same set, the same
-    /// bytes) and the replacement, if one has started.
+    /// bytes), the replacement, if one has started, and the bitmap, if there is one.
     pub fn snapshot<'a>(
         &self,
         bad: impl Iterator<Item = &'a (usize, u64)>,
         replacement: Option<(usize, u64)>,
+        bitmap: &Bitmap,
     ) -> Vec<u8> {
         let mut v: Vec<(usize, u64)> = bad.copied().collect();
         v.sort_unstable();
@@ -118,7 +226,27 @@ impl Shape {
         if let Some((m, through)) = replacement {
             b.extend_from_slice(&replaced(m, through));
         }
+        if bitmap.region_stripes > 0 {
+            b.extend_from_slice(&bitmap.region_stripes.to_le_bytes());
+            b.extend_from_slice(&(bitmap.regions as u32).to_le_bytes());
+            let bytes = bitmap.clean.iter().flat_map(|w| w.to_le_bytes());
+            b.extend(bytes.take(bitmap.regions.div_ceil(8) as usize));
+        }
         b
+    }
+
+    /// The regions of `region_stripes` stripes over this array (`Err`: more than a
+    /// checkpoint has room for).
+    fn regions_of(&self, region_stripes: u64, at: &dyn Fn() -> String) -> Result<u64, String> {
+        let regions = self.stripes.div_ceil(region_stripes.max(1));
+        if region_stripes > 0 && regions > self.regions {
+            return Err(format!(
+                "{}: {regions} write-intent regions of {region_stripes} stripes, the log has room for {}",
+                at(),
+                self.regions
+            ));
+        }
+        Ok(regions)
     }
 
     fn entry(&self, r: &[u8], at: &dyn Fn() -> String) -> Result<Entry, String> {
@@ -133,6 +261,15 @@ impl Shape {
             ));
         }
         match tag {
+            INTENT if disk != 0 => Err(format!(
+                "{}: a write-intent record names member {disk} (expected 0)",
+                at()
+            )),
+            INTENT => match n >> KIND_SHIFT {
+                DIRTY => Ok(Entry::Region(n & NUMBER, false)),
+                CLEAN => Ok(Entry::Region(n & NUMBER, true)),
+                kind => Ok(Entry::Geometry(n & NUMBER, kind == GEOMETRY_CLEAN)),
+            },
             REPLACED if !self.spare => Err(format!(
                 "{}: member {disk} is being replaced by a spare, but the array names no `spare`",
                 at()
@@ -150,8 +287,7 @@ impl Shape {
                 self.pages
             )),
             CLEARED => Ok(Entry::Cleared(disk, n)),
-            0 => Ok(Entry::Bad(disk, n)),
-            _ => Err(format!("{}: tag bits {:#06x} name no record", at(), tag)),
+            _ => Ok(Entry::Bad(disk, n)),
         }
     }
 
@@ -175,6 +311,28 @@ impl Shape {
                     }
                     _ => got.replaced = Some((d, through)),
                 },
+                Entry::Geometry(rs, clean) => {
+                    self.regions_of(rs, at)?;
+                    got.bitmap = Bitmap::new(rs, self.stripes, clean);
+                }
+                Entry::Region(r, clean) => {
+                    let b = &mut got.bitmap;
+                    if b.region_stripes == 0 {
+                        return Err(format!(
+                            "{}: write-intent region {r}, but no bitmap geometry precedes it",
+                            at()
+                        ));
+                    }
+                    if r >= b.regions {
+                        return Err(format!(
+                            "{}: write-intent region {r} is outside the {} regions of {} stripes",
+                            at(),
+                            b.regions,
+                            b.region_stripes
+                        ));
+                    }
+                    b.set(r, clean);
+                }
             }
             Ok(())
         };
@@ -189,20 +347,26 @@ impl Shape {
                     )
                 })?;
             let most = self.max + u64::from(self.spare);
-            if n as u64 > most || snapshot.len() != 4 + n * RECORD_BYTES {
+            let entries = 4 + n * RECORD_BYTES;
+            if n as u64 > most || snapshot.len() < entries {
                 return Err(format!(
                     "checkpoint: {} bytes for {n} entries (at most {most}, {RECORD_BYTES} bytes each)",
                     snapshot.len(),
                 ));
             }
-            for (i, r) in snapshot[4..].chunks(RECORD_BYTES).enumerate() {
+            for (i, r) in snapshot[4..entries].chunks(RECORD_BYTES).enumerate() {
                 let at = || format!("checkpoint entry {}", i + 1);
-                match self.entry(r, &at)? {
-                    Entry::Cleared(..) => {
-                        return Err(format!("{}: a checkpoint lists no cleared pages", at()))
-                    }
-                    e => apply(&mut got, e, &at)?,
+                let e = self.entry(r, &at)?;
+                if !matches!(e, Entry::Bad(..) | Entry::Replaced(..)) {
+                    return Err(format!(
+                        "{}: a checkpoint lists bad pages and the replacement only",
+                        at()
+                    ));
                 }
+                apply(&mut got, e, &at)?;
+            }
+            if snapshot.len() > entries {
+                got.bitmap = self.bitmap(&snapshot[entries..])?;
             }
         }
         for (n, r) in records.iter().enumerate() {
@@ -226,6 +390,45 @@ impl Shape {
         }
         Ok(got)
     }
+
+    /// A checkpoint's bitmap: region size, count, bits.
+    fn bitmap(&self, b: &[u8]) -> Result<Bitmap, String> {
+        let at = || "checkpoint bitmap".to_string();
+        if (b.len() as u64) < BITMAP_HEADER {
+            return Err(format!(
+                "{}: {} bytes, too short for its region size and count",
+                at(),
+                b.len()
+            ));
+        }
+        let rs = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        let n = u64::from(u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")));
+        if rs == 0 || rs > NUMBER {
+            return Err(format!("{}: regions of {rs} stripes", at()));
+        }
+        let regions = self.regions_of(rs, &at)?;
+        if n != regions || b.len() as u64 != BITMAP_HEADER + n.div_ceil(8) {
+            return Err(format!(
+                "{}: {} bytes for {n} regions of {rs} stripes (the array's {} stripes make {regions})",
+                at(),
+                b.len(),
+                self.stripes
+            ));
+        }
+        let mut got = Bitmap::new(rs, self.stripes, false);
+        for (i, &byte) in b[BITMAP_HEADER as usize..].iter().enumerate() {
+            for bit in 0..8 {
+                let r = i as u64 * 8 + bit;
+                if byte >> bit & 1 == 1 {
+                    if r >= regions {
+                        return Err(format!("{}: bit {r} set past the {regions} regions", at()));
+                    }
+                    got.set(r, true);
+                }
+            }
+        }
+        Ok(got)
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +441,7 @@ mod tests {
         max: 4,
         stripes: 25,
         spare: false,
+        regions: 0,
     };
     const SPARE: Shape = Shape {
         spare: true,
@@ -260,7 +464,7 @@ mod tests {
 
     #[test]
     fn checkpoint_then_records_replay_to_the_union() {
-        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None);
+        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None, &Bitmap::default());
         assert_eq!(snap.len(), 24);
         assert_eq!(&snap[..4], &[2, 0, 0, 0]);
         // Sorted: (0, 3) first.
@@ -276,7 +480,7 @@ mod tests {
     fn a_replacement_and_its_cleared_pages_replay_in_order() {
         // Member 1's pages 3 and 9 bad; its replacement has moved 2 stripes (pages 0..8),
         // page 3 rebuilt onto the spare and cleared; then page 5 fails on the spare.
-        let snap = SPARE.snapshot([(1, 9), (1, 3)].iter(), Some((1, 1)));
+        let snap = SPARE.snapshot([(1, 9), (1, 3)].iter(), Some((1, 1)), &Bitmap::default());
         assert_eq!(snap.len(), 4 + 3 * 10);
         assert_eq!(&snap[..4], &[3, 0, 0, 0]);
         assert_eq!(&snap[24..34], &replaced(1, 1));
@@ -285,15 +489,15 @@ mod tests {
         assert_eq!(got.bad, bad(&[(1, 5), (1, 9)]));
         assert_eq!(got.replaced, Some((1, 2)));
         // The checkpoint of that state reads back the same.
-        let again = SPARE.snapshot(got.bad.iter(), got.replaced);
+        let again = SPARE.snapshot(got.bad.iter(), got.replaced, &got.bitmap);
         assert_eq!(SPARE.replay(&again, &[]).unwrap(), got);
         // Cleared pages are records only: a checkpoint lists what is bad.
-        let mut odd = SPARE.snapshot([].iter(), None);
+        let mut odd = SPARE.snapshot([].iter(), None, &Bitmap::default());
         odd[..4].copy_from_slice(&1u32.to_le_bytes());
         odd.extend_from_slice(&cleared(0, 1));
         assert_eq!(
             SPARE.replay(&odd, &[]).unwrap_err(),
-            "checkpoint entry 1: a checkpoint lists no cleared pages"
+            "checkpoint entry 1: a checkpoint lists bad pages and the replacement only"
         );
     }
 
@@ -314,10 +518,105 @@ mod tests {
             SPARE.replay(&[], &two).unwrap_err(),
             "record 2 of the log: member 2 is being replaced, but member 0 already was (one spare)"
         );
-        let e = SPARE
-            .replay(&[], &[tagged(0xc000, 0, 1).to_vec()])
+    }
+
+    /// Room for regions of one stripe.
+    const BITMAP: Shape = Shape {
+        regions: 25,
+        ..SHAPE
+    };
+
+    #[test]
+    fn write_intent_records_carry_their_kind_in_the_numbers_top_bits() {
+        assert_eq!(intent_dirty(5), [0, 0xc0, 5, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(intent_clean(5), [0, 0xc0, 5, 0, 0, 0, 0, 0, 0, 0x40]);
+        assert_eq!(
+            intent_geometry(4, false),
+            [0, 0xc0, 4, 0, 0, 0, 0, 0, 0, 0x80]
+        );
+        assert_eq!(
+            intent_geometry(4, true),
+            [0, 0xc0, 4, 0, 0, 0, 0, 0, 0, 0xc0]
+        );
+        // 44 bytes of bad pages, then 12 of header and 4 bytes for 25 regions.
+        assert_eq!(BITMAP.snapshot_bytes(), 44 + 12 + 4);
+    }
+
+    #[test]
+    fn a_bitmap_replays_from_its_geometry_and_checkpoints_to_the_same_bits() {
+        // Regions of 4 stripes over 25 stripes: 7 regions, every one clean at creation;
+        // then region 2 written, region 6 written and cleaned again.
+        let recs = [
+            record(1, 3),
+            intent_geometry(4, true),
+            intent_dirty(2),
+            intent_dirty(6),
+            intent_clean(6),
+        ]
+        .map(|r| r.to_vec());
+        let got = BITMAP.replay(&[], &recs).unwrap();
+        let b = &got.bitmap;
+        assert_eq!((b.region_stripes, b.regions), (4, 7));
+        assert_eq!(b.clean, vec![0b111_1011]);
+        assert_eq!(b.count(), 6);
+        let snap = BITMAP.snapshot(got.bad.iter(), None, b);
+        // One bad page, then 4 (u64), 7 (u32) and one byte of bits.
+        assert_eq!(snap.len(), 4 + 10 + 12 + 1);
+        assert_eq!(&snap[14..26], &[4, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0]);
+        assert_eq!(snap[26], 0b111_1011);
+        assert_eq!(BITMAP.replay(&snap, &[]).unwrap(), got);
+        // A later geometry starts over: every region dirty; 0 is no bitmap.
+        let more = [intent_geometry(8, false).to_vec()];
+        let again = BITMAP.replay(&snap, &more).unwrap();
+        assert_eq!(again.bitmap, Bitmap::new(8, 25, false));
+        assert_eq!(again.bitmap.regions, 4);
+        let off = BITMAP.replay(&snap, &[intent_geometry(0, false).to_vec()]);
+        assert_eq!(off.unwrap().bitmap, Bitmap::new(0, 25, false));
+    }
+
+    #[test]
+    fn a_bitmap_the_array_cannot_hold_is_refused_naming_where() {
+        let e = BITMAP.replay(&[], &[intent_dirty(0).to_vec()]).unwrap_err();
+        assert_eq!(
+            e,
+            "record 1 of the log: write-intent region 0, but no bitmap geometry precedes it"
+        );
+        let recs = [intent_geometry(4, false), intent_clean(7)].map(|r| r.to_vec());
+        assert_eq!(
+            BITMAP.replay(&[], &recs).unwrap_err(),
+            "record 2 of the log: write-intent region 7 is outside the 7 regions of 4 stripes"
+        );
+        let e = SHAPE
+            .replay(&[], &[intent_geometry(4, false).to_vec()])
             .unwrap_err();
-        assert_eq!(e, "record 1 of the log: tag bits 0xc000 name no record");
+        assert_eq!(
+            e,
+            "record 1 of the log: 7 write-intent regions of 4 stripes, the log has room for 0"
+        );
+        let e = BITMAP
+            .replay(&[], &[tagged(INTENT | 1, 0, 0).to_vec()])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "record 1 of the log: a write-intent record names member 1 (expected 0)"
+        );
+        // A checkpoint's bitmap: its count must be the array's, no bit past it.
+        let mut snap = BITMAP.snapshot([].iter(), None, &Bitmap::new(4, 25, true));
+        assert_eq!(snap.len(), 4 + 12 + 1);
+        snap[16] = 0x80;
+        assert_eq!(
+            BITMAP.replay(&snap, &[]).unwrap_err(),
+            "checkpoint bitmap: bit 7 set past the 7 regions"
+        );
+        snap[12] = 8;
+        assert_eq!(
+            BITMAP.replay(&snap, &[]).unwrap_err(),
+            "checkpoint bitmap: 13 bytes for 8 regions of 4 stripes (the array's 25 stripes make 7)"
+        );
+        assert_eq!(
+            BITMAP.replay(&snap[..10], &[]).unwrap_err(),
+            "checkpoint bitmap: 6 bytes, too short for its region size and count"
+        );
     }
 
     #[test]
