@@ -24,6 +24,11 @@ pub const MAX_MEMBERS: usize = 64;
 /// bound (`max_sectors_kb`, BLK_DEF_MAX_SECTORS = 1024 sectors), up to which the block
 /// layer merges md's page-sized member bios.
 pub const DEFAULT_MERGE_KIB: u64 = 512;
+/// Default write-intent region, KiB of each member: mdadm's bitmap chunk for an internal
+/// bitmap (64 MiB since mdadm 3.x; md's own minimum is 4 KiB).
+pub const DEFAULT_WRITE_INTENT_KIB: u64 = 65536;
+/// Default period of the write-intent bitmap's lazy clean, ms: md's `daemon_sleep` (5 s).
+pub const DEFAULT_WRITE_INTENT_DELAY_MS: u64 = 5000;
 /// Largest `merge_kib`: a row range's scratch (data disks + parity, one range each) stays
 /// addressable by the 32-bit buffer offsets.
 pub const MAX_MERGE_KIB: u64 = 4096;
@@ -110,6 +115,18 @@ struct Keys {
     replace: Option<String>,
     replace_on_write_error: Option<bool>,
     replace_window_kib: Option<u64>,
+    write_intent: Option<bool>,
+    write_intent_kib: Option<u64>,
+    write_intent_delay_ms: Option<u64>,
+}
+
+/// The write-intent bitmap (RAID-5 with its log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntentConfig {
+    /// Bytes of each member a region covers (a multiple of the chunk).
+    pub region: u64,
+    /// The lazy clean's period, ns.
+    pub delay: u64,
 }
 
 /// The default copy window of a replacement, KiB of a member.
@@ -142,6 +159,11 @@ pub struct RaidConfig {
     pub merge: u64,
     /// RAID-5: a hot spare (`None`: none).
     pub spare: Option<SpareConfig>,
+    /// RAID-5: the write-intent bitmap (`None`: none).
+    pub write_intent: Option<IntentConfig>,
+    /// The bitmap region the log has room for (set with or without a bitmap, so turning it
+    /// on or off does not move the log).
+    pub bitmap_region: u64,
 }
 
 impl RaidConfig {
@@ -215,6 +237,56 @@ impl RaidConfig {
                 })
             }
         };
+        let region_kib = match k.write_intent_kib {
+            Some(r) => {
+                let r = range::count(&format!("{key}.write_intent_kib"), r, 4, 1 << 30)?;
+                if r % (chunk / 1024) != 0 {
+                    return Err(format!(
+                        "{key}.write_intent_kib: expected a multiple of chunk_kib ({}), got {r}",
+                        chunk / 1024
+                    ));
+                }
+                r
+            }
+            None => DEFAULT_WRITE_INTENT_KIB.max(chunk / 1024),
+        };
+        let write_intent = match k.write_intent {
+            Some(true) if level == Level::Raid0 => {
+                return Err(format!(
+                    "{key}.write_intent: RAID-0 has no parity for a bitmap to keep in sync"
+                ))
+            }
+            Some(true) if persist.is_none() => {
+                return Err(format!(
+                    "{key}.write_intent: the bitmap is kept in the bad-page log (persist = true)"
+                ))
+            }
+            Some(true) => {
+                let delay = match k.write_intent_delay_ms {
+                    Some(d) => {
+                        range::count(&format!("{key}.write_intent_delay_ms"), d, 1, 3_600_000)?
+                    }
+                    None => DEFAULT_WRITE_INTENT_DELAY_MS,
+                };
+                Some(IntentConfig {
+                    region: region_kib * 1024,
+                    delay: delay * 1_000_000,
+                })
+            }
+            _ => {
+                if k.write_intent_delay_ms.is_some() {
+                    return Err(format!(
+                        "{key}.write_intent_delay_ms: only an array with `write_intent = true` has a bitmap to clean"
+                    ));
+                }
+                if k.write_intent_kib.is_some() && persist.is_none() {
+                    return Err(format!(
+                        "{key}.write_intent_kib: only a persisted log (RAID-5, persist = true) holds a bitmap"
+                    ));
+                }
+                None
+            }
+        };
         Ok(RaidConfig {
             level,
             devices: k.devices,
@@ -224,6 +296,8 @@ impl RaidConfig {
             persist,
             merge,
             spare,
+            write_intent,
+            bitmap_region: region_kib * 1024,
         })
     }
 
@@ -243,8 +317,12 @@ impl RaidConfig {
                 .copy_window((s.window / self.chunk).max(1)),
             None => raid,
         };
+        let raid = match self.write_intent {
+            Some(w) => raid.write_intent(w.region, w.delay),
+            None => raid,
+        };
         match self.persist {
-            Some(max) => raid.persist(max),
+            Some(max) => raid.persist(max).bitmap_reserve(self.bitmap_region),
             None => raid,
         }
     }

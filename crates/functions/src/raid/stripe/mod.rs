@@ -49,19 +49,23 @@
 //! fresh, zeroed members), as `mdadm --assume-clean` does.
 
 mod config;
+mod intent;
 mod layout;
 pub mod persist;
 mod replace;
 
 pub(crate) use config::{check_array, check_merge, LayoutName};
 pub use config::{RaidConfig, DEFAULT_CHUNK_KIB, DEFAULT_MERGE_KIB, KIND, MAX_MEMBERS};
+pub use intent::RESYNC_PRIORITY;
 pub use layout::{Layout, Level, Parity, Place};
+
+use intent::{Gate, Intent};
 
 use smallvec::{smallvec, SmallVec};
 use std::collections::VecDeque;
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
-use wattio_core::function::{Actions, Function, Volume};
+use wattio_core::function::{Actions, Function, TimerId, Volume};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
 use wattio_core::journal::{self, Journal, JournalConfig, IO_NUMBERS};
@@ -126,6 +130,9 @@ enum Work {
     /// time (the operation's `page..page + pages`); the stripe is held until its window's
     /// record says it moved.
     Copy,
+    /// Make the parity of the operation's rows the XOR of their data (the write-intent
+    /// bitmap's resync of a dirty region).
+    Resync,
 }
 
 /// How a row write goes (see the module docs).
@@ -155,6 +162,8 @@ enum Owner {
     Held(u64),
     /// The replacement's copy of a stripe: answers no one.
     Replace,
+    /// The resync of a stripe: answers no one.
+    Resync,
 }
 
 /// A row operation: one page row of one stripe, or a range of them, for one host request.
@@ -183,6 +192,8 @@ struct RowOp {
     drained: bool,
     /// The row's parity is known to match its data once the writes land.
     makes_known: bool,
+    /// A write and the write-intent bitmap's gate.
+    gated: Gate,
 }
 
 impl RowOp {
@@ -217,6 +228,7 @@ impl RowOp {
             scratch: 0,
             drained: true,
             makes_known: false,
+            gated: Gate::Not,
         }
     }
 }
@@ -333,6 +345,14 @@ pub struct Raid {
     spare_queues: Vec<VecDeque<u64>>,
     /// The hot spare (RAID-5 with its log), and the replacement onto it.
     spare: Option<Spare>,
+    /// The write-intent bitmap (RAID-5 with its log, `write_intent`).
+    intent: Option<Intent>,
+    /// Requests wait for this start's bitmap geometry record (see [`intent`]).
+    geometry_seq: Option<u64>,
+    /// The bitmap region size the log's checkpoint has room for, bytes of a member.
+    bitmap_region: u64,
+    /// The time of the event being handled (the bitmap's timer is set from it).
+    now: Nanos,
 }
 
 #[derive(Default)]
@@ -398,6 +418,7 @@ impl Raid {
                 max: 0,
                 stripes: 0,
                 spare: false,
+                regions: 0,
             },
             ready: true,
             broken: false,
@@ -415,7 +436,28 @@ impl Raid {
             reads_buf: Vec::new(),
             spare_queues: Vec::new(),
             spare: None,
+            intent: None,
+            geometry_seq: None,
+            bitmap_region: config::DEFAULT_WRITE_INTENT_KIB * 1024,
+            now: 0,
         }
+    }
+
+    /// Keep md's write-intent bitmap in the bad-page log (RAID-5 with `persist`): regions
+    /// of `region_bytes` of each member, logged clean after `delay` without writes. With
+    /// it, `assume_clean` applies to a new log only (see [`intent`]).
+    pub fn write_intent(mut self, region_bytes: u64, delay: Nanos) -> Raid {
+        let stripes = (region_bytes / self.layout.chunk).max(1);
+        self.intent = Some(Intent::new(stripes, delay, self.assume_clean));
+        self.assume_clean = false;
+        self
+    }
+
+    /// Reserve room for a bitmap of `region_bytes` regions in the log's checkpoint (with
+    /// or without `write_intent`: turning it on or off must not move the log).
+    pub fn bitmap_reserve(mut self, region_bytes: u64) -> Raid {
+        self.bitmap_region = region_bytes;
+        self
     }
 
     /// A hot spare named `name` (RAID-5 with its log): a member is replaced by it when a
@@ -513,6 +555,7 @@ impl Raid {
     fn row_known(&self, stripe: u64, page: u64) -> bool {
         let key = self.row_key(stripe, page);
         self.assume_clean
+            || self.intent.as_ref().is_some_and(|i| i.consistent(stripe))
             || self
                 .known
                 .get(&(key / 64))
@@ -588,7 +631,9 @@ impl Raid {
             s.member
                 .map(|m| (m, s.moved.as_ref().map_or(s.through, |x| x.through)))
         });
-        self.shape.snapshot(recorded, replacement)
+        let none = persist::Bitmap::default();
+        let bitmap = self.intent.as_ref().map_or(&none, |i| &i.logged);
+        self.shape.snapshot(recorded, replacement, bitmap)
     }
 
     /// Does row (`stripe`, `page`) hold a bad page the list could not record?
@@ -606,6 +651,7 @@ impl Raid {
                     self.counters.recovered_bad_pages = got.bad.len() as u64;
                     self.bad = got.bad;
                     self.ready = true;
+                    self.geometry_seq = self.intent_recovered(got.bitmap, r.fresh, out);
                     if let Some(s) = self.spare.as_mut() {
                         if let Some((m, through)) = got.replaced {
                             self.counters.resumed_replacements += 1;
@@ -617,8 +663,8 @@ impl Raid {
                             self.want_replacement(m, out);
                         }
                     }
-                    for io in std::mem::take(&mut self.early) {
-                        self.on_request(0, io, out);
+                    if self.geometry_seq.is_none() {
+                        self.serve_early(out);
                     }
                 }
                 Err(e) => {
@@ -631,10 +677,25 @@ impl Raid {
                     self.sub_done(io, status, out);
                 }
                 self.moved_durable(upto, out);
+                self.intent_durable(upto, out);
+                if self.geometry_seq.is_some_and(|seq| seq <= upto) {
+                    self.geometry_seq = None;
+                    self.serve_early(out);
+                }
             }
             journal::Step::Failed(e) => self.stop(&e, out),
             journal::Step::Busy | journal::Step::NotMine => {}
         }
+    }
+
+    /// The log is read back (and the bitmap's geometry durable): serve the requests that
+    /// waited, and resync what the bitmap names dirty.
+    fn serve_early(&mut self, out: &mut Actions) {
+        let now = self.now;
+        for io in std::mem::take(&mut self.early) {
+            self.on_request(now, io, out);
+        }
+        self.resync_next(out);
     }
 
     /// The log cannot be used: report it, and answer every request from now on with EIO
@@ -696,6 +757,7 @@ impl Raid {
     /// caller runs the queue on).
     fn end_op(&mut self, id: u64, status: Status, out: &mut Actions) {
         let op = self.ops.remove(&id).expect("a live operation");
+        self.intent_ended(&op);
         if !op.drained {
             out.release(Buf::Scratch {
                 id: op.scratch,
@@ -720,6 +782,7 @@ impl Raid {
             }
             Owner::Sub(io) => self.sub_done(io, status, out),
             Owner::Replace => {}
+            Owner::Resync => self.resync_stripe_done(op.stripe, status, out),
             Owner::Held(key) => {
                 let h = self.held.get_mut(&key).expect("held read");
                 h.left -= 1;
@@ -804,13 +867,32 @@ impl Raid {
 
     /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
     fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
-        if matches!(self.ops[&id].work, Work::Copy) {
-            return self.copy_start(id, out);
-        }
         let (stripe, page, pages, owner, redo) = {
             let op = &self.ops[&id];
             (op.stripe, op.page, op.pages, op.owner, op.redo)
         };
+        let (copy, resync, write) = match self.ops[&id].work {
+            Work::Copy => (true, false, false),
+            Work::Resync => (false, true, false),
+            Work::Write(_) => (false, false, true),
+            Work::Rebuild(_) => (false, false, false),
+        };
+        if copy {
+            return self.copy_start(id, out);
+        }
+        if resync {
+            return self.resync_start(id, out);
+        }
+        // The region's `dirty` record first (md's bitmap_startwrite): an operation waiting
+        // for it stays at its queue's head, started again once it is durable.
+        if write && self.intent.is_some() {
+            let gated = self.ops[&id].gated;
+            match gated {
+                Gate::Waiting => return None,
+                Gate::Not if self.intent_gate(id, stripe, out) => return None,
+                _ => {}
+            }
+        }
         if pages > 1 && self.range_touches_bad(stripe, page, pages) {
             // A range is planned as one row, which a bad page would make untrue: page by
             // page instead.
@@ -869,7 +951,7 @@ impl Raid {
                     reads.push((j, p.a, p.b, buf));
                 }
             }
-            Work::Copy => unreachable!("copies are planned by copy_start"),
+            Work::Copy | Work::Resync => unreachable!("planned by copy_start, resync_start"),
             Work::Write(ref pieces) => {
                 if failures > 1 {
                     return Some(Status::IoError);
@@ -945,7 +1027,7 @@ impl Raid {
         match owner {
             Owner::Sub(io) => io.buf,
             Owner::Held(key) => self.held[&key].sub.io.buf,
-            Owner::Replace => unreachable!("a copy has no host buffer"),
+            Owner::Replace | Owner::Resync => unreachable!("a copy has no host buffer"),
         }
     }
 
@@ -1020,7 +1102,7 @@ impl Raid {
         }
         let fua = match self.ops[&id].owner {
             Owner::Sub(io) => io.fua,
-            Owner::Held(_) | Owner::Replace => false,
+            Owner::Held(_) | Owner::Replace | Owner::Resync => false,
         };
         {
             let op = self.ops.get_mut(&id).expect("op");
@@ -1052,8 +1134,10 @@ impl Raid {
 
     /// A member I/O of row operation `id` finished.
     fn op_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
-        if matches!(self.ops[&id].work, Work::Copy) {
-            return self.copy_io_done(id, done, out);
+        match self.ops[&id].work {
+            Work::Copy => return self.copy_io_done(id, done, out),
+            Work::Resync => return self.resync_io_done(id, done, out),
+            _ => {}
         }
         // A range's I/O does not say which of its pages failed: the range is redone page
         // by page below, and only pages that fail alone are marked (md's
@@ -1093,7 +1177,11 @@ impl Raid {
                     self.counters.unpersisted_errors += 1;
                     row = Status::IoError;
                 }
-                if row == Status::Ok && makes_known && !self.assume_clean {
+                if row == Status::Ok
+                    && makes_known
+                    && !self.assume_clean
+                    && !self.intent.as_ref().is_some_and(|i| i.consistent(stripe))
+                {
                     let key = self.row_key(stripe, q);
                     *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
                 }
@@ -1133,7 +1221,9 @@ impl Raid {
                     Some(Status::Ok)
                 }
                 Work::Write(_) => self.write_phase(id, out),
-                Work::Copy => unreachable!("copies complete in copy_io_done"),
+                Work::Copy | Work::Resync => {
+                    unreachable!("completed in copy_io_done, resync_io_done")
+                }
             }
         };
         if let Some(status) = ended {
@@ -1324,6 +1414,10 @@ impl Function for Raid {
         self.journal = None;
         self.shape.spare = self.spare.is_some();
         if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
+            // Room for a bitmap of the configured region size over the members' stripes
+            // before the log shortens them (at least as many as after).
+            let region_stripes = (self.bitmap_region / self.layout.chunk).max(1);
+            self.shape.regions = (size / self.layout.chunk).div_ceil(region_stripes);
             // The log's size follows the list's bound; member 0 is shortened by it (and so
             // every member: a stripe spans them all).
             let d0 = devices.iter().find(|d| d.id == devs[0]).expect("a member");
@@ -1389,7 +1483,8 @@ impl Function for Raid {
         Ok(())
     }
 
-    fn on_start(&mut self, _now: Nanos, out: &mut Actions) {
+    fn on_start(&mut self, now: Nanos, out: &mut Actions) {
+        self.now = now;
         if let Some(j) = self.journal.as_mut() {
             j.recover(out);
         }
@@ -1397,11 +1492,23 @@ impl Function for Raid {
 
     /// A replacement in progress stops after the stripe it is copying (the log says how
     /// far it got; the next start goes on from there).
-    fn on_stop(&mut self, _now: Nanos, _out: &mut Actions) {
+    /// The write-intent bitmap logs every idle region clean (md clears its bitmap at a
+    /// clean stop), and the resync stops after the range it is on.
+    fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
+        self.now = now;
         self.stop_replacing();
+        self.intent_stop(out);
     }
 
-    fn on_bytes(&mut self, _now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+    fn on_timer(&mut self, now: Nanos, timer: TimerId, out: &mut Actions) {
+        self.now = now;
+        if timer == intent::TIMER {
+            self.intent_tick(out);
+        }
+    }
+
+    fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
+        self.now = now;
         if let Some(j) = self.journal.as_mut() {
             let s = j.on_bytes(tag, bytes, out);
             self.journal_step(s, out);
@@ -1412,7 +1519,8 @@ impl Function for Raid {
         self.journal.iter().map(Journal::region).collect()
     }
 
-    fn on_request(&mut self, _now: Nanos, io: Io, out: &mut Actions) {
+    fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
+        self.now = now;
         // I/O for a device outside the array (a cache's own flash device, say) is not the
         // array's volume: it passes through untouched.
         if self
@@ -1426,7 +1534,7 @@ impl Function for Raid {
         if self.broken {
             return out.reply(Completion::answered(io, Status::IoError));
         }
-        if !self.ready {
+        if !self.ready || self.geometry_seq.is_some() {
             return self.early.push(io);
         }
         if io.op != Op::Flush && io.end() > self.layout.capacity() {
@@ -1442,18 +1550,7 @@ impl Function for Raid {
             Op::Flush => {
                 // Every device holding a member's stripes: a replaced member's spare once
                 // a stripe has moved, the member until all have.
-                let mut live: SmallVec<[DeviceId; 8]> = SmallVec::new();
-                for (m, &d) in self.devs.iter().enumerate() {
-                    match &self.spare {
-                        Some(s) if s.member == Some(m) && s.through > 0 => {
-                            if s.through < self.layout.stripes {
-                                live.push(d);
-                            }
-                            live.push(s.dev);
-                        }
-                        _ => live.push(d),
-                    }
-                }
+                let live = self.flush_devices();
                 let key = self.fanout.begin(io);
                 for d in live {
                     out.submit(self.fanout.sub(key, 0, 0, d, 0));
@@ -1471,7 +1568,8 @@ impl Function for Raid {
         }
     }
 
-    fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+    fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
+        self.now = now;
         if self
             .member
             .get(done.io.dev as usize)
@@ -1490,6 +1588,9 @@ impl Function for Raid {
                     self.journal_step(s, out);
                 }
                 return;
+            }
+            if (intent::FLUSH_BASE..intent::FLUSH_BASE + MAX_MEMBERS as u64 + 1).contains(&n) {
+                return self.intent_flushed(&done, out);
             }
             let Some(id) = self.ios.remove(&n) else {
                 return;
@@ -1588,6 +1689,7 @@ impl Function for Raid {
                 .into_iter()
                 .flatten(),
         )
+        .chain(self.intent_counters())
         .chain(
             self.journal
                 .is_some()

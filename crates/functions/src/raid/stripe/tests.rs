@@ -827,3 +827,365 @@ fn a_copy_window_moves_its_stripes_together_under_one_record() {
     let ws = submitted(&h.complete(6, rcw[0], Status::Ok));
     assert_eq!(shape(&ws), vec![(2, 1, Op::Write), (3, 1, Op::Write)]);
 }
+
+const MS: Nanos = 1_000_000;
+
+/// A persisted RAID-5 of three 4 KiB-chunk members — eight stripes after d0's log of 88
+/// blocks — with md's write-intent bitmap in regions of two stripes (volume blocks
+/// 4r..4r + 4), cleaned after 1 ms without writes.
+fn with_intent(assume_clean: bool, write_intent: bool) -> Harness<Raid> {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..3)
+        .map(|d| {
+            let mut info = disk(d as u16, &format!("d{d}"));
+            info.capacity = (88 + 8) * K;
+            info
+        })
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, assume_clean);
+    let r = if write_intent {
+        r.write_intent(2 * K, MS)
+    } else {
+        r
+    };
+    Harness::new(r.persist(4096).bitmap_reserve(2 * K), devs).unwrap()
+}
+
+/// The log's region as the devices hold it: `land` copies into it what the layer writes.
+struct LogImage {
+    region: Region,
+    bytes: Vec<u8>,
+}
+
+impl LogImage {
+    fn new(h: &Harness<Raid>) -> LogImage {
+        let region = h.function().regions()[0];
+        assert_eq!((region.len, region.offset), (88 * K, 8 * K));
+        LogImage {
+            region,
+            bytes: vec![0; region.len as usize],
+        }
+    }
+
+    /// Copy the bytes `actions` fill and write into the region; the log's writes, and
+    /// whether any holds `record`.
+    fn land(&mut self, h: &Harness<Raid>, actions: &[Action], record: &[u8]) -> (Vec<Io>, bool) {
+        let mut bufs: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        for a in actions {
+            if let Action::Fill {
+                dst: Buf::Scratch { id, offset },
+                data,
+            } = a
+            {
+                let b = bufs.entry(*id).or_default();
+                let d = h.data(*data);
+                let end = *offset as usize + d.len();
+                if b.len() < end {
+                    b.resize(end, 0);
+                }
+                b[*offset as usize..end].copy_from_slice(d);
+            }
+        }
+        let (log, _) = split_log(actions, self.region);
+        let mut found = false;
+        for w in &log {
+            let Buf::Scratch { id, offset } = w.buf else {
+                panic!("a log write out of its own buffer: {w:?}")
+            };
+            let mut b = bufs[&id].clone();
+            b.resize(offset as usize + w.len as usize, 0);
+            let data = &b[offset as usize..offset as usize + w.len as usize];
+            found |= !record.is_empty() && has(data, record);
+            let at = (w.offset - self.region.offset) as usize;
+            self.bytes[at..at + w.len as usize].copy_from_slice(data);
+        }
+        (log, found)
+    }
+
+    /// Start `h` on the region as it is, its new header landed: the actions after.
+    fn start(&mut self, h: &mut Harness<Raid>) -> Vec<Action> {
+        let bytes = self.bytes.clone();
+        let a = h.log_bytes(&bytes);
+        let (log, _) = self.land(h, &a, &[]);
+        assert_eq!(log.len(), 1, "the new header");
+        // (Its fills are landed: their bytes are gone with the next event.)
+        let mut rest: Vec<Action> = a
+            .into_iter()
+            .filter(|x| {
+                !matches!(x, Action::Submit(io) if io.id == log[0].id)
+                    && !matches!(x, Action::Fill { .. })
+            })
+            .collect();
+        rest.extend(h.complete(0, log[0], Status::Ok));
+        rest
+    }
+}
+
+fn timers(actions: &[Action]) -> Vec<Nanos> {
+    actions
+        .iter()
+        .filter_map(|a| match *a {
+            Action::SetTimer { timer, at } if timer == intent::TIMER => Some(at),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Write volume block `block` of `with_intent`'s array whose region is logged dirty and
+/// whose row is known: its reconstruct-write's read, then its two writes; the reply.
+fn write_through(h: &mut Harness<Raid>, now: Nanos, io: Io, first: Vec<Action>) -> Vec<Action> {
+    let reads = submitted(&first);
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0].op, Op::Read);
+    let w = submitted(&h.complete(now, reads[0], Status::Ok));
+    assert_eq!(w.len(), 2);
+    h.complete(now, w[0], Status::Ok);
+    let a = h.complete(now, w[1], Status::Ok);
+    assert_eq!(replied(&a)[0].io, io);
+    a
+}
+
+#[test]
+fn a_write_to_a_clean_region_waits_for_its_dirty_record_and_an_idle_region_is_logged_clean_after_a_flush_round(
+) {
+    let mut h = with_intent(true, true);
+    let mut img = LogImage::new(&h);
+    // A new log: the geometry, every region clean (`assume_clean`), logged before any
+    // request is served.
+    let a = img.start(&mut h);
+    let (log, found) = img.land(&h, &a, &persist::intent_geometry(2, true));
+    assert!(found && log.len() == 1, "{a:?}");
+    let io = host(1, Op::Write, 1, 1);
+    assert!(
+        submitted(&h.request(0, io)).is_empty(),
+        "waits for the geometry"
+    );
+    // Durable: the write runs into region 0, which is clean: its dirty record first, and
+    // no member I/O until that is durable (md's bitmap_startwrite + unplug).
+    let a = h.complete(0, log[0], Status::Ok);
+    let (dirty, found) = img.land(&h, &a, &persist::intent_dirty(0));
+    assert!(found && submitted(&a).len() == 1, "{a:?}");
+    assert_eq!(h.counter("intent_waits"), 1.0);
+    let a = h.complete(0, dirty[0], Status::Ok);
+    // Block 1 is d1's page 0: the row is known, a reconstruct-write reading d0.
+    assert_eq!(shape(&submitted(&a)), vec![(0, 0, Op::Read)]);
+    assert_eq!(timers(&a), vec![MS], "the lazy clean's first tick");
+    write_through(&mut h, 0, io, a);
+    // The first tick: region 0 was written in the period, so nothing; the second: a FLUSH
+    // of every member, then the clean record.
+    let a = h.timer(MS, intent::TIMER);
+    assert!(submitted(&a).is_empty());
+    assert_eq!(timers(&a), vec![2 * MS]);
+    let f = submitted(&h.timer(2 * MS, intent::TIMER));
+    assert_eq!(
+        f.iter().map(|io| (io.dev, io.op)).collect::<Vec<_>>(),
+        vec![(0, Op::Flush), (1, Op::Flush), (2, Op::Flush)]
+    );
+    assert!(submitted(&h.complete(2 * MS, f[0], Status::Ok)).is_empty());
+    h.complete(2 * MS, f[1], Status::Ok);
+    let a = h.complete(2 * MS, f[2], Status::Ok);
+    let (clean, found) = img.land(&h, &a, &persist::intent_clean(0));
+    assert!(found && clean.len() == 1);
+    assert_eq!(h.counter("intent_clean_records"), 1.0);
+    assert_eq!(h.counter("intent_flush_rounds"), 1.0);
+    // Written again: dirty again, before its member I/O (after the clean record's write:
+    // one log write at a time).
+    let io = host(2, Op::Write, 0, 1);
+    assert!(submitted(&h.request(3 * MS, io)).is_empty());
+    let a = h.complete(3 * MS, clean[0], Status::Ok);
+    let (dirty, found) = img.land(&h, &a, &persist::intent_dirty(0));
+    assert!(found && submitted(&a).len() == 1);
+    let a = h.complete(3 * MS, dirty[0], Status::Ok);
+    write_through(&mut h, 3 * MS, io, a);
+    // A write to a region while its flush round is out takes it out of the round: region
+    // 1 (block 4) written, idle for a period, its round out, written again meanwhile.
+    let io = host(3, Op::Write, 4, 1);
+    let a = h.request(4 * MS, io);
+    let (dirty, _) = img.land(&h, &a, &[]);
+    let a = h.complete(4 * MS, dirty[0], Status::Ok);
+    write_through(&mut h, 4 * MS, io, a);
+    h.timer(5 * MS, intent::TIMER);
+    let f = submitted(&h.timer(6 * MS, intent::TIMER));
+    assert_eq!(f.len(), 3, "regions 0 and 1 idle: one round for both");
+    let io = host(4, Op::Write, 5, 1);
+    let a = h.request(6 * MS, io);
+    write_through(&mut h, 6 * MS, io, a);
+    for x in &f {
+        let a = h.complete(7 * MS, *x, Status::Ok);
+        let (_, found) = img.land(&h, &a, &persist::intent_clean(1));
+        assert!(!found, "region 1 was written while its round was out");
+    }
+    assert_eq!(h.counter("intent_clean_records"), 2.0, "region 0 only");
+    assert_eq!(h.counter("intent_dirty_regions"), 1.0);
+}
+
+/// The member I/Os of `actions` (not the log's), as (device, page, op, priority).
+fn members(actions: &[Action], img: &LogImage) -> Vec<(u16, u64, Op, i8)> {
+    let (_, other) = split_log(actions, img.region);
+    other
+        .iter()
+        .map(|io| (io.dev, io.offset / K, io.op, io.priority))
+        .collect()
+}
+
+#[test]
+fn a_restart_trusts_the_regions_logged_clean_and_resyncs_the_others_before_rebuilding_from_them() {
+    // A first run: a new log, every region clean; block 1 written (region 0 dirty), then
+    // a crash before the region is logged clean again.
+    let mut h = with_intent(true, true);
+    let mut img = LogImage::new(&h);
+    let a = img.start(&mut h);
+    let (log, _) = img.land(&h, &a, &[]);
+    let io = host(1, Op::Write, 1, 1);
+    h.request(0, io);
+    let a = h.complete(0, log[0], Status::Ok);
+    let (dirty, found) = img.land(&h, &a, &persist::intent_dirty(0));
+    assert!(found);
+    let a = h.complete(0, dirty[0], Status::Ok);
+    write_through(&mut h, 0, io, a);
+    // The restart (`assume_clean` no longer matters: the log decides). Regions 1–3 are
+    // consistent; region 0 is resynced, stripe by stripe, at priority −1: stripe 0's data
+    // (d0, d1) read, its parity (d2) written as their XOR.
+    let mut h = with_intent(false, true);
+    let a = img.start(&mut h);
+    assert_eq!(h.counter("intent_recovered_clean_regions"), 3.0);
+    assert_eq!(
+        members(&a, &img),
+        vec![(0, 0, Op::Read, -1), (1, 0, Op::Read, -1)]
+    );
+    let resync = submitted(&a);
+    // A read of block 4 (region 1, stripe 2: d1's page 2) fails: its row is known, so the
+    // page is rebuilt from d2 and the parity on d0.
+    let r4 = host(2, Op::Read, 4, 1);
+    let sub = submitted(&h.request(1, r4))[0];
+    assert_eq!((sub.dev, sub.offset / K), (1, 2));
+    let retry = submitted(&h.complete(1, sub, Status::IoError));
+    assert_eq!(
+        shape(&retry),
+        vec![(1, 2, Op::Read)],
+        "the page alone first"
+    );
+    let a = h.complete(1, retry[0], Status::IoError);
+    assert_eq!(
+        members(&a, &img),
+        vec![(2, 2, Op::Read, 0), (0, 2, Op::Read, 0)]
+    );
+    // A read of block 0 (region 0, being resynced) fails too: its rebuild waits behind the
+    // stripe's resync...
+    let r0 = host(3, Op::Read, 0, 1);
+    let sub = submitted(&h.request(2, r0))[0];
+    assert!(members(&h.complete(2, sub, Status::IoError), &img).is_empty());
+    h.complete(3, resync[0], Status::Ok);
+    let a = h.complete(3, resync[1], Status::Ok);
+    let x = xors(&a);
+    assert_eq!(x.len(), 2, "the parity is the XOR of the two data pages");
+    assert_eq!(members(&a, &img), vec![(2, 0, Op::Write, -1)]);
+    let parity = submitted(&a)[0];
+    // ...and once that is written, is retried alone (stripe 1's resync starts meanwhile:
+    // parity d1, data d2 and d0), fails, and answers EIO: the region is not consistent
+    // until its every stripe is.
+    let a = h.complete(4, parity, Status::Ok);
+    assert_eq!(
+        members(&a, &img),
+        vec![
+            (2, 1, Op::Read, -1),
+            (0, 1, Op::Read, -1),
+            (0, 0, Op::Read, 0)
+        ]
+    );
+    let s1 = submitted(&a)[..2].to_vec();
+    let a = h.complete(4, submitted(&a)[2], Status::IoError);
+    let r = replied(&a);
+    assert_eq!((r[0].io, r[0].status), (r0, Status::IoError));
+    assert_eq!(h.counter("unknown_row_errors"), 1.0);
+    h.complete(5, s1[0], Status::Ok);
+    let w = submitted(&h.complete(5, s1[1], Status::Ok));
+    assert_eq!(shape(&w), vec![(1, 1, Op::Write)]);
+    let a = h.complete(6, w[0], Status::Ok);
+    assert_eq!(
+        timers(&a),
+        vec![6 + MS],
+        "region 0, consistent, to be logged clean"
+    );
+    assert_eq!(h.counter("resynced_regions"), 1.0);
+    assert_eq!(h.counter("resynced_rows"), 2.0);
+    // Now block 0's bad page is rebuilt from d1 and the parity.
+    let a = h.request(7, host(4, Op::Read, 0, 1));
+    assert_eq!(
+        members(&a, &img),
+        vec![(1, 0, Op::Read, 0), (2, 0, Op::Read, 0)]
+    );
+}
+
+#[test]
+fn a_change_of_bitmap_geometry_is_logged_before_any_request_and_a_clean_stop_cleans_every_region() {
+    // A log without a bitmap, then the same array with one: every region dirty (writes went
+    // unrecorded), logged before a request goes, and the whole array resynced.
+    let mut h = with_intent(true, false);
+    let mut img = LogImage::new(&h);
+    let a = img.start(&mut h);
+    assert!(img.land(&h, &a, &[]).0.is_empty(), "no bitmap, no record");
+    let mut h = with_intent(true, true);
+    let a = img.start(&mut h);
+    let (log, found) = img.land(&h, &a, &persist::intent_geometry(2, false));
+    assert!(
+        found,
+        "a log that is not new: `assume_clean` does not apply"
+    );
+    let io = host(1, Op::Read, 9, 1);
+    assert!(submitted(&h.request(0, io)).is_empty());
+    let a = h.complete(0, log[0], Status::Ok);
+    assert_eq!(
+        members(&a, &img),
+        vec![
+            (0, 4, Op::Read, 0),
+            (0, 0, Op::Read, -1),
+            (1, 0, Op::Read, -1)
+        ],
+        "the read that waited, then stripe 0's resync"
+    );
+    // Resync every stripe (two reads, then the parity write, each).
+    let mut out = submitted(&a)[1..].to_vec();
+    let mut stripes = 0;
+    while !out.is_empty() {
+        let mut next = Vec::new();
+        for io in out {
+            let (_, other) = split_log(&h.complete(1, io, Status::Ok), img.region);
+            next.extend(other);
+        }
+        stripes += usize::from(next.len() == 1);
+        out = next;
+    }
+    assert_eq!(stripes, 8);
+    assert_eq!(h.counter("resynced_regions"), 4.0);
+    assert_eq!(h.counter("intent_dirty_regions"), 4.0);
+    // A clean stop: every region idle, one flush round, then their clean records.
+    let f = submitted(&h.stop(2));
+    assert_eq!(f.len(), 3);
+    assert!(f.iter().all(|io| io.op == Op::Flush));
+    h.complete(2, f[0], Status::Ok);
+    h.complete(2, f[1], Status::Ok);
+    // The first record goes at once, the other three together in the next log write.
+    let mut a = h.complete(2, f[2], Status::Ok);
+    let mut cleaned = Vec::new();
+    loop {
+        let (log, _) = img.land(&h, &a, &[]);
+        let Some(w) = log.first() else { break };
+        cleaned.extend((0..4).filter(|&r| img.land(&h, &a, &persist::intent_clean(r)).1));
+        a = h.complete(3, *w, Status::Ok);
+    }
+    assert_eq!(cleaned, vec![0, 1, 2, 3]);
+    assert_eq!(h.counter("intent_dirty_regions"), 0.0);
+    // Turned off again: the geometry "no bitmap" is logged first, so the next start with a
+    // bitmap cannot trust these clean records after writes it did not see.
+    let mut h = with_intent(true, false);
+    let a = img.start(&mut h);
+    let (log, found) = img.land(&h, &a, &persist::intent_geometry(0, false));
+    assert!(found);
+    let io = host(2, Op::Read, 9, 1);
+    assert!(submitted(&h.request(0, io)).is_empty());
+    assert_eq!(
+        shape(&submitted(&h.complete(0, log[0], Status::Ok))),
+        vec![(0, 4, Op::Read)]
+    );
+}
