@@ -337,24 +337,71 @@ impl Raid {
     /// After the log's recovery (and the geometry record, if one was needed): the resync of
     /// every region not consistent, in order.
     pub(super) fn resync_next(&mut self, out: &mut Actions) {
-        let stripes = self.layout.stripes;
         let Some(i) = self.intent.as_mut() else {
             return;
         };
         if i.stopping || i.resync.is_some() || i.resync_done {
             return;
         }
-        let from = 0;
-        let next = (from..i.consistent.regions).find(|&r| !i.consistent.is_clean(r));
-        let Some(r) = next else {
+        let Some(r) = (0..i.consistent.regions).find(|&r| !i.consistent.is_clean(r)) else {
             i.resync_done = true;
             return;
         };
         i.resync = Some((r, false));
         let stripe = r * i.region_stripes;
-        debug_assert!(stripe < stripes);
-        let rows = self.resync_rows(stripe, 0);
-        self.enqueue(Owner::Resync, rows, Work::Resync, out);
+        self.resync_queue(stripe, out);
+    }
+
+    /// Queue the resync of `stripe`, or of the first stripe after it, in region order, that
+    /// holds no bad page (a stripe that does fails its region: its rows with a bad page
+    /// cannot be resynced); a region whose stripes are all done is consistent, unless one
+    /// failed. A loop, not a recursion through operations that end at once: a member
+    /// whose every page is bad must not take the stack down.
+    fn resync_queue(&mut self, mut stripe: u64, out: &mut Actions) {
+        let stripes = self.layout.stripes;
+        let per_chunk = self.layout.chunk / PAGE;
+        loop {
+            let i = self.intent.as_mut().expect("a resync");
+            let Some((r, failed)) = i.resync else {
+                return;
+            };
+            if i.stopping {
+                i.resync = None;
+                return;
+            }
+            if stripe < stripes && stripe < (r + 1) * i.region_stripes {
+                if self.range_touches_bad(stripe, 0, per_chunk) {
+                    let i = self.intent.as_mut().expect("a resync");
+                    i.resync = Some((r, true));
+                    stripe += 1;
+                    continue;
+                }
+                let rows = self.resync_rows(stripe, 0);
+                self.enqueue(Owner::Resync, rows, Work::Resync, out);
+                return;
+            }
+            // The region is done: consistent, or given up until the next start.
+            if failed {
+                i.counters.unsynced_regions += 1;
+            } else {
+                i.counters.resynced_regions += 1;
+                i.consistent.set(r, true);
+                i.dirty.insert(r);
+            }
+            match (r + 1..i.consistent.regions).find(|&q| !i.consistent.is_clean(q)) {
+                Some(q) => {
+                    i.resync = Some((q, false));
+                    stripe = q * i.region_stripes;
+                }
+                None => {
+                    i.resync = None;
+                    i.resync_done = true;
+                    self.arm(out);
+                    return;
+                }
+            }
+            self.arm(out);
+        }
     }
 
     /// The row range of a resync from page `first` of a stripe's chunk.
@@ -447,45 +494,13 @@ impl Raid {
         }
     }
 
-    /// A resync's stripe ended (`status`): the next stripe of its region, or the region is
-    /// consistent (if every stripe was) and the next region's resync starts.
+    /// A resync's stripe ended (`status`): the next one (see [`Raid::resync_queue`]).
     pub(super) fn resync_stripe_done(&mut self, stripe: u64, status: Status, out: &mut Actions) {
-        let stripes = self.layout.stripes;
         let i = self.intent.as_mut().expect("a resync");
-        let Some((r, failed)) = i.resync.as_mut() else {
-            return;
-        };
-        *failed |= status != Status::Ok;
-        let r = *r;
-        let next = stripe + 1;
-        if next < stripes && next < (r + 1) * i.region_stripes && !i.stopping {
-            let rows = self.resync_rows(next, 0);
-            self.enqueue(Owner::Resync, rows, Work::Resync, out);
-            return;
+        if let Some((_, failed)) = i.resync.as_mut() {
+            *failed |= status != Status::Ok;
+            self.resync_queue(stripe + 1, out);
         }
-        let failed = i.resync.take().expect("checked").1;
-        if i.stopping {
-            return;
-        }
-        if failed {
-            i.counters.unsynced_regions += 1;
-        } else {
-            i.counters.resynced_regions += 1;
-            i.consistent.set(r, true);
-            i.dirty.insert(r);
-        }
-        // Regions before `r + 1` are done (consistent, or given up until the next start).
-        let next = (r + 1..i.consistent.regions).find(|&q| !i.consistent.is_clean(q));
-        let first = next.map(|q| q * i.region_stripes);
-        match first {
-            Some(stripe) => {
-                i.resync = Some((next.expect("some"), false));
-                let rows = self.resync_rows(stripe, 0);
-                self.enqueue(Owner::Resync, rows, Work::Resync, out);
-            }
-            None => i.resync_done = true,
-        }
-        self.arm(out);
     }
 
     /// The stack unloads: log every idle region clean now, and start no further resync.

@@ -871,21 +871,15 @@ impl Raid {
             let op = &self.ops[&id];
             (op.stripe, op.page, op.pages, op.owner, op.redo)
         };
-        let (copy, resync, write) = match self.ops[&id].work {
-            Work::Copy => (true, false, false),
-            Work::Resync => (false, true, false),
-            Work::Write(_) => (false, false, true),
-            Work::Rebuild(_) => (false, false, false),
-        };
-        if copy {
+        if matches!(self.ops[&id].work, Work::Copy) {
             return self.copy_start(id, out);
         }
-        if resync {
+        if matches!(self.ops[&id].work, Work::Resync) {
             return self.resync_start(id, out);
         }
         // The region's `dirty` record first (md's bitmap_startwrite): an operation waiting
         // for it stays at its queue's head, started again once it is durable.
-        if write && self.intent.is_some() {
+        if self.intent.is_some() && matches!(self.ops[&id].work, Work::Write(_)) {
             let gated = self.ops[&id].gated;
             match gated {
                 Gate::Waiting => return None,
