@@ -18,7 +18,7 @@
 
 use crate::device::DeviceInfo;
 use crate::function::{Action, Actions, Function, Span, TimerId};
-use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Status};
+use crate::io::{Breakdown, Buf, Completion, DeviceId, Io, Op, Status};
 use crate::journal::{Journal, JournalConfig, Step};
 use crate::power::{PowerDef, PowerSpec, PowerStateId, StateDef, TransitionDef};
 use crate::region::Region;
@@ -171,6 +171,47 @@ impl<F: Function> Harness<F> {
             })
             .expect("the region's bytes are asked for");
         tag
+    }
+
+    /// Land in `image` (the bytes of `region` on its device) what `actions` — the last
+    /// event's: their filled bytes are in this harness's arena until the next — write into
+    /// the region out of buffers they filled: the writes landed.
+    pub fn land(&self, actions: &[Action], region: Region, image: &mut [u8]) -> Vec<Io> {
+        let mut bufs: std::collections::HashMap<u64, Vec<u8>> = Default::default();
+        for a in actions {
+            if let Action::Fill {
+                dst: Buf::Scratch { id, offset },
+                data,
+            } = a
+            {
+                let b = bufs.entry(*id).or_default();
+                let d = self.data(*data);
+                let end = *offset as usize + d.len();
+                if b.len() < end {
+                    b.resize(end, 0);
+                }
+                b[*offset as usize..end].copy_from_slice(d);
+            }
+        }
+        let mut landed = Vec::new();
+        for w in submitted(actions) {
+            let inside = w.dev == region.dev
+                && w.op == Op::Write
+                && (region.offset..region.offset + region.len).contains(&w.offset);
+            let Buf::Scratch { id, offset } = w.buf else {
+                continue;
+            };
+            if !inside {
+                continue;
+            }
+            let mut b = bufs.get(&id).cloned().unwrap_or_default();
+            b.resize(offset as usize + w.len as usize, 0);
+            let at = (w.offset - region.offset) as usize;
+            image[at..at + w.len as usize]
+                .copy_from_slice(&b[offset as usize..offset as usize + w.len as usize]);
+            landed.push(w);
+        }
+        landed
     }
 
     pub fn timer(&mut self, now: Nanos, timer: TimerId) -> Vec<Action> {

@@ -822,31 +822,9 @@ fn recovery_from_a_persisted_map() {
 
 /// Copy the bytes `actions` fill and write into the map's region into `image`.
 fn land(h: &Harness<Exces>, actions: &[Action], k: u64, image: &mut [u8]) {
-    let mut bufs: std::collections::HashMap<u64, Vec<u8>> = Default::default();
-    for a in actions {
-        if let Action::Fill {
-            dst: Buf::Scratch { id, offset },
-            data,
-        } = a
-        {
-            let b = bufs.entry(*id).or_default();
-            let d = h.data(*data);
-            let end = *offset as usize + d.len();
-            if b.len() < end {
-                b.resize(end, 0);
-            }
-            b[*offset as usize..end].copy_from_slice(d);
-        }
-    }
-    for w in submitted(actions) {
-        if let (1, Op::Write, Buf::Scratch { id, offset }) = (w.dev, w.op, w.buf) {
-            let mut b = bufs[&id].clone();
-            b.resize(offset as usize + w.len as usize, 0);
-            let at = (w.offset - k * P) as usize;
-            image[at..at + w.len as usize]
-                .copy_from_slice(&b[offset as usize..offset as usize + w.len as usize]);
-        }
-    }
+    let region = h.function().regions()[0];
+    assert_eq!((region.dev, region.offset), (1, k * P));
+    h.land(actions, region, image);
 }
 
 #[test]

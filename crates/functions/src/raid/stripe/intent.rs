@@ -123,6 +123,21 @@ impl Intent {
         self.consistent.is_clean(stripe / self.region_stripes)
     }
 
+    /// Put the regions to log clean — consistent, logged dirty, no write out, and (`quiet`)
+    /// none started since the last tick — into the next flush round.
+    fn round_up(&mut self, quiet: bool) {
+        let idle: Vec<u64> = self
+            .dirty
+            .iter()
+            .copied()
+            .filter(|r| !(self.busy.contains_key(r) || quiet && self.written.contains(r)))
+            .filter(|r| !self.rounds.contains(r))
+            .collect();
+        for r in idle {
+            self.rounds.add(r, ());
+        }
+    }
+
     /// Take the recovered bitmap: its clean regions are consistent.
     pub fn recovered(&mut self, bitmap: Bitmap) {
         self.counters.recovered_clean = bitmap.count();
@@ -221,17 +236,7 @@ impl Raid {
             return;
         };
         i.armed = false;
-        let idle: Vec<u64> = i
-            .dirty
-            .iter()
-            .copied()
-            .filter(|r| !i.busy.contains_key(r) && !i.written.contains(r))
-            .collect();
-        for r in idle {
-            if !i.rounds.contains(&r) {
-                i.rounds.add(r, ());
-            }
-        }
+        i.round_up(true);
         i.written.clear();
         self.flush_round(out);
         self.arm(out);
@@ -509,17 +514,7 @@ impl Raid {
             return;
         };
         i.stopping = true;
-        let idle: Vec<u64> = i
-            .dirty
-            .iter()
-            .copied()
-            .filter(|r| !i.busy.contains_key(r))
-            .collect();
-        for r in idle {
-            if !i.rounds.contains(&r) {
-                i.rounds.add(r, ());
-            }
-        }
+        i.round_up(false);
         self.flush_round(out);
     }
 

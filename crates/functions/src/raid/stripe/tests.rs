@@ -870,35 +870,12 @@ impl LogImage {
     /// Copy the bytes `actions` fill and write into the region; the log's writes, and
     /// whether any holds `record`.
     fn land(&mut self, h: &Harness<Raid>, actions: &[Action], record: &[u8]) -> (Vec<Io>, bool) {
-        let mut bufs: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-        for a in actions {
-            if let Action::Fill {
-                dst: Buf::Scratch { id, offset },
-                data,
-            } = a
-            {
-                let b = bufs.entry(*id).or_default();
-                let d = h.data(*data);
-                let end = *offset as usize + d.len();
-                if b.len() < end {
-                    b.resize(end, 0);
-                }
-                b[*offset as usize..end].copy_from_slice(d);
-            }
-        }
-        let (log, _) = split_log(actions, self.region);
-        let mut found = false;
-        for w in &log {
-            let Buf::Scratch { id, offset } = w.buf else {
-                panic!("a log write out of its own buffer: {w:?}")
-            };
-            let mut b = bufs[&id].clone();
-            b.resize(offset as usize + w.len as usize, 0);
-            let data = &b[offset as usize..offset as usize + w.len as usize];
-            found |= !record.is_empty() && has(data, record);
-            let at = (w.offset - self.region.offset) as usize;
-            self.bytes[at..at + w.len as usize].copy_from_slice(data);
-        }
+        let log = h.land(actions, self.region, &mut self.bytes);
+        let found = !record.is_empty()
+            && log.iter().any(|w| {
+                let at = (w.offset - self.region.offset) as usize;
+                has(&self.bytes[at..at + w.len as usize], record)
+            });
         (log, found)
     }
 
