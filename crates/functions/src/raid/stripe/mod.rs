@@ -38,15 +38,16 @@
 //! after a restart.
 //!
 //! **The write hole.** A crash between a row's data and parity writes leaves parity that no
-//! longer matches the data, and a page rebuilt from it would be wrong. The layer cannot know
-//! which rows a crash tore without md's write-intent bitmap, which is not built (it would
-//! be records in the bad-page log's journal). It therefore tracks, in memory, the rows whose parity it *knows*
-//! matches their data — rows it wrote whole (full-row or reconstruct-write of the whole
-//! page) since it started — and rebuilds only those. A degraded read of any other row fails
-//! with EIO rather than return a guess; a write to an unknown row is a reconstruct-write
-//! when it can be, which makes the row known. After a crash (or any restart) every row is
-//! unknown again. `assume_clean = true` declares every row consistent at start (true of
-//! fresh, zeroed members), as `mdadm --assume-clean` does.
+//! longer matches the data, and a page rebuilt from it would be wrong. The layer tracks, in
+//! memory, the rows whose parity it *knows* matches their data — rows it wrote whole
+//! (full-row or reconstruct-write of the whole page) since it started — and rebuilds only
+//! those. A degraded read of any other row fails with EIO rather than return a guess; a
+//! write to an unknown row is a reconstruct-write when it can be, which makes the row known.
+//! Without a bitmap, after a crash (or any restart) every row is unknown again;
+//! `assume_clean = true` declares every row consistent at start (true of fresh, zeroed
+//! members), as `mdadm --assume-clean` does. With md's write-intent bitmap
+//! (`write_intent`, [`intent`]) every row of a region the log names clean is known after
+//! any restart, and the dirty regions are resynced.
 
 mod config;
 mod intent;
@@ -1485,9 +1486,9 @@ impl Function for Raid {
     }
 
     /// A replacement in progress stops after the stripe it is copying (the log says how
-    /// far it got; the next start goes on from there).
-    /// The write-intent bitmap logs every idle region clean (md clears its bitmap at a
-    /// clean stop), and the resync stops after the range it is on.
+    /// far it got; the next start goes on from there); the write-intent bitmap logs every
+    /// idle region clean (md clears its bitmap at a clean stop), and the resync stops after
+    /// the range it is on.
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         self.now = now;
         self.stop_replacing();
