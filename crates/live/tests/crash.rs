@@ -413,7 +413,8 @@ fn drive(uri: String, seed: u64, conn: usize, traffic: Traffic, acks: Arc<Atomic
 
 struct Outcome {
     durable_blocks: usize,
-    lost: Vec<String>,
+    /// Acknowledged-durable blocks not read back: (block, its durable version).
+    lost: Vec<(u64, u64)>,
     spun_down: bool,
     /// Reads answered during the run, and those that returned older data than was
     /// acknowledged before they were sent.
@@ -424,7 +425,7 @@ struct Outcome {
 impl Outcome {
     fn new(
         tracks: &[Track],
-        (durable_blocks, lost): (usize, Vec<String>),
+        (durable_blocks, lost): (usize, Vec<(u64, u64)>),
         spun_down: bool,
     ) -> Self {
         Outcome {
@@ -491,7 +492,7 @@ fn check_durable(
     tracks: &[Track],
     seed: u64,
     mut read: impl FnMut(u64) -> Option<Vec<u8>>,
-) -> (usize, Vec<String>) {
+) -> (usize, Vec<(u64, u64)>) {
     let mut lost = Vec::new();
     let mut durable_blocks = 0;
     for t in tracks {
@@ -505,7 +506,7 @@ fn check_durable(
                     .any(|&w| at == version_data(seed, block, w))
             });
             if !ok {
-                lost.push(format!("block {block} version {v}"));
+                lost.push((block, v));
             }
         }
     }
@@ -893,21 +894,6 @@ fn paraid_trial(seed: u64, control: bool, upshift: &str) -> ParaidOutcome {
     }
 }
 
-/// RAID-5 (docs/functions/raid.md) over three fast emulated disks, 4 KiB chunks, its
-/// bad-page log at the end of `d0` (`persist`, the default): a host FLUSH must reach and
-/// sync every member, a FUA write every member it writes.
-fn raid5_config() -> String {
-    let mut c = String::new();
-    for k in 0..3 {
-        c += &format!(
-            "[[device]]\nname = \"d{k}\"\n{}\n",
-            FAST_STANDBY_DISK.toml()
-        );
-    }
-    c + "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
-         chunk_kib = 4\n"
-}
-
 /// A quarter of the requests that are not FLUSHes are reads, no pauses.
 const RAID5_TRAFFIC: Traffic = Traffic {
     reads_in_8: [2; CONNS],
@@ -926,7 +912,7 @@ fn raid5_trial(seed: u64, control: bool) -> Outcome {
     array_trial(
         seed,
         control,
-        &raid5_config(),
+        &raid5_config(false, false),
         3,
         "raid5",
         traffic,
@@ -935,12 +921,14 @@ fn raid5_trial(seed: u64, control: bool) -> Outcome {
     .0
 }
 
-/// RAID-5 as `raid5_config`, every region clean on the new log (`assume_clean`), with
-/// md's write-intent bitmap (`write_intent`: a region a stripe, logged clean after 1 ms
-/// idle) or without it (then nothing is assumed: after a restart every row is unknown).
-/// `d1_fails`: member d1 fails every I/O (a fault on its emulated device) — the array
-/// restarted degraded after the cut.
-fn raid5_intent_config(write_intent: bool, d1_fails: bool) -> String {
+/// RAID-5 (docs/functions/raid.md) over three fast emulated disks, 4 KiB chunks, its
+/// bad-page log at the end of `d0` (`persist`, the default): a host FLUSH must reach and
+/// sync every member, a FUA write every member it writes.
+/// With md's write-intent bitmap (`write_intent`: a region a stripe, logged clean after
+/// 1 ms idle, every region clean on the new log) or without one (then nothing is assumed:
+/// after a restart every row is unknown). `d1_fails`: member d1 fails every I/O (a fault on
+/// its emulated device) — the array restarted degraded after the cut.
+fn raid5_config(write_intent: bool, d1_fails: bool) -> String {
     let mut c = String::new();
     for k in 0..3 {
         c += &format!(
@@ -960,7 +948,7 @@ fn raid5_intent_config(write_intent: bool, d1_fails: bool) -> String {
     c
 }
 
-/// The member holding volume block `block` of `raid5_intent_config`'s array: 4 KiB chunks
+/// The member holding volume block `block` of `raid5_config`'s array: 4 KiB chunks
 /// over three members, md's left-symmetric layout (stripe s's parity on member 2 − s mod 3,
 /// its data on the members after it).
 fn raid5_member_of(block: u64) -> u64 {
@@ -979,14 +967,14 @@ struct DegradedOutcome {
     unavailable: usize,
 }
 
-/// One degraded-restart trial: the RAID-5 of `raid5_intent_config` under the power-loss
+/// One degraded-restart trial: the RAID-5 of `raid5_config` under the power-loss
 /// shim, cut at a random point, then restarted on the cut images with d1 failing every
 /// I/O; every acknowledged-durable block read back (d1's through the parity).
 fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
     let d = TempDir::new("raid5-degraded");
     let (cfg, restart) = (d.path("run.toml"), d.path("restart.toml"));
-    std::fs::write(&cfg, raid5_intent_config(write_intent, false)).unwrap();
-    std::fs::write(&restart, raid5_intent_config(write_intent, true)).unwrap();
+    std::fs::write(&cfg, raid5_config(write_intent, false)).unwrap();
+    std::fs::write(&restart, raid5_config(write_intent, true)).unwrap();
     let images: Vec<Image> = (0..3)
         .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
         .collect();
@@ -1015,19 +1003,10 @@ fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
         },
     );
     // EIO is allowed for d1's blocks only (never wrong data, never a healthy member's).
-    let block_of = |l: &str| -> u64 {
-        l.strip_prefix("block ")
-            .and_then(|r| r.split(' ').next())
-            .and_then(|b| b.parse().ok())
-            .expect("`block N version V`")
-    };
     let on_d1 = |b: &u64| raid5_member_of(*b) == 1;
     let unavailable = eio.iter().filter(|b| on_d1(b)).count();
-    o.lost.retain(|l| {
-        let b = block_of(l);
-        !(on_d1(&b) && eio.contains(&b))
-    });
-    let wrong: Vec<u64> = o.lost.iter().map(|l| block_of(l)).collect();
+    o.lost.retain(|(b, _)| !(on_d1(b) && eio.contains(b)));
+    let wrong: Vec<u64> = o.lost.iter().map(|&(b, _)| b).collect();
     let rebuilt = read
         .iter()
         .filter(|b| on_d1(b) && !wrong.contains(b))
@@ -1137,7 +1116,8 @@ fn assert_trial_passed(seed: u64, what: &str, o: &Outcome) {
     );
     assert!(
         o.lost.is_empty(),
-        "seed {seed} ({what}): acknowledged-durable writes lost in a power cut: {:?}",
+        "seed {seed} ({what}): acknowledged-durable writes lost in a power cut \
+         (block, durable version): {:?}",
         o.lost
     );
 }

@@ -76,8 +76,6 @@ pub(super) struct Intent {
     stopping: bool,
     /// The resync: the region under way, whether a row of it failed.
     resync: Option<(u64, bool)>,
-    /// Every region left consistent or not: the resync is over.
-    resync_done: bool,
     /// `assume_clean`: a new log's bitmap starts all clean.
     pub assume_clean: bool,
     pub counters: IntentCounters,
@@ -111,7 +109,6 @@ impl Intent {
             armed: false,
             stopping: false,
             resync: None,
-            resync_done: false,
             assume_clean,
             counters: IntentCounters::default(),
         }
@@ -340,16 +337,16 @@ impl Raid {
     }
 
     /// After the log's recovery (and the geometry record, if one was needed): the resync of
-    /// every region not consistent, in order.
+    /// every region not consistent, in order. Once a start (`serve_early`): a region the
+    /// resync gave up on stays dirty until the next start.
     pub(super) fn resync_next(&mut self, out: &mut Actions) {
         let Some(i) = self.intent.as_mut() else {
             return;
         };
-        if i.stopping || i.resync.is_some() || i.resync_done {
+        if i.stopping || i.resync.is_some() {
             return;
         }
         let Some(r) = (0..i.consistent.regions).find(|&r| !i.consistent.is_clean(r)) else {
-            i.resync_done = true;
             return;
         };
         i.resync = Some((r, false));
@@ -400,7 +397,6 @@ impl Raid {
                 }
                 None => {
                     i.resync = None;
-                    i.resync_done = true;
                     self.arm(out);
                     return;
                 }

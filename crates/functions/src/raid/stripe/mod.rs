@@ -868,23 +868,29 @@ impl Raid {
 
     /// Plan and issue operation `id`'s first phase; `Some(status)` if it ended at once.
     fn start(&mut self, id: u64, out: &mut Actions) -> Option<Status> {
-        let (stripe, page, pages, owner, redo) = {
+        // One lookup of the operation on this path (every RAID-5 row operation starts here).
+        let (stripe, page, pages, owner, redo, copy, resync, write_gate) = {
             let op = &self.ops[&id];
-            (op.stripe, op.page, op.pages, op.owner, op.redo)
+            let write_gate = matches!(op.work, Work::Write(_)).then_some(op.gated);
+            let (copy, resync) = (
+                matches!(op.work, Work::Copy),
+                matches!(op.work, Work::Resync),
+            );
+            let (s, p, n, o, r) = (op.stripe, op.page, op.pages, op.owner, op.redo);
+            (s, p, n, o, r, copy, resync, write_gate)
         };
-        if matches!(self.ops[&id].work, Work::Copy) {
+        if copy {
             return self.copy_start(id, out);
         }
-        if matches!(self.ops[&id].work, Work::Resync) {
+        if resync {
             return self.resync_start(id, out);
         }
         // The region's `dirty` record first (md's bitmap_startwrite): an operation waiting
         // for it stays at its queue's head, started again once it is durable.
-        if self.intent.is_some() && matches!(self.ops[&id].work, Work::Write(_)) {
-            let gated = self.ops[&id].gated;
-            match gated {
-                Gate::Waiting => return None,
-                Gate::Not if self.intent_gate(id, stripe, out) => return None,
+        if self.intent.is_some() {
+            match write_gate {
+                Some(Gate::Waiting) => return None,
+                Some(Gate::Not) if self.intent_gate(id, stripe, out) => return None,
                 _ => {}
             }
         }
