@@ -122,7 +122,12 @@ pub fn metadata_logs(data: &[u8]) -> bool {
         let Ok(got) = shape.replay(snap, &records) else {
             return false;
         };
-        let again = shape.snapshot(got.bad.iter(), got.replaced, &got.bitmap);
+        let again = shape.snapshot(
+            got.bad.iter(),
+            got.faulty_member(),
+            got.replaced,
+            &got.bitmap,
+        );
         assert!(again.len() as u64 <= shape.snapshot_bytes());
         assert_eq!(shape.replay(&again, &[]).as_ref(), Ok(&got));
         true
@@ -190,7 +195,7 @@ mod seeds {
             regions: 0,
         };
         let none = raid5::Bitmap::default();
-        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), Some((1, 1)), &none);
+        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), None, Some((1, 1)), &none);
         let recs = vec![
             raid5::replaced(1, 2).to_vec(),
             raid5::cleared(1, 3).to_vec(),
@@ -198,6 +203,13 @@ mod seeds {
             raid5::record(0, 3999).to_vec(),
         ];
         put("seed_raid5_replacement", input(0, &geo, &snap, &recs));
+        // Member 1 failed (faulty), its recovery onto the spare two stripes in.
+        let snap = shape.snapshot([(2, 40)].iter(), Some(1), Some((1, 2)), &none);
+        let recs = vec![
+            raid5::replaced(1, 3).to_vec(),
+            raid5::record(0, 3999).to_vec(),
+        ];
+        put("seed_raid5_faulty", input(0, &geo, &snap, &recs));
         let recs: Vec<Vec<u8>> = (0..20u64)
             .map(|p| raid5::record((p % 3) as usize, p * 7).to_vec())
             .collect();
@@ -213,7 +225,7 @@ mod seeds {
         for r in [0, 5, 15] {
             bitmap.set(r, true);
         }
-        let snap = shape.snapshot([(2, 40)].iter(), None, &bitmap);
+        let snap = shape.snapshot([(2, 40)].iter(), None, None, &bitmap);
         let recs = vec![
             raid5::intent_dirty(5).to_vec(),
             raid5::intent_clean(7).to_vec(),

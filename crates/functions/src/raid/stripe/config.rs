@@ -118,6 +118,8 @@ struct Keys {
     write_intent: Option<bool>,
     write_intent_kib: Option<u64>,
     write_intent_delay_ms: Option<u64>,
+    fail: Option<String>,
+    max_read_errors: Option<u64>,
 }
 
 /// The write-intent bitmap (RAID-5 with its log).
@@ -128,6 +130,11 @@ pub struct IntentConfig {
     /// The lazy clean's period, ns.
     pub delay: u64,
 }
+
+/// Failed reads of a member before it is failed: md's RAID-5 fails a device whose read
+/// errors pass `max_nr_stripes`, its stripe cache's size (`stripe_cache_size`, 256 by
+/// default).
+pub const DEFAULT_MAX_READ_ERRORS: u64 = 256;
 
 /// The default copy window of a replacement, KiB of a member.
 pub const DEFAULT_REPLACE_WINDOW_KIB: u64 = 1024;
@@ -164,6 +171,10 @@ pub struct RaidConfig {
     /// The bitmap region the log has room for (set with or without a bitmap, so turning it
     /// on or off does not move the log).
     pub bitmap_region: u64,
+    /// RAID-5 with its log: fail this member at start (`mdadm --fail`).
+    pub fail: Option<String>,
+    /// RAID-5 with its log: fail a member once more than this many of its reads failed.
+    pub max_read_errors: u64,
 }
 
 impl RaidConfig {
@@ -287,6 +298,26 @@ impl RaidConfig {
                 None
             }
         };
+        for (set, name) in [
+            (k.fail.is_some(), "fail"),
+            (k.max_read_errors.is_some(), "max_read_errors"),
+        ] {
+            if set && persist.is_none() {
+                return Err(format!(
+                    "{key}.{name}: a failed member is recorded in the bad-page log (RAID-5, persist = true)"
+                ));
+            }
+        }
+        if let Some(f) = k.fail.as_ref().filter(|f| !k.devices.contains(f)) {
+            return Err(format!(
+                "{key}.fail: `{f}` is not one of the devices ({})",
+                k.devices.join(", ")
+            ));
+        }
+        let max_read_errors = match k.max_read_errors {
+            Some(n) => range::count(&format!("{key}.max_read_errors"), n, 0, 1 << 32)?,
+            None => DEFAULT_MAX_READ_ERRORS,
+        };
         Ok(RaidConfig {
             level,
             devices: k.devices,
@@ -298,6 +329,8 @@ impl RaidConfig {
             spare,
             write_intent,
             bitmap_region: region_kib * 1024,
+            fail: k.fail,
+            max_read_errors,
         })
     }
 
@@ -322,7 +355,10 @@ impl RaidConfig {
             None => raid,
         };
         match self.persist {
-            Some(max) => raid.persist(max).bitmap_reserve(self.bitmap_region),
+            Some(max) => raid
+                .persist(max)
+                .bitmap_reserve(self.bitmap_region)
+                .failures(self.fail, self.max_read_errors),
             None => raid,
         }
     }
@@ -397,7 +433,27 @@ mod tests {
         assert_eq!(c.merge, 512 * 1024);
         let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nmerge_kib = 12").unwrap();
         assert_eq!(c.merge, 12 * 1024);
+        assert_eq!((c.fail, c.max_read_errors), (None, 256));
+        let c =
+            parse("level = 5\ndevices = ['a', 'b', 'c']\nfail = 'b'\nmax_read_errors = 0").unwrap();
+        assert_eq!((c.fail.as_deref(), c.max_read_errors), (Some("b"), 0));
         let cases = [
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nfail = 'd'",
+                "function[0].fail: `d` is not one of the devices (a, b, c)",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\npersist = false\nfail = 'a'",
+                "function[0].fail: a failed member is recorded in the bad-page log (RAID-5, persist = true)",
+            ),
+            (
+                "level = 0\ndevices = ['a']\nmax_read_errors = 3",
+                "function[0].max_read_errors: a failed member is recorded in the bad-page log (RAID-5, persist = true)",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nmax_read_errors = 5000000000",
+                "function[0].max_read_errors: expected a whole number from 0 to 4294967296, got 5000000000",
+            ),
             (
                 "level = 1\ndevices = ['a']",
                 "function[0].level: expected 0 or 5, got 1",

@@ -292,14 +292,17 @@ impl Raid {
     pub(super) fn flush_devices(&self) -> SmallVec<[DeviceId; 8]> {
         let mut live = SmallVec::new();
         for (m, &d) in self.devs.iter().enumerate() {
+            // A faulty device takes no I/O, FLUSH neither.
+            let on_member = self.faulty != Some(m);
             match &self.spare {
                 Some(s) if s.member == Some(m) && s.through > 0 => {
-                    if s.through < self.layout.stripes {
+                    if s.through < self.layout.stripes && on_member {
                         live.push(d);
                     }
                     live.push(s.dev);
                 }
-                _ => live.push(d),
+                _ if on_member => live.push(d),
+                _ => {}
             }
         }
         live

@@ -299,6 +299,18 @@ pub struct Raid {
     member: Vec<usize>,
     /// Bad pages: (member, member page). See the module docs.
     bad: FxHashSet<(usize, u64)>,
+    /// The faulty member (md's `Faulty`), if one is: every page of its device is bad (the
+    /// spare's copy of the stripes a recovery has moved is not). At most one at a time.
+    faulty: Option<usize>,
+    /// Fail this member at start (`fail`, the operator's `mdadm --fail`): its name, then
+    /// its index once attached.
+    fail_at_start: Option<String>,
+    fail_at_start_member: Option<usize>,
+    /// A member is failed once more than this many of its reads failed (md's RAID-5 fails
+    /// a device whose `read_errors` pass its stripe cache's size).
+    max_read_errors: u64,
+    /// Failed reads per member device (the spare's not counted: its errors are pages).
+    read_errors: Vec<u64>,
     fanout: Fanout,
     held: FxHashMap<u64, Held>,
     next_held: u64,
@@ -372,6 +384,10 @@ struct Counters {
     resumed_replacements: u64,
     spare_rebuilt_pages: u64,
     spare_lost_pages: u64,
+    failed_members: u64,
+    recovered_faulty: u64,
+    recovered_members: u64,
+    stalled_recoveries: u64,
 }
 
 impl Raid {
@@ -402,6 +418,11 @@ impl Raid {
             devs: Vec::new(),
             member: Vec::new(),
             bad: FxHashSet::default(),
+            faulty: None,
+            fail_at_start: None,
+            fail_at_start_member: None,
+            max_read_errors: config::DEFAULT_MAX_READ_ERRORS,
+            read_errors: Vec::new(),
             fanout: Fanout::new(),
             held: FxHashMap::default(),
             next_held: 0,
@@ -478,6 +499,16 @@ impl Raid {
             moved: None,
             stopped: false,
         });
+        self
+    }
+
+    /// Fail member `name` at start (logged; a member the log names faulty stays so), and a
+    /// member once more than `max_read_errors` of its reads failed. Needs the log
+    /// ([`Raid::persist`]): a failure forgotten at a restart would bring back a member
+    /// every write since skipped.
+    pub fn failures(mut self, fail: Option<String>, max_read_errors: u64) -> Raid {
+        self.fail_at_start = fail;
+        self.max_read_errors = max_read_errors;
         self
     }
 
@@ -564,8 +595,53 @@ impl Raid {
     }
 
     /// Is member `disk`'s page of row (`stripe`, `page`) bad?
+    #[inline]
     fn is_bad(&self, disk: usize, stripe: u64, page: u64) -> bool {
-        !self.bad.is_empty() && self.bad.contains(&(disk, self.row_key(stripe, page)))
+        self.is_faulty(disk, stripe)
+            || (!self.bad.is_empty() && self.bad.contains(&(disk, self.row_key(stripe, page))))
+    }
+
+    /// Is member `disk`'s chunk of `stripe` on the faulty device (not moved to the spare)?
+    #[inline]
+    fn is_faulty(&self, disk: usize, stripe: u64) -> bool {
+        self.faulty == Some(disk)
+            && !matches!(&self.spare, Some(s) if s.member == Some(disk) && stripe < s.through)
+    }
+
+    /// Has the spare taken every stripe of member `m`?
+    fn wholly_replaced(&self, m: usize) -> bool {
+        matches!(&self.spare, Some(s) if s.member == Some(m) && s.through >= self.layout.stripes)
+    }
+
+    /// Fail member `m` (md's `md_error`): no I/O goes to its device from now on, its pages
+    /// are rebuilt from the others, and its recovery onto the spare starts if the spare is
+    /// free. Logged (one record; writes answered from now on wait for it). Refused
+    /// (`false`) without a log, or while another member is faulty.
+    fn fail_member(&mut self, m: usize, out: &mut Actions) -> bool {
+        if self.wholly_replaced(m) {
+            return true;
+        }
+        if self.journal.is_none() || self.faulty.is_some() || !self.ready || self.broken {
+            return false;
+        }
+        self.faulty = Some(m);
+        self.counters.failed_members += 1;
+        if let Some(seq) = self.log_record(&persist::faulty(m), out) {
+            self.bad_seq = seq;
+        }
+        self.want_replacement(m, out);
+        true
+    }
+
+    /// A member read failed: past `max_read_errors` of them, the member is failed.
+    fn read_failed(&mut self, dev: DeviceId, out: &mut Actions) {
+        let Some(m) = self.devs.iter().position(|&d| d == dev) else {
+            return;
+        };
+        self.read_errors[m] += 1;
+        if self.read_errors[m] > self.max_read_errors && self.faulty != Some(m) {
+            self.fail_member(m, out);
+        }
     }
 
     /// A row operation's I/O to `dev` at `offset` (one page row) failed: that page is bad,
@@ -573,7 +649,11 @@ impl Raid {
     fn mark_bad(&mut self, dev: DeviceId, offset: u64, out: &mut Actions) {
         let m = self.member.get(dev as usize).copied().unwrap_or(usize::MAX);
         let key = (m, offset / PAGE);
-        if m == usize::MAX || !self.bad.insert(key) {
+        // A faulty device's pages are all bad already.
+        if m == usize::MAX
+            || (dev == self.devs[m] && self.is_faulty(m, offset / self.layout.chunk))
+            || !self.bad.insert(key)
+        {
             return;
         }
         self.counters.bad_pages += 1;
@@ -581,6 +661,15 @@ impl Raid {
             return;
         }
         if (self.bad.len() - self.unpersisted.len()) as u64 > self.shape.max {
+            // The list is full: md fails the device (its own device: the spare's errors
+            // stay pages), unless another member is faulty already.
+            if self.journal.is_some() && dev == self.devs[m] {
+                self.bad.remove(&key);
+                if self.fail_member(m, out) {
+                    return;
+                }
+                self.bad.insert(key);
+            }
             self.unpersisted.insert(key);
             return;
         }
@@ -634,7 +723,8 @@ impl Raid {
         });
         let none = persist::Bitmap::default();
         let bitmap = self.intent.as_ref().map_or(&none, |i| &i.logged);
-        self.shape.snapshot(recorded, replacement, bitmap)
+        self.shape
+            .snapshot(recorded, self.faulty, replacement, bitmap)
     }
 
     /// Does row (`stripe`, `page`) hold a bad page the list could not record?
@@ -650,6 +740,8 @@ impl Raid {
             journal::Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
                 Ok(got) => {
                     self.counters.recovered_bad_pages = got.bad.len() as u64;
+                    self.faulty = got.faulty_member();
+                    self.counters.recovered_faulty = u64::from(self.faulty.is_some());
                     self.bad = got.bad;
                     self.ready = true;
                     self.geometry_seq = self.intent_recovered(got.bitmap, r.fresh, out);
@@ -660,8 +752,25 @@ impl Raid {
                             s.through = through;
                             self.member[s.dev as usize] = m;
                             self.copy_next(out);
-                        } else if let Some(m) = s.at_start_member {
+                        } else if let Some(m) = self.faulty.or(s.at_start_member) {
+                            // A faulty member's recovery comes before a replacement asked
+                            // for (one spare).
                             self.want_replacement(m, out);
+                        }
+                    }
+                    if let Some(m) = self.fail_at_start_member {
+                        match self.faulty {
+                            Some(f) if f != m => {
+                                let e = format!(
+                                    "fail: `{}` cannot fail: `{}` is faulty already (rows would miss two members)",
+                                    self.names[m], self.names[f]
+                                );
+                                return self.stop(&e, out);
+                            }
+                            Some(_) => {}
+                            None => {
+                                self.fail_member(m, out);
+                            }
                         }
                     }
                     if self.geometry_seq.is_none() {
@@ -813,7 +922,7 @@ impl Raid {
     /// Does a row of `page..page + pages` hold a bad page, or one the list could not
     /// record?
     fn range_touches_bad(&self, stripe: u64, page: u64, pages: u64) -> bool {
-        if self.bad.is_empty() && self.unpersisted.is_empty() {
+        if self.bad.is_empty() && self.unpersisted.is_empty() && self.faulty.is_none() {
             return false;
         }
         (page..page + pages).any(|q| {
@@ -822,39 +931,76 @@ impl Raid {
         })
     }
 
+    /// Do the rows of `page..page + pages` differ in which members' pages are bad, or hold
+    /// one the list could not record? (A range is planned as one row: its rows must agree.
+    /// A faulty member's pages are bad in every row of a stripe alike.)
+    fn range_uneven(&self, stripe: u64, page: u64, pages: u64) -> bool {
+        if self.bad.is_empty() && self.unpersisted.is_empty() {
+            return false;
+        }
+        let bad = |q: u64| -> u64 {
+            (0..self.layout.disks)
+                .filter(|&d| self.is_bad(d, stripe, q))
+                .fold(0, |m, d| m | 1 << d)
+        };
+        let first = bad(page);
+        (page..page + pages).any(|q| self.row_unpersisted(stripe, q) || bad(q) != first)
+    }
+
     /// Cut range operation `id` (the running one, first in its stripe's queue) into one
     /// operation a page row: it keeps the first row, the others queue right behind it,
-    /// each answering a new sibling of its sub-I/O. `redo`: after a failed write (no
-    /// read-modify-write of rows whose data may already be on the members).
+    /// each answering a new sibling of its sub-I/O (a write's) or a share of its held
+    /// read (a rebuild's). `redo`: after a failed write (no read-modify-write of rows
+    /// whose data may already be on the members).
     fn split(&mut self, id: u64, redo: bool) {
         let op = self.ops.get_mut(&id).expect("a live operation");
-        let (Work::Write(range), Owner::Sub(sub)) = (&op.work, op.owner) else {
-            unreachable!("only writes cover row ranges")
+        let rows: Vec<Work> = match &op.work {
+            Work::Write(range) => (0..op.pages)
+                .map(|i| {
+                    Work::Write(
+                        range
+                            .iter()
+                            .map(|p| Piece {
+                                k: p.k,
+                                a: 0,
+                                b: PAGE as u32,
+                                delta: p.delta + (i * PAGE) as u32,
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+            Work::Rebuild(p) => {
+                let mut rows = Vec::new();
+                let at = op.page * PAGE;
+                Self::rows(
+                    p.k,
+                    at + p.a as u64,
+                    at + p.b as u64,
+                    p.delta,
+                    |_, piece| rows.push(Work::Rebuild(piece)),
+                );
+                rows
+            }
+            Work::Copy | Work::Resync => unreachable!("cut by their own paths"),
         };
-        let rows: Vec<Work> = (0..op.pages)
-            .map(|i| {
-                Work::Write(
-                    range
-                        .iter()
-                        .map(|p| Piece {
-                            k: p.k,
-                            a: 0,
-                            b: PAGE as u32,
-                            delta: p.delta + (i * PAGE) as u32,
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
+        let owner = op.owner;
         let (stripe, page) = (op.stripe, op.page);
         op.pages = 1;
         op.redo = redo;
         let mut rows = rows.into_iter();
         op.work = rows.next().expect("a range has rows");
+        if let Owner::Held(key) = owner {
+            self.held.get_mut(&key).expect("held read").left += rows.len() as u32;
+        }
         for (i, work) in rows.enumerate() {
             let n = self.next_op;
             self.next_op += 1;
-            let owner = Owner::Sub(self.fanout.sibling(&sub));
+            let owner = match owner {
+                Owner::Sub(sub) => Owner::Sub(self.fanout.sibling(&sub)),
+                Owner::Held(key) => Owner::Held(key),
+                Owner::Replace | Owner::Resync => unreachable!("no ranges of theirs here"),
+            };
             let mut row = RowOp::new(owner, (stripe, page + 1 + i as u64, 1), work);
             row.redo = redo;
             self.ops.insert(n, row);
@@ -894,9 +1040,9 @@ impl Raid {
                 _ => {}
             }
         }
-        if pages > 1 && self.range_touches_bad(stripe, page, pages) {
-            // A range is planned as one row, which a bad page would make untrue: page by
-            // page instead.
+        if pages > 1 && self.range_uneven(stripe, page, pages) {
+            // A range is planned as one row, which rows of different bad pages would make
+            // untrue: page by page instead.
             self.split(id, false);
             return self.start(id, out);
         }
@@ -929,6 +1075,11 @@ impl Raid {
                 plan = Plan::Direct;
                 let dst = self.host_buf(owner).at(p.delta);
                 reads.push((l.data_disk(stripe, p.k), p.a, p.b, dst));
+            }
+            Work::Rebuild(_) if pages > 1 && (failures > 1 || !known) => {
+                // Some of its rows may still be served (or known): row by row.
+                self.split(id, false);
+                return self.start(id, out);
             }
             Work::Rebuild(p) => {
                 if failures > 1 {
@@ -1146,6 +1297,9 @@ impl Raid {
         if done.status != Status::Ok && self.ops[&id].pages == 1 {
             self.mark_bad(done.io.dev, done.io.offset, out);
         }
+        if done.status != Status::Ok && done.io.op == Op::Read {
+            self.read_failed(done.io.dev, out);
+        }
         if done.status != Status::Ok && done.io.op == Op::Write {
             // md's rule: a member a write failed on wants replacing (the spare, once in
             // use, is the member: its errors are only bad pages). After the bad page's
@@ -1203,7 +1357,7 @@ impl Raid {
                 Work::Rebuild(p) => {
                     let op = &self.ops[&id];
                     let dst = self.host_buf(op.owner).at(p.delta);
-                    let (scratch, stripe) = (op.scratch, op.stripe);
+                    let (scratch, stripe, span) = (op.scratch, op.stripe, op.pages * PAGE);
                     let l = self.layout;
                     let pd = l.parity_disk(stripe).expect("raid5");
                     let members: Vec<usize> = (0..l.data_disks())
@@ -1214,7 +1368,7 @@ impl Raid {
                     for &j in &members[1..] {
                         let src = Buf::Scratch {
                             id: scratch,
-                            offset: (j as u64 * PAGE) as u32 + p.a,
+                            offset: (j as u64 * span) as u32 + p.a,
                         };
                         out.xor(dst, src, p.b - p.a);
                     }
@@ -1273,13 +1427,31 @@ impl Raid {
                 && pages.into_iter().any(|q| self.is_bad(p.disk, p.stripe, q))
             {
                 let mut rows = Vec::new();
-                Self::rows(
-                    p.k,
-                    p.in_chunk,
-                    p.in_chunk + len as u64,
-                    0,
-                    |page, piece| rows.push((page, piece)),
-                );
+                if self.is_faulty(p.disk, p.stripe) {
+                    // The whole piece is on the faulty device: rebuilt in row ranges of up
+                    // to `merge_kib` (one read a member each; cut into rows if they differ).
+                    let (mut from, end) = (p.in_chunk, p.in_chunk + len as u64);
+                    while from < end {
+                        let page = from / PAGE;
+                        let to = end.min(page * PAGE + self.merge);
+                        let piece = Piece {
+                            k: p.k,
+                            a: (from - page * PAGE) as u32,
+                            b: (to - page * PAGE) as u32,
+                            delta: (from - p.in_chunk) as u32,
+                        };
+                        rows.push(((page, (to - page * PAGE).div_ceil(PAGE)), piece));
+                        from = to;
+                    }
+                } else {
+                    Self::rows(
+                        p.k,
+                        p.in_chunk,
+                        p.in_chunk + len as u64,
+                        0,
+                        |page, piece| rows.push(((page, 1), piece)),
+                    );
+                }
                 let hkey = self.next_held;
                 self.next_held += 1;
                 self.held.insert(
@@ -1290,10 +1462,10 @@ impl Raid {
                         status: Status::Ok,
                     },
                 );
-                for (page, piece) in rows {
+                for ((page, pages), piece) in rows {
                     self.enqueue(
                         Owner::Held(hkey),
-                        (p.stripe, page, 1),
+                        (p.stripe, page, pages),
                         Work::Rebuild(piece),
                         out,
                     );
@@ -1447,6 +1619,16 @@ impl Function for Raid {
         for (m, &d) in devs.iter().enumerate() {
             self.member[d as usize] = m;
         }
+        self.read_errors = vec![0; devs.len()];
+        self.fail_at_start_member = match &self.fail_at_start {
+            None => None,
+            Some(n) => Some(self.names.iter().position(|x| x == n).ok_or_else(|| {
+                format!(
+                    "fail: `{n}` is not a member (members: {})",
+                    self.names.join(", ")
+                )
+            })?),
+        };
         if let Some(s) = self.spare.as_mut() {
             let Some(d) = devices.iter().find(|d| d.name == s.name) else {
                 let all: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
@@ -1676,6 +1858,18 @@ impl Function for Raid {
         ]
         .into_iter()
         .chain(
+            self.journal
+                .is_some()
+                .then_some([
+                    ("failed_members", c.failed_members),
+                    ("recovered_faulty", c.recovered_faulty),
+                    ("faulty", u64::from(self.faulty.is_some())),
+                    ("read_errors", self.read_errors.iter().sum()),
+                ])
+                .into_iter()
+                .flatten(),
+        )
+        .chain(
             self.spare
                 .as_ref()
                 .map(|s| {
@@ -1685,6 +1879,8 @@ impl Function for Raid {
                         ("replaced_stripes", s.through),
                         ("spare_rebuilt_pages", c.spare_rebuilt_pages),
                         ("spare_lost_pages", c.spare_lost_pages),
+                        ("recovered_members", c.recovered_members),
+                        ("stalled_recoveries", c.stalled_recoveries),
                     ]
                 })
                 .into_iter()

@@ -15,6 +15,7 @@
 //! | tag | record | number |
 //! |---|---|---|
 //! | `00` | member's page is bad | the member page |
+//! | `00` | member is **faulty** (md's `Faulty`): no I/O goes to it | `u64::MAX` |
 //! | `10` | member's page is good again (rebuilt onto the spare) | the member page |
 //! | `01` | member is being replaced by the spare | stripes moved onto the spare so far |
 //! | `11` | write-intent bitmap (member field 0) | see below |
@@ -28,12 +29,16 @@
 //! (`assume_clean` on a new array).
 //!
 //! A checkpoint (when the journal is full) is the count (u32) then one 10-byte entry per bad
-//! page, sorted, and the replacement's entry last (if one has started); then, with a bitmap,
+//! page, sorted, the faulty member's entry (if one is faulty and not wholly replaced), and
+//! the replacement's entry last (if one has started); then, with a bitmap,
 //! its region size in stripes (u64), its region count (u32) and one bit per region, set if
 //! clean (least significant bit first). The list is bounded
-//! (`max_bad_pages`, md keeps 512 ranges a device): past it a page is bad in memory only,
-//! and every write to its row fails with EIO (md fails the whole device then), so no
-//! acknowledged write depends on an unrecorded page. Logs written before the replacement
+//! (`max_bad_pages`, md keeps 512 ranges a device): past it the member is failed (a `faulty`
+//! record, as md fails the device when its list is full) or, when another member is faulty
+//! already, the page is bad in memory only and every write to its row fails with EIO, so no
+//! acknowledged write depends on an unrecorded page. At most one member is faulty and not
+//! wholly replaced by the spare at a time (a second would leave rows with two members
+//! missing): a log saying otherwise is refused. Logs written before the replacement
 //! records existed hold only `00` records and read back unchanged.
 
 use wattio_core::fxhash::FxHashSet;
@@ -45,6 +50,8 @@ pub const OWNER: &str = "raid5-bad-pages";
 pub const JOURNAL_BYTES: u64 = 256 << 10;
 /// A record's bytes.
 pub const RECORD_BYTES: usize = 10;
+/// A `00` record's number naming the whole member faulty.
+const FAULTY: u64 = u64::MAX;
 /// The default bound on the list.
 pub const DEFAULT_MAX_BAD_PAGES: u64 = 4096;
 /// The largest bound a config may set (a checkpoint of 10 MiB).
@@ -77,6 +84,11 @@ fn tagged(tag: u16, disk: usize, n: u64) -> [u8; RECORD_BYTES] {
 /// A bad page: member `disk`'s page `page` (member bytes `page · 4096 ..`).
 pub fn record(disk: usize, page: u64) -> [u8; RECORD_BYTES] {
     tagged(0, disk, page)
+}
+
+/// Member `disk` is faulty: no I/O goes to it; its pages live in the parity (md's `Faulty`).
+pub fn faulty(disk: usize) -> [u8; RECORD_BYTES] {
+    tagged(0, disk, FAULTY)
 }
 
 /// Member `disk`'s page `page` is good again: rebuilt onto the spare that now holds it.
@@ -162,13 +174,22 @@ impl Bitmap {
     }
 }
 
-/// What a log holds: the bad pages, the replacement (member, stripes moved), if any, and
-/// the write-intent bitmap (`region_stripes` 0: none).
+/// What a log holds: the bad pages, the faulty member (a bit; not one the spare has wholly
+/// replaced), the replacement
+/// (member, stripes moved), if any, and the write-intent bitmap (`region_stripes` 0: none).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recovered {
     pub bad: FxHashSet<(usize, u64)>,
+    pub faulty: u64,
     pub replaced: Option<(usize, u64)>,
     pub bitmap: Bitmap,
+}
+
+impl Recovered {
+    /// The faulty member, if one is.
+    pub fn faulty_member(&self) -> Option<usize> {
+        (self.faulty != 0).then(|| self.faulty.trailing_zeros() as usize)
+    }
 }
 
 /// What the log can name: `disks` members of `pages` pages each, at most `max` bad pages.
@@ -188,6 +209,7 @@ pub struct Shape {
 /// One decoded record or checkpoint entry.
 enum Entry {
     Bad(usize, u64),
+    Faulty(usize),
     Cleared(usize, u64),
     Replaced(usize, u64),
     /// A region of the bitmap clean (`true`) or dirty.
@@ -197,31 +219,42 @@ enum Entry {
 }
 
 impl Shape {
-    /// A checkpoint's size at most, bytes (the replacement's entry only with a spare).
+    /// A checkpoint's entries at most: the bad pages, one faulty member, and the
+    /// replacement (only with a spare).
+    fn most_entries(&self) -> u64 {
+        self.max + 1 + u64::from(self.spare)
+    }
+
+    /// A checkpoint's size at most, bytes.
     pub fn snapshot_bytes(&self) -> u64 {
         let bitmap = if self.regions > 0 {
             BITMAP_HEADER + self.regions.div_ceil(8)
         } else {
             0
         };
-        4 + (self.max + u64::from(self.spare)) * RECORD_BYTES as u64 + bitmap
+        4 + self.most_entries() * RECORD_BYTES as u64 + bitmap
     }
 
     /// A checkpoint of the recorded bad pages (in a fixed order: the same set, the same
-    /// bytes), the replacement, if one has started, and the bitmap, if there is one.
+    /// bytes), the faulty member, if one is, the replacement, if one has started, and the
+    /// bitmap, if there is one.
     pub fn snapshot<'a>(
         &self,
         bad: impl Iterator<Item = &'a (usize, u64)>,
+        failed: Option<usize>,
         replacement: Option<(usize, u64)>,
         bitmap: &Bitmap,
     ) -> Vec<u8> {
         let mut v: Vec<(usize, u64)> = bad.copied().collect();
         v.sort_unstable();
-        let n = v.len() + usize::from(replacement.is_some());
+        let n = v.len() + usize::from(failed.is_some()) + usize::from(replacement.is_some());
         let mut b = Vec::with_capacity(4 + n * RECORD_BYTES);
         b.extend_from_slice(&(n as u32).to_le_bytes());
         for (d, p) in v {
             b.extend_from_slice(&record(d, p));
+        }
+        if let Some(m) = failed {
+            b.extend_from_slice(&faulty(m));
         }
         if let Some((m, through)) = replacement {
             b.extend_from_slice(&replaced(m, through));
@@ -280,6 +313,7 @@ impl Shape {
                 self.stripes
             )),
             REPLACED => Ok(Entry::Replaced(disk, n)),
+            0 if n == FAULTY => Ok(Entry::Faulty(disk)),
             _ if n >= self.pages => Err(format!(
                 "{}: page {n} of member {disk} is outside {} members × {} pages",
                 at(),
@@ -302,6 +336,7 @@ impl Shape {
                 Entry::Cleared(d, p) => {
                     got.bad.remove(&(d, p));
                 }
+                Entry::Faulty(d) => got.faulty |= 1 << d,
                 Entry::Replaced(d, through) => match got.replaced {
                     Some((m, _)) if m != d => {
                         return Err(format!(
@@ -346,7 +381,7 @@ impl Shape {
                         snapshot.len()
                     )
                 })?;
-            let most = self.max + u64::from(self.spare);
+            let most = self.most_entries();
             let entries = 4 + n * RECORD_BYTES;
             if n as u64 > most || snapshot.len() < entries {
                 return Err(format!(
@@ -357,9 +392,9 @@ impl Shape {
             for (i, r) in snapshot[4..entries].chunks(RECORD_BYTES).enumerate() {
                 let at = || format!("checkpoint entry {}", i + 1);
                 let e = self.entry(r, &at)?;
-                if !matches!(e, Entry::Bad(..) | Entry::Replaced(..)) {
+                if !matches!(e, Entry::Bad(..) | Entry::Faulty(..) | Entry::Replaced(..)) {
                     return Err(format!(
-                        "{}: a checkpoint lists bad pages and the replacement only",
+                        "{}: a checkpoint lists bad pages, the faulty member and the replacement only",
                         at()
                     ));
                 }
@@ -388,7 +423,24 @@ impl Shape {
                 self.max
             ));
         }
+        // A member wholly on the spare is whole again.
+        got.faulty &= !self.wholly_replaced(got.replaced);
+        if got.faulty.count_ones() > 1 {
+            let a = got.faulty.trailing_zeros();
+            let b = 63 - got.faulty.leading_zeros();
+            return Err(format!(
+                "members {a} and {b} are both faulty (rows without two members cannot be served)"
+            ));
+        }
         Ok(got)
+    }
+
+    /// The member a replacement has wholly moved onto the spare, as a bit (0: none).
+    pub fn wholly_replaced(&self, replaced: Option<(usize, u64)>) -> u64 {
+        match replaced {
+            Some((m, through)) if through >= self.stripes => 1 << m,
+            _ => 0,
+        }
     }
 
     /// A checkpoint's bitmap: region size, count, bits.
@@ -457,14 +509,15 @@ mod tests {
         assert_eq!(record(2, 0x0102), [2, 0, 0x02, 0x01, 0, 0, 0, 0, 0, 0]);
         assert_eq!(cleared(2, 7), [2, 0x80, 7, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(replaced(1, 0x0300), [1, 0x40, 0, 3, 0, 0, 0, 0, 0, 0]);
-        // 4 + 4 × 10 bytes; with a spare, room for the replacement's entry.
-        assert_eq!(SHAPE.snapshot_bytes(), 44);
-        assert_eq!(SPARE.snapshot_bytes(), 54);
+        // 4 + (4 + 1) × 10 bytes (the pages and a faulty member); with a spare, room for the
+        // replacement's entry.
+        assert_eq!(SHAPE.snapshot_bytes(), 54);
+        assert_eq!(SPARE.snapshot_bytes(), 64);
     }
 
     #[test]
     fn checkpoint_then_records_replay_to_the_union() {
-        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None, &Bitmap::default());
+        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None, None, &Bitmap::default());
         assert_eq!(snap.len(), 24);
         assert_eq!(&snap[..4], &[2, 0, 0, 0]);
         // Sorted: (0, 3) first.
@@ -480,7 +533,12 @@ mod tests {
     fn a_replacement_and_its_cleared_pages_replay_in_order() {
         // Member 1's pages 3 and 9 bad; its replacement has moved 2 stripes (pages 0..8),
         // page 3 rebuilt onto the spare and cleared; then page 5 fails on the spare.
-        let snap = SPARE.snapshot([(1, 9), (1, 3)].iter(), Some((1, 1)), &Bitmap::default());
+        let snap = SPARE.snapshot(
+            [(1, 9), (1, 3)].iter(),
+            None,
+            Some((1, 1)),
+            &Bitmap::default(),
+        );
         assert_eq!(snap.len(), 4 + 3 * 10);
         assert_eq!(&snap[..4], &[3, 0, 0, 0]);
         assert_eq!(&snap[24..34], &replaced(1, 1));
@@ -489,15 +547,15 @@ mod tests {
         assert_eq!(got.bad, bad(&[(1, 5), (1, 9)]));
         assert_eq!(got.replaced, Some((1, 2)));
         // The checkpoint of that state reads back the same.
-        let again = SPARE.snapshot(got.bad.iter(), got.replaced, &got.bitmap);
+        let again = SPARE.snapshot(got.bad.iter(), None, got.replaced, &got.bitmap);
         assert_eq!(SPARE.replay(&again, &[]).unwrap(), got);
         // Cleared pages are records only: a checkpoint lists what is bad.
-        let mut odd = SPARE.snapshot([].iter(), None, &Bitmap::default());
+        let mut odd = SPARE.snapshot([].iter(), None, None, &Bitmap::default());
         odd[..4].copy_from_slice(&1u32.to_le_bytes());
         odd.extend_from_slice(&cleared(0, 1));
         assert_eq!(
             SPARE.replay(&odd, &[]).unwrap_err(),
-            "checkpoint entry 1: a checkpoint lists bad pages and the replacement only"
+            "checkpoint entry 1: a checkpoint lists bad pages, the faulty member and the replacement only"
         );
     }
 
@@ -538,8 +596,8 @@ mod tests {
             intent_geometry(4, true),
             [0, 0xc0, 4, 0, 0, 0, 0, 0, 0, 0xc0]
         );
-        // 44 bytes of bad pages, then 12 of header and 4 bytes for 25 regions.
-        assert_eq!(BITMAP.snapshot_bytes(), 44 + 12 + 4);
+        // 54 bytes of entries, then 12 of header and 4 bytes for 25 regions.
+        assert_eq!(BITMAP.snapshot_bytes(), 54 + 12 + 4);
     }
 
     #[test]
@@ -559,7 +617,7 @@ mod tests {
         assert_eq!((b.region_stripes, b.regions), (4, 7));
         assert_eq!(b.clean, vec![0b111_1011]);
         assert_eq!(b.count(), 6);
-        let snap = BITMAP.snapshot(got.bad.iter(), None, b);
+        let snap = BITMAP.snapshot(got.bad.iter(), None, None, b);
         // One bad page, then 4 (u64), 7 (u32) and one byte of bits.
         assert_eq!(snap.len(), 4 + 10 + 12 + 1);
         assert_eq!(&snap[14..26], &[4, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0]);
@@ -601,7 +659,7 @@ mod tests {
             "record 1 of the log: a write-intent record names member 1 (expected 0)"
         );
         // A checkpoint's bitmap: its count must be the array's, no bit past it.
-        let mut snap = BITMAP.snapshot([].iter(), None, &Bitmap::new(4, 25, true));
+        let mut snap = BITMAP.snapshot([].iter(), None, None, &Bitmap::new(4, 25, true));
         assert_eq!(snap.len(), 4 + 12 + 1);
         snap[16] = 0x80;
         assert_eq!(
@@ -630,10 +688,10 @@ mod tests {
         );
         let e = SHAPE.replay(&[], &[vec![0; 9]]).unwrap_err();
         assert_eq!(e, "record 1 of the log: 9 bytes, expected 10");
-        let e = SHAPE.replay(&[5, 0, 0, 0], &[]).unwrap_err();
+        let e = SHAPE.replay(&[6, 0, 0, 0], &[]).unwrap_err();
         assert_eq!(
             e,
-            "checkpoint: 4 bytes for 5 entries (at most 4, 10 bytes each)"
+            "checkpoint: 4 bytes for 6 entries (at most 5, 10 bytes each)"
         );
         let e = SHAPE.replay(&[1, 0], &[]).unwrap_err();
         assert_eq!(e, "checkpoint: 2 bytes, too short for its count");
@@ -641,6 +699,50 @@ mod tests {
         assert_eq!(
             SHAPE.replay(&[], &five).unwrap_err(),
             "5 bad pages, the list holds at most 4"
+        );
+    }
+
+    #[test]
+    fn a_faulty_member_is_one_record_and_one_checkpoint_entry() {
+        assert_eq!(
+            faulty(2),
+            [2, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
+        // Member 1 fails after two of its pages went bad; the replacement onto the spare
+        // has moved 3 of the 25 stripes.
+        let recs = [record(1, 3), record(0, 9), faulty(1), replaced(1, 3)].map(|r| r.to_vec());
+        let got = SPARE.replay(&[], &recs).unwrap();
+        assert_eq!(got.faulty, 0b10);
+        assert_eq!(got.bad, bad(&[(0, 9), (1, 3)]));
+        assert_eq!(got.replaced, Some((1, 3)));
+        let snap = SPARE.snapshot(got.bad.iter(), Some(1), got.replaced, &got.bitmap);
+        assert_eq!(snap.len(), 4 + 4 * 10);
+        assert_eq!(&snap[24..34], &faulty(1));
+        assert_eq!(SPARE.replay(&snap, &[]).unwrap(), got);
+        // Wholly replaced, member 1 no longer counts: member 2 may fail after it.
+        let more = [replaced(1, 25), faulty(2)].map(|r| r.to_vec());
+        let got = SPARE.replay(&snap, &more).unwrap();
+        assert_eq!(
+            (got.faulty_member(), got.replaced),
+            (Some(2), Some((1, 25)))
+        );
+        let snap = SPARE.snapshot(got.bad.iter(), Some(2), got.replaced, &got.bitmap);
+        assert_eq!(SPARE.replay(&snap, &[]).unwrap(), got);
+        // Two members missing at once is an array that cannot serve: refused.
+        let two = [faulty(0), faulty(2)].map(|r| r.to_vec());
+        assert_eq!(
+            SHAPE.replay(&[], &two).unwrap_err(),
+            "members 0 and 2 are both faulty (rows without two members cannot be served)"
+        );
+        let e = SHAPE.replay(&[], &[faulty(3).to_vec()]).unwrap_err();
+        assert_eq!(e, "record 1 of the log: member 3 is outside the 3 members");
+        // Only a `00` record names a member faulty: `u64::MAX` under another tag is a page.
+        let e = SHAPE
+            .replay(&[], &[cleared(0, FAULTY).to_vec()])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "record 1 of the log: page 18446744073709551615 of member 0 is outside 3 members × 100 pages"
         );
     }
 }

@@ -114,19 +114,29 @@ impl Raid {
         let mut attempt = Vec::new();
         let lost = &self.spare.as_ref().expect("a spare").copying[&stripe].lost;
         let mut p = first;
+        let rebuildable = |p: u64| {
+            !lost.contains(&p)
+                && self.row_known(stripe, p)
+                && !self.row_unpersisted(stripe, p)
+                && (0..l.disks).all(|d| d == m || !self.is_bad(d, stripe, p))
+        };
         while p < first + pages {
             if self.is_bad(m, stripe, p) {
-                let rebuildable = !lost.contains(&p)
-                    && self.row_known(stripe, p)
-                    && !self.row_unpersisted(stripe, p)
-                    && (0..l.disks).all(|d| d == m || !self.is_bad(d, stripe, p));
-                if rebuildable {
-                    for d in (0..l.disks).filter(|&d| d != m) {
-                        reads.push((d, p, 1, slot(d, p)));
-                    }
-                    attempt.push(p);
+                if !rebuildable(p) {
+                    p += 1;
+                    continue;
                 }
+                // A run of bad pages that can be rebuilt (a faulty member's chunk is one):
+                // one read of it from each other member.
+                let run = p;
                 p += 1;
+                while !single && p < first + pages && self.is_bad(m, stripe, p) && rebuildable(p) {
+                    p += 1;
+                }
+                for d in (0..l.disks).filter(|&d| d != m) {
+                    reads.push((d, run, p - run, slot(d, run)));
+                }
+                attempt.extend(run..p);
                 continue;
             }
             let run = p;
@@ -214,6 +224,9 @@ impl Raid {
     /// member's or another member's) or, on the spare, lost; the range is then planned
     /// again page by page around what failed.
     pub(super) fn copy_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
+        if done.status != Status::Ok && done.io.op == Op::Read {
+            self.read_failed(done.io.dev, out);
+        }
         if done.status != Status::Ok && done.io.len as u64 == PAGE {
             let s = self.spare.as_mut().expect("a spare");
             if done.io.dev == s.dev {
@@ -278,7 +291,7 @@ impl Raid {
     /// pages as good, in that order, so a crash between leaves them bad on the spare
     /// rather than good on the member.
     fn log_window(&mut self, out: &mut Actions) {
-        let s = self.spare.as_mut().expect("a spare");
+        let s = self.spare.as_ref().expect("a spare");
         let m = s.member.expect("a copy");
         let (from, through) = (s.through, s.through + s.copying.len() as u64);
         let mut rebuilt: Vec<(u64, u64)> = s
@@ -287,12 +300,54 @@ impl Raid {
             .flat_map(|(&w, c)| c.rebuilt.iter().map(move |&p| (w, p)))
             .collect();
         rebuilt.sort_unstable();
-        let cleared: Vec<u64> = rebuilt.iter().map(|&(w, p)| self.row_key(w, p)).collect();
+        // Only pages the list holds are logged good again (a faulty member's others are bad
+        // by its record, which the moved window no longer covers).
+        let cleared: Vec<u64> = rebuilt
+            .iter()
+            .map(|&(w, p)| self.row_key(w, p))
+            .filter(|&k| self.bad.contains(&(m, k)))
+            .collect();
+        // A faulty member's pages the copy could not rebuild (an unknown row, a second bad
+        // page) stay bad on the spare: listed before the window's record. Without room
+        // for them the window stays on the faulty device, and the recovery stops there.
+        let per_chunk = self.layout.chunk / PAGE;
+        let mut unrebuilt = Vec::new();
+        if self.faulty == Some(m) {
+            for (&w, c) in &s.copying {
+                for p in (0..per_chunk).filter(|p| !c.rebuilt.contains(p)) {
+                    let key = self.row_key(w, p);
+                    if !self.bad.contains(&(m, key)) {
+                        unrebuilt.push(key);
+                    }
+                }
+            }
+            unrebuilt.sort_unstable();
+        }
+        let recorded = (self.bad.len() - self.unpersisted.len()) as u64;
+        if recorded + unrebuilt.len() as u64 > self.shape.max {
+            self.counters.stalled_recoveries += 1;
+            let s = self.spare.as_mut().expect("a spare");
+            s.stopped = true;
+            return self.release_window(from..through, out);
+        }
+        let mut last = None;
+        for &key in &unrebuilt {
+            self.bad.insert((m, key));
+            self.counters.bad_pages += 1;
+            last = self.log_record(&persist::record(m, key), out);
+        }
         self.spare.as_mut().expect("a spare").moved = Some(Moved {
             seq: u64::MAX,
             through,
             cleared: cleared.clone(),
         });
+        if !unrebuilt.is_empty() && last.is_none() {
+            // The log failed (reported): nothing more goes to it.
+            let s = self.spare.as_mut().expect("a spare");
+            s.moved = None;
+            s.stopped = true;
+            return self.release_window(from..through, out);
+        }
         let mut last = self.log_record(&persist::replaced(m, through), out);
         for &page in &cleared {
             last = last.and(self.log_record(&persist::cleared(m, page), out));
@@ -344,6 +399,11 @@ impl Raid {
             if self.bad.remove(&(m, *page)) {
                 self.counters.spare_rebuilt_pages += 1;
             }
+        }
+        if x.through >= self.layout.stripes && self.faulty == Some(m) {
+            // Every stripe of the faulty member is on the spare: the array is whole again.
+            self.faulty = None;
+            self.counters.recovered_members += 1;
         }
         self.release_window(from..x.through, out);
         self.copy_next(out);

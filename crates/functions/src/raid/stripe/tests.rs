@@ -1,7 +1,7 @@
 //! The RAID layer driven by hand: which member I/Os and parity computations it issues.
 
 use super::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use wattio_core::function::Action;
 use wattio_core::testing::{disk, replied, submitted, Harness};
 use wattio_core::Request;
@@ -364,7 +364,7 @@ fn a_write_that_marks_a_page_bad_is_answered_once_the_record_is_durable() {
 }
 
 #[test]
-fn past_its_bound_a_bad_page_is_kept_in_memory_and_writes_to_its_row_fail() {
+fn past_its_bound_a_member_is_failed_and_past_that_a_bad_page_is_kept_in_memory() {
     let mut h = persisted(3, 1);
     let region = h.function().regions()[0];
     h.recover_log(&vec![0; region.len as usize]);
@@ -388,20 +388,200 @@ fn past_its_bound_a_bad_page_is_kept_in_memory_and_writes_to_its_row_fail() {
         Status::Ok
     );
     // Stripe 1 (parity on d1): chunk 2 on d2 is a reconstruct-write reading d0's chunk 3;
-    // that read fails, the list is full: the page is bad in memory only, and the write is
-    // refused rather than acknowledged on a page a crash would forget.
+    // that read fails, the list is full: md fails the device. One `faulty` record, and the
+    // write is planned again without d0 — a read-modify-write of d2 and the parity —
+    // answered once the record is durable.
     let io = host(2, Op::Write, 2, 1);
     let reads = submitted(&h.request(5, io));
     assert_eq!(shape(&reads), vec![(0, 1, Op::Read)]);
     let a = h.complete(6, reads[0], Status::IoError);
-    assert!(submitted(&a).is_empty(), "no record, no I/O");
-    let r = replied(&a);
-    assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
-    assert_eq!(h.counter("unpersisted_bad_pages"), 1.0);
-    assert_eq!(h.counter("unpersisted_errors"), 1.0);
-    // Reads of the row are still served: d0's page is rebuilt from d2 and the parity.
-    let reads = submitted(&h.request(7, host(3, Op::Read, 3, 1)));
+    let log = log_write(&a, region);
+    let reads: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|r| r.id != log.id)
+        .collect();
     assert_eq!(shape(&reads), vec![(2, 1, Op::Read), (1, 1, Op::Read)]);
+    h.complete(7, reads[0], Status::Ok);
+    let w = submitted(&h.complete(7, reads[1], Status::Ok));
+    assert_eq!(shape(&w), vec![(2, 1, Op::Write), (1, 1, Op::Write)]);
+    h.complete(8, w[0], Status::Ok);
+    assert!(replied(&h.complete(8, w[1], Status::Ok)).is_empty());
+    assert_eq!(replied(&h.complete(9, log, Status::Ok))[0].io, io);
+    assert_eq!(
+        (h.counter("failed_members"), h.counter("faulty")),
+        (1.0, 1.0)
+    );
+    assert_eq!(h.counter("unpersisted_bad_pages"), 0.0);
+    // d0 takes no I/O: its chunk 3 is rebuilt from d2 and the parity; chunk 0's row also
+    // lost d1's page: EIO at once; a FLUSH goes to d1 and d2 only.
+    let reads = submitted(&h.request(10, host(3, Op::Read, 3, 1)));
+    assert_eq!(shape(&reads), vec![(2, 1, Op::Read), (1, 1, Op::Read)]);
+    let a = h.request(10, host(4, Op::Read, 0, 1));
+    assert!(submitted(&a).is_empty());
+    assert_eq!(replied(&a)[0].status, Status::IoError);
+    let f = submitted(&h.request(10, host(5, Op::Flush, 0, 0)));
+    assert_eq!(f.iter().map(|io| io.dev).collect::<Vec<_>>(), vec![1, 2]);
+    // Stripe 2 (parity on d0, faulty): chunk 5 on d2 fails to read. A second member
+    // cannot fail: the page is bad in memory only, and its row has lost two members: the
+    // read and a write to chunk 4 of that row answer EIO.
+    let io = host(6, Op::Read, 5, 1);
+    let sub = submitted(&h.request(11, io))[0];
+    let retry = submitted(&h.complete(12, sub, Status::IoError))[0];
+    assert_eq!(shape(&[retry]), vec![(2, 2, Op::Read)]);
+    let a = h.complete(13, retry, Status::IoError);
+    assert!(submitted(&a).is_empty(), "no record, no I/O");
+    assert_eq!(replied(&a)[0].status, Status::IoError);
+    assert_eq!(h.counter("unpersisted_bad_pages"), 1.0);
+    assert_eq!(h.counter("failed_members"), 1.0);
+    let a = h.request(14, host(7, Op::Write, 4, 1));
+    assert!(submitted(&a).is_empty());
+    assert_eq!(replied(&a)[0].status, Status::IoError);
+}
+
+/// Complete every log write in `a` and those that follow (group commits), landing them in
+/// `img`: the other submissions, in order.
+fn settle(h: &mut Harness<Raid>, region: Region, img: &mut [u8], mut a: Vec<Action>) -> Vec<Io> {
+    let mut other = Vec::new();
+    loop {
+        let log = h.land(&a, region, img);
+        other.extend(split_log(&a, region).1);
+        let Some(w) = log.first() else {
+            return other;
+        };
+        a = h.complete(0, *w, Status::Ok);
+    }
+}
+
+/// [`with_spare`] failing a member past `max_read_errors` failed reads.
+fn with_spare_failing(max_read_errors: u64) -> Harness<Raid> {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..4)
+        .map(|d| {
+            let mut info = disk(d as u16, &format!("d{d}"));
+            info.capacity = (88 + 3) * K;
+            info
+        })
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .spare("d3".into(), true, None)
+        .persist(4096)
+        .failures(None, max_read_errors);
+    Harness::new(r, devs).unwrap()
+}
+
+/// Complete `ios` and every member I/O they lead to, OK, settling the log as it goes:
+/// the member I/Os seen, (device, page, op), in order.
+fn pump(
+    h: &mut Harness<Raid>,
+    region: Region,
+    img: &mut [u8],
+    ios: Vec<Io>,
+) -> Vec<(u16, u64, Op)> {
+    let mut seen = Vec::new();
+    let mut todo: VecDeque<Io> = ios.into();
+    while let Some(io) = todo.pop_front() {
+        seen.extend(shape(&[io]));
+        let a = h.complete(20, io, Status::Ok);
+        todo.extend(settle(h, region, img, a));
+    }
+    seen
+}
+
+#[test]
+fn a_member_past_its_read_errors_fails_and_is_recovered_onto_the_spare_from_the_others() {
+    let mut h = with_spare_failing(1);
+    let region = h.function().regions()[0];
+    let mut img = vec![0; region.len as usize];
+    let a = h.log_bytes(&img.clone());
+    assert!(settle(&mut h, region, &mut img, a).is_empty());
+    // A read of volume block 1 (stripe 0, d1) fails, and its retry alone: d1's page 0 is
+    // bad (logged) and rebuilt from d0 and d2. One read error (the retry's: as md counts
+    // the stripe's read, not the chunk-aligned one before it) is within the bound.
+    let sub = submitted(&h.request(1, host(1, Op::Read, 1, 1)))[0];
+    let retry = submitted(&h.complete(2, sub, Status::IoError))[0];
+    assert_eq!(shape(&[retry]), vec![(1, 0, Op::Read)]);
+    let a = h.complete(3, retry, Status::IoError);
+    let rebuild = settle(&mut h, region, &mut img, a);
+    assert_eq!(shape(&rebuild), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    assert_eq!((h.counter("read_errors"), h.counter("faulty")), (1.0, 0.0));
+    // Stripe 2's chunk on d1 (volume block 4) fails too: past the bound, d1 is failed — a
+    // `faulty` record — and its recovery onto the spare d3 starts (the replacement's
+    // record); the read is rebuilt.
+    let sub = submitted(&h.request(4, host(2, Op::Read, 4, 1)))[0];
+    assert_eq!(shape(&[sub]), vec![(1, 2, Op::Read)]);
+    let retry = submitted(&h.complete(5, sub, Status::IoError))[0];
+    let a = h.complete(5, retry, Status::IoError);
+    let reads = settle(&mut h, region, &mut img, a);
+    assert_eq!(
+        (
+            h.counter("faulty"),
+            h.counter("failed_members"),
+            h.counter("replacements")
+        ),
+        (1.0, 1.0, 1.0)
+    );
+    assert_eq!(shape(&reads), vec![(2, 2, Op::Read), (0, 2, Op::Read)]);
+    // A restart now keeps d1 out: it finds d1 faulty, resumes the recovery, and sends a
+    // FLUSH to d0 and d2 only.
+    let mut again = with_spare_failing(1);
+    let a = again.recover_log(&img.clone());
+    assert_eq!(
+        (
+            again.counter("recovered_faulty"),
+            again.counter("resumed_replacements")
+        ),
+        (1.0, 1.0)
+    );
+    assert!(submitted(&a).iter().all(|io| io.dev != 1));
+    let f = submitted(&again.request(1, host(9, Op::Flush, 0, 0)));
+    assert_eq!(f.iter().map(|io| io.dev).collect::<Vec<_>>(), vec![0, 2]);
+    // Here: a FLUSH skips d1 as well.
+    let f = submitted(&h.request(6, host(3, Op::Flush, 0, 0)));
+    assert_eq!(f.iter().map(|io| io.dev).collect::<Vec<_>>(), vec![0, 2]);
+    // The rest runs to the end: each stripe's d1 chunk rebuilt from the two others and
+    // written to the spare, never read from d1.
+    let seen = pump(
+        &mut h,
+        region,
+        &mut img,
+        rebuild.into_iter().chain(reads).chain(f).collect(),
+    );
+    assert!(seen.iter().all(|&(d, _, _)| d != 1), "{seen:?}");
+    let to_spare: Vec<_> = seen.iter().filter(|x| x.0 == 3).collect();
+    assert_eq!(
+        to_spare,
+        vec![&(3, 0, Op::Write), &(3, 1, Op::Write), &(3, 2, Op::Write)]
+    );
+    assert_eq!(h.counter("replaced_stripes"), 3.0);
+    assert_eq!(
+        (h.counter("recovered_members"), h.counter("faulty")),
+        (1.0, 0.0)
+    );
+    // d1's pages 0 and 2 were in the list (each marked before the failure): rebuilt and
+    // logged good again.
+    assert_eq!(h.counter("spare_rebuilt_pages"), 2.0);
+    // Whole again: block 1 is read from the spare; a FLUSH reaches d0, d2, d3. A restart
+    // finds d1 wholly on the spare, nothing faulty, nothing bad.
+    let r = submitted(&h.request(10, host(4, Op::Read, 1, 1)));
+    assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
+    let mut f: Vec<u16> = submitted(&h.request(11, host(5, Op::Flush, 0, 0)))
+        .iter()
+        .map(|io| io.dev)
+        .collect();
+    f.sort();
+    assert_eq!(f, vec![0, 2, 3]);
+    let mut again = with_spare_failing(1);
+    again.recover_log(&img);
+    assert_eq!(
+        (
+            again.counter("recovered_faulty"),
+            again.counter("recovered_bad_pages")
+        ),
+        (0.0, 0.0)
+    );
+    assert_eq!(again.counter("replaced_stripes"), 3.0);
+    let r = submitted(&again.request(1, host(4, Op::Read, 1, 1)));
+    assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
 }
 
 #[test]
