@@ -330,18 +330,18 @@ impl Raid {
             s.stopped = true;
             return self.release_window(from..through, out);
         }
-        let mut last = None;
+        let mut logged = true;
         for &key in &unrebuilt {
             self.bad.insert((m, key));
             self.counters.bad_pages += 1;
-            last = self.log_record(&persist::record(m, key), out);
+            logged &= self.log_record(&persist::record(m, key), out).is_some();
         }
         self.spare.as_mut().expect("a spare").moved = Some(Moved {
             seq: u64::MAX,
             through,
             cleared: cleared.clone(),
         });
-        if !unrebuilt.is_empty() && last.is_none() {
+        if !logged {
             // The log failed (reported): nothing more goes to it.
             let s = self.spare.as_mut().expect("a spare");
             s.moved = None;
