@@ -336,6 +336,14 @@ pub struct Raid {
     early: Vec<Io>,
     /// The last bad-page record appended (its sequence number).
     bad_seq: u64,
+    /// The last `faulty` record appended: every reply of a row operation (a rebuilt read
+    /// too) waits for it, as md returns no bio while a superblock change is pending — a
+    /// restart that forgot the failure would read the member again, whose bytes may not
+    /// be what the others rebuilt.
+    faulty_seq: u64,
+    /// FLUSHes waiting for the `faulty` record: one sent now would skip the failed member,
+    /// which a restart that forgot the failure would read again, its write cache lost.
+    flushes_held: Vec<Io>,
     /// Bad pages past the list's bound: in memory only; writes to their rows fail.
     unpersisted: FxHashSet<(usize, u64)>,
     /// Write replies waiting for a bad-page record: (its sequence number, sub-I/O, status).
@@ -446,6 +454,8 @@ impl Raid {
             broken: false,
             early: Vec::new(),
             bad_seq: 0,
+            faulty_seq: 0,
+            flushes_held: Vec::new(),
             unpersisted: FxHashSet::default(),
             parked: Vec::new(),
             merge: config::DEFAULT_MERGE_KIB * 1024,
@@ -627,7 +637,7 @@ impl Raid {
         self.faulty = Some(m);
         self.counters.failed_members += 1;
         if let Some(seq) = self.log_record(&persist::faulty(m), out) {
-            self.bad_seq = seq;
+            self.faulty_seq = seq;
         }
         self.want_replacement(m, out);
         true
@@ -786,6 +796,12 @@ impl Raid {
                 for (_, io, status) in journal::durable(&mut self.parked, upto, |p| p.0) {
                     self.sub_done(io, status, out);
                 }
+                if self.faulty_seq <= upto {
+                    let now = self.now;
+                    for io in std::mem::take(&mut self.flushes_held) {
+                        self.on_request(now, io, out);
+                    }
+                }
                 self.moved_durable(upto, out);
                 self.intent_durable(upto, out);
                 if self.geometry_seq.is_some_and(|seq| seq <= upto) {
@@ -815,6 +831,13 @@ impl Raid {
         self.broken = true;
         for io in std::mem::take(&mut self.early) {
             self.on_request(0, io, out);
+        }
+        // Answers that waited for a record that will never be durable.
+        for io in std::mem::take(&mut self.flushes_held) {
+            out.reply(Completion::answered(io, Status::IoError));
+        }
+        for (_, io, _) in std::mem::take(&mut self.parked) {
+            self.sub_done(io, Status::IoError, out);
         }
     }
 
@@ -877,18 +900,19 @@ impl Raid {
         if let Some(q) = self.queues.get_mut(&op.stripe) {
             q.pop_front();
         }
+        // A write acknowledged now must not depend on a bad page the log does not hold yet
+        // (a crash would forget it, and the page read directly return old bytes); no
+        // answer may depend on a failure the log does not hold yet.
+        let durable = self.journal.as_ref().map_or(u64::MAX, Journal::durable);
+        let wait = if matches!(op.work, Work::Write(_)) {
+            self.bad_seq.max(self.faulty_seq)
+        } else {
+            self.faulty_seq
+        };
         match op.owner {
-            // A write acknowledged now must not depend on a bad page the log does not hold
-            // yet (a crash would forget it, and the page read directly return old bytes).
-            Owner::Sub(io)
-                if matches!(op.work, Work::Write(_))
-                    && self
-                        .journal
-                        .as_ref()
-                        .is_some_and(|j| self.bad_seq > j.durable()) =>
-            {
+            Owner::Sub(io) if wait > durable => {
                 self.counters.held_replies += 1;
-                self.parked.push((self.bad_seq, io, status));
+                self.parked.push((wait, io, status));
             }
             Owner::Sub(io) => self.sub_done(io, status, out),
             Owner::Replace => {}
@@ -901,7 +925,12 @@ impl Raid {
                 }
                 if h.left == 0 {
                     let h = self.held.remove(&key).expect("present");
-                    self.sub_done(h.sub.io, h.status, out);
+                    if self.faulty_seq > durable {
+                        self.counters.held_replies += 1;
+                        self.parked.push((self.faulty_seq, h.sub.io, h.status));
+                    } else {
+                        self.sub_done(h.sub.io, h.status, out);
+                    }
                 }
             }
         }
@@ -1730,6 +1759,14 @@ impl Function for Raid {
             return;
         }
         match io.op {
+            Op::Flush
+                if self
+                    .journal
+                    .as_ref()
+                    .is_some_and(|j| self.faulty_seq > j.durable()) =>
+            {
+                self.flushes_held.push(io);
+            }
             Op::Flush => {
                 // Every device holding a member's stripes: a replaced member's spare once
                 // a stripe has moved, the member until all have.
