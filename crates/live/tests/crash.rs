@@ -948,6 +948,27 @@ fn raid5_config(write_intent: bool, d1_fails: bool) -> String {
     c
 }
 
+/// `raid5_config` with the bitmap, a hot spare `d3`, and `d1` failing on its first four
+/// pages (stripes 0–3): the first failed read of it fails the whole member
+/// (`max_read_errors = 0`, md's `Faulty`), which is then rebuilt onto the spare a 64 KiB
+/// window at a time while the host's I/O goes on.
+fn raid5_failing_config() -> String {
+    let mut c = String::new();
+    for k in 0..4 {
+        c += &format!(
+            "[[device]]\nname = \"d{k}\"\n{}\n",
+            FAST_STANDBY_DISK.toml()
+        );
+        if k == 1 {
+            c += "[device.fault]\neio = [[0, 16384]]\n\n";
+        }
+    }
+    c + "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
+         chunk_kib = 4\nassume_clean = true\nwrite_intent = true\nwrite_intent_kib = 4\n\
+         write_intent_delay_ms = 1\nmax_read_errors = 0\nspare = \"d3\"\n\
+         replace_window_kib = 64\n"
+}
+
 /// The member holding volume block `block` of `raid5_config`'s array: 4 KiB chunks
 /// over three members, md's left-symmetric layout (stripe s's parity on member 2 − s mod 3,
 /// its data on the members after it).
@@ -1016,6 +1037,67 @@ fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
         unavailable,
         durable: o,
     }
+}
+
+/// One failed-member trial: `raid5_failing_config` under the power-loss shim (d1 failed at
+/// its first failed read, its recovery onto d3 under way), cut at a random point, and
+/// restarted on the cut images with the same configuration: every acknowledged-durable
+/// block reads back — d1's from the spare, rebuilt, or read from d1 if the cut came before
+/// its failure's record — or, for d1's blocks in rows the restart cannot rebuild (a region
+/// the cut left dirty), answers EIO. With the restart's counters.
+fn raid5_failing_trial(seed: u64) -> (DegradedOutcome, Vec<(String, f64)>) {
+    let d = TempDir::new("raid5-failing");
+    let cfg = d.path("run.toml");
+    std::fs::write(&cfg, raid5_failing_config()).unwrap();
+    let images: Vec<Image> = (0..4)
+        .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
+        .collect();
+    let traffic = Traffic {
+        fua_every: 2,
+        ..RAID5_TRAFFIC
+    };
+    let (mut eio, mut read) = (Vec::new(), Vec::new());
+    let (mut o, summary) = cut_trial(
+        &d,
+        seed,
+        false,
+        &cfg,
+        None,
+        &images,
+        "raid5",
+        traffic,
+        10 + seed % 90,
+        |c, block| {
+            let r = read_block(c, block);
+            match r {
+                None => eio.push(block),
+                Some(_) => read.push(block),
+            }
+            r
+        },
+    );
+    let on_d1 = |b: &u64| raid5_member_of(*b) == 1;
+    let unavailable = eio.iter().filter(|b| on_d1(b)).count();
+    o.lost.retain(|(b, _)| !(on_d1(b) && eio.contains(b)));
+    let wrong: Vec<u64> = o.lost.iter().map(|&(b, _)| b).collect();
+    let rebuilt = read
+        .iter()
+        .filter(|b| on_d1(b) && !wrong.contains(b))
+        .count();
+    let counters = summary
+        .function_counters
+        .into_iter()
+        .find(|(n, _)| n == "raid5")
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    (
+        DegradedOutcome {
+            rebuilt,
+            unavailable,
+            durable: o,
+        },
+        counters,
+    )
 }
 
 /// `n` trials' (index, seed): seeds from the clock, so that each run tries new kill points
@@ -1327,6 +1409,35 @@ fn slow_raid5_with_a_write_intent_bitmap_rebuilds_a_failed_members_durable_block
     }
     assert_eq!(rebuilt, 0, "rows unknown after a restart are never rebuilt");
     assert!(unavailable > 0);
+}
+
+/// A member failed as a whole (md's `Faulty`) under a power cut: its failure is in the log
+/// before any answer depends on it, so the restart keeps it out and resumes its recovery
+/// onto the spare; every acknowledged-durable block reads back (d1's from the spare or
+/// rebuilt, or EIO in a region the cut left dirty — never wrong). `WATTIO_RAID5_FAILING_TRIALS`
+/// trials (default 30).
+#[test]
+fn slow_raid5_with_a_failed_member_keeps_every_durable_block_through_a_power_cut() {
+    let n = trials_or("WATTIO_RAID5_FAILING_TRIALS", 30);
+    let (mut checked, mut on_d1, mut unavailable) = (0, 0, 0);
+    let (mut recovered, mut moved) = (0.0, 0.0);
+    for (_, seed, (o, c)) in in_parallel(trial_seeds(n), |_, seed| raid5_failing_trial(seed)) {
+        assert_trial_passed(seed, "RAID-5, a failed member", &o.durable);
+        checked += o.durable.durable_blocks;
+        on_d1 += o.rebuilt;
+        unavailable += o.unavailable;
+        let get = |k: &str| c.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+        recovered += get("recovered_faulty");
+        moved += get("replaced_stripes");
+    }
+    eprintln!(
+        "{n} RAID-5 failed-member trials: {checked} acknowledged-durable blocks read back, \
+         {on_d1} of d1's ({unavailable} unavailable); {recovered} restarts found d1 failed, \
+         {moved} stripes on the spare at their ends"
+    );
+    assert_enough_checked(n, checked);
+    assert!(recovered > 0.0, "no restart found the member failed");
+    assert!(moved > 0.0, "no recovery onto the spare ran");
 }
 
 #[test]
