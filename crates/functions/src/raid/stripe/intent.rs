@@ -447,6 +447,9 @@ impl Raid {
     /// A resync range's member I/O is back: after the reads, the parity is their XOR and
     /// written; after the write, the next range of the stripe. `Some` if the stripe ended.
     pub(super) fn resync_io_done(&mut self, id: u64, done: &Completion, out: &mut Actions) {
+        if done.status != Status::Ok && done.io.op == Op::Read {
+            self.read_failed(done.io.dev, out);
+        }
         let op = self.ops.get_mut(&id).expect("a live operation");
         op.out -= 1;
         op.failed |= done.status != Status::Ok;
