@@ -424,6 +424,29 @@ impl Journal {
         Ok(covered)
     }
 
+    /// Checkpoint `snapshot` as the state after record `last` — at least the last record
+    /// appended — and number the next record `last + 1`: so copies of one log kept on
+    /// several devices (an array's members, as md keeps its superblock and bitmap on each)
+    /// continue with the same numbers after a restart that found them at different ends.
+    /// The numbers skipped are never written: the checkpoint covers them.
+    pub fn checkpoint_through(
+        &mut self,
+        last: u64,
+        snapshot: &[u8],
+        out: &mut Actions,
+    ) -> Result<u64, String> {
+        self.usable()?;
+        if last + 1 < self.next_seq {
+            return Err(format!(
+                "metadata log `{}`: a checkpoint through record {last}, but record {} was appended",
+                self.cfg.owner,
+                self.next_seq - 1
+            ));
+        }
+        self.next_seq = last + 1;
+        self.checkpoint(snapshot, out)
+    }
+
     /// A completion reached the function: the journal's own I/O is handled here.
     pub fn on_completion(&mut self, done: &Completion, out: &mut Actions) -> Step {
         let Some(n) = self.mine(&done.io) else {

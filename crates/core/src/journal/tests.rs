@@ -232,6 +232,35 @@ fn records_round_trip_through_a_restart() {
 }
 
 #[test]
+fn a_checkpoint_through_a_later_record_continues_the_numbers_after_it() {
+    let mut r = Rig::new(cfg(4096, 16384));
+    recovered(r.restart());
+    assert_eq!(r.append(b"alpha"), 1);
+    assert_eq!(r.append(b"beta"), 2);
+    r.settle();
+    // Another copy of the log got to record 9: this one takes its state as of 9.
+    recovered(r.restart());
+    assert_eq!(r.j.checkpoint_through(9, b"state@9", &mut r.out), Ok(9));
+    r.act();
+    r.settle();
+    assert_eq!(r.j.durable(), 9);
+    assert_eq!(r.append(b"gamma"), 10);
+    r.settle();
+    let rec = recovered(r.restart());
+    assert_eq!(
+        (rec.snapshot, rec.records, rec.first_seq),
+        (b"state@9".to_vec(), vec![b"gamma".to_vec()], 10)
+    );
+    // Never behind what was appended.
+    assert_eq!(r.append(b"delta"), 11);
+    let e = r.j.checkpoint_through(10, b"x", &mut r.out).unwrap_err();
+    assert_eq!(
+        e,
+        "metadata log `test-log`: a checkpoint through record 10, but record 11 was appended"
+    );
+}
+
+#[test]
 fn a_corrupt_record_ends_the_log_and_later_ones_are_ignored() {
     let mut r = Rig::new(cfg(4096, 16384));
     recovered(r.restart());
