@@ -120,6 +120,7 @@ struct Keys {
     write_intent_delay_ms: Option<u64>,
     fail: Option<String>,
     max_read_errors: Option<u64>,
+    log_members: Option<String>,
 }
 
 /// The write-intent bitmap (RAID-5 with its log).
@@ -175,6 +176,8 @@ pub struct RaidConfig {
     pub fail: Option<String>,
     /// RAID-5 with its log: fail a member once more than this many of its reads failed.
     pub max_read_errors: u64,
+    /// RAID-5 with its log: a copy of it on every member, not on the first only.
+    pub log_on_all: bool,
 }
 
 impl RaidConfig {
@@ -314,6 +317,20 @@ impl RaidConfig {
                 k.devices.join(", ")
             ));
         }
+        let log_on_all = match k.log_members.as_deref() {
+            None | Some("first") => false,
+            Some("all") if persist.is_some() => true,
+            Some("all") => {
+                return Err(format!(
+                    "{key}.log_members: only a persisted log (RAID-5, persist = true) has copies"
+                ))
+            }
+            Some(other) => {
+                return Err(format!(
+                    "{key}.log_members: expected \"first\" or \"all\", got \"{other}\""
+                ))
+            }
+        };
         let max_read_errors = match k.max_read_errors {
             Some(n) => range::count(&format!("{key}.max_read_errors"), n, 0, 1 << 32)?,
             None => DEFAULT_MAX_READ_ERRORS,
@@ -331,6 +348,7 @@ impl RaidConfig {
             bitmap_region: region_kib * 1024,
             fail: k.fail,
             max_read_errors,
+            log_on_all,
         })
     }
 
@@ -358,7 +376,8 @@ impl RaidConfig {
             Some(max) => raid
                 .persist(max)
                 .bitmap_reserve(self.bitmap_region)
-                .failures(self.fail, self.max_read_errors),
+                .failures(self.fail, self.max_read_errors)
+                .log_on_all(self.log_on_all),
             None => raid,
         }
     }
@@ -437,7 +456,18 @@ mod tests {
         let c =
             parse("level = 5\ndevices = ['a', 'b', 'c']\nfail = 'b'\nmax_read_errors = 0").unwrap();
         assert_eq!((c.fail.as_deref(), c.max_read_errors), (Some("b"), 0));
+        assert!(!c.log_on_all);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlog_members = 'all'").unwrap();
+        assert!(c.log_on_all);
         let cases = [
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\nlog_members = 'every'",
+                "function[0].log_members: expected \"first\" or \"all\", got \"every\"",
+            ),
+            (
+                "level = 5\ndevices = ['a', 'b', 'c']\npersist = false\nlog_members = 'all'",
+                "function[0].log_members: only a persisted log (RAID-5, persist = true) has copies",
+            ),
             (
                 "level = 5\ndevices = ['a', 'b', 'c']\nfail = 'd'",
                 "function[0].fail: `d` is not one of the devices (a, b, c)",

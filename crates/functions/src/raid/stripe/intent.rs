@@ -44,7 +44,8 @@ use wattio_core::time::Nanos;
 /// The timer of the lazy clean.
 pub(super) const TIMER: TimerId = 1;
 /// Own-I/O numbers of a flush round's FLUSHes: `FLUSH_BASE + i`, one per device flushed.
-pub(super) const FLUSH_BASE: u64 = super::JOURNAL_BASE + wattio_core::journal::IO_NUMBERS;
+pub(super) const FLUSH_BASE: u64 =
+    super::JOURNAL_BASE + super::MAX_MEMBERS as u64 * wattio_core::journal::IO_NUMBERS;
 /// Device-queue priority of the resync's I/O (the host's is 0).
 pub const RESYNC_PRIORITY: i8 = -1;
 
@@ -160,7 +161,7 @@ impl Raid {
                 i.dirtying.insert(r, seq);
             }
         }
-        let durable = self.journal.as_ref().map_or(0, |j| j.durable());
+        let durable = self.log_durable();
         let i = self.intent.as_mut().expect("checked");
         if let Some(&seq) = i.dirtying.get(&r) {
             if seq > durable {

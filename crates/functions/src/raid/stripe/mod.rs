@@ -50,6 +50,7 @@
 //! any restart, and the dirty regions are resynced.
 
 mod config;
+mod copies;
 mod intent;
 mod layout;
 pub mod persist;
@@ -326,8 +327,13 @@ pub struct Raid {
     /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
     /// words, and by the rows written.
     known: FxHashMap<u64, u64>,
-    /// The bad-page log (`persist`) and what it can hold.
-    journal: Option<Journal>,
+    /// The bad-page log's copies (`persist`; one, on member 0, or one on every member:
+    /// [`copies`]) and what it can hold.
+    logs: Vec<copies::Copy>,
+    /// Keep a copy of the log on every member (`log_members = "all"`).
+    log_all: bool,
+    /// The highest record durable on every copy, as last acted on.
+    log_seen: u64,
     shape: persist::Shape,
     /// Requests wait for the list's recovery.
     ready: bool,
@@ -368,7 +374,8 @@ pub struct Raid {
     spare: Option<Spare>,
     /// The write-intent bitmap (RAID-5 with its log, `write_intent`).
     intent: Option<Intent>,
-    /// Requests wait for this start's bitmap geometry record (see [`intent`]).
+    /// Requests wait for this start's records: the bitmap's geometry (see [`intent`]), the
+    /// copies' checkpoints bringing them up to the furthest (see [`copies`]).
     geometry_seq: Option<u64>,
     /// The bitmap region size the log's checkpoint has room for, bytes of a member.
     bitmap_region: u64,
@@ -441,7 +448,9 @@ impl Raid {
             next_scratch: SCRATCH_BASE,
             queues: FxHashMap::default(),
             known: FxHashMap::default(),
-            journal: None,
+            logs: Vec::new(),
+            log_all: false,
+            log_seen: 0,
             shape: persist::Shape {
                 disks: 0,
                 pages: 0,
@@ -569,6 +578,13 @@ impl Raid {
         self.bad.insert((disk, page));
     }
 
+    /// Keep a copy of the log on every member (md's superblock and bitmap on each), not on
+    /// member 0 only.
+    pub fn log_on_all(mut self, all: bool) -> Raid {
+        self.log_all = all;
+        self
+    }
+
     /// Number this layer's scratch buffers from `base` (PARAID drives several RAIDs in one
     /// layer: each needs its own range).
     pub fn scratch_base(mut self, base: u64) -> Raid {
@@ -631,7 +647,7 @@ impl Raid {
         if self.wholly_replaced(m) {
             return true;
         }
-        if self.journal.is_none() || self.faulty.is_some() || !self.ready || self.broken {
+        if !self.has_log() || self.faulty.is_some() || !self.ready || self.broken {
             return false;
         }
         self.faulty = Some(m);
@@ -667,13 +683,13 @@ impl Raid {
             return;
         }
         self.counters.bad_pages += 1;
-        if self.journal.is_none() && !self.report {
+        if !self.has_log() && !self.report {
             return;
         }
         if (self.bad.len() - self.unpersisted.len()) as u64 > self.shape.max {
             // The list is full: md fails the device (its own device: the spare's errors
             // stay pages), unless another member is faulty already.
-            if self.journal.is_some() && dev == self.devs[m] {
+            if self.has_log() && dev == self.devs[m] {
                 self.bad.remove(&key);
                 if self.fail_member(m, out) {
                     return;
@@ -683,33 +699,12 @@ impl Raid {
             self.unpersisted.insert(key);
             return;
         }
-        if self.journal.is_none() {
+        if !self.has_log() {
             return self.new_bad.push(key);
         }
         if let Some(seq) = self.log_record(&persist::record(key.0, key.1), out) {
             self.bad_seq = seq;
         }
-    }
-
-    /// Append a record to the log (checkpointing when it is full): its sequence number,
-    /// `None` if the log failed (reported).
-    fn log_record(&mut self, record: &[u8], out: &mut Actions) -> Option<u64> {
-        let j = self.journal.as_mut().expect("a log");
-        let seq = match j.append(record, out) {
-            Ok(seq) => seq,
-            Err(e) => {
-                out.fail(&format!("{}: {e}", self.name));
-                return None;
-            }
-        };
-        if j.wants_snapshot() {
-            let snap = self.snapshot();
-            let j = self.journal.as_mut().expect("checked");
-            if let Err(e) = j.checkpoint(&snap, out) {
-                out.fail(&format!("{}: {e}", self.name));
-            }
-        }
-        Some(seq)
     }
 
     /// A checkpoint of every record appended: the recorded bad pages and the replacement,
@@ -744,73 +739,76 @@ impl Raid {
             && (0..self.layout.disks).any(|d| self.unpersisted.contains(&(d, key)))
     }
 
-    /// The log's news: the recovered list, records durable (parked replies go), a failure.
-    fn journal_step(&mut self, step: journal::Step, out: &mut Actions) {
-        match step {
-            journal::Step::Recovered(r) => match self.shape.replay(&r.snapshot, &r.records) {
-                Ok(got) => {
-                    self.counters.recovered_bad_pages = got.bad.len() as u64;
-                    self.faulty = got.faulty_member();
-                    self.counters.recovered_faulty = u64::from(self.faulty.is_some());
-                    self.bad = got.bad;
-                    self.ready = true;
-                    self.geometry_seq = self.intent_recovered(got.bitmap, r.fresh, out);
-                    if let Some(s) = self.spare.as_mut() {
-                        if let Some((m, through)) = got.replaced {
-                            self.counters.resumed_replacements += 1;
-                            s.member = Some(m);
-                            s.through = through;
-                            self.member[s.dev as usize] = m;
-                            self.copy_next(out);
-                        } else if let Some(m) = self.faulty.or(s.at_start_member) {
-                            // A faulty member's recovery comes before a replacement asked
-                            // for (one spare).
-                            self.want_replacement(m, out);
-                        }
-                    }
-                    if let Some(m) = self.fail_at_start_member {
-                        match self.faulty {
-                            Some(f) if f != m => {
-                                let e = format!(
-                                    "fail: `{}` cannot fail: `{}` is faulty already (rows would miss two members)",
-                                    self.names[m], self.names[f]
-                                );
-                                return self.stop(&e, out);
-                            }
-                            Some(_) => {}
-                            None => {
-                                self.fail_member(m, out);
-                            }
-                        }
-                    }
-                    if self.geometry_seq.is_none() {
-                        self.serve_early(out);
-                    }
+    /// The log is read back (the furthest copy's state, `got`; `fresh`: a new log): take
+    /// its state, and serve once `align` (the copies brought up to it) and the bitmap's
+    /// geometry record are durable.
+    fn recovered(
+        &mut self,
+        got: persist::Recovered,
+        fresh: bool,
+        align: Option<u64>,
+        out: &mut Actions,
+    ) {
+        self.counters.recovered_bad_pages = got.bad.len() as u64;
+        self.faulty = got.faulty_member();
+        self.counters.recovered_faulty = u64::from(self.faulty.is_some());
+        self.bad = got.bad;
+        self.ready = true;
+        self.geometry_seq = match (self.intent_recovered(got.bitmap, fresh, out), align) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(s) = self.spare.as_mut() {
+            if let Some((m, through)) = got.replaced {
+                self.counters.resumed_replacements += 1;
+                s.member = Some(m);
+                s.through = through;
+                self.member[s.dev as usize] = m;
+                self.copy_next(out);
+            } else if let Some(m) = self.faulty.or(s.at_start_member) {
+                // A faulty member's recovery comes before a replacement asked for (one
+                // spare).
+                self.want_replacement(m, out);
+            }
+        }
+        if let Some(m) = self.fail_at_start_member {
+            match self.faulty {
+                Some(f) if f != m => {
+                    let e = format!(
+                        "fail: `{}` cannot fail: `{}` is faulty already (rows would miss two members)",
+                        self.names[m], self.names[f]
+                    );
+                    return self.stop(&e, out);
                 }
-                Err(e) => {
-                    let e = format!("the bad-page log on `{}` holds {e}", self.names[0]);
-                    self.stop(&e, out);
-                }
-            },
-            journal::Step::Durable(upto) => {
-                for (_, io, status) in journal::durable(&mut self.parked, upto, |p| p.0) {
-                    self.sub_done(io, status, out);
-                }
-                if self.faulty_seq <= upto {
-                    let now = self.now;
-                    for io in std::mem::take(&mut self.flushes_held) {
-                        self.on_request(now, io, out);
-                    }
-                }
-                self.moved_durable(upto, out);
-                self.intent_durable(upto, out);
-                if self.geometry_seq.is_some_and(|seq| seq <= upto) {
-                    self.geometry_seq = None;
-                    self.serve_early(out);
+                Some(_) => {}
+                None => {
+                    self.fail_member(m, out);
                 }
             }
-            journal::Step::Failed(e) => self.stop(&e, out),
-            journal::Step::Busy | journal::Step::NotMine => {}
+        }
+        if self.geometry_seq.is_none() {
+            self.serve_early(out);
+        }
+    }
+
+    /// Records up to `upto` are durable (on every copy written): parked replies go, held
+    /// FLUSHes go down, moved windows and bitmap records take effect, and requests that
+    /// waited for the start's records are served.
+    fn durable_upto(&mut self, upto: u64, out: &mut Actions) {
+        for (_, io, status) in journal::durable(&mut self.parked, upto, |p| p.0) {
+            self.sub_done(io, status, out);
+        }
+        if self.faulty_seq <= upto {
+            let now = self.now;
+            for io in std::mem::take(&mut self.flushes_held) {
+                self.on_request(now, io, out);
+            }
+        }
+        self.moved_durable(upto, out);
+        self.intent_durable(upto, out);
+        if self.geometry_seq.is_some_and(|seq| seq <= upto) {
+            self.geometry_seq = None;
+            self.serve_early(out);
         }
     }
 
@@ -903,7 +901,11 @@ impl Raid {
         // A write acknowledged now must not depend on a bad page the log does not hold yet
         // (a crash would forget it, and the page read directly return old bytes); no
         // answer may depend on a failure the log does not hold yet.
-        let durable = self.journal.as_ref().map_or(u64::MAX, Journal::durable);
+        let durable = if self.has_log() {
+            self.log_durable()
+        } else {
+            u64::MAX
+        };
         let wait = if matches!(op.work, Work::Write(_)) {
             self.bad_seq.max(self.faulty_seq)
         } else {
@@ -1613,30 +1615,37 @@ impl Function for Raid {
                 devs.len()
             ));
         }
-        self.journal = None;
+        self.logs.clear();
         self.shape.spare = self.spare.is_some();
         if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
             // Room for a bitmap of the configured region size over the members' stripes
             // before the log shortens them (at least as many as after).
             let region_stripes = (self.bitmap_region / self.layout.chunk).max(1);
             self.shape.regions = (size / self.layout.chunk).div_ceil(region_stripes);
-            // The log's size follows the list's bound; member 0 is shortened by it (and so
-            // every member: a stripe spans them all).
-            let d0 = devices.iter().find(|d| d.id == devs[0]).expect("a member");
+            // The log's size follows the list's bound; member 0 (each member, with a copy on
+            // every one) is shortened by it, and so every member: a stripe spans them all.
             let len =
                 JournalConfig::region_len(self.shape.snapshot_bytes(), persist::JOURNAL_BYTES);
-            let region = Region::at_end(d0, len).map_err(|e| format!("devices: {e}"))?;
-            size = size.min(region.offset);
-            self.journal = Some(
-                Journal::new(JournalConfig {
+            let copies = if self.log_all { devs.len() } else { 1 };
+            for (k, &dev) in devs.iter().enumerate().take(copies) {
+                let d = devices.iter().find(|d| d.id == dev).expect("a member");
+                let region = Region::at_end(d, len).map_err(|e| format!("devices: {e}"))?;
+                size = size.min(region.offset);
+                let j = Journal::new(JournalConfig {
                     region,
                     snapshot_bytes: self.shape.snapshot_bytes(),
                     owner: persist::OWNER.into(),
-                    io_base: JOURNAL_BASE,
+                    io_base: JOURNAL_BASE + k as u64 * IO_NUMBERS,
                     priority: 0,
                 })
-                .map_err(|e| format!("max_bad_pages: {e}"))?,
-            );
+                .map_err(|e| format!("max_bad_pages: {e}"))?;
+                self.logs.push(copies::Copy {
+                    member: k,
+                    j,
+                    dead: false,
+                    found: None,
+                });
+            }
             self.ready = false;
         }
         self.layout.disks = devs.len();
@@ -1697,8 +1706,8 @@ impl Function for Raid {
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
         self.now = now;
-        if let Some(j) = self.journal.as_mut() {
-            j.recover(out);
+        for c in &mut self.logs {
+            c.j.recover(out);
         }
     }
 
@@ -1721,14 +1730,16 @@ impl Function for Raid {
 
     fn on_bytes(&mut self, now: Nanos, tag: u64, bytes: &[u8], out: &mut Actions) {
         self.now = now;
-        if let Some(j) = self.journal.as_mut() {
-            let s = j.on_bytes(tag, bytes, out);
-            self.journal_step(s, out);
+        for k in 0..self.logs.len() {
+            let s = self.logs[k].j.on_bytes(tag, bytes, out);
+            if s != journal::Step::NotMine {
+                return self.log_step(k, s, out);
+            }
         }
     }
 
     fn regions(&self) -> Vec<Region> {
-        self.journal.iter().map(Journal::region).collect()
+        self.logs.iter().map(|c| c.j.region()).collect()
     }
 
     fn on_request(&mut self, now: Nanos, io: Io, out: &mut Actions) {
@@ -1759,12 +1770,7 @@ impl Function for Raid {
             return;
         }
         match io.op {
-            Op::Flush
-                if self
-                    .journal
-                    .as_ref()
-                    .is_some_and(|j| self.faulty_seq > j.durable()) =>
-            {
+            Op::Flush if self.has_log() && self.faulty_seq > self.log_durable() => {
                 self.flushes_held.push(io);
             }
             Op::Flush => {
@@ -1802,12 +1808,10 @@ impl Function for Raid {
         }
         if done.io.id.is_own() && !done.io.id.is_sub() {
             let n = done.io.id.0 & (IoId::SUB - 1);
-            if (JOURNAL_BASE..JOURNAL_BASE + IO_NUMBERS).contains(&n) {
-                if let Some(j) = self.journal.as_mut() {
-                    let s = j.on_completion(&done, out);
-                    self.journal_step(s, out);
-                }
-                return;
+            if (JOURNAL_BASE..JOURNAL_BASE + self.logs.len() as u64 * IO_NUMBERS).contains(&n) {
+                let k = ((n - JOURNAL_BASE) / IO_NUMBERS) as usize;
+                let s = self.logs[k].j.on_completion(&done, out);
+                return self.log_step(k, s, out);
             }
             if (intent::FLUSH_BASE..intent::FLUSH_BASE + MAX_MEMBERS as u64 + 1).contains(&n) {
                 return self.intent_flushed(&done, out);
@@ -1895,8 +1899,7 @@ impl Function for Raid {
         ]
         .into_iter()
         .chain(
-            self.journal
-                .is_some()
+            self.has_log()
                 .then_some([
                     ("failed_members", c.failed_members),
                     ("recovered_faulty", c.recovered_faulty),
@@ -1925,8 +1928,7 @@ impl Function for Raid {
         )
         .chain(self.intent_counters())
         .chain(
-            self.journal
-                .is_some()
+            self.has_log()
                 .then_some([
                     ("held_replies", c.held_replies),
                     ("recovered_bad_pages", c.recovered_bad_pages),

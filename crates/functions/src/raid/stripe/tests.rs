@@ -584,6 +584,176 @@ fn a_member_past_its_read_errors_fails_and_is_recovered_onto_the_spare_from_the_
     assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
 }
 
+/// A persisted RAID-5 of three 4 KiB-chunk members, parity known, a copy of its log on
+/// every member.
+fn mirrored() -> Harness<Raid> {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .persist(4096)
+        .log_on_all(true);
+    Harness::new(r, devs).unwrap()
+}
+
+/// Is `io` a log write or read (inside one of `regions`)?
+fn in_log(io: &Io, regions: &[Region]) -> bool {
+    regions
+        .iter()
+        .any(|r| io.dev == r.dev && io.offset >= r.offset)
+}
+
+/// Land `a`'s log writes in the copies' images, complete them (and those they lead to),
+/// and give back every other submission.
+fn settle_copies(
+    h: &mut Harness<Raid>,
+    regions: &[Region],
+    imgs: &mut [Vec<u8>],
+    mut a: Vec<Action>,
+) -> Vec<Io> {
+    let mut other = Vec::new();
+    let mut pending = VecDeque::new();
+    loop {
+        for (k, r) in regions.iter().enumerate() {
+            pending.extend(h.land(&a, *r, &mut imgs[k]));
+        }
+        other.extend(submitted(&a).into_iter().filter(|io| !in_log(io, regions)));
+        let Some(w) = pending.pop_front() else {
+            return other;
+        };
+        a = h.complete(0, w, Status::Ok);
+    }
+}
+
+/// Start `h` on copies holding `imgs`: each region read and handed its bytes in turn, the
+/// log writes that follow landed and completed. The other submissions.
+fn start_copies(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
+    let regions = h.function().regions();
+    let reads = submitted(&h.start(0));
+    assert_eq!(reads.len(), regions.len(), "every copy is read back");
+    let mut other = Vec::new();
+    for (k, read) in reads.into_iter().enumerate() {
+        assert_eq!((read.dev, read.op), (regions[k].dev, Op::Read));
+        let tag = h
+            .complete(0, read, Status::Ok)
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .expect("the region's bytes are asked for");
+        let bytes = imgs[k].clone();
+        let a = h.bytes(0, tag, &bytes);
+        other.extend(settle_copies(h, &regions, imgs, a));
+    }
+    other
+}
+
+#[test]
+fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
+    let mut h = mirrored();
+    let regions = h.function().regions();
+    assert_eq!(
+        regions.iter().map(|r| r.dev).collect::<Vec<_>>(),
+        vec![0, 1, 2],
+        "a copy at the end of each member"
+    );
+    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    let fresh = imgs[0].clone();
+    // Chunk 0's reconstruct-write reads d1, which fails: the bad page's record goes to all
+    // three copies, and the write is answered once it is durable on every one.
+    let io = host(1, Op::Write, 0, 1);
+    let reads = submitted(&h.request(1, io));
+    let a = h.complete(2, reads[0], Status::IoError);
+    let mut logs = Vec::new();
+    for (k, r) in regions.iter().enumerate() {
+        logs.extend(h.land(&a, *r, &mut imgs[k]));
+    }
+    assert_eq!(
+        logs.iter().map(|w| w.dev).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    let reads: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| !in_log(io, &regions))
+        .collect();
+    h.complete(3, reads[0], Status::Ok);
+    let w = submitted(&h.complete(3, reads[1], Status::Ok));
+    h.complete(4, w[0], Status::Ok);
+    assert!(replied(&h.complete(4, w[1], Status::Ok)).is_empty());
+    h.complete(5, logs[0], Status::Ok);
+    assert!(
+        replied(&h.complete(5, logs[2], Status::Ok)).is_empty(),
+        "d1's copy is not durable yet"
+    );
+    assert_eq!(replied(&h.complete(6, logs[1], Status::Ok))[0].io, io);
+    // A restart on which d0's copy lost that record: the furthest copy (d1's) is the
+    // state, d0's is checkpointed up to it first, and a request waits for that.
+    let mut cut = vec![fresh.clone(), imgs[1].clone(), imgs[2].clone()];
+    let mut again = mirrored();
+    let regions_again = again.function().regions();
+    let reads = submitted(&again.start(0));
+    let mut early = Vec::new();
+    for (k, read) in reads.into_iter().enumerate() {
+        let tag = again
+            .complete(0, read, Status::Ok)
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .unwrap();
+        let bytes = cut[k].clone();
+        let a = again.bytes(0, tag, &bytes);
+        if k == 2 {
+            // Every copy answered: d0's checkpoint is out; a read of the bad page waits.
+            let mut logs = Vec::new();
+            for (c, r) in regions_again.iter().enumerate() {
+                logs.extend(again.land(&a, *r, &mut cut[c]));
+            }
+            assert!(
+                logs.iter().any(|w| w.dev == 0),
+                "d0's copy brought up to d1's"
+            );
+            let r = again.request(1, host(2, Op::Read, 1, 1));
+            assert!(submitted(&r).is_empty(), "requests wait for the copies");
+            early.extend(logs);
+        } else {
+            assert!(settle_copies(&mut again, &regions_again, &mut cut, a).is_empty());
+        }
+    }
+    let mut served = Vec::new();
+    for w in early {
+        let a = again.complete(1, w, Status::Ok);
+        served.extend(settle_copies(&mut again, &regions_again, &mut cut, a));
+    }
+    assert_eq!(again.counter("recovered_bad_pages"), 1.0);
+    // The read of block 1: d1's bad page rebuilt from d0 and the parity.
+    assert_eq!(shape(&served), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    // d0's copy now holds the state on its own: with d1's and d2's copies blank, the
+    // array still knows d1's page is bad.
+    let mut alone = vec![cut[0].clone(), fresh.clone(), fresh.clone()];
+    let mut third = mirrored();
+    start_copies(&mut third, &mut alone);
+    assert_eq!(third.counter("recovered_bad_pages"), 1.0);
+    // d0's copy unreadable (not a log): d0 is failed, its state from the others.
+    let mut lost = vec![vec![0x5a; cut[0].len()], cut[1].clone(), cut[2].clone()];
+    let mut fourth = mirrored();
+    start_copies(&mut fourth, &mut lost);
+    assert_eq!(
+        (
+            fourth.counter("recovered_bad_pages"),
+            fourth.counter("faulty")
+        ),
+        (1.0, 1.0)
+    );
+    // Row 0 lost d0 and d1's page: EIO, never a guess; FLUSH to d1 and d2 only.
+    let a = fourth.request(2, host(3, Op::Read, 0, 1));
+    assert_eq!(replied(&a)[0].status, Status::IoError);
+    let f = submitted(&fourth.request(3, host(4, Op::Flush, 0, 0)));
+    assert_eq!(f.iter().map(|io| io.dev).collect::<Vec<_>>(), vec![1, 2]);
+}
+
 #[test]
 fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
     let mut h = persisted(3, 4096);

@@ -1,0 +1,209 @@
+//! The bad-page log's copies (`log_members`): on member 0 only (`"first"`, the default),
+//! or one on every member (`"all"`), as md keeps its superblock and write-intent bitmap on
+//! each member, so that no single failed member takes the array's metadata with it.
+//!
+//! Every copy gets every record, in the same order, so a record has the same number in
+//! each; a record is durable once it is durable on every copy still written (a copy on a
+//! failed member, or whose device failed a log write, is no longer written: that member is
+//! failed, as md fails a device whose superblock cannot be written). At start every copy is
+//! read back and the one that got furthest (the highest record number; the lowest member
+//! on a tie — the copies hold one sequence, so equal numbers are equal states) is the
+//! array's state; the copies behind it are checkpointed with that state, numbered on from
+//! it (`Journal::checkpoint_through`), before any request is served. A copy that cannot be
+//! read fails its member (md does not assemble a device without a readable superblock).
+
+use super::Raid;
+use wattio_core::function::Actions;
+use wattio_core::journal::{Journal, Recovery, Step};
+
+/// One copy of the log.
+pub(super) struct Copy {
+    pub member: usize,
+    pub j: Journal,
+    /// No longer written: its device failed a log write, or it could not be read at start.
+    pub dead: bool,
+    /// What it held at start, until every copy has answered.
+    pub found: Option<Result<Recovery, String>>,
+}
+
+/// The number of the last record a recovered log holds (0: none).
+fn last(r: &Recovery) -> u64 {
+    r.first_seq + r.records.len() as u64 - 1
+}
+
+impl Raid {
+    /// Is there a log (RAID-5 with `persist`)?
+    #[inline]
+    pub(super) fn has_log(&self) -> bool {
+        !self.logs.is_empty()
+    }
+
+    /// Is copy `k` still written? (The one copy of `"first"` is, on a failed member 0 too:
+    /// the array has no other.)
+    fn live(&self, k: usize) -> bool {
+        let c = &self.logs[k];
+        !c.dead && (self.logs.len() == 1 || self.faulty != Some(c.member))
+    }
+
+    /// The highest record durable on every copy still written.
+    pub(super) fn log_durable(&self) -> u64 {
+        (0..self.logs.len())
+            .filter(|&k| self.live(k))
+            .map(|k| self.logs[k].j.durable())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Append a record to every copy written (each checkpointing when full): its sequence
+    /// number, `None` if the log failed (reported).
+    pub(super) fn log_record(&mut self, record: &[u8], out: &mut Actions) -> Option<u64> {
+        let mut seq = None;
+        for k in 0..self.logs.len() {
+            if !self.live(k) {
+                continue;
+            }
+            match self.logs[k].j.append(record, out) {
+                Ok(s) => {
+                    debug_assert!(seq.is_none_or(|x| x == s), "copies numbered alike");
+                    seq = Some(s);
+                }
+                Err(e) => {
+                    out.fail(&format!("{}: {e}", self.name));
+                    return None;
+                }
+            }
+            if self.logs[k].j.wants_snapshot() {
+                let snap = self.snapshot();
+                if let Err(e) = self.logs[k].j.checkpoint(&snap, out) {
+                    out.fail(&format!("{}: {e}", self.name));
+                }
+            }
+        }
+        seq
+    }
+
+    /// Copy `k`'s news.
+    pub(super) fn log_step(&mut self, k: usize, step: Step, out: &mut Actions) {
+        match step {
+            Step::Recovered(r) => {
+                self.logs[k].found = Some(Ok(r));
+                self.copies_recovered(out);
+            }
+            Step::Failed(e) if self.logs[k].found.is_none() && !self.ready => {
+                self.logs[k].found = Some(Err(e));
+                self.copies_recovered(out);
+            }
+            Step::Failed(e) => {
+                self.logs[k].dead = true;
+                if !(0..self.logs.len()).any(|c| self.live(c)) {
+                    return self.stop(&e, out);
+                }
+                let m = self.logs[k].member;
+                if self.faulty != Some(m) {
+                    self.fail_member(m, out);
+                }
+                self.copies_durable(out);
+            }
+            Step::Durable(_) => self.copies_durable(out),
+            Step::Busy | Step::NotMine => {}
+        }
+    }
+
+    /// Records durable on every copy written up to a higher number than last seen: act on
+    /// them.
+    fn copies_durable(&mut self, out: &mut Actions) {
+        let upto = self.log_durable();
+        if upto > self.log_seen {
+            self.log_seen = upto;
+            self.durable_upto(upto, out);
+        }
+    }
+
+    /// Every copy has answered at start: take the one that got furthest, and bring the
+    /// others up to it.
+    fn copies_recovered(&mut self, out: &mut Actions) {
+        if self.logs.iter().any(|c| c.found.is_none()) {
+            return;
+        }
+        let found: Vec<Result<Recovery, String>> = self
+            .logs
+            .iter_mut()
+            .map(|c| c.found.take().expect("checked"))
+            .collect();
+        let mut best: Option<(usize, &Recovery)> = None;
+        for (k, f) in found.iter().enumerate() {
+            if let Ok(r) = f {
+                if best.is_none_or(|(_, b)| last(r) > last(b)) {
+                    best = Some((k, r));
+                }
+            }
+        }
+        let Some((b, r)) = best else {
+            let e = found
+                .into_iter()
+                .find_map(Result::err)
+                .expect("no copy read back: an error");
+            return self.stop(&e, out);
+        };
+        let got = match self.shape.replay(&r.snapshot, &r.records) {
+            Ok(got) => got,
+            Err(e) => {
+                let e = format!(
+                    "the bad-page log on `{}` holds {e}",
+                    self.names[self.logs[b].member]
+                );
+                return self.stop(&e, out);
+            }
+        };
+        let (upto, fresh) = (last(r), r.fresh);
+        // The copies behind the furthest take its state (before anything else is logged:
+        // the checkpoint is the replayed state, numbered as the furthest copy's last
+        // record), and requests wait for them.
+        let behind: Vec<usize> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.as_ref().is_ok_and(|x| last(x) < upto))
+            .map(|(k, _)| k)
+            .collect();
+        self.faulty = got.faulty_member();
+        let unreadable: Vec<usize> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_err())
+            .map(|(k, _)| k)
+            .collect();
+        for &k in &unreadable {
+            self.logs[k].dead = true;
+        }
+        let mut align = None;
+        if !behind.is_empty() {
+            let snap = self.shape.snapshot(
+                got.bad.iter(),
+                got.faulty_member(),
+                got.replaced,
+                &got.bitmap,
+            );
+            for k in behind {
+                if !self.live(k) {
+                    continue;
+                }
+                if let Err(e) = self.logs[k].j.checkpoint_through(upto, &snap, out) {
+                    return self.stop(&e, out);
+                }
+                align = Some(upto);
+            }
+        }
+        // What every copy written holds now (the copies behind: their own last record,
+        // until their checkpoints land).
+        self.log_seen = self.log_durable();
+        self.recovered(got, fresh, align, out);
+        // A member whose copy could not be read is not assembled (md's rule): failed, if
+        // it can be (another member failed already: its data still serves).
+        for k in unreadable {
+            let m = self.logs[k].member;
+            if self.faulty != Some(m) && !self.broken {
+                self.fail_member(m, out);
+            }
+        }
+    }
+}
