@@ -1018,8 +1018,9 @@ fn with_write_intent(table: String, seed: u64) -> String {
 
 /// Two sevenths of the RAID-5 arrays with a log fail a member (md's `Faulty`): seeds ≡ 2
 /// (mod 7) once a member's failed reads pass 0, 1 or 2 (`max_read_errors`), seeds ≡ 3 at
-/// start (`fail`, a member by the seed); a spare drawn recovers it. By the seed, as the
-/// bitmap: the regression seeds (4,501 ≡ 0, 344,070 ≡ 6) keep their scenarios.
+/// start (`fail`, a member by the seed); a spare drawn recovers it. Two fifths keep the log
+/// on every member (seeds ≡ 2, 3 mod 5). By the seed, as the bitmap: the regression seeds
+/// (4,501 ≡ 0 mod 7 and 1 mod 5, 344,070 ≡ 6 and 0) keep their scenarios.
 fn with_failures(table: String, seed: u64) -> String {
     let raid5 = table.contains("kind = \"raid\"\n")
         && table.contains("level = 5\n")
@@ -1027,6 +1028,15 @@ fn with_failures(table: String, seed: u64) -> String {
     if !raid5 {
         return table;
     }
+    // Two fifths keep a copy of the log on every member (seeds ≡ 2, 3 mod 5).
+    let table = if matches!(seed % 5, 2 | 3) {
+        table.replace(
+            "kind = \"raid\"\n",
+            "kind = \"raid\"\nlog_members = \"all\"\n",
+        )
+    } else {
+        table
+    };
     let line = match seed % 7 {
         2 => format!("max_read_errors = {}\n", seed / 7 % 3),
         3 => {
@@ -1384,7 +1394,8 @@ fn a_write_intent_bitmap_under_crashes_keeps_every_acknowledged_write() {
 }
 
 /// A RAID-5 whose member fails (md's `Faulty`) under crashes: the scenario of `seed`. Three
-/// members (the swarm's small disk), 4 KiB chunks, every row known at start; d1 fails on
+/// members (the swarm's small disk), 4 KiB chunks, every row known at start; d1 (every
+/// third seed: d0, with the log on every member and d0's copy failing) fails on
 /// pages of four stripes (member bytes 16..32 KiB, 64..72 KiB) and is failed as a whole
 /// once more than 0, 1 or 2 of its reads failed (`max_read_errors`, by the seed), after
 /// which every write skips it; the bitmap is kept (regions of a stripe, cleaned after 1 ms
@@ -1396,10 +1407,17 @@ fn failing(seed: u64) -> Scenario {
     let mut rng = Rng::new(seed);
     let mut config = format!("[run]\nseed = {seed}\n\n");
     let spare = seed % 2 == 1;
+    // Every third seed: the log on every member, and the failing member is d0, whose copy
+    // of the log fails too (its last megabyte): the others carry the array's metadata.
+    let copies = seed.is_multiple_of(3);
+    let failing = if copies { 0 } else { 1 };
     for d in 0..3 + u64::from(spare) {
         let eio = match d {
-            1 => "[device.fault]\neio = [[16384, 32768], [65536, 73728]]\n",
-            _ => "",
+            _ if d != failing => "",
+            0 => {
+                "[device.fault]\neio = [[16384, 32768], [65536, 73728], [999000000, 1000000000]]\n"
+            }
+            _ => "[device.fault]\neio = [[16384, 32768], [65536, 73728]]\n",
         };
         config += &format!("[[device]]\nname = \"d{d}\"\n{}{eio}\n", DISK.toml());
     }
@@ -1408,6 +1426,9 @@ fn failing(seed: u64) -> Scenario {
          chunk_kib = 4\nassume_clean = true\nmax_read_errors = {}\n",
         seed / 2 % 3
     );
+    if copies {
+        config += "log_members = \"all\"\n";
+    }
     // The bitmap: rows torn by a crash are resynced (or, d1 failed, refused) rather than
     // trusted as `assume_clean` would after a crash.
     config += "write_intent = true\nwrite_intent_kib = 4\nwrite_intent_delay_ms = 1\n";
@@ -1439,6 +1460,7 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
             "resumed_replacements",
             "rebuilt_rows",
             "resynced_regions",
+            "dead_log_copies",
         ],
     );
     assert!(total.blocks_checked > 5_000, "{total:?}");

@@ -458,6 +458,8 @@ impl Journal {
                 return Step::Busy;
             }
             if !ok {
+                // Nothing will take the buffer the read was to fill.
+                out.release(Buf::Scratch { id: n, offset: 0 });
                 return self.failed(format!(
                     "reading its region ({}) failed: {:?}",
                     self.where_(),

@@ -172,7 +172,7 @@ impl Raid {
             .filter(|(_, f)| f.is_err())
             .map(|(k, _)| k)
             .collect();
-        for &k in &unreadable {
+        for k in unreadable {
             self.logs[k].dead = true;
         }
         let mut align = None;
@@ -197,11 +197,12 @@ impl Raid {
         // until their checkpoints land).
         self.log_seen = self.log_durable();
         self.recovered(got, fresh, align, out);
-        // A member whose copy could not be read is not assembled (md's rule): failed, if
-        // it can be (another member failed already: its data still serves).
-        for k in unreadable {
+        // A member whose copy could not be read is not assembled (md's rule), nor one whose
+        // copy failed its first write: failed, if it can be (another member failed
+        // already: its data still serves).
+        for k in 0..self.logs.len() {
             let m = self.logs[k].member;
-            if self.faulty != Some(m) && !self.broken {
+            if self.logs[k].dead && self.faulty != Some(m) && !self.broken {
                 self.fail_member(m, out);
             }
         }

@@ -1927,6 +1927,10 @@ impl Function for Raid {
                 .flatten(),
         )
         .chain(self.intent_counters())
+        .chain(self.log_all.then(|| {
+            let dead = self.logs.iter().filter(|c| c.dead).count() as u64;
+            ("dead_log_copies", dead)
+        }))
         .chain(
             self.has_log()
                 .then_some([
