@@ -951,8 +951,9 @@ fn raid5_config(write_intent: bool, d1_fails: bool) -> String {
 /// `raid5_config` with the bitmap, a hot spare `d3`, and `d1` failing on its first four
 /// pages (stripes 0–3): the first failed read of it fails the whole member
 /// (`max_read_errors = 0`, md's `Faulty`), which is then rebuilt onto the spare a 64 KiB
-/// window at a time while the host's I/O goes on.
-fn raid5_failing_config() -> String {
+/// window at a time while the host's I/O goes on. `copies`: the log on every member
+/// (`log_members = "all"`), each copy under the power cut on its own.
+fn raid5_failing_config(copies: bool) -> String {
     let mut c = String::new();
     for k in 0..4 {
         c += &format!(
@@ -963,10 +964,14 @@ fn raid5_failing_config() -> String {
             c += "[device.fault]\neio = [[0, 16384]]\n\n";
         }
     }
-    c + "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
-         chunk_kib = 4\nassume_clean = true\nwrite_intent = true\nwrite_intent_kib = 4\n\
-         write_intent_delay_ms = 1\nmax_read_errors = 0\nspare = \"d3\"\n\
-         replace_window_kib = 64\n"
+    c += "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
+          chunk_kib = 4\nassume_clean = true\nwrite_intent = true\nwrite_intent_kib = 4\n\
+          write_intent_delay_ms = 1\nmax_read_errors = 0\nspare = \"d3\"\n\
+          replace_window_kib = 64\n";
+    if copies {
+        c += "log_members = \"all\"\n";
+    }
+    c
 }
 
 /// The member holding volume block `block` of `raid5_config`'s array: 4 KiB chunks
@@ -1044,11 +1049,12 @@ fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
 /// restarted on the cut images with the same configuration: every acknowledged-durable
 /// block reads back — d1's from the spare, rebuilt, or read from d1 if the cut came before
 /// its failure's record — or, for d1's blocks in rows the restart cannot rebuild (a region
-/// the cut left dirty), answers EIO. With the restart's counters.
+/// the cut left dirty), answers EIO. Odd seeds keep the log on every member: the restart
+/// reads back three copies the cut left at different ends. With the restart's counters.
 fn raid5_failing_trial(seed: u64) -> (DegradedOutcome, Vec<(String, f64)>) {
     let d = TempDir::new("raid5-failing");
     let cfg = d.path("run.toml");
-    std::fs::write(&cfg, raid5_failing_config()).unwrap();
+    std::fs::write(&cfg, raid5_failing_config(seed % 2 == 1)).unwrap();
     let images: Vec<Image> = (0..4)
         .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
         .collect();
