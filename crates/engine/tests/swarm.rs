@@ -302,14 +302,18 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     if array {
         // The array, then per-device layers below it: spin-down, a page splitter.
         let top = function(&mut rng, &names, &capacities, true, &mut spares);
-        if top.contains("kind = \"paraid\"")
+        let top = with_failures(with_write_intent(top, seed), seed);
+        if top.contains("log_members = \"all\"") {
+            // A copy of RAID-5's log on every member.
+            logs.extend(members_of(&top).into_iter().map(String::from));
+        } else if top.contains("kind = \"paraid\"")
             || (top.contains("kind = \"raid\"")
                 && top.contains("level = 5")
                 && !top.contains("persist = false"))
         {
             logs.push(names[0].clone());
         }
-        stack.push(with_failures(with_write_intent(top, seed), seed));
+        stack.push(top);
         if rng.below(2) == 0 {
             below(&mut rng, &names, &logs, &mut stack, &mut spares);
         }
@@ -1040,16 +1044,7 @@ fn with_failures(table: String, seed: u64) -> String {
     let line = match seed % 7 {
         2 => format!("max_read_errors = {}\n", seed / 7 % 3),
         3 => {
-            let devices: Vec<&str> = table
-                .lines()
-                .find_map(|l| l.strip_prefix("devices = "))
-                .map(|v| {
-                    v.trim_matches(|c| c == '[' || c == ']')
-                        .split(',')
-                        .map(|d| d.trim().trim_matches('"'))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let devices = members_of(&table);
             if devices.is_empty() {
                 return table;
             }
@@ -1061,6 +1056,20 @@ fn with_failures(table: String, seed: u64) -> String {
         _ => return table,
     };
     table.replace("kind = \"raid\"\n", &format!("kind = \"raid\"\n{line}"))
+}
+
+/// The members a `[[function]]` table names (`devices = [...]`).
+fn members_of(table: &str) -> Vec<&str> {
+    table
+        .lines()
+        .find_map(|l| l.strip_prefix("devices = "))
+        .map(|v| {
+            v.trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|d| d.trim().trim_matches('"'))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The RAID-5 of `config` with its bad-page list in memory only (`persist = false`).
