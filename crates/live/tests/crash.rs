@@ -997,51 +997,9 @@ struct DegradedOutcome {
 /// shim, cut at a random point, then restarted on the cut images with d1 failing every
 /// I/O; every acknowledged-durable block read back (d1's through the parity).
 fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
-    let d = TempDir::new("raid5-degraded");
-    let (cfg, restart) = (d.path("run.toml"), d.path("restart.toml"));
-    std::fs::write(&cfg, raid5_config(write_intent, false)).unwrap();
-    std::fs::write(&restart, raid5_config(write_intent, true)).unwrap();
-    let images: Vec<Image> = (0..3)
-        .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
-        .collect();
-    let traffic = Traffic {
-        fua_every: 2,
-        ..RAID5_TRAFFIC
-    };
-    let (mut eio, mut read) = (Vec::new(), Vec::new());
-    let (mut o, _) = cut_trial(
-        &d,
-        seed,
-        false,
-        &cfg,
-        Some(&restart),
-        &images,
-        "raid5",
-        traffic,
-        10 + seed % 90,
-        |c, block| {
-            let r = read_block(c, block);
-            match r {
-                None => eio.push(block),
-                Some(_) => read.push(block),
-            }
-            r
-        },
-    );
-    // EIO is allowed for d1's blocks only (never wrong data, never a healthy member's).
-    let on_d1 = |b: &u64| raid5_member_of(*b) == 1;
-    let unavailable = eio.iter().filter(|b| on_d1(b)).count();
-    o.lost.retain(|(b, _)| !(on_d1(b) && eio.contains(b)));
-    let wrong: Vec<u64> = o.lost.iter().map(|&(b, _)| b).collect();
-    let rebuilt = read
-        .iter()
-        .filter(|b| on_d1(b) && !wrong.contains(b))
-        .count();
-    DegradedOutcome {
-        rebuilt,
-        unavailable,
-        durable: o,
-    }
+    let restart = raid5_config(write_intent, true);
+    let (cfg, members) = (raid5_config(write_intent, false), 3);
+    raid5_d1_trial(seed, "raid5-degraded", &cfg, Some(&restart), members).0
 }
 
 /// One failed-member trial: `raid5_failing_config` under the power-loss shim (d1 failed at
@@ -1052,10 +1010,36 @@ fn raid5_degraded_trial(seed: u64, write_intent: bool) -> DegradedOutcome {
 /// the cut left dirty), answers EIO. Odd seeds keep the log on every member: the restart
 /// reads back three copies the cut left at different ends. With the restart's counters.
 fn raid5_failing_trial(seed: u64) -> (DegradedOutcome, Vec<(String, f64)>) {
-    let d = TempDir::new("raid5-failing");
-    let cfg = d.path("run.toml");
-    std::fs::write(&cfg, raid5_failing_config(seed % 2 == 1)).unwrap();
-    let images: Vec<Image> = (0..4)
+    let cfg = raid5_failing_config(seed % 2 == 1);
+    let (o, summary) = raid5_d1_trial(seed, "raid5-failing", &cfg, None, 4);
+    let counters = summary
+        .function_counters
+        .into_iter()
+        .find(|(n, _)| n == "raid5")
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    (o, counters)
+}
+
+/// A RAID-5 power-cut trial whose restart may answer EIO for d1's blocks: `cfg` over
+/// `members` images under the shim (every other write FUA), cut at a random point, and
+/// restarted on the cut images with `restart` (or `cfg`). EIO is allowed for d1's blocks
+/// only — never wrong data, never a healthy member's. The outcome and the restart's
+/// summary.
+fn raid5_d1_trial(
+    seed: u64,
+    tag: &str,
+    cfg: &str,
+    restart: Option<&str>,
+    members: usize,
+) -> (DegradedOutcome, wattio_live::session::Summary) {
+    let d = TempDir::new(tag);
+    let (cfg_path, restart_path) = (d.path("run.toml"), d.path("restart.toml"));
+    std::fs::write(&cfg_path, cfg).unwrap();
+    if let Some(r) = restart {
+        std::fs::write(&restart_path, r).unwrap();
+    }
+    let images: Vec<Image> = (0..members)
         .map(|k| Image::new(&format!("d{k}"), MEMBER_BYTES))
         .collect();
     let traffic = Traffic {
@@ -1067,8 +1051,8 @@ fn raid5_failing_trial(seed: u64) -> (DegradedOutcome, Vec<(String, f64)>) {
         &d,
         seed,
         false,
-        &cfg,
-        None,
+        &cfg_path,
+        restart.map(|_| restart_path.as_path()),
         &images,
         "raid5",
         traffic,
@@ -1090,20 +1074,12 @@ fn raid5_failing_trial(seed: u64) -> (DegradedOutcome, Vec<(String, f64)>) {
         .iter()
         .filter(|b| on_d1(b) && !wrong.contains(b))
         .count();
-    let counters = summary
-        .function_counters
-        .into_iter()
-        .find(|(n, _)| n == "raid5")
-        .map(|(_, c)| c)
-        .unwrap_or_default();
-    (
-        DegradedOutcome {
-            rebuilt,
-            unavailable,
-            durable: o,
-        },
-        counters,
-    )
+    let o = DegradedOutcome {
+        rebuilt,
+        unavailable,
+        durable: o,
+    };
+    (o, summary)
 }
 
 /// `n` trials' (index, seed): seeds from the clock, so that each run tries new kill points

@@ -454,19 +454,11 @@ fn settle(h: &mut Harness<Raid>, region: Region, img: &mut [u8], mut a: Vec<Acti
 
 /// [`with_spare`] failing a member past `max_read_errors` failed reads.
 fn with_spare_failing(max_read_errors: u64) -> Harness<Raid> {
-    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
-    let devs = (0..4)
-        .map(|d| {
-            let mut info = disk(d as u16, &format!("d{d}"));
-            info.capacity = (88 + 3) * K;
-            info
-        })
-        .collect();
-    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
-        .spare("d3".into(), true, None)
-        .persist(4096)
-        .failures(None, max_read_errors);
-    Harness::new(r, devs).unwrap()
+    spare_harness(|r| {
+        r.spare("d3".into(), true, None)
+            .persist(4096)
+            .failures(None, max_read_errors)
+    })
 }
 
 /// Complete `ios` and every member I/O they lead to, OK, settling the log as it goes:
@@ -963,8 +955,17 @@ fn with_spare(replace: Option<&str>) -> Harness<Raid> {
 
 /// The same, copying `window` stripes at once.
 fn with_spare_window(replace: Option<&str>, window: u64) -> Harness<Raid> {
+    spare_harness(|r| {
+        r.spare("d3".into(), true, replace.map(String::from))
+            .copy_window(window)
+            .persist(4096)
+    })
+}
+
+/// A RAID-5 of three 4 KiB-chunk members and a fourth device, each of 88 log blocks (the
+/// default bound) and three stripes, parity known, set up by `with`.
+fn spare_harness(with: impl FnOnce(Raid) -> Raid) -> Harness<Raid> {
     let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
-    // 88 log blocks (the default bound) and three stripes.
     let devs = (0..4)
         .map(|d| {
             let mut info = disk(d as u16, &format!("d{d}"));
@@ -972,11 +973,8 @@ fn with_spare_window(replace: Option<&str>, window: u64) -> Harness<Raid> {
             info
         })
         .collect();
-    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
-        .spare("d3".into(), true, replace.map(String::from))
-        .copy_window(window)
-        .persist(4096);
-    Harness::new(r, devs).unwrap()
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true);
+    Harness::new(with(r), devs).unwrap()
 }
 
 /// The bytes `actions` filled buffers with (the log's blocks), as the harness holds them.
