@@ -634,6 +634,20 @@ impl Raid {
             && !matches!(&self.spare, Some(s) if s.member == Some(disk) && stripe < s.through)
     }
 
+    /// The index of the member a key (`fail`, `replace`) names, if it names one.
+    fn member_named(&self, key: &str, name: Option<&str>) -> Result<Option<usize>, String> {
+        let Some(n) = name else {
+            return Ok(None);
+        };
+        let m = self.names.iter().position(|x| x == n).ok_or_else(|| {
+            format!(
+                "{key}: `{n}` is not a member (members: {})",
+                self.names.join(", ")
+            )
+        })?;
+        Ok(Some(m))
+    }
+
     /// Has the spare taken every stripe of member `m`?
     fn wholly_replaced(&self, m: usize) -> bool {
         matches!(&self.spare, Some(s) if s.member == Some(m) && s.through >= self.layout.stripes)
@@ -901,22 +915,13 @@ impl Raid {
         // A write acknowledged now must not depend on a bad page the log does not hold yet
         // (a crash would forget it, and the page read directly return old bytes); no
         // answer may depend on a failure the log does not hold yet.
-        let durable = if self.has_log() {
-            self.log_durable()
-        } else {
-            u64::MAX
-        };
         let wait = if matches!(op.work, Work::Write(_)) {
             self.bad_seq.max(self.faulty_seq)
         } else {
             self.faulty_seq
         };
         match op.owner {
-            Owner::Sub(io) if wait > durable => {
-                self.counters.held_replies += 1;
-                self.parked.push((wait, io, status));
-            }
-            Owner::Sub(io) => self.sub_done(io, status, out),
+            Owner::Sub(io) => self.answer_after(wait, io, status, out),
             Owner::Replace => {}
             Owner::Resync => self.resync_stripe_done(op.stripe, status, out),
             Owner::Held(key) => {
@@ -927,14 +932,20 @@ impl Raid {
                 }
                 if h.left == 0 {
                     let h = self.held.remove(&key).expect("present");
-                    if self.faulty_seq > durable {
-                        self.counters.held_replies += 1;
-                        self.parked.push((self.faulty_seq, h.sub.io, h.status));
-                    } else {
-                        self.sub_done(h.sub.io, h.status, out);
-                    }
+                    self.answer_after(self.faulty_seq, h.sub.io, h.status, out);
                 }
             }
+        }
+    }
+
+    /// Answer sub-I/O `io` once log record `seq` is durable (at once if it is, or if no
+    /// record is awaited: the common case, which reads no log state).
+    fn answer_after(&mut self, seq: u64, io: Io, status: Status, out: &mut Actions) {
+        if seq > 0 && self.has_log() && seq > self.log_durable() {
+            self.counters.held_replies += 1;
+            self.parked.push((seq, io, status));
+        } else {
+            self.sub_done(io, status, out);
         }
     }
 
@@ -1658,15 +1669,7 @@ impl Function for Raid {
             self.member[d as usize] = m;
         }
         self.read_errors = vec![0; devs.len()];
-        self.fail_at_start_member = match &self.fail_at_start {
-            None => None,
-            Some(n) => Some(self.names.iter().position(|x| x == n).ok_or_else(|| {
-                format!(
-                    "fail: `{n}` is not a member (members: {})",
-                    self.names.join(", ")
-                )
-            })?),
-        };
+        self.fail_at_start_member = self.member_named("fail", self.fail_at_start.as_deref())?;
         if let Some(s) = self.spare.as_mut() {
             let Some(d) = devices.iter().find(|d| d.name == s.name) else {
                 let all: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
@@ -1690,15 +1693,10 @@ impl Function for Raid {
             // An array device (requests to it are the array's); it stands for the member
             // it replaces once a replacement starts.
             self.member[d.id as usize] = 0;
-            s.at_start_member = match &s.at_start {
-                None => None,
-                Some(n) => Some(self.names.iter().position(|x| x == n).ok_or_else(|| {
-                    format!(
-                        "replace: `{n}` is not a member (members: {})",
-                        self.names.join(", ")
-                    )
-                })?),
-            };
+        }
+        if let Some(s) = self.spare.as_ref() {
+            let m = self.member_named("replace", s.at_start.as_deref())?;
+            self.spare.as_mut().expect("checked").at_start_member = m;
         }
         self.devs = devs;
         Ok(())
