@@ -451,6 +451,9 @@ struct Counters {
     race_writes_to_destination: u64,
     race_writes_to_origin: u64,
     race_handoffs: u64,
+    /// Whole-page writes of an unmapped page sent to the disk, not buffered, because an
+    /// earlier write of the page is still out to the disk (see `route`).
+    racing_writes_to_disk: u64,
     clean_victims: u64,
     reconfigurations: u64,
     pages_flushed: u64,
@@ -988,7 +991,15 @@ impl Exces {
                     Absorb::Standby => self.disk_asleep,
                     Absorb::Always => true,
                 };
-                if whole && absorb {
+                // An unmapped page's writes in flight are all to the disk. Buffered beside
+                // one, this write would be written back later by a copy that could land
+                // before the older write (a live executor completes device I/O in any
+                // order): the disk would keep the older data under a page marked clean.
+                let racing = self.pages[&page].writes > 0;
+                if whole && absorb && racing {
+                    self.c.racing_writes_to_disk += 1;
+                }
+                if whole && absorb && !racing {
                     if let Some(s) = self.allocate(now, out) {
                         self.c.absorbed_writes += 1;
                         self.map(page, s, true);
@@ -2230,6 +2241,7 @@ impl Function for Exces {
             ),
             ("race_writes_to_origin", c.race_writes_to_origin as f64),
             ("race_handoffs", c.race_handoffs as f64),
+            ("racing_writes_to_disk", c.racing_writes_to_disk as f64),
             ("clean_victims", c.clean_victims as f64),
             ("reconfigurations", c.reconfigurations as f64),
             ("pages_flushed", c.pages_flushed as f64),
