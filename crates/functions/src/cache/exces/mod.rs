@@ -454,6 +454,9 @@ struct Counters {
     /// Whole-page writes of an unmapped page sent to the disk, not buffered, because an
     /// earlier write of the page is still out to the disk (see `route`).
     racing_writes_to_disk: u64,
+    /// Write-back copies started while a host write of the page was out (the page stays
+    /// dirty after them: see `job_pages`).
+    write_backs_beside_writes: u64,
     clean_victims: u64,
     reconfigurations: u64,
     pages_flushed: u64,
@@ -553,8 +556,11 @@ pub struct Exces {
     /// Disk pages a cleaning failed to write back since the last sync (a volatile ECD's
     /// FLUSH or FUA write fails on them).
     failed_back: Vec<u64>,
-    /// The running job's copies: (ECD page, disk page, generation copied).
-    job_pages: Vec<(u32, u64, u32)>,
+    /// The running job's copies: (ECD page, disk page, generation copied). No generation
+    /// when a host write of the page was out as the copy started: the copy's read may be
+    /// served before it (a live executor completes I/O in any order), so what it carries
+    /// is not known, and the page stays dirty.
+    job_pages: Vec<(u32, u64, Option<u32>)>,
     /// The running job's pages written back, clean once the disk's flush is back: until
     /// then the disk may hold them in its volatile cache, and the ECD's copy must stay
     /// (a clean page's ECD page can be given to another).
@@ -1484,7 +1490,10 @@ impl Exces {
             let s = self.slots[slot as usize];
             let due = cutoff.is_none_or(|c| self.dirtied[slot as usize] <= c);
             if s.mapped() && s.dirty && !s.filling && due {
-                self.job_pages.push((slot, s.page, s.gen));
+                let racing = self.pages[&s.page].writes > 0;
+                self.c.write_backs_beside_writes += racing as u64;
+                let gen = (!racing).then_some(s.gen);
+                self.job_pages.push((slot, s.page, gen));
             }
         }
         self.job_copies_left = self.job_pages.len();
@@ -1534,7 +1543,7 @@ impl Exces {
         if status != Status::Ok {
             self.failed_back.push(page);
         }
-        if status == Status::Ok {
+        if let (Status::Ok, Some(gen)) = (status, gen) {
             self.job_back.push((slot, page, gen));
         }
         self.job_copies_left -= 1;
@@ -2242,6 +2251,10 @@ impl Function for Exces {
             ("race_writes_to_origin", c.race_writes_to_origin as f64),
             ("race_handoffs", c.race_handoffs as f64),
             ("racing_writes_to_disk", c.racing_writes_to_disk as f64),
+            (
+                "write_backs_beside_writes",
+                c.write_backs_beside_writes as f64,
+            ),
             ("clean_victims", c.clean_victims as f64),
             ("reconfigurations", c.reconfigurations as f64),
             ("pages_flushed", c.pages_flushed as f64),

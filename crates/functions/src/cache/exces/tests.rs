@@ -1382,3 +1382,47 @@ fn a_write_of_a_page_still_being_written_to_the_disk_is_not_buffered_and_written
     let w3 = h.request(5 * S, io(5, Op::Write, 7 * P, P as u32));
     assert_eq!(shape(&w3), vec![(1, 0, 4096, Op::Write)]);
 }
+
+/// A cleaning that starts while a host write of a dirty page is out to its ECD page: the
+/// copy's read may be served before that write (a live executor's workers complete I/O in
+/// any order), so the copy carries the data from before it, and the page must stay dirty
+/// once the copy is on the disk. Marked clean, it would later be dropped from the ECD and
+/// read from the disk, older than the write acknowledged (the swarm's seed 58 with the
+/// devices' `fault.reorder`).
+#[test]
+fn a_cleaning_beside_a_write_of_the_page_leaves_it_dirty() {
+    let mut p = params(2);
+    p.persist_map = false;
+    p.absorb = Absorb::Always;
+    p.miss_threshold_per_min = 1e9;
+    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    assert_eq!(h.start(0), vec![], "nothing to recover");
+    buffer(&mut h, S, &[5]); // ECD page 0, dirty
+                             // W of page 5 goes to ECD page 0 and stays out.
+    let w = h.request(S, io(1, Op::Write, 5 * P, P as u32));
+    assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
+    // A FLUSH: the cleaning's copy reads ECD page 0, served before W.
+    let f = io(2, Op::Flush, 0, 0);
+    let copy = h.request(S, f);
+    assert_eq!(shape(&copy), vec![(1, 0, 4096, Op::Read)]);
+    let wb = complete_all(&mut h, S, &copy);
+    assert_eq!(shape(&wb), vec![(0, 5 * P, 4096, Op::Write)]);
+    let fl = complete_all(&mut h, S, &wb);
+    assert_eq!(shape(&fl), vec![(0, 0, 0, Op::Flush)]);
+    let r = complete_all(&mut h, S, &fl);
+    assert_eq!(replied(&r).iter().map(|c| c.io).collect::<Vec<_>>(), [f]);
+    // What the disk holds may be from before W: page 5 stays dirty.
+    assert_eq!(h.function().mapping(5), Some((0, true)));
+    assert_eq!(h.counter("pages_written_back"), 0.0);
+    let r = complete_all(&mut h, 2 * S, &w);
+    assert_eq!(replied(&r).len(), 1);
+    // The next cleaning, with nothing out, leaves it clean.
+    let f = io(3, Op::Flush, 0, 0);
+    let copy = h.request(3 * S, f);
+    let wb = complete_all(&mut h, 3 * S, &copy);
+    let fl = complete_all(&mut h, 3 * S, &wb);
+    let r = complete_all(&mut h, 3 * S, &fl);
+    assert_eq!(replied(&r).iter().map(|c| c.io).collect::<Vec<_>>(), [f]);
+    assert_eq!(h.function().mapping(5), Some((0, false)));
+    assert_eq!(h.counter("pages_written_back"), 1.0);
+}
