@@ -86,8 +86,17 @@ pub trait Timing: Send {
         false
     }
 
-    /// Index into `queue` (the I/Os of the highest waiting priority, in arrival order) of
-    /// the one to service next.
+    /// Does the device serve its queue in any order, priorities ignored? [`Timing::pick`]
+    /// is then given every queued I/O up to the next power command, in queue order (fault
+    /// injection's `reorder`: the orders in which a live executor's workers may complete a
+    /// device's I/O, which priority and arrival order never show).
+    fn reorders(&self) -> bool {
+        false
+    }
+
+    /// Index into `queue` (the I/Os of the highest waiting priority, in arrival order; with
+    /// [`Timing::reorders`], all queued up to the next power command) of the one to service
+    /// next.
     fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
         let _ = (now, queue);
         0
@@ -259,6 +268,8 @@ pub struct DeviceRuntime {
     busy: u32,
     max_concurrent: u32,
     schedules: bool,
+    /// [`Timing::reorders`]: `pick` chooses among every queued I/O, not one priority's.
+    reorders: bool,
     /// The model takes queued I/Os past `max_concurrent` ([`Timing::prebuffers`]).
     prebuffers: bool,
     /// The model's capacity, read once: it never changes, and asking costs a dynamic call
@@ -286,7 +297,8 @@ impl DeviceRuntime {
         let initial = initial.unwrap_or(spec.idle);
         let ready = spec.states[initial as usize].ready;
         let max_concurrent = timing.max_concurrent().max(1);
-        let schedules = timing.schedules();
+        let reorders = timing.reorders();
+        let schedules = timing.schedules() || reorders;
         let prebuffers = timing.prebuffers();
         let capacity = timing.capacity();
         DeviceRuntime {
@@ -301,6 +313,7 @@ impl DeviceRuntime {
             busy: 0,
             max_concurrent,
             schedules,
+            reorders,
             prebuffers,
             capacity,
             notready_cum: 0,
@@ -766,7 +779,9 @@ impl DeviceRuntime {
         let prio = self.queue[0].priority();
         for p in &self.queue {
             match p {
-                Pending::Io { io, .. } if io.priority == prio => self.scratch.push(*io),
+                Pending::Io { io, .. } if self.reorders || io.priority == prio => {
+                    self.scratch.push(*io)
+                }
                 _ => break,
             }
         }
@@ -958,6 +973,78 @@ mod tests {
         assert_eq!(ends(&ev), vec![10, 5]);
         // Two in service; queued: a read, a write, the power command, a write.
         assert_eq!(d.outstanding(), 6);
+    }
+
+    /// Serves the last I/O it is offered, and records what it was offered (by id).
+    struct LastFirst {
+        offered: Arc<std::sync::Mutex<Vec<Vec<u64>>>>,
+    }
+    impl Timing for LastFirst {
+        fn capacity(&self) -> u64 {
+            1 << 30
+        }
+        fn service(&mut self, _start: Nanos, _io: &Io) -> Service {
+            Service {
+                transfer_ns: 10,
+                ..Service::default()
+            }
+        }
+        fn reorders(&self) -> bool {
+            true
+        }
+        fn pick(&mut self, _now: Nanos, queue: &[Io]) -> usize {
+            let ids = queue.iter().map(|io| io.id.0).collect();
+            self.offered.lock().unwrap().push(ids);
+            queue.len() - 1
+        }
+    }
+
+    #[test]
+    fn a_reordering_model_is_offered_every_priority_up_to_a_power_command() {
+        let info = disk().info;
+        let offered = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let model = LastFirst {
+            offered: offered.clone(),
+        };
+        let mut d = DeviceRuntime::new(info, Box::new(model), None, 0);
+        let mut ev = Vec::new();
+        let at = |id: u64, prio: i8| Io {
+            priority: prio,
+            ..Request::new(0, Op::Write, id * 4096, 512).io(id)
+        };
+        // 0 in service 0..10; queued behind it, in queue order (a higher priority first):
+        // 2 (priority 1), 1 (0, the host's), 3 (−1, a copy's).
+        d.submit(0, at(0, 0), &mut ev);
+        d.submit(1, at(1, 0), &mut ev);
+        d.submit(1, at(2, 1), &mut ev);
+        d.submit(1, at(3, -1), &mut ev);
+        let token = |ev: &[DevEvent]| {
+            ev.iter()
+                .rev()
+                .find_map(|e| match e {
+                    DevEvent::ServiceEnd { token, .. } => Some(*token),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let mut served = Vec::new();
+        let mut now = 10;
+        for k in 0..3 {
+            let t = token(&ev);
+            ev.clear();
+            served.push(d.service_end(now, t, &mut ev).unwrap().io.id.0);
+            now += 10;
+            if k == 0 {
+                // A power command, then 4 behind it: [2, 1, power, 4].
+                let standby = d.spec().state_id("standby").unwrap();
+                d.set_power(now, standby, &mut ev);
+                d.submit(now, at(4, 0), &mut ev);
+            }
+        }
+        // The copy's write overtook both of higher priority; nothing is offered past the
+        // power command (one I/O left before it is not offered at all).
+        assert_eq!(served, vec![0, 3, 1]);
+        assert_eq!(*offered.lock().unwrap(), vec![vec![2, 1, 3], vec![2, 1]]);
     }
 
     fn residency_sum(d: &DeviceRuntime, now: Nanos) -> Nanos {

@@ -28,6 +28,14 @@ pub struct Faults {
     /// failure patterns of failed disks (thesis ch. 6), see [`Region`].
     #[serde(default)]
     pub region: Vec<Region>,
+    /// Serve the queue in a random order drawn from this seed, priorities and arrival
+    /// ignored (up to the next power command): the orders in which a live executor's
+    /// workers may complete a device's I/O. The simulator's queue otherwise serves a
+    /// higher priority first, and within one by arrival or the model's scheduler, so a
+    /// layer whose correctness depends on that order passes every simulated run and loses
+    /// data live (EXCES's write-back beside an earlier write of the page, 2026-12-06).
+    #[serde(default)]
+    pub reorder: Option<u64>,
 }
 
 /// A physical region of bad sectors: on the tracks of `surfaces` (default: all) over
@@ -191,6 +199,10 @@ pub struct Faulty {
     eio: Vec<[u64; 2]>,
     slow: f64,
     failed: u64,
+    /// `reorder`'s generator state (splitmix64).
+    reorder: Option<u64>,
+    /// Picks of an I/O other than the one the queue would have served first.
+    reordered: u64,
 }
 
 impl Faulty {
@@ -209,6 +221,8 @@ impl Faulty {
             eio,
             slow: faults.slow.unwrap_or(1.0),
             failed: 0,
+            reorder: faults.reorder,
+            reordered: 0,
         })
     }
 
@@ -258,7 +272,11 @@ impl Timing for Faulty {
     }
 
     fn schedules(&self) -> bool {
-        self.inner.schedules()
+        self.reorder.is_some() || self.inner.schedules()
+    }
+
+    fn reorders(&self) -> bool {
+        self.reorder.is_some() || self.inner.reorders()
     }
 
     fn prebuffers(&self) -> bool {
@@ -270,12 +288,25 @@ impl Timing for Faulty {
     }
 
     fn pick(&mut self, now: Nanos, queue: &[Io]) -> usize {
-        self.inner.pick(now, queue)
+        let Some(state) = &mut self.reorder else {
+            return self.inner.pick(now, queue);
+        };
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let k = (z % queue.len().max(1) as u64) as usize;
+        self.reordered += (k != 0) as u64;
+        k
     }
 
     fn counters(&self) -> Vec<(String, f64)> {
         let mut c = self.inner.counters();
         c.push(("fault_eio".into(), self.failed as f64));
+        if self.reorder.is_some() {
+            c.push(("fault_reordered".into(), self.reordered as f64));
+        }
         c
     }
 
@@ -334,6 +365,36 @@ mod tests {
         let at = |op| Request::new(0, op, 0, 4096).io(0);
         assert!(t.admits(0, &at(Op::Write), 1));
         assert!(!t.admits(0, &at(Op::Read), 1));
+    }
+
+    #[test]
+    fn a_reordering_device_picks_from_its_seed_alone_and_counts_what_it_reordered() {
+        let faults: Faults = toml::from_str("reorder = 42").unwrap();
+        faults.validate("device[0].fault").unwrap();
+        let picks = || {
+            let mut t = Faulty::new(Box::new(Flat), &faults).unwrap();
+            assert!(t.reorders() && t.schedules());
+            let q: Vec<Io> = (0..5)
+                .map(|k| Request::new(0, Op::Write, k * 4096, 4096).io(k))
+                .collect();
+            let p: Vec<usize> = (0..200).map(|_| t.pick(0, &q)).collect();
+            let reordered = t
+                .counters()
+                .into_iter()
+                .find(|(n, _)| n == "fault_reordered");
+            (p, reordered.map(|(_, v)| v))
+        };
+        let (a, reordered) = picks();
+        assert_eq!(picks().0, a, "the same seed, the same order");
+        assert!(a.iter().all(|&k| k < 5));
+        // Every position is drawn, and the count is of picks past the front.
+        assert!((0..5).all(|k| a.contains(&k)), "{a:?}");
+        let past_front = a.iter().filter(|&&k| k != 0).count() as f64;
+        assert_eq!(reordered, Some(past_front));
+        // Without the key the model keeps its own order and reports no such counter.
+        let plain = Faulty::new(Box::new(Flat), &Faults::default()).unwrap();
+        assert!(!plain.reorders() && !plain.schedules());
+        assert!(plain.counters().iter().all(|(n, _)| n != "fault_reordered"));
     }
 
     #[test]

@@ -15,7 +15,9 @@ mod swarm_layers;
 use std::sync::Arc;
 use swarm_layers::{Map, Pages, WriteBack, PAGE};
 use wattio_core::integrity::Checker;
-use wattio_core::io::{Op, Request, Status};
+use wattio_core::io::{Buf, Completion, Io, Op, Request, Status};
+use wattio_core::kernel::DataObserver;
+use wattio_core::region::Region;
 use wattio_core::testing::SpecDisk;
 use wattio_core::time::Nanos;
 use wattio_core::trace::{TraceSource, VecSource};
@@ -427,8 +429,15 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         6 => "queue = \"sstf-lbn\"\n",
         _ => "",
     };
-    for (name, device, fault) in devices {
+    // Every fourth seed (by the seed, as the queue orders) serves every device's queue in
+    // a random order, priorities ignored (`fault.reorder`): the orders a live executor's
+    // workers complete device I/O in, which found EXCES writing a page back beside an
+    // earlier write of it still out (docs/integrity.md).
+    let reorder =
+        |k: usize| (seed % 4 == 2).then(|| format!("reorder = {}\n", seed * 64 + k as u64));
+    for (k, (name, device, mut fault)) in devices.into_iter().enumerate() {
         config += &format!("[[device]]\nname = \"{name}\"\n{queue}{device}");
+        fault += &reorder(k).unwrap_or_default();
         if !fault.is_empty() {
             config += &format!("[device.fault]\n{fault}");
         }
@@ -437,8 +446,12 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     for s in stack {
         config += &s;
     }
-    for name in &spares {
-        config += &format!("[[device]]\nname = \"{name}\"\n{FLASH}\n");
+    for (k, name) in spares.iter().enumerate() {
+        config += &format!("[[device]]\nname = \"{name}\"\n{FLASH}");
+        if let Some(r) = reorder(32 + k) {
+            config += &format!("[device.fault]\n{r}");
+        }
+        config += "\n";
     }
     // The workload: mixed reads, writes (some FUA), FLUSH and discards on overlapping pages,
     // a few not page-aligned.
@@ -661,7 +674,10 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
             .unloading(s.unload && until.is_none());
         let mut src = VecSource::new(part.clone());
         let o = sim
-            .with_observer(&mut checker)
+            .with_observer(Traced {
+                inner: &mut checker,
+                on: std::env::var_os("WATTIO_SWARM_TRACE").is_some(),
+            })
             .run(&mut src, until, 0, &mut replies)
             .map_err(ctx)?;
         let end = o.end;
@@ -678,9 +694,12 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
         let mut devs = o.devices;
         // Writes a prebuffering drive took beside the command in service (its counter is
         // cumulative: the run's last part has the total).
-        let pre = model_counter(&devs, "prebuffered_writes");
-        if pre > 0.0 {
-            out.counters.insert("prebuffered_writes".into(), pre);
+        // Likewise the picks of devices serving their queues out of order.
+        for name in ["prebuffered_writes", "fault_reordered"] {
+            let v = model_counter(&devs, name);
+            if v > 0.0 {
+                out.counters.insert(name.into(), v);
+            }
         }
         // Energy conservation: every device's residency covers the run so far, exactly.
         for d in &devs {
@@ -745,6 +764,72 @@ fn run_scenario(s: Scenario) -> Result<Outcome, String> {
 
 fn reproducer(seed: u64, test: &str) -> String {
     format!("WATTIO_SWARM_SEED={seed} cargo test --release -p wattio-engine --test swarm {test}")
+}
+
+/// The checker, printing every data event first with `WATTIO_SWARM_TRACE` set (to follow
+/// a failing seed's block through the stack).
+struct Traced<'a> {
+    inner: &'a mut Checker,
+    on: bool,
+}
+
+impl DataObserver for Traced<'_> {
+    fn host_request(&mut self, now: Nanos, io: &Io) {
+        if self.on {
+            eprintln!(
+                "{now} host  {:?} {} +{} id {:#x} fua {}",
+                io.op, io.offset, io.len, io.id.0, io.fua
+            );
+        }
+        self.inner.host_request(now, io)
+    }
+    fn device_submit(&mut self, now: Nanos, io: &Io) {
+        if self.on {
+            eprintln!(
+                "{now} sub   d{} {:?} {} +{} id {:#x} prio {} buf {:?}",
+                io.dev, io.op, io.offset, io.len, io.id.0, io.priority, io.buf
+            );
+        }
+        self.inner.device_submit(now, io)
+    }
+    fn device_complete(&mut self, now: Nanos, done: &Completion) {
+        let io = &done.io;
+        if self.on {
+            eprintln!(
+                "{now} done  d{} {:?} {} +{} id {:#x} {:?}",
+                io.dev, io.op, io.offset, io.len, io.id.0, done.status
+            );
+        }
+        self.inner.device_complete(now, done)
+    }
+    fn host_reply(&mut self, now: Nanos, done: &Completion) -> Result<(), String> {
+        if self.on {
+            let io = &done.io;
+            eprintln!(
+                "{now} reply {:?} {} +{} id {:#x} {:?}",
+                io.op, io.offset, io.len, io.id.0, done.status
+            );
+        }
+        self.inner.host_reply(now, done)
+    }
+    fn xor(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        self.inner.xor(now, dst, src, len)
+    }
+    fn copy(&mut self, now: Nanos, dst: Buf, src: Buf, len: u32) {
+        if self.on {
+            eprintln!("{now} copy  {src:?} -> {dst:?} +{len}");
+        }
+        self.inner.copy(now, dst, src, len)
+    }
+    fn fill(&mut self, now: Nanos, dst: Buf, len: u32) {
+        self.inner.fill(now, dst, len)
+    }
+    fn reserve(&mut self, r: Region) {
+        self.inner.reserve(r)
+    }
+    fn scratch_freed(&mut self, now: Nanos, id: u64) {
+        self.inner.scratch_freed(now, id)
+    }
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -880,6 +965,12 @@ fn swarm() {
             // A prebuffering drive (`prebuffering_drive`) completed queued writes beside
             // the command in service.
             "prebuffered_writes",
+            // Devices served their queues out of order (`fault.reorder`); EXCES sent a
+            // write of a page with an earlier one still out to the disk after it, and
+            // kept pages dirty whose write-back started beside a write of them.
+            "fault_reordered",
+            "racing_writes_to_disk",
+            "write_backs_beside_writes",
         ] {
             assert!(
                 total.counters.get(c).is_some_and(|&v| v > 0.0),
