@@ -31,8 +31,9 @@
 //! discards invalidate before they are sent; a copy overtaken by a write or discard of its
 //! original is not installed; a host write or discard touching a block that a copy is
 //! writing or a redirected read is reading waits for it; a freed replica block is not
-//! reused while a read of it is out. The table is volatile: after a crash the layer starts
-//! empty and every read goes to the originals.
+//! reused while a read of it is out; a discard's blocks are free only once it is back, less
+//! those a host write still out may land on. The table is volatile: after a crash the layer
+//! starts empty and every read goes to the originals.
 
 mod config;
 pub mod ext;
@@ -93,6 +94,37 @@ struct CopyState {
 impl CopyState {
     fn copies(&self, b0: u64, b1: u64) -> bool {
         self.pieces.iter().any(|p| p.orig < b1 && b0 < p.orig + p.n)
+    }
+}
+
+/// A host discard out: the blocks it frees once back (those it covers whole, less those host
+/// writes sent since have taken) and the replica blocks it reclaimed. Free before it is
+/// back, a block could take a replica the discard then lands over, or that a host write
+/// sent before the discard lands over: a live executor completes I/O in any order.
+#[derive(Clone, Debug, Default)]
+struct Discarding {
+    free: SmallVec<[(u64, u64); 2]>,
+    reclaimed: SmallVec<[u64; 2]>,
+}
+
+impl Discarding {
+    /// A host write of `b0..b1` is sent: those blocks hold data.
+    fn written(&mut self, b0: u64, b1: u64) {
+        let mut kept = SmallVec::new();
+        for &(a, z) in &self.free {
+            if z <= b0 || b1 <= a {
+                kept.push((a, z));
+                continue;
+            }
+            if a < b0 {
+                kept.push((a, b0));
+            }
+            if b1 < z {
+                kept.push((b1, z));
+            }
+        }
+        self.free = kept;
+        self.reclaimed.retain(|b| !(b0..b1).contains(b));
     }
 }
 
@@ -191,6 +223,8 @@ pub struct Fs2 {
     quarantine: FxHashSet<u64>,
     /// Host writes and discards out: id → blocks.
     writes: FxHashMap<IoId, (u64, u64)>,
+    /// Host discards out, by id (also in `writes`): what they free once back.
+    discarding: FxHashMap<IoId, Discarding>,
     deferred: VecDeque<Io>,
     suspended: bool,
     /// The journal failed (its region holds something else, a write to it failed): the
@@ -275,6 +309,7 @@ impl Fs2 {
             busy: FxHashMap::default(),
             quarantine: FxHashSet::default(),
             writes: FxHashMap::default(),
+            discarding: FxHashMap::default(),
             deferred: VecDeque::new(),
             suspended: false,
             failed: false,
@@ -337,6 +372,50 @@ impl Fs2 {
     }
 
     /// A block no longer holds a replica: free again (once no read of it is out).
+    /// A host write or discard is back. A discard's blocks are free now (after a failed
+    /// one, what the disk holds is unknown: only its reclaimed replica blocks, the layer's
+    /// own, are), but for those a host write still out may yet land on.
+    fn host_io_done(&mut self, id: IoId, status: Status) {
+        if self.writes.remove(&id).is_none() {
+            return;
+        }
+        let Some(d) = self.discarding.remove(&id) else {
+            return;
+        };
+        // The host writes out, in block order (a host has few out; a discard may span the
+        // disk, so its range is cut by them, not walked).
+        let mut out: SmallVec<[(u64, u64); 4]> = self
+            .writes
+            .iter()
+            .filter(|(w, _)| !self.discarding.contains_key(w))
+            .map(|(_, &r)| r)
+            .collect();
+        out.sort_unstable();
+        let written = |b: u64| out.iter().any(|&(a, z)| a <= b && b < z);
+        if status == Status::Ok {
+            for (a, z) in d.free {
+                let mut start = a;
+                for &(w0, w1) in &out {
+                    if w1 <= start || z <= w0 {
+                        continue;
+                    }
+                    if start < w0 {
+                        self.free.insert(start, w0);
+                    }
+                    start = start.max(w1);
+                }
+                if start < z {
+                    self.free.insert(start, z);
+                }
+            }
+        }
+        for b in d.reclaimed {
+            if !written(b) {
+                self.release(b);
+            }
+        }
+    }
+
     fn release(&mut self, b: u64) {
         if self.busy.contains_key(&b) || self.unlogged.contains_key(&b) {
             self.quarantine.insert(b);
@@ -673,6 +752,9 @@ impl Fs2 {
         }
         self.c.writes += 1;
         self.free.remove(b0, b1);
+        for d in self.discarding.values_mut() {
+            d.written(b0, b1);
+        }
         self.mark_stale(b0, b1);
         self.writes.insert(io.id, (b0, b1));
         self.send(io, out);
@@ -683,8 +765,10 @@ impl Fs2 {
             for b in b0..b1 {
                 self.c.invalidated_by_discard += self.drop_original(b);
                 if self.drop_replica(b) {
+                    // Free once the discard is back (`discard_done`); kept with it also
+                    // while it waits for the log below.
                     self.c.replica_blocks_reclaimed += 1;
-                    self.release(b);
+                    self.discarding.entry(io.id).or_default().reclaimed.push(b);
                 }
             }
         }
@@ -693,9 +777,12 @@ impl Fs2 {
         }
         self.c.discards += 1;
         self.mark_stale(b0, b1);
-        // Only blocks the discard covers whole are free.
+        // Only blocks the discard covers whole are free, once it is back.
         let (f0, f1) = (io.offset.div_ceil(BLOCK), io.end() / BLOCK);
-        self.free.insert(f0, f1.max(f0));
+        let d = self.discarding.entry(io.id).or_default();
+        if f0 < f1 {
+            d.free.push((f0, f1));
+        }
         self.writes.insert(io.id, (b0, b1));
         self.send(io, out);
     }
@@ -1213,7 +1300,7 @@ impl Function for Fs2 {
             }
         }
         if id.is_sub() {
-            self.writes.remove(&id);
+            self.host_io_done(id, done.status);
             if let Step::Reply(c) = self.fanout.complete(&done) {
                 out.reply(c);
             }
@@ -1240,7 +1327,7 @@ impl Function for Fs2 {
                 CopyStep::NotMine => {}
             }
         } else {
-            self.writes.remove(&id);
+            self.host_io_done(id, done.status);
             out.reply(done);
         }
         self.settle(now, out);
