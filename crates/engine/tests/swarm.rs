@@ -1506,7 +1506,8 @@ fn a_write_intent_bitmap_under_crashes_keeps_every_acknowledged_write() {
             "intent_recovered_clean_regions",
             "resynced_regions",
             "unsynced_regions",
-            "rebuilt_rows",            "fault_reordered",
+            "rebuilt_rows",
+            "fault_reordered",
         ],
     );
     assert!(total.blocks_checked > 5_000, "{total:?}");
@@ -1578,7 +1579,8 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
             "resumed_replacements",
             "rebuilt_rows",
             "resynced_regions",
-            "dead_log_copies",            "fault_reordered",
+            "dead_log_copies",
+            "fault_reordered",
         ],
     );
     assert!(total.blocks_checked > 5_000, "{total:?}");

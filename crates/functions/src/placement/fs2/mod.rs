@@ -371,7 +371,6 @@ impl Fs2 {
         out.submit(io);
     }
 
-    /// A block no longer holds a replica: free again (once no read of it is out).
     /// A host write or discard is back. A discard's blocks are free now (after a failed
     /// one, what the disk holds is unknown: only its reclaimed replica blocks, the layer's
     /// own, are), but for those a host write still out may yet land on.
@@ -416,6 +415,7 @@ impl Fs2 {
         }
     }
 
+    /// A block no longer holds a replica: free again (once no read of it is out).
     fn release(&mut self, b: u64) {
         if self.busy.contains_key(&b) || self.unlogged.contains_key(&b) {
             self.quarantine.insert(b);
@@ -765,7 +765,7 @@ impl Fs2 {
             for b in b0..b1 {
                 self.c.invalidated_by_discard += self.drop_original(b);
                 if self.drop_replica(b) {
-                    // Free once the discard is back (`discard_done`); kept with it also
+                    // Free once the discard is back (`host_io_done`); kept with it also
                     // while it waits for the log below.
                     self.c.replica_blocks_reclaimed += 1;
                     self.discarding.entry(io.id).or_default().reclaimed.push(b);
