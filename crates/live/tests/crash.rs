@@ -485,6 +485,22 @@ fn drive_until_killed(
     tracks
 }
 
+/// Which version of `block` `bytes` are: `v3`, `zeros`, `an error` or `unknown bytes`.
+fn which_version(tracks: &[Track], seed: u64, block: u64, bytes: Option<&[u8]>) -> String {
+    let Some(bytes) = bytes else {
+        return "an error".into();
+    };
+    if bytes.iter().all(|&b| b == 0) {
+        return "zeros".into();
+    }
+    tracks
+        .iter()
+        .filter_map(|t| t.sent.get(&block))
+        .flatten()
+        .find(|&&w| bytes == version_data(seed, block, w).as_slice())
+        .map_or("unknown bytes".into(), |w| format!("v{w}"))
+}
+
 /// Every block the tracks were told is durable, checked against what `read` returns for it
 /// (`None`: an error): the durable version, or a newer one a later sync made durable too.
 /// (blocks checked, those that were not).
@@ -652,6 +668,26 @@ fn cut_trial(
     let srv = serve_config(restart.unwrap_or(cfg), &after, &sock2);
     let mut c = Client::connect(&uri(&sock2, export)).unwrap();
     let durable = check_durable(&tracks, seed, |block| read_back(&mut c, block));
+    if !durable.1.is_empty() {
+        // What a failure needs to be understood: for each lost block, the version it read
+        // back and the one the exported device's power-cut image holds at its offset (a
+        // stale redirection, or data the device lost).
+        let image = after
+            .iter()
+            .find(|(n, _)| *n == export)
+            .and_then(|(_, p)| std::fs::read(p).ok())
+            .unwrap_or_default();
+        for &(block, v) in &durable.1 {
+            let read = read_back(&mut c, block);
+            let at = block as usize * BLOCK;
+            let held = image.get(at..at + BLOCK).map(|b| b.to_vec());
+            eprintln!(
+                "seed {seed}: block {block} durable v{v}: reads back {}, the image holds {}",
+                which_version(&tracks, seed, block, read.as_deref()),
+                which_version(&tracks, seed, block, held.as_deref()),
+            );
+        }
+    }
     c.disconnect().unwrap();
     let s = srv.shutdown(Duration::from_secs(5)).unwrap();
     (Outcome::new(&tracks, durable, false), s)
