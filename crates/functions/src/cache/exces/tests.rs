@@ -1334,6 +1334,19 @@ fn a_reconfiguration_brings_pages_in_in_disk_order_into_ascending_ecd_pages() {
     }
 }
 
+/// A layer of `cache` ECD pages without a persisted map (laptop mode's page cache), every
+/// write buffered, no reconfiguration: page 5's write buffered in ECD page 0, dirty.
+fn page_cache_holding_page_5(cache: u64) -> Harness<Exces> {
+    let mut p = params(cache);
+    p.persist_map = false;
+    p.absorb = Absorb::Always;
+    p.miss_threshold_per_min = 1e9;
+    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    assert_eq!(h.start(0), vec![], "nothing to recover");
+    buffer(&mut h, S, &[5]);
+    h
+}
+
 /// A page's write that goes to the disk (no ECD page to take it) and a later write of the
 /// same page that the ECD buffers: while the first is still out, the second must not be
 /// written back to the disk beside it. The two disk writes would race, and a live
@@ -1343,14 +1356,8 @@ fn a_reconfiguration_brings_pages_in_in_disk_order_into_ascending_ecd_pages() {
 /// 2026-12-06). The simulator serves the host's write first and never shows it.
 #[test]
 fn a_write_of_a_page_still_being_written_to_the_disk_is_not_buffered_and_written_back_beside_it() {
-    let mut p = params(1);
-    p.persist_map = false;
-    p.absorb = Absorb::Always;
-    p.miss_threshold_per_min = 1e9;
-    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
-    assert_eq!(h.start(0), vec![], "nothing to recover");
-    buffer(&mut h, S, &[5]); // ECD page 0, dirty
-                             // W1 of page 7: no ECD page free or clean, so it goes to the disk, and stays out.
+    let mut h = page_cache_holding_page_5(1);
+    // W1 of page 7: no ECD page free or clean, so it goes to the disk, and stays out.
     let w1 = h.request(S, io(1, Op::Write, 7 * P, P as u32));
     assert_eq!(shape(&w1), vec![(0, 7 * P, 4096, Op::Write)]);
     // A FLUSH writes page 5 back: ECD page 0 is clean then.
@@ -1391,14 +1398,8 @@ fn a_write_of_a_page_still_being_written_to_the_disk_is_not_buffered_and_written
 /// devices' `fault.reorder`).
 #[test]
 fn a_cleaning_beside_a_write_of_the_page_leaves_it_dirty() {
-    let mut p = params(2);
-    p.persist_map = false;
-    p.absorb = Absorb::Always;
-    p.miss_threshold_per_min = 1e9;
-    let mut h = Harness::new(Exces::new(p), vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
-    assert_eq!(h.start(0), vec![], "nothing to recover");
-    buffer(&mut h, S, &[5]); // ECD page 0, dirty
-                             // W of page 5 goes to ECD page 0 and stays out.
+    let mut h = page_cache_holding_page_5(2);
+    // W of page 5 goes to ECD page 0 and stays out.
     let w = h.request(S, io(1, Op::Write, 5 * P, P as u32));
     assert_eq!(shape(&w), vec![(1, 0, 4096, Op::Write)]);
     // A FLUSH: the cleaning's copy reads ECD page 0, served before W.
