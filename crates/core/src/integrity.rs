@@ -258,6 +258,10 @@ pub struct Checker {
     /// No crash will be simulated ([`Checker::without_crashes`]): what a crash could leave
     /// need not be kept.
     crashless: bool,
+    /// Device reads take their blocks' versions when submitted ([`Checker::early_reads`]).
+    early_reads: bool,
+    /// With `early_reads`: the versions of device reads in flight, by (device, id, offset).
+    read_snaps: HashMap<(u16, u64, u64), Vec<u64>>,
 }
 
 /// A version, as messages show it.
@@ -304,7 +308,19 @@ impl Checker {
             fault: None,
             regions: Vec::new(),
             crashless: false,
+            early_reads: false,
+            read_snaps: HashMap::new(),
         })
+    }
+
+    /// Device reads return their blocks as they were when submitted — the earliest a live
+    /// device may serve them, whose worker may then report the read after writes that
+    /// completed meanwhile — rather than as they are when the read completes (the latest;
+    /// the default). Either is a block device's behaviour, and a layer must be right under
+    /// both: the swarm checks some seeds each way (docs/integrity.md).
+    pub fn early_reads(mut self) -> Checker {
+        self.early_reads = true;
+        self
     }
 
     /// For a run that simulates no crash (`wattio run` with `[run] check_data`): every
@@ -399,6 +415,7 @@ impl Checker {
         self.counters.crashes += 1;
         self.dev_writes.clear();
         self.dev_flushes.clear();
+        self.read_snaps.clear();
         self.dirty.clear();
         for b in self.dev.values_mut() {
             b.volatile.clear();
@@ -779,6 +796,17 @@ impl DataObserver for Checker {
             Op::Flush => {
                 self.dev_flushes.insert((io.dev, io.id.0), seq);
             }
+            Op::Read if self.early_reads => {
+                let vers = self
+                    .blocks(io.offset, io.len)
+                    .map(|(b, _, _)| {
+                        self.dev
+                            .get(&(io.dev, b))
+                            .map_or(INITIAL, DevBlock::current)
+                    })
+                    .collect();
+                self.read_snaps.insert((io.dev, io.id.0, io.offset), vers);
+            }
             Op::Read | Op::Discard => {}
         }
     }
@@ -826,6 +854,7 @@ impl DataObserver for Checker {
                 }
             }
             Op::Read => {
+                let snap = self.read_snaps.remove(&(io.dev, io.id.0, io.offset));
                 let Some((k, o)) = BufKey::of(io.buf) else {
                     return;
                 };
@@ -833,13 +862,14 @@ impl DataObserver for Checker {
                     return;
                 }
                 let blocks: Vec<_> = self.blocks(io.offset, io.len).collect();
-                for (b, full, at) in blocks {
-                    let v = if full {
-                        self.dev
+                for (i, (b, full, at)) in blocks.into_iter().enumerate() {
+                    let v = match (&snap, full) {
+                        (_, false) => ANY,
+                        (Some(vers), true) => vers[i],
+                        (None, true) => self
+                            .dev
                             .get(&(io.dev, b))
-                            .map_or(INITIAL, DevBlock::current)
-                    } else {
-                        ANY
+                            .map_or(INITIAL, DevBlock::current),
                     };
                     if full {
                         self.put(k, o + at, v);

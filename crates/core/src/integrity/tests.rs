@@ -653,3 +653,43 @@ fn a_volume_is_not_detached_with_requests_in_flight() {
         Err("integrity: volume 0 detached with 1 host request(s) in flight".to_string())
     );
 }
+
+/// With `early_reads` a device read carries its blocks as they were when it was
+/// submitted: a function's copy read, sent while a host write of the block was still out
+/// and reported after it, carries the older version, and a copy made of it is caught as
+/// stale once the host reads it after the write was acknowledged. By default the read
+/// carries the block as it completes, and the same copy passes.
+#[test]
+fn early_reads_carry_what_the_block_held_when_they_were_sent() {
+    for early in [false, true] {
+        let mut c = Checker::new(4096).unwrap();
+        if early {
+            c = c.early_reads();
+        }
+        write(&mut c, 10, 0, 4, 1);
+        // W2 of block 4 out; a copy read of block 4 into scratch 7 sent; W2 lands and is
+        // acknowledged; the copy read comes back.
+        let w2 = host(1, Op::Write, 4, 1);
+        c.host_request(20, &w2);
+        c.device_submit(20, &w2);
+        let rd = Io::own(7, Op::Read, 0, 4 * B, B as u32);
+        c.device_submit(21, &rd);
+        c.device_complete(22, &ok(w2, 22));
+        c.host_reply(22, &ok(w2, 22)).unwrap();
+        c.device_complete(23, &ok(rd, 23));
+        // The copy goes to block 9 of device 1, and the host's next read of block 4 is
+        // answered from there.
+        let wr = Io {
+            buf: Buf::Scratch { id: 7, offset: 0 },
+            ..Io::own(8, Op::Write, 1, 9 * B, B as u32)
+        };
+        device(&mut c, 24, wr);
+        let r = read_from(&mut c, 30, 2, 4, 1, 9);
+        if early {
+            let e = r.unwrap_err();
+            assert!(e.contains("holds v1") && e.contains("superseded"), "{e}");
+        } else {
+            r.unwrap();
+        }
+    }
+}
