@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use wattio_core::device::{Service, Timing};
 use wattio_core::geometry::{Geometry, Location};
-use wattio_core::io::{Io, Status};
+use wattio_core::io::{Io, Op, Status};
 use wattio_core::time::Nanos;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -16,6 +16,11 @@ pub struct Faults {
     /// still spends its service time on it; a failed write stores nothing).
     #[serde(default)]
     pub eio: Vec<[u64; 2]>,
+    /// Byte ranges `[from, to)` where only writes fail with EIO (and store nothing); reads
+    /// return what the blocks held before: a worn flash device gone read-only, or a cache
+    /// in front of a failing disk that still holds the old bytes.
+    #[serde(default)]
+    pub eio_write: Vec<[u64; 2]>,
     /// Service-time multiplier: every phase of every service takes this many times longer.
     #[serde(default)]
     pub slow: Option<f64>,
@@ -179,6 +184,13 @@ impl Faults {
                 ));
             }
         }
+        for (i, [from, to]) in self.eio_write.iter().enumerate() {
+            if from >= to {
+                return Err(format!(
+                    "{prefix}.eio_write[{i}]: expected [from, to) with from < to, got [{from}, {to}]"
+                ));
+            }
+        }
         for (i, r) in self.region.iter().enumerate() {
             r.validate(&format!("{prefix}.region[{i}]"))?;
         }
@@ -197,6 +209,7 @@ impl Faults {
 pub struct Faulty {
     inner: Box<dyn Timing>,
     eio: Vec<[u64; 2]>,
+    eio_write: Vec<[u64; 2]>,
     slow: f64,
     failed: u64,
     /// `reorder`'s generator state (splitmix64).
@@ -219,6 +232,7 @@ impl Faulty {
         Ok(Faulty {
             inner,
             eio,
+            eio_write: faults.eio_write.clone(),
             slow: faults.slow.unwrap_or(1.0),
             failed: 0,
             reorder: faults.reorder,
@@ -254,12 +268,14 @@ impl Timing for Faulty {
             s.transfer_ns = scale(s.transfer_ns, self.slow);
             s.overhead_ns = scale(s.overhead_ns, self.slow);
         }
-        if io.op.moves_data()
-            && s.status == Status::Ok
-            && self
-                .eio
+        let hits = |ranges: &[[u64; 2]]| {
+            ranges
                 .iter()
                 .any(|&[from, to]| io.offset < to && io.end() > from)
+        };
+        if s.status == Status::Ok
+            && ((io.op.moves_data() && hits(&self.eio))
+                || (io.op == Op::Write && hits(&self.eio_write)))
         {
             s.status = Status::IoError;
             self.failed += 1;
@@ -395,6 +411,24 @@ mod tests {
         let plain = Faulty::new(Box::new(Flat), &Faults::default()).unwrap();
         assert!(!plain.reorders() && !plain.schedules());
         assert!(plain.counters().iter().all(|(n, _)| n != "fault_reordered"));
+    }
+
+    #[test]
+    fn eio_write_fails_writes_and_lets_reads_through() {
+        let faults: Faults = toml::from_str("eio_write = [[8192, 12288]]").unwrap();
+        faults.validate("device[0].fault").unwrap();
+        let mut t = Faulty::new(Box::new(Flat), &faults).unwrap();
+        let at = |op, off| Request::new(0, op, off, 4096).io(0);
+        assert_eq!(t.service(0, &at(Op::Write, 8192)).status, Status::IoError);
+        assert_eq!(t.service(0, &at(Op::Write, 4096)).status, Status::Ok);
+        assert_eq!(t.service(0, &at(Op::Read, 8192)).status, Status::Ok);
+        let c = t.counters();
+        assert!(c.contains(&("fault_eio".into(), 1.0)), "{c:?}");
+        let bad: Faults = toml::from_str("eio_write = [[5, 5]]").unwrap();
+        assert_eq!(
+            bad.validate("device[2].fault").unwrap_err(),
+            "device[2].fault.eio_write[0]: expected [from, to) with from < to, got [5, 5]"
+        );
     }
 
     #[test]
