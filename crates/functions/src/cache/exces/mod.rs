@@ -1001,11 +1001,9 @@ impl Exces {
                 // one, this write would be written back later by a copy that could land
                 // before the older write (a live executor completes device I/O in any
                 // order): the disk would keep the older data under a page marked clean.
-                let racing = self.pages[&page].writes > 0;
-                if whole && absorb && racing {
+                if whole && absorb && self.pages[&page].writes > 0 {
                     self.c.racing_writes_to_disk += 1;
-                }
-                if whole && absorb && !racing {
+                } else if whole && absorb {
                     if let Some(s) = self.allocate(now, out) {
                         self.c.absorbed_writes += 1;
                         self.map(page, s, true);
