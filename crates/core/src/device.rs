@@ -15,7 +15,7 @@ use crate::geometry::Geometry;
 use crate::io::{Breakdown, Completion, DeviceId, Io, Op, Status};
 use crate::ledger::{Ledger, LedgerRow};
 use crate::media::{Media, Tear};
-use crate::power::{FlushAsleep, PowerSpec, PowerStateId};
+use crate::power::{FlushAsleep, PowerSpec, PowerStateId, ABSENT};
 use crate::region::Region;
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -224,6 +224,9 @@ pub struct DeviceCounters {
     pub out_of_range: u64,
     /// FLUSHes answered while the device slept, without waking it (`flush_asleep`).
     pub flushes_answered_asleep: u64,
+    /// I/Os answered with an error at once because the device is absent
+    /// ([`DeviceRuntime::absent`]).
+    pub absent_ios: u64,
     /// The model's service time of every I/O started, by component (FS2's evaluation reports
     /// access time as seek + rotation + transfer): counted when service starts.
     pub seek_ns: Nanos,
@@ -238,6 +241,7 @@ impl DeviceCounters {
         DeviceCounters {
             ios: self.ios - earlier.ios,
             flushes_answered_asleep: self.flushes_answered_asleep - earlier.flushes_answered_asleep,
+            absent_ios: self.absent_ios - earlier.absent_ios,
             bytes_read: self.bytes_read - earlier.bytes_read,
             bytes_written: self.bytes_written - earlier.bytes_written,
             busy_ns: self.busy_ns - earlier.busy_ns,
@@ -283,6 +287,8 @@ pub struct DeviceRuntime {
     /// The bytes of functions' metadata regions on this device (simulation only: a live
     /// device is its own medium). Kept across a crash, minus what the crash loses.
     media: Option<Box<Media>>,
+    /// The device is absent ([`DeviceRuntime::absent`]).
+    absent: bool,
 }
 
 impl DeviceRuntime {
@@ -322,7 +328,31 @@ impl DeviceRuntime {
             counters: DeviceCounters::default(),
             busy_since: start,
             media: None,
+            absent: false,
         }
+    }
+
+    /// A device that is absent for the whole run (`fault.missing`: pulled, or dead): it
+    /// draws nothing, every I/O sent to it is answered at once with an I/O error (as a
+    /// kernel answers I/O to a device that is gone), and power commands are ignored. Its
+    /// ledger holds one state, `absent` at 0 W, for the run's whole duration: `info.power`
+    /// must be the device's spec with that state added ([`PowerSpec::with_absent`]);
+    /// functions see the device's own states, ids unchanged, beside it.
+    pub fn absent(info: DeviceInfo, timing: Box<dyn Timing>, start: Nanos) -> DeviceRuntime {
+        let slot = info.power.state_id(ABSENT);
+        assert!(
+            slot.is_some(),
+            "device `{}`: an absent device's spec needs its `{ABSENT}` state (PowerSpec::with_absent)",
+            info.name
+        );
+        let mut d = DeviceRuntime::new(info, timing, slot, start);
+        d.absent = true;
+        d
+    }
+
+    /// The device is absent ([`DeviceRuntime::absent`]).
+    pub fn is_absent(&self) -> bool {
+        self.absent
     }
 
     /// Keep the bytes written to `r` (a function's metadata region on this device), as a
@@ -416,6 +446,9 @@ impl DeviceRuntime {
     /// Queue an I/O.
     #[inline]
     pub fn submit(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
+        if self.absent {
+            return self.answer_absent(now, io, ev);
+        }
         let notready_at_enq = self.notready_at(now);
         // Fast path, identical in effect to enqueue + try_start: nothing queued ahead, the
         // device is in a ready state, a service slot is free.
@@ -436,7 +469,7 @@ impl DeviceRuntime {
 
     /// Queue a power command.
     pub fn set_power(&mut self, now: Nanos, state: PowerStateId, ev: &mut Vec<DevEvent>) {
-        if state as usize >= self.info.power.states.len() {
+        if self.absent || state as usize >= self.info.power.states.len() {
             self.counters.power_commands_ignored += 1;
             return;
         }
@@ -523,6 +556,14 @@ impl DeviceRuntime {
     /// [`crash`](Self::crash), with metadata writes that were not durable lost as `tear`
     /// says (torn sector by sector, as a real power cut may leave them).
     pub fn crash_with(&mut self, now: Nanos, tear: Tear) -> DevEvent {
+        if self.absent {
+            // Nothing was written, nothing is lost, and it stays absent.
+            self.asleep_answers.clear();
+            return DevEvent::Mode {
+                at: now,
+                slot: self.ledger.current(),
+            };
+        }
         if let Some(m) = &mut self.media {
             m.crash(tear);
         }
@@ -711,6 +752,22 @@ impl DeviceRuntime {
             status: Status::Ok,
             finished: now,
             breakdown,
+        }));
+        ev.push(DevEvent::ServiceEnd { at: now, token });
+    }
+
+    /// An I/O sent to an absent device: answered now with an I/O error, through the same
+    /// path as a FLUSH answered asleep (no service, no change of state, no energy).
+    fn answer_absent(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
+        self.counters.ios += 1;
+        self.counters.errors += 1;
+        self.counters.absent_ios += 1;
+        let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
+        self.asleep_answers.push(Some(Completion {
+            io,
+            status: Status::IoError,
+            finished: now,
+            breakdown: Default::default(),
         }));
         ev.push(DevEvent::ServiceEnd { at: now, token });
     }
@@ -1089,6 +1146,69 @@ mod tests {
         assert_eq!(at, 50);
         assert!(d.service_end(50, token, &mut ev).is_some());
         assert_eq!(residency_sum(&d, 60), 60);
+    }
+
+    #[test]
+    fn an_absent_device_answers_every_io_with_an_error_at_once_and_draws_nothing() {
+        let d0 = disk();
+        let standby = d0.spec().state_id("standby").unwrap();
+        let spec = d0.spec().with_absent();
+        let absent = spec.state_id(ABSENT).unwrap() as usize;
+        // Its own states keep their ids; the new one is last and never a sleep state.
+        assert_eq!(absent, d0.spec().states.len());
+        assert_eq!(spec.state_id("standby"), Some(standby));
+        assert_eq!(spec.deepest_sleep(), d0.spec().deepest_sleep());
+        let info = DeviceInfo {
+            power: Arc::new(spec),
+            ..d0.info.clone()
+        };
+        let mut d = DeviceRuntime::absent(
+            info,
+            Box::new(Fixed {
+                power_events: vec![],
+            }),
+            100,
+        );
+        let mut ev = Vec::new();
+        d.set_power(150, standby, &mut ev);
+        assert!(ev.is_empty());
+        let ios = [
+            Request::new(200, Op::Read, 0, 512).io(0),
+            Request::new(200, Op::Write, 4096, 512).io(1),
+        ];
+        for io in ios {
+            d.submit(200, io, &mut ev);
+        }
+        // Both answered at the instant they came, with an I/O error, and nothing served.
+        assert_eq!(ev.len(), 2);
+        for (k, e) in ev.clone().into_iter().enumerate() {
+            let DevEvent::ServiceEnd { at, token } = e else {
+                panic!("{ev:?}")
+            };
+            assert_eq!(at, 200);
+            let done = d.service_end(200, token, &mut ev).expect("an answer");
+            assert_eq!((done.io.id, done.status), (ios[k].id, Status::IoError));
+        }
+        assert_eq!(d.outstanding(), 0);
+        let c = d.counters();
+        assert_eq!(
+            (c.ios, c.errors, c.absent_ios, c.power_commands_ignored),
+            (2, 2, 2, 1)
+        );
+        assert_eq!((c.busy_ns, c.bytes_read, c.bytes_written), (0, 0, 0));
+        // A crash changes nothing: it stays absent. The ledger holds the whole run there.
+        assert_eq!(
+            d.crash(300),
+            DevEvent::Mode {
+                at: 300,
+                slot: absent
+            }
+        );
+        let rows = d.ledger_rows(1_000);
+        assert_eq!(rows[absent].slot, ABSENT);
+        assert_eq!(rows[absent].residency_ns, 900);
+        assert_eq!(residency_sum(&d, 1_000), 900);
+        assert_eq!(d.energy_j(1_000), 0.0);
     }
 
     #[test]

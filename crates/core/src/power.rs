@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 
 pub type PowerStateId = u8;
 
+/// The name of the state an absent device rests in ([`PowerSpec::with_absent`]).
+pub const ABSENT: &str = "absent";
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StateDef {
@@ -282,6 +285,36 @@ impl PowerSpec {
             rated_start_stop: None,
             flush_asleep: FlushAsleep::Answer,
             table: vec![None],
+        }
+    }
+
+    /// This spec with one more state, [`ABSENT`] at 0 W (not ready, not spinning, no
+    /// transitions), for a device absent from the run (`fault.missing`): its ledger then
+    /// holds the run's whole duration there. The device's own states and transitions keep
+    /// their ids; the new state is last, and being unreachable it is never a sleep state.
+    /// A spec that already has a state of that name is returned unchanged.
+    pub fn with_absent(&self) -> PowerSpec {
+        if self.state_id(ABSENT).is_some() {
+            return self.clone();
+        }
+        let n = self.states.len();
+        let mut table = vec![None; (n + 1) * (n + 1)];
+        for from in 0..n {
+            for to in 0..n {
+                table[from * (n + 1) + to] = self.table[from * n + to];
+            }
+        }
+        let mut states = self.states.clone();
+        states.push(PowerState {
+            name: ABSENT.into(),
+            watts: 0.0,
+            spinning: false,
+            ready: false,
+        });
+        PowerSpec {
+            states,
+            table,
+            ..self.clone()
         }
     }
 

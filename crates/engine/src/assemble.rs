@@ -80,16 +80,6 @@ pub fn assemble(
     start: Nanos,
 ) -> Result<Assembly, String> {
     let specs = device_specs(cfg, cat)?;
-    if let Some(e) = specs
-        .iter()
-        .find(|e| e.fault.as_ref().is_some_and(|f| f.missing))
-    {
-        // A run, like a host, does not start with one of its devices absent.
-        return Err(format!(
-            "device `{}`: missing at start (fault.missing): the run needs every configured device",
-            e.name
-        ));
-    }
     let mut devices = Vec::with_capacity(specs.len());
     let mut infos = Vec::with_capacity(specs.len());
     let mut models = Vec::with_capacity(specs.len());
@@ -101,10 +91,21 @@ pub fn assemble(
             fault,
             queue,
         } = e;
-        let power = Arc::new(
-            spec.power_spec()
-                .map_err(|e| format!("device `{name}`: {e}"))?,
-        );
+        let missing = fault.as_ref().is_some_and(|f| f.missing);
+        let mut power = spec
+            .power_spec()
+            .map_err(|e| format!("device `{name}`: {e}"))?;
+        if missing && initial.is_some() {
+            return Err(format!(
+                "device `{name}`: `initial_state` and `fault.missing` together: an absent device has no state of its own"
+            ));
+        }
+        if missing {
+            // Absent for the whole run (pulled, or dead): its ledger's one state is
+            // `absent` at 0 W; the functions above see its own states beside it.
+            power = power.with_absent();
+        }
+        let power = Arc::new(power);
         let mut timing = spec
             .build_timing()
             .map_err(|e| format!("device `{name}`: {e}"))?;
@@ -140,7 +141,11 @@ pub fn assemble(
         };
         infos.push(info.clone());
         models.push(spec.name.clone());
-        devices.push(DeviceRuntime::new(info, timing, initial, start));
+        devices.push(if missing {
+            DeviceRuntime::absent(info, timing, start)
+        } else {
+            DeviceRuntime::new(info, timing, initial, start)
+        });
     }
     let mut layers: Vec<Box<dyn Function>> = Vec::with_capacity(cfg.functions.len());
     for (i, table) in cfg.functions.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! build and link instead of one per file, and its tests share the cores (run one
 //! file's with `cargo test --release -p wattio-engine --test engine <file>::`).
 
+mod absent;
 mod common;
 mod conservation;
 mod delay_hiding;
