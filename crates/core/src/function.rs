@@ -77,6 +77,16 @@ pub enum Action {
     Release {
         buf: Buf,
     },
+    /// The function hands `io` (a read or write on a scratch buffer) to a part of itself
+    /// the stack does not see, which may split it and send its pieces at different times
+    /// (PARAID's arrays inside it): the buffer is held as for an I/O passed to the layer
+    /// below ([`Effects::hold`](crate::stack::Effects::hold)), until [`Action::Unhold`] of
+    /// the same I/O, so that one piece's device write coming back does not free it while
+    /// another piece is still to be sent.
+    Hold(Io),
+    /// The part that [`Action::Hold`] handed `io` to answered it: as a reply from the layer
+    /// below, a write's buffer is freed if nothing else is out on it.
+    Unhold(Io),
     /// The function cannot go on (its metadata region holds something that is not its log,
     /// a record is corrupt beyond recovery, …): the simulated run stops with this message;
     /// a live session keeps it as its first fault and reports it at the end. The message is
@@ -151,6 +161,17 @@ impl Actions {
     #[inline]
     pub fn release(&mut self, buf: Buf) {
         self.list.push(Action::Release { buf });
+    }
+    /// Hold `io`'s scratch buffer while a part of the function the stack does not see
+    /// serves it ([`Action::Hold`]).
+    #[inline]
+    pub fn hold(&mut self, io: Io) {
+        self.list.push(Action::Hold(io));
+    }
+    /// That part answered `io` ([`Action::Unhold`]).
+    #[inline]
+    pub fn unhold(&mut self, io: Io) {
+        self.list.push(Action::Unhold(io));
     }
     /// Stop: the function cannot go on ([`Action::Fail`]).
     pub fn fail(&mut self, msg: &str) {

@@ -1315,6 +1315,70 @@ mod tests {
         assert_eq!(r.k.scratch.held(), 0, "freed when the write is back up");
     }
 
+    /// A function serving a write of its own in a part the stack does not see (PARAID's
+    /// arrays inside it): that part sends the write's halves one after the other out of
+    /// the same scratch buffer. Held (`Action::Hold`) until the part answers
+    /// (`Action::Unhold`), the buffer outlives the first half; not held, the first half's
+    /// return frees it while the second is still to be sent.
+    struct InnerHalves {
+        hold: bool,
+    }
+    impl Function for InnerHalves {
+        fn name(&self) -> &str {
+            "inner-halves"
+        }
+        fn on_request(&mut self, _now: Nanos, _io: Io, _out: &mut Actions) {}
+        fn on_timer(&mut self, _now: Nanos, _timer: TimerId, out: &mut Actions) {
+            let w = Io::own(1, Op::Write, 0, 0, 8192);
+            out.fill(w.buf, &[0xAB; 8192]);
+            if self.hold {
+                out.hold(w);
+            }
+            out.submit(Io {
+                buf: w.buf,
+                ..Io::own(2, Op::Write, 0, 0, 4096)
+            });
+        }
+        fn on_completion(&mut self, _now: Nanos, done: Completion, out: &mut Actions) {
+            let w = Io::own(1, Op::Write, 0, 0, 8192);
+            if done.io.id == crate::io::IoId::own(2) {
+                out.submit(Io {
+                    buf: w.buf.at(4096),
+                    ..Io::own(3, Op::Write, 0, 4096, 4096)
+                });
+            } else if self.hold {
+                out.unhold(w);
+            }
+        }
+    }
+
+    #[test]
+    fn a_held_scratch_buffer_outlives_the_pieces_a_function_sends_one_after_another() {
+        for hold in [true, false] {
+            let mut stack = Stack::new(vec![Box::new(InnerHalves { hold })]);
+            let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
+            k.start(&mut stack, 0).unwrap();
+            k.set_timer(0, 0, 1, 10);
+            k.settle(&mut stack, 0).unwrap();
+            let mut r = Rig {
+                k,
+                stack,
+                log: Arc::new(Mutex::new(Vec::new())),
+            };
+            r.run_until(10).unwrap();
+            assert_eq!(r.k.scratch.held(), 1, "filled, first half out");
+            r.run_until(5_010).unwrap();
+            assert_eq!(r.k.executor().submits.len(), 2);
+            assert_eq!(
+                r.k.scratch.held(),
+                usize::from(hold),
+                "after the first half, held: {hold}"
+            );
+            r.run_until(20_000).unwrap();
+            assert_eq!(r.k.scratch.held(), 0, "freed once answered");
+        }
+    }
+
     #[test]
     fn an_armed_timer_fires_once_at_its_deadline() {
         let mut r = rig(true, vec![]);

@@ -3,8 +3,11 @@
 //!
 //! A scratch buffer (`Buf::Scratch`) is created by the first thing that puts bytes in it
 //! (a fill, an xor or copy into it, an I/O on it) and lives while I/O is out on it: device I/O,
-//! and I/O a layer passed to the one below until its reply is back up (a lower layer may
-//! split a write and send the pieces at different times). It is freed
+//! I/O a layer passed to the one below until its reply is back up (a lower layer may
+//! split a write and send the pieces at different times), and I/O a function handed to a
+//! part of itself the stack does not see, from [`Action::Hold`](crate::function::Action::Hold)
+//! to [`Action::Unhold`](crate::function::Action::Unhold) (PARAID's arrays inside it). It is
+//! freed
 //!
 //! * when the last I/O out on it comes back and that I/O was a write (the write that
 //!   drains it: a copy's or a parity's buffer is done once written);

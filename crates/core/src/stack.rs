@@ -483,6 +483,8 @@ impl Stack {
                 &Action::Fill { dst, data } => fx.fill(now, dst, self.acts.data(data)),
                 &Action::Take { src, len, tag } => fx.take(now, layer, src, len, tag),
                 &Action::Release { buf } => fx.release(now, buf),
+                Action::Hold(io) => fx.hold(now, io),
+                Action::Unhold(io) => fx.unhold(now, io),
                 &Action::Fail { msg } => {
                     fx.fail(now, layer, &String::from_utf8_lossy(self.acts.data(msg)))
                 }

@@ -282,6 +282,12 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
             fault += "missing = true\n";
             missing = Some(name.clone());
         }
+        // An array's member absent, in one seed in 16 (by the seed: no draw moves): the
+        // arrays start without it.
+        if broken.is_none() && array && missing.is_none() && seed % 16 == 9 && k == 1 {
+            fault += "missing = true\n";
+            missing = Some(name.clone());
+        }
         let device = match rng.below(3) {
             0 => DISK.toml(),
             1 => FLASH.to_string(),
@@ -1058,8 +1064,8 @@ fn swarm() {
 #[test]
 fn the_seeds_that_found_bugs_pass() {
     for seed in [
-        58, 143, 405, 1661, 1892, 3470, 4572, 7305, 20_336, 24728, 57238, 111_951, 142_535,
-        263_302, 344_070, 410_285,
+        58, 143, 405, 1385, 1661, 1892, 3470, 3849, 4572, 7305, 20_336, 24728, 57238, 111_951,
+        142_535, 263_302, 344_070, 410_285,
     ] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));

@@ -427,7 +427,15 @@ impl Paraid {
                     self.busy.leave(now);
                     out.reply(c);
                 }
-                Action::Reply(c) => self.returned(now, c, out),
+                Action::Reply(c) => {
+                    let io = c.io;
+                    self.returned(now, c, out);
+                    if matches!(io.buf, Buf::Scratch { .. }) {
+                        // Held at `dispatch`; after what the reply started (a copy's
+                        // release, a write out of the same buffer), as a reply from below.
+                        out.unhold(io);
+                    }
+                }
                 other => out.push(other),
             }
         }
@@ -659,6 +667,14 @@ impl Paraid {
                     offset: y,
                     ..io
                 };
+                if matches!(req.buf, Buf::Scratch { .. }) {
+                    // The level may cut it into row operations that run one after another
+                    // (a failed member, bad pages, a redo after a failed write): held until
+                    // it answers, as the layer below would hold it, so that one row's data
+                    // write coming back does not free the buffer the next rows still read
+                    // (the swarm, seeds 1385 and 3849, with a member absent).
+                    out.hold(req);
+                }
                 let mut acts = self.take_acts();
                 self.levels[r].on_request(now, req, &mut acts);
                 self.drive(now, r, &mut acts, out);

@@ -227,11 +227,25 @@ fn a_gear_cycle_propagates_both_ways_and_spins_disks_down_only_when_clean() {
     assert_eq!(shape(&hw), vec![(1, K, Op::Write, 0, false)]);
     let w = h.complete(2 * NS_PER_S, submitted(&a)[0], Status::Ok);
     assert_eq!(shape(&w), vec![(0, base + K, Op::Write, -1, true)]);
+    // The copy's write went to the replica level out of the copy's buffer: held while that
+    // level serves it, unheld once it answered (after the copy released its buffer).
+    let held: Vec<Io> = w
+        .iter()
+        .filter_map(|a| match a {
+            Action::Hold(io) => Some(*io),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].buf, submitted(&w)[0].buf);
     assert_eq!(
         h.complete(2 * NS_PER_S, submitted(&w)[0], Status::Ok),
-        vec![Action::Release {
-            buf: submitted(&w)[0].buf
-        }]
+        vec![
+            Action::Release {
+                buf: submitted(&w)[0].buf
+            },
+            Action::Unhold(held[0])
+        ]
     );
     assert_eq!(h.function().dirty()[&(1, 1)].side, Side::Original);
     // The host write lands: a second copy starts.
