@@ -1064,8 +1064,8 @@ fn swarm() {
 #[test]
 fn the_seeds_that_found_bugs_pass() {
     for seed in [
-        58, 143, 405, 1385, 1661, 1892, 3470, 3849, 4572, 7305, 20_336, 24728, 57238, 111_951,
-        142_535, 263_302, 344_070, 410_285,
+        58, 143, 405, 1385, 1661, 1892, 3470, 3849, 4572, 7305, 11_577, 20_336, 24728, 57238,
+        111_951, 142_535, 263_302, 344_070, 410_285,
     ] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));

@@ -947,6 +947,14 @@ impl Paraid {
             .take(room)
             .collect();
         for (key, version) in start {
+            // Routing a copy's read can run this pump again (a replica level answers
+            // something at once: its reply ends a write, which pumps): what that pump
+            // started is not started twice, nor past the slots (swarm seed 11,577, two
+            // copies of one chunk with a member failing every I/O, the second's end
+            // finding no copy in flight).
+            if self.copying.contains_key(&key) || self.copying.len() >= self.p.copies {
+                continue;
+            }
             self.copying.insert(key, Copying { from, version });
             let at = key.1 * self.p.chunk;
             let read = self.copier.start(CopyJob {
