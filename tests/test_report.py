@@ -134,3 +134,23 @@ def test_figures_take_data_not_directories(tmp_path):
     assert "energy (J)" in energy_figure(pq.read_table(tmp_path / "o" / "energy.parquet"))
     assert "latency (ms)" in latency_figure(pq.read_table(tmp_path / "o" / "requests.parquet"))
     assert np.isfinite(r.summary["energy_j"])
+
+
+def test_report_of_a_run_with_an_absent_disk(tmp_path):
+    """A disk pulled from the run (`[device.fault] missing = true`): every request fails at
+    once, the disk draws nothing, and the report still draws its panel, in state `absent`."""
+    cfg = SERVER.replace("DURATION", "600").replace("count = 2", "").replace("devices = 2", "devices = 1")
+    cfg = cfg.replace('model = "seagate-constellation-es3-4tb"\n',
+                      'model = "seagate-constellation-es3-4tb"\n[device.fault]\nmissing = true\n')
+    out = tmp_path / "absent"
+    r = wattio.run(cfg, out=out, progress=False)
+    s = r.summary
+    d = s["devices"]["disk"]
+    assert s["requests"] > 0 and s["errors"] == s["requests"]
+    assert d["energy_j"] == 0.0 and d["spin_ups"] == 0
+    assert {k: v for k, v in d["residency_s"].items() if v > 0} == {"absent": pytest.approx(600.0)}
+    assert d["ios"] == s["requests"] and d["bytes_read"] == 0
+    states = r.timeline()
+    assert set(states["state"].astype(str)) == {"absent"}
+    page = (out / "report.html").read_text()
+    assert 'class="pt">disk</text>' in page and "absent" in page
