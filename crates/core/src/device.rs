@@ -744,30 +744,35 @@ impl DeviceRuntime {
     ) {
         // Time it waited for a spin-down to end is power wait, as for any I/O.
         let breakdown = self.waits(now, enqueued, notready_at_enq, 0);
-        self.counters.ios += 1;
         self.counters.flushes_answered_asleep += 1;
-        let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
-        self.asleep_answers.push(Some(Completion {
-            io,
-            status: Status::Ok,
-            finished: now,
-            breakdown,
-        }));
-        ev.push(DevEvent::ServiceEnd { at: now, token });
+        self.answer_now(now, io, Status::Ok, breakdown, ev);
     }
 
     /// An I/O sent to an absent device: answered now with an I/O error, through the same
     /// path as a FLUSH answered asleep (no service, no change of state, no energy).
     fn answer_absent(&mut self, now: Nanos, io: Io, ev: &mut Vec<DevEvent>) {
-        self.counters.ios += 1;
         self.counters.errors += 1;
         self.counters.absent_ios += 1;
+        self.answer_now(now, io, Status::IoError, Breakdown::default(), ev);
+    }
+
+    /// Answer `io` at `now` without serving it: its completion comes through a
+    /// `ServiceEnd` event at `now`, as every completion does, under a token of its own.
+    fn answer_now(
+        &mut self,
+        now: Nanos,
+        io: Io,
+        status: Status,
+        breakdown: Breakdown,
+        ev: &mut Vec<DevEvent>,
+    ) {
+        self.counters.ios += 1;
         let token = ASLEEP_TOKEN + self.asleep_answers.len() as u32;
         self.asleep_answers.push(Some(Completion {
             io,
-            status: Status::IoError,
+            status,
             finished: now,
-            breakdown: Default::default(),
+            breakdown,
         }));
         ev.push(DevEvent::ServiceEnd { at: now, token });
     }

@@ -1286,25 +1286,30 @@ mod tests {
         }
     }
 
+    /// `stack` over one idle disk, its top layer's timer 1 armed for 10 ns (when the
+    /// writers above write).
+    fn writing_at_10ns(mut stack: Stack) -> Rig {
+        let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
+        k.start(&mut stack, 0).unwrap();
+        k.set_timer(0, 0, 1, 10);
+        k.settle(&mut stack, 0).unwrap();
+        Rig {
+            k,
+            stack,
+            log: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
     /// A scratch buffer lives until the last write out of it is back at the layer that
     /// sent it, not until the first device write on it completes: a layer below may send a
     /// write's pieces at different times. (The kernel freed it when the first half landed,
     /// and the live executor then wrote zeros for the second.)
     #[test]
     fn a_scratch_buffer_outlives_the_first_piece_of_a_split_write() {
-        let mut stack = Stack::new(vec![
+        let mut r = writing_at_10ns(Stack::new(vec![
             Box::new(Writer),
             Box::new(crate::testing::Halves::default()),
-        ]);
-        let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
-        k.start(&mut stack, 0).unwrap();
-        k.set_timer(0, 0, 1, 10);
-        k.settle(&mut stack, 0).unwrap();
-        let mut r = Rig {
-            k,
-            stack,
-            log: Arc::new(Mutex::new(Vec::new())),
-        };
+        ]));
         r.run_until(10).unwrap();
         assert_eq!(r.k.scratch.held(), 1, "filled, first half out");
         // The first half lands (5 µs): the second is sent from the same buffer.
@@ -1355,16 +1360,7 @@ mod tests {
     #[test]
     fn a_held_scratch_buffer_outlives_the_pieces_a_function_sends_one_after_another() {
         for hold in [true, false] {
-            let mut stack = Stack::new(vec![Box::new(InnerHalves { hold })]);
-            let mut k = Kernel::new(vec![Some(disk(IDLE))], Clock::default(), NoObserver);
-            k.start(&mut stack, 0).unwrap();
-            k.set_timer(0, 0, 1, 10);
-            k.settle(&mut stack, 0).unwrap();
-            let mut r = Rig {
-                k,
-                stack,
-                log: Arc::new(Mutex::new(Vec::new())),
-            };
+            let mut r = writing_at_10ns(Stack::new(vec![Box::new(InnerHalves { hold })]));
             r.run_until(10).unwrap();
             assert_eq!(r.k.scratch.held(), 1, "filled, first half out");
             r.run_until(5_010).unwrap();
