@@ -485,7 +485,9 @@ fn drive_until_killed(
     tracks
 }
 
-/// Which version of `block` `bytes` are: `v3`, `zeros`, `an error` or `unknown bytes`.
+/// Which version of `block` `bytes` are: `v3`, `zeros`, `an error`, another block's
+/// version (`block 9's v5`: a read sent to a block that holds another's data, as a stale
+/// replica reused for another block would) or `unknown bytes`.
 fn which_version(tracks: &[Track], seed: u64, block: u64, bytes: Option<&[u8]>) -> String {
     let Some(bytes) = bytes else {
         return "an error".into();
@@ -493,12 +495,22 @@ fn which_version(tracks: &[Track], seed: u64, block: u64, bytes: Option<&[u8]>) 
     if bytes.iter().all(|&b| b == 0) {
         return "zeros".into();
     }
+    let of = |b: u64| {
+        tracks
+            .iter()
+            .filter_map(|t| t.sent.get(&b))
+            .flatten()
+            .find(|&&w| bytes == version_data(seed, b, w).as_slice())
+            .copied()
+    };
+    if let Some(w) = of(block) {
+        return format!("v{w}");
+    }
     tracks
         .iter()
-        .filter_map(|t| t.sent.get(&block))
-        .flatten()
-        .find(|&&w| bytes == version_data(seed, block, w).as_slice())
-        .map_or("unknown bytes".into(), |w| format!("v{w}"))
+        .flat_map(|t| t.sent.keys())
+        .find_map(|&b| of(b).map(|w| format!("block {b}'s v{w}")))
+        .unwrap_or_else(|| "unknown bytes".into())
 }
 
 /// Every block the tracks were told is durable, checked against what `read` returns for it
