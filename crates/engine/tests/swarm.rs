@@ -1231,14 +1231,6 @@ fn volatile_raid(config: &str) -> String {
         .collect()
 }
 
-/// A RAID-5 whose member page failed a write but reads without error later (EXCES below it
-/// serves the old bytes from its flash): with the list persisted the swarm's seed passes;
-/// forgetting the list at the crash returns the bytes from before the write, and the checker
-/// says so. The RAID writes row by row (`merge_kib = 4`), as when the seed was found: with
-/// row ranges (the default) the same draw marks no page bad, and no seed of 1..28,000
-/// drawn with the default gave this failure-then-stale-read sequence. EXCES sends one disk
-/// I/O a page (`merge_disk_pages = false`) and hears of the disk's sleep at STANDBY
-/// (`asleep_from = "standby"`), as it did when the seed was found.
 /// A RAID-5 over three of the swarm's small disks, d1 refusing writes to member bytes
 /// 16..32 KiB while its reads there return the old bytes (`fault.eio_write`: a worn flash
 /// device gone read-only, a cache holding the old bytes before a failing disk): the
@@ -1375,14 +1367,6 @@ fn bisect(seed: u64, broken: Option<Broken>) -> String {
     lines.join("\n")
 }
 
-/// A RAID-5 replacing a member by its spare while the host writes the stripes being moved,
-/// with crashes: the scenario of `seed`. Three members and the spare (the swarm's small
-/// disk), 4 KiB chunks, parity known at start, `d0` replaced from the start, four stripes
-/// a copy window, and d0 1.5× slow
-/// (as failing drives often are; its log writes are then the slowest I/O of a move). 300
-/// writes (a third FUA), FLUSHes and reads on the first 24 stripes, 10–50 ms apart: the
-/// replacement moves them while they are written, and goes on past them. Two crashes,
-/// every page read back after each.
 /// Device `d`'s `[device.fault]` table in a scenario of `seed`: `faults` (keys), and in half
 /// the seeds (those ≡ 0 or 3 mod 4, so that seeds 1 and 2, which show the bitmap's
 /// checks failing on broken builds, keep their order) the queue served out of order
@@ -1399,6 +1383,14 @@ fn fault_table(seed: u64, d: u64, faults: &str) -> String {
     }
 }
 
+/// A RAID-5 replacing a member by its spare while the host writes the stripes being moved,
+/// with crashes: the scenario of `seed`. Three members and the spare (the swarm's small
+/// disk), 4 KiB chunks, parity known at start, `d0` replaced from the start, four stripes
+/// a copy window, and d0 1.5× slow
+/// (as failing drives often are; its log writes are then the slowest I/O of a move). 300
+/// writes (a third FUA), FLUSHes and reads on the first 24 stripes, 10–50 ms apart: the
+/// replacement moves them while they are written, and goes on past them. Two crashes,
+/// every page read back after each.
 fn replacing(seed: u64) -> Scenario {
     let mut rng = Rng::new(seed);
     let mut config = format!("[run]\nseed = {seed}\n\n");

@@ -245,11 +245,7 @@ fn check_read(
         format!("version {w}, older than acknowledged")
     } else if data.iter().all(|&x| x == 0) {
         "zeros".to_string()
-    } else if let Some((o, w)) = sent.iter().find_map(|(&o, vs)| {
-        vs.iter()
-            .find(|&&w| data == version_data(seed, o, w))
-            .map(|&w| (o, w))
-    }) {
+    } else if let Some((o, w)) = whose(sent, seed, data) {
         format!("block {o}'s version {w}")
     } else {
         "bytes no write sent".to_string()
@@ -495,22 +491,28 @@ fn which_version(tracks: &[Track], seed: u64, block: u64, bytes: Option<&[u8]>) 
     if bytes.iter().all(|&b| b == 0) {
         return "zeros".into();
     }
-    let of = |b: u64| {
-        tracks
-            .iter()
-            .filter_map(|t| t.sent.get(&b))
-            .flatten()
-            .find(|&&w| bytes == version_data(seed, b, w).as_slice())
-            .copied()
-    };
-    if let Some(w) = of(block) {
+    if let Some(w) = tracks
+        .iter()
+        .filter_map(|t| t.sent.get(&block))
+        .flatten()
+        .find(|&&w| bytes == version_data(seed, block, w).as_slice())
+    {
         return format!("v{w}");
     }
     tracks
         .iter()
-        .flat_map(|t| t.sent.keys())
-        .find_map(|&b| of(b).map(|w| format!("block {b}'s v{w}")))
-        .unwrap_or_else(|| "unknown bytes".into())
+        .find_map(|t| whose(&t.sent, seed, bytes))
+        .map_or("unknown bytes".into(), |(b, w)| format!("block {b}'s v{w}"))
+}
+
+/// The (block, version) whose data `bytes` are, among the versions `sent` (block →
+/// versions).
+fn whose(sent: &HashMap<u64, Vec<u64>>, seed: u64, bytes: &[u8]) -> Option<(u64, u64)> {
+    sent.iter().find_map(|(&b, vs)| {
+        vs.iter()
+            .find(|&&w| bytes == version_data(seed, b, w).as_slice())
+            .map(|&w| (b, w))
+    })
 }
 
 /// Every block the tracks were told is durable, checked against what `read` returns for it
