@@ -701,10 +701,42 @@ fn cut_trial(
                 which_version(&tracks, seed, block, held.as_deref()),
             );
         }
+        keep_failed_trial(d, seed, &tracks);
     }
     c.disconnect().unwrap();
     let s = srv.shutdown(Duration::from_secs(5)).unwrap();
     (Outcome::new(&tracks, durable, false), s)
+}
+
+/// A failed trial's directory (images before and after the cut, the shim's journal of
+/// every write and sync) and its tracks, copied to `$WATTIO_CRASH_KEEP/seed-N` when that
+/// is set: a rare failure can then be read offline, write by write.
+fn keep_failed_trial(d: &TempDir, seed: u64, tracks: &[Track]) {
+    let Some(keep) = std::env::var_os("WATTIO_CRASH_KEEP") else {
+        return;
+    };
+    let to = Path::new(&keep).join(format!("seed-{seed}"));
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(&d.0).unwrap().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_file()) {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    let mut txt = String::new();
+    for (k, t) in tracks.iter().enumerate() {
+        let mut blocks: Vec<_> = t.sent.keys().copied().collect();
+        blocks.sort_unstable();
+        for b in blocks {
+            txt += &format!(
+                "conn {k} block {b} sent {:?} acked_newest {:?} durable {:?}\n",
+                t.sent[&b],
+                t.acked_newest.get(&b),
+                t.durable.get(&b)
+            );
+        }
+    }
+    std::fs::write(to.join("tracks.txt"), txt).unwrap();
+    eprintln!("seed {seed}: kept in {}", to.display());
 }
 
 /// A configuration of the EXCES layer the EXCES power-cut trials run (docs/functions/
