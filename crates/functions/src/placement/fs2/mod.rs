@@ -31,9 +31,10 @@
 //! discards invalidate before they are sent; a copy overtaken by a write or discard of its
 //! original is not installed; a host write or discard touching a block that a copy is
 //! writing or a redirected read is reading waits for it; a freed replica block is not
-//! reused while a read of it is out; a discard's blocks are free only once it is back, less
-//! those a host write still out may land on. The table is volatile: after a crash the layer
-//! starts empty and every read goes to the originals.
+//! reused while a read of it is out, nor before its drop's record is durable; a discard's
+//! blocks are free only once it is back, less those a host write still out may land on.
+//! After a crash the layer starts empty (every read goes to the originals), or with
+//! `journal_kb > 0` from the table its journal kept (docs/functions/fs2.md, Persistence).
 
 mod config;
 pub mod ext;
@@ -424,6 +425,20 @@ impl Fs2 {
         }
     }
 
+    /// A freed block waiting in quarantine is free once neither holds it: no read of it is
+    /// out, and its drop's record is durable. Freed at the end of a read while the record is
+    /// still out, a new replica could be written there and be durable while the journal on
+    /// the disk still names the block the old original's replica: after a crash, a read of
+    /// that original returns another block's data (the live power-cut trials).
+    fn unquarantine(&mut self, b: u64) {
+        if !self.busy.contains_key(&b)
+            && !self.unlogged.contains_key(&b)
+            && self.quarantine.remove(&b)
+        {
+            self.free.insert(b, b + 1);
+        }
+    }
+
     fn drop_original(&mut self, orig: u64) -> u64 {
         let mut reps = Vec::new();
         self.table.remove_original(orig, &mut reps);
@@ -599,9 +614,7 @@ impl Fs2 {
                     .collect();
                 for b in done {
                     self.unlogged.remove(&b);
-                    if !self.busy.contains_key(&b) && self.quarantine.remove(&b) {
-                        self.free.insert(b, b + 1);
-                    }
+                    self.unquarantine(b);
                 }
             }
             LogStep::Failed(e) => self.log_failed(&e, out),
@@ -1286,9 +1299,7 @@ impl Function for Fs2 {
                     *k -= 1;
                     if *k == 0 {
                         self.busy.remove(&b);
-                        if self.quarantine.remove(&b) {
-                            self.free.insert(b, b + 1);
-                        }
+                        self.unquarantine(b);
                     }
                 }
             }
