@@ -191,6 +191,10 @@ enum Medium {
         max_block: u32,
         flags: u16,
     },
+    /// A device the configuration declares absent (`fault.missing`: pulled, or dead): no
+    /// image stands behind it, every read, write, discard and zeroing fails with ENXIO
+    /// (the model answers each with an I/O error at once), and a flush has nothing to do.
+    Absent,
 }
 
 /// How long a request to an NBD component device may wait for the server.
@@ -272,14 +276,34 @@ impl Backend {
         })
     }
 
+    /// The absent device `name` of `size` bytes (`fault.missing`): see [`Medium::Absent`].
+    pub fn absent(name: &str, size: u64) -> Backend {
+        Backend {
+            name: name.to_string(),
+            medium: Medium::Absent,
+            size,
+            direct: false,
+        }
+    }
+
+    pub fn is_absent(&self) -> bool {
+        matches!(self.medium, Medium::Absent)
+    }
+
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The error of every data operation on an absent device.
+    fn absent_error() -> io::Error {
+        io::Error::from_raw_os_error(libc::ENXIO)
     }
 
     /// Read exactly `buf.len()` bytes; bytes past the end of a file read as zeros.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let file = match &self.medium {
             Medium::File { file, .. } => file,
+            Medium::Absent => return Err(Self::absent_error()),
             Medium::Nbd { .. } => {
                 let mut at = 0usize;
                 for (off, len) in self.chunks(offset, buf.len() as u64) {
@@ -329,6 +353,7 @@ impl Backend {
                     at += len as usize;
                 }
             }
+            Medium::Absent => return Err(Self::absent_error()),
         }
         Ok(())
     }
@@ -342,6 +367,7 @@ impl Backend {
                 }
                 Ok(())
             }
+            Medium::Absent => Ok(()),
         }
     }
 
@@ -349,7 +375,7 @@ impl Backend {
     fn chunks(&self, offset: u64, len: u64) -> impl Iterator<Item = (u64, u32)> {
         let max = match &self.medium {
             Medium::Nbd { max_block, .. } => *max_block as u64,
-            Medium::File { .. } => u32::MAX as u64,
+            Medium::File { .. } | Medium::Absent => u32::MAX as u64,
         };
         let end = offset + len;
         (0..len.div_ceil(max)).map(move |i| {
@@ -405,6 +431,9 @@ impl Backend {
     /// Deallocate a range (TRIM). A device that cannot punch holes ignores the hint, which
     /// the protocol allows.
     pub fn discard(&self, offset: u64, len: u64, fua: bool) -> io::Result<()> {
+        if self.is_absent() {
+            return Err(Self::absent_error());
+        }
         if self.is_file() {
             match self.fallocate(
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
@@ -430,6 +459,9 @@ impl Backend {
 
     /// Make a range read as zeros (WRITE_ZEROES), deallocating it when allowed.
     pub fn write_zeroes(&self, offset: u64, len: u64, may_trim: bool, fua: bool) -> io::Result<()> {
+        if self.is_absent() {
+            return Err(Self::absent_error());
+        }
         let mut done = false;
         if self.is_file() {
             let mode = if may_trim {

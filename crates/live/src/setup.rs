@@ -219,12 +219,27 @@ pub fn build_from_config_with(
             .images
             .iter()
             .find(|(n, _)| n == &name)
-            .map(|(_, p)| p.clone())
-            .ok_or_else(|| format!("device `{name}` has no image: add --image {name}=PATH"))?;
-        let mut cs = ComponentSpec::file(&path);
-        cs.name = name.clone();
-        cs.direct = c.direct;
-        let backend = Backend::open(&cs)?;
+            .map(|(_, p)| p.clone());
+        // An absent device (`fault.missing`) has no image: nothing may be read from or
+        // written to one, as no disk stands in its slot.
+        let backend = match (rt.is_absent(), path) {
+            (true, None) => Backend::absent(&name, rt.info.capacity),
+            (true, Some(p)) => return Err(format!(
+                "--image {name}={}: device `{name}` is absent (`fault.missing`): give it no image",
+                p.display()
+            )),
+            (false, None) => {
+                return Err(format!(
+                    "device `{name}` has no image: add --image {name}=PATH"
+                ))
+            }
+            (false, Some(p)) => {
+                let mut cs = ComponentSpec::file(&p);
+                cs.name = name.clone();
+                cs.direct = c.direct;
+                Backend::open(&cs)?
+            }
+        };
         infos.push(DeviceInfo {
             capacity: rt.info.capacity.min(backend.size()),
             ..rt.info.clone()

@@ -123,6 +123,90 @@ fn raid5_parity_lands_in_the_member_images() {
     assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
 }
 
+/// A member absent from the start (`[device.fault] missing = true`: pulled, or dead), live:
+/// it takes no image (given one, the server refuses to start, naming the key), the array is
+/// exported all the same, and every write and read goes through it degraded — the first
+/// I/O sent to `d2` fails, the array fails the member, and its chunks are rebuilt from
+/// `d0` and `d1`. The images hold exactly the surviving members' halves (hand-computed),
+/// and `d2` drew nothing.
+#[test]
+fn a_raid5_member_absent_from_the_start_takes_no_image_and_the_array_serves_without_it() {
+    const K: usize = 4096;
+    let d = TempDir::new("raid5-absent");
+    let cfg = run_config(
+        &d,
+        &CONFIG.replace(
+            "name = \"d2\"\nmodel = \"fast-spinup-laptop-disk\"\n",
+            "name = \"d2\"\nmodel = \"fast-spinup-laptop-disk\"\n[device.fault]\nmissing = true\n",
+        ),
+    );
+    assert!(std::fs::read_to_string(&cfg)
+        .unwrap()
+        .contains("missing = true"));
+    let imgs: Vec<_> = (0..3)
+        .map(|k| {
+            let p = d.path(&format!("d{k}.img"));
+            std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+            p
+        })
+        .collect();
+    let build = |members: usize| {
+        build_from_config(&ConfigServe {
+            config: cfg.clone(),
+            images: (0..members)
+                .map(|k| (format!("d{k}"), imgs[k].clone()))
+                .collect(),
+            direct: false,
+            capture: None,
+            workers: 2,
+            poll_us: None,
+        })
+    };
+    let e = build(3)
+        .err()
+        .expect("an image for an absent device is refused");
+    assert!(e.contains("`d2` is absent (`fault.missing`)"), "{e}");
+    let srv = Server::start(build(2).unwrap(), &ListenAddr::Unix(d.path("s"))).unwrap();
+    let log = (2 + 2 * 11 + 64) * K;
+    let end = (1 << 20) - log;
+    let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
+    assert_eq!(c.size, 2 * end as u64);
+    // Stripe 0: chunk 0 on d0, chunk 1 on d1, parity on d2 (absent). Stripe 1: parity on
+    // d1, chunk 2 on d2 (absent), chunk 3 on d0.
+    let w = pattern(7, 2 * K);
+    let (w2, w3) = (pattern(8, K), pattern(9, K));
+    assert_eq!(c.write(0, &w, true).unwrap().error, 0);
+    assert_eq!(c.write(3 * K as u64, &w3, true).unwrap().error, 0);
+    assert_eq!(c.write(2 * K as u64, &w2, true).unwrap().error, 0);
+    let back = c.read(0, 4 * K as u32).unwrap();
+    assert_eq!(back.error, 0);
+    assert_eq!(back.data[..2 * K], w[..]);
+    assert_eq!(
+        back.data[2 * K..3 * K],
+        w2[..],
+        "chunk 2 rebuilt from d0 and d1"
+    );
+    assert_eq!(back.data[3 * K..], w3[..]);
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    let m: Vec<Vec<u8>> = imgs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert_eq!(m[0][..K], w[..K]);
+    assert_eq!(m[1][..K], w[K..]);
+    assert_eq!(m[0][K..2 * K], w3[..]);
+    assert_eq!(
+        m[1][K..2 * K],
+        xor(&w2, &w3)[..],
+        "stripe 1 parity holds chunk 2"
+    );
+    assert!(m[2].iter().all(|&b| b == 0), "d2's file was never opened");
+    let d2 = &s.devices[2];
+    assert_eq!((d2.name.as_str(), d2.state.as_str()), ("d2", "absent"));
+    assert_eq!(d2.energy_j, 0.0);
+    let rt = s.runtimes[2].as_ref().expect("d2 is modelled");
+    assert!(rt.counters().absent_ios >= 1, "{:?}", rt.counters());
+    assert!(s.devices[0].energy_j > 0.0);
+}
+
 /// A member replaced by a hot spare, live: d1's chunks (data and parity) are copied onto
 /// the spare's image while the array is written, every write after a stripe has moved goes
 /// to the spare, and once all have, the array no longer needs d1 at all: with d1's image
