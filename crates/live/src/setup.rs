@@ -224,10 +224,12 @@ pub fn build_from_config_with(
         // written to one, as no disk stands in its slot.
         let backend = match (rt.is_absent(), path) {
             (true, None) => Backend::absent(&name, rt.info.capacity),
-            (true, Some(p)) => return Err(format!(
+            (true, Some(p)) => {
+                return Err(format!(
                 "--image {name}={}: device `{name}` is absent (`fault.missing`): give it no image",
                 p.display()
-            )),
+            ))
+            }
             (false, None) => {
                 return Err(format!(
                     "device `{name}` has no image: add --image {name}=PATH"
