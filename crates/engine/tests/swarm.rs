@@ -1658,6 +1658,99 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
     assert!(total.blocks_checked > 5_000, "{total:?}");
 }
 
+/// FS2 with its table persisted, replicating into almost no free space, under crashes: the
+/// scenario of `seed`. An HP C2247 serving its queue in a random order (`reorder`, as a live
+/// executor's workers complete I/O), regions of 16 pages, 10 ms epochs, an 8 KiB journal,
+/// and only 16 free blocks (pages 16..32, beside the hot region 0) — so a replica dropped
+/// by a rewrite of its original soon has its block taken by the next copy. 300 steps 20–50
+/// ms apart (the drive about as busy as it can be without its queue growing for ever, as a
+/// random order serves it): of ten, six are a read of region 0 (the target; the head goes
+/// near the replicas) and 1 µs later a read of one of 24 pages 500 MB in (replicated, then
+/// redirected), three a write of a far page (half FUA), one a FLUSH. Three crashes; after
+/// each, every far page is read right after a page of region 0 (so that a recovered replica
+/// is the nearer copy), then every page of region 0.
+fn replicating(seed: u64) -> Scenario {
+    const FAR: u64 = 122_000;
+    const FAR_PAGES: u64 = 24;
+    let mut rng = Rng::new(seed);
+    let config = format!(
+        "[run]\nseed = {seed}\n\n[[device]]\nname = \"d0\"\nmodel = \"hp-c2247a\"\n\
+         [device.fault]\nreorder = {}\n\n[[function]]\nkind = \"fs2\"\ndisk = \"d0\"\n\
+         region_mb = 0.064\nepoch_s = 0.05\nfree = [[65536, 65536]]\nhigh_watermark = 0\n\
+         low_watermark = 0\ncritical_watermark = 0\ncopy_depth = {}\njournal_kb = 8\n\
+         max_replica_blocks = 64\nmax_copy_kb = 4\n\n",
+        seed * 8,
+        1 + seed % 3
+    );
+    let page = |p: u64, op: Op, t: Nanos| Request::new(t, op, p * PAGE, PAGE as u32);
+    let mut requests = Vec::new();
+    let mut t: Nanos = 0;
+    for _ in 0..300 {
+        t += 20_000_000 + rng.below(30_000_000);
+        let p = FAR + rng.below(FAR_PAGES);
+        match rng.below(10) {
+            0..=5 => {
+                // The head to region 0, then the far page: read there (replicated), or
+                // from its replica once it has one.
+                requests.push(page(rng.below(16), Op::Read, t));
+                requests.push(page(p, Op::Read, t + 1_000));
+            }
+            6..=8 => {
+                let mut w = page(p, Op::Write, t);
+                w.fua = rng.below(2) == 0;
+                requests.push(w);
+            }
+            _ => requests.push(Request::new(t, Op::Flush, 0, 0)),
+        }
+    }
+    let mut crashes: Vec<Nanos> = (0..3).map(|_| rng.below(t)).collect();
+    crashes.sort_unstable();
+    crashes.dedup();
+    for &c in &crashes {
+        for i in 0..FAR_PAGES {
+            requests.push(page(0, Op::Read, c + 1 + 2 * i));
+            requests.push(page(FAR + i, Op::Read, c + 2 + 2 * i));
+        }
+        for p in 0..16 {
+            requests.push(page(p, Op::Read, c + 1 + 2 * FAR_PAGES + p));
+        }
+    }
+    requests.sort_by_key(|r| r.arrival);
+    Scenario {
+        config,
+        layers: Vec::new(),
+        requests,
+        crashes,
+        missing: None,
+        unload: false,
+        detach: false,
+        early_reads: false,
+    }
+}
+
+/// Every acknowledged write reads back through FS2's recovered table after each crash,
+/// however its replicas were dropped and their blocks reused (60 seeds, 0.4 s; 2,000 pass).
+/// The swarm's own draws did not find the bug this was written for (a dropped replica's
+/// block freed at the end of a redirected read, before the drop's record was durable;
+/// docs/functions/fs2.md): that build fails 11 of these 60 seeds, the first, seed 1, with
+/// "block 122021 … holds v12, expected one of [v25 …; v41 …]".
+#[test]
+fn replicas_reused_under_crashes_keep_every_acknowledged_write() {
+    let total = summed(60, replicating);
+    assert_ran(
+        &total,
+        &[
+            "replicas_created",
+            "reads_redirected",
+            "invalidated_by_write",
+            "waited_for_log",
+            "recovered_replicas",
+            "fault_reordered",
+        ],
+    );
+    assert!(total.blocks_checked > 5_000, "{total:?}");
+}
+
 /// A cache that does not write its dirty pages back at a clean unload leaves the disk
 /// without them: the check of the bare disk after the unload says so, on the first seed
 /// (of 1..=300) drawing EXCES over d0 with an unload whose run then fails, and the same
