@@ -1729,7 +1729,7 @@ fn replicating(seed: u64) -> Scenario {
 }
 
 /// Every acknowledged write reads back through FS2's recovered table after each crash,
-/// however its replicas were dropped and their blocks reused (60 seeds, 0.4 s; 2,000 pass).
+/// however its replicas were dropped and their blocks reused (60 seeds, 0.4 s; 30,000 pass).
 /// The swarm's own draws did not find the bug this was written for (a dropped replica's
 /// block freed at the end of a redirected read, before the drop's record was durable;
 /// docs/functions/fs2.md): that build fails 11 of these 60 seeds, the first, seed 1, with
