@@ -710,12 +710,12 @@ fn cut_trial(
 
 /// A failed trial's directory (images before and after the cut, the shim's journal of
 /// every write and sync) and its tracks, copied to `$WATTIO_CRASH_KEEP/seed-N` when that
-/// is set: a rare failure can then be read offline, write by write.
+/// is set: a rare failure can then be read offline, write by write. A trial whose losses
+/// its caller then excuses (a degraded restart's EIO) takes it back ([`unkeep_trial`]).
 fn keep_failed_trial(d: &TempDir, seed: u64, tracks: &[Track]) {
-    let Some(keep) = std::env::var_os("WATTIO_CRASH_KEEP") else {
+    let Some(to) = kept_trial(seed) else {
         return;
     };
-    let to = Path::new(&keep).join(format!("seed-{seed}"));
     std::fs::create_dir_all(&to).unwrap();
     for e in std::fs::read_dir(&d.0).unwrap().flatten() {
         if e.file_type().is_ok_and(|t| t.is_file()) {
@@ -736,7 +736,22 @@ fn keep_failed_trial(d: &TempDir, seed: u64, tracks: &[Track]) {
         }
     }
     std::fs::write(to.join("tracks.txt"), txt).unwrap();
-    eprintln!("seed {seed}: kept in {}", to.display());
+    eprintln!(
+        "seed {seed}: kept in {} (removed again if the trial excuses its losses)",
+        to.display()
+    );
+}
+
+/// Where [`keep_failed_trial`] keeps trial `seed`, if it keeps trials.
+fn kept_trial(seed: u64) -> Option<PathBuf> {
+    std::env::var_os("WATTIO_CRASH_KEEP").map(|k| Path::new(&k).join(format!("seed-{seed}")))
+}
+
+/// Trial `seed` passed after all (its caller excused what it read back): no copy is kept.
+fn unkeep_trial(seed: u64) {
+    if let Some(to) = kept_trial(seed) {
+        let _ = std::fs::remove_dir_all(to);
+    }
 }
 
 /// A configuration of the EXCES layer the EXCES power-cut trials run (docs/functions/
@@ -1151,6 +1166,9 @@ fn raid5_d1_trial(
     let on_d1 = |b: &u64| raid5_member_of(*b) == 1;
     let unavailable = eio.iter().filter(|b| on_d1(b)).count();
     o.lost.retain(|(b, _)| !(on_d1(b) && eio.contains(b)));
+    if o.lost.is_empty() {
+        unkeep_trial(seed);
+    }
     let wrong: Vec<u64> = o.lost.iter().map(|&(b, _)| b).collect();
     let rebuilt = read
         .iter()
