@@ -53,7 +53,7 @@
 
 mod common;
 
-use common::powercut::{power_cut_image, serve_config_under_shim, shim};
+use common::powercut::{power_cut_image, serve_config_under_shim, shim, shim_journal};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -581,11 +581,7 @@ fn trial(seed: u64, control: bool, emulate: bool) -> Outcome {
     let tracks = drive_until_killed(&mut child, &sock, "", seed, kill_after, traffic);
     let out = child.wait_with_output().unwrap();
     let spun_down = String::from_utf8_lossy(&out.stderr).contains(": standby");
-    let image = power_cut_image(
-        &vec![0u8; size],
-        &std::fs::read(&journal).unwrap_or_default(),
-        0,
-    );
+    let image = power_cut_image(&vec![0u8; size], &shim_journal(&journal), 0);
     let durable = check_durable(&tracks, seed, |block| {
         let at = block as usize * BLOCK;
         Some(image[at..at + BLOCK].to_vec())
@@ -662,7 +658,7 @@ fn cut_trial(
     let mut child = serve_config_under_shim(cfg, &before, &sock, &journal, control);
     let tracks = drive_until_killed(&mut child, &sock, export, seed, kill_after, traffic);
     child.wait().unwrap();
-    let j = std::fs::read(&journal).unwrap_or_default();
+    let j = shim_journal(&journal);
     let after = paths("-after");
     for (k, (i, p)) in images.iter().zip(&after).enumerate() {
         let zeros = vec![0u8; i.bytes];

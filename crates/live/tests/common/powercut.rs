@@ -8,21 +8,43 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-/// The shim, compiled once per test run.
+/// The shim, compiled once per test run. It is built beside its final path and renamed
+/// onto it: another test process (another test binary, a second `cargo test`) building it
+/// at the same time would otherwise truncate the file under a server being started, whose
+/// loader then ignores the preload and runs with no journal at all (seen when two crash
+/// test runs overlapped: every durable block of a trial "lost").
 pub fn shim() -> &'static Path {
     static SHIM: OnceLock<PathBuf> = OnceLock::new();
     SHIM.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/powercut_shim.c");
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("powercut_shim.so");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let out = dir.join("powercut_shim.so");
+        let tmp = dir.join(format!("powercut_shim.so.{}.tmp", std::process::id()));
         let st = Command::new("cc")
             .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
-            .arg(&out)
+            .arg(&tmp)
             .arg(&src)
             .arg("-ldl")
             .status()
             .expect("cc (the C compiler) is needed to build the power-loss shim");
         assert!(st.success(), "building {} failed", src.display());
+        std::fs::rename(&tmp, &out)
+            .unwrap_or_else(|e| panic!("{} → {}: {e}", tmp.display(), out.display()));
         out
+    })
+}
+
+/// The journal a server run under the shim wrote. The shim creates it as the server opens
+/// its first file, so a missing journal means the shim was not loaded (the loader ignores a
+/// preload it cannot use): that is the test's failure, never an empty journal (which would
+/// read as a server that made nothing durable).
+pub fn shim_journal(journal: &Path) -> Vec<u8> {
+    std::fs::read(journal).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: the power-loss shim ({}) wrote no journal — was it preloaded?",
+            journal.display(),
+            shim().display()
+        )
     })
 }
 
