@@ -10,8 +10,8 @@ import sys
 n, per, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(seed)
 depot = 1
-start = lambda t: 2 + 2 * t  # noqa: E731
-end = lambda t: 3 + 2 * t  # noqa: E731
+start = lambda t: 2 + 2 * t
+end = lambda t: 3 + 2 * t
 arcs = []
 for t in range(n):
     arcs.append((start(t), end(t), 1, 1, 0))  # the trip itself
@@ -25,4 +25,4 @@ out = sys.stdout
 out.write(f"c seeded single-depot vehicle scheduling, {n} trips, seed {seed}\n")
 out.write(f"p min {2 * n + 1} {len(arcs)}\n")
 for a in arcs:
-    out.write("a %d %d %d %d %d\n" % a)
+    out.write("a " + " ".join(str(x) for x in a) + "\n")
