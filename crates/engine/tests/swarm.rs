@@ -1462,6 +1462,11 @@ fn read_back_after(
             requests.push(Request::new(c + 1 + p, Op::Read, p * PAGE, PAGE as u32));
         }
     }
+    with_crashes(config, requests, crashes)
+}
+
+/// The plain scenario of `config` and `requests` (sorted here) with `crashes`.
+fn with_crashes(config: String, mut requests: Vec<Request>, crashes: Vec<Nanos>) -> Scenario {
     requests.sort_by_key(|r| r.arrival);
     Scenario {
         config,
@@ -1715,17 +1720,7 @@ fn replicating(seed: u64) -> Scenario {
             requests.push(page(p, Op::Read, c + 1 + 2 * FAR_PAGES + p));
         }
     }
-    requests.sort_by_key(|r| r.arrival);
-    Scenario {
-        config,
-        layers: Vec::new(),
-        requests,
-        crashes,
-        missing: None,
-        unload: false,
-        detach: false,
-        early_reads: false,
-    }
+    with_crashes(config, requests, crashes)
 }
 
 /// Every acknowledged write reads back through FS2's recovered table after each crash,
