@@ -43,6 +43,14 @@ impl Reach {
         Reach { devices }
     }
 
+    /// Device `dev`'s name and the bytes a host request may reach on it (`None`: not
+    /// checked here), if the run has it.
+    pub fn device(&self, dev: u16) -> Option<(&str, Option<u64>)> {
+        self.devices
+            .get(dev as usize)
+            .map(|(name, size)| (name.as_str(), *size))
+    }
+
     fn names(&self) -> String {
         self.devices
             .iter()

@@ -13,11 +13,11 @@ const NIL: u32 = u32::MAX;
 pub enum Lookup {
     /// In the cache, on this rank.
     Hit { rank: usize },
-    /// Not in the cache: placed on `rank`, evicting `evicted` (its file and rank) if the
-    /// cache was full.
+    /// Not in the cache: placed on `rank`, evicting `evicted` (its file, block and rank)
+    /// if the cache was full.
     Miss {
         rank: usize,
-        evicted: Option<(u32, usize)>,
+        evicted: Option<(u32, u64, usize)>,
     },
 }
 
@@ -266,7 +266,7 @@ impl BufferCache {
             self.index.remove_at(slot);
             let buf = &mut self.bufs[b as usize];
             (buf.file, buf.block) = key;
-            (b, Some((file, self.rank_of(b))))
+            (b, Some((file, block, self.rank_of(b))))
         };
         self.index.insert(b, &self.bufs);
         self.push_front(b);
@@ -309,7 +309,7 @@ mod tests {
             c.access((2, 0)),
             Lookup::Miss {
                 rank: 0,
-                evicted: Some((1, 0))
+                evicted: Some((1, 1, 0))
             }
         );
         assert_eq!(c.rank_of_block((1, 1)), None);
@@ -318,7 +318,7 @@ mod tests {
             c.access((2, 1)),
             Lookup::Miss {
                 rank: 1,
-                evicted: Some((1, 1))
+                evicted: Some((1, 2, 1))
             }
         );
         assert_eq!(c.rank_of_block((1, 2)), None);
@@ -368,7 +368,7 @@ mod tests {
                 lru.push_front(key);
                 Lookup::Miss {
                     rank: b / per_rank as usize,
-                    evicted: Some((old.0, b / per_rank as usize)),
+                    evicted: Some((old.0, old.1, b / per_rank as usize)),
                 }
             };
             assert_eq!(got, want, "{key:?}");

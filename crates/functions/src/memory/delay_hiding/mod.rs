@@ -13,12 +13,14 @@
 
 pub mod buffer_cache;
 pub mod predictor;
+pub mod writeback;
 
 use buffer_cache::{BufferCache, Lookup};
 use predictor::{Params, Predictor, Scheme};
 use serde::Deserialize;
 use wattio_core::Nanos;
 use wattio_devices::dram::{Rank, RankSpec, SELF_REFRESH, STANDBY};
+use writeback::{StorageIo, Writeback, WrittenBack};
 
 /// A `[delay_hiding]` table.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -57,6 +59,11 @@ pub struct DelayHidingConfig {
     pub hide_miss_wakeup: bool,
     /// File ids must be below this (the per-file predictor state is bounded by it).
     pub max_files: u32,
+    /// With storage in the loop ([`DelayHiding::enable_storage`]): a file dirty this long
+    /// is written back at the flusher's next wakeup (Linux `dirty_expire_centisecs`).
+    pub dirty_expire_s: f64,
+    /// The flusher's period (Linux `dirty_writeback_centisecs`).
+    pub writeback_interval_s: f64,
 }
 
 impl Default for DelayHidingConfig {
@@ -77,6 +84,8 @@ impl Default for DelayHidingConfig {
             et_wake_missed: false,
             hide_miss_wakeup: true,
             max_files: 1 << 24,
+            dirty_expire_s: 30.0,
+            writeback_interval_s: 5.0,
         }
     }
 }
@@ -153,6 +162,10 @@ pub struct DelayHiding {
     blocks: Vec<(u8, u64)>,
     order: Vec<u8>,
     report: Report,
+    /// The buffer cache's storage traffic, when storage is in the loop.
+    storage: Option<Writeback>,
+    /// The trace's clock: when the next call arrives ([`DelayHiding::at`]).
+    now: Nanos,
 }
 
 fn err(key: &str, msg: impl std::fmt::Display) -> String {
@@ -225,6 +238,17 @@ impl DelayHiding {
                 format!("expected 1 to {}, got {}", 1 << 26, cfg.max_files),
             ));
         }
+        for (key, v, min) in [
+            ("dirty_expire_s", cfg.dirty_expire_s, 0.0),
+            ("writeback_interval_s", cfg.writeback_interval_s, 1e-3),
+        ] {
+            if !(v.is_finite() && (min..=86_400.0).contains(&v)) {
+                return Err(err(
+                    key,
+                    format!("expected seconds from {min} to 86400, got {v}"),
+                ));
+            }
+        }
         let ranks = (0..cfg.ranks)
             .map(|_| Rank::new(&spec, SELF_REFRESH, 0))
             .collect();
@@ -239,7 +263,58 @@ impl DelayHiding {
             blocks: Vec::new(),
             order: Vec::new(),
             report: Report::default(),
+            storage: None,
+            now: 0,
         })
+    }
+
+    /// Put storage in the loop: from now on the buffer cache's misses and write-backs are
+    /// queued as [`StorageIo`] ([`DelayHiding::storage_io`]). The memory model is the same
+    /// either way (storage time is not file-I/O memory time here).
+    pub fn enable_storage(&mut self) {
+        let s = |v: f64| (v * 1e9).round() as Nanos;
+        self.storage = Some(Writeback::new(
+            s(self.cfg.dirty_expire_s),
+            s(self.cfg.writeback_interval_s),
+        ));
+    }
+
+    /// The next call arrives at `now` on the trace's clock (not before the last): the
+    /// flusher runs up to it.
+    pub fn at(&mut self, now: Nanos) {
+        self.now = self.now.max(now);
+        if let Some(wb) = &mut self.storage {
+            wb.advance(self.now);
+        }
+    }
+
+    /// `fsync`/`fdatasync` of `file`: its dirty blocks are written back (no rank is
+    /// touched: the data leaves from where it is, by DMA).
+    pub fn sync(&mut self, file: u32) {
+        if let Some(wb) = &mut self.storage {
+            wb.sync_file(self.now, file);
+        }
+    }
+
+    /// The trace has ended: the flusher writes back whatever is still dirty.
+    pub fn finish_storage(&mut self) {
+        if let Some(wb) = &mut self.storage {
+            wb.finish();
+        }
+    }
+
+    /// The storage I/O queued so far, oldest first (the caller drains it); `None` without
+    /// storage in the loop.
+    pub fn storage_io(&mut self) -> Option<&mut Vec<StorageIo>> {
+        self.storage.as_mut().map(|wb| &mut wb.out)
+    }
+
+    /// Blocks written back so far, by cause.
+    pub fn written_back(&self) -> WrittenBack {
+        self.storage
+            .as_ref()
+            .map(|wb| wb.written_back)
+            .unwrap_or_default()
     }
 
     pub fn scheme(&self) -> Scheme {
@@ -292,8 +367,23 @@ impl DelayHiding {
             let found = self.cache.access((file, b));
             let r = found.rank() as u8;
             if let Lookup::Miss { rank, evicted } = found {
-                if let Some((f, r)) = evicted {
+                if let Some((f, eb, r)) = evicted {
                     self.predictor.on_evict(f, r);
+                    if let Some(wb) = &mut self.storage {
+                        wb.evicted(self.now, f, eb);
+                    }
+                }
+                if let Some(wb) = &mut self.storage {
+                    // A write of the whole block needs nothing from storage; a partial
+                    // one reads the block first, as the page cache does.
+                    if !(write && hi - lo == bs) {
+                        wb.out.push(StorageIo {
+                            at: self.now,
+                            file,
+                            block: b,
+                            write: false,
+                        });
+                    }
                 }
                 self.predictor.on_place(file, rank)?;
                 fetched |= 1 << r;
@@ -302,6 +392,11 @@ impl DelayHiding {
             }
             self.blocks.push((r, hi - lo));
             self.order.push(r);
+            if write {
+                if let Some(wb) = &mut self.storage {
+                    wb.dirty(self.now, file, b);
+                }
+            }
         }
         // `used`: ranks of cached blocks, which the guess had to cover.
         if self.cfg.hide_miss_wakeup {

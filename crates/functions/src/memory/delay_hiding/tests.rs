@@ -250,6 +250,14 @@ fn bad_configs_and_calls_name_the_key() {
         "delay_hiding.lookup_to_copy_ns",
     );
     bad(|c| c.block_bytes = 7, "delay_hiding.block_bytes");
+    bad(
+        |c| c.writeback_interval_s = 0.0,
+        "delay_hiding.writeback_interval_s: expected seconds from 0.001 to 86400, got 0",
+    );
+    bad(
+        |c| c.dirty_expire_s = f64::NAN,
+        "delay_hiding.dirty_expire_s: expected seconds from 0 to 86400, got NaN",
+    );
     let mut d = run("af-mra", 1, false);
     assert_eq!(
         d.call(1, 0, 8193, false).unwrap_err(),
@@ -257,4 +265,56 @@ fn bad_configs_and_calls_name_the_key() {
     );
     assert!(d.call(1, u64::MAX, 2, false).is_err());
     assert!(d.call(1 << 24, 0, 2, false).is_err());
+}
+
+#[test]
+fn storage_in_the_loop_reads_misses_and_writes_back_dirty_blocks_without_changing_the_memory_model()
+{
+    const S: Nanos = 1_000_000_000;
+    // Two buffers. The same calls with and without storage.
+    let calls = |d: &mut DelayHiding| {
+        d.at(0);
+        d.call(1, 0, 4096, true).unwrap(); // whole-block write miss: no read; (1,0) dirty
+        d.at(S);
+        d.call(1, 4096, 100, false).unwrap(); // read miss: read (1,1)
+        d.at(2 * S);
+        d.call(2, 10, 10, true).unwrap(); // partial write miss: evicts dirty (1,0), reads (2,0)
+        d.at(3 * S);
+        d.sync(2); // writes (2,0)
+        d.at(4 * S);
+        d.call(2, 0, 4096, true).unwrap(); // hit, dirty again from 4 s
+        d.finish_storage(); // expires at 34 s: the 35 s wakeup
+    };
+    let mut with = run("af-mra-et", 1, false);
+    with.enable_storage();
+    calls(&mut with);
+    let io: Vec<(Nanos, u32, u64, bool)> = with
+        .storage_io()
+        .unwrap()
+        .drain(..)
+        .map(|io| (io.at, io.file, io.block, io.write))
+        .collect();
+    assert_eq!(
+        io,
+        [
+            (S, 1, 1, false),
+            (2 * S, 1, 0, true),
+            (2 * S, 2, 0, false),
+            (3 * S, 2, 0, true),
+            (35 * S, 2, 0, true),
+        ]
+    );
+    assert_eq!(
+        with.written_back(),
+        WrittenBack {
+            evicted: 1,
+            synced: 1,
+            expired: 1
+        }
+    );
+    let mut without = run("af-mra-et", 1, false);
+    calls(&mut without);
+    assert!(without.storage_io().is_none());
+    assert_eq!(without.report(), with.report());
+    assert_eq!(with.report().calls, 4);
 }
