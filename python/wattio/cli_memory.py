@@ -39,6 +39,9 @@ def add_commands(sub) -> None:
                    "f-drd, af-mra, af-mfa, af-drd, f-drd-all, and each but isr/all with -et")
     d.add_argument("--cache-share", type=float, metavar="F",
                    help="buffer cache = F × the traces' footprint, over the ranks (default: full ranks)")
+    d.add_argument("--storage", metavar="MODEL|CONFIG",
+                   help="serve the cache's misses and write-backs by a catalogue model or a run config's "
+                   "devices and functions (a .toml file), and print that storage's requests and energy")
     add_set_option(d)
     add_json_option(d)
     d.set_defaults(func=cmd_delay_hiding)
@@ -108,7 +111,10 @@ def cmd_delay_hiding(args) -> int:
     if "predictor" in params:
         raise ValueError("--set predictor: use --predictor")
     predictors = args.predictor or ["isr", "af-mra-et"]
-    reports = [memory.delay_hiding(args.traces, p, cache_share=args.cache_share, **params) for p in predictors]
+    # The storage traffic does not depend on the predictor: one run has it.
+    reports = [memory.delay_hiding(args.traces, p, cache_share=args.cache_share,
+                                   storage=args.storage if i == 0 else None, **params)
+               for i, p in enumerate(predictors)]
     if args.json:
         print(json.dumps(reports, indent=1))
         return 0
@@ -124,4 +130,18 @@ def cmd_delay_hiding(args) -> int:
         vs = f"{100 * r['energy_j'] / base:9.1f}%" if base > 0 else "        —"
         print(f"{r['predictor']:<12} {r['slowdown_pct']:8.2f}% {r['prediction_hit']:>8,} {r['prediction_miss']:>8,} "
               f"{r['prediction_wrong']:>8,} {r['hit_pct']:6.1f}% {r['energy_j']:>12.6f} {vs}")
+    if "storage" in first:
+        print_storage(first)
     return 0
+
+
+def print_storage(r: dict) -> None:
+    s, w = r["storage"], r["written_back"]
+    print(f"storage    {s['requests']:,} requests over {s['duration_s']:,.3f} s: latency mean "
+          f"{s['mean_latency_ms']:,.3f} ms, p99 {s['p99_latency_ms']:,.3f} ms; energy {s['energy_j']:,.3f} J; "
+          f"blocks written back: {w['evicted']:,} evicted, {w['synced']:,} at fsync, {w['expired']:,} by the flusher")
+    for name, d in s["devices"].items():
+        print(f"  {name} ({d['model']}): {d['ios']:,} I/Os, {d['bytes_read']:,} B read, {d['bytes_written']:,} B "
+              f"written, {d['energy_j']:,.3f} J, {d['spin_ups']:,} spin-ups")
+    for line in s["trace"]:
+        print(f"  {line}")

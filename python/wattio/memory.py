@@ -48,15 +48,20 @@ def ranks(summary: dict):
     return pd.DataFrame(rows).set_index("rank")
 
 
-def delay_hiding(traces, predictor: str = "af-mra-et", cache_share: float | None = None, **params) -> dict:
+def delay_hiding(traces, predictor: str = "af-mra-et", cache_share: float | None = None, storage=None,
+                 **params) -> dict:
     """File-call traces (``wattio capture files``; several are merged by time) through the
     buffer cache and a delay-hiding predictor (docs/functions/delay-hiding.md). ``params``
     are other keys of the ``[delay_hiding]`` table (``ranks``, ``dram``, ``block_bytes``,
-    ``blocks_per_rank``, ``threshold``, ``target``, …). ``cache_share`` scales the cache to
-    that share of the traces' footprint over the ranks (as the reproduction scales the
-    paper's 4 GB to each stand-in), instead of ``blocks_per_rank``. Returns the report with
-    ``slowdown_pct`` (file-I/O time over the ideal) and ``hit_pct`` (prediction hits over
-    the calls that needed one) added."""
+    ``blocks_per_rank``, ``threshold``, ``target``, ``dirty_expire_s``, …). ``cache_share``
+    scales the cache to that share of the traces' footprint over the ranks (as the
+    reproduction scales the paper's 4 GB to each stand-in), instead of ``blocks_per_rank``.
+    ``storage`` puts a storage stack in the loop — a catalogue model name, a run config (a
+    path to a TOML file, TOML text or a dict: devices and functions, no workload) — which
+    serves the cache's misses and write-backs at the calls' times; the report then has
+    ``written_back`` and ``storage`` (that run's summary, as ``summary.json``). Returns the
+    report with ``slowdown_pct`` (file-I/O time over the ideal) and ``hit_pct``
+    (prediction hits over the calls that needed one) added."""
     paths = _paths(traces)
     params = {"predictor": predictor, **params}
     if cache_share is not None:
@@ -64,13 +69,31 @@ def delay_hiding(traces, predictor: str = "af-mra-et", cache_share: float | None
             raise ValueError("cache_share and blocks_per_rank both size the cache: give one")
         params["blocks_per_rank"] = blocks_per_rank(paths, cache_share, int(params.get("ranks", 4)),
                                                     int(params.get("block_bytes", 4096)))
-    r = json.loads(_core.delay_hiding_run(paths, _dump_toml(params)))
+    if storage is None:
+        r = json.loads(_core.delay_hiding_run(paths, _dump_toml(params)))
+    else:
+        # Errors name what they are about: the config by `origin`, the run by "storage:".
+        text, origin, base = storage_config(storage)
+        r = json.loads(_core.delay_hiding_storage(paths, _dump_toml(params), text, str(base), origin))
     predicted = r["prediction_hit"] + r["prediction_miss"] + r["prediction_wrong"]
     r["predictor"] = predictor
     r["blocks_per_rank"] = params.get("blocks_per_rank", 0)
     r["slowdown_pct"] = 100 * (r["normalized_time"] - 1)
     r["hit_pct"] = 100 * r["prediction_hit"] / predicted if predicted else 100.0
     return r
+
+
+def storage_config(storage) -> tuple[str, str, Path]:
+    """The storage stack of a delay-hiding run as (TOML text, its name for errors, base
+    directory): a dict, TOML text or a ``.toml`` path is a run config; any other string
+    a catalogue model, served alone as device ``storage``."""
+    if isinstance(storage, (dict, Path)) or (isinstance(storage, str) and ("\n" in storage
+                                                                       or storage.endswith(".toml"))):
+        return config_source(storage)
+    if not isinstance(storage, str) or not storage:
+        raise ValueError(f"storage: expected a catalogue model, a run config or its path, got {storage!r}")
+    text = _dump_toml({"device": [{"name": "storage", "model": storage}]})
+    return text, f"storage model `{storage}`", Path(".")
 
 
 def _paths(traces) -> list[str]:
