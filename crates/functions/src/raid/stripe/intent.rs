@@ -183,6 +183,19 @@ impl Raid {
         false
     }
 
+    /// A row of `stripe` is torn (a write failed part-way, its redo refused): its region is
+    /// no longer consistent, and stays logged dirty (out of the lazy clean) so that a
+    /// restart resyncs it rather than trust its parity.
+    pub(super) fn intent_torn(&mut self, stripe: u64) {
+        let Some(i) = self.intent.as_mut() else {
+            return;
+        };
+        let r = stripe / i.region_stripes;
+        i.consistent.set(r, false);
+        i.dirty.remove(&r);
+        i.rounds.remove(&r);
+    }
+
     /// Records up to `upto` are durable: the writes waiting for them go.
     pub(super) fn intent_durable(&mut self, upto: u64, out: &mut Actions) {
         let Some(i) = self.intent.as_mut() else {

@@ -327,6 +327,11 @@ pub struct Raid {
     /// chunk + page) in words of 64 rows: memory is bounded by the array's size / 256 KiB
     /// words, and by the rows written.
     known: FxHashMap<u64, u64>,
+    /// Rows whose parity is *not* known to match, whatever `known`, `assume_clean` or the
+    /// bitmap say: rows of a range write that failed part-way whose redo was refused (see
+    /// [`Raid::tear`]). Until written whole again; in memory (a restart forgets every
+    /// `known` row too, and the bitmap keeps their region dirty).
+    torn: FxHashSet<u64>,
     /// The bad-page log's copies (`persist`; one, on member 0, or one on every member:
     /// [`copies`]) and what it can hold.
     logs: Vec<copies::Copy>,
@@ -448,6 +453,7 @@ impl Raid {
             next_scratch: SCRATCH_BASE,
             queues: FxHashMap::default(),
             known: FxHashMap::default(),
+            torn: FxHashSet::default(),
             logs: Vec::new(),
             log_all: false,
             log_seen: 0,
@@ -612,6 +618,9 @@ impl Raid {
 
     fn row_known(&self, stripe: u64, page: u64) -> bool {
         let key = self.row_key(stripe, page);
+        if !self.torn.is_empty() && self.torn.contains(&key) {
+            return false;
+        }
         self.assume_clean
             || self.intent.as_ref().is_some_and(|i| i.consistent(stripe))
             || self
@@ -1148,11 +1157,11 @@ impl Raid {
             Work::Copy | Work::Resync => unreachable!("planned by copy_start, resync_start"),
             Work::Write(ref pieces) => {
                 if failures > 1 {
-                    return Some(Status::IoError);
+                    return self.refuse(stripe, page, redo);
                 }
                 if self.row_unpersisted(stripe, page) {
                     self.counters.unpersisted_errors += 1;
-                    return Some(Status::IoError);
+                    return self.refuse(stripe, page, redo);
                 }
                 let mut covered: SmallVec<[Option<Piece>; 8]> = smallvec![None; n];
                 for p in pieces {
@@ -1190,7 +1199,7 @@ impl Raid {
                     // live only in the parity, which a partial update cannot keep. Or a
                     // redone row cannot be reconstructed (a page it does not overwrite is
                     // bad) and its old data may already be overwritten on the members.
-                    return Some(Status::IoError);
+                    return self.refuse(stripe, page, redo);
                 }
                 match plan {
                     Plan::Full => self.counters.full_row += pages,
@@ -1214,6 +1223,32 @@ impl Raid {
             out.submit(io);
         }
         None
+    }
+
+    /// A row write refused at its planning (EIO). A first attempt wrote nothing; a redone
+    /// row (after a range write that failed part-way) may have had some of the range's
+    /// writes land — new data on some members, the parity holding it or not — so its
+    /// parity no longer matches its data: the row is torn ([`Raid::tear`]).
+    fn refuse(&mut self, stripe: u64, page: u64, redo: bool) -> Option<Status> {
+        if redo {
+            self.tear(stripe, page);
+        }
+        Some(Status::IoError)
+    }
+
+    /// Row (`stripe`, `page`) is torn: its parity is not known to match its data until the
+    /// row is written whole again, whatever `known`, `assume_clean` or the bitmap said, so
+    /// a degraded read of it answers EIO rather than rebuild a page from it (which returned
+    /// the XOR of the range's new data and another page's: the swarm, seed 123,257, PARAID
+    /// over an absent member). Its bitmap region is no longer consistent, and not logged
+    /// clean before a restart resyncs it.
+    fn tear(&mut self, stripe: u64, page: u64) {
+        let key = self.row_key(stripe, page);
+        self.torn.insert(key);
+        if let Some(w) = self.known.get_mut(&(key / 64)) {
+            *w &= !(1 << (key % 64));
+        }
+        self.intent_torn(stripe);
     }
 
     /// The buffer of the host I/O an owner answers.
@@ -1374,13 +1409,16 @@ impl Raid {
                     self.counters.unpersisted_errors += 1;
                     row = Status::IoError;
                 }
-                if row == Status::Ok
-                    && makes_known
-                    && !self.assume_clean
-                    && !self.intent.as_ref().is_some_and(|i| i.consistent(stripe))
-                {
+                if row == Status::Ok && makes_known {
                     let key = self.row_key(stripe, q);
-                    *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
+                    if !self.torn.is_empty() {
+                        self.torn.remove(&key);
+                    }
+                    if !self.assume_clean
+                        && !self.intent.as_ref().is_some_and(|i| i.consistent(stripe))
+                    {
+                        *self.known.entry(key / 64).or_default() |= 1 << (key % 64);
+                    }
                 }
                 if row != Status::Ok {
                     status = row;

@@ -909,6 +909,94 @@ fn a_range_whose_parity_write_fails_is_redone_row_by_row_without_reading_old_dat
     assert_eq!(h.counter("reconstruct_writes"), 4.0);
 }
 
+/// Complete `ios` and every member I/O they lead to, failing those `fail` picks: the
+/// replies.
+fn drain(h: &mut Harness<Raid>, ios: Vec<Io>, fail: impl Fn(&Io) -> bool) -> Vec<Completion> {
+    let mut replies = Vec::new();
+    let mut todo: VecDeque<Io> = ios.into();
+    while let Some(io) = todo.pop_front() {
+        let st = if fail(&io) {
+            Status::IoError
+        } else {
+            Status::Ok
+        };
+        let a = h.complete(1, io, st);
+        replies.extend(replied(&a));
+        todo.extend(submitted(&a));
+    }
+    replies
+}
+
+#[test]
+fn a_row_whose_range_write_failed_part_way_and_could_not_be_redone_is_not_rebuilt_from() {
+    // Four disks, 16 KiB chunks; stripe 0: data chunks 0, 1, 2 on d0, d1, d2, parity on d3.
+    // Rows known by assumption, or (as in PARAID's gears) by a whole write since the start.
+    for clean in [true, false] {
+        let names: Vec<String> = (0..4).map(|d| format!("d{d}")).collect();
+        let devs = (0..4).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+        let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, 4 * K, clean);
+        let mut h = Harness::new(r, devs).unwrap();
+        if !clean {
+            // The whole stripe: one full-row range, every row known.
+            let a = h.request(0, host(1, Op::Write, 0, 12));
+            let r = drain(&mut h, submitted(&a), |_| false);
+            assert_eq!(r[0].status, Status::Ok);
+        }
+        // d2's pages 0 and 1 (chunk 2, host blocks 8, 9) fail: bad, rebuilt from the others.
+        let a = h.request(1, host(2, Op::Read, 8, 2));
+        let r = drain(&mut h, submitted(&a), |io| io.dev == 2);
+        assert_eq!(r[0].status, Status::Ok);
+        assert_eq!(h.counter("bad_pages"), 2.0);
+        // Blocks 0, 1 (chunk 0's pages 0, 1 on d0): one read-modify-write range (d2's pages,
+        // not overwritten, are bad: no reconstruct-write).
+        let io = host(3, Op::Write, 0, 2);
+        let reads = submitted(&h.request(2, io));
+        assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (3, 0, Op::Read)]);
+        h.complete(3, reads[0], Status::Ok);
+        let w = submitted(&h.complete(3, reads[1], Status::Ok));
+        assert_eq!(shape(&w), vec![(0, 0, Op::Write), (3, 0, Op::Write)]);
+        // The parity lands (the new data XOR-ed in); d0's write fails, the old data stays.
+        // The redo cannot reconstruct either row (d2's pages are bad): refused, no I/O.
+        assert!(h.complete(4, w[1], Status::Ok).is_empty());
+        let a = h.complete(5, w[0], Status::IoError);
+        assert!(submitted(&a).is_empty());
+        let r = replied(&a);
+        assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+        // Block 8 (d2's bad page 0) rebuilt from d0, d1 and that parity would be old d0 XOR
+        // new d0 XOR block 8: a guess. EIO instead, without member I/O.
+        let io = host(4, Op::Read, 8, 1);
+        let a = h.request(6, io);
+        assert!(
+            submitted(&a).is_empty(),
+            "clean = {clean}: rebuilt from a torn row"
+        );
+        let r = replied(&a);
+        assert_eq!((r[0].io, r[0].status), (io, Status::IoError));
+        assert_eq!(h.counter("unknown_row_errors"), 1.0);
+        // A read-modify-write keeps the row torn; writing block 8 (a reconstruct-write of
+        // its whole page: read d0, d1, write the parity) makes it known again.
+        let a = h.request(7, host(5, Op::Write, 0, 1));
+        assert_eq!(
+            drain(&mut h, submitted(&a), |_| false)[0].status,
+            Status::Ok
+        );
+        let a = h.request(8, host(6, Op::Read, 8, 1));
+        assert!(submitted(&a).is_empty());
+        assert_eq!(replied(&a)[0].status, Status::IoError);
+        let a = h.request(9, host(7, Op::Write, 8, 1));
+        let reads = submitted(&a);
+        assert_eq!(shape(&reads), vec![(0, 0, Op::Read), (1, 0, Op::Read)]);
+        assert_eq!(drain(&mut h, reads, |_| false)[0].status, Status::Ok);
+        let a = h.request(10, host(8, Op::Read, 8, 1));
+        let reads = submitted(&a);
+        assert_eq!(
+            shape(&reads),
+            vec![(0, 0, Op::Read), (1, 0, Op::Read), (3, 0, Op::Read)]
+        );
+        assert_eq!(drain(&mut h, reads, |_| false)[0].status, Status::Ok);
+    }
+}
+
 #[test]
 fn a_whole_stripe_write_is_one_full_row_range_with_parity_over_the_range() {
     // Four disks, stripe 0: chunks 0, 1, 2 on d0, d1, d2, parity on d3; 48 KiB from 0.
@@ -1571,4 +1659,55 @@ fn a_resync_passes_over_stripes_with_a_bad_page_and_leaves_their_region_dirty() 
         4.0,
         "none logged clean yet"
     );
+}
+
+#[test]
+fn a_torn_row_keeps_its_bitmap_region_dirty() {
+    // As `a_row_whose_range_write_failed_part_way_and_could_not_be_redone_is_not_rebuilt_from`,
+    // with md's bitmap: four members, 16 KiB chunks, two stripes before d0's log, a region a
+    // stripe, every region clean at the start (`assume_clean` on a new log).
+    let names: Vec<String> = (0..4).map(|d| format!("d{d}")).collect();
+    let devs = (0..4)
+        .map(|d| {
+            let mut info = disk(d as u16, &format!("d{d}"));
+            info.capacity = (88 + 8) * K;
+            info
+        })
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, 4 * K, true)
+        .write_intent(4 * K, MS)
+        .persist(4096)
+        .bitmap_reserve(4 * K);
+    let mut h = Harness::new(r, devs).unwrap();
+    let region = h.function().regions()[0];
+    let mut img = LogImage {
+        region,
+        bytes: vec![0; region.len as usize],
+    };
+    let a = img.start(&mut h);
+    drain(&mut h, submitted(&a), |_| false);
+    let log = |io: &Io| io.dev == 0 && io.offset >= region.offset;
+    // d2's pages 0 and 1 fail (bad, logged); then the range write of blocks 0, 1 whose
+    // write to d0 fails after the parity landed: both rows torn, the write EIO.
+    let a = h.request(1, host(2, Op::Read, 8, 2));
+    let r = drain(&mut h, submitted(&a), |io| io.dev == 2);
+    assert_eq!(r[0].status, Status::Ok);
+    assert_eq!(h.counter("bad_pages"), 2.0);
+    let a = h.request(2, host(3, Op::Write, 0, 2));
+    let r = drain(&mut h, submitted(&a), |io| {
+        io.dev == 0 && io.op == Op::Write && !log(io)
+    });
+    assert_eq!(r[0].status, Status::IoError);
+    let a = h.request(3, host(4, Op::Read, 8, 1));
+    assert!(submitted(&a).is_empty(), "rebuilt from a torn row");
+    assert_eq!(replied(&a)[0].status, Status::IoError);
+    // Region 0 is not logged clean when idle (a restart would trust the torn row): no
+    // flush round, no clean record.
+    for t in 1..4 {
+        let a = h.timer(t * MS, intent::TIMER);
+        drain(&mut h, submitted(&a), |_| false);
+    }
+    assert_eq!(h.counter("intent_flush_rounds"), 0.0);
+    assert_eq!(h.counter("intent_clean_records"), 0.0);
+    assert_eq!(h.counter("intent_dirty_regions"), 1.0);
 }
