@@ -318,3 +318,134 @@ fn storage_in_the_loop_reads_misses_and_writes_back_dirty_blocks_without_changin
     assert_eq!(without.report(), with.report());
     assert_eq!(with.report().calls, 4);
 }
+
+/// A second implementation of the storage traffic, written plainly: an LRU list of
+/// `capacity` blocks, per file its dirty blocks and when it went dirty (files in the order
+/// they went dirty), the flusher's wakeups at the multiples of `interval`.
+struct PlainTraffic {
+    capacity: usize,
+    expire: Nanos,
+    interval: Nanos,
+    lru: Vec<(u32, u64)>, // least recent first
+    dirty: Vec<(u32, Nanos, std::collections::BTreeSet<u64>)>,
+    out: Vec<(Nanos, u32, u64, bool)>,
+}
+
+impl PlainTraffic {
+    fn at(&mut self, now: Nanos) {
+        while let Some(t) = self.dirty.iter().map(|d| d.1).min() {
+            let wake = (t + self.expire).div_ceil(self.interval) * self.interval;
+            if wake > now {
+                return;
+            }
+            let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.dirty)
+                .into_iter()
+                .partition(|d| d.1 + self.expire <= wake);
+            self.dirty = keep;
+            for (f, _, blocks) in due {
+                self.out
+                    .extend(blocks.into_iter().map(|b| (wake, f, b, true)));
+            }
+        }
+    }
+
+    fn sync(&mut self, now: Nanos, file: u32) {
+        if let Some(i) = self.dirty.iter().position(|d| d.0 == file) {
+            let (f, _, blocks) = self.dirty.remove(i);
+            self.out
+                .extend(blocks.into_iter().map(|b| (now, f, b, true)));
+        }
+    }
+
+    fn call(&mut self, now: Nanos, file: u32, offset: u64, len: u64, write: bool) {
+        let bs = 4096;
+        if len == 0 {
+            return;
+        }
+        for b in offset / bs..=(offset + len - 1) / bs {
+            if let Some(i) = self.lru.iter().position(|&k| k == (file, b)) {
+                self.lru.remove(i);
+            } else {
+                if self.lru.len() == self.capacity {
+                    let (f, old) = self.lru.remove(0);
+                    if let Some(i) = self.dirty.iter().position(|d| d.0 == f) {
+                        if self.dirty[i].2.remove(&old) {
+                            self.out.push((now, f, old, true));
+                            if self.dirty[i].2.is_empty() {
+                                self.dirty.remove(i);
+                            }
+                        }
+                    }
+                }
+                let whole = write && offset <= b * bs && offset + len >= (b + 1) * bs;
+                if !whole {
+                    self.out.push((now, file, b, false));
+                }
+            }
+            self.lru.push((file, b));
+            if write {
+                match self.dirty.iter_mut().find(|d| d.0 == file) {
+                    Some(d) => {
+                        d.2.insert(b);
+                    }
+                    None => self.dirty.push((file, now, [b].into())),
+                }
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Random calls, fsyncs and gaps on a cache of four buffers: the same storage traffic,
+    /// request by request, as the plain implementation above.
+    #[test]
+    fn storage_traffic_is_that_of_a_plain_lru_with_linux_writeback(
+        ops in proptest::collection::vec(
+            (0u64..12_000_000_000, 0u8..8, 0u32..4, 0u64..20_000, 1u64..9_000),
+            1..120,
+        ),
+    ) {
+        let mut d = run("isr", 2, false);
+        d.enable_storage();
+        let mut plain = PlainTraffic {
+            capacity: 4,
+            expire: 30_000_000_000,
+            interval: 5_000_000_000,
+            lru: Vec::new(),
+            dirty: Vec::new(),
+            out: Vec::new(),
+        };
+        let mut now = 0;
+        for (gap, kind, file, offset, len) in ops {
+            now += gap;
+            d.at(now);
+            plain.at(now);
+            match kind {
+                0 => {
+                    d.sync(file);
+                    plain.sync(now, file);
+                }
+                k => {
+                    let write = k % 2 == 0;
+                    d.call(file, offset, len, write).unwrap();
+                    plain.call(now, file, offset, len, write);
+                }
+            }
+        }
+        d.finish_storage();
+        plain.at(Nanos::MAX);
+        let got: Vec<_> = d
+            .storage_io()
+            .unwrap()
+            .iter()
+            .map(|io| (io.at, io.file, io.block, io.write))
+            .collect();
+        proptest::prop_assert_eq!(got, plain.out);
+        let w = d.written_back();
+        let writes = w.evicted + w.synced + w.expired;
+        proptest::prop_assert_eq!(
+            writes as usize,
+            d.storage_io().unwrap().iter().filter(|io| io.write).count()
+        );
+    }
+}
