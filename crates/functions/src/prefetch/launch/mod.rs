@@ -135,7 +135,8 @@ pub struct LaunchPrefetcher {
     held: VecDeque<Io>,
     /// Reads waiting for extent i (extent hold).
     waiting: HashMap<usize, Vec<Io>>,
-    /// Guest writes and discards the layer passed down and has not seen complete.
+    /// Guest writes and discards the layer passed down and has not seen complete: (id,
+    /// device, first byte, end).
     writes: Vec<(IoId, u16, u64, u64)>,
     // Counters.
     launches_detected: u64,
@@ -492,15 +493,29 @@ impl Function for LaunchPrefetcher {
     }
 
     fn on_completion(&mut self, now: Nanos, done: Completion, out: &mut Actions) {
-        // Ours: an own id in this prefetch's range, for an extent in flight. Anything else
-        // was forwarded (a layer above may originate own I/O too).
+        // Ours: an own id in this prefetch's range, for an extent in flight, at its place.
+        // Anything else was forwarded (a layer above may originate own I/O too).
         let i = (done.io.id.0 & !IoId::OWN).wrapping_sub(self.base) as usize;
         let ours = done.io.id.is_own()
             && !done.io.id.is_sub()
             && i < self.extents.len()
-            && self.extents[i].state == State::InFlight;
+            && self.extents[i].state == State::InFlight
+            && (
+                self.extents[i].dev,
+                self.extents[i].offset,
+                self.extents[i].len,
+            ) == (done.io.dev, done.io.offset, done.io.len);
         if !ours {
-            if let Some(k) = self.writes.iter().position(|w| w.0 == done.io.id) {
+            // By id and place: ids are unique only per issuing layer, and a layer below
+            // another may pass their I/Os through with their ids beside its own (the
+            // swarm, seed 186,538: a read on another device with a write's id ended it
+            // early, and a prefetch of the block went out with the write in flight).
+            let d = &done.io;
+            if let Some(k) = self
+                .writes
+                .iter()
+                .position(|&w| w == (d.id, d.dev, d.offset, d.end()))
+            {
                 self.writes.swap_remove(k);
             }
             out.reply(done);

@@ -316,6 +316,38 @@ fn a_write_makes_the_extents_it_overlaps_stale() {
 }
 
 #[test]
+fn a_write_in_flight_stays_so_when_another_devices_io_with_its_id_completes() {
+    // Two devices under the layer; the launch learned on d0. A guest write of page 20 on d0
+    // and a read on d1 with the same id (ids are unique only per issuing layer) are out.
+    let mut h = Harness::new(
+        LaunchPrefetcher::new(params(Order::Lba, Hold::Extent, 8), 1000),
+        vec![disk(0, "d0"), disk(1, "d1")],
+    )
+    .unwrap();
+    for io in launch() {
+        h.request(0, io);
+        h.complete(MS, io, Status::Ok);
+    }
+    h.timer(200 * MS, IDLE);
+    let w = Request::new(0, Op::Write, 20 * K, K as u32).io(500);
+    let mut r = Request::new(0, Op::Read, 20 * K, K as u32);
+    r.dev = 1;
+    let r = r.io(500);
+    h.request(250 * MS, w);
+    h.request(250 * MS, r);
+    h.complete(260 * MS, r, Status::Ok);
+    // The launch again: page 20's extent is not fetched while the write is out (a fetch
+    // could return the data from before it).
+    let a = relaunch(&mut h, 3);
+    assert_eq!(own_pages(&a), vec![10, 30, 40, 50]);
+    // Once by the write itself (before the launch), once at the dispatch.
+    assert_eq!(h.counter("invalidated_extents"), 2.0);
+    h.complete(301 * MS, w, Status::Ok);
+    let a = h.request(302 * MS, read(210, 20, 1, Some(7)));
+    assert_eq!(submitted(&a).len(), 1, "page 20 read from the disk");
+}
+
+#[test]
 fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
     let mut h = learned(params(Order::Lba, Hold::Extent, 8));
     let a = relaunch(&mut h, 3);
