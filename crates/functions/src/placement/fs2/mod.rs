@@ -382,25 +382,31 @@ impl Fs2 {
         let Some(d) = self.discarding.remove(&id) else {
             return;
         };
-        // The host writes out, in block order (a host has few out; a discard may span the
-        // disk, so its range is cut by them, not walked).
-        let mut out: SmallVec<[(u64, u64); 4]> = self
+        // What is still out over the disk, in block order (a host has few out; a discard
+        // may span the disk, so its range is cut by them, not walked): host writes, whose
+        // blocks hold data, and the other discards, which may yet land as a write may.
+        // What this discard frees under another still out is handed to that one, free
+        // when it is back (the swarm, seed 222,755: two discards of a block out, the
+        // first back freed it, a copy took it, the second back freed it again, and a
+        // second copy overwrote the first's replica).
+        let mut out: SmallVec<[(u64, u64, Option<IoId>); 4]> = self
             .writes
             .iter()
-            .filter(|(w, _)| !self.discarding.contains_key(w))
-            .map(|(_, &r)| r)
+            .map(|(w, &(a, z))| (a, z, self.discarding.contains_key(w).then_some(*w)))
             .collect();
         out.sort_unstable();
-        let written = |b: u64| out.iter().any(|&(a, z)| a <= b && b < z);
         if status == Status::Ok {
             for (a, z) in d.free {
                 let mut start = a;
-                for &(w0, w1) in &out {
+                for &(w0, w1, other) in &out {
                     if w1 <= start || z <= w0 {
                         continue;
                     }
                     if start < w0 {
                         self.free.insert(start, w0);
+                    }
+                    if let Some(o) = other.and_then(|o| self.discarding.get_mut(&o)) {
+                        o.free.push((w0.max(start), w1.min(z)));
                     }
                     start = start.max(w1);
                 }
@@ -410,8 +416,15 @@ impl Fs2 {
             }
         }
         for b in d.reclaimed {
-            if !written(b) {
-                self.release(b);
+            match out.iter().find(|&&(a, z, _)| a <= b && b < z) {
+                None => self.release(b),
+                Some(&(_, _, Some(o))) => {
+                    if let Some(o) = self.discarding.get_mut(&o) {
+                        o.reclaimed.push(b);
+                    }
+                }
+                // A host write took it.
+                Some(&(_, _, None)) => {}
             }
         }
     }
@@ -790,11 +803,13 @@ impl Fs2 {
         }
         self.c.discards += 1;
         self.mark_stale(b0, b1);
-        // Only blocks the discard covers whole are free, once it is back.
+        // Only blocks the discard covers whole are free, once it is back; until then not
+        // even those free already (a discard out may land over a replica put there).
         let (f0, f1) = (io.offset.div_ceil(BLOCK), io.end() / BLOCK);
         let d = self.discarding.entry(io.id).or_default();
         if f0 < f1 {
             d.free.push((f0, f1));
+            self.free.remove(f0, f1);
         }
         self.writes.insert(io.id, (b0, b1));
         self.send(io, out);

@@ -1395,3 +1395,42 @@ fn a_discarded_block_is_free_once_the_discard_and_every_write_of_it_are_back() {
     complete(&mut f, 3, w2[0]);
     assert_eq!(f.free_blocks(), before + 7);
 }
+
+/// Two discards of a block out at once: free only once both are back, whichever comes
+/// back first, and not while either is out even if it was free before — a discard out may
+/// land over a replica put there. The swarm's seed 222,755: the first back freed block 44, a
+/// copy took it, the second back freed it again, a second copy took it and overwrote the
+/// first's replica, and a read of the first's original redirected there returned another
+/// block's data.
+#[test]
+fn a_block_two_discards_cover_is_free_only_once_both_are_back() {
+    let mut f = toy(&format!("{NO_MARKS}free = [[0, 1048576]]"));
+    replicate(&mut f, 1000, 16, 1);
+    assert!(f.is_free(40));
+    let with_id = |mut io: Io, id: u64| {
+        io.id = IoId(id);
+        io
+    };
+    // Block 40 (free): a whole-block discard, then one of its first 2 KiB.
+    let d1 = request(&mut f, 0, with_id(host(Op::Discard, 40, 1), 501));
+    let mut half = host(Op::Discard, 40, 1);
+    half.len = 2048;
+    let d2 = request(&mut f, 0, with_id(half, 502));
+    assert!(!f.is_free(40), "not while a discard of it is out");
+    // Replica block 16: two discards reclaim it.
+    let r1 = request(&mut f, 0, with_id(host(Op::Discard, 16, 1), 503));
+    let r2 = request(&mut f, 0, with_id(host(Op::Discard, 16, 1), 504));
+    assert!(f.table.get(1000).is_none());
+    complete(&mut f, 1, d1[0]);
+    complete(&mut f, 1, r1[0]);
+    assert!(
+        !f.is_free(40) && !f.is_free(16),
+        "the other discard is still out"
+    );
+    complete(&mut f, 2, d2[0]);
+    complete(&mut f, 2, r2[0]);
+    assert!(
+        f.is_free(40) && f.is_free(16),
+        "handed to the last one back"
+    );
+}
