@@ -1060,12 +1060,18 @@ fn swarm() {
 /// (`fault.reorder`), 58 (an EXCES cleaning's copy read its ECD page before a host write
 /// to it landed, and marked the page clean: read later from the disk, older) and 3,470
 /// (FS2 put a replica in blocks a discard freed before it was back, where a host write sent
-/// before the discard landed after the copy).
+/// before the discard landed after the copy); and since: 123,257 (PARAID-5 over an absent
+/// member: a range write failed part-way after its parity landed, the redo refused its
+/// rows, and a degraded read rebuilt a page from the torn row), 186,538 (a launch
+/// prefetcher under a RAID-0 under EXCES took a read on EXCES's flash with a write's id for
+/// the write's completion, prefetched the block with the write out, and answered a later
+/// read with the old data) and 222,755 (FS2 freed a block once per discard of it out, and
+/// two copies took it).
 #[test]
 fn the_seeds_that_found_bugs_pass() {
     for seed in [
         58, 143, 405, 1385, 1661, 1892, 3470, 3849, 4572, 7305, 11_577, 20_336, 24728, 57238,
-        111_951, 142_535, 263_302, 344_070, 410_285,
+        111_951, 123_257, 142_535, 186_538, 222_755, 263_302, 344_070, 410_285,
     ] {
         let ran = std::panic::catch_unwind(|| run(seed, None))
             .unwrap_or_else(|_| panic!("seed {seed} panicked: {}", reproducer(seed, "swarm")));
