@@ -348,6 +348,32 @@ fn a_write_in_flight_stays_so_when_another_devices_io_with_its_id_completes() {
 }
 
 #[test]
+fn an_upper_layers_io_with_a_prefetch_reads_id_is_passed_back_up_not_taken() {
+    let mut h = learned(params(Order::Lba, Hold::Extent, 8));
+    let own = own_reads(&relaunch(&mut h, 3));
+    let e40 = *own.iter().find(|io| io.offset == 40 * K).unwrap();
+    // A layer above sends its own read, numbered as the prefetch read of page 40, to
+    // page 90: it goes down, and its completion goes back up.
+    let mut theirs = Request::new(0, Op::Read, 90 * K, K as u32).io(0);
+    theirs.id = e40.id;
+    assert_eq!(submitted(&h.request(302 * MS, theirs)), vec![theirs]);
+    let a = h.complete(303 * MS, theirs, Status::Ok);
+    assert_eq!(
+        replied(&a).iter().map(|c| c.io).collect::<Vec<_>>(),
+        vec![theirs]
+    );
+    // Page 40's extent is still being fetched: a read of it waits for it.
+    let mut r = launch()[4];
+    r.id = IoId(120);
+    assert!(h.request(304 * MS, r).is_empty());
+    let a = h.complete(305 * MS, e40, Status::Ok);
+    assert_eq!(
+        replied(&a).iter().map(|c| c.io.id).collect::<Vec<_>>(),
+        vec![IoId(120)]
+    );
+}
+
+#[test]
 fn a_read_of_an_extent_in_flight_waits_for_it_without_pausing_the_rest() {
     let mut h = learned(params(Order::Lba, Hold::Extent, 8));
     let a = relaunch(&mut h, 3);
