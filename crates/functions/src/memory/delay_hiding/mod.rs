@@ -18,6 +18,7 @@ pub mod writeback;
 use buffer_cache::{BufferCache, Lookup};
 use predictor::{Params, Predictor, Scheme};
 use serde::Deserialize;
+use wattio_core::time::secs_to_ns;
 use wattio_core::Nanos;
 use wattio_devices::dram::{Rank, RankSpec, SELF_REFRESH, STANDBY};
 use writeback::{StorageIo, Writeback, WrittenBack};
@@ -272,10 +273,9 @@ impl DelayHiding {
     /// queued as [`StorageIo`] ([`DelayHiding::storage_io`]). The memory model is the same
     /// either way (storage time is not file-I/O memory time here).
     pub fn enable_storage(&mut self) {
-        let s = |v: f64| (v * 1e9).round() as Nanos;
         self.storage = Some(Writeback::new(
-            s(self.cfg.dirty_expire_s),
-            s(self.cfg.writeback_interval_s),
+            secs_to_ns(self.cfg.dirty_expire_s),
+            secs_to_ns(self.cfg.writeback_interval_s),
         ));
     }
 
