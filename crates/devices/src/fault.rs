@@ -41,6 +41,12 @@ pub struct Faults {
     /// data live (EXCES's write-back beside an earlier write of the page, 2026-12-06).
     #[serde(default)]
     pub reorder: Option<u64>,
+    /// The bad ranges (`eio`, `eio_write`, `region`) fail only for I/O that starts service
+    /// at or after this time of the run, in seconds: sectors that go bad while the run goes
+    /// on (latent sector errors), so what was written and replicated before can be read
+    /// back only from the copies that are still good. Default: from the start.
+    #[serde(default)]
+    pub after_s: Option<f64>,
 }
 
 /// A physical region of bad sectors: on the tracks of `surfaces` (default: all) over
@@ -194,6 +200,13 @@ impl Faults {
         for (i, r) in self.region.iter().enumerate() {
             r.validate(&format!("{prefix}.region[{i}]"))?;
         }
+        if let Some(a) = self.after_s {
+            if !(a.is_finite() && (0.0..=1e9).contains(&a)) {
+                return Err(format!(
+                    "{prefix}.after_s: expected seconds in [0, 1e9], got {a}"
+                ));
+            }
+        }
         if let Some(s) = self.slow {
             if !(s.is_finite() && s > 0.0 && s <= 1e6) {
                 return Err(format!(
@@ -211,6 +224,8 @@ pub struct Faulty {
     eio: Vec<[u64; 2]>,
     eio_write: Vec<[u64; 2]>,
     slow: f64,
+    /// `after_s` in nanoseconds (0: from the start).
+    after: Nanos,
     failed: u64,
     /// `reorder`'s generator state (splitmix64).
     reorder: Option<u64>,
@@ -234,6 +249,7 @@ impl Faulty {
             eio,
             eio_write: faults.eio_write.clone(),
             slow: faults.slow.unwrap_or(1.0),
+            after: faults.after_s.map_or(0, wattio_core::time::secs_to_ns),
             failed: 0,
             reorder: faults.reorder,
             reordered: 0,
@@ -274,6 +290,7 @@ impl Timing for Faulty {
                 .any(|&[from, to]| io.offset < to && io.end() > from)
         };
         if s.status == Status::Ok
+            && start >= self.after
             && ((io.op.moves_data() && hits(&self.eio))
                 || (io.op == Op::Write && hits(&self.eio_write)))
         {
@@ -411,6 +428,37 @@ mod tests {
         let plain = Faulty::new(Box::new(Flat), &Faults::default()).unwrap();
         assert!(!plain.reorders() && !plain.schedules());
         assert!(plain.counters().iter().all(|(n, _)| n != "fault_reordered"));
+    }
+
+    #[test]
+    fn bad_ranges_fail_only_from_after_s_on() {
+        let faults: Faults =
+            toml::from_str("eio = [[0, 4096]]\neio_write = [[8192, 12288]]\nafter_s = 2.5")
+                .unwrap();
+        faults.validate("device[0].fault").unwrap();
+        let mut t = Faulty::new(Box::new(Flat), &faults).unwrap();
+        let at = |op, off| Request::new(0, op, off, 4096).io(0);
+        let s = |t: &mut Faulty, start, op, off| t.service(start, &at(op, off)).status;
+        // Service starting a nanosecond before 2.5 s: the sectors are still good.
+        assert_eq!(s(&mut t, 2_499_999_999, Op::Read, 0), Status::Ok);
+        assert_eq!(s(&mut t, 2_499_999_999, Op::Write, 8192), Status::Ok);
+        // From 2.5 s on they fail, and only the ranges do.
+        assert_eq!(s(&mut t, 2_500_000_000, Op::Read, 0), Status::IoError);
+        assert_eq!(s(&mut t, 2_500_000_000, Op::Write, 8192), Status::IoError);
+        assert_eq!(s(&mut t, 2_500_000_000, Op::Read, 8192), Status::Ok);
+        assert_eq!(s(&mut t, 9_000_000_000, Op::Read, 4096), Status::Ok);
+        let count = t.counters().into_iter().find(|(n, _)| n == "fault_eio");
+        assert_eq!(count.map(|(_, v)| v), Some(2.0));
+        for bad in ["-1.0", "nan", "2e9"] {
+            let f: Faults = toml::from_str(&format!("after_s = {bad}")).unwrap();
+            assert_eq!(
+                f.validate("device[3].fault").unwrap_err(),
+                format!(
+                    "device[3].fault.after_s: expected seconds in [0, 1e9], got {}",
+                    f.after_s.unwrap()
+                )
+            );
+        }
     }
 
     #[test]
