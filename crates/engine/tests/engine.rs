@@ -7,6 +7,7 @@ mod common;
 mod conservation;
 mod delay_hiding;
 mod exces_example;
+mod fs2_bad_sectors;
 mod fs2_crash;
 mod fuzz_corpus;
 mod hand_computed;

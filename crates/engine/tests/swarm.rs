@@ -1752,6 +1752,46 @@ fn replicas_reused_under_crashes_keep_every_acknowledged_write() {
     assert!(total.blocks_checked > 5_000, "{total:?}");
 }
 
+/// `replicating`'s scenario with sectors that go bad partway (`fault.after_s`, 1–5 s into
+/// the ~10 s run): a few of the far originals' pages and a few pages of the free space the
+/// replicas go to (its first 16 pages, at 64 KiB), drawn from a stream of the seed's own.
+fn replicating_on_bad_sectors(seed: u64) -> Scenario {
+    let mut s = replicating(seed);
+    let mut rng = Rng::new(seed ^ 0xbad5_ec70);
+    let original = (122_000 + rng.below(22)) * PAGE;
+    let replica = (16 + rng.below(14)) * PAGE;
+    let faults = format!(
+        "eio = [[{original}, {}], [{replica}, {}]]\nafter_s = {}\n",
+        original + (1 + rng.below(3)) * PAGE,
+        replica + (1 + rng.below(3)) * PAGE,
+        1 + rng.below(5)
+    );
+    s.config = s
+        .config
+        .replacen("[device.fault]\n", &format!("[device.fault]\n{faults}"), 1);
+    s
+}
+
+/// Reads of pages gone bad under the originals or under the replicas are sent to the other
+/// copy (`retry_failed_reads`), across crashes and reused replica blocks, and every
+/// acknowledged write still reads back (40 seeds).
+#[test]
+fn replicas_on_sectors_going_bad_keep_every_acknowledged_write() {
+    let total = summed(40, replicating_on_bad_sectors);
+    assert_ran(
+        &total,
+        &[
+            "replicas_created",
+            "read_errors",
+            "reads_retried_at_replicas",
+            "reads_retried_at_originals",
+            "reads_recovered",
+            "replicas_dropped_read_error",
+            "recovered_replicas",
+        ],
+    );
+}
+
 /// A cache that does not write its dirty pages back at a clean unload leaves the disk
 /// without them: the check of the bare disk after the unload says so, on the first seed
 /// (of 1..=300) drawing EXCES over d0 with an unload whose run then fails, and the same

@@ -77,6 +77,7 @@ struct Keys {
     ext_image: Option<PathBuf>,
     replicate: Option<Vec<[u64; 2]>>,
     journal_kb: Option<u64>,
+    retry_failed_reads: Option<bool>,
 }
 
 /// Most replicas of one block.
@@ -146,6 +147,9 @@ pub struct Params {
     pub replicate: Vec<[u64; 2]>,
     /// The replica table's journal on the disk, in bytes (0: the table is volatile).
     pub journal_bytes: u64,
+    /// A host read that fails (EIO) is sent again to another copy of its blocks: from
+    /// replicas to the originals, from the originals to a whole replica set.
+    pub retry_failed_reads: bool,
 }
 
 impl Default for Params {
@@ -175,6 +179,7 @@ impl Default for Params {
             ext_image: None,
             replicate: Vec::new(),
             journal_bytes: 0,
+            retry_failed_reads: true,
         }
     }
 }
@@ -251,6 +256,7 @@ impl Params {
             ext_image: k.ext_image,
             replicate: list("replicate", k.replicate)?,
             journal_bytes: count("journal_kb", k.journal_kb, 0, MAX_JOURNAL_KB, 0)? * 1024,
+            retry_failed_reads: k.retry_failed_reads.unwrap_or(d.retry_failed_reads),
             disk: k.disk,
         };
         if !(p.critical <= p.low && p.low <= p.high) {

@@ -169,6 +169,16 @@ struct Counters {
     suspensions: u64,
     resumptions: u64,
     critical_events: u64,
+    /// Host reads the disk failed (EIO), at the originals or at replicas.
+    read_errors: u64,
+    /// Failed reads sent again: to the originals (their replicas failed), to a replica
+    /// set (their originals failed).
+    reads_retried_at_originals: u64,
+    reads_retried_at_replicas: u64,
+    /// Reads answered with data after a retry.
+    reads_recovered: u64,
+    /// Replicas dropped because a read of them failed.
+    replicas_dropped_read_error: u64,
 }
 
 /// The FS2 layer.
@@ -218,6 +228,9 @@ pub struct Fs2 {
     /// blocks. A redirected read keeps its id (ids below this layer are unique: a host id
     /// from above, or a wrapping sub-I/O id) and gets its offset back at completion.
     redirected: FxHashMap<IoId, (Io, u64, u64)>,
+    /// Host reads out that failed before and were sent again, with their tries (bounded:
+    /// at most one per copy of the blocks).
+    retries: FxHashMap<IoId, u8>,
     /// Replica blocks with redirected reads out.
     busy: FxHashMap<u64, u32>,
     /// Freed blocks waiting for their reads to come back before they are free.
@@ -307,6 +320,7 @@ impl Fs2 {
             next_tag: 0,
             fanout: Fanout::new(),
             redirected: FxHashMap::default(),
+            retries: FxHashMap::default(),
             busy: FxHashMap::default(),
             quarantine: FxHashSet::default(),
             writes: FxHashMap::default(),
@@ -682,17 +696,7 @@ impl Fs2 {
             self.c.reads_partly_replicated += 1;
         } else if let Some(r0) = self.nearest_replicas(now, &io, b0, n) {
             self.c.reads_redirected += 1;
-            // The same read, at the replicas. Not a sub-I/O of a fan-out: `io` may already
-            // be a wrapping sub-I/O, and a reply from a nested fan-out could not be told
-            // from the upper layer's I/O by its id (both layers number their sub-I/Os
-            // from 0).
-            let mut at = io;
-            at.offset = r0 * BLOCK + (io.offset - b0 * BLOCK);
-            self.redirected.insert(io.id, (io, r0, n));
-            for b in r0..r0 + n {
-                *self.busy.entry(b).or_insert(0) += 1;
-            }
-            return self.send(at, out);
+            return self.redirect(io, b0, r0, n, out);
         } else {
             self.c.reads_original_closer += 1;
         }
@@ -715,10 +719,87 @@ impl Fs2 {
         self.send(io, out);
     }
 
+    /// Send read `io` of blocks `b0..b0 + n` to the replicas `r0..r0 + n`.
+    fn redirect(&mut self, io: Io, b0: u64, r0: u64, n: u64, out: &mut Actions) {
+        // The same read, at the replicas. Not a sub-I/O of a fan-out: `io` may already be a
+        // wrapping sub-I/O, and a reply from a nested fan-out could not be told from the
+        // upper layer's I/O by its id (both layers number their sub-I/Os from 0).
+        let mut at = io;
+        at.offset = r0 * BLOCK + (io.offset - b0 * BLOCK);
+        self.redirected.insert(io.id, (io, r0, n));
+        for b in r0..r0 + n {
+            *self.busy.entry(b).or_insert(0) += 1;
+        }
+        self.send(at, out);
+    }
+
+    /// A host read came back failed (EIO). Send it again to another copy of its blocks and
+    /// say so (true), or leave the error to go up (false). `from` is the replica set it
+    /// read (first block, blocks), `None` if it read the originals.
+    ///
+    /// A replica is as current as its original while it is in the table (a write drops it
+    /// before it is sent), so a failed replica read is sent to the originals, and a failed
+    /// original read to a whole contiguous replica set, the nearest, as redirection would.
+    /// The replicas a failed read touched are dropped (soft state; which sector failed is
+    /// not known): a retry at the originals that fails again then finds no replica set of
+    /// that kind, so a read is tried at most once per copy of its blocks.
+    fn retry_read(
+        &mut self,
+        now: Nanos,
+        io: Io,
+        from: Option<(u64, u64)>,
+        out: &mut Actions,
+    ) -> bool {
+        self.c.read_errors += 1;
+        if !self.p.retry_failed_reads || self.failed {
+            return false;
+        }
+        let tries = self.retries.entry(io.id).or_insert(0);
+        if *tries > 2 * self.p.degree as u8 {
+            return false;
+        }
+        *tries += 1;
+        let (b0, b1) = (io.offset / BLOCK, io.end().div_ceil(BLOCK));
+        match from {
+            Some((r0, n)) => {
+                for r in r0..r0 + n {
+                    if self.drop_replica(r) {
+                        self.release(r);
+                        self.c.replicas_dropped_read_error += 1;
+                    }
+                }
+                self.c.reads_retried_at_originals += 1;
+                self.send(io, out);
+                true
+            }
+            None => {
+                let Some(r0) = self.replica_set(now, &io, b0, b1 - b0, true) else {
+                    return false;
+                };
+                self.c.reads_retried_at_replicas += 1;
+                self.redirect(io, b0, r0, b1 - b0, out);
+                true
+            }
+        }
+    }
+
     /// The first block of the contiguous replica set nearest the head, if one is nearer
     /// than the originals.
     fn nearest_replicas(&self, now: Nanos, io: &Io, b0: u64, n: u64) -> Option<u64> {
-        let mut best = (self.access_cost(now, io.offset), None);
+        self.replica_set(now, io, b0, n, false)
+    }
+
+    /// The first block of the contiguous replica set nearest the head; with `any` false,
+    /// only if it is nearer than the originals.
+    fn replica_set(&self, now: Nanos, io: &Io, b0: u64, n: u64, any: bool) -> Option<u64> {
+        let mut best = (
+            if any {
+                Nanos::MAX
+            } else {
+                self.access_cost(now, io.offset)
+            },
+            None,
+        );
         for k in 0..self.p.degree as usize {
             let Some(&r0) = self.table.get(b0).and_then(|e| e.replicas().get(k)) else {
                 continue;
@@ -732,7 +813,7 @@ impl Fs2 {
                 continue;
             }
             let cost = self.access_cost(now, r0 * BLOCK + (io.offset - b0 * BLOCK));
-            if cost < best.0 {
+            if cost < best.0 || (any && best.1.is_none()) {
                 best = (cost, Some(r0));
             }
         }
@@ -1307,8 +1388,10 @@ impl Function for Fs2 {
             self.flushed(done.status == Status::Ok);
             return self.settle(now, out);
         }
+        let mut from = None;
         if let Some((io, r0, n)) = self.redirected.remove(&id) {
             done.io = io;
+            from = Some((r0, n));
             for b in r0..r0 + n {
                 if let Some(k) = self.busy.get_mut(&b) {
                     *k -= 1;
@@ -1323,6 +1406,14 @@ impl Function for Fs2 {
             // Before the reply: the read's buffer is the host's until it is answered.
             if done.status == Status::Ok {
                 self.copy_read_bytes(now, &done.io, b0, b1, out);
+            }
+        }
+        if done.io.op == Op::Read && !id.is_own() && done.io.dev == self.disk {
+            if done.status == Status::IoError && self.retry_read(now, done.io, from, out) {
+                return self.settle(now, out);
+            }
+            if !self.retries.is_empty() && self.retries.remove(&id).is_some() {
+                self.c.reads_recovered += (done.status == Status::Ok) as u64;
             }
         }
         if id.is_sub() {
@@ -1425,6 +1516,11 @@ impl Function for Fs2 {
             ("suspensions", c.suspensions),
             ("resumptions", c.resumptions),
             ("critical_events", c.critical_events),
+            ("read_errors", c.read_errors),
+            ("reads_retried_at_originals", c.reads_retried_at_originals),
+            ("reads_retried_at_replicas", c.reads_retried_at_replicas),
+            ("reads_recovered", c.reads_recovered),
+            ("replicas_dropped_read_error", c.replicas_dropped_read_error),
             ("replica_blocks", self.table.len() as u64),
             ("free_blocks", self.free.total()),
         ]

@@ -1434,3 +1434,186 @@ fn a_block_two_discards_cover_is_free_only_once_both_are_back() {
         "handed to the last one back"
     );
 }
+
+fn complete_with(f: &mut Fs2, now: Nanos, io: Io, status: Status) -> Vec<Action> {
+    let mut out = Actions::new();
+    f.on_completion(
+        now,
+        Completion {
+            io,
+            status,
+            finished: now,
+            breakdown: Breakdown::default(),
+        },
+        &mut out,
+    );
+    out.as_slice().to_vec()
+}
+
+fn counter(f: &Fs2, name: &str) -> f64 {
+    f.counters()
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .1
+}
+
+fn replied(acts: &[Action]) -> Vec<Completion> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Reply(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_read_failed_at_its_replicas_is_sent_to_the_originals_and_the_replicas_dropped() {
+    let mut f = toy(NO_MARKS);
+    // Originals 1000..1004 (cylinder 125), replicas 16..20 (cylinder 2), the head at 0:
+    // the read goes to the replicas.
+    replicate(&mut f, 1000, 16, 4);
+    let r = host(Op::Read, 1000, 4);
+    let sent = request(&mut f, 0, r);
+    assert_eq!(sent[0].offset, 16 * BLOCK);
+    // The replicas' sectors fail: no reply, the same read at the originals.
+    let acts = complete_with(&mut f, MS, sent[0], Status::IoError);
+    assert!(replied(&acts).is_empty(), "{acts:?}");
+    assert_eq!(
+        submitted(&acts),
+        vec![r],
+        "the read as received, at the originals"
+    );
+    for b in 1000..1004 {
+        assert!(f.table().get(b).is_none(), "block {b}'s replica dropped");
+    }
+    assert_eq!(counter(&f, "replicas_dropped_read_error"), 4.0);
+    assert_eq!(counter(&f, "reads_retried_at_originals"), 1.0);
+    // Free again (no read of them out, no journal): the next copies may use them.
+    assert!((16..20).all(|b| f.is_free(b)));
+    let acts = complete_with(&mut f, 2 * MS, r, Status::Ok);
+    assert_eq!(replied(&acts).len(), 1);
+    assert_eq!(
+        (replied(&acts)[0].io, replied(&acts)[0].status),
+        (r, Status::Ok)
+    );
+    assert_eq!(counter(&f, "reads_recovered"), 1.0);
+    assert_eq!(counter(&f, "read_errors"), 1.0);
+    assert!(f.retries.is_empty());
+
+    // The originals fail too: no replica set is left, the error goes up.
+    replicate(&mut f, 1000, 16, 4);
+    f.head = 0;
+    let r = host(Op::Read, 1000, 4);
+    let sent = request(&mut f, 3 * MS, r);
+    complete_with(&mut f, 4 * MS, sent[0], Status::IoError);
+    let acts = complete_with(&mut f, 5 * MS, r, Status::IoError);
+    assert_eq!(replied(&acts).len(), 1);
+    assert_eq!(
+        (replied(&acts)[0].io, replied(&acts)[0].status),
+        (r, Status::IoError)
+    );
+    assert!(submitted(&acts).is_empty());
+    assert_eq!(counter(&f, "read_errors"), 3.0);
+    assert_eq!(counter(&f, "reads_recovered"), 1.0);
+    assert!(f.retries.is_empty());
+}
+
+#[test]
+fn a_read_failed_at_its_originals_is_sent_to_a_whole_replica_set() {
+    let mut f = toy(NO_MARKS);
+    replicate(&mut f, 1000, 16, 4);
+    // The head at the originals: they are nearer, the read goes there.
+    f.head = 1000 * BLOCK;
+    let r = host(Op::Read, 1000, 4);
+    assert_eq!(request(&mut f, 0, r), vec![r]);
+    let acts = complete_with(&mut f, MS, r, Status::IoError);
+    assert!(replied(&acts).is_empty(), "{acts:?}");
+    let sent = submitted(&acts);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].id, sent[0].offset, sent[0].len),
+        (r.id, 16 * BLOCK, r.len)
+    );
+    assert_eq!(counter(&f, "reads_retried_at_replicas"), 1.0);
+    // While it is out, the replica blocks are busy: a write of one waits.
+    assert!(f.conflicts(17, 18));
+    let acts = complete_with(&mut f, 2 * MS, sent[0], Status::Ok);
+    let c = replied(&acts);
+    assert_eq!(
+        (c.len(), c[0].io, c[0].status),
+        (1, r, Status::Ok),
+        "answered as the read received"
+    );
+    assert!(!f.conflicts(17, 18));
+    assert_eq!(counter(&f, "reads_recovered"), 1.0);
+    // The replicas served: they stay.
+    assert_eq!(
+        f.table().get(1000).map(|e| e.replicas().to_vec()),
+        Some(vec![16])
+    );
+
+    // Partly replicated: no whole set to read, the error goes up at once.
+    f.head = 1002 * BLOCK;
+    let r = host(Op::Read, 1002, 4);
+    assert_eq!(request(&mut f, 3 * MS, r), vec![r]);
+    let acts = complete_with(&mut f, 4 * MS, r, Status::IoError);
+    assert_eq!(
+        replied(&acts).iter().map(|c| c.status).collect::<Vec<_>>(),
+        vec![Status::IoError]
+    );
+    assert!(submitted(&acts).is_empty());
+}
+
+#[test]
+fn with_two_replica_sets_a_read_tries_each_copy_once() {
+    let mut f = toy(&format!("{NO_MARKS}degree = 2\n"));
+    // Set 0 at 16..18 (cylinder 2), set 1 at 4000..4002 (cylinder 500); originals at
+    // 1000..1002 (cylinder 125).
+    for (o, a, b) in [(1000, 16, 4000), (1001, 17, 4001)] {
+        assert!(f.table.add(o, a, 0) && f.table.add(o, b, 0));
+        f.free.remove(a, a + 1);
+        f.free.remove(b, b + 1);
+    }
+    let r = host(Op::Read, 1000, 2);
+    let at = |acts: &[Action]| {
+        submitted(acts)
+            .iter()
+            .map(|io| io.offset / BLOCK)
+            .collect::<Vec<_>>()
+    };
+    let sent = request(&mut f, 0, r);
+    assert_eq!(sent[0].offset / BLOCK, 16, "the nearest copy");
+    let acts = complete_with(&mut f, MS, sent[0], Status::IoError);
+    assert_eq!(at(&acts), vec![1000], "set 0 failed: the originals");
+    let acts = complete_with(&mut f, 2 * MS, r, Status::IoError);
+    assert_eq!(at(&acts), vec![4000], "the originals failed: the set left");
+    let mut back = submitted(&acts)[0];
+    back.offset = 4000 * BLOCK;
+    let acts = complete_with(&mut f, 3 * MS, back, Status::IoError);
+    assert_eq!(at(&acts), vec![1000], "set 1 failed: the originals again");
+    assert!(f.table().get(1000).is_none() && f.table().get(1001).is_none());
+    let acts = complete_with(&mut f, 4 * MS, r, Status::IoError);
+    assert!(at(&acts).is_empty());
+    assert_eq!(
+        replied(&acts).iter().map(|c| c.status).collect::<Vec<_>>(),
+        vec![Status::IoError]
+    );
+    assert_eq!(counter(&f, "read_errors"), 4.0);
+    assert_eq!(counter(&f, "reads_retried_at_originals"), 2.0);
+    assert_eq!(counter(&f, "reads_retried_at_replicas"), 1.0);
+    assert!(f.retries.is_empty());
+}
+
+#[test]
+fn without_retries_a_failed_read_goes_up_as_it_came() {
+    let mut f = toy(&format!("{NO_MARKS}retry_failed_reads = false\n"));
+    replicate(&mut f, 1000, 16, 4);
+    let r = host(Op::Read, 1000, 4);
+    let sent = request(&mut f, 0, r);
+    let acts = complete_with(&mut f, MS, sent[0], Status::IoError);
+    let c = replied(&acts);
+    assert_eq!((c.len(), c[0].io, c[0].status), (1, r, Status::IoError));
+    assert!(submitted(&acts).is_empty());
+    assert!(f.table().get(1000).is_some(), "the replicas kept");
+}
