@@ -84,6 +84,7 @@ struct Keys {
     writeback_interval_s: Option<f64>,
     clean_on_spin_up: Option<bool>,
     clean_on_stop: Option<bool>,
+    retry_failed_reads: Option<bool>,
     readahead_pages: Option<u64>,
     persist_map: Option<bool>,
     merge_disk_pages: Option<bool>,
@@ -136,6 +137,9 @@ pub struct Params {
     /// paper's "clean unload"; false leaves dirty pages in the ECD for the next start to
     /// recover from the logged map.
     pub clean_on_stop: bool,
+    /// A read of clean pages that fails on the ECD (EIO) is sent to the disk, which holds
+    /// the same data (bcache's recovery of a cache read error, clean data only).
+    pub retry_failed_reads: bool,
     /// A read miss also ranks the next this-many pages as accessed, so the next
     /// reconfiguration prefetches them (laptop mode's large read-ahead).
     pub readahead_pages: u64,
@@ -178,6 +182,7 @@ impl Default for Params {
             writeback_interval: secs_to_ns(5.0),
             clean_on_spin_up: false,
             clean_on_stop: true,
+            retry_failed_reads: true,
             readahead_pages: 0,
             persist_map: true,
             merge_disk_pages: true,
@@ -255,6 +260,7 @@ impl Params {
             )?,
             clean_on_spin_up: k.clean_on_spin_up.unwrap_or(d.clean_on_spin_up),
             clean_on_stop: k.clean_on_stop.unwrap_or(d.clean_on_stop),
+            retry_failed_reads: k.retry_failed_reads.unwrap_or(d.retry_failed_reads),
             readahead_pages: match k.readahead_pages {
                 Some(n) => range::count(&path("readahead_pages"), n, 0, MAX_READAHEAD)?,
                 None => d.readahead_pages,

@@ -454,6 +454,9 @@ struct Counters {
     /// Whole-page writes of an unmapped page sent to the disk, not buffered, because an
     /// earlier write of the page is still out to the disk (see `route`).
     racing_writes_to_disk: u64,
+    /// Host reads that failed on the ECD, and those sent to the disk (every page clean).
+    ecd_read_errors: u64,
+    reads_retried_at_disk: u64,
     /// Write-back copies started while a host write of the page was out (the page stays
     /// dirty after them: see `job_pages`).
     write_backs_beside_writes: u64,
@@ -1843,6 +1846,43 @@ impl Exces {
         out.submit(sub);
     }
 
+    /// A host read of ECD pages that failed, sent again to the disk: `Some` only if every
+    /// page it read is clean now — mapped to the slot read, not dirty, not being filled or
+    /// moved — so the disk holds what the ECD held (or a write that overlapped the read,
+    /// which the read may return). A dirty page's only current copy is the ECD's: its error
+    /// goes up (bcache recovering dirty data from the backing device returned stale data,
+    /// Coly Li, "bcache: only recovery I/O error for writethrough mode", 2017). The read
+    /// keeps its sub-I/O id and goes to the pages' disk offset; a failure there is final.
+    fn retry_at_disk(&mut self, done: &Completion) -> Option<Io> {
+        let io = done.io;
+        if done.status != Status::IoError || io.dev != self.flash || io.op != Op::Read {
+            return None;
+        }
+        self.c.ecd_read_errors += 1;
+        if !self.p.retry_failed_reads || self.failed {
+            return None;
+        }
+        let first = (io.offset / PAGE) as u32;
+        let last = io.end().div_ceil(PAGE) as u32;
+        let page0 = self.slots.get(first as usize)?.page;
+        for (i, slot) in (first..last).enumerate() {
+            let s = self.slots.get(slot as usize)?;
+            let clean = s.page == page0 + i as u64
+                && self.pages.get(&s.page).is_some_and(|p| p.slot == slot)
+                && !s.dirty
+                && !s.filling
+                && s.moving.is_none();
+            if !clean {
+                return None;
+            }
+        }
+        Some(Io {
+            dev: self.disk,
+            offset: page0 * PAGE + io.offset % PAGE,
+            ..io
+        })
+    }
+
     /// A page of a host request is back.
     fn sub_done(&mut self, now: Nanos, done: &Completion, out: &mut Actions) {
         let io = done.io;
@@ -2074,6 +2114,11 @@ impl Function for Exces {
                 }
             } else {
                 self.sub_done(now, &done, out);
+                if let Some(again) = self.retry_at_disk(&done) {
+                    self.c.reads_retried_at_disk += 1;
+                    out.submit(again);
+                    return;
+                }
             }
             match self.fanout.complete(&done) {
                 Step::Reply(c) if passed => out.reply(c),
@@ -2249,6 +2294,8 @@ impl Function for Exces {
             ("race_writes_to_origin", c.race_writes_to_origin as f64),
             ("race_handoffs", c.race_handoffs as f64),
             ("racing_writes_to_disk", c.racing_writes_to_disk as f64),
+            ("ecd_read_errors", c.ecd_read_errors as f64),
+            ("reads_retried_at_disk", c.reads_retried_at_disk as f64),
             (
                 "write_backs_beside_writes",
                 c.write_backs_beside_writes as f64,

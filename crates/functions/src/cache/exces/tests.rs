@@ -1427,3 +1427,60 @@ fn a_cleaning_beside_a_write_of_the_page_leaves_it_dirty() {
     assert_eq!(h.function().mapping(5), Some((0, false)));
     assert_eq!(h.counter("pages_written_back"), 1.0);
 }
+
+#[test]
+fn a_failed_ecd_read_of_clean_pages_goes_to_the_disk_and_of_a_dirty_page_fails() {
+    let mut h = harness(lru(4));
+    // Pages 10 and 11 filled (clean) into ECD pages 0 and 1.
+    read_all(&mut h, S, 1, 10);
+    read_all(&mut h, 2 * S, 2, 11);
+    assert_eq!(h.function().mapping(10), Some((0, false)));
+    assert_eq!(h.function().mapping(11), Some((1, false)));
+    // A read of both hits: one ECD read (merged), which fails …
+    let a = h.request(3 * S, io(3, Op::Read, 10 * P + 512, 2 * P as u32 - 1024));
+    assert_eq!(shape(&a), vec![(1, 512, 2 * P as u32 - 1024, Op::Read)]);
+    let r = h.complete(3 * S, submitted(&a)[0], Status::IoError);
+    // … and the same read goes to the pages' place on the disk, under its id.
+    assert!(replied(&r).is_empty(), "{r:?}");
+    assert_eq!(
+        shape(&r),
+        vec![(0, 10 * P + 512, 2 * P as u32 - 1024, Op::Read)]
+    );
+    assert_eq!(submitted(&r)[0].id, submitted(&a)[0].id);
+    let back = h.complete(3 * S, submitted(&r)[0], Status::Ok);
+    let c = replied(&back);
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].io.id, c[0].status), (IoId(3), Status::Ok));
+    assert_eq!(h.counter("ecd_read_errors"), 1.0);
+    assert_eq!(h.counter("reads_retried_at_disk"), 1.0);
+    // The disk failing too: the error goes up.
+    let a = h.request(4 * S, io(4, Op::Read, 10 * P, P as u32));
+    let r = h.complete(4 * S, submitted(&a)[0], Status::IoError);
+    let back = h.complete(4 * S, submitted(&r)[0], Status::IoError);
+    assert_eq!(replied(&back)[0].status, Status::IoError);
+    assert!(submitted(&back).is_empty());
+
+    // Page 11 written (a hit: dirty on the ECD, the disk's copy stale): its failed read
+    // is not sent to the disk, nor is a read of 10 and 11 together.
+    let w = h.request(5 * S, io(5, Op::Write, 11 * P, P as u32));
+    complete_all(&mut h, 5 * S, &w);
+    assert_eq!(h.function().mapping(11), Some((1, true)));
+    for (id, offset, len) in [(6, 11 * P, P as u32), (7, 10 * P, 2 * P as u32)] {
+        let a = h.request(6 * S, io(id, Op::Read, offset, len));
+        let r = h.complete(6 * S, submitted(&a)[0], Status::IoError);
+        assert!(submitted(&r).is_empty(), "{r:?}");
+        assert_eq!(replied(&r)[0].status, Status::IoError);
+    }
+    assert_eq!(h.counter("ecd_read_errors"), 4.0);
+    assert_eq!(h.counter("reads_retried_at_disk"), 2.0);
+
+    // Off: a clean page's failed read goes up too.
+    let mut p = lru(4);
+    p.retry_failed_reads = false;
+    let mut h = harness(p);
+    read_all(&mut h, S, 1, 10);
+    let a = h.request(2 * S, io(2, Op::Read, 10 * P, P as u32));
+    let r = h.complete(2 * S, submitted(&a)[0], Status::IoError);
+    assert!(submitted(&r).is_empty());
+    assert_eq!(replied(&r)[0].status, Status::IoError);
+}
