@@ -1,6 +1,7 @@
 //! `kind = "fs2"`: its configuration, checks, builder and swarm generator.
 
 use super::{Fs2, BLOCK};
+use crate::placement::replica::{Footprint, Vendor};
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -78,6 +79,10 @@ struct Keys {
     replicate: Option<Vec<[u64; 2]>>,
     journal_kb: Option<u64>,
     retry_failed_reads: Option<bool>,
+    avoid: Option<String>,
+    avoid_cylinders: Option<u64>,
+    avoid_angle: Option<f64>,
+    avoid_surfaces: Option<u64>,
 }
 
 /// Most replicas of one block.
@@ -150,6 +155,9 @@ pub struct Params {
     /// A host read that fails (EIO) is sent again to another copy of its blocks: from
     /// replicas to the originals, from the originals to a whole replica set.
     pub retry_failed_reads: bool,
+    /// Where a replica must not go relative to its original: the original's likely failure
+    /// footprint (`avoid`, a vendor's, with `avoid_*` overriding its fields).
+    pub avoid: Footprint,
 }
 
 impl Default for Params {
@@ -180,6 +188,7 @@ impl Default for Params {
             replicate: Vec::new(),
             journal_bytes: 0,
             retry_failed_reads: true,
+            avoid: Footprint::NONE,
         }
     }
 }
@@ -257,6 +266,27 @@ impl Params {
             replicate: list("replicate", k.replicate)?,
             journal_bytes: count("journal_kb", k.journal_kb, 0, MAX_JOURNAL_KB, 0)? * 1024,
             retry_failed_reads: k.retry_failed_reads.unwrap_or(d.retry_failed_reads),
+            avoid: {
+                let mut f = match k.avoid.as_deref() {
+                    None | Some("none") => Footprint::NONE,
+                    Some(v) => Vendor::from_name(v).map(Vendor::footprint).ok_or_else(|| {
+                        format!(
+                            "{}: expected \"none\", \"ibm\", \"wd\", \"maxtor\" or \"quantum\", got {v:?}",
+                            path("avoid")
+                        )
+                    })?,
+                };
+                if let Some(c) = k.avoid_cylinders {
+                    f.cylinders = range::count(&path("avoid_cylinders"), c, 0, 1 << 20)? as u32;
+                }
+                if let Some(a) = k.avoid_angle {
+                    f.angle = range::within(&path("avoid_angle"), a, 0.0, 1.0)?;
+                }
+                if let Some(s) = k.avoid_surfaces {
+                    f.surfaces = range::count(&path("avoid_surfaces"), s, 0, 1 << 20)? as u32;
+                }
+                f
+            },
             disk: k.disk,
         };
         if !(p.critical <= p.low && p.low <= p.high) {

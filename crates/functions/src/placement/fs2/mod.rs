@@ -66,6 +66,9 @@ use wattio_core::time::Nanos;
 /// FS2's block: the file system's (ext 4 KiB); replicas are made and tracked per block.
 pub const BLOCK: u64 = 4096;
 const NO_REGION: u32 = u32::MAX;
+/// Free runs a candidate passes over, at most, looking for one apart from its original's
+/// failure footprint (`avoid`): a bound on the work per candidate.
+const MAX_APART_TRIES: usize = 16;
 const EPOCH: TimerId = 1;
 /// An invalidation whose record is not appended yet.
 const NOT_APPENDED: u64 = u64::MAX;
@@ -179,6 +182,10 @@ struct Counters {
     reads_recovered: u64,
     /// Replicas dropped because a read of them failed.
     replicas_dropped_read_error: u64,
+    /// Free runs passed over because a replica there would share its original's failure
+    /// footprint (`avoid`), and candidates that found no run apart.
+    runs_skipped_footprint: u64,
+    candidates_dropped_footprint: u64,
 }
 
 /// The FS2 layer.
@@ -930,11 +937,56 @@ impl Fs2 {
             self.c.candidates_skipped += 1;
             return None;
         }
-        let dest = self.allocate(t, n);
+        let dest = if self.p.avoid.is_none() {
+            self.allocate(t, n)
+        } else {
+            self.allocate_apart(s, t, n)
+        };
         if dest.is_none() {
             self.c.candidates_dropped_no_space += 1;
         }
         dest
+    }
+
+    /// [`allocate`](Fs2::allocate), skipping free runs where a block's replica would share
+    /// its original's failure footprint (`avoid`): each such run is held aside while the
+    /// next is tried, up to [`MAX_APART_TRIES`], then given back. Counted: runs skipped,
+    /// and candidates that found none apart.
+    fn allocate_apart(&mut self, s: u64, t: u32, n: u64) -> Option<u64> {
+        let mut skipped: SmallVec<[u64; 8]> = SmallVec::new();
+        let mut found = None;
+        while skipped.len() < MAX_APART_TRIES {
+            let Some(d) = self.allocate(t, n) else {
+                break;
+            };
+            if self.apart(s, d, n) {
+                found = Some(d);
+                break;
+            }
+            self.c.runs_skipped_footprint += 1;
+            skipped.push(d);
+        }
+        if found.is_none() && !skipped.is_empty() {
+            self.c.candidates_dropped_footprint += 1;
+        }
+        for d in skipped {
+            self.free.insert(d, d + n);
+        }
+        found
+    }
+
+    /// No block of `s..s + n` shares its failure footprint with its replica at
+    /// `d..d + n`.
+    fn apart(&self, s: u64, d: u64, n: u64) -> bool {
+        let Some(g) = &self.geom else {
+            return true;
+        };
+        (0..n).all(
+            |i| match (g.locate((s + i) * BLOCK), g.locate((d + i) * BLOCK)) {
+                (Some(a), Some(b)) => !self.p.avoid.shares(&a, &b),
+                _ => false,
+            },
+        )
     }
 
     /// A new copy of `n` blocks from `s` to `dest` (`scratch`: a copy from memory's
@@ -1521,6 +1573,11 @@ impl Function for Fs2 {
             ("reads_retried_at_replicas", c.reads_retried_at_replicas),
             ("reads_recovered", c.reads_recovered),
             ("replicas_dropped_read_error", c.replicas_dropped_read_error),
+            ("runs_skipped_footprint", c.runs_skipped_footprint),
+            (
+                "candidates_dropped_footprint",
+                c.candidates_dropped_footprint,
+            ),
             ("replica_blocks", self.table.len() as u64),
             ("free_blocks", self.free.total()),
         ]

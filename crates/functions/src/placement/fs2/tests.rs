@@ -1617,3 +1617,72 @@ fn without_retries_a_failed_read_goes_up_as_it_came() {
     assert!(submitted(&acts).is_empty());
     assert!(f.table().get(1000).is_some(), "the replicas kept");
 }
+
+#[test]
+fn replicas_are_kept_out_of_their_originals_failure_footprint() {
+    // Region 0 (blocks 0..256, cylinders 0..32) is the target; blocks 16..24 (cylinder 2,
+    // one track: block b at angle (b mod 8) / 8) are free. The original, block 1000, is at
+    // cylinder 125, angle 0.
+    let free = format!(
+        "{NO_MARKS}region_mb = 1\nfree = [[{}, {}]]\n",
+        16 * BLOCK,
+        8 * BLOCK
+    );
+    let mut f = toy(&format!("{free}avoid_angle = 0.1\n"));
+    f.target = 0;
+    // Block 16 is at the original's angle (within ±0.05): passed over; 17 (0.125) is not.
+    assert_eq!(f.destination(1000, 1), Some(17));
+    assert!(f.is_free(16), "the run passed over is free again");
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 1.0);
+    // Originals 1001..1003 (0.125, 0.25) into 18..20 (0.25, 0.375): apart.
+    assert_eq!(f.destination(1001, 2), Some(18));
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 1.0);
+
+    // Every free block within 200 cylinders of the original: none apart, all given back.
+    let mut f = toy(&format!("{free}avoid_cylinders = 200\n"));
+    f.target = 0;
+    assert_eq!(f.destination(1000, 1), None);
+    assert_eq!(f.free_blocks(), 8);
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 8.0);
+    assert_eq!(counter(&f, "candidates_dropped_footprint"), 1.0);
+    assert_eq!(counter(&f, "candidates_dropped_no_space"), 1.0);
+    // 100 cylinders: block 16 (cylinder 2) is 123 away.
+    let mut f = toy(&format!("{free}avoid_cylinders = 100\n"));
+    f.target = 0;
+    assert_eq!(f.destination(1000, 1), Some(16));
+
+    // Off (the default): the first run, whatever its place.
+    let mut f = toy(&free);
+    f.target = 0;
+    assert_eq!(f.destination(1000, 1), Some(16));
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 0.0);
+}
+
+#[test]
+fn avoid_takes_a_vendors_footprint_and_overrides_and_names_bad_keys() {
+    use crate::placement::replica::{Footprint, Vendor};
+    assert_eq!(params("").avoid, Footprint::NONE);
+    assert_eq!(params("avoid = 'wd'").avoid, Vendor::Wd.footprint());
+    let f = params("avoid = 'ibm'\navoid_cylinders = 3\navoid_surfaces = 0");
+    assert_eq!(
+        f.avoid,
+        Footprint {
+            cylinders: 3,
+            angle: 0.02,
+            surfaces: 0
+        }
+    );
+    let err = |extra: &str| {
+        let t: toml::Table = toml::from_str(&format!("disk = 'd'\n{extra}")).unwrap();
+        Params::parse(&t, "function[2]").unwrap_err()
+    };
+    assert_eq!(
+        err("avoid = 'seagate'"),
+        "function[2].avoid: expected \"none\", \"ibm\", \"wd\", \"maxtor\" or \"quantum\", got \"seagate\""
+    );
+    assert!(
+        err("avoid_angle = 1.5").starts_with("function[2].avoid_angle: "),
+        "{}",
+        err("avoid_angle = 1.5")
+    );
+}

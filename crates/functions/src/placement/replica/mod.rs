@@ -86,6 +86,92 @@ impl Vendor {
     }
 }
 
+/// Where a failure of a block's sector is likely to take other sectors with it, relative to
+/// the block: a layer that places replicas where it likes (FS2: free space near the head)
+/// keeps them out of it. Two locations share the footprint when they are on cylinders less
+/// than `cylinders` apart (a band of whole cylinders over every surface; clusters on shared
+/// tracks), or when they are at most `angle / 2` of a revolution apart in angle on surfaces
+/// at most `surfaces` apart (a radial scratch, which follows one angle over many
+/// cylinders, on its surface and the neighbouring ones; a servo wedge on several surfaces).
+/// Zero in a field turns that part off.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Footprint {
+    pub cylinders: u32,
+    pub angle: f64,
+    pub surfaces: u32,
+}
+
+impl Footprint {
+    /// Nothing shared: every placement is independent.
+    pub const NONE: Footprint = Footprint {
+        cylinders: 0,
+        angle: 0.0,
+        surfaces: 0,
+    };
+
+    /// Whether a failure at `a` is likely to reach `b`.
+    pub fn shares(&self, a: &Location, b: &Location) -> bool {
+        if a.cylinder.abs_diff(b.cylinder) < self.cylinders {
+            return true;
+        }
+        if self.angle > 0.0 && a.surface.abs_diff(b.surface) <= self.surfaces {
+            let d = (a.angle - b.angle).rem_euclid(1.0);
+            return d.min(1.0 - d) <= self.angle / 2.0;
+        }
+        false
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.cylinders == 0 && self.angle == 0.0
+    }
+}
+
+impl Vendor {
+    /// The footprint of the vendor's case-study patterns (the digest's "Case studies";
+    /// docs/failures.md): an angular window of 0.02 of a revolution is twice the widest
+    /// scratch or servo window of the patterns `wattio reproduce failures` runs (0.01 and
+    /// 0.02 wide) — a **choice**, as is the rest of this table:
+    /// * IBM: a radial scratch on one surface and its neighbours (Deskstar: 467 of 575 on
+    ///   surface 8, the rest on neighbouring ones) → the angle on surfaces ±1;
+    /// * WD: a band over every surface of a few cylinders (Caviar: 2,832 consecutive) and
+    ///   scratches on all four surfaces (WD400BB) → 8 cylinders, as `strategy`'s "a few",
+    ///   and the angle on every surface;
+    /// * Maxtor: clusters on shared tracks → the same cylinder;
+    /// * Quantum: a servo fault every 6 tracks on two surfaces at one angle (CX10.2A) and a
+    ///   short run on 2 of 4 surfaces of one cylinder (LCT10) → the angle on every surface
+    ///   and the same cylinder.
+    pub fn footprint(self) -> Footprint {
+        const ANGLE: f64 = 0.02;
+        match self {
+            Vendor::Ibm => Footprint {
+                cylinders: 0,
+                angle: ANGLE,
+                surfaces: 1,
+            },
+            Vendor::Wd => Footprint {
+                cylinders: 8,
+                angle: ANGLE,
+                surfaces: u32::MAX,
+            },
+            Vendor::Maxtor => Footprint {
+                cylinders: 1,
+                angle: 0.0,
+                surfaces: 0,
+            },
+            Vendor::Quantum => Footprint {
+                cylinders: 1,
+                angle: ANGLE,
+                surfaces: u32::MAX,
+            },
+        }
+    }
+
+    /// The vendor named `name` (`ibm`, `wd`, `maxtor`, `quantum`).
+    pub fn from_name(name: &str) -> Option<Vendor> {
+        Vendor::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
 impl Strategy {
     pub fn name(&self) -> String {
         match self {

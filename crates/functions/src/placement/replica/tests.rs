@@ -132,3 +132,37 @@ fn a_band_and_a_radial_scratch_together_spare_only_the_shifted_replica() {
     assert_eq!(lost(Strategy::OtherSurface), 1);
     assert_eq!(lost(Strategy::CylindersAwayHalfTurn { cylinders: 2 }), 0);
 }
+
+#[test]
+fn footprints_by_hand() {
+    let at = |cylinder, surface, angle| Location {
+        zone: 0,
+        cylinder,
+        surface,
+        sector: 0,
+        sectors_per_track: 8,
+        angle,
+    };
+    let o = at(100, 3, 0.995);
+    // IBM: the angle (±0.01, across 0) on surfaces 2..=4, any cylinder.
+    let ibm = Vendor::Ibm.footprint();
+    assert!(ibm.shares(&o, &at(900, 4, 0.004)));
+    assert!(ibm.shares(&o, &at(900, 2, 0.986)));
+    assert!(!ibm.shares(&o, &at(900, 5, 0.995)), "two surfaces away");
+    assert!(!ibm.shares(&o, &at(100, 3, 0.02)), "0.03 of a turn on");
+    // WD: 8 cylinders either side on every surface, and the angle on every surface.
+    let wd = Vendor::Wd.footprint();
+    assert!(wd.shares(&o, &at(107, 0, 0.5)) && wd.shares(&o, &at(93, 7, 0.5)));
+    assert!(!wd.shares(&o, &at(108, 0, 0.5)) && !wd.shares(&o, &at(92, 7, 0.5)));
+    assert!(wd.shares(&o, &at(5000, 0, 0.999)));
+    // Maxtor: the cylinder alone.
+    let mx = Vendor::Maxtor.footprint();
+    assert!(mx.shares(&o, &at(100, 0, 0.5)) && !mx.shares(&o, &at(101, 3, 0.995)));
+    // Quantum: the cylinder, and the angle on every surface.
+    let q = Vendor::Quantum.footprint();
+    assert!(q.shares(&o, &at(100, 0, 0.5)) && q.shares(&o, &at(7000, 0, 0.986)));
+    assert!(!q.shares(&o, &at(101, 0, 0.5)));
+    assert!(!Footprint::NONE.shares(&o, &o) && Footprint::NONE.is_none());
+    assert_eq!(Vendor::from_name("wd"), Some(Vendor::Wd));
+    assert_eq!(Vendor::from_name("seagate"), None);
+}
