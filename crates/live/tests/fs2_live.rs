@@ -205,3 +205,116 @@ fn fio_verifies_through_an_fs2_export_while_replication_runs() {
     assert!(counter(&s, "reads_redirected") >= 10.0, "{c:?}");
     assert!(counter(&s, "invalidated_by_write") >= 100.0, "{c:?}");
 }
+
+/// Bad sectors under a replica, then under its original, served live: each read is
+/// answered with the block's data from the other copy (`retry_failed_reads`,
+/// docs/functions/fs2.md "Read errors"). Server 1 (no faults) makes and logs the replica of
+/// `ORIG` in region 1, as above. Server 2, with `ORIG`'s sectors bad (`fault.eio`, the
+/// device emulation answers EIO there): 20 reads of `ORIG`, each right after a read of one
+/// of the 16 blocks after it (the head beside the original, at a different angle each
+/// time: which copy is nearer depends on the rotational position); those sent to the
+/// original fail and are sent to the replica. Server 3, with the replica's sectors bad
+/// instead: 20 reads of `ORIG`, each right after a read of one of region 1's 16 blocks
+/// below the replica; the first sent to the replica fails, goes to the original, and the
+/// replica is dropped.
+#[test]
+fn reads_are_answered_from_the_other_copy_when_sectors_go_bad() {
+    let d = TempDir::new("fs2-bad-live");
+    let cfg = d.path("run.toml");
+    let disk = image(&d, "disk.img", 16 << 20, 54);
+    let mut bytes = std::fs::read(&disk).unwrap();
+    let n = bytes.len();
+    bytes[n - (64 << 10)..].fill(0);
+    std::fs::write(&disk, &bytes).unwrap();
+    let orig0 = bytes[ORIG as usize * K..(ORIG as usize + 1) * K].to_vec();
+    let sock = d.path("s");
+
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    let mut add = vec![1u8];
+    add.extend_from_slice(&ORIG.to_le_bytes());
+    add.extend_from_slice(&(REPLICA as u64).to_le_bytes());
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..3 {
+            read(&mut c, HOT);
+        }
+        assert_eq!(read(&mut c, ORIG), orig0);
+        let img = std::fs::read(&disk).unwrap();
+        if img[n - (64 << 10)..].windows(add.len()).any(|w| w == add) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no logged replica after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+
+    let with_bad = |block: u64| {
+        let fault = format!(
+            "model = \"hp-c2247a\"\n[device.fault]\neio = [[{}, {}]]\n",
+            block * K as u64,
+            (block + 1) * K as u64
+        );
+        CONFIG.replacen("model = \"hp-c2247a\"\n", &fault, 1)
+    };
+    std::fs::write(&cfg, with_bad(ORIG)).unwrap();
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    for i in 0..20 {
+        read(&mut c, ORIG + 1 + i % 16);
+        assert_eq!(
+            read(&mut c, ORIG),
+            orig0,
+            "the original is bad: the replica's bytes"
+        );
+    }
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        counter(&s, "recovered_replicas"),
+        1.0,
+        "{:?}",
+        s.function_counters
+    );
+    let (errors, retried) = (
+        counter(&s, "read_errors"),
+        counter(&s, "reads_retried_at_replicas"),
+    );
+    assert!(
+        errors >= 1.0 && retried == errors,
+        "{:?}",
+        s.function_counters
+    );
+    assert_eq!(counter(&s, "reads_recovered"), errors);
+
+    std::fs::write(&cfg, with_bad(REPLICA as u64)).unwrap();
+    let srv = serve(&cfg, &disk, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    for i in 0..20 {
+        // Blocks 256..272 of region 1, below the replica: the head at another angle each
+        // time (the rotational position decides which copy is nearer).
+        read(&mut c, 256 + i % 16);
+        assert_eq!(
+            read(&mut c, ORIG),
+            orig0,
+            "the replica is bad: the original's bytes"
+        );
+    }
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        counter(&s, "recovered_replicas"),
+        1.0,
+        "{:?}",
+        s.function_counters
+    );
+    assert_eq!(counter(&s, "read_errors"), 1.0, "{:?}", s.function_counters);
+    assert_eq!(counter(&s, "reads_retried_at_originals"), 1.0);
+    assert_eq!(counter(&s, "replicas_dropped_read_error"), 1.0);
+    assert_eq!(counter(&s, "reads_recovered"), 1.0);
+}
