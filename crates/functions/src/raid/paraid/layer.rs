@@ -429,10 +429,22 @@ impl Paraid {
                 }
                 Action::Reply(c) => {
                     let io = c.io;
+                    let held = matches!(io.buf, Buf::Scratch { .. });
+                    // Held at `dispatch`. A read is unheld before what its reply starts,
+                    // as a reply from below in the stack is: that may be a write out of
+                    // the same buffer that a replica level answers at once (a RAID-5
+                    // row's parity, refused there with two of the row's members bad), and
+                    // that write's unhold frees the buffer only if nothing else is out on
+                    // it. Unheld after, the read was still counted then, and its own
+                    // unhold frees nothing (a read's buffer is still wanted): the buffer
+                    // leaked (the swarm, seed 583,737, PARAID over an absent member).
+                    if held && io.op == Op::Read {
+                        out.unhold(io);
+                    }
                     self.returned(now, c, out);
-                    if matches!(io.buf, Buf::Scratch { .. }) {
-                        // Held at `dispatch`; after what the reply started (a copy's
-                        // release, a write out of the same buffer), as a reply from below.
+                    if held && io.op != Op::Read {
+                        // A write is unheld after what its reply started (a copy's
+                        // release), as the write that drains its buffer.
                         out.unhold(io);
                     }
                 }

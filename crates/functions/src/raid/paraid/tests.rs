@@ -7,6 +7,7 @@ use crate::raid::stripe::{Level, Parity};
 use wattio_core::function::{Action, Function};
 use wattio_core::io::{Buf, Io, Op, Status};
 use wattio_core::region::Region;
+use wattio_core::scratch::ScratchLife;
 use wattio_core::testing::{disk, replied, submitted, Harness};
 use wattio_core::time::NS_PER_S;
 use wattio_core::Request;
@@ -839,4 +840,117 @@ fn a_copied_chunk_is_logged_clean_only_once_the_disks_are_flushed() {
         }
         settle(&mut h, NS_PER_S, held);
     }
+}
+
+/// The kernel's scratch-buffer rule (`wattio_core::scratch`) kept over what the layer asks
+/// for, in order (device I/O out and back, holds and unholds, releases, buffers filled),
+/// and the device I/O out.
+#[derive(Default)]
+struct Life {
+    life: ScratchLife,
+    out: Vec<Io>,
+}
+
+impl Life {
+    fn acts(&mut self, actions: &[Action]) {
+        for a in actions {
+            match a {
+                Action::Submit(io) => {
+                    self.life.out(io);
+                    self.out.push(*io);
+                }
+                Action::Hold(io) => self.life.out(io),
+                Action::Unhold(io) => {
+                    self.life.back(io);
+                }
+                &Action::Release { buf } => {
+                    self.life.release(buf);
+                }
+                &Action::Xor { dst, len, .. } | &Action::Copy { dst, len, .. } => {
+                    self.life.open(dst, len)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The device I/O out to `dev` at `offset`.
+    fn find(&self, dev: u16, offset: u64) -> Io {
+        *self
+            .out
+            .iter()
+            .find(|io| io.dev == dev && io.offset == offset)
+            .unwrap_or_else(|| panic!("no I/O out to d{dev} at {offset}: {:?}", self.out))
+    }
+
+    /// Device I/O `io` is back (the buffer's count first, as the kernel does).
+    fn complete(&mut self, h: &mut Harness<Paraid>, io: Io, status: Status) -> Vec<Action> {
+        self.out.retain(|o| o.id != io.id);
+        self.life.back(&io);
+        let a = h.complete(1, io, status);
+        self.acts(&a);
+        a
+    }
+
+    /// Complete every device I/O out (and those they cause) OK.
+    fn settle(&mut self, h: &mut Harness<Paraid>) {
+        while let Some(&io) = self.out.first() {
+            self.complete(h, io, Status::Ok);
+        }
+    }
+}
+
+#[test]
+fn a_parity_write_a_replica_level_refuses_at_once_frees_the_rows_buffer() {
+    // RAID-5 {3,4}, low gear: disk 3 is off, held whole by the soft RAID-5 over disks 0–2
+    // (its byte x at that volume's x: soft stripe 0 holds disk 3's chunks 0 and 1 on disks
+    // 0 and 1, its parity on disk 2).
+    let top = regions(Level::Raid5, &[3, 4], CHUNKS).unwrap()[1];
+    let soft = top * K;
+    let mut h = array(params(Level::Raid5, &[3, 4], true));
+    let mut life = Life::default();
+    life.acts(&h.start(0));
+    // Host block 3 (top stripe 1, data on disk 3's chunk 1): a read-modify-write whose old
+    // data is read in the soft RAID, on disk 1. That read fails, and so does the rebuild's
+    // (which reads the page again first, then the soft parity on disk 2): disks 1 and 2
+    // are bad in soft row 0.
+    let a = h.request(0, host(1, Op::Write, 3, 1));
+    life.acts(&a);
+    assert_eq!(
+        shape(&a),
+        vec![(1, soft, Op::Read, 0, false), (2, K, Op::Read, 0, false)]
+    );
+    life.complete(&mut h, life.find(1, soft), Status::IoError);
+    life.complete(&mut h, life.find(1, soft), Status::IoError);
+    life.complete(&mut h, life.find(2, soft), Status::IoError);
+    life.settle(&mut h);
+    assert!(life.life.is_empty(), "{:?}", life.life);
+    // Host block 0 (top stripe 0: data on disk 0, parity on disk 3's chunk 0): a
+    // read-modify-write reading the old parity in the soft RAID (its page on disk 0 is
+    // good: read directly).
+    let a = h.request(2, host(2, Op::Write, 0, 1));
+    life.acts(&a);
+    assert_eq!(
+        shape(&a),
+        vec![(0, 0, Op::Read, 0, false), (0, soft, Op::Read, 0, false)]
+    );
+    life.complete(&mut h, life.find(0, 0), Status::Ok);
+    // The old parity is back last: the new parity goes to the soft RAID, which refuses it
+    // at once (two of its row's members are bad), while the data goes to disk 0.
+    let w = life.complete(&mut h, life.find(0, soft), Status::Ok);
+    assert_eq!(shape(&w), vec![(0, 0, Op::Write, 0, false)], "{w:?}");
+    let holds = w.iter().filter(|a| matches!(a, Action::Hold(_))).count();
+    assert_eq!(
+        holds, 1,
+        "the parity write, held while the soft RAID serves it"
+    );
+    life.settle(&mut h);
+    // The row's scratch buffer was drained by its parity write's answer: nothing is left
+    // alive (the read's unhold used to come after that answer, which then found the read
+    // still counted and freed nothing; the read's own unhold frees nothing).
+    assert!(
+        life.life.is_empty(),
+        "a scratch buffer leaked: {:?}",
+        life.life
+    );
 }
