@@ -213,3 +213,66 @@ fn slow_fio_verifies_through_an_exces_export_while_reconfigurations_move_pages()
     );
     assert!(layer_counter(&s, "exces", "pages_flushed") >= 10.0, "{c:?}");
 }
+
+/// A flash card whose pages go bad while the server runs (`fault.after_s`: its 16 cache
+/// pages fail with EIO from 2 s on): reads of pages the LRU baseline filled clean before
+/// then are answered from the disk image (`retry_failed_reads`, docs/functions/exces.md).
+#[test]
+fn reads_of_clean_pages_on_a_flash_card_gone_bad_are_answered_from_the_disk() {
+    let d = TempDir::new("exces-bad-live");
+    let body = CONFIG
+        .replace(
+            "model = \"sandisk-ultra-cf-2gb\"\n",
+            &format!(
+                "model = \"sandisk-ultra-cf-2gb\"\n[device.fault]\neio = [[0, {}]]\nafter_s = 2.0\n",
+                16 * K
+            ),
+        )
+        .replace(
+            "absorb_writes = \"always\"\n",
+            "ranking = \"recency\"\nmiss_threshold_per_min = 0\nmin_interval_s = 0\n",
+        );
+    let cfg = run_config(&d, &body);
+    let disk: PathBuf = image(&d, "disk.img", 1 << 20, 43);
+    let ecd: PathBuf = d.path("ecd.img");
+    std::fs::write(&ecd, vec![0u8; 1 << 20]).unwrap();
+    let disk0 = std::fs::read(&disk).unwrap();
+    let sock = d.path("s");
+    let t0 = std::time::Instant::now();
+    let srv = serve(&cfg, &disk, &ecd, &sock);
+    // The session started between `t0` and now: the card goes bad by `t1` + 2 s, and not
+    // before `t0` + 2 s.
+    let t1 = std::time::Instant::now();
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    // Pages 3..7 missed, each filled into an ECD page (clean) behind the host's read; the
+    // next read once the fill has landed (a miss during a reconfiguration starts none).
+    for p in 3..7usize {
+        let r = c.read((p * K) as u64, K as u32).unwrap();
+        assert_eq!((r.error, &r.data[..]), (0, &disk0[p * K..(p + 1) * K]));
+        let page = &disk0[p * K..(p + 1) * K];
+        while !std::fs::read(&ecd).unwrap()[..16 * K]
+            .chunks(K)
+            .any(|e| e == page)
+        {
+            assert!(
+                t0.elapsed() < Duration::from_millis(1800),
+                "page {p} was not filled before the card went bad"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(2300).saturating_sub(t1.elapsed()));
+    // The card's pages fail now: every read is answered from the disk image.
+    for _ in 0..2 {
+        for p in 3..7usize {
+            let r = c.read((p * K) as u64, K as u32).unwrap();
+            assert_eq!((r.error, &r.data[..]), (0, &disk0[p * K..(p + 1) * K]));
+        }
+    }
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    let n = |k: &str| layer_counter(&s, "lru", k);
+    assert_eq!(n("read_hits"), 8.0, "{:?}", s.function_counters);
+    assert_eq!(n("ecd_read_errors"), 8.0);
+    assert_eq!(n("reads_retried_at_disk"), 8.0);
+}
