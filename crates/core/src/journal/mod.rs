@@ -793,11 +793,13 @@ fn scan(a: &[u8], h: &Header) -> (Vec<Vec<u8>>, usize, bool) {
         let head = &a[p..p + RECORD_HEADER];
         let magic = u32_at(head, 0);
         if magic != RECORD_MAGIC {
-            let aligned = (p as u64).is_multiple_of(BLOCK);
-            if !aligned && head.iter().all(|&x| x == 0) {
-                // The zero padding after a write's last record: the next write starts on
-                // the next block.
-                p = (p as u64).div_ceil(BLOCK) as usize * BLOCK as usize;
+            // The zero padding after a write's last record: the next write starts on the
+            // next block. Only the rest of this block is padding, and it may be shorter
+            // than a record header (42-byte records: 97 fill a block but 22 bytes), so a
+            // header's worth of bytes here would reach into the next write's first record.
+            let next = (p as u64).div_ceil(BLOCK) as usize * BLOCK as usize;
+            if next > p && a[p..next.min(a.len())].iter().all(|&x| x == 0) {
+                p = next;
                 continue;
             }
             return (out, end, !head.iter().all(|&x| x == 0));
