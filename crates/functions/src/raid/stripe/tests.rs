@@ -576,6 +576,74 @@ fn a_member_past_its_read_errors_fails_and_is_recovered_onto_the_spare_from_the_
     assert_eq!(shape(&r), vec![(3, 0, Op::Read)]);
 }
 
+/// Swarm seed 659,220: a group commit of 97 records (42 bytes each with the journal's
+/// header: 4,074 bytes) leaves 22 zero bytes at the end of its block, fewer than a record
+/// header. A log whose read-back stopped there dropped every later write — here the
+/// `faulty` record of `d1`, which a restart then read directly for data that writes since
+/// had only put in the parity (the swarm read back a block's initial content).
+#[test]
+fn a_member_failed_after_a_log_block_of_97_records_stays_failed_after_a_restart() {
+    let failing = || {
+        let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+        let devs = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+        let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+            .persist(4096)
+            .failures(None, 98);
+        Harness::new(r, devs).unwrap()
+    };
+    let mut h = failing();
+    let region = h.function().regions()[0];
+    let mut img = vec![0; region.len as usize];
+    let a = h.log_bytes(&img.clone());
+    assert!(settle(&mut h, region, &mut img, a).is_empty());
+    // Stripes 0, 3, 6, ... (parity on d2) hold data chunk 1 on d1: volume block 6i + 1.
+    // Its read fails, and its retry alone: d1's page is bad, one record each.
+    let fail_page = |h: &mut Harness<Raid>, i: u64| {
+        let sub = submitted(&h.request(i, host(i, Op::Read, 6 * i + 1, 1)))[0];
+        assert_eq!((sub.dev, sub.offset), (1, 3 * i * K));
+        let retry = submitted(&h.complete(i, sub, Status::IoError))[0];
+        h.complete(i, retry, Status::IoError)
+    };
+    // The first record's write goes out; the next 97 records wait for it, and go together.
+    let a = fail_page(&mut h, 0);
+    let first = h.land(&a, region, &mut img);
+    assert_eq!(first.len(), 1);
+    for i in 1..98 {
+        assert!(split_log(&fail_page(&mut h, i), region).0.is_empty());
+    }
+    let a = h.complete(100, first[0], Status::Ok);
+    let group = h.land(&a, region, &mut img);
+    assert_eq!(group.len(), 1);
+    assert_eq!(group[0].len as u64, K, "97 records of 42 bytes: one block");
+    let at = (group[0].offset - region.offset) as usize;
+    assert!(img[at + 4074..at + 4096].iter().all(|&b| b == 0));
+    assert_eq!(img[at + 4064..at + 4074], persist::record(1, 3 * 97));
+    let a = h.complete(101, group[0], Status::Ok);
+    assert!(settle(&mut h, region, &mut img, a).is_empty());
+    // The 99th failed read is past the bound: d1 is failed — its record in the next block.
+    let a = fail_page(&mut h, 98);
+    settle(&mut h, region, &mut img, a);
+    assert_eq!((h.counter("faulty"), h.counter("bad_pages")), (1.0, 99.0));
+    // A restart reads every record back: d1 is still failed, so a read of a chunk of d1's
+    // never marked bad is rebuilt from d0 and d2, not read from d1 (which no write reached
+    // since it failed).
+    let mut again = failing();
+    let a = again.recover_log(&img);
+    assert!(submitted(&a).is_empty());
+    assert_eq!(
+        (
+            again.counter("recovered_faulty"),
+            again.counter("recovered_bad_pages")
+        ),
+        (1.0, 99.0)
+    );
+    let r = submitted(&again.request(1, host(1, Op::Read, 6 * 99 + 1, 1)));
+    assert_eq!(
+        shape(&r),
+        vec![(0, 3 * 99, Op::Read), (2, 3 * 99, Op::Read)]
+    );
+}
+
 /// A persisted RAID-5 of three 4 KiB-chunk members, parity known, a copy of its log on
 /// every member.
 fn mirrored() -> Harness<Raid> {
