@@ -64,6 +64,9 @@ const MIRROR_SCRATCH: u64 = 1 << 47;
 pub const PROPAGATION_PRIORITY: i8 = -1;
 /// Rated start/stop cycles when neither the table nor the catalogue gives them (the paper).
 pub const DEFAULT_RATED_CYCLES: u64 = 20_000;
+/// A chunk whose copy failed n times in a row waits 2^min(n−1, this) samples for its next
+/// try (`copy_failed`).
+const MAX_BACKOFF_EXP: u32 = 20;
 
 /// The layer's parameters (checked by `config`).
 #[derive(Clone, Debug, PartialEq)]
@@ -270,8 +273,13 @@ pub struct Paraid {
     /// the chunk dirty again takes it out (its `Newer` record comes later in the log than
     /// the `Clean` would have).
     cleaning: FlushRounds<(usize, u64), Side>,
-    /// Chunks whose copy failed since the last sample.
+    /// Chunks whose copy failed, not to be tried again yet (`copy_failed`).
     failed: FxHashSet<(usize, u64)>,
+    /// Chunks whose last copy failed: how many failed in a row, and the sample from which
+    /// the next may go.
+    backoff: FxHashMap<(usize, u64), (u32, u64)>,
+    /// Samples taken.
+    samples: u64,
     copier: Copier,
     /// I/O sent down, by the own-I/O number it was renamed to (a slab: numbers are reused).
     pending: Vec<Option<Pending>>,
@@ -329,6 +337,8 @@ impl Paraid {
             copying: FxHashMap::default(),
             cleaning: FlushRounds::new(),
             failed: FxHashSet::default(),
+            backoff: FxHashMap::default(),
+            samples: 0,
             copier: Copier::new(COPY_BASE),
             pending: Vec::new(),
             free: Vec::new(),
@@ -817,6 +827,7 @@ impl Paraid {
                     match status {
                         Status::Ok => {
                             self.counters.copies += 1;
+                            self.backoff.remove(&key);
                             let copied = self
                                 .dirty
                                 .get(&key)
@@ -859,10 +870,20 @@ impl Paraid {
     }
 
     /// Chunk `key` could not be brought up to date on its other side (a copy, or the flush
-    /// round after it, failed): not retried before the next sample; a downshift that cannot
-    /// bring a leaving disk's replica up to date is abandoned.
+    /// round after it, failed): not retried before the next sample (in a full
+    /// synchronization, before the first sample after its switch), and after n failures in
+    /// a row not before 2^(n−1) samples (1, 2, 4, …). Each try reads the source: a copy
+    /// that can never succeed (its other side an absent member, or a medium error that
+    /// stays) re-tried at every sample kept the source disk busy for ever when the tries
+    /// of a few chunks took longer than a sample (a slow disk), and starved the I/O a layer
+    /// above queued there at the same priority (EXCES's write-back, on an SSTF queue: swarm
+    /// seed 702,825). The chunk stays newer on its side meanwhile, served from there. A
+    /// downshift that cannot bring a leaving disk's replica up to date is abandoned.
     fn copy_failed(&mut self, key: (usize, u64)) {
         self.failed.insert(key);
+        let fails = self.backoff.get(&key).map_or(0, |b| b.0) + 1;
+        let wait = 1u64 << (fails - 1).min(MAX_BACKOFF_EXP);
+        self.backoff.insert(key, (fails, self.samples + wait));
         if self
             .target
             .is_some_and(|t| self.leaving(self.gear, t).contains(&key.0))
@@ -984,8 +1005,8 @@ impl Paraid {
         if let Some((r, since)) = self.rising {
             // Synchronized when no copy is out and no arriving disk's replica is newer (a
             // host write meanwhile went to the replica: another round) — but for chunks
-            // whose copy failed since the last sample: they stay replica-newer, served
-            // from the replica and re-tried after the switch as on demand. Waiting for
+            // whose copy failed: they stay replica-newer, served from the replica and
+            // re-tried after the switch as on demand (not before: `on_timer`). Waiting for
             // them would keep the array in the low gear for as long as the error lasts.
             let arriving = self.leaving(r, self.gear);
             let left = self.dirty.count(arriving.clone(), Side::Replica);
@@ -1348,8 +1369,22 @@ impl Function for Paraid {
         }
         self.switch(now, self.gear, out);
         self.flush_for_clean(true, out);
-        if !self.failed.is_empty() {
-            self.failed.clear();
+        // Failed copies whose wait is over (`copy_failed`) are re-tried at the sample, but
+        // not while a full synchronization runs: its switch waits for no copy to be out,
+        // and re-tried at every sample a failed copy slower than a sample (its source read
+        // on a slow disk) kept one out for ever. The array stayed in the low gear, deaf to
+        // the policy, re-copying to an absent member at every sample (swarm seed 702,825).
+        // They go after the switch, as on demand (`pump`).
+        self.samples += 1;
+        if !self.backoff.is_empty() {
+            // A chunk clean again by other means (a write to both sides) starts afresh.
+            let dirty = &self.dirty;
+            self.backoff.retain(|k, _| dirty.get(k).is_some());
+        }
+        if !self.failed.is_empty() && self.rising.is_none() {
+            let (backoff, samples) = (&self.backoff, self.samples);
+            self.failed
+                .retain(|k| backoff.get(k).is_some_and(|&(_, due)| due > samples));
             self.pump(now, out);
         }
         let u = self.busy.sample(now) as f64 / self.p.shift.sample as f64;
@@ -1377,9 +1412,23 @@ impl Function for Paraid {
             Shift::Up | Shift::Down if self.rising.is_some() => {}
             Shift::Up => self.upshift(now, out),
             Shift::Down if self.target.is_none() => {
-                self.target = Some(gear - 1);
-                self.settle_mark = None;
-                self.pump(now, out);
+                // A leaving disk's chunk whose copy waits for its next try (`copy_failed`)
+                // cannot reach its replica now: the downshift is abandoned at once, as that
+                // copy's failure abandoned the last one. Waiting for the try would hold
+                // back every other copy meanwhile (`pump` runs a downshift's alone).
+                let leaving = self.leaving(gear, gear - 1);
+                let dirty = &self.dirty;
+                let waits = self
+                    .failed
+                    .iter()
+                    .any(|&k| leaving.contains(&k.0) && dirty.side_of(k) == Some(Side::Original));
+                if waits {
+                    self.counters.abandoned += 1;
+                } else {
+                    self.target = Some(gear - 1);
+                    self.settle_mark = None;
+                    self.pump(now, out);
+                }
             }
             Shift::Down | Shift::Stay => {
                 if gear > 0 && !can_down {

@@ -599,6 +599,134 @@ fn a_full_synchronization_whose_copy_fails_switches_and_leaves_the_chunk_on_the_
     settle(&mut h, 2 * NS_PER_S, held);
 }
 
+/// A full synchronization whose failed copies are slower than a sample still ends: a chunk
+/// whose copy failed is re-tried only after the switch. Re-tried at every sample, as before,
+/// a copy was always in flight when copies took longer than a sample (its source read on
+/// a slow disk), so the switch, which waits for none to be out, never came: the array
+/// stayed in the low gear, deaf to the policy, re-copying to an absent member for ever
+/// (swarm seed 702,825; EXCES above it waited for ever for a move's read that the copies'
+/// reads kept behind them on the disk's SSTF queue, and never answered a FUA write).
+#[test]
+fn a_full_synchronization_whose_failed_copies_outlast_a_sample_still_switches() {
+    // RAID-0 {1,2}; disk 1's chunks 0 and 1 (host blocks 1 and 3) written into the replica,
+    // both copied at once.
+    let (mut h, held, base, a) = syncing(Level::Raid0, &[1, 2], 2, &[(1, 1), (3, 1)]);
+    let reads = submitted(&a);
+    assert_eq!(
+        shape(&a),
+        vec![
+            (0, base, Op::Read, -1, false),
+            (0, base + K, Op::Read, -1, false)
+        ]
+    );
+    // Chunk 0's copy fails on disk 1 (absent: every I/O an error at once).
+    let c = h.complete(NS_PER_S, reads[0], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+    h.complete(NS_PER_S, submitted(&c)[0], Status::IoError);
+    // A sample while chunk 1's read is still out: chunk 0 is not copied again yet.
+    let t = h.timer(2 * NS_PER_S, 0);
+    assert!(
+        shape(&t).is_empty(),
+        "re-tried during the synchronization: {:?}",
+        shape(&t)
+    );
+    // Chunk 1's copy fails too: nothing is out, and only failed chunks are left.
+    let later = 2 * NS_PER_S + NS_PER_S / 2;
+    let c = h.complete(later, reads[1], Status::Ok);
+    assert_eq!(shape(&c), vec![(1, K, Op::Write, -1, true)]);
+    h.complete(later, submitted(&c)[0], Status::IoError);
+    assert_eq!(h.function().gear(), 1, "switched without the failed chunks");
+    assert_eq!(h.counter("upshift_sync_left_failed"), 2.0);
+    // In the high gear the next sample re-tries both, as on demand.
+    let t = h.timer(3 * NS_PER_S, 0);
+    assert_eq!(
+        shape(&t),
+        vec![
+            (0, base, Op::Read, -1, false),
+            (0, base + K, Op::Read, -1, false)
+        ]
+    );
+    settle(&mut h, 3 * NS_PER_S, t);
+    assert!(h.function().dirty().is_empty());
+    settle(&mut h, 3 * NS_PER_S, held);
+}
+
+/// A chunk whose copy keeps failing is re-tried ever more rarely: after n failures in a row,
+/// 2^(n−1) samples later (1, 2, 4, …). Each try reads the source; re-tried at every sample,
+/// the copies to an absent member of a few chunks on a slow disk kept it busy for ever and
+/// starved the write-back an EXCES above it queued there (swarm seed 702,825).
+#[test]
+fn a_copy_that_keeps_failing_is_retried_ever_more_rarely() {
+    // RAID-0 {1,2}; disk 1's chunk 0 (host block 1) written into the replica; the
+    // synchronization's copy fails on disk 1 and the gear switches without it.
+    let (mut h, held, base, a) = syncing(Level::Raid0, &[1, 2], 4, &[(1, 1)]);
+    let c = h.complete(NS_PER_S, submitted(&a)[0], Status::Ok);
+    h.complete(NS_PER_S, submitted(&c)[0], Status::IoError);
+    assert_eq!(h.function().gear(), 1);
+    // Failed once: re-tried at the next sample (2); twice: two samples on (4); three
+    // times: four on (8), where it succeeds.
+    for sample in 2..=8 {
+        let now = sample * NS_PER_S;
+        let t = h.timer(now, 0);
+        if ![2, 4, 8].contains(&sample) {
+            assert!(shape(&t).is_empty(), "sample {sample}: {:?}", shape(&t));
+            continue;
+        }
+        assert_eq!(
+            shape(&t),
+            vec![(0, base, Op::Read, -1, false)],
+            "sample {sample}"
+        );
+        let c = h.complete(now, submitted(&t)[0], Status::Ok);
+        assert_eq!(shape(&c), vec![(1, 0, Op::Write, -1, true)]);
+        let ok = if sample == 8 {
+            Status::Ok
+        } else {
+            Status::IoError
+        };
+        h.complete(now, submitted(&c)[0], ok);
+    }
+    assert!(h.function().dirty().is_empty());
+    assert_eq!(h.counter("propagation_errors"), 3.0);
+    assert_eq!(h.counter("propagation_copies"), 1.0);
+    settle(&mut h, 8 * NS_PER_S, held);
+}
+
+/// A downshift whose leaving disk holds a chunk that cannot be copied to its replica is
+/// abandoned; decided again while that copy waits for its next try, it is abandoned at once,
+/// without a read of the chunk.
+#[test]
+fn a_downshift_whose_copy_keeps_failing_tries_it_ever_more_rarely() {
+    // RAID-0 {1,2} in the high gear; host block 1 (disk 1, chunk 0) written on disk 1:
+    // its replica is stale.
+    let mut h = array(params(Level::Raid0, &[1, 2], false));
+    h.start(0);
+    let a = h.request(0, host(1, Op::Write, 1, 1));
+    assert_eq!(shape(&a), vec![(1, 0, Op::Write, 0, false)]);
+    settle(&mut h, 1, a);
+    assert_eq!(h.function().dirty()[&(1, 0)].side, Side::Original);
+    // Idle samples: each decides to shift down. The copy reads disk 1, which fails it
+    // (samples 1, 2 and 4: failed once, re-tried at the next sample; twice, two samples
+    // on); at sample 3 the downshift is abandoned without a read.
+    for sample in 1..=4 {
+        let now = sample * NS_PER_S;
+        let t = h.timer(now, 0);
+        if sample == 3 {
+            assert!(shape(&t).is_empty(), "sample 3: {:?}", shape(&t));
+        } else {
+            assert_eq!(
+                shape(&t),
+                vec![(1, 0, Op::Read, -1, false)],
+                "sample {sample}"
+            );
+            h.complete(now, submitted(&t)[0], Status::IoError);
+        }
+        assert_eq!(h.counter("downshifts_abandoned"), sample as f64);
+        assert_eq!(h.function().gear(), 1);
+    }
+    assert_eq!(h.counter("propagation_errors"), 3.0);
+}
+
 #[test]
 fn raid5_replicas_are_a_raid5_of_the_lower_gear_with_their_own_parity() {
     // RAID-5 {3,4}, left-symmetric: S = 2/3, 1/3 → the soft RAID-5 over disks 0–2 holds
