@@ -57,6 +57,34 @@ fn read(c: &mut Client, block: u64) -> Vec<u8> {
     r.data
 }
 
+/// Read region 1 and then `ORIG` until `ORIG`'s replica is in region 1's first free block
+/// and its ADD record (kind 1, original, replica) is in the journal at the end of the
+/// image (`n` bytes). The record follows the copy by a flush of the image and a journal
+/// write, the layer's own I/O, which a shutdown does not wait for: so this waits for the
+/// record, not the copy alone.
+fn until_replica_logged(c: &mut Client, disk: &Path, n: usize, orig0: &[u8]) {
+    let mut add = vec![1u8];
+    add.extend_from_slice(&ORIG.to_le_bytes());
+    add.extend_from_slice(&(REPLICA as u64).to_le_bytes());
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..3 {
+            read(c, HOT);
+        }
+        assert_eq!(read(c, ORIG), orig0);
+        let img = std::fs::read(disk).unwrap();
+        let logged = img[n - (64 << 10)..].windows(add.len()).any(|w| w == add);
+        if img[REPLICA * K..(REPLICA + 1) * K] == orig0[..] && logged {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no logged replica after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
     let d = TempDir::new("fs2-live");
@@ -89,32 +117,10 @@ fn the_replica_table_survives_restarts_and_never_outlives_a_rewrite() {
     let orig0 = disk0[ORIG as usize * K..(ORIG as usize + 1) * K].to_vec();
 
     // Server 1: region 1 is read most in every epoch, the far block now and then, until
-    // its copy is in region 1's first free block and its ADD record (kind 1, original,
-    // replica) in the journal at the end of the image. The record follows the copy by a
-    // flush of the image and a journal write, the layer's own I/O, which a shutdown does
-    // not wait for: so the test waits for the record, not the copy alone.
+    // its replica is made and logged.
     let srv = serve(&cfg, &disk, &sock);
     let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
-    let mut add = vec![1u8];
-    add.extend_from_slice(&ORIG.to_le_bytes());
-    add.extend_from_slice(&(REPLICA as u64).to_le_bytes());
-    let t0 = Instant::now();
-    loop {
-        for _ in 0..3 {
-            read(&mut c, HOT);
-        }
-        assert_eq!(read(&mut c, ORIG), orig0);
-        let img = std::fs::read(&disk).unwrap();
-        let logged = img[n - (64 << 10)..].windows(add.len()).any(|w| w == add);
-        if img[REPLICA * K..(REPLICA + 1) * K] == orig0[..] && logged {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "no logged replica after 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_replica_logged(&mut c, &disk, n, &orig0);
     c.disconnect().unwrap();
     let s = srv.shutdown(Duration::from_secs(5)).unwrap();
     assert!(counter(&s, "replicas_created") >= 1.0, "{s:?}");
@@ -232,25 +238,7 @@ fn reads_are_answered_from_the_other_copy_when_sectors_go_bad() {
     std::fs::write(&cfg, CONFIG).unwrap();
     let srv = serve(&cfg, &disk, &sock);
     let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
-    let mut add = vec![1u8];
-    add.extend_from_slice(&ORIG.to_le_bytes());
-    add.extend_from_slice(&(REPLICA as u64).to_le_bytes());
-    let t0 = Instant::now();
-    loop {
-        for _ in 0..3 {
-            read(&mut c, HOT);
-        }
-        assert_eq!(read(&mut c, ORIG), orig0);
-        let img = std::fs::read(&disk).unwrap();
-        if img[n - (64 << 10)..].windows(add.len()).any(|w| w == add) {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "no logged replica after 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_replica_logged(&mut c, &disk, n, &orig0);
     c.disconnect().unwrap();
     srv.shutdown(Duration::from_secs(5)).unwrap();
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wattio_core::function::Action;
 use wattio_core::geometry::Location;
 use wattio_core::io::{Breakdown, Buf};
-use wattio_core::testing::{disk, submitted};
+use wattio_core::testing::{disk, replied, submitted};
 
 const MS: Nanos = 1_000_000;
 
@@ -71,12 +71,16 @@ fn request(f: &mut Fs2, now: Nanos, io: Io) -> Vec<Io> {
 }
 
 fn complete(f: &mut Fs2, now: Nanos, io: Io) -> Vec<Action> {
+    complete_with(f, now, io, Status::Ok)
+}
+
+fn complete_with(f: &mut Fs2, now: Nanos, io: Io, status: Status) -> Vec<Action> {
     let mut out = Actions::new();
     f.on_completion(
         now,
         Completion {
             io,
-            status: Status::Ok,
+            status,
             finished: now,
             breakdown: Breakdown::default(),
         },
@@ -1435,36 +1439,12 @@ fn a_block_two_discards_cover_is_free_only_once_both_are_back() {
     );
 }
 
-fn complete_with(f: &mut Fs2, now: Nanos, io: Io, status: Status) -> Vec<Action> {
-    let mut out = Actions::new();
-    f.on_completion(
-        now,
-        Completion {
-            io,
-            status,
-            finished: now,
-            breakdown: Breakdown::default(),
-        },
-        &mut out,
-    );
-    out.as_slice().to_vec()
-}
-
 fn counter(f: &Fs2, name: &str) -> f64 {
     f.counters()
         .into_iter()
         .find(|(k, _)| k == name)
         .unwrap_or_else(|| panic!("no counter {name}"))
         .1
-}
-
-fn replied(acts: &[Action]) -> Vec<Completion> {
-    acts.iter()
-        .filter_map(|a| match a {
-            Action::Reply(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
