@@ -559,6 +559,35 @@ fn a_copy_overwrites_what_the_buffer_held_where_an_xor_combines() {
     assert_eq!(c.counters().blocks_unverified, 1);
 }
 
+/// Swarm seed 860,926's shape: a layer copies from its own buffer starting 3 KiB into a
+/// block (a launch prefetcher answering a RAID member read from a larger prefetch), so the
+/// destination gets undefined entries at the two 512-byte steps where the source holds no
+/// whole block, then the source's next block; a RAID then XORs that buffer into a host
+/// read that starts 1 KiB before a block. The block must take the version at 1 KiB: an
+/// undefined entry at 0 read as a whole block skipped it, and the host read was judged to
+/// hold what the buffer had before (a false alarm).
+#[test]
+fn an_undefined_entry_does_not_hide_a_block_starting_inside_it() {
+    let mut c = Checker::new(B as u32).unwrap();
+    write(&mut c, 1, 1, 0, 2);
+    let own = Io::own(50, Op::Read, 0, 0, 2 * B as u32);
+    device(&mut c, 2, own);
+    let mid = Buf::Scratch { id: 60, offset: 0 };
+    c.copy(3, mid, own.buf.at(3072), B as u32 + 1024);
+    // Volume bytes 3072..8192: block 1 (4096..8192) lies at the read's buffer offset 1024.
+    let read = Io {
+        offset: 3072,
+        len: B as u32 + 1024,
+        ..host(2, Op::Read, 0, 2)
+    };
+    c.host_request(4, &read);
+    c.xor(5, read.buf, mid, B as u32 + 1024);
+    c.host_reply(5, &ok(read, 5)).unwrap();
+    // Block 1 checked (v2); block 0, partly covered, is not.
+    assert_eq!(c.counters().blocks_checked, 1);
+    assert_eq!(c.counters().blocks_unverified, 1);
+}
+
 /// A write-back cache on device 1 in front of device 0: the host write of block `block`
 /// lands on device 1 only, acknowledged.
 fn write_cached(c: &mut Checker, now: Nanos, id: u64, block: u64) -> Io {
