@@ -553,7 +553,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     // request drawn from a stream of its own: what was written and copied before is then
     // read back through the functions' retries and the arrays' rebuilds.
     if seed % 10 == 4 && config.contains("\neio = [[") && !requests.is_empty() {
-        let mut r = Rng::new(seed ^ 0x6166_7465_725f_73);
+        let mut r = Rng::new(seed ^ 0x0061_6674_6572_5f73);
         let at = requests[r.below(requests.len() as u64) as usize].arrival;
         config = config.replace(
             "\neio = [[",
