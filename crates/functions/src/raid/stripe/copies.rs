@@ -11,6 +11,14 @@
 //! array's state; the copies behind it are checkpointed with that state, numbered on from
 //! it (`Journal::checkpoint_through`), before any request is served. A copy that cannot be
 //! read fails its member (md does not assemble a device without a readable superblock).
+//!
+//! With a hot spare, `"all"` keeps one more copy at the spare's end (md writes its
+//! superblock to spares too). It is read back at every start but written only once a
+//! replacement has started: the replacement's record is checkpointed onto it (the state
+//! through that record), and from then on it takes every record like the others. The
+//! member being replaced keeps its own copy until the spare holds all its stripes; then
+//! that copy is no longer written, so the array keeps one copy a member. A spare copy that
+//! cannot be read or written fails no member: the spare then serves without one.
 
 use super::Raid;
 use wattio_core::function::Actions;
@@ -18,7 +26,8 @@ use wattio_core::journal::{Journal, Recovery, Step};
 
 /// One copy of the log.
 pub(super) struct Copy {
-    pub member: usize,
+    /// The member whose device holds it (`None`: the spare's).
+    pub member: Option<usize>,
     pub j: Journal,
     /// No longer written: its device failed a log write, or it could not be read at start.
     pub dead: bool,
@@ -39,10 +48,43 @@ impl Raid {
     }
 
     /// Is copy `k` still written? (The one copy of `"first"` is, on a failed member 0 too:
-    /// the array has no other.)
+    /// the array has no other.) The spare's once a replacement has started; a member's not
+    /// once that member is failed or wholly on the spare.
     fn live(&self, k: usize) -> bool {
         let c = &self.logs[k];
-        !c.dead && (self.logs.len() == 1 || self.faulty != Some(c.member))
+        if c.dead {
+            return false;
+        }
+        match c.member {
+            None => self.spare.as_ref().is_some_and(|s| s.member.is_some()),
+            Some(_) if self.logs.len() == 1 => true,
+            Some(m) => self.faulty != Some(m) && !self.wholly_replaced(m),
+        }
+    }
+
+    /// The device holding copy `k`, by name.
+    fn copy_device(&self, k: usize) -> &str {
+        match self.logs[k].member {
+            Some(m) => &self.names[m],
+            None => self.spare.as_ref().map_or("spare", |s| s.name.as_str()),
+        }
+    }
+
+    /// A replacement has started (its record is `seq`): bring the spare's copy, if there
+    /// is one, to the state through that record; it is written from now on.
+    pub(super) fn format_spare_copy(&mut self, seq: u64, out: &mut Actions) {
+        let Some(k) = self.logs.iter().position(|c| c.member.is_none()) else {
+            return;
+        };
+        if self.logs[k].dead || !self.logs[k].j.ready() {
+            return;
+        }
+        let snap = self.snapshot();
+        // Refused only if the copy was written past `seq`, which a copy written from a
+        // replacement's start on cannot be: then it is dropped (`dead_log_copies`).
+        if self.logs[k].j.checkpoint_through(seq, &snap, out).is_err() {
+            self.logs[k].dead = true;
+        }
     }
 
     /// The highest record durable on every copy still written.
@@ -98,9 +140,12 @@ impl Raid {
                 if !(0..self.logs.len()).any(|c| self.live(c)) {
                     return self.stop(&e, out);
                 }
-                let m = self.logs[k].member;
-                if self.faulty != Some(m) {
-                    self.fail_member(m, out);
+                // A member's copy that cannot be written fails the member; the spare's
+                // only leaves the spare without one.
+                if let Some(m) = self.logs[k].member {
+                    if self.faulty != Some(m) {
+                        self.fail_member(m, out);
+                    }
                 }
                 self.copies_durable(out);
             }
@@ -148,10 +193,7 @@ impl Raid {
         let got = match self.shape.replay(&r.snapshot, &r.records) {
             Ok(got) => got,
             Err(e) => {
-                let e = format!(
-                    "the bad-page log on `{}` holds {e}",
-                    self.names[self.logs[b].member]
-                );
+                let e = format!("the bad-page log on `{}` holds {e}", self.copy_device(b));
                 return self.stop(&e, out);
             }
         };
@@ -166,6 +208,14 @@ impl Raid {
             .map(|(k, _)| k)
             .collect();
         self.faulty = got.faulty_member();
+        // Which copies are written from now on depends on the replacement too (the spare's
+        // once one has started; not a member's the spare wholly holds).
+        if let Some(s) = self.spare.as_mut() {
+            if let Some((m, through)) = got.replaced {
+                s.member = Some(m);
+                s.through = through;
+            }
+        }
         let unreadable: Vec<usize> = found
             .iter()
             .enumerate()
@@ -201,7 +251,9 @@ impl Raid {
         // copy failed its first write: failed, if it can be (another member failed
         // already: its data still serves).
         for k in 0..self.logs.len() {
-            let m = self.logs[k].member;
+            let Some(m) = self.logs[k].member else {
+                continue;
+            };
             if self.logs[k].dead && self.faulty != Some(m) && !self.broken {
                 self.fail_member(m, out);
             }

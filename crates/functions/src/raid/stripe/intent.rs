@@ -43,9 +43,10 @@ use wattio_core::time::Nanos;
 
 /// The timer of the lazy clean.
 pub(super) const TIMER: TimerId = 1;
-/// Own-I/O numbers of a flush round's FLUSHes: `FLUSH_BASE + i`, one per device flushed.
+/// Own-I/O numbers of a flush round's FLUSHes: `FLUSH_BASE + i`, one per device flushed
+/// (above the log copies': one a member and the spare's).
 pub(super) const FLUSH_BASE: u64 =
-    super::JOURNAL_BASE + super::MAX_MEMBERS as u64 * wattio_core::journal::IO_NUMBERS;
+    super::JOURNAL_BASE + (super::MAX_MEMBERS as u64 + 1) * wattio_core::journal::IO_NUMBERS;
 /// Device-queue priority of the resync's I/O (the host's is 0).
 pub const RESYNC_PRIORITY: i8 = -1;
 

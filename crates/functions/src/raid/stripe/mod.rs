@@ -1689,7 +1689,7 @@ impl Function for Raid {
                 })
                 .map_err(|e| format!("max_bad_pages: {e}"))?;
                 self.logs.push(copies::Copy {
-                    member: k,
+                    member: Some(k),
                     j,
                     dead: false,
                     found: None,
@@ -1728,6 +1728,34 @@ impl Function for Raid {
                 ));
             }
             s.dev = d.id;
+            if self.log_all && !self.logs.is_empty() {
+                // The spare keeps its own copy of the log at its end (as md writes its
+                // superblock to a spare), written from the moment a replacement starts:
+                // a member it replaces does not leave the array a copy short.
+                let len = self.logs[0].j.region().len;
+                let fits = Region::at_end(d, len).ok().filter(|r| r.offset >= need);
+                let Some(region) = fits else {
+                    return Err(format!(
+                        "spare: `{}` holds {} bytes: a member's {} stripes need {need} and, \
+                         after them, a copy of the log (log_members = \"all\") {len}",
+                        s.name, d.capacity, self.layout.stripes
+                    ));
+                };
+                let j = Journal::new(JournalConfig {
+                    region,
+                    snapshot_bytes: self.shape.snapshot_bytes(),
+                    owner: persist::OWNER.into(),
+                    io_base: JOURNAL_BASE + self.logs.len() as u64 * IO_NUMBERS,
+                    priority: 0,
+                })
+                .map_err(|e| format!("max_bad_pages: {e}"))?;
+                self.logs.push(copies::Copy {
+                    member: None,
+                    j,
+                    dead: false,
+                    found: None,
+                });
+            }
             // An array device (requests to it are the array's); it stands for the member
             // it replaces once a replacement starts.
             self.member[d.id as usize] = 0;

@@ -61,8 +61,10 @@ impl Raid {
         s.through = 0;
         self.member[s.dev as usize] = m;
         self.counters.replacements += 1;
-        // Names the member: nothing is on the spare yet, so nothing waits for it.
-        if self.log_record(&persist::replaced(m, 0), out).is_some() {
+        // Names the member: nothing is on the spare yet, so nothing waits for it. The
+        // spare's copy of the log (`log_members = "all"`) starts from the state through it.
+        if let Some(seq) = self.log_record(&persist::replaced(m, 0), out) {
+            self.format_spare_copy(seq, out);
             self.copy_next(out);
         }
     }

@@ -814,6 +814,140 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     assert_eq!(f.iter().map(|io| io.dev).collect::<Vec<_>>(), vec![1, 2]);
 }
 
+/// The persisted RAID-5 of [`spare_harness`] with a copy of the log on every member (and so
+/// on the spare), replacing `d1` by `d3` at start.
+fn spare_with_copies() -> Harness<Raid> {
+    spare_harness(|r| {
+        r.spare("d3".into(), true, Some("d1".into()))
+            .persist(4096)
+            .log_on_all(true)
+    })
+}
+
+/// Complete `ios` OK and every I/O they lead to, settling the copies' log writes.
+fn pump_copies(h: &mut Harness<Raid>, regions: &[Region], imgs: &mut [Vec<u8>], ios: Vec<Io>) {
+    let mut todo: VecDeque<Io> = ios.into();
+    while let Some(io) = todo.pop_front() {
+        let a = h.complete(20, io, Status::Ok);
+        todo.extend(settle_copies(h, regions, imgs, a));
+    }
+}
+
+#[test]
+fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
+    let mut h = spare_with_copies();
+    let regions = h.function().regions();
+    assert_eq!(
+        regions.iter().map(|r| r.dev).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "a copy at the end of each member and of the spare"
+    );
+    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank.clone();
+    // The replacement of d1 starts at once: its record goes to the members' copies, and the
+    // spare's is checkpointed with the state through it; then d1's three stripes move.
+    let copies = start_copies(&mut h, &mut imgs);
+    pump_copies(&mut h, &regions, &mut imgs, copies);
+    assert_eq!(
+        (h.counter("replaced_stripes"), h.counter("replacements")),
+        (3.0, 1.0)
+    );
+    // d0's page 0 fails (a read and its retry): its record goes to d0, d2 and the spare —
+    // not to d1, which the spare now holds whole.
+    let sub = submitted(&h.request(30, host(1, Op::Read, 0, 1)))[0];
+    assert_eq!(shape(&[sub]), vec![(0, 0, Op::Read)]);
+    let retry = submitted(&h.complete(31, sub, Status::IoError))[0];
+    let a = h.complete(32, retry, Status::IoError);
+    let mut logs = Vec::new();
+    for (k, r) in regions.iter().enumerate() {
+        logs.extend(h.land(&a, *r, &mut imgs[k]));
+    }
+    assert_eq!(
+        logs.iter().map(|w| w.dev).collect::<Vec<_>>(),
+        vec![0, 2, 3]
+    );
+    let rest: Vec<Io> = submitted(&a)
+        .into_iter()
+        .filter(|io| !in_log(io, &regions))
+        .chain(logs)
+        .collect();
+    pump_copies(&mut h, &regions, &mut imgs, rest);
+    assert_eq!(h.counter("bad_pages"), 1.0);
+    // d0's and d2's copies lost: the spare's holds the state — the replacement done and
+    // d0's bad page — and the copies behind are brought up to it.
+    let mut cut = vec![
+        blank[0].clone(),
+        imgs[1].clone(),
+        blank[2].clone(),
+        imgs[3].clone(),
+    ];
+    let mut again = spare_with_copies();
+    start_copies(&mut again, &mut cut);
+    assert_eq!(
+        (
+            again.counter("recovered_bad_pages"),
+            again.counter("replaced_stripes"),
+            again.counter("recovered_faulty")
+        ),
+        (1.0, 3.0, 0.0)
+    );
+    let r = submitted(&again.request(1, host(2, Op::Read, 1, 1)));
+    assert_eq!(
+        shape(&r),
+        vec![(3, 0, Op::Read)],
+        "d1's chunk from the spare"
+    );
+    // d1's own copy stopped at the replacement: alone, it knows nothing of the bad page.
+    let mut old = vec![
+        blank[0].clone(),
+        imgs[1].clone(),
+        blank[2].clone(),
+        blank[3].clone(),
+    ];
+    let mut third = spare_with_copies();
+    start_copies(&mut third, &mut old);
+    assert_eq!(third.counter("recovered_bad_pages"), 0.0);
+    // d0's copy brought up by the second start holds it on its own.
+    let mut d0 = vec![
+        cut[0].clone(),
+        blank[1].clone(),
+        blank[2].clone(),
+        blank[3].clone(),
+    ];
+    let mut fourth = spare_with_copies();
+    start_copies(&mut fourth, &mut d0);
+    assert_eq!(fourth.counter("recovered_bad_pages"), 1.0);
+}
+
+#[test]
+fn a_spare_too_small_for_its_copy_of_the_log_is_refused_by_name() {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..4)
+        .map(|d| {
+            let mut info = disk(d as u16, &format!("d{d}"));
+            // The spare as large as the members' stripes, not their logs.
+            info.capacity = if d == 3 { 3 * K } else { (88 + 3) * K };
+            info
+        })
+        .collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .spare("d3".into(), true, None)
+        .persist(4096);
+    let small: Vec<DeviceInfo> = devs;
+    assert!(Harness::new(r, small.clone()).is_ok(), "no copy: it fits");
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .spare("d3".into(), true, None)
+        .persist(4096)
+        .log_on_all(true);
+    let e = Harness::new(r, small).err().expect("refused");
+    assert_eq!(
+        e,
+        "spare: `d3` holds 12288 bytes: a member's 3 stripes need 12288 and, after them, a \
+         copy of the log (log_members = \"all\") 360448"
+    );
+}
+
 #[test]
 fn a_log_region_holding_other_bytes_stops_the_array_with_errors_not_a_hang() {
     let mut h = persisted(3, 4096);
