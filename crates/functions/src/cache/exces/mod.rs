@@ -545,6 +545,10 @@ pub struct Exces {
     unlogged: Vec<u32>,
     /// Unmapped ECD pages the log still maps.
     retiring: Vec<u32>,
+    /// ECD pages a host read failed on, unmapped and never used again this run (the page
+    /// each held then, so a read of it still out that fails too goes to the disk). At
+    /// most the ECD's pages.
+    bad_slots: FxHashMap<u32, u64>,
     sync: Sync,
     /// Own I/O number of the ECD flushes of syncs.
     ecd_flush_id: u64,
@@ -634,6 +638,7 @@ impl Exces {
             logged: Vec::new(),
             unlogged: Vec::new(),
             retiring: Vec::new(),
+            bad_slots: FxHashMap::default(),
             sync: Sync::default(),
             ecd_flush_id: 0,
             ecd_unflushed: false,
@@ -841,10 +846,16 @@ impl Exces {
         self.release(slot);
     }
 
-    /// An unmapped ECD page with nothing in flight goes back to the free list.
+    /// An unmapped ECD page with nothing in flight goes back to the free list (one a read
+    /// failed on, never).
     fn release(&mut self, slot: u32) {
         let s = &mut self.slots[slot as usize];
-        if s.free_pending && s.busy == 0 && s.moving.is_none() && !s.retiring {
+        if s.free_pending
+            && s.busy == 0
+            && s.moving.is_none()
+            && !s.retiring
+            && !self.bad_slots.contains_key(&slot)
+        {
             s.free_pending = false;
             self.free.push(slot);
         }
@@ -1853,6 +1864,11 @@ impl Exces {
     /// goes up (bcache recovering dirty data from the backing device returned stale data,
     /// Coly Li, "bcache: only recovery I/O error for writethrough mode", 2017). The read
     /// keeps its sub-I/O id and goes to the pages' disk offset; a failure there is final.
+    /// The ECD pages it read are unmapped and never used again this run (`bad_slots`):
+    /// later reads of their pages go to the disk rather than pay the failed read first,
+    /// and a read of them still out that fails goes to the disk too (their pages were
+    /// clean when unmapped; a write since went to the disk or another ECD page, and may be
+    /// returned by a read that overlapped it).
     fn retry_at_disk(&mut self, done: &Completion) -> Option<Io> {
         let io = done.io;
         if done.status != Status::IoError || io.dev != self.flash || io.op != Op::Read {
@@ -1864,16 +1880,29 @@ impl Exces {
         }
         let first = (io.offset / PAGE) as u32;
         let last = io.end().div_ceil(PAGE) as u32;
-        let page0 = self.slots.get(first as usize)?.page;
-        for (i, slot) in (first..last).enumerate() {
+        // The page an ECD page holds clean now, or held when a failed read unmapped it.
+        let clean_page = |slot: u32| -> Option<u64> {
+            if let Some(&page) = self.bad_slots.get(&slot) {
+                return Some(page);
+            }
             let s = self.slots.get(slot as usize)?;
-            let clean = s.page == page0 + i as u64
+            let clean = s.mapped()
                 && self.pages.get(&s.page).is_some_and(|p| p.slot == slot)
                 && !s.dirty
                 && !s.filling
                 && s.moving.is_none();
-            if !clean {
+            clean.then_some(s.page)
+        };
+        let page0 = clean_page(first)?;
+        for (i, slot) in (first..last).enumerate() {
+            if clean_page(slot) != Some(page0 + i as u64) {
                 return None;
+            }
+        }
+        for slot in first..last {
+            if !self.bad_slots.contains_key(&slot) {
+                self.bad_slots.insert(slot, self.slots[slot as usize].page);
+                self.unmap(slot);
             }
         }
         Some(Io {
@@ -1980,6 +2009,7 @@ impl Function for Exces {
             self.dirtied = vec![0; k as usize];
         }
         self.free = (0..k as u32).rev().collect();
+        self.bad_slots.clear();
         self.topk = TopK::new(k as usize);
         self.outgoing = SlotSet::new(k as usize);
         // Own I/O numbers: copies from the flash device's id up, so two EXCES layers on
@@ -2296,6 +2326,7 @@ impl Function for Exces {
             ("racing_writes_to_disk", c.racing_writes_to_disk as f64),
             ("ecd_read_errors", c.ecd_read_errors as f64),
             ("reads_retried_at_disk", c.reads_retried_at_disk as f64),
+            ("ecd_bad_pages", self.bad_slots.len() as f64),
             (
                 "write_backs_beside_writes",
                 c.write_backs_beside_writes as f64,

@@ -1431,48 +1431,82 @@ fn a_cleaning_beside_a_write_of_the_page_leaves_it_dirty() {
 #[test]
 fn a_failed_ecd_read_of_clean_pages_goes_to_the_disk_and_of_a_dirty_page_fails() {
     let mut h = harness(lru(4));
-    // Pages 10 and 11 filled (clean) into ECD pages 0 and 1.
-    read_all(&mut h, S, 1, 10);
-    read_all(&mut h, 2 * S, 2, 11);
-    assert_eq!(h.function().mapping(10), Some((0, false)));
+    // Pages 10, 11 and 12 filled (clean) into ECD pages 0, 1 and 2; 12 then written (a
+    // hit: dirty on the ECD, the disk's copy stale).
+    for (k, page) in [10, 11, 12].into_iter().enumerate() {
+        read_all(&mut h, (k as u64 + 1) * S, k as u64 + 1, page);
+        assert_eq!(h.function().mapping(page), Some((k as u32, false)));
+    }
+    let w = h.request(4 * S, io(4, Op::Write, 12 * P, P as u32));
+    complete_all(&mut h, 4 * S, &w);
+    assert_eq!(h.function().mapping(12), Some((2, true)));
+    // A failed read of the dirty page, alone or with a clean one, is not sent to the
+    // disk: the error goes up, and the pages stay where they are.
+    for (id, offset, len) in [(5, 12 * P, P as u32), (6, 11 * P, 2 * P as u32)] {
+        let a = h.request(5 * S, io(id, Op::Read, offset, len));
+        let r = h.complete(5 * S, submitted(&a)[0], Status::IoError);
+        assert!(submitted(&r).is_empty(), "{r:?}");
+        assert_eq!(replied(&r)[0].status, Status::IoError);
+    }
     assert_eq!(h.function().mapping(11), Some((1, false)));
-    // A read of both hits: one ECD read (merged), which fails …
-    let a = h.request(3 * S, io(3, Op::Read, 10 * P + 512, 2 * P as u32 - 1024));
+    assert_eq!(h.function().mapping(12), Some((2, true)));
+    assert_eq!(h.counter("ecd_bad_pages"), 0.0);
+    // A read of 10 and 11 (one merged ECD read) and one of 10 alone, both out; the first
+    // fails …
+    let a = h.request(6 * S, io(7, Op::Read, 10 * P + 512, 2 * P as u32 - 1024));
     assert_eq!(shape(&a), vec![(1, 512, 2 * P as u32 - 1024, Op::Read)]);
-    let r = h.complete(3 * S, submitted(&a)[0], Status::IoError);
-    // … and the same read goes to the pages' place on the disk, under its id.
+    let b = h.request(6 * S, io(8, Op::Read, 10 * P, P as u32));
+    assert_eq!(shape(&b), vec![(1, 0, P as u32, Op::Read)]);
+    let r = h.complete(6 * S, submitted(&a)[0], Status::IoError);
+    // … and goes to the pages' place on the disk, under its id; ECD pages 0 and 1 are
+    // dropped and out of use.
     assert!(replied(&r).is_empty(), "{r:?}");
     assert_eq!(
         shape(&r),
         vec![(0, 10 * P + 512, 2 * P as u32 - 1024, Op::Read)]
     );
     assert_eq!(submitted(&r)[0].id, submitted(&a)[0].id);
-    let back = h.complete(3 * S, submitted(&r)[0], Status::Ok);
+    assert_eq!(
+        (h.function().mapping(10), h.function().mapping(11)),
+        (None, None)
+    );
+    assert_eq!(h.counter("ecd_bad_pages"), 2.0);
+    let back = h.complete(6 * S, submitted(&r)[0], Status::Ok);
     let c = replied(&back);
-    assert_eq!(c.len(), 1);
-    assert_eq!((c[0].io.id, c[0].status), (IoId(3), Status::Ok));
-    assert_eq!(h.counter("ecd_read_errors"), 1.0);
-    assert_eq!(h.counter("reads_retried_at_disk"), 1.0);
-    // The disk failing too: the error goes up.
-    let a = h.request(4 * S, io(4, Op::Read, 10 * P, P as u32));
-    let r = h.complete(4 * S, submitted(&a)[0], Status::IoError);
-    let back = h.complete(4 * S, submitted(&r)[0], Status::IoError);
+    assert_eq!((c.len(), c[0].io.id, c[0].status), (1, IoId(7), Status::Ok));
+    // The read of 10 that was out on ECD page 0 fails too: to the disk as well.
+    let r = h.complete(6 * S, submitted(&b)[0], Status::IoError);
+    assert_eq!(shape(&r), vec![(0, 10 * P, P as u32, Op::Read)]);
+    let c = replied(&h.complete(6 * S, submitted(&r)[0], Status::Ok));
+    assert_eq!((c[0].io.id, c[0].status), (IoId(8), Status::Ok));
+    assert_eq!(
+        (
+            h.counter("ecd_read_errors"),
+            h.counter("reads_retried_at_disk")
+        ),
+        (4.0, 2.0)
+    );
+    // Page 10 read again: from the disk (no failed ECD read first), and filled into the
+    // one good free ECD page, 3 — never 0 or 1.
+    let first = read_all(&mut h, 7 * S, 9, 10);
+    assert_eq!(
+        first,
+        vec![(0, 10 * P, P as u32, Op::Read); 2],
+        "the host's, the fill's"
+    );
+    assert_eq!(h.function().mapping(10), Some((3, false)));
+    // The disk failing too: the error goes up (and ECD page 3 is out of use).
+    let a = h.request(8 * S, io(10, Op::Read, 10 * P, P as u32));
+    let r = h.complete(8 * S, submitted(&a)[0], Status::IoError);
+    let back = h.complete(8 * S, submitted(&r)[0], Status::IoError);
     assert_eq!(replied(&back)[0].status, Status::IoError);
     assert!(submitted(&back).is_empty());
-
-    // Page 11 written (a hit: dirty on the ECD, the disk's copy stale): its failed read
-    // is not sent to the disk, nor is a read of 10 and 11 together.
-    let w = h.request(5 * S, io(5, Op::Write, 11 * P, P as u32));
-    complete_all(&mut h, 5 * S, &w);
-    assert_eq!(h.function().mapping(11), Some((1, true)));
-    for (id, offset, len) in [(6, 11 * P, P as u32), (7, 10 * P, 2 * P as u32)] {
-        let a = h.request(6 * S, io(id, Op::Read, offset, len));
-        let r = h.complete(6 * S, submitted(&a)[0], Status::IoError);
-        assert!(submitted(&r).is_empty(), "{r:?}");
-        assert_eq!(replied(&r)[0].status, Status::IoError);
-    }
-    assert_eq!(h.counter("ecd_read_errors"), 4.0);
-    assert_eq!(h.counter("reads_retried_at_disk"), 2.0);
+    assert_eq!(h.counter("ecd_bad_pages"), 3.0);
+    // Page 11 read: from the disk, and nowhere to fill it (the only ECD page in use holds
+    // dirty 12; the others are out of use).
+    read_all(&mut h, 9 * S, 11, 11);
+    assert_eq!(h.function().mapping(11), None);
+    assert_eq!(h.function().mapping(12), Some((2, true)));
 
     // Off: a clean page's failed read goes up too.
     let mut p = lru(4);
