@@ -46,6 +46,7 @@ mod tests;
 
 pub use config::{CopyFrom, Head, Mode, Params, KIND, MAX_DEGREE, MAX_REPLICA_BLOCKS};
 
+use crate::placement::replica;
 use freespace::FreeMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
@@ -976,17 +977,21 @@ impl Fs2 {
     }
 
     /// No block of `s..s + n` shares its failure footprint with its replica at
-    /// `d..d + n`.
+    /// `d..d + n`: every sector of each against every sector of the other (a block spans
+    /// sectors of one or two tracks).
     fn apart(&self, s: u64, d: u64, n: u64) -> bool {
         let Some(g) = &self.geom else {
             return true;
         };
-        (0..n).all(
-            |i| match (g.locate((s + i) * BLOCK), g.locate((d + i) * BLOCK)) {
-                (Some(a), Some(b)) => !self.p.avoid.shares(&a, &b),
-                _ => false,
-            },
-        )
+        let arcs = |b: u64| replica::block_arcs(g.as_ref(), b * BLOCK, BLOCK);
+        (0..n).all(|i| match (arcs(s + i), arcs(d + i)) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (a.iter().flatten(), b.iter().flatten());
+                !a.clone()
+                    .any(|x| b.clone().any(|y| self.p.avoid.shares_arcs(x, y)))
+            }
+            _ => false,
+        })
     }
 
     /// A new copy of `n` blocks from `s` to `dest` (`scratch`: a copy from memory's

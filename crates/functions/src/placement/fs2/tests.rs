@@ -1601,8 +1601,8 @@ fn without_retries_a_failed_read_goes_up_as_it_came() {
 #[test]
 fn replicas_are_kept_out_of_their_originals_failure_footprint() {
     // Region 0 (blocks 0..256, cylinders 0..32) is the target; blocks 16..24 (cylinder 2,
-    // one track: block b at angle (b mod 8) / 8) are free. The original, block 1000, is at
-    // cylinder 125, angle 0.
+    // one track: block b spans angles (b mod 8) / 8 .. + 1/8) are free. The original,
+    // block 1000, is at cylinder 125, angles 0..1/8.
     let free = format!(
         "{NO_MARKS}region_mb = 1\nfree = [[{}, {}]]\n",
         16 * BLOCK,
@@ -1610,13 +1610,19 @@ fn replicas_are_kept_out_of_their_originals_failure_footprint() {
     );
     let mut f = toy(&format!("{free}avoid_angle = 0.1\n"));
     f.target = 0;
-    // Block 16 is at the original's angle (within ±0.05): passed over; 17 (0.125) is not.
-    assert_eq!(f.destination(1000, 1), Some(17));
-    assert!(f.is_free(16), "the run passed over is free again");
-    assert_eq!(counter(&f, "runs_skipped_footprint"), 1.0);
-    // Originals 1001..1003 (0.125, 0.25) into 18..20 (0.25, 0.375): apart.
-    assert_eq!(f.destination(1001, 2), Some(18));
-    assert_eq!(counter(&f, "runs_skipped_footprint"), 1.0);
+    // Block 16 is at the original's angles, 17 starts where the original ends (within
+    // ±0.05 of its last sector: by start angles alone, 0.125 apart, it was taken): both
+    // passed over; 18 (1/8 of a turn past the original's end) is apart.
+    assert_eq!(f.destination(1000, 1), Some(18));
+    assert!(
+        f.is_free(16) && f.is_free(17),
+        "the runs passed over are free again"
+    );
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 2.0);
+    // Originals 1001..1003 (from 0.125 and 0.25) into the next run after 18, 19..21 (from
+    // 0.375 and 0.5): apart.
+    assert_eq!(f.destination(1001, 2), Some(19));
+    assert_eq!(counter(&f, "runs_skipped_footprint"), 2.0);
 
     // Every free block within 200 cylinders of the original: none apart, all given back.
     let mut f = toy(&format!("{free}avoid_cylinders = 200\n"));

@@ -93,6 +93,8 @@ impl Vendor {
 /// tracks), or when they are at most `angle / 2` of a revolution apart in angle on surfaces
 /// at most `surfaces` apart (a radial scratch, which follows one angle over many
 /// cylinders, on its surface and the neighbouring ones; a servo wedge on several surfaces).
+/// Blocks are compared by the arcs of track their sectors cover ([`block_arcs`],
+/// [`Footprint::shares_arcs`]); [`Footprint::shares`] compares two first sectors alone.
 /// Zero in a field turns that part off.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Footprint {
@@ -109,14 +111,23 @@ impl Footprint {
         surfaces: 0,
     };
 
-    /// Whether a failure at `a` is likely to reach `b`.
+    /// Whether a failure at `a` is likely to reach `b` (their first sectors' starts).
     pub fn shares(&self, a: &Location, b: &Location) -> bool {
-        if a.cylinder.abs_diff(b.cylinder) < self.cylinders {
+        self.shares_arcs(
+            &TrackArc { at: *a, span: 0.0 },
+            &TrackArc { at: *b, span: 0.0 },
+        )
+    }
+
+    /// Whether a failure in arc `a` is likely to reach arc `b`: cylinders closer than
+    /// `cylinders`, or the arcs within `angle / 2` of a revolution of each other (0 if they
+    /// overlap) on surfaces at most `surfaces` apart.
+    pub fn shares_arcs(&self, a: &TrackArc, b: &TrackArc) -> bool {
+        if a.at.cylinder.abs_diff(b.at.cylinder) < self.cylinders {
             return true;
         }
-        if self.angle > 0.0 && a.surface.abs_diff(b.surface) <= self.surfaces {
-            let d = (a.angle - b.angle).rem_euclid(1.0);
-            return d.min(1.0 - d) <= self.angle / 2.0;
+        if self.angle > 0.0 && a.at.surface.abs_diff(b.at.surface) <= self.surfaces {
+            return a.gap(b) <= self.angle / 2.0;
         }
         false
     }
@@ -124,6 +135,56 @@ impl Footprint {
     pub fn is_none(&self) -> bool {
         self.cylinders == 0 && self.angle == 0.0
     }
+}
+
+/// Sectors of one track a block covers: from `at` (its first sector's location), `span`
+/// of a revolution on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrackArc {
+    pub at: Location,
+    pub span: f64,
+}
+
+impl TrackArc {
+    /// The angular distance between two arcs on the circle, in revolutions: 0 if they
+    /// overlap (one starts inside the other).
+    pub fn gap(&self, b: &TrackArc) -> f64 {
+        let ab = (b.at.angle - self.at.angle).rem_euclid(1.0);
+        let ba = (self.at.angle - b.at.angle).rem_euclid(1.0);
+        if ab <= self.span || ba <= b.span {
+            return 0.0;
+        }
+        (ab - self.span).min(ba - b.span)
+    }
+}
+
+/// Where the `len` bytes from `offset` lie: one arc on their track, or two when they cross
+/// a track's end (the first track's sectors from the first one to the track's end, and the
+/// next track's from its first sector). A block longer than a track (more than two tracks)
+/// is its two ends: the tracks between are whole, which every angle shares anyway on their
+/// own surfaces. `None` past the end of the device.
+pub fn block_arcs(g: &dyn Geometry, offset: u64, len: u64) -> Option<[Option<TrackArc>; 2]> {
+    let a = g.locate(offset)?;
+    let z = g.locate(offset + len.max(1) - 1)?;
+    let spt = |l: &Location| f64::from(l.sectors_per_track.max(1));
+    if (a.cylinder, a.surface) == (z.cylinder, z.surface) && z.sector >= a.sector {
+        let span = f64::from(z.sector - a.sector + 1) / spt(&a);
+        return Some([Some(TrackArc { at: a, span }), None]);
+    }
+    let first = TrackArc {
+        at: a,
+        span: f64::from(a.sectors_per_track.saturating_sub(a.sector)) / spt(&a),
+    };
+    let start = Location {
+        sector: 0,
+        angle: (z.angle - f64::from(z.sector) / spt(&z)).rem_euclid(1.0),
+        ..z
+    };
+    let last = TrackArc {
+        at: start,
+        span: f64::from(z.sector + 1) / spt(&z),
+    };
+    Some([Some(first), Some(last)])
 }
 
 impl Vendor {

@@ -166,3 +166,44 @@ fn footprints_by_hand() {
     assert_eq!(Vendor::from_name("wd"), Some(Vendor::Wd));
     assert_eq!(Vendor::from_name("seagate"), None);
 }
+
+#[test]
+fn a_blocks_arcs_and_their_gaps_by_hand() {
+    // Two sectors from LBA 19 (cylinder 1, surface 0, sectors 3 and 4): one arc 3/8..5/8.
+    let [a, none] = block_arcs(&Toy, 19 * 512, 1024).unwrap();
+    let a = a.unwrap();
+    assert_eq!((a.at.sector, a.span, none), (3, 0.25, None));
+    // Four from LBA 22 (sectors 6 and 7 of surface 0, then 0 and 1 of surface 1): two.
+    let [x, y] = block_arcs(&Toy, 22 * 512, 2048).unwrap();
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert_eq!(
+        (x.at.surface, x.at.sector, x.at.angle, x.span),
+        (0, 6, 0.75, 0.25)
+    );
+    assert_eq!(
+        (y.at.surface, y.at.sector, y.at.angle, y.span),
+        (1, 0, 0.0, 0.25)
+    );
+    assert_eq!(block_arcs(&Toy, 63 * 512, 1024), None, "past the end");
+    // Gaps: start to start without spans; 0 when one starts inside the other; across 0.
+    let arc = |angle: f64, span: f64| TrackArc {
+        at: Location { angle, ..a.at },
+        span,
+    };
+    assert!((arc(0.1, 0.0).gap(&arc(0.3, 0.0)) - 0.2).abs() < 1e-12);
+    assert_eq!(arc(0.1, 0.25).gap(&arc(0.3, 0.0)), 0.0);
+    assert_eq!(arc(0.3, 0.0).gap(&arc(0.1, 0.25)), 0.0);
+    assert!((arc(0.1, 0.125).gap(&arc(0.3, 0.0)) - 0.075).abs() < 1e-12);
+    assert!((arc(0.9, 0.05).gap(&arc(0.0, 0.1)) - 0.05).abs() < 1e-12);
+    assert!((arc(0.0, 0.1).gap(&arc(0.9, 0.05)) - 0.05).abs() < 1e-12);
+    // A footprint of 0.1 of a turn (±0.05): a block whose start is 0.2 past another's
+    // shares it once the other's span reaches within 0.05 of it, not by its start alone.
+    let f = Footprint {
+        cylinders: 0,
+        angle: 0.1,
+        surfaces: 0,
+    };
+    assert!(!f.shares(&arc(0.1, 0.0).at, &arc(0.3, 0.0).at));
+    assert!(!f.shares_arcs(&arc(0.1, 0.125), &arc(0.3, 0.0)));
+    assert!(f.shares_arcs(&arc(0.1, 0.16), &arc(0.3, 0.0)));
+}
