@@ -264,7 +264,8 @@ fn reads_of_clean_pages_on_a_flash_card_gone_bad_are_answered_from_the_disk() {
     std::thread::sleep(Duration::from_millis(2300).saturating_sub(t1.elapsed()));
     // The card's pages fail now: every read is answered from the disk image — the first
     // of each page after a failed read of the card (which drops the card's page and puts
-    // it out of use), the second straight from the disk.
+    // it out of use), the second from the disk or, if a fill has brought the page back
+    // meanwhile, from one of the card's good pages (the fills race the reads: timing).
     for _ in 0..2 {
         for p in 3..7usize {
             let r = c.read((p * K) as u64, K as u32).unwrap();
@@ -274,8 +275,12 @@ fn reads_of_clean_pages_on_a_flash_card_gone_bad_are_answered_from_the_disk() {
     c.disconnect().unwrap();
     let s = srv.shutdown(Duration::from_secs(5)).unwrap();
     let n = |k: &str| layer_counter(&s, "lru", k);
-    assert_eq!(n("read_hits"), 4.0, "{:?}", s.function_counters);
-    assert_eq!(n("ecd_read_errors"), 4.0);
+    assert!(
+        (4.0..=8.0).contains(&n("read_hits")),
+        "{:?}",
+        s.function_counters
+    );
+    assert_eq!(n("ecd_read_errors"), 4.0, "no bad card page read twice");
     assert_eq!(n("reads_retried_at_disk"), 4.0);
     assert_eq!(n("ecd_bad_pages"), 4.0);
 }

@@ -2147,6 +2147,12 @@ impl Function for Exces {
                 if let Some(again) = self.retry_at_disk(&done) {
                     self.c.reads_retried_at_disk += 1;
                     out.submit(again);
+                    if !self.retiring.is_empty() {
+                        // ECD pages the log maps were dropped: log their unmaps now, so a
+                        // crash does not bring them back (dirty, as recovery takes every
+                        // entry) to fail the next read.
+                        self.want_sync(now, out);
+                    }
                     return;
                 }
             }

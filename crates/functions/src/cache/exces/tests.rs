@@ -1428,6 +1428,45 @@ fn a_cleaning_beside_a_write_of_the_page_leaves_it_dirty() {
     assert_eq!(h.counter("pages_written_back"), 1.0);
 }
 
+/// A page the map's log maps (it was dirty at a sync) and clean now: when its ECD page is
+/// dropped after a failed read, the unmap record is logged at once — else a crash would
+/// bring the entry back, dirty as recovery takes every entry, and its reads would fail.
+#[test]
+fn an_ecd_page_the_log_maps_dropped_after_a_failed_read_is_unmapped_in_the_log_at_once() {
+    let mut p = lru(8);
+    p.clean_on_spin_up = true;
+    let mut h = harness(p);
+    buffer(&mut h, S, &[30]);
+    // A FLUSH: page 30's map entry is logged (a sync).
+    let mut a = h.request(S, io(1, Op::Flush, 0, 0));
+    while !submitted(&a).is_empty() {
+        a = complete_all(&mut h, S, &a);
+    }
+    assert_eq!(h.counter("map_syncs"), 1.0);
+    // The disk sleeps; a miss wakes it and page 30 is written back: clean, still logged.
+    h.power(2 * S, 0, "standby");
+    let mut a = h.request(3 * S, io(2, Op::Read, 40 * P, P as u32));
+    while !submitted(&a).is_empty() {
+        a = complete_all(&mut h, 3 * S, &a);
+    }
+    assert_eq!(h.function().mapping(30), Some((0, false)));
+    // Its read fails on the ECD: to the disk, and a sync starts at once — no dirty data
+    // to flush first: the unmap record's write, in the map's region after the 8 pages.
+    let a = h.request(4 * S, io(3, Op::Read, 30 * P, P as u32));
+    let r = h.complete(4 * S, submitted(&a)[0], Status::IoError);
+    let got = shape(&r);
+    assert_eq!(got[0], (0, 30 * P, 4096, Op::Read));
+    assert_eq!((got.len(), got[1].0, got[1].3), (2, 1, Op::Write));
+    assert!(got[1].1 >= 8 * P, "{got:?}");
+    assert_eq!(h.counter("map_syncs"), 2.0);
+    let mut next = r;
+    while !submitted(&next).is_empty() {
+        next = complete_all(&mut h, 4 * S, &next);
+    }
+    assert_eq!(h.function().mapping(30), None);
+    assert_eq!(h.counter("ecd_bad_pages"), 1.0);
+}
+
 #[test]
 fn a_failed_ecd_read_of_clean_pages_goes_to_the_disk_and_of_a_dirty_page_fails() {
     let mut h = harness(lru(4));
