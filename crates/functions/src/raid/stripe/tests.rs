@@ -662,6 +662,21 @@ fn in_log(io: &Io, regions: &[Region]) -> bool {
         .any(|r| io.dev == r.dev && io.offset >= r.offset)
 }
 
+/// Land `a`'s log writes in the copies' images (`imgs[k]` is `regions[k]`'s): the writes,
+/// copy by copy.
+fn land_copies(
+    h: &Harness<Raid>,
+    a: &[Action],
+    regions: &[Region],
+    imgs: &mut [Vec<u8>],
+) -> Vec<Io> {
+    let mut logs = Vec::new();
+    for (k, r) in regions.iter().enumerate() {
+        logs.extend(h.land(a, *r, &mut imgs[k]));
+    }
+    logs
+}
+
 /// Land `a`'s log writes in the copies' images, complete them (and those they lead to),
 /// and give back every other submission.
 fn settle_copies(
@@ -673,9 +688,7 @@ fn settle_copies(
     let mut other = Vec::new();
     let mut pending = VecDeque::new();
     loop {
-        for (k, r) in regions.iter().enumerate() {
-            pending.extend(h.land(&a, *r, &mut imgs[k]));
-        }
+        pending.extend(land_copies(h, &a, regions, imgs));
         other.extend(submitted(&a).into_iter().filter(|io| !in_log(io, regions)));
         let Some(w) = pending.pop_front() else {
             return other;
@@ -725,10 +738,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     let io = host(1, Op::Write, 0, 1);
     let reads = submitted(&h.request(1, io));
     let a = h.complete(2, reads[0], Status::IoError);
-    let mut logs = Vec::new();
-    for (k, r) in regions.iter().enumerate() {
-        logs.extend(h.land(&a, *r, &mut imgs[k]));
-    }
+    let logs = land_copies(&h, &a, &regions, &mut imgs);
     assert_eq!(
         logs.iter().map(|w| w.dev).collect::<Vec<_>>(),
         vec![0, 1, 2]
@@ -767,10 +777,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
         let a = again.bytes(0, tag, &bytes);
         if k == 2 {
             // Every copy answered: d0's checkpoint is out; a read of the bad page waits.
-            let mut logs = Vec::new();
-            for (c, r) in regions_again.iter().enumerate() {
-                logs.extend(again.land(&a, *r, &mut cut[c]));
-            }
+            let logs = land_copies(&again, &a, &regions_again, &mut cut);
             assert!(
                 logs.iter().any(|w| w.dev == 0),
                 "d0's copy brought up to d1's"
@@ -858,10 +865,7 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     assert_eq!(shape(&[sub]), vec![(0, 0, Op::Read)]);
     let retry = submitted(&h.complete(31, sub, Status::IoError))[0];
     let a = h.complete(32, retry, Status::IoError);
-    let mut logs = Vec::new();
-    for (k, r) in regions.iter().enumerate() {
-        logs.extend(h.land(&a, *r, &mut imgs[k]));
-    }
+    let logs = land_copies(&h, &a, &regions, &mut imgs);
     assert_eq!(
         logs.iter().map(|w| w.dev).collect::<Vec<_>>(),
         vec![0, 2, 3]
