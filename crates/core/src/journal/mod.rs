@@ -310,6 +310,11 @@ impl Journal {
         self.phase == Phase::Ready
     }
 
+    /// The number of the last record appended (or covered by a checkpoint): 0 if none.
+    pub fn last(&self) -> u64 {
+        self.next_seq - 1
+    }
+
     /// The highest sequence number known durable.
     pub fn durable(&self) -> u64 {
         self.durable
@@ -444,6 +449,34 @@ impl Journal {
             ));
         }
         self.next_seq = last + 1;
+        self.checkpoint(snapshot, out)
+    }
+
+    /// Start the log over as the state after record `last` (a checkpoint of `snapshot`),
+    /// whatever it held: what recovery found is not this function's state (a hot spare
+    /// that held another array's log) and is overwritten, numbers going down as well as
+    /// up. Nothing may have been appended since recovery. Nothing counts as durable until
+    /// the checkpoint is ([`Step::Durable`] of `last`); the records recovery found are
+    /// never read again — the checkpoint's header, of a newer epoch, says the journal
+    /// restarts after `last`, and a record after it must carry that epoch.
+    pub fn restart_through(
+        &mut self,
+        last: u64,
+        snapshot: &[u8],
+        out: &mut Actions,
+    ) -> Result<u64, String> {
+        self.usable()?;
+        let appended = !self.queue.is_empty()
+            || matches!(self.writing, Some((_, Writing::Records { .. })))
+            || self.snapshot.is_some();
+        if appended {
+            return Err(format!(
+                "metadata log `{}`: restarted with records appended",
+                self.cfg.owner
+            ));
+        }
+        self.next_seq = last + 1;
+        self.durable = 0;
         self.checkpoint(snapshot, out)
     }
 

@@ -285,6 +285,40 @@ fn a_checkpoint_through_a_later_record_continues_the_numbers_after_it() {
 }
 
 #[test]
+fn a_restart_through_an_earlier_record_drops_what_the_log_held_for_good() {
+    let mut r = Rig::new(cfg(4096, 16384));
+    recovered(r.restart());
+    // Another function's log: records 1..=5, each in a block of its own.
+    for k in 1..=5u64 {
+        assert_eq!(r.append(format!("theirs {k}").as_bytes()), k);
+        r.settle();
+    }
+    recovered(r.restart());
+    // Started over as the state after record 0: nothing durable until the checkpoint is.
+    assert_eq!(r.j.restart_through(0, b"ours", &mut r.out), Ok(0));
+    assert_eq!(r.j.durable(), 0);
+    r.act();
+    r.settle();
+    assert_eq!(r.append(b"x"), 1);
+    r.settle();
+    assert_eq!(r.j.durable(), 1);
+    // Read back: the checkpoint and record 1 — not their record 2, still in the next
+    // block with the number that follows (an older epoch after the header's tail).
+    let rec = recovered(r.restart());
+    assert_eq!(
+        (rec.snapshot, rec.records, rec.first_seq),
+        (b"ours".to_vec(), vec![b"x".to_vec()], 1)
+    );
+    // Refused once a record is appended.
+    r.append(b"y");
+    let e = r.j.restart_through(0, b"z", &mut r.out).unwrap_err();
+    assert_eq!(
+        e,
+        "metadata log `test-log`: restarted with records appended"
+    );
+}
+
+#[test]
 fn a_corrupt_record_ends_the_log_and_later_ones_are_ignored() {
     let mut r = Rig::new(cfg(4096, 16384));
     recovered(r.restart());

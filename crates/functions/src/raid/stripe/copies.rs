@@ -18,7 +18,9 @@
 //! through that record), and from then on it takes every record like the others. The
 //! member being replaced keeps its own copy until the spare holds all its stripes; then
 //! that copy is no longer written, so the array keeps one copy a member. A spare copy that
-//! cannot be read or written fails no member: the spare then serves without one.
+//! cannot be read or written fails no member: the spare then serves without one. A log on
+//! the spare ahead of every member's copy while theirs names no replacement is another
+//! array's (a reused spare): not adopted, and started over when a replacement starts.
 
 use super::Raid;
 use wattio_core::function::Actions;
@@ -31,6 +33,9 @@ pub(super) struct Copy {
     pub j: Journal,
     /// No longer written: its device failed a log write, or it could not be read at start.
     pub dead: bool,
+    /// The spare's, not written yet: until a replacement's record starts it over (or a
+    /// start finds the log naming a replacement).
+    pub standby: bool,
     /// What it held at start, until every copy has answered.
     pub found: Option<Result<Recovery, String>>,
 }
@@ -56,7 +61,7 @@ impl Raid {
             return false;
         }
         match c.member {
-            None => self.spare.as_ref().is_some_and(|s| s.member.is_some()),
+            None => !c.standby,
             Some(_) if self.logs.len() == 1 => true,
             Some(m) => self.faulty != Some(m) && !self.wholly_replaced(m),
         }
@@ -70,21 +75,56 @@ impl Raid {
         }
     }
 
-    /// A replacement has started (its record is `seq`): bring the spare's copy, if there
-    /// is one, to the state through that record; it is written from now on.
-    pub(super) fn format_spare_copy(&mut self, seq: u64, out: &mut Actions) {
+    /// A replacement of member `m` is wanted: if the spare has a copy not written yet,
+    /// start it over with the array's state (written from now on, like the others) and
+    /// hold the replacement until that checkpoint is durable (`true`: held). So the
+    /// members' copies name a replacement only once the spare's copy is this array's: a
+    /// log found on the spare at a start while theirs name none is never adopted
+    /// (another array's, on a reused spare, is then overwritten here).
+    pub(super) fn start_spare_copy(&mut self, m: usize, out: &mut Actions) -> bool {
+        if self.spare_copy_pending.is_some() {
+            return true;
+        }
         let Some(k) = self.logs.iter().position(|c| c.member.is_none()) else {
+            return false;
+        };
+        if self.logs[k].dead || !self.logs[k].standby || !self.logs[k].j.ready() {
+            return false;
+        }
+        let last = (0..self.logs.len())
+            .filter(|&c| self.live(c))
+            .map(|c| self.logs[c].j.last())
+            .max()
+            .unwrap_or(0);
+        let snap = self.snapshot();
+        // Started over whatever it held (blank, or another array's log on a reused spare):
+        // nothing was appended to it, which is all `restart_through` asks; refused, the
+        // spare serves without one.
+        match self.logs[k].j.restart_through(last, &snap, out) {
+            Ok(_) => {
+                self.logs[k].standby = false;
+                self.spare_copy_pending = Some((m, last));
+                true
+            }
+            Err(_) => {
+                self.logs[k].dead = true;
+                false
+            }
+        }
+    }
+
+    /// The spare's copy has started over (durable), or failed: the replacement held for it
+    /// goes on.
+    fn spare_copy_started(&mut self, k: usize, out: &mut Actions) {
+        let Some((m, last)) = self.spare_copy_pending else {
             return;
         };
-        if self.logs[k].dead || !self.logs[k].j.ready() {
+        let c = &self.logs[k];
+        if c.member.is_some() || !(c.dead || c.j.durable() >= last) {
             return;
         }
-        let snap = self.snapshot();
-        // Refused only if the copy was written past `seq`, which a copy written from a
-        // replacement's start on cannot be: then it is dropped (`dead_log_copies`).
-        if self.logs[k].j.checkpoint_through(seq, &snap, out).is_err() {
-            self.logs[k].dead = true;
-        }
+        self.spare_copy_pending = None;
+        self.want_replacement(m, out);
     }
 
     /// The highest record durable on every copy still written.
@@ -140,6 +180,7 @@ impl Raid {
                 if !(0..self.logs.len()).any(|c| self.live(c)) {
                     return self.stop(&e, out);
                 }
+                self.spare_copy_started(k, out);
                 // A member's copy that cannot be written fails the member; the spare's
                 // only leaves the spare without one.
                 if let Some(m) = self.logs[k].member {
@@ -149,7 +190,10 @@ impl Raid {
                 }
                 self.copies_durable(out);
             }
-            Step::Durable(_) => self.copies_durable(out),
+            Step::Durable(_) => {
+                self.copies_durable(out);
+                self.spare_copy_started(k, out);
+            }
             Step::Busy | Step::NotMine => {}
         }
     }
@@ -175,14 +219,39 @@ impl Raid {
             .iter_mut()
             .map(|c| c.found.take().expect("checked"))
             .collect();
-        let mut best: Option<(usize, &Recovery)> = None;
-        for (k, f) in found.iter().enumerate() {
-            if let Ok(r) = f {
-                if best.is_none_or(|(_, b)| last(r) > last(b)) {
-                    best = Some((k, r));
+        // The furthest of the copies `take` admits (the lowest on a tie).
+        let furthest = |found: &[Result<Recovery, String>], take: &dyn Fn(usize) -> bool| {
+            let mut best: Option<(usize, u64)> = None;
+            for (k, f) in found.iter().enumerate() {
+                if let Ok(r) = f {
+                    if take(k) && best.is_none_or(|(_, b)| last(r) > b) {
+                        best = Some((k, last(r)));
+                    }
                 }
             }
+            best.map(|(k, _)| k)
+        };
+        // The spare's copy ahead of every member's is this array's only if the furthest
+        // member copy names a replacement (the spare's is written from a replacement's
+        // record on; a crash before the members' copies got that record loses nothing
+        // durable by taking theirs). Else it is another array's log on a reused spare:
+        // not adopted; a replacement starts the spare's copy over (`restart_through`).
+        let spare = self.logs.iter().position(|c| c.member.is_none());
+        let mut foreign = None;
+        if let Some(sp) = spare.filter(|&sp| furthest(&found, &|_| true) == Some(sp)) {
+            let member = furthest(&found, &|k| k != sp);
+            let replacing = member.is_some_and(|m| {
+                let r = found[m].as_ref().expect("furthest is read");
+                self.shape
+                    .replay(&r.snapshot, &r.records)
+                    .is_ok_and(|g| g.replaced.is_some())
+            });
+            if !replacing {
+                foreign = Some(sp);
+            }
         }
+        let best = furthest(&found, &|k| Some(k) != foreign)
+            .map(|k| (k, found[k].as_ref().expect("read")));
         let Some((b, r)) = best else {
             let e = found
                 .into_iter()
@@ -214,6 +283,9 @@ impl Raid {
             if let Some((m, through)) = got.replaced {
                 s.member = Some(m);
                 s.through = through;
+                for c in self.logs.iter_mut().filter(|c| c.member.is_none()) {
+                    c.standby = false;
+                }
             }
         }
         let unreadable: Vec<usize> = found

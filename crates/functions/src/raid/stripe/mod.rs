@@ -337,6 +337,9 @@ pub struct Raid {
     logs: Vec<copies::Copy>,
     /// Keep a copy of the log on every member (`log_members = "all"`).
     log_all: bool,
+    /// A replacement of this member held until the spare's copy of the log, started over
+    /// through this record, is durable (`copies::start_spare_copy`).
+    spare_copy_pending: Option<(usize, u64)>,
     /// The highest record durable on every copy, as last acted on.
     log_seen: u64,
     shape: persist::Shape,
@@ -456,6 +459,7 @@ impl Raid {
             torn: FxHashSet::default(),
             logs: Vec::new(),
             log_all: false,
+            spare_copy_pending: None,
             log_seen: 0,
             shape: persist::Shape {
                 disks: 0,
@@ -1692,6 +1696,7 @@ impl Function for Raid {
                     member: Some(k),
                     j,
                     dead: false,
+                    standby: false,
                     found: None,
                 });
             }
@@ -1753,6 +1758,7 @@ impl Function for Raid {
                     member: None,
                     j,
                     dead: false,
+                    standby: true,
                     found: None,
                 });
             }

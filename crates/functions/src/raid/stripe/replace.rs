@@ -57,14 +57,17 @@ impl Raid {
         if s.member.is_some() || s.stopped || !self.ready || self.broken {
             return;
         }
+        if self.start_spare_copy(m, out) {
+            return;
+        }
+        let s = self.spare.as_mut().expect("checked");
         s.member = Some(m);
         s.through = 0;
         self.member[s.dev as usize] = m;
         self.counters.replacements += 1;
-        // Names the member: nothing is on the spare yet, so nothing waits for it. The
-        // spare's copy of the log (`log_members = "all"`) starts from the state through it.
-        if let Some(seq) = self.log_record(&persist::replaced(m, 0), out) {
-            self.format_spare_copy(seq, out);
+        // Names the member: nothing is on the spare yet, so nothing waits for it (the
+        // spare's copy of the log, with `log_members = "all"`, is written already).
+        if self.log_record(&persist::replaced(m, 0), out).is_some() {
             self.copy_next(out);
         }
     }

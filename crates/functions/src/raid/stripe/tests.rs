@@ -840,36 +840,27 @@ fn pump_copies(h: &mut Harness<Raid>, regions: &[Region], imgs: &mut [Vec<u8>], 
     }
 }
 
-#[test]
-fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
+/// [`spare_with_copies`] from blank copies: `d1` wholly replaced by the spare, then `d0`'s
+/// page 0 failing (a read and its retry) — the harness, the copies' regions and images,
+/// and the devices the bad page's record was written to.
+fn replaced_then_a_bad_page() -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>, Vec<u16>) {
     let mut h = spare_with_copies();
     let regions = h.function().regions();
-    assert_eq!(
-        regions.iter().map(|r| r.dev).collect::<Vec<_>>(),
-        vec![0, 1, 2, 3],
-        "a copy at the end of each member and of the spare"
-    );
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
-    let mut imgs = blank.clone();
-    // The replacement of d1 starts at once: its record goes to the members' copies, and the
-    // spare's is checkpointed with the state through it; then d1's three stripes move.
+    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    // The replacement of d1 starts once the spare's copy has started over with the
+    // array's state; its record goes to every copy; then d1's three stripes move.
     let copies = start_copies(&mut h, &mut imgs);
     pump_copies(&mut h, &regions, &mut imgs, copies);
     assert_eq!(
         (h.counter("replaced_stripes"), h.counter("replacements")),
         (3.0, 1.0)
     );
-    // d0's page 0 fails (a read and its retry): its record goes to d0, d2 and the spare —
-    // not to d1, which the spare now holds whole.
     let sub = submitted(&h.request(30, host(1, Op::Read, 0, 1)))[0];
     assert_eq!(shape(&[sub]), vec![(0, 0, Op::Read)]);
     let retry = submitted(&h.complete(31, sub, Status::IoError))[0];
     let a = h.complete(32, retry, Status::IoError);
     let logs = land_copies(&h, &a, &regions, &mut imgs);
-    assert_eq!(
-        logs.iter().map(|w| w.dev).collect::<Vec<_>>(),
-        vec![0, 2, 3]
-    );
+    let devs = logs.iter().map(|w| w.dev).collect();
     let rest: Vec<Io> = submitted(&a)
         .into_iter()
         .filter(|io| !in_log(io, &regions))
@@ -877,6 +868,21 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
         .collect();
     pump_copies(&mut h, &regions, &mut imgs, rest);
     assert_eq!(h.counter("bad_pages"), 1.0);
+    (h, regions, imgs, devs)
+}
+
+#[test]
+fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
+    let (_, regions, imgs, devs) = replaced_then_a_bad_page();
+    assert_eq!(
+        regions.iter().map(|r| r.dev).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "a copy at the end of each member and of the spare"
+    );
+    // d0's bad page's record went to d0, d2 and the spare — not to d1, which the spare
+    // holds whole.
+    assert_eq!(devs, vec![0, 2, 3]);
+    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     // d0's and d2's copies lost: the spare's holds the state — the replacement done and
     // d0's bad page — and the copies behind are brought up to it.
     let mut cut = vec![
@@ -921,6 +927,81 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     let mut fourth = spare_with_copies();
     start_copies(&mut fourth, &mut d0);
     assert_eq!(fourth.counter("recovered_bad_pages"), 1.0);
+}
+
+#[test]
+fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
+    // Another array's spare: its copy holds a replacement and a bad page of d0.
+    let (_, regions, other, _) = replaced_then_a_bad_page();
+    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    // A new array (blank members) with that device as its spare, replacing d1 at start:
+    // the spare's log is ahead of every member's copy, which name no replacement — not
+    // adopted; the replacement starts the spare's copy over, then runs.
+    let mut imgs = vec![
+        blank[0].clone(),
+        blank[1].clone(),
+        blank[2].clone(),
+        other[3].clone(),
+    ];
+    // A crash before the spare's copy has started over: whatever the members' copies got
+    // names no replacement (it waits for the spare's), so the next start still does not
+    // take the spare's log.
+    let mut crashed = imgs.clone();
+    let mut first = spare_with_copies();
+    let reads = submitted(&first.start(0));
+    for (k, read) in reads.into_iter().enumerate() {
+        let tag = first
+            .complete(0, read, Status::Ok)
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .unwrap();
+        let a = first.bytes(0, tag, &crashed[k].clone());
+        // Only the members' log writes land.
+        settle_copies(&mut first, &regions[..3], &mut crashed[..3], a);
+    }
+    let mut after = spare_with_copies();
+    let mut cut = crashed.clone();
+    start_copies(&mut after, &mut cut);
+    assert_eq!(
+        (
+            after.counter("recovered_bad_pages"),
+            after.counter("resumed_replacements")
+        ),
+        (0.0, 0.0)
+    );
+    let mut h = spare_with_copies();
+    let copies = start_copies(&mut h, &mut imgs);
+    assert_eq!(
+        (
+            h.counter("recovered_bad_pages"),
+            h.counter("resumed_replacements"),
+            h.counter("dead_log_copies")
+        ),
+        (0.0, 0.0, 0.0)
+    );
+    pump_copies(&mut h, &regions, &mut imgs, copies);
+    assert_eq!(h.counter("replaced_stripes"), 3.0);
+    assert_eq!(h.counter("bad_pages"), 0.0);
+    // The spare's copy is this array's now: with d0's and d2's copies lost, the state from
+    // it (d1's stopped at the replacement's end) has no bad page.
+    let mut cut = vec![
+        blank[0].clone(),
+        imgs[1].clone(),
+        blank[2].clone(),
+        imgs[3].clone(),
+    ];
+    let mut again = spare_with_copies();
+    start_copies(&mut again, &mut cut);
+    assert_eq!(
+        (
+            again.counter("recovered_bad_pages"),
+            again.counter("replaced_stripes")
+        ),
+        (0.0, 3.0)
+    );
 }
 
 #[test]
