@@ -14,9 +14,9 @@
 //!
 //! With a hot spare, `"all"` keeps one more copy at the spare's end (md writes its
 //! superblock to spares too). It is read back at every start but written only once a
-//! replacement has started: the replacement's record is checkpointed onto it (the state
-//! through that record), and from then on it takes every record like the others. The
-//! member being replaced keeps its own copy until the spare holds all its stripes; then
+//! replacement is wanted: it is started over with the array's state
+//! (`Journal::restart_through`), takes every record from then on like the others, and the
+//! replacement is logged only once that checkpoint is durable. The member being replaced keeps its own copy until the spare holds all its stripes; then
 //! that copy is no longer written, so the array keeps one copy a member. A spare copy that
 //! cannot be read or written fails no member: the spare then serves without one. A log on
 //! the spare ahead of every member's copy while theirs names no replacement is another
@@ -33,8 +33,8 @@ pub(super) struct Copy {
     pub j: Journal,
     /// No longer written: its device failed a log write, or it could not be read at start.
     pub dead: bool,
-    /// The spare's, not written yet: until a replacement's record starts it over (or a
-    /// start finds the log naming a replacement).
+    /// The spare's, not written yet: until a replacement is wanted (it is started over
+    /// first) or a start finds the log naming one.
     pub standby: bool,
     /// What it held at start, until every copy has answered.
     pub found: Option<Result<Recovery, String>>,
@@ -53,8 +53,8 @@ impl Raid {
     }
 
     /// Is copy `k` still written? (The one copy of `"first"` is, on a failed member 0 too:
-    /// the array has no other.) The spare's once a replacement has started; a member's not
-    /// once that member is failed or wholly on the spare.
+    /// the array has no other.) The spare's once started over for a replacement; a
+    /// member's not once that member is failed or wholly on the spare.
     fn live(&self, k: usize) -> bool {
         let c = &self.logs[k];
         if c.dead {
