@@ -871,6 +871,20 @@ fn replaced_then_a_bad_page() -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>, Vec<
     (h, regions, imgs, devs)
 }
 
+/// A restart of [`spare_with_copies`] on `imgs`' copies of `d1` and the spare, `d0`'s and
+/// `d2`'s lost (`blank`): the harness, and the copies after it started.
+fn restarted_on_d1_and_spare(imgs: &[Vec<u8>], blank: &[Vec<u8>]) -> (Harness<Raid>, Vec<Vec<u8>>) {
+    let mut cut = vec![
+        blank[0].clone(),
+        imgs[1].clone(),
+        blank[2].clone(),
+        imgs[3].clone(),
+    ];
+    let mut again = spare_with_copies();
+    start_copies(&mut again, &mut cut);
+    (again, cut)
+}
+
 #[test]
 fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     let (_, regions, imgs, devs) = replaced_then_a_bad_page();
@@ -885,14 +899,7 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     // d0's and d2's copies lost: the spare's holds the state — the replacement done and
     // d0's bad page — and the copies behind are brought up to it.
-    let mut cut = vec![
-        blank[0].clone(),
-        imgs[1].clone(),
-        blank[2].clone(),
-        imgs[3].clone(),
-    ];
-    let mut again = spare_with_copies();
-    start_copies(&mut again, &mut cut);
+    let (mut again, cut) = restarted_on_d1_and_spare(&imgs, &blank);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
@@ -987,14 +994,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     assert_eq!(h.counter("bad_pages"), 0.0);
     // The spare's copy is this array's now: with d0's and d2's copies lost, the state from
     // it (d1's stopped at the replacement's end) has no bad page.
-    let mut cut = vec![
-        blank[0].clone(),
-        imgs[1].clone(),
-        blank[2].clone(),
-        imgs[3].clone(),
-    ];
-    let mut again = spare_with_copies();
-    start_copies(&mut again, &mut cut);
+    let (again, _) = restarted_on_d1_and_spare(&imgs, &blank);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
