@@ -465,8 +465,16 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     }
     for (k, name) in spares.iter().enumerate() {
         config += &format!("[[device]]\nname = \"{name}\"\n{FLASH}");
-        if let Some(r) = reorder(32 + k) {
-            config += &format!("[device.fault]\n{r}");
+        let mut fault = reorder(32 + k).unwrap_or_default();
+        // Seeds ending in 4 (sectors going bad partway, below): a layer's own flash device
+        // fails on its first page too — where a cache puts the page it fills first (its
+        // metadata lies after its cache pages, of which there is at least one) — so a
+        // cache's reads of a page it holds fail and are answered from its other copy.
+        if seed % 10 == 4 {
+            fault += &format!("eio = [[0, {PAGE}]]\n");
+        }
+        if !fault.is_empty() {
+            config += &format!("[device.fault]\n{fault}");
         }
         config += "\n";
     }
@@ -986,6 +994,10 @@ fn swarm() {
             "map_entries_logged",
             "map_recovered_pages",
             "retired_victims",
+            // A read of a clean page on flash gone bad (seeds ending in 4) answered from
+            // the disk, the flash page then out of use.
+            "reads_retried_at_disk",
+            "ecd_bad_pages",
             // PARAID shifted both ways and propagated, and recovered a dirty list after a
             // crash.
             "upshifts",
