@@ -94,7 +94,7 @@ impl Vendor {
 /// at most `surfaces` apart (a radial scratch, which follows one angle over many
 /// cylinders, on its surface and the neighbouring ones; a servo wedge on several surfaces).
 /// Blocks are compared by the arcs of track their sectors cover ([`block_arcs`],
-/// [`Footprint::shares_arcs`]); [`Footprint::shares`] compares two first sectors alone.
+/// [`Footprint::shares_arcs`]); an arc of span 0 is one sector's start alone.
 /// Zero in a field turns that part off.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Footprint {
@@ -110,14 +110,6 @@ impl Footprint {
         angle: 0.0,
         surfaces: 0,
     };
-
-    /// Whether a failure at `a` is likely to reach `b` (their first sectors' starts).
-    pub fn shares(&self, a: &Location, b: &Location) -> bool {
-        self.shares_arcs(
-            &TrackArc { at: *a, span: 0.0 },
-            &TrackArc { at: *b, span: 0.0 },
-        )
-    }
 
     /// Whether a failure in arc `a` is likely to reach arc `b`: cylinders closer than
     /// `cylinders`, or the arcs within `angle / 2` of a revolution of each other (0 if they

@@ -135,34 +135,41 @@ fn a_band_and_a_radial_scratch_together_spare_only_the_shifted_replica() {
 
 #[test]
 fn footprints_by_hand() {
-    let at = |cylinder, surface, angle| Location {
-        zone: 0,
-        cylinder,
-        surface,
-        sector: 0,
-        sectors_per_track: 8,
-        angle,
+    // First sectors alone (no span).
+    let at = |cylinder, surface, angle| TrackArc {
+        at: Location {
+            zone: 0,
+            cylinder,
+            surface,
+            sector: 0,
+            sectors_per_track: 8,
+            angle,
+        },
+        span: 0.0,
     };
     let o = at(100, 3, 0.995);
     // IBM: the angle (±0.01, across 0) on surfaces 2..=4, any cylinder.
     let ibm = Vendor::Ibm.footprint();
-    assert!(ibm.shares(&o, &at(900, 4, 0.004)));
-    assert!(ibm.shares(&o, &at(900, 2, 0.986)));
-    assert!(!ibm.shares(&o, &at(900, 5, 0.995)), "two surfaces away");
-    assert!(!ibm.shares(&o, &at(100, 3, 0.02)), "0.03 of a turn on");
+    assert!(ibm.shares_arcs(&o, &at(900, 4, 0.004)));
+    assert!(ibm.shares_arcs(&o, &at(900, 2, 0.986)));
+    assert!(
+        !ibm.shares_arcs(&o, &at(900, 5, 0.995)),
+        "two surfaces away"
+    );
+    assert!(!ibm.shares_arcs(&o, &at(100, 3, 0.02)), "0.03 of a turn on");
     // WD: 8 cylinders either side on every surface, and the angle on every surface.
     let wd = Vendor::Wd.footprint();
-    assert!(wd.shares(&o, &at(107, 0, 0.5)) && wd.shares(&o, &at(93, 7, 0.5)));
-    assert!(!wd.shares(&o, &at(108, 0, 0.5)) && !wd.shares(&o, &at(92, 7, 0.5)));
-    assert!(wd.shares(&o, &at(5000, 0, 0.999)));
+    assert!(wd.shares_arcs(&o, &at(107, 0, 0.5)) && wd.shares_arcs(&o, &at(93, 7, 0.5)));
+    assert!(!wd.shares_arcs(&o, &at(108, 0, 0.5)) && !wd.shares_arcs(&o, &at(92, 7, 0.5)));
+    assert!(wd.shares_arcs(&o, &at(5000, 0, 0.999)));
     // Maxtor: the cylinder alone.
     let mx = Vendor::Maxtor.footprint();
-    assert!(mx.shares(&o, &at(100, 0, 0.5)) && !mx.shares(&o, &at(101, 3, 0.995)));
+    assert!(mx.shares_arcs(&o, &at(100, 0, 0.5)) && !mx.shares_arcs(&o, &at(101, 3, 0.995)));
     // Quantum: the cylinder, and the angle on every surface.
     let q = Vendor::Quantum.footprint();
-    assert!(q.shares(&o, &at(100, 0, 0.5)) && q.shares(&o, &at(7000, 0, 0.986)));
-    assert!(!q.shares(&o, &at(101, 0, 0.5)));
-    assert!(!Footprint::NONE.shares(&o, &o) && Footprint::NONE.is_none());
+    assert!(q.shares_arcs(&o, &at(100, 0, 0.5)) && q.shares_arcs(&o, &at(7000, 0, 0.986)));
+    assert!(!q.shares_arcs(&o, &at(101, 0, 0.5)));
+    assert!(!Footprint::NONE.shares_arcs(&o, &o) && Footprint::NONE.is_none());
     assert_eq!(Vendor::from_name("wd"), Some(Vendor::Wd));
     assert_eq!(Vendor::from_name("seagate"), None);
 }
@@ -203,7 +210,7 @@ fn a_blocks_arcs_and_their_gaps_by_hand() {
         angle: 0.1,
         surfaces: 0,
     };
-    assert!(!f.shares(&arc(0.1, 0.0).at, &arc(0.3, 0.0).at));
+    assert!(!f.shares_arcs(&arc(0.1, 0.0), &arc(0.3, 0.0)));
     assert!(!f.shares_arcs(&arc(0.1, 0.125), &arc(0.3, 0.0)));
     assert!(f.shares_arcs(&arc(0.1, 0.16), &arc(0.3, 0.0)));
 }
