@@ -700,6 +700,13 @@ fn settle_copies(
 /// Start `h` on copies holding `imgs`: each region read and handed its bytes in turn, the
 /// log writes that follow landed and completed. The other submissions.
 fn start_copies(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
+    let n = imgs.len();
+    start_landing(h, imgs, n)
+}
+
+/// [`start_copies`] with only the first `landed` copies' log writes landing (the others'
+/// lost, as at a crash): the other submissions, theirs among them.
+fn start_landing(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>], landed: usize) -> Vec<Io> {
     let regions = h.function().regions();
     let reads = submitted(&h.start(0));
     assert_eq!(reads.len(), regions.len(), "every copy is read back");
@@ -716,7 +723,7 @@ fn start_copies(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
             .expect("the region's bytes are asked for");
         let bytes = imgs[k].clone();
         let a = h.bytes(0, tag, &bytes);
-        other.extend(settle_copies(h, &regions, imgs, a));
+        other.extend(settle_copies(h, &regions[..landed], &mut imgs[..landed], a));
     }
     other
 }
@@ -871,15 +878,16 @@ fn replaced_then_a_bad_page() -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>, Vec<
     (h, regions, imgs, devs)
 }
 
-/// A restart of [`spare_with_copies`] on `imgs`' copies of `d1` and the spare, `d0`'s and
-/// `d2`'s lost (`blank`): the harness, and the copies after it started.
-fn restarted_on_d1_and_spare(imgs: &[Vec<u8>], blank: &[Vec<u8>]) -> (Harness<Raid>, Vec<Vec<u8>>) {
-    let mut cut = vec![
-        blank[0].clone(),
-        imgs[1].clone(),
-        blank[2].clone(),
-        imgs[3].clone(),
-    ];
+/// A restart of [`spare_with_copies`] on copies `d0`, `d1`, `d2` and the spare's, taken
+/// from `imgs` where `from` says so and blank otherwise: the harness, and the copies after
+/// it started.
+fn restarted_on(imgs: &[Vec<u8>], from: [bool; 4]) -> (Harness<Raid>, Vec<Vec<u8>>) {
+    let mut cut: Vec<Vec<u8>> = (0..4)
+        .map(|k| match from[k] {
+            true => imgs[k].clone(),
+            false => vec![0; imgs[k].len()],
+        })
+        .collect();
     let mut again = spare_with_copies();
     start_copies(&mut again, &mut cut);
     (again, cut)
@@ -896,10 +904,9 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     // d0's bad page's record went to d0, d2 and the spare — not to d1, which the spare
     // holds whole.
     assert_eq!(devs, vec![0, 2, 3]);
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     // d0's and d2's copies lost: the spare's holds the state — the replacement done and
     // d0's bad page — and the copies behind are brought up to it.
-    let (mut again, cut) = restarted_on_d1_and_spare(&imgs, &blank);
+    let (mut again, cut) = restarted_on(&imgs, [false, true, false, true]);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
@@ -915,24 +922,10 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
         "d1's chunk from the spare"
     );
     // d1's own copy stopped at the replacement: alone, it knows nothing of the bad page.
-    let mut old = vec![
-        blank[0].clone(),
-        imgs[1].clone(),
-        blank[2].clone(),
-        blank[3].clone(),
-    ];
-    let mut third = spare_with_copies();
-    start_copies(&mut third, &mut old);
+    let (third, _) = restarted_on(&imgs, [false, true, false, false]);
     assert_eq!(third.counter("recovered_bad_pages"), 0.0);
     // d0's copy brought up by the second start holds it on its own.
-    let mut d0 = vec![
-        cut[0].clone(),
-        blank[1].clone(),
-        blank[2].clone(),
-        blank[3].clone(),
-    ];
-    let mut fourth = spare_with_copies();
-    start_copies(&mut fourth, &mut d0);
+    let (fourth, _) = restarted_on(&cut, [true, false, false, false]);
     assert_eq!(fourth.counter("recovered_bad_pages"), 1.0);
 }
 
@@ -954,24 +947,8 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     // names no replacement (it waits for the spare's), so the next start still does not
     // take the spare's log.
     let mut crashed = imgs.clone();
-    let mut first = spare_with_copies();
-    let reads = submitted(&first.start(0));
-    for (k, read) in reads.into_iter().enumerate() {
-        let tag = first
-            .complete(0, read, Status::Ok)
-            .iter()
-            .find_map(|a| match *a {
-                Action::Take { tag, .. } => Some(tag),
-                _ => None,
-            })
-            .unwrap();
-        let a = first.bytes(0, tag, &crashed[k].clone());
-        // Only the members' log writes land.
-        settle_copies(&mut first, &regions[..3], &mut crashed[..3], a);
-    }
-    let mut after = spare_with_copies();
-    let mut cut = crashed.clone();
-    start_copies(&mut after, &mut cut);
+    start_landing(&mut spare_with_copies(), &mut crashed, 3);
+    let (after, _) = restarted_on(&crashed, [true; 4]);
     assert_eq!(
         (
             after.counter("recovered_bad_pages"),
@@ -994,7 +971,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     assert_eq!(h.counter("bad_pages"), 0.0);
     // The spare's copy is this array's now: with d0's and d2's copies lost, the state from
     // it (d1's stopped at the replacement's end) has no bad page.
-    let (again, _) = restarted_on_d1_and_spare(&imgs, &blank);
+    let (again, _) = restarted_on(&imgs, [false, true, false, true]);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
