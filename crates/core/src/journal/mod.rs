@@ -61,6 +61,11 @@ const RECORD_MAGIC: u32 = u32::from_le_bytes(*b"WJR1");
 const RECORD_HEADER: usize = 32;
 /// The longest owner name a header keeps.
 pub const OWNER_BYTES: usize = 32;
+/// A header's label: the function's own identity for a log beyond its owner name.
+pub const LABEL_BYTES: usize = 16;
+/// Where the label sits in a header (after the owner; zeros in headers written before
+/// labels, which read back as no label).
+const LABEL_AT: usize = 72 + OWNER_BYTES;
 /// The largest region: recovery reads it whole, in one I/O.
 pub const MAX_REGION: u64 = 256 << 20;
 /// The most a single log write carries.
@@ -110,6 +115,9 @@ pub struct Recovery {
     pub torn_tail: bool,
     /// The header epoch the log continues with.
     pub epoch: u64,
+    /// The label the log's header carried (zeros: none — a new log, or one written before
+    /// labels). See [`Journal::set_label`].
+    pub label: [u8; LABEL_BYTES],
 }
 
 /// What a completion or bytes meant to the journal.
@@ -177,6 +185,7 @@ struct Header {
     /// Records up to this number may carry any earlier epoch; later ones, this header's.
     tail_seq: u64,
     owner: [u8; OWNER_BYTES],
+    label: [u8; LABEL_BYTES],
 }
 
 /// What a header slot holds.
@@ -280,6 +289,7 @@ impl Journal {
                 start_seq: 1,
                 tail_seq: 0,
                 owner,
+                label: [0; LABEL_BYTES],
             },
             hdr_slot: 1,
             next_seq: 1,
@@ -294,6 +304,18 @@ impl Journal {
             stats: JournalStats::default(),
             cfg,
         })
+    }
+
+    /// The label every header written from now on carries: an identity the function gives
+    /// the log beyond its owner name (a RAID's array id and the member holding this copy,
+    /// as md's superblock carries the array's UUID and the device's role), returned by the
+    /// next recovery ([`Recovery::label`]). Set before [`recover`](Self::recover), it is
+    /// what a new log is formatted with — and what a log without one (written before
+    /// labels) takes — while a log's own label is kept; set after, it replaces the log's
+    /// from the next header written (a checkpoint's). The journal never compares labels:
+    /// what a foreign one means is the function's to decide.
+    pub fn set_label(&mut self, label: [u8; LABEL_BYTES]) {
+        self.hdr.label = label;
     }
 
     /// The region to return from [`Function::regions`](crate::Function::regions).
@@ -545,7 +567,11 @@ impl Journal {
                 return Step::Busy;
             }
             Writing::Header { hdr, covered } => {
-                self.hdr = hdr;
+                // The label set since this header left is the one the next carries.
+                self.hdr = Header {
+                    label: self.hdr.label,
+                    ..hdr
+                };
                 self.hdr_slot = 1 - self.hdr_slot;
                 match covered {
                     Some(c) => {
@@ -753,7 +779,7 @@ impl Journal {
                     corrupt.join("; ")
                 ));
             }
-            // Blank: a new log. Recovery's header write formats it.
+            // Blank: a new log. Recovery's header write formats it (with the label set).
             return Ok(Recovery {
                 first_seq: 1,
                 fresh: true,
@@ -796,7 +822,13 @@ impl Journal {
         let snapshot = b[at..snap_end].to_vec();
         let area = &b[self.area as usize..];
         let (records, end, torn) = scan(area, &h);
-        self.hdr = h;
+        // A log written before labels takes the one set (its next header carries it).
+        let label = if h.label == [0; LABEL_BYTES] {
+            self.hdr.label
+        } else {
+            h.label
+        };
+        self.hdr = Header { label, ..h };
         self.hdr_slot = slot;
         self.next_seq = h.start_seq + records.len() as u64;
         self.durable = self.next_seq - 1;
@@ -808,6 +840,7 @@ impl Journal {
             fresh: false,
             torn_tail: torn,
             epoch: h.epoch + 1,
+            label: h.label,
         })
     }
 }
@@ -903,6 +936,7 @@ fn encode_header(h: &Header) -> Vec<u8> {
     b[56..64].copy_from_slice(&h.start_seq.to_le_bytes());
     b[64..72].copy_from_slice(&h.tail_seq.to_le_bytes());
     b[72..72 + OWNER_BYTES].copy_from_slice(&h.owner);
+    b[LABEL_AT..LABEL_AT + LABEL_BYTES].copy_from_slice(&h.label);
     let crc = crc32c(0, &b);
     b[12..16].copy_from_slice(&crc.to_le_bytes());
     b
@@ -929,6 +963,8 @@ fn decode_header(block: &[u8]) -> Slot {
     }
     let mut owner = [0; OWNER_BYTES];
     owner.copy_from_slice(&b[72..72 + OWNER_BYTES]);
+    let mut label = [0; LABEL_BYTES];
+    label.copy_from_slice(&b[LABEL_AT..LABEL_AT + LABEL_BYTES]);
     Slot::Valid(Header {
         epoch: u64_at(&b, 16),
         region_len: u64_at(&b, 24),
@@ -939,5 +975,6 @@ fn decode_header(block: &[u8]) -> Slot {
         start_seq: u64_at(&b, 56),
         tail_seq: u64_at(&b, 64),
         owner,
+        label,
     })
 }

@@ -36,6 +36,8 @@ struct Rig {
     steps: Vec<Step>,
     /// Writes the journal made: (region offset, length).
     writes: Vec<(u64, u32)>,
+    /// The label each restart sets before recovery.
+    label: Option<[u8; LABEL_BYTES]>,
 }
 
 impl Rig {
@@ -52,6 +54,7 @@ impl Rig {
             inflight: Vec::new(),
             steps: Vec::new(),
             writes: Vec::new(),
+            label: None,
         }
     }
 
@@ -130,6 +133,9 @@ impl Rig {
     /// A fresh journal over the same device, recovered: what it handed back.
     fn restart(&mut self) -> Step {
         self.j = Journal::new(self.cfg.clone()).unwrap();
+        if let Some(l) = self.label {
+            self.j.set_label(l);
+        }
         self.scratch = ScratchBytes::default();
         self.inflight.clear();
         self.steps.clear();
@@ -217,6 +223,7 @@ fn records_round_trip_through_a_restart() {
             fresh: false,
             torn_tail: false,
             epoch: 2,
+            label: [0; LABEL_BYTES],
         }
     );
     // Recovery wrote the epoch-2 header into slot 1; the log continues after record 3,
@@ -316,6 +323,48 @@ fn a_restart_through_an_earlier_record_drops_what_the_log_held_for_good() {
         e,
         "metadata log `test-log`: restarted with records appended"
     );
+}
+
+#[test]
+fn a_label_formats_a_new_log_is_kept_by_a_labelled_one_and_replaced_only_when_set_after() {
+    let (a, b, c) = ([1u8; LABEL_BYTES], [2u8; LABEL_BYTES], [3u8; LABEL_BYTES]);
+    // A log written without a label reads back with none…
+    let mut r = Rig::new(cfg(4096, 16384));
+    recovered(r.restart());
+    r.append(b"one");
+    r.settle();
+    r.label = Some(a);
+    let rec = recovered(r.restart());
+    assert_eq!((rec.label, rec.records.len()), ([0; LABEL_BYTES], 1));
+    // …and takes the one set before recovery with its recovery header.
+    r.label = Some(b);
+    let rec = recovered(r.restart());
+    assert_eq!(
+        rec.label, a,
+        "a log's own label is kept over the one set before recovery"
+    );
+    // Set after recovery: a header already out keeps the old one, the next carries it.
+    r.j.checkpoint(b"", &mut r.out).unwrap();
+    r.act();
+    assert_eq!(r.inflight.len(), 1, "the checkpoint's header is out");
+    r.j.set_label(c);
+    r.settle();
+    r.j.checkpoint(b"state", &mut r.out).unwrap();
+    r.settle();
+    r.label = None;
+    let rec = recovered(r.restart());
+    assert_eq!((rec.label, rec.snapshot), (c, b"state".to_vec()));
+    // A new log is formatted with the label set before recovery (and reads back none).
+    let mut r = Rig::new(cfg(4096, 16384));
+    r.label = Some(b);
+    let rec = recovered(r.restart());
+    assert!(rec.fresh);
+    assert_eq!(rec.label, [0; LABEL_BYTES]);
+    assert_eq!(recovered(r.restart()).label, b);
+    // A header keeps it at bytes 104..120 (`docs/metadata.md`).
+    let o = r.cfg.region.offset;
+    let heads = [r.media.read(o, 4096), r.media.read(o + 4096, 4096)];
+    assert!(heads.iter().any(|h| h[104..120] == b));
 }
 
 #[test]
