@@ -188,6 +188,10 @@ pub struct RunConfig {
     /// the run is assembled, as [`RunConfig::from_toml`] names it for a parse error.
     #[serde(skip)]
     pub origin: String,
+    /// The functions' nonce ([`BuildContext::nonce`]) when not the seed: set live, where
+    /// identities written to real devices must differ between sessions.
+    #[serde(skip)]
+    pub nonce: Option<u64>,
 }
 
 impl RunConfig {
@@ -229,6 +233,7 @@ impl RunConfig {
         BuildContext {
             key,
             seed: self.run.seed,
+            nonce: self.nonce.unwrap_or(self.run.seed),
             lookahead,
         }
     }

@@ -111,6 +111,7 @@ pub fn build(spec: &ServeSpec) -> Result<Session, String> {
         let ctx = BuildContext {
             key: "--spindown",
             seed: 0,
+            nonce: 0,
             lookahead: None,
         };
         layers.push(Registry::new().build(&t, 0, &ctx)?);
@@ -185,6 +186,15 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     )
 }
 
+/// A value no other session draws: the wall clock's nanoseconds and the process id.
+#[cfg(feature = "engine")]
+fn session_nonce() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
+}
+
 /// [`build_from_config`] with a builder for the functions the engine does not know itself
 /// (`kind = "python"`), as `wattio_engine::run` takes one. The functions run on the
 /// executor's threads under its lock: a builder handing out Python objects must make them
@@ -197,7 +207,10 @@ pub fn build_from_config_with(
     use wattio_engine::{assemble, catalogue_for, RunConfig};
     let text =
         std::fs::read_to_string(&c.config).map_err(|e| format!("{}: {e}", c.config.display()))?;
-    let cfg = RunConfig::from_toml(&c.config.display().to_string(), &text)?;
+    let mut cfg = RunConfig::from_toml(&c.config.display().to_string(), &text)?;
+    // Identities a function writes to the images (a RAID's array id) differ per session:
+    // two arrays made from one config must not take each other's members.
+    cfg.nonce = Some(session_nonce());
     let base = c
         .config
         .parent()

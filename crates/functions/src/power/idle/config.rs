@@ -362,6 +362,7 @@ mod tests {
         let ctx = BuildContext {
             key: "function[0]",
             seed: 0,
+            nonce: 0,
             lookahead: None,
         };
         let e = parse("policy = 'oracle'")
