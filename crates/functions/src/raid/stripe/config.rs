@@ -12,7 +12,10 @@ pub static KIND: Kind = Kind {
     source: "Patterson, Gibson, Katz, SIGMOD 1988; Linux md (raid0.c, raid5.c)",
     doc: "docs/functions/raid.md",
     check: |t, ctx| RaidConfig::parse(t, ctx.key).map(|_| ()),
-    build: |t, ctx| Ok(Box::new(RaidConfig::parse(t, ctx.key)?.build())),
+    build: |t, ctx| {
+        let raid = RaidConfig::parse(t, ctx.key)?.build();
+        Ok(Box::new(raid.array_id(super::persist::array_id(ctx.nonce))))
+    },
     swarm: Some(swarm),
 };
 

@@ -16,15 +16,28 @@
 //! superblock to spares too). It is read back at every start but written only once a
 //! replacement is wanted: it is started over with the array's state
 //! (`Journal::restart_through`), takes every record from then on like the others, and the
-//! replacement is logged only once that checkpoint is durable. The member being replaced keeps its own copy until the spare holds all its stripes; then
-//! that copy is no longer written, so the array keeps one copy a member. A spare copy that
-//! cannot be read or written fails no member: the spare then serves without one. A log on
-//! the spare ahead of every member's copy while theirs names no replacement is another
-//! array's (a reused spare): not adopted, and started over when a replacement starts.
+//! replacement is logged only once that checkpoint is durable. The member being replaced
+//! keeps its own copy until the spare holds all its stripes; then that copy is no longer
+//! written, so the array keeps one copy a member. A spare copy that cannot be read, or
+//! whose start-over fails, fails no member: the spare is not used (md does not use a
+//! spare whose superblock it cannot write). One that fails later, once the replacement is
+//! logged, is no longer written; the spare serves on. A log on the spare ahead of every
+//! member's copy while theirs names no replacement is not adopted (a reused spare's, or
+//! records no member got), and is started over when a replacement starts.
+//!
+//! **Identity** (md's array UUID and device role in every superblock). Each copy's header
+//! carries a label (`persist::Label`): the array's id, drawn when its log is first
+//! formatted, and the copy's role — its member, or the spare. At start the members' copies
+//! must name one array and each its own member, or the start stops before anything is
+//! written (a device of another array, devices out of order); a spare's copy of another
+//! array is never adopted; and a log naming a replacement onto the spare while the spare's
+//! copy is blank or another array's means the spare was swapped: the member is rebuilt
+//! anew (`spare_swapped`).
 
+use super::persist::{Label, Role};
 use super::Raid;
 use wattio_core::function::Actions;
-use wattio_core::journal::{Journal, Recovery, Step};
+use wattio_core::journal::{Journal, Recovery, Step, LABEL_BYTES};
 
 /// One copy of the log.
 pub(super) struct Copy {
@@ -46,6 +59,136 @@ fn last(r: &Recovery) -> u64 {
 }
 
 impl Raid {
+    /// The label a copy in `role` carries in this array (`persist::Label`).
+    pub(super) fn label(&self, role: Role) -> [u8; LABEL_BYTES] {
+        Label {
+            array: self.array,
+            role,
+            all: self.log_all,
+        }
+        .encode()
+    }
+
+    /// Copy `k`'s role.
+    fn role(&self, k: usize) -> Role {
+        self.logs[k].member.map_or(Role::Spare, Role::Member)
+    }
+
+    /// Which array the copies found at start are (md assembles by the array UUID in every
+    /// superblock): the id the members' labelled copies carry, or this build's for a new
+    /// array (or one whose logs predate labels). A member's copy of another array, or of
+    /// this array's but another role (devices given out of order, the spare given as a
+    /// member), stops the start before anything is written to the array: its device holds
+    /// another array's data or another member's, and taking it would serve that as this
+    /// member's. Returns the labels read (`None`: none) and whether the spare's copy is
+    /// another array's (never adopted; started over if a replacement starts).
+    fn identify(
+        &mut self,
+        found: &[Result<Recovery, String>],
+    ) -> Result<(Vec<Option<Label>>, bool), String> {
+        let mut labels = Vec::with_capacity(found.len());
+        for (k, f) in found.iter().enumerate() {
+            let l = match f {
+                Ok(r) => Label::decode(&r.label)
+                    .map_err(|e| format!("the log on `{}` carries {e}", self.copy_device(k)))?,
+                Err(_) => None,
+            };
+            labels.push(l);
+        }
+        // The members' arrays, each with the devices whose copies name it.
+        let mut arrays: Vec<(u64, Vec<&str>)> = Vec::new();
+        for (k, l) in labels.iter().enumerate() {
+            let (Some(l), Some(_)) = (l, self.logs[k].member) else {
+                continue;
+            };
+            let dev = self.copy_device(k);
+            match arrays.iter_mut().find(|(a, _)| *a == l.array) {
+                Some((_, devs)) => devs.push(dev),
+                None => arrays.push((l.array, vec![dev])),
+            }
+        }
+        if arrays.len() > 1 {
+            let each: Vec<String> = arrays
+                .iter()
+                .map(|(a, devs)| format!("array {a:016x} on `{}`", devs.join("`, `")))
+                .collect();
+            return Err(format!(
+                "the members' copies of the log belong to different arrays ({}): give the \
+                 devices of one array — another array's device holds its data, not this one's",
+                each.join("; ")
+            ));
+        }
+        if let Some(&(a, _)) = arrays.first() {
+            self.array = a;
+        }
+        let mut foreign_spare = false;
+        for (k, l) in labels.iter().enumerate() {
+            let Some(l) = l else { continue };
+            let role = self.role(k);
+            if l.array != self.array {
+                // Only the spare's can be: the members' agree (above).
+                foreign_spare = true;
+                continue;
+            }
+            if l.role != role {
+                let at = match role {
+                    Role::Member(m) => format!("member {m}"),
+                    Role::Spare => "the spare".into(),
+                };
+                return Err(format!(
+                    "`{}`, given as {at}, holds {} copy of this array's log (array {:016x}): \
+                     give the devices in the array's order",
+                    self.copy_device(k),
+                    l.role,
+                    self.array
+                ));
+            }
+        }
+        // From now on every copy carries this array's id (a copy that had none, or a new
+        // one formatted with this build's, from its next header: `copies_recovered`
+        // checkpoints such copies).
+        for k in 0..self.logs.len() {
+            let l = self.label(self.role(k));
+            self.logs[k].j.set_label(l);
+        }
+        Ok((labels, foreign_spare))
+    }
+
+    /// The spare (copy `sp`) was swapped while the log named a replacement onto it (see
+    /// `copies_recovered`): the state the copies are brought to names none. Nothing moved
+    /// yet (`through` 0): the replacement is simply asked for again. Else the member's
+    /// stripes below `through` were on the lost spare only (its own device, stale there or
+    /// gone): it is faulty — rebuilt from the others onto the new spare, from stripe 0 —
+    /// unless another member is faulty already, when rows would miss two members and the
+    /// start stops, naming both.
+    fn spare_swapped(
+        &mut self,
+        got: &mut super::persist::Recovered,
+        sp: usize,
+    ) -> Result<(), String> {
+        let (m, through) = got.replaced.take().expect("a replacement is named");
+        let spare = self.copy_device(sp).to_string();
+        self.counters.swapped_spares += 1;
+        if through == 0 {
+            if got.faulty_member().is_none() {
+                if let Some(s) = self.spare.as_mut() {
+                    s.at_start_member = Some(m);
+                }
+            }
+            return Ok(());
+        }
+        if let Some(f) = got.faulty_member().filter(|&f| f != m) {
+            return Err(format!(
+                "the log names {through} stripes of `{}` moved onto the spare, but `{spare}` does \
+                 not hold this array's copy of the log (swapped since?), and `{}` is faulty: \
+                 rows would miss two members — give the spare they were moved onto",
+                self.names[m], self.names[f]
+            ));
+        }
+        got.faulty = 1 << m;
+        Ok(())
+    }
+
     /// Is there a log (RAID-5 with `persist`)?
     #[inline]
     pub(super) fn has_log(&self) -> bool {
@@ -88,7 +231,13 @@ impl Raid {
         let Some(k) = self.logs.iter().position(|c| c.member.is_none()) else {
             return false;
         };
-        if self.logs[k].dead || !self.logs[k].standby || !self.logs[k].j.ready() {
+        if self.logs[k].dead || !self.logs[k].j.ready() {
+            // Its copy could not be read: md does not use a spare whose superblock it
+            // cannot write (the replacement would name a spare whose copy is no proof).
+            self.refuse_spare();
+            return true;
+        }
+        if !self.logs[k].standby {
             return false;
         }
         let last = (0..self.logs.len())
@@ -108,13 +257,29 @@ impl Raid {
             }
             Err(_) => {
                 self.logs[k].dead = true;
-                false
+                self.refuse_spare();
+                true
             }
         }
     }
 
-    /// The spare's copy has started over (durable), or failed: the replacement held for it
-    /// goes on.
+    /// The spare's copy of the log cannot be written before a replacement: the spare is not
+    /// used (no replacement onto it this run). So a log naming a replacement always has the
+    /// spare's copy started over with this array's label durable first — and a start that
+    /// finds the spare's copy blank or another array's while the log names one knows the
+    /// spare was swapped (`copies_recovered`).
+    fn refuse_spare(&mut self) {
+        if let Some(s) = self.spare.as_mut() {
+            if !s.stopped {
+                s.stopped = true;
+                self.counters.refused_spares += 1;
+            }
+        }
+    }
+
+    /// The spare's copy has started over (durable): the replacement held for it goes on; or
+    /// failed: asked again, it finds the copy dead and the spare refused
+    /// ([`Raid::start_spare_copy`]).
     fn spare_copy_started(&mut self, k: usize, out: &mut Actions) {
         let Some((m, last)) = self.spare_copy_pending else {
             return;
@@ -219,6 +384,11 @@ impl Raid {
             .iter_mut()
             .map(|c| c.found.take().expect("checked"))
             .collect();
+        let proposed = self.array;
+        let (labels, foreign_spare) = match self.identify(&found) {
+            Ok(x) => x,
+            Err(e) => return self.stop(&e, out),
+        };
         // The furthest of the copies `take` admits (the lowest on a tie).
         let furthest = |found: &[Result<Recovery, String>], take: &dyn Fn(usize) -> bool| {
             let mut best: Option<(usize, u64)> = None;
@@ -237,8 +407,10 @@ impl Raid {
         // durable by taking theirs). Else it is another array's log on a reused spare:
         // not adopted; a replacement starts the spare's copy over (`restart_through`).
         let spare = self.logs.iter().position(|c| c.member.is_none());
-        let mut foreign = None;
-        if let Some(sp) = spare.filter(|&sp| furthest(&found, &|_| true) == Some(sp)) {
+        let mut foreign = spare.filter(|_| foreign_spare);
+        if let Some(sp) =
+            spare.filter(|&sp| foreign.is_none() && furthest(&found, &|_| true) == Some(sp))
+        {
             let member = furthest(&found, &|k| k != sp);
             let replacing = member.is_some_and(|m| {
                 let r = found[m].as_ref().expect("furthest is read");
@@ -259,7 +431,7 @@ impl Raid {
                 .expect("no copy read back: an error");
             return self.stop(&e, out);
         };
-        let got = match self.shape.replay(&r.snapshot, &r.records) {
+        let mut got = match self.shape.replay(&r.snapshot, &r.records) {
             Ok(got) => got,
             Err(e) => {
                 let e = format!("the bad-page log on `{}` holds {e}", self.copy_device(b));
@@ -267,13 +439,40 @@ impl Raid {
             }
         };
         let (upto, fresh) = (last(r), r.fresh);
+        // The log names a replacement onto the spare, yet the spare's copy — started over
+        // with this array's label before that record could be logged (`start_spare_copy`)
+        // — is blank or another array's: the spare was swapped, and what the replacement
+        // moved is gone with the one it was made onto.
+        let labelled = labels
+            .iter()
+            .zip(&self.logs)
+            .any(|(l, c)| l.is_some() && c.member.is_some());
+        let swapped = spare.filter(|&sp| {
+            labelled
+                && got.replaced.is_some()
+                && found[sp].is_ok()
+                && labels[sp].is_none_or(|l| l.array != self.array)
+        });
+        if let Some(sp) = swapped {
+            if let Err(e) = self.spare_swapped(&mut got, sp) {
+                return self.stop(&e, out);
+            }
+        }
         // The copies behind the furthest take its state (before anything else is logged:
         // the checkpoint is the replayed state, numbered as the furthest copy's last
-        // record), and requests wait for them.
+        // record), and requests wait for them; so does a copy whose header does not carry
+        // this array's id yet (a new copy, or one from before labels, formatted with this
+        // build's id while the array's is another: its checkpoint's header carries it).
+        let unlabelled =
+            |k: usize| Some(k) != foreign && labels[k].map_or(proposed, |l| l.array) != self.array;
         let behind: Vec<usize> = found
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.as_ref().is_ok_and(|x| last(x) < upto))
+            .filter(|(k, f)| {
+                f.as_ref().is_ok_and(|x| {
+                    last(x) < upto || unlabelled(*k) || (swapped.is_some() && Some(*k) != swapped)
+                })
+            })
             .map(|(k, _)| k)
             .collect();
         self.faulty = got.faulty_member();

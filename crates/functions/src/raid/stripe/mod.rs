@@ -337,6 +337,9 @@ pub struct Raid {
     logs: Vec<copies::Copy>,
     /// Keep a copy of the log on every member (`log_members = "all"`).
     log_all: bool,
+    /// The array's id in its copies' labels (`persist::Label`): the one a new log is
+    /// formatted with until a start reads the members' (see [`copies`]).
+    array: u64,
     /// A replacement of this member held until the spare's copy of the log, started over
     /// through this record, is durable (`copies::start_spare_copy`).
     spare_copy_pending: Option<(usize, u64)>,
@@ -411,6 +414,12 @@ struct Counters {
     recovered_faulty: u64,
     recovered_members: u64,
     stalled_recoveries: u64,
+    /// Spares not used: their copy of the log could not be read or written before a
+    /// replacement (`log_members = "all"`; md does not use a spare whose superblock it
+    /// cannot write).
+    refused_spares: u64,
+    /// Starts that found the spare swapped while the log named a replacement onto it.
+    swapped_spares: u64,
 }
 
 impl Raid {
@@ -459,6 +468,7 @@ impl Raid {
             torn: FxHashSet::default(),
             logs: Vec::new(),
             log_all: false,
+            array: persist::array_id(0),
             spare_copy_pending: None,
             log_seen: 0,
             shape: persist::Shape {
@@ -592,6 +602,13 @@ impl Raid {
     /// member 0 only.
     pub fn log_on_all(mut self, all: bool) -> Raid {
         self.log_all = all;
+        self
+    }
+
+    /// The id a new array's log is formatted with (`persist::array_id` of the build's
+    /// nonce); a start takes the members' own.
+    pub fn array_id(mut self, id: u64) -> Raid {
+        self.array = id;
         self
     }
 
@@ -1684,7 +1701,7 @@ impl Function for Raid {
                 let d = devices.iter().find(|d| d.id == dev).expect("a member");
                 let region = Region::at_end(d, len).map_err(|e| format!("devices: {e}"))?;
                 size = size.min(region.offset);
-                let j = Journal::new(JournalConfig {
+                let mut j = Journal::new(JournalConfig {
                     region,
                     snapshot_bytes: self.shape.snapshot_bytes(),
                     owner: persist::OWNER.into(),
@@ -1692,6 +1709,7 @@ impl Function for Raid {
                     priority: 0,
                 })
                 .map_err(|e| format!("max_bad_pages: {e}"))?;
+                j.set_label(self.label(persist::Role::Member(k)));
                 self.logs.push(copies::Copy {
                     member: Some(k),
                     j,
@@ -1746,7 +1764,7 @@ impl Function for Raid {
                         s.name, d.capacity, self.layout.stripes
                     ));
                 };
-                let j = Journal::new(JournalConfig {
+                let mut j = Journal::new(JournalConfig {
                     region,
                     snapshot_bytes: self.shape.snapshot_bytes(),
                     owner: persist::OWNER.into(),
@@ -1754,6 +1772,7 @@ impl Function for Raid {
                     priority: 0,
                 })
                 .map_err(|e| format!("max_bad_pages: {e}"))?;
+                j.set_label(self.label(persist::Role::Spare));
                 self.logs.push(copies::Copy {
                     member: None,
                     j,
@@ -1997,10 +2016,19 @@ impl Function for Raid {
                 .flatten(),
         )
         .chain(self.intent_counters())
-        .chain(self.log_all.then(|| {
-            let dead = self.logs.iter().filter(|c| c.dead).count() as u64;
-            ("dead_log_copies", dead)
-        }))
+        .chain(
+            self.log_all
+                .then(|| {
+                    let dead = self.logs.iter().filter(|c| c.dead).count() as u64;
+                    [
+                        ("dead_log_copies", dead),
+                        ("refused_spares", c.refused_spares),
+                        ("swapped_spares", c.swapped_spares),
+                    ]
+                })
+                .into_iter()
+                .flatten(),
+        )
         .chain(
             self.has_log()
                 .then_some([

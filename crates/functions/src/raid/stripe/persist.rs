@@ -42,6 +42,7 @@
 //! records existed hold only `00` records and read back unchanged.
 
 use wattio_core::fxhash::FxHashSet;
+use wattio_core::journal::LABEL_BYTES;
 
 /// The owner name in the log's header.
 pub const OWNER: &str = "raid5-bad-pages";
@@ -52,6 +53,83 @@ pub const JOURNAL_BYTES: u64 = 256 << 10;
 pub const RECORD_BYTES: usize = 10;
 /// A `00` record's number naming the whole member faulty.
 const FAULTY: u64 = u64::MAX;
+/// The copy of the log a device holds, by its role in the array (md's `dev_number`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Member(usize),
+    Spare,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Member(m) => write!(f, "member {m}'s"),
+            Role::Spare => write!(f, "the spare's"),
+        }
+    }
+}
+
+/// A copy's label in its log's header (`Journal::set_label`), as md's superblock carries
+/// the array's UUID and the device's role: 16 bytes, the array's id (u64, never 0), the
+/// role (u32: the member's index, `u32::MAX` the spare), flags (u8: bit 0, the array keeps
+/// a copy on every member), then `R5` and a zero byte. All zeros: no label (a log written
+/// before labels, or a new one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub array: u64,
+    pub role: Role,
+    pub all: bool,
+}
+
+const LABEL_MARK: &[u8; 3] = b"R5\0";
+const SPARE_ROLE: u32 = u32::MAX;
+
+impl Label {
+    pub fn encode(&self) -> [u8; LABEL_BYTES] {
+        let mut b = [0; LABEL_BYTES];
+        b[..8].copy_from_slice(&self.array.to_le_bytes());
+        let role = match self.role {
+            Role::Member(m) => m as u32,
+            Role::Spare => SPARE_ROLE,
+        };
+        b[8..12].copy_from_slice(&role.to_le_bytes());
+        b[12] = u8::from(self.all);
+        b[13..].copy_from_slice(LABEL_MARK);
+        b
+    }
+
+    /// `Ok(None)`: no label; an error: bytes that are no RAID-5 copy's label.
+    pub fn decode(b: &[u8; LABEL_BYTES]) -> Result<Option<Label>, String> {
+        if b.iter().all(|&x| x == 0) {
+            return Ok(None);
+        }
+        let array = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        if &b[13..] != LABEL_MARK || array == 0 || b[12] > 1 {
+            return Err(format!(
+                "a header label that is no RAID-5 array's ({b:02x?})"
+            ));
+        }
+        let role = match u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) {
+            SPARE_ROLE => Role::Spare,
+            m => Role::Member(m as usize),
+        };
+        Ok(Some(Label {
+            array,
+            role,
+            all: b[12] == 1,
+        }))
+    }
+}
+
+/// A new array's id, from the build's nonce (`BuildContext::nonce`: the seed's in a
+/// simulation, fresh live): SplitMix64's finalizer, never 0 (zeros are no label).
+pub fn array_id(nonce: u64) -> u64 {
+    let mut z = nonce.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1)
+}
+
 /// The default bound on the list.
 pub const DEFAULT_MAX_BAD_PAGES: u64 = 4096;
 /// The largest bound a config may set (a checkpoint of 10 MiB).

@@ -739,7 +739,8 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     );
     let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     assert!(start_copies(&mut h, &mut imgs).is_empty());
-    let fresh = imgs[0].clone();
+    // Each copy as formatted (its header names its member).
+    let fresh = imgs.clone();
     // Chunk 0's reconstruct-write reads d1, which fails: the bad page's record goes to all
     // three copies, and the write is answered once it is durable on every one.
     let io = host(1, Op::Write, 0, 1);
@@ -766,7 +767,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     assert_eq!(replied(&h.complete(6, logs[1], Status::Ok))[0].io, io);
     // A restart on which d0's copy lost that record: the furthest copy (d1's) is the
     // state, d0's is checkpointed up to it first, and a request waits for that.
-    let mut cut = vec![fresh.clone(), imgs[1].clone(), imgs[2].clone()];
+    let mut cut = vec![fresh[0].clone(), imgs[1].clone(), imgs[2].clone()];
     let mut again = mirrored();
     let regions_again = again.function().regions();
     let reads = submitted(&again.start(0));
@@ -806,7 +807,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     assert_eq!(shape(&served), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
     // d0's copy now holds the state on its own: with d1's and d2's copies blank, the
     // array still knows d1's page is bad.
-    let mut alone = vec![cut[0].clone(), fresh.clone(), fresh.clone()];
+    let mut alone = vec![cut[0].clone(), fresh[1].clone(), fresh[2].clone()];
     let mut third = mirrored();
     start_copies(&mut third, &mut alone);
     assert_eq!(third.counter("recovered_bad_pages"), 1.0);
@@ -978,6 +979,229 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
             again.counter("replaced_stripes")
         ),
         (0.0, 3.0)
+    );
+}
+
+/// [`mirrored`] with the array id a new log is formatted with.
+fn mirrored_as(array: u64) -> Harness<Raid> {
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .persist(4096)
+        .log_on_all(true)
+        .array_id(array);
+    Harness::new(r, devs).unwrap()
+}
+
+/// Start `h` on copies holding `imgs` (as [`start_copies`]): the message it stopped the
+/// run with, if it did, and every submission of the start.
+fn start_failing(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> (Option<String>, Vec<Io>) {
+    let regions = h.function().regions();
+    let mut all = Vec::new();
+    let mut why = None;
+    for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
+        let tag = h
+            .complete(0, read, Status::Ok)
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .expect("the region's bytes are asked for");
+        let a = h.bytes(0, tag, &imgs[k].clone());
+        for act in &a {
+            if let Action::Fail { msg } = act {
+                why = Some(String::from_utf8_lossy(h.data(*msg)).into_owned());
+            }
+        }
+        all.extend(submitted(&a));
+        settle_copies(h, &regions, imgs, a);
+    }
+    (why, all)
+}
+
+#[test]
+fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
+    // Two arrays, ids 1 and 2, each started once: every copy's header carries its array
+    // and its member.
+    let format = |id: u64| {
+        let mut h = mirrored_as(id);
+        let regions = h.function().regions();
+        let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+        assert!(start_copies(&mut h, &mut imgs).is_empty());
+        (regions, imgs)
+    };
+    let (regions, a) = format(1);
+    let (_, b) = format(2);
+    // Array 1's d0 and d2 with array 2's d1: stopped before anything reaches the members'
+    // data, naming both arrays and their devices; requests are answered EIO.
+    let mut mixed = vec![a[0].clone(), b[1].clone(), a[2].clone()];
+    let mut h = mirrored_as(1);
+    let (why, ios) = start_failing(&mut h, &mut mixed);
+    assert_eq!(
+        why.as_deref(),
+        Some(
+            "raid5: the members' copies of the log belong to different arrays (array \
+             0000000000000001 on `d0`, `d2`; array 0000000000000002 on `d1`): give the \
+             devices of one array — another array's device holds its data, not this one's"
+        )
+    );
+    assert!(ios.iter().all(|io| in_log(io, &regions)), "{ios:?}");
+    let r = h.request(1, host(1, Op::Read, 0, 1));
+    assert_eq!(replied(&r)[0].status, Status::IoError);
+    // Array 1's own devices with d0 and d1 given in each other's place.
+    let mut swapped = vec![a[1].clone(), a[0].clone(), a[2].clone()];
+    let (why, _) = start_failing(&mut mirrored_as(1), &mut swapped);
+    assert_eq!(
+        why.as_deref(),
+        Some(
+            "raid5: `d0`, given as member 0, holds member 1's copy of this array's log (array \
+             0000000000000001): give the devices in the array's order"
+        )
+    );
+    // A build whose new logs would get id 7 takes the members' id: a copy it formats (d2's
+    // blank one) is checkpointed with id 1, so the next start finds one array.
+    let mut upgraded = vec![a[0].clone(), a[1].clone(), vec![0; a[2].len()]];
+    let (why, _) = start_failing(&mut mirrored_as(7), &mut upgraded);
+    assert_eq!(why, None);
+    let label = persist::Label {
+        array: 1,
+        role: persist::Role::Member(2),
+        all: true,
+    }
+    .encode();
+    let heads = [&upgraded[2][..4096], &upgraded[2][4096..8192]];
+    assert!(
+        heads.iter().any(|h| h[104..120] == label),
+        "d2's copy checkpointed with the array's id"
+    );
+    let (why, _) = start_failing(&mut mirrored_as(7), &mut upgraded);
+    assert_eq!(why, None);
+}
+
+/// [`spare_with_copies`] with `d1` wholly replaced by the spare, from blank copies,
+/// its array id `array`, failing `fail` at start: the harness, regions and images.
+fn replaced_whole(array: u64, fail: Option<&str>) -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>) {
+    let mut h = spare_harness(|r| {
+        r.spare("d3".into(), true, Some("d1".into()))
+            .persist(4096)
+            .log_on_all(true)
+            .failures(fail.map(String::from), 256)
+            .array_id(array)
+    });
+    let regions = h.function().regions();
+    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let copies = start_copies(&mut h, &mut imgs);
+    pump_copies(&mut h, &regions, &mut imgs, copies);
+    assert_eq!(h.counter("replaced_stripes"), 3.0);
+    (h, regions, imgs)
+}
+
+#[test]
+fn a_spare_swapped_under_a_replacement_is_told_by_its_log_and_the_member_rebuilt_anew() {
+    let (_, regions, imgs) = replaced_whole(1, None);
+    // The spare swapped for a blank device, and for another array's spare: d1's stripes
+    // were on the old spare only, so d1 is faulty, rebuilt from d0 and d2 onto the new
+    // spare from stripe 0 — never read from d1, whose chunks are stale.
+    let (_, _, theirs) = replaced_whole(2, None);
+    for spare in [vec![0; imgs[3].len()], theirs[3].clone()] {
+        let mut cut = vec![imgs[0].clone(), imgs[1].clone(), imgs[2].clone(), spare];
+        let mut h = spare_with_copies();
+        let copies = start_copies(&mut h, &mut cut);
+        assert_eq!(
+            (
+                h.counter("swapped_spares"),
+                h.counter("recovered_faulty"),
+                h.counter("resumed_replacements"),
+                h.counter("replacements")
+            ),
+            (1.0, 1.0, 0.0, 1.0)
+        );
+        let mut moved = Vec::new();
+        let mut todo: VecDeque<Io> = copies.into();
+        while let Some(io) = todo.pop_front() {
+            moved.push((io.dev, io.op));
+            let a = h.complete(20, io, Status::Ok);
+            todo.extend(settle_copies(&mut h, &regions, &mut cut, a));
+        }
+        assert!(!moved.contains(&(1, Op::Read)), "d1 is not read: {moved:?}");
+        assert_eq!(moved.iter().filter(|m| **m == (3, Op::Write)).count(), 3);
+        assert_eq!(h.counter("replaced_stripes"), 3.0);
+        // The next start takes the new spare's copy as this array's: nothing swapped.
+        let (again, _) = restarted_on(&cut, [true; 4]);
+        assert_eq!(
+            (
+                again.counter("swapped_spares"),
+                again.counter("replaced_stripes")
+            ),
+            (0.0, 3.0)
+        );
+    }
+    // With d0 failed after d1 moved, the lost spare held d1's only copy: rows would miss
+    // two members, and the start stops, naming both.
+    let (_, _, failed) = replaced_whole(1, Some("d0"));
+    let mut cut = failed.clone();
+    cut[3] = vec![0; cut[3].len()];
+    let (why, _) = start_failing(&mut spare_with_copies(), &mut cut);
+    assert_eq!(
+        why.as_deref(),
+        Some(
+            "raid5: the log names 3 stripes of `d1` moved onto the spare, but `d3` does not \
+             hold this array's copy of the log (swapped since?), and `d0` is faulty: rows \
+             would miss two members — give the spare they were moved onto"
+        )
+    );
+}
+
+#[test]
+fn a_spare_whose_copy_of_the_log_cannot_be_written_is_not_used() {
+    // Replacing d1 at start: the spare's copy is started over first, and its writes fail.
+    let mut h = spare_with_copies();
+    let regions = h.function().regions();
+    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut pending = VecDeque::new();
+    let mut other = Vec::new();
+    for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
+        let tag = h
+            .complete(0, read, Status::Ok)
+            .iter()
+            .find_map(|a| match *a {
+                Action::Take { tag, .. } => Some(tag),
+                _ => None,
+            })
+            .expect("the region's bytes are asked for");
+        let a = h.bytes(0, tag, &imgs[k].clone());
+        pending.extend(land_copies(&h, &a, &regions, &mut imgs));
+        other.extend(submitted(&a).into_iter().filter(|io| !in_log(io, &regions)));
+    }
+    let mut failed = 0;
+    while let Some(w) = pending.pop_front() {
+        let restart = w.dev == 3 && h.counter("replacements") == 0.0;
+        failed += u32::from(restart);
+        let st = if restart { Status::IoError } else { Status::Ok };
+        let a = h.complete(0, w, st);
+        pending.extend(land_copies(&h, &a, &regions, &mut imgs));
+        other.extend(submitted(&a).into_iter().filter(|io| !in_log(io, &regions)));
+    }
+    // md does not use a spare whose superblock it cannot write: no replacement, no copy
+    // I/O, and the members' copies name none.
+    assert_eq!(failed, 1);
+    assert_eq!(
+        (
+            h.counter("refused_spares"),
+            h.counter("replacements"),
+            h.counter("dead_log_copies")
+        ),
+        (1.0, 0.0, 1.0)
+    );
+    assert!(other.is_empty(), "{other:?}");
+    let (again, _) = restarted_on(&imgs, [true, true, true, false]);
+    assert_eq!(
+        (
+            again.counter("resumed_replacements"),
+            again.counter("swapped_spares")
+        ),
+        (0.0, 0.0)
     );
 }
 
