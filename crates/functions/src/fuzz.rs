@@ -118,6 +118,7 @@ pub fn metadata_logs(data: &[u8]) -> bool {
             } else {
                 0
             },
+            copies: geo[7] & 4 != 0,
         };
         let Ok(got) = shape.replay(snap, &records) else {
             return false;
@@ -126,6 +127,7 @@ pub fn metadata_logs(data: &[u8]) -> bool {
             got.bad.iter(),
             got.faulty_member(),
             got.replaced,
+            got.copies,
             &got.bitmap,
         );
         assert!(again.len() as u64 <= shape.snapshot_bytes());
@@ -193,9 +195,16 @@ mod seeds {
             stripes: 250,
             spare: true,
             regions: 0,
+            copies: false,
         };
         let none = raid5::Bitmap::default();
-        let snap = shape.snapshot([(1, 9), (1, 3), (2, 40)].iter(), None, Some((1, 1)), &none);
+        let snap = shape.snapshot(
+            [(1, 9), (1, 3), (2, 40)].iter(),
+            None,
+            Some((1, 1)),
+            0,
+            &none,
+        );
         let recs = vec![
             raid5::replaced(1, 2).to_vec(),
             raid5::cleared(1, 3).to_vec(),
@@ -204,7 +213,7 @@ mod seeds {
         ];
         put("seed_raid5_replacement", input(0, &geo, &snap, &recs));
         // Member 1 failed (faulty), its recovery onto the spare two stripes in.
-        let snap = shape.snapshot([(2, 40)].iter(), Some(1), Some((1, 2)), &none);
+        let snap = shape.snapshot([(2, 40)].iter(), Some(1), Some((1, 2)), 0, &none);
         let recs = vec![
             raid5::replaced(1, 3).to_vec(),
             raid5::record(0, 3999).to_vec(),
@@ -225,7 +234,7 @@ mod seeds {
         for r in [0, 5, 15] {
             bitmap.set(r, true);
         }
-        let snap = shape.snapshot([(2, 40)].iter(), None, None, &bitmap);
+        let snap = shape.snapshot([(2, 40)].iter(), None, None, 0, &bitmap);
         let recs = vec![
             raid5::intent_dirty(5).to_vec(),
             raid5::intent_clean(7).to_vec(),
@@ -233,6 +242,17 @@ mod seeds {
             raid5::intent_dirty(62).to_vec(),
         ];
         put("seed_raid5_bitmap", input(0, &geo, &snap, &recs));
+        // A copy on every member: a checkpoint naming members 0 and 2's copies made, then
+        // all three.
+        let geo = [0u8, 4, 0xa0, 0x0f, 0, 0xff, 0x0f, 5];
+        let shape = raid5::Shape {
+            regions: 0,
+            copies: true,
+            ..shape
+        };
+        let snap = shape.snapshot([(2, 40)].iter(), None, None, 0b101, &none);
+        let recs = vec![raid5::copies(0b111).to_vec(), raid5::record(1, 3).to_vec()];
+        put("seed_raid5_copies", input(0, &geo, &snap, &recs));
         // PARAID, five disks, the lowest gear two, 1,000 chunks, three gears.
         let geo = [3u8, 1, 0xe8, 0x03, 2];
         let shape = paraid::Shape {

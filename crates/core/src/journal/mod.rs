@@ -222,6 +222,8 @@ pub struct Journal {
     durable: u64,
     next_io: u64,
     stats: JournalStats,
+    /// The epoch of the header recovery found (0: none): a later one is this run's.
+    found_epoch: u64,
 }
 
 /// What a journal did, for a function's counters.
@@ -302,6 +304,7 @@ impl Journal {
             durable: 0,
             next_io: 0,
             stats: JournalStats::default(),
+            found_epoch: 0,
             cfg,
         })
     }
@@ -330,6 +333,12 @@ impl Journal {
     /// Recovery is over and the log has not failed.
     pub fn ready(&self) -> bool {
         self.phase == Phase::Ready
+    }
+
+    /// A header this run wrote — recovery's, at least — is on the device: the log is
+    /// formatted there (a new one) and names this run's epoch.
+    pub fn header_landed(&self) -> bool {
+        self.phase == Phase::Ready && self.hdr.epoch > self.found_epoch
     }
 
     /// The number of the last record appended (or covered by a checkpoint): 0 if none.
@@ -829,6 +838,7 @@ impl Journal {
             h.label
         };
         self.hdr = Header { label, ..h };
+        self.found_epoch = h.epoch;
         self.hdr_slot = slot;
         self.next_seq = h.start_seq + records.len() as u64;
         self.durable = self.next_seq - 1;

@@ -368,6 +368,27 @@ fn a_label_formats_a_new_log_is_kept_by_a_labelled_one_and_replaced_only_when_se
 }
 
 #[test]
+fn the_header_a_start_writes_is_known_landed_only_once_it_has() {
+    let mut r = Rig::new(cfg(4096, 16384));
+    for _ in 0..2 {
+        // Read back (a new log, then the one formatted): the header is out, not landed.
+        r.j = Journal::new(r.cfg.clone()).unwrap();
+        r.j.recover(&mut r.out);
+        r.act();
+        let read = r.inflight.remove(0);
+        let done = Completion::ok(read, 0, Breakdown::default());
+        let bytes = r.media.complete(&done).unwrap();
+        r.scratch.complete(&read, bytes);
+        r.j.on_completion(&done, &mut r.out);
+        r.act();
+        assert!(r.j.ready() && !r.j.header_landed());
+        assert_eq!(r.inflight.len(), 1, "recovery's header write");
+        r.complete_one();
+        assert!(r.j.header_landed());
+    }
+}
+
+#[test]
 fn a_corrupt_record_ends_the_log_and_later_ones_are_ignored() {
     let mut r = Rig::new(cfg(4096, 16384));
     recovered(r.restart());

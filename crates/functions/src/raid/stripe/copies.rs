@@ -34,7 +34,7 @@
 //! copy is blank or another array's means the spare was swapped: the member is rebuilt
 //! anew (`spare_swapped`).
 
-use super::persist::{Label, Role};
+use super::persist::{self, Label, Role};
 use super::Raid;
 use wattio_core::function::Actions;
 use wattio_core::journal::{Journal, Recovery, Step, LABEL_BYTES};
@@ -161,11 +161,7 @@ impl Raid {
     /// gone): it is faulty — rebuilt from the others onto the new spare, from stripe 0 —
     /// unless another member is faulty already, when rows would miss two members and the
     /// start stops, naming both.
-    fn spare_swapped(
-        &mut self,
-        got: &mut super::persist::Recovered,
-        sp: usize,
-    ) -> Result<(), String> {
+    fn spare_swapped(&mut self, got: &mut persist::Recovered, sp: usize) -> Result<(), String> {
         let (m, through) = got.replaced.take().expect("a replacement is named");
         let spare = self.copy_device(sp).to_string();
         self.counters.swapped_spares += 1;
@@ -361,6 +357,77 @@ impl Raid {
             }
             Step::Busy | Step::NotMine => {}
         }
+        self.copies_formed(out);
+    }
+
+    /// Once every member's copy written this run has its header on its device (a new
+    /// copy formatted, at the first start or when `log_members` turns to `"all"`), log the
+    /// copies made if the log does not name them all yet: from then on a start that finds
+    /// one of them blank knows its device was swapped (`blank_members`). Not before —
+    /// a copy whose format a crash lost would be taken for a swapped device.
+    fn copies_formed(&mut self, out: &mut Actions) {
+        if !self.log_all || !self.ready || self.broken {
+            return;
+        }
+        let mut made = self.copies_made;
+        for k in 0..self.logs.len() {
+            let Some(m) = self.logs[k].member else {
+                continue;
+            };
+            if !self.live(k) {
+                continue;
+            }
+            if !self.logs[k].j.header_landed() {
+                return;
+            }
+            made |= 1 << m;
+        }
+        if made != self.copies_made {
+            self.copies_made = made;
+            self.log_record(&persist::copies(made), out);
+        }
+    }
+
+    /// Members whose copy of the log is blank while the log names it made: their devices
+    /// were swapped for blank ones (or wiped). md does not assemble a device without a
+    /// superblock; here such a copy is dead, so its member is failed once the array is up
+    /// (its stripes rebuilt from the others, onto the spare if there is one) — or, when
+    /// that would leave rows two members short, the start stops, naming them.
+    fn blank_members(
+        &mut self,
+        found: &[Result<Recovery, String>],
+        got: &persist::Recovered,
+    ) -> Result<(), String> {
+        let faulty = got.faulty_member();
+        let whole = self.shape.wholly_replaced(got.replaced);
+        let blank: Vec<usize> = (0..self.logs.len())
+            .filter(|&k| {
+                self.logs[k].member.is_some_and(|m| {
+                    found[k].as_ref().is_ok_and(|r| r.fresh)
+                        && got.copies >> m & 1 == 1
+                        && faulty != Some(m)
+                        && whole >> m & 1 == 0
+                })
+            })
+            .collect();
+        if blank.is_empty() {
+            return Ok(());
+        }
+        if blank.len() + usize::from(faulty.is_some()) > 1 {
+            let devs: Vec<&str> = blank.iter().map(|&k| self.copy_device(k)).collect();
+            let also = faulty.map_or(String::new(), |f| {
+                format!(", and `{}` is faulty", self.names[f])
+            });
+            return Err(format!(
+                "the copies of the log on `{}` are blank while the log names them made (devices \
+                 swapped for blank ones?){also}: rows would miss two members — give the \
+                 array's devices",
+                devs.join("`, `")
+            ));
+        }
+        self.counters.blank_members += 1;
+        self.logs[blank[0]].dead = true;
+        Ok(())
     }
 
     /// Records durable on every copy written up to a higher number than last seen: act on
@@ -458,6 +525,9 @@ impl Raid {
                 return self.stop(&e, out);
             }
         }
+        if let Err(e) = self.blank_members(&found, &got) {
+            return self.stop(&e, out);
+        }
         // The copies behind the furthest take its state (before anything else is logged:
         // the checkpoint is the replayed state, numbered as the furthest copy's last
         // record), and requests wait for them; so does a copy whose header does not carry
@@ -476,6 +546,7 @@ impl Raid {
             .map(|(k, _)| k)
             .collect();
         self.faulty = got.faulty_member();
+        self.copies_made = got.copies;
         // Which copies are written from now on depends on the replacement too (the spare's
         // once one has started; not a member's the spare wholly holds).
         if let Some(s) = self.spare.as_mut() {
@@ -502,6 +573,7 @@ impl Raid {
                 got.bad.iter(),
                 got.faulty_member(),
                 got.replaced,
+                got.copies,
                 &got.bitmap,
             );
             for k in behind {

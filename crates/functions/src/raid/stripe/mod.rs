@@ -345,6 +345,8 @@ pub struct Raid {
     spare_copy_pending: Option<(usize, u64)>,
     /// The highest record durable on every copy, as last acted on.
     log_seen: u64,
+    /// The members whose copies of the log the log names made (`persist::copies`).
+    copies_made: u64,
     shape: persist::Shape,
     /// Requests wait for the list's recovery.
     ready: bool,
@@ -420,6 +422,9 @@ struct Counters {
     refused_spares: u64,
     /// Starts that found the spare swapped while the log named a replacement onto it.
     swapped_spares: u64,
+    /// Members not assembled at start: their copy of the log blank while the log names it
+    /// made.
+    blank_members: u64,
 }
 
 impl Raid {
@@ -478,7 +483,9 @@ impl Raid {
                 stripes: 0,
                 spare: false,
                 regions: 0,
+                copies: false,
             },
+            copies_made: 0,
             ready: true,
             broken: false,
             early: Vec::new(),
@@ -773,7 +780,7 @@ impl Raid {
         let none = persist::Bitmap::default();
         let bitmap = self.intent.as_ref().map_or(&none, |i| &i.logged);
         self.shape
-            .snapshot(recorded, self.faulty, replacement, bitmap)
+            .snapshot(recorded, self.faulty, replacement, self.copies_made, bitmap)
     }
 
     /// Does row (`stripe`, `page`) hold a bad page the list could not record?
@@ -1687,6 +1694,7 @@ impl Function for Raid {
         }
         self.logs.clear();
         self.shape.spare = self.spare.is_some();
+        self.shape.copies = self.log_all;
         if self.shape.max > 0 && !self.report && self.layout.level == Level::Raid5 {
             // Room for a bitmap of the configured region size over the members' stripes
             // before the log shortens them (at least as many as after).
@@ -2024,6 +2032,7 @@ impl Function for Raid {
                         ("dead_log_copies", dead),
                         ("refused_spares", c.refused_spares),
                         ("swapped_spares", c.swapped_spares),
+                        ("blank_members", c.blank_members),
                     ]
                 })
                 .into_iter()

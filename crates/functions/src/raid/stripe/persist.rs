@@ -19,6 +19,7 @@
 //! | `10` | member's page is good again (rebuilt onto the spare) | the member page |
 //! | `01` | member is being replaced by the spare | stripes moved onto the spare so far |
 //! | `11` | write-intent bitmap (member field 0) | see below |
+//! | `11` | member field 1: the members whose copies of the log are made (`log_members = "all"`) | a bit a member |
 //!
 //! **The write-intent bitmap** (`write_intent`, Linux md's internal bitmap): the array's
 //! stripes in *regions* of `region_stripes` stripes (md's bitmap chunk), each *clean* (every
@@ -29,8 +30,9 @@
 //! (`assume_clean` on a new array).
 //!
 //! A checkpoint (when the journal is full) is the count (u32) then one 10-byte entry per bad
-//! page, sorted, the faulty member's entry (if one is faulty and not wholly replaced), and
-//! the replacement's entry last (if one has started); then, with a bitmap,
+//! page, sorted, the faulty member's entry (if one is faulty and not wholly replaced), the
+//! replacement's entry (if one has started), and the copies' entry last (if one was
+//! logged); then, with a bitmap,
 //! its region size in stripes (u64), its region count (u32) and one bit per region, set if
 //! clean (least significant bit first). The list is bounded
 //! (`max_bad_pages`, md keeps 512 ranges a device): past it the member is failed (a `faulty`
@@ -149,6 +151,8 @@ const DIRTY: u64 = 0;
 const CLEAN: u64 = 1;
 const GEOMETRY_DIRTY: u64 = 2;
 const GEOMETRY_CLEAN: u64 = 3;
+/// The member field of the copies record (a `11` tag; the bitmap's records name 0).
+const COPIES_MEMBER: usize = 1;
 /// A checkpoint's bitmap header: region size (u64) and region count (u32).
 const BITMAP_HEADER: u64 = 12;
 
@@ -178,6 +182,13 @@ pub fn cleared(disk: usize, page: u64) -> [u8; RECORD_BYTES] {
 /// `0..through`.
 pub fn replaced(disk: usize, through: u64) -> [u8; RECORD_BYTES] {
     tagged(REPLACED, disk, through)
+}
+
+/// The members whose copies of the log are made (`log_members = "all"`), a bit each:
+/// logged once every copy written this run has its header on its device, so a copy the
+/// log names made and a start finds blank was wiped — its device swapped for a blank one.
+pub fn copies(made: u64) -> [u8; RECORD_BYTES] {
+    tagged(INTENT, COPIES_MEMBER, made)
 }
 
 /// Region `r` may hold torn rows: a write to it is about to go out.
@@ -261,6 +272,8 @@ pub struct Recovered {
     pub faulty: u64,
     pub replaced: Option<(usize, u64)>,
     pub bitmap: Bitmap,
+    /// The members whose copies of the log are made, a bit each (0: none logged).
+    pub copies: u64,
 }
 
 impl Recovered {
@@ -282,6 +295,8 @@ pub struct Shape {
     pub spare: bool,
     /// Write-intent regions a checkpoint has room for (0: no bitmap).
     pub regions: u64,
+    /// A copy on every member (`log_members = "all"`): a checkpoint names the copies made.
+    pub copies: bool,
 }
 
 /// One decoded record or checkpoint entry.
@@ -294,13 +309,15 @@ enum Entry {
     Region(u64, bool),
     /// The bitmap's region size, every region clean or not.
     Geometry(u64, bool),
+    /// The members whose copies are made.
+    Copies(u64),
 }
 
 impl Shape {
     /// A checkpoint's entries at most: the bad pages, one faulty member, and the
     /// replacement (only with a spare).
     fn most_entries(&self) -> u64 {
-        self.max + 1 + u64::from(self.spare)
+        self.max + 1 + u64::from(self.spare) + u64::from(self.copies)
     }
 
     /// A checkpoint's size at most, bytes.
@@ -321,11 +338,16 @@ impl Shape {
         bad: impl Iterator<Item = &'a (usize, u64)>,
         failed: Option<usize>,
         replacement: Option<(usize, u64)>,
+        copies_made: u64,
         bitmap: &Bitmap,
     ) -> Vec<u8> {
         let mut v: Vec<(usize, u64)> = bad.copied().collect();
         v.sort_unstable();
-        let n = v.len() + usize::from(failed.is_some()) + usize::from(replacement.is_some());
+        let made = self.copies && copies_made != 0;
+        let n = v.len()
+            + usize::from(failed.is_some())
+            + usize::from(replacement.is_some())
+            + usize::from(made);
         let mut b = Vec::with_capacity(4 + n * RECORD_BYTES);
         b.extend_from_slice(&(n as u32).to_le_bytes());
         for (d, p) in v {
@@ -336,6 +358,9 @@ impl Shape {
         }
         if let Some((m, through)) = replacement {
             b.extend_from_slice(&replaced(m, through));
+        }
+        if made {
+            b.extend_from_slice(&copies(copies_made));
         }
         if bitmap.region_stripes > 0 {
             b.extend_from_slice(&bitmap.region_stripes.to_le_bytes());
@@ -372,6 +397,12 @@ impl Shape {
             ));
         }
         match tag {
+            INTENT if disk == COPIES_MEMBER && n >> self.disks != 0 => Err(format!(
+                "{}: copies of the log made on members {n:#x}, the array has {}",
+                at(),
+                self.disks
+            )),
+            INTENT if disk == COPIES_MEMBER => Ok(Entry::Copies(n)),
             INTENT if disk != 0 => Err(format!(
                 "{}: a write-intent record names member {disk} (expected 0)",
                 at()
@@ -415,6 +446,11 @@ impl Shape {
                     got.bad.remove(&(d, p));
                 }
                 Entry::Faulty(d) => got.faulty |= 1 << d,
+                // Kept only by an array with a copy on every member: one back on member 0
+                // alone (`log_members` turned to "first") drops it (and logs it anew when
+                // turned back).
+                Entry::Copies(made) if self.copies => got.copies = made,
+                Entry::Copies(_) => {}
                 Entry::Replaced(d, through) => match got.replaced {
                     Some((m, _)) if m != d => {
                         return Err(format!(
@@ -470,9 +506,12 @@ impl Shape {
             for (i, r) in snapshot[4..entries].chunks(RECORD_BYTES).enumerate() {
                 let at = || format!("checkpoint entry {}", i + 1);
                 let e = self.entry(r, &at)?;
-                if !matches!(e, Entry::Bad(..) | Entry::Faulty(..) | Entry::Replaced(..)) {
+                if !matches!(
+                    e,
+                    Entry::Bad(..) | Entry::Faulty(..) | Entry::Replaced(..) | Entry::Copies(..)
+                ) {
                     return Err(format!(
-                        "{}: a checkpoint lists bad pages, the faulty member and the replacement only",
+                        "{}: a checkpoint lists bad pages, the faulty member, the replacement and the copies made only",
                         at()
                     ));
                 }
@@ -572,6 +611,7 @@ mod tests {
         stripes: 25,
         spare: false,
         regions: 0,
+        copies: false,
     };
     const SPARE: Shape = Shape {
         spare: true,
@@ -595,7 +635,7 @@ mod tests {
 
     #[test]
     fn checkpoint_then_records_replay_to_the_union() {
-        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None, None, &Bitmap::default());
+        let snap = SHAPE.snapshot([(1, 7), (0, 3)].iter(), None, None, 0, &Bitmap::default());
         assert_eq!(snap.len(), 24);
         assert_eq!(&snap[..4], &[2, 0, 0, 0]);
         // Sorted: (0, 3) first.
@@ -615,6 +655,7 @@ mod tests {
             [(1, 9), (1, 3)].iter(),
             None,
             Some((1, 1)),
+            0,
             &Bitmap::default(),
         );
         assert_eq!(snap.len(), 4 + 3 * 10);
@@ -625,15 +666,15 @@ mod tests {
         assert_eq!(got.bad, bad(&[(1, 5), (1, 9)]));
         assert_eq!(got.replaced, Some((1, 2)));
         // The checkpoint of that state reads back the same.
-        let again = SPARE.snapshot(got.bad.iter(), None, got.replaced, &got.bitmap);
+        let again = SPARE.snapshot(got.bad.iter(), None, got.replaced, 0, &got.bitmap);
         assert_eq!(SPARE.replay(&again, &[]).unwrap(), got);
         // Cleared pages are records only: a checkpoint lists what is bad.
-        let mut odd = SPARE.snapshot([].iter(), None, None, &Bitmap::default());
+        let mut odd = SPARE.snapshot([].iter(), None, None, 0, &Bitmap::default());
         odd[..4].copy_from_slice(&1u32.to_le_bytes());
         odd.extend_from_slice(&cleared(0, 1));
         assert_eq!(
             SPARE.replay(&odd, &[]).unwrap_err(),
-            "checkpoint entry 1: a checkpoint lists bad pages, the faulty member and the replacement only"
+            "checkpoint entry 1: a checkpoint lists bad pages, the faulty member, the replacement and the copies made only"
         );
     }
 
@@ -695,7 +736,7 @@ mod tests {
         assert_eq!((b.region_stripes, b.regions), (4, 7));
         assert_eq!(b.clean, vec![0b111_1011]);
         assert_eq!(b.count(), 6);
-        let snap = BITMAP.snapshot(got.bad.iter(), None, None, b);
+        let snap = BITMAP.snapshot(got.bad.iter(), None, None, 0, b);
         // One bad page, then 4 (u64), 7 (u32) and one byte of bits.
         assert_eq!(snap.len(), 4 + 10 + 12 + 1);
         assert_eq!(&snap[14..26], &[4, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0]);
@@ -730,14 +771,14 @@ mod tests {
             "record 1 of the log: 7 write-intent regions of 4 stripes, the log has room for 0"
         );
         let e = BITMAP
-            .replay(&[], &[tagged(INTENT | 1, 0, 0).to_vec()])
+            .replay(&[], &[tagged(INTENT | 2, 0, 0).to_vec()])
             .unwrap_err();
         assert_eq!(
             e,
-            "record 1 of the log: a write-intent record names member 1 (expected 0)"
+            "record 1 of the log: a write-intent record names member 2 (expected 0)"
         );
         // A checkpoint's bitmap: its count must be the array's, no bit past it.
-        let mut snap = BITMAP.snapshot([].iter(), None, None, &Bitmap::new(4, 25, true));
+        let mut snap = BITMAP.snapshot([].iter(), None, None, 0, &Bitmap::new(4, 25, true));
         assert_eq!(snap.len(), 4 + 12 + 1);
         snap[16] = 0x80;
         assert_eq!(
@@ -793,7 +834,7 @@ mod tests {
         assert_eq!(got.faulty, 0b10);
         assert_eq!(got.bad, bad(&[(0, 9), (1, 3)]));
         assert_eq!(got.replaced, Some((1, 3)));
-        let snap = SPARE.snapshot(got.bad.iter(), Some(1), got.replaced, &got.bitmap);
+        let snap = SPARE.snapshot(got.bad.iter(), Some(1), got.replaced, 0, &got.bitmap);
         assert_eq!(snap.len(), 4 + 4 * 10);
         assert_eq!(&snap[24..34], &faulty(1));
         assert_eq!(SPARE.replay(&snap, &[]).unwrap(), got);
@@ -804,7 +845,7 @@ mod tests {
             (got.faulty_member(), got.replaced),
             (Some(2), Some((1, 25)))
         );
-        let snap = SPARE.snapshot(got.bad.iter(), Some(2), got.replaced, &got.bitmap);
+        let snap = SPARE.snapshot(got.bad.iter(), Some(2), got.replaced, 0, &got.bitmap);
         assert_eq!(SPARE.replay(&snap, &[]).unwrap(), got);
         // Two members missing at once is an array that cannot serve: refused.
         let two = [faulty(0), faulty(2)].map(|r| r.to_vec());

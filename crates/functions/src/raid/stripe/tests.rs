@@ -848,16 +848,28 @@ fn pump_copies(h: &mut Harness<Raid>, regions: &[Region], imgs: &mut [Vec<u8>], 
     }
 }
 
+/// What [`replaced_then_a_bad_page`] leaves.
+struct ReplacedThenBad {
+    regions: Vec<Region>,
+    /// The copies' images at the end.
+    imgs: Vec<Vec<u8>>,
+    /// The devices the bad page's record was written to.
+    devs: Vec<u16>,
+    /// The copies as the start left them (made, the replacement named: records behind
+    /// the others, never blank — a blank copy the log names made is a swapped device).
+    early: Vec<Vec<u8>>,
+}
+
 /// [`spare_with_copies`] from blank copies: `d1` wholly replaced by the spare, then `d0`'s
-/// page 0 failing (a read and its retry) — the harness, the copies' regions and images,
-/// and the devices the bad page's record was written to.
-fn replaced_then_a_bad_page() -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>, Vec<u16>) {
+/// page 0 failing (a read and its retry).
+fn replaced_then_a_bad_page() -> ReplacedThenBad {
     let mut h = spare_with_copies();
     let regions = h.function().regions();
     let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     // The replacement of d1 starts once the spare's copy has started over with the
     // array's state; its record goes to every copy; then d1's three stripes move.
     let copies = start_copies(&mut h, &mut imgs);
+    let early = imgs.clone();
     pump_copies(&mut h, &regions, &mut imgs, copies);
     assert_eq!(
         (h.counter("replaced_stripes"), h.counter("replacements")),
@@ -876,17 +888,26 @@ fn replaced_then_a_bad_page() -> (Harness<Raid>, Vec<Region>, Vec<Vec<u8>>, Vec<
         .collect();
     pump_copies(&mut h, &regions, &mut imgs, rest);
     assert_eq!(h.counter("bad_pages"), 1.0);
-    (h, regions, imgs, devs)
+    ReplacedThenBad {
+        regions,
+        imgs,
+        devs,
+        early,
+    }
 }
 
 /// A restart of [`spare_with_copies`] on copies `d0`, `d1`, `d2` and the spare's, taken
-/// from `imgs` where `from` says so and blank otherwise: the harness, and the copies after
-/// it started.
-fn restarted_on(imgs: &[Vec<u8>], from: [bool; 4]) -> (Harness<Raid>, Vec<Vec<u8>>) {
+/// from `imgs` where `from` says so and from `others` otherwise: the harness, and the
+/// copies after it started.
+fn restarted_on(
+    imgs: &[Vec<u8>],
+    others: &[Vec<u8>],
+    from: [bool; 4],
+) -> (Harness<Raid>, Vec<Vec<u8>>) {
     let mut cut: Vec<Vec<u8>> = (0..4)
         .map(|k| match from[k] {
             true => imgs[k].clone(),
-            false => vec![0; imgs[k].len()],
+            false => others[k].clone(),
         })
         .collect();
     let mut again = spare_with_copies();
@@ -896,7 +917,12 @@ fn restarted_on(imgs: &[Vec<u8>], from: [bool; 4]) -> (Harness<Raid>, Vec<Vec<u8
 
 #[test]
 fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
-    let (_, regions, imgs, devs) = replaced_then_a_bad_page();
+    let ReplacedThenBad {
+        regions,
+        imgs,
+        devs,
+        early,
+    } = replaced_then_a_bad_page();
     assert_eq!(
         regions.iter().map(|r| r.dev).collect::<Vec<_>>(),
         vec![0, 1, 2, 3],
@@ -905,9 +931,10 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
     // d0's bad page's record went to d0, d2 and the spare — not to d1, which the spare
     // holds whole.
     assert_eq!(devs, vec![0, 2, 3]);
-    // d0's and d2's copies lost: the spare's holds the state — the replacement done and
-    // d0's bad page — and the copies behind are brought up to it.
-    let (mut again, cut) = restarted_on(&imgs, [false, true, false, true]);
+    // d0's and d2's copies lost every record after the start: the spare's holds the state
+    // — the replacement done and d0's bad page — and the copies behind are brought up to
+    // it.
+    let (mut again, cut) = restarted_on(&imgs, &early, [false, true, false, true]);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
@@ -923,17 +950,21 @@ fn a_spare_that_replaces_a_member_carries_its_copy_of_the_log() {
         "d1's chunk from the spare"
     );
     // d1's own copy stopped at the replacement: alone, it knows nothing of the bad page.
-    let (third, _) = restarted_on(&imgs, [false, true, false, false]);
+    let (third, _) = restarted_on(&imgs, &early, [false, true, false, false]);
     assert_eq!(third.counter("recovered_bad_pages"), 0.0);
     // d0's copy brought up by the second start holds it on its own.
-    let (fourth, _) = restarted_on(&cut, [true, false, false, false]);
+    let (fourth, _) = restarted_on(&cut, &early, [true, false, false, false]);
     assert_eq!(fourth.counter("recovered_bad_pages"), 1.0);
 }
 
 #[test]
 fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     // Another array's spare: its copy holds a replacement and a bad page of d0.
-    let (_, regions, other, _) = replaced_then_a_bad_page();
+    let ReplacedThenBad {
+        regions,
+        imgs: other,
+        ..
+    } = replaced_then_a_bad_page();
     let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
     // A new array (blank members) with that device as its spare, replacing d1 at start:
     // the spare's log is ahead of every member's copy, which name no replacement — not
@@ -949,7 +980,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     // take the spare's log.
     let mut crashed = imgs.clone();
     start_landing(&mut spare_with_copies(), &mut crashed, 3);
-    let (after, _) = restarted_on(&crashed, [true; 4]);
+    let (after, _) = restarted_on(&crashed, &crashed, [true; 4]);
     assert_eq!(
         (
             after.counter("recovered_bad_pages"),
@@ -959,6 +990,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     );
     let mut h = spare_with_copies();
     let copies = start_copies(&mut h, &mut imgs);
+    let early = imgs.clone();
     assert_eq!(
         (
             h.counter("recovered_bad_pages"),
@@ -972,7 +1004,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     assert_eq!(h.counter("bad_pages"), 0.0);
     // The spare's copy is this array's now: with d0's and d2's copies lost, the state from
     // it (d1's stopped at the replacement's end) has no bad page.
-    let (again, _) = restarted_on(&imgs, [false, true, false, true]);
+    let (again, _) = restarted_on(&imgs, &early, [false, true, false, true]);
     assert_eq!(
         (
             again.counter("recovered_bad_pages"),
@@ -982,13 +1014,14 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
     );
 }
 
-/// [`mirrored`] with the array id a new log is formatted with.
-fn mirrored_as(array: u64) -> Harness<Raid> {
+/// [`mirrored`] with the array id a new log is formatted with, the log on every member
+/// (`all`) or on d0 only.
+fn mirrored_as(array: u64, all: bool) -> Harness<Raid> {
     let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
     let devs = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
     let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
         .persist(4096)
-        .log_on_all(true)
+        .log_on_all(all)
         .array_id(array);
     Harness::new(r, devs).unwrap()
 }
@@ -1025,7 +1058,7 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
     // Two arrays, ids 1 and 2, each started once: every copy's header carries its array
     // and its member.
     let format = |id: u64| {
-        let mut h = mirrored_as(id);
+        let mut h = mirrored_as(id, true);
         let regions = h.function().regions();
         let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
         assert!(start_copies(&mut h, &mut imgs).is_empty());
@@ -1036,7 +1069,7 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
     // Array 1's d0 and d2 with array 2's d1: stopped before anything reaches the members'
     // data, naming both arrays and their devices; requests are answered EIO.
     let mut mixed = vec![a[0].clone(), b[1].clone(), a[2].clone()];
-    let mut h = mirrored_as(1);
+    let mut h = mirrored_as(1, true);
     let (why, ios) = start_failing(&mut h, &mut mixed);
     assert_eq!(
         why.as_deref(),
@@ -1051,7 +1084,7 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
     assert_eq!(replied(&r)[0].status, Status::IoError);
     // Array 1's own devices with d0 and d1 given in each other's place.
     let mut swapped = vec![a[1].clone(), a[0].clone(), a[2].clone()];
-    let (why, _) = start_failing(&mut mirrored_as(1), &mut swapped);
+    let (why, _) = start_failing(&mut mirrored_as(1, true), &mut swapped);
     assert_eq!(
         why.as_deref(),
         Some(
@@ -1059,10 +1092,15 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
              0000000000000001): give the devices in the array's order"
         )
     );
-    // A build whose new logs would get id 7 takes the members' id: a copy it formats (d2's
-    // blank one) is checkpointed with id 1, so the next start finds one array.
-    let mut upgraded = vec![a[0].clone(), a[1].clone(), vec![0; a[2].len()]];
-    let (why, _) = start_failing(&mut mirrored_as(7), &mut upgraded);
+    // Array 1 with its log on d0 only, turned to a copy on every member by a build whose
+    // new logs would get id 7: it takes d0's id, and the copies it formats on d1 and d2
+    // are checkpointed with it, so the next start finds one array.
+    let mut h = mirrored_as(1, false);
+    let mut only = vec![vec![0; a[0].len()]];
+    assert_eq!(h.function().regions(), regions[..1]);
+    assert!(start_copies(&mut h, &mut only).is_empty());
+    let mut upgraded = vec![only[0].clone(), vec![0; a[1].len()], vec![0; a[2].len()]];
+    let (why, _) = start_failing(&mut mirrored_as(7, true), &mut upgraded);
     assert_eq!(why, None);
     let label = persist::Label {
         array: 1,
@@ -1075,8 +1113,59 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
         heads.iter().any(|h| h[104..120] == label),
         "d2's copy checkpointed with the array's id"
     );
-    let (why, _) = start_failing(&mut mirrored_as(7), &mut upgraded);
+    let (why, _) = start_failing(&mut mirrored_as(7, true), &mut upgraded);
     assert_eq!(why, None);
+}
+
+#[test]
+fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_landed() {
+    let mut h = mirrored_as(1, true);
+    let regions = h.function().regions();
+    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank.clone();
+    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    // d1's device swapped for a blank one: not assembled — failed, its chunks rebuilt from
+    // the others (block 1, d1's chunk of stripe 0, from d0 and the parity on d2).
+    let mut swapped = vec![imgs[0].clone(), blank[1].clone(), imgs[2].clone()];
+    let mut again = mirrored_as(1, true);
+    assert_eq!(start_failing(&mut again, &mut swapped).0, None);
+    assert_eq!(
+        (
+            again.counter("blank_members"),
+            again.counter("faulty"),
+            again.counter("failed_members")
+        ),
+        (1.0, 1.0, 1.0)
+    );
+    let r = submitted(&again.request(1, host(2, Op::Read, 1, 1)));
+    assert_eq!(shape(&r), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    // Two of them: rows would miss two members; the start stops, naming both.
+    let mut two = vec![imgs[0].clone(), blank[1].clone(), blank[2].clone()];
+    assert_eq!(
+        start_failing(&mut mirrored_as(1, true), &mut two)
+            .0
+            .as_deref(),
+        Some(
+            "raid5: the copies of the log on `d1`, `d2` are blank while the log names them \
+             made (devices swapped for blank ones?): rows would miss two members — give the \
+             array's devices"
+        )
+    );
+    // A crash at the first start before d1's and d2's formats landed: the copies made are
+    // logged only once every copy's header has, so the next start takes the blank copies
+    // as new (nothing was served that needs them) and then logs all three made.
+    let mut crashed = blank.clone();
+    start_landing(&mut mirrored_as(1, true), &mut crashed, 1);
+    let mut after = mirrored_as(1, true);
+    assert_eq!(start_failing(&mut after, &mut crashed).0, None);
+    assert_eq!(
+        (after.counter("blank_members"), after.counter("faulty")),
+        (0.0, 0.0)
+    );
+    let mut later = vec![crashed[0].clone(), blank[1].clone(), crashed[2].clone()];
+    let mut third = mirrored_as(1, true);
+    assert_eq!(start_failing(&mut third, &mut later).0, None);
+    assert_eq!(third.counter("blank_members"), 1.0);
 }
 
 /// [`spare_with_copies`] with `d1` wholly replaced by the spare, from blank copies,
@@ -1128,7 +1217,7 @@ fn a_spare_swapped_under_a_replacement_is_told_by_its_log_and_the_member_rebuilt
         assert_eq!(moved.iter().filter(|m| **m == (3, Op::Write)).count(), 3);
         assert_eq!(h.counter("replaced_stripes"), 3.0);
         // The next start takes the new spare's copy as this array's: nothing swapped.
-        let (again, _) = restarted_on(&cut, [true; 4]);
+        let (again, _) = restarted_on(&cut, &cut, [true; 4]);
         assert_eq!(
             (
                 again.counter("swapped_spares"),
@@ -1195,7 +1284,8 @@ fn a_spare_whose_copy_of_the_log_cannot_be_written_is_not_used() {
         (1.0, 0.0, 1.0)
     );
     assert!(other.is_empty(), "{other:?}");
-    let (again, _) = restarted_on(&imgs, [true, true, true, false]);
+    let blank: Vec<Vec<u8>> = imgs.iter().map(|i| vec![0; i.len()]).collect();
+    let (again, _) = restarted_on(&imgs, &blank, [true, true, true, false]);
     assert_eq!(
         (
             again.counter("resumed_replacements"),
