@@ -207,6 +207,91 @@ fn a_raid5_member_absent_from_the_start_takes_no_image_and_the_array_serves_with
     assert!(s.devices[0].energy_j > 0.0);
 }
 
+/// Two arrays made live from one config with its log on every member
+/// (`log_members = "all"`): each session draws its own array id, so a member image of the
+/// other array is refused at start, naming both arrays; and a member image swapped for a
+/// blank one is not taken as that member — its chunks are rebuilt from the others (the
+/// write-intent bitmap, logged clean at each stop, says the parity is known), where taking
+/// it would have served zeros.
+#[test]
+fn arrays_made_live_are_told_apart_and_a_blank_member_image_is_not_assembled() {
+    const K: usize = 4096;
+    let d = TempDir::new("raid5-identity");
+    let cfg = run_config(
+        &d,
+        &CONFIG.replace(
+            "chunk_kib = 4\n",
+            "chunk_kib = 4\nlog_members = \"all\"\nassume_clean = true\nwrite_intent = true\n",
+        ),
+    );
+    let blank = |name: &str| {
+        let p = d.path(name);
+        std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+        p
+    };
+    let a: Vec<_> = (0..3).map(|k| blank(&format!("a{k}.img"))).collect();
+    let b: Vec<_> = (0..3).map(|k| blank(&format!("b{k}.img"))).collect();
+    let serve = |imgs: [&Path; 3]| {
+        let session = build_from_config(&ConfigServe {
+            config: cfg.clone(),
+            images: (0..3)
+                .map(|k| (format!("d{k}"), imgs[k].to_path_buf()))
+                .collect(),
+            direct: false,
+            capture: None,
+            workers: 2,
+            poll_us: None,
+        })
+        .unwrap();
+        Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap()
+    };
+    // Array A: stripe 0 written (chunk 0 on d0, chunk 1 on d1, parity on d2).
+    let w = pattern(11, 2 * K);
+    let srv = serve([&a[0], &a[1], &a[2]]);
+    let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
+    assert_eq!(c.write(0, &w, true).unwrap().error, 0);
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+    // Array B, made by another session from the same config.
+    serve([&b[0], &b[1], &b[2]])
+        .shutdown(Duration::from_secs(5))
+        .unwrap();
+    // A's d0 and d2 with B's d1: refused, nothing served.
+    let srv = serve([&a[0], &b[1], &a[2]]);
+    let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
+    assert_ne!(c.read(0, K as u32).unwrap().error, 0);
+    c.disconnect().unwrap();
+    let e = srv.shutdown(Duration::from_secs(5)).unwrap_err();
+    assert!(
+        e.contains("belong to different arrays")
+            && e.contains("on `d0`, `d2`; array ")
+            && e.contains("on `d1`)"),
+        "{e}"
+    );
+    // A with d1's image swapped for a blank one: d1 is not assembled, and chunk 1 comes
+    // back from d0 and the parity.
+    let fresh = blank("fresh.img");
+    let srv = serve([&a[0], &fresh, &a[2]]);
+    let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
+    let back = c.read(0, 2 * K as u32).unwrap();
+    assert_eq!(back.error, 0);
+    let chunks = |x: &[u8]| [x[..K] == w[..K], x[K..2 * K] == w[K..]];
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        chunks(&back.data),
+        [true, true],
+        "stripe 0 read back whole, chunk 1 rebuilt; {:?}",
+        s.function_counters
+    );
+    assert!(
+        std::fs::read(&fresh).unwrap()[..2 * K]
+            .iter()
+            .all(|&x| x == 0),
+        "the blank image took none of the array's data"
+    );
+}
+
 /// A member replaced by a hot spare, live: d1's chunks (data and parity) are copied onto
 /// the spare's image while the array is written, every write after a stripe has moved goes
 /// to the spare, and once all have, the array no longer needs d1 at all: with d1's image

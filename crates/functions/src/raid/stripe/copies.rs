@@ -27,9 +27,11 @@
 //!
 //! **Identity** (md's array UUID and device role in every superblock). Each copy's header
 //! carries a label (`persist::Label`): the array's id, drawn when its log is first
-//! formatted, and the copy's role — its member, or the spare. At start the members' copies
-//! must name one array and each its own member, or the start stops before anything is
-//! written (a device of another array, devices out of order); a spare's copy of another
+//! formatted, and the copy's role — its member, or the spare. At start the array is the
+//! one most members' copies name; a member's copy of another array (unless the log names
+//! that member failed) or of another member stops the start before anything is written
+//! (a device of another array, devices out of order); a member's copy found blank while
+//! the log names it made is a swapped device, not assembled; a spare's copy of another
 //! array is never adopted; and a log naming a replacement onto the spare while the spare's
 //! copy is blank or another array's means the spare was swapped: the member is rebuilt
 //! anew (`spare_swapped`).
@@ -38,6 +40,16 @@ use super::persist::{self, Label, Role};
 use super::Raid;
 use wattio_core::function::Actions;
 use wattio_core::journal::{Journal, Recovery, Step, LABEL_BYTES};
+
+/// What the copies' labels said at start ([`Raid::identify`]).
+struct Identity {
+    labels: Vec<Option<Label>>,
+    /// Copies of another array.
+    others: Vec<usize>,
+    /// Why to stop if a member's copy is another array's and the log does not name that
+    /// member failed.
+    split: Option<String>,
+}
 
 /// One copy of the log.
 pub(super) struct Copy {
@@ -75,17 +87,16 @@ impl Raid {
     }
 
     /// Which array the copies found at start are (md assembles by the array UUID in every
-    /// superblock): the id the members' labelled copies carry, or this build's for a new
-    /// array (or one whose logs predate labels). A member's copy of another array, or of
-    /// this array's but another role (devices given out of order, the spare given as a
-    /// member), stops the start before anything is written to the array: its device holds
-    /// another array's data or another member's, and taking it would serve that as this
-    /// member's. Returns the labels read (`None`: none) and whether the spare's copy is
-    /// another array's (never adopted; started over if a replacement starts).
-    fn identify(
-        &mut self,
-        found: &[Result<Recovery, String>],
-    ) -> Result<(Vec<Option<Label>>, bool), String> {
+    /// superblock): the id most of the members' labelled copies carry (a tie stops the
+    /// start), or this build's for a new array (or one whose logs predate labels). A copy
+    /// of this array's in another role (devices given out of order, the spare given as a
+    /// member) stops the start before anything is written to the array: its device holds
+    /// another member's data. Returns the labels read (`None`: none), the copies of another
+    /// array (the spare's among them: never adopted, started over if a replacement starts),
+    /// and, if a member's is one, what to stop with unless the log names that member
+    /// failed (a blank device in its place was formatted with a new id at the start that
+    /// failed it: [`Raid::blank_members`]).
+    fn identify(&mut self, found: &[Result<Recovery, String>]) -> Result<Identity, String> {
         let mut labels = Vec::with_capacity(found.len());
         for (k, f) in found.iter().enumerate() {
             let l = match f {
@@ -95,7 +106,7 @@ impl Raid {
             };
             labels.push(l);
         }
-        // The members' arrays, each with the devices whose copies name it.
+        // The members' arrays, each with the devices whose copies name it, most first.
         let mut arrays: Vec<(u64, Vec<&str>)> = Vec::new();
         for (k, l) in labels.iter().enumerate() {
             let (Some(l), Some(_)) = (l, self.logs[k].member) else {
@@ -107,27 +118,32 @@ impl Raid {
                 None => arrays.push((l.array, vec![dev])),
             }
         }
-        if arrays.len() > 1 {
+        arrays.sort_by_key(|(_, devs)| std::cmp::Reverse(devs.len()));
+        let split = (arrays.len() > 1).then(|| {
             let each: Vec<String> = arrays
                 .iter()
                 .map(|(a, devs)| format!("array {a:016x} on `{}`", devs.join("`, `")))
                 .collect();
-            return Err(format!(
+            format!(
                 "the members' copies of the log belong to different arrays ({}): give the \
                  devices of one array — another array's device holds its data, not this one's",
                 each.join("; ")
-            ));
+            )
+        });
+        if let [(_, x), (_, y), ..] = arrays.as_slice() {
+            if x.len() == y.len() {
+                return Err(split.expect("two arrays"));
+            }
         }
         if let Some(&(a, _)) = arrays.first() {
             self.array = a;
         }
-        let mut foreign_spare = false;
+        let mut others = Vec::new();
         for (k, l) in labels.iter().enumerate() {
             let Some(l) = l else { continue };
             let role = self.role(k);
             if l.array != self.array {
-                // Only the spare's can be: the members' agree (above).
-                foreign_spare = true;
+                others.push(k);
                 continue;
             }
             if l.role != role {
@@ -151,7 +167,11 @@ impl Raid {
             let l = self.label(self.role(k));
             self.logs[k].j.set_label(l);
         }
-        Ok((labels, foreign_spare))
+        Ok(Identity {
+            labels,
+            others,
+            split,
+        })
     }
 
     /// The spare (copy `sp`) was swapped while the log named a replacement onto it (see
@@ -452,7 +472,11 @@ impl Raid {
             .map(|c| c.found.take().expect("checked"))
             .collect();
         let proposed = self.array;
-        let (labels, foreign_spare) = match self.identify(&found) {
+        let Identity {
+            labels,
+            others,
+            split,
+        } = match self.identify(&found) {
             Ok(x) => x,
             Err(e) => return self.stop(&e, out),
         };
@@ -474,11 +498,12 @@ impl Raid {
         // durable by taking theirs). Else it is another array's log on a reused spare:
         // not adopted; a replacement starts the spare's copy over (`restart_through`).
         let spare = self.logs.iter().position(|c| c.member.is_none());
-        let mut foreign = spare.filter(|_| foreign_spare);
+        let ours = |k: usize| !others.contains(&k);
+        let mut foreign = spare.filter(|&sp| !ours(sp));
         if let Some(sp) =
-            spare.filter(|&sp| foreign.is_none() && furthest(&found, &|_| true) == Some(sp))
+            spare.filter(|&sp| foreign.is_none() && furthest(&found, &ours) == Some(sp))
         {
-            let member = furthest(&found, &|k| k != sp);
+            let member = furthest(&found, &|k| k != sp && ours(k));
             let replacing = member.is_some_and(|m| {
                 let r = found[m].as_ref().expect("furthest is read");
                 self.shape
@@ -489,7 +514,7 @@ impl Raid {
                 foreign = Some(sp);
             }
         }
-        let best = furthest(&found, &|k| Some(k) != foreign)
+        let best = furthest(&found, &|k| Some(k) != foreign && ours(k))
             .map(|k| (k, found[k].as_ref().expect("read")));
         let Some((b, r)) = best else {
             let e = found
@@ -528,13 +553,28 @@ impl Raid {
         if let Err(e) = self.blank_members(&found, &got) {
             return self.stop(&e, out);
         }
+        // A member's copy of another array: its member failed in this array's log (a
+        // blank device put in its place, formatted with a new id at the start that failed
+        // it) is not written again; any other stops the start.
+        let whole = self.shape.wholly_replaced(got.replaced);
+        for &k in &others {
+            let Some(m) = self.logs[k].member else {
+                continue;
+            };
+            if got.faulty_member() != Some(m) && whole >> m & 1 == 0 {
+                let e = split.expect("a member's copy of another array");
+                return self.stop(&e, out);
+            }
+            self.logs[k].dead = true;
+        }
         // The copies behind the furthest take its state (before anything else is logged:
         // the checkpoint is the replayed state, numbered as the furthest copy's last
         // record), and requests wait for them; so does a copy whose header does not carry
         // this array's id yet (a new copy, or one from before labels, formatted with this
         // build's id while the array's is another: its checkpoint's header carries it).
-        let unlabelled =
-            |k: usize| Some(k) != foreign && labels[k].map_or(proposed, |l| l.array) != self.array;
+        let unlabelled = |k: usize| {
+            Some(k) != foreign && ours(k) && labels[k].map_or(proposed, |l| l.array) != self.array
+        };
         let behind: Vec<usize> = found
             .iter()
             .enumerate()
@@ -590,9 +630,14 @@ impl Raid {
         // until their checkpoints land).
         self.log_seen = self.log_durable();
         self.recovered(got, fresh, align, out);
-        // A member whose copy could not be read is not assembled (md's rule), nor one whose
-        // copy failed its first write: failed, if it can be (another member failed
-        // already: its data still serves).
+    }
+
+    /// A member whose copy could not be read is not assembled (md's rule), nor one whose
+    /// copy failed its first write or is found blank while the log names it made: failed,
+    /// if it can be (another member failed already: its data still serves) — as the array
+    /// comes up, before a request that waited for the start is served (a read sent at
+    /// once got a blank member's zeros in the live test of blank members).
+    pub(super) fn fail_unassembled(&mut self, out: &mut Actions) {
         for k in 0..self.logs.len() {
             let Some(m) = self.logs[k].member else {
                 continue;

@@ -822,6 +822,7 @@ impl Raid {
                 self.want_replacement(m, out);
             }
         }
+        self.fail_unassembled(out);
         if let Some(m) = self.fail_at_start_member {
             match self.faulty {
                 Some(f) if f != m => {
