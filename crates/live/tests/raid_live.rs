@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use wattio_live::client::Client;
 use wattio_live::server::{ListenAddr, Server};
+use wattio_live::session::Session;
 use wattio_live::setup::{build_from_config, ConfigServe};
 
 const CONFIG: &str = r#"
@@ -33,6 +34,22 @@ devices = ["d0", "d1", "d2"]
 chunk_kib = 4
 "#;
 
+/// A session of the run config `cfg` over `imgs`, the images of `d0`, `d1`, … in order.
+fn build_members<P: AsRef<Path>>(cfg: &Path, imgs: &[P]) -> Result<Session, String> {
+    build_from_config(&ConfigServe {
+        config: cfg.to_path_buf(),
+        images: imgs
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (format!("d{k}"), p.as_ref().to_path_buf()))
+            .collect(),
+        direct: false,
+        capture: None,
+        workers: 2,
+        poll_us: None,
+    })
+}
+
 fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.iter().zip(b).map(|(x, y)| x ^ y).collect()
 }
@@ -46,15 +63,7 @@ fn raid5_parity_lands_in_the_member_images() {
         .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 30 + k as u64))
         .collect();
     let serve = || {
-        let session = build_from_config(&ConfigServe {
-            config: cfg.clone(),
-            images: (0..3).map(|k| (format!("d{k}"), imgs[k].clone())).collect(),
-            direct: false,
-            capture: None,
-            workers: 2,
-            poll_us: None,
-        })
-        .unwrap();
+        let session = build_members(&cfg, &imgs).unwrap();
         Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap()
     };
     // RAID-5 keeps its bad-page log in d0's last 88 blocks (2 headers, 2 snapshot slots of
@@ -150,18 +159,7 @@ fn a_raid5_member_absent_from_the_start_takes_no_image_and_the_array_serves_with
             p
         })
         .collect();
-    let build = |members: usize| {
-        build_from_config(&ConfigServe {
-            config: cfg.clone(),
-            images: (0..members)
-                .map(|k| (format!("d{k}"), imgs[k].clone()))
-                .collect(),
-            direct: false,
-            capture: None,
-            workers: 2,
-            poll_us: None,
-        })
-    };
+    let build = |members: usize| build_members(&cfg, &imgs[..members]);
     let e = build(3)
         .err()
         .expect("an image for an absent device is refused");
@@ -232,17 +230,7 @@ fn arrays_made_live_are_told_apart_and_a_blank_member_image_is_not_assembled() {
     let a: Vec<_> = (0..3).map(|k| blank(&format!("a{k}.img"))).collect();
     let b: Vec<_> = (0..3).map(|k| blank(&format!("b{k}.img"))).collect();
     let serve = |imgs: [&Path; 3]| {
-        let session = build_from_config(&ConfigServe {
-            config: cfg.clone(),
-            images: (0..3)
-                .map(|k| (format!("d{k}"), imgs[k].to_path_buf()))
-                .collect(),
-            direct: false,
-            capture: None,
-            workers: 2,
-            poll_us: None,
-        })
-        .unwrap();
+        let session = build_members(&cfg, &imgs).unwrap();
         Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap()
     };
     // Array A: stripe 0 written (chunk 0 on d0, chunk 1 on d1, parity on d2).
@@ -415,15 +403,7 @@ fn raid5_row_ranges_put_the_right_parity_in_the_member_images() {
         .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 50 + k as u64))
         .collect();
     let orig: Vec<Vec<u8>> = imgs.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let session = build_from_config(&ConfigServe {
-        config: d.path("run.toml"),
-        images: (0..4).map(|k| (format!("d{k}"), imgs[k].clone())).collect(),
-        direct: false,
-        capture: None,
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
+    let session = build_members(&d.path("run.toml"), &imgs).unwrap();
     let srv = Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap();
     let mut c = Client::connect(&uri(&d.path("s"), "raid5")).unwrap();
     // Left-symmetric over four: stripe 0 = chunks 0, 1, 2 on d0, d1, d2, parity on d3;
@@ -493,15 +473,7 @@ fn fio_through_paraid(upshift: &str) {
             p
         })
         .collect();
-    let session = build_from_config(&ConfigServe {
-        config: cfg,
-        images: (0..5).map(|k| (format!("d{k}"), imgs[k].clone())).collect(),
-        direct: false,
-        capture: None,
-        workers: 2,
-        poll_us: None,
-    })
-    .unwrap();
+    let session = build_members(&cfg, &imgs).unwrap();
     let sock = d.path("s");
     let srv = Server::start(session, &ListenAddr::Unix(sock.clone())).unwrap();
     // Bursts of 64 writes with 300 ms pauses: busy samples, then idle ones.

@@ -697,6 +697,20 @@ fn settle_copies(
     }
 }
 
+/// Complete a copy's read-back `read` and hand the function `bytes` as the region's: what
+/// it does then.
+fn read_back(h: &mut Harness<Raid>, read: Io, bytes: &[u8]) -> Vec<Action> {
+    let tag = h
+        .complete(0, read, Status::Ok)
+        .iter()
+        .find_map(|a| match *a {
+            Action::Take { tag, .. } => Some(tag),
+            _ => None,
+        })
+        .expect("the region's bytes are asked for");
+    h.bytes(0, tag, bytes)
+}
+
 /// Start `h` on copies holding `imgs`: each region read and handed its bytes in turn, the
 /// log writes that follow landed and completed. The other submissions.
 fn start_copies(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
@@ -713,16 +727,7 @@ fn start_landing(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>], landed: usize) -> 
     let mut other = Vec::new();
     for (k, read) in reads.into_iter().enumerate() {
         assert_eq!((read.dev, read.op), (regions[k].dev, Op::Read));
-        let tag = h
-            .complete(0, read, Status::Ok)
-            .iter()
-            .find_map(|a| match *a {
-                Action::Take { tag, .. } => Some(tag),
-                _ => None,
-            })
-            .expect("the region's bytes are asked for");
-        let bytes = imgs[k].clone();
-        let a = h.bytes(0, tag, &bytes);
+        let a = read_back(h, read, &imgs[k]);
         other.extend(settle_copies(h, &regions[..landed], &mut imgs[..landed], a));
     }
     other
@@ -773,16 +778,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
     let reads = submitted(&again.start(0));
     let mut early = Vec::new();
     for (k, read) in reads.into_iter().enumerate() {
-        let tag = again
-            .complete(0, read, Status::Ok)
-            .iter()
-            .find_map(|a| match *a {
-                Action::Take { tag, .. } => Some(tag),
-                _ => None,
-            })
-            .unwrap();
-        let bytes = cut[k].clone();
-        let a = again.bytes(0, tag, &bytes);
+        let a = read_back(&mut again, read, &cut[k]);
         if k == 2 {
             // Every copy answered: d0's checkpoint is out; a read of the bad page waits.
             let logs = land_copies(&again, &a, &regions_again, &mut cut);
@@ -1034,15 +1030,7 @@ fn start_failing(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> (Option<String>
     let mut all = Vec::new();
     let mut why = None;
     for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
-        let tag = h
-            .complete(0, read, Status::Ok)
-            .iter()
-            .find_map(|a| match *a {
-                Action::Take { tag, .. } => Some(tag),
-                _ => None,
-            })
-            .expect("the region's bytes are asked for");
-        let a = h.bytes(0, tag, &imgs[k].clone());
+        let a = read_back(h, read, &imgs[k]);
         for act in &a {
             if let Action::Fail { msg } = act {
                 why = Some(String::from_utf8_lossy(h.data(*msg)).into_owned());
@@ -1275,15 +1263,7 @@ fn a_spare_whose_copy_of_the_log_cannot_be_written_is_not_used() {
     let mut pending = VecDeque::new();
     let mut other = Vec::new();
     for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
-        let tag = h
-            .complete(0, read, Status::Ok)
-            .iter()
-            .find_map(|a| match *a {
-                Action::Take { tag, .. } => Some(tag),
-                _ => None,
-            })
-            .expect("the region's bytes are asked for");
-        let a = h.bytes(0, tag, &imgs[k].clone());
+        let a = read_back(&mut h, read, &imgs[k]);
         pending.extend(land_copies(&h, &a, &regions, &mut imgs));
         other.extend(submitted(&a).into_iter().filter(|io| !in_log(io, &regions)));
     }
