@@ -822,7 +822,6 @@ impl Raid {
                 self.want_replacement(m, out);
             }
         }
-        self.fail_unassembled(out);
         if let Some(m) = self.fail_at_start_member {
             match self.faulty {
                 Some(f) if f != m => {
@@ -838,6 +837,9 @@ impl Raid {
                 }
             }
         }
+        // Members not assembled are failed after the operator's `fail` (which names its
+        // member in an error if another is faulty) and before a waiting request is served.
+        self.fail_unassembled(out);
         if self.geometry_seq.is_none() {
             self.serve_early(out);
         }
