@@ -186,13 +186,17 @@ pub fn build_from_config(c: &ConfigServe) -> Result<Session, String> {
     )
 }
 
-/// A value no other session draws: the wall clock's nanoseconds and the process id.
+/// A value another session is unlikely to draw: the wall clock's nanoseconds, the process
+/// id, and a count of the sessions this process made (two in one clock tick still differ).
 #[cfg(feature = "engine")]
 fn session_nonce() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static MADE: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    t ^ (u64::from(std::process::id()) << 32)
+    let n = MADE.fetch_add(1, Ordering::Relaxed);
+    t ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// [`build_from_config`] with a builder for the functions the engine does not know itself
