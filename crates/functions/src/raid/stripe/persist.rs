@@ -704,6 +704,54 @@ mod tests {
     };
 
     #[test]
+    fn a_copys_label_and_the_copies_made_round_trip_and_bad_ones_are_named() {
+        let member = Label {
+            array: 0x0123_4567_89ab_cdef,
+            role: Role::Member(2),
+            all: true,
+        };
+        let b = member.encode();
+        assert_eq!(
+            b,
+            [0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 2, 0, 0, 0, 1, b'R', b'5', 0]
+        );
+        assert_eq!(Label::decode(&b), Ok(Some(member)));
+        let spare = Label {
+            role: Role::Spare,
+            all: false,
+            ..member
+        };
+        assert_eq!(&spare.encode()[8..13], &[0xff, 0xff, 0xff, 0xff, 0]);
+        assert_eq!(Label::decode(&spare.encode()), Ok(Some(spare)));
+        assert_eq!(Label::decode(&[0; LABEL_BYTES]), Ok(None));
+        let mut odd = b;
+        odd[13] = b'X';
+        assert!(Label::decode(&odd)
+            .unwrap_err()
+            .starts_with("a header label that is no RAID-5 array's"));
+        assert_ne!(array_id(0), array_id(1));
+        assert_ne!(array_id(0), 0);
+        // The copies made: the last record wins and a checkpoint keeps it, with a copy on
+        // every member; on member 0 alone it is read and dropped; a member past the
+        // array's is named.
+        let all = Shape {
+            copies: true,
+            ..SHAPE
+        };
+        let recs = [copies(0b001), record(1, 7), copies(0b111)].map(|r| r.to_vec());
+        let got = all.replay(&[], &recs).unwrap();
+        assert_eq!(got.copies, 0b111);
+        let snap = all.snapshot(got.bad.iter(), None, None, got.copies, &got.bitmap);
+        assert_eq!(snap.len(), 4 + 2 * RECORD_BYTES);
+        assert_eq!(all.replay(&snap, &[]).unwrap(), got);
+        assert_eq!(SHAPE.replay(&[], &recs).unwrap().copies, 0);
+        assert_eq!(
+            all.replay(&[], &[copies(0b1000).to_vec()]).unwrap_err(),
+            "record 1 of the log: copies of the log made on members 0x8, the array has 3"
+        );
+    }
+
+    #[test]
     fn write_intent_records_carry_their_kind_in_the_numbers_top_bits() {
         assert_eq!(intent_dirty(5), [0, 0xc0, 5, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(intent_clean(5), [0, 0xc0, 5, 0, 0, 0, 0, 0, 0, 0x40]);
