@@ -361,6 +361,34 @@ impl DeviceRuntime {
         self.media.get_or_insert_with(Box::default).reserve(r);
     }
 
+    /// With the machine off (after [`crash`](Self::crash)), this device and `other` traded
+    /// places: each slot now holds the other's disk — its content (the bytes the simulator
+    /// keeps: [`Media`]). The slot keeps its model, faults, power state and ledger: a swap
+    /// of two disks of one model, as an operator may make when putting a machine's disks
+    /// back in the wrong bays. Tests of functions that must tell their devices apart use it.
+    pub fn trade_content(&mut self, other: &mut DeviceRuntime) {
+        assert!(
+            self.queue.is_empty() && other.queue.is_empty() && self.busy == 0 && other.busy == 0,
+            "devices trade content only with the machine off (after a crash)"
+        );
+        let (a, b) = (
+            self.media.get_or_insert_with(Box::default),
+            other.media.get_or_insert_with(Box::default),
+        );
+        a.trade(b);
+    }
+
+    /// With the machine off, a blank disk of the same model was put in this slot.
+    pub fn blank_content(&mut self) {
+        assert!(
+            self.queue.is_empty() && self.busy == 0,
+            "a device is blanked only with the machine off (after a crash)"
+        );
+        if let Some(m) = &mut self.media {
+            m.blank();
+        }
+    }
+
     /// The bytes of the device's metadata regions (`None`: it has none).
     #[inline]
     pub fn media(&self) -> Option<&Media> {

@@ -452,6 +452,42 @@ impl Checker {
         self.epoch += 1;
     }
 
+    /// After a [`crash`](Self::crash), before the restart: devices `a` and `b` traded places
+    /// (each now holds what the other held, as [`DeviceRuntime::trade_content`] moves
+    /// their bytes). A stack that cannot tell its devices apart then returns one device's
+    /// versions for the other's blocks, and is caught.
+    ///
+    /// [`DeviceRuntime::trade_content`]: crate::device::DeviceRuntime::trade_content
+    pub fn trade_devices(&mut self, a: u16, b: u16) {
+        self.assert_at_rest();
+        let dev = std::mem::take(&mut self.dev);
+        self.dev = dev
+            .into_iter()
+            .map(|((d, blk), v)| {
+                let d = match d {
+                    _ if d == a => b,
+                    _ if d == b => a,
+                    d => d,
+                };
+                ((d, blk), v)
+            })
+            .collect();
+    }
+
+    /// After a crash, before the restart: device `d` was replaced by a blank one (every block
+    /// reads as the initial content).
+    pub fn blank_device(&mut self, d: u16) {
+        self.assert_at_rest();
+        self.dev.retain(|&(x, _), _| x != d);
+    }
+
+    fn assert_at_rest(&self) {
+        assert!(
+            self.dev_writes.is_empty() && self.dev_flushes.is_empty() && self.dirty.is_empty(),
+            "devices are moved only between a crash and the restart"
+        );
+    }
+
     /// After a clean unload: the layers are gone and the host reads volume `vol` straight
     /// from the device of the same id (a cache detached from its disk, as bcache's detach or
     /// EXCES's unload leave it). Every block the host wrote must hold there a version a

@@ -191,6 +191,30 @@ impl Media {
         out
     }
 
+    /// With the machine off (after [`crash`](Self::crash): nothing volatile, nothing in
+    /// flight), the disk holding this content and the one holding `other`'s traded places:
+    /// each device now holds the other's bytes. The regions stay (they are where the
+    /// functions of this slot keep their metadata; the functions find out what is there).
+    pub fn trade(&mut self, other: &mut Media) {
+        self.assert_at_rest();
+        other.assert_at_rest();
+        std::mem::swap(&mut self.durable, &mut other.durable);
+    }
+
+    /// With the machine off, a blank disk was put in this one's place: every region reads
+    /// zeros.
+    pub fn blank(&mut self) {
+        self.assert_at_rest();
+        self.durable.clear();
+    }
+
+    fn assert_at_rest(&self) {
+        assert!(
+            self.volatile.is_empty() && self.writes.is_empty() && self.flushes.is_empty(),
+            "a device's content is moved only with the machine off (after a crash)"
+        );
+    }
+
     /// A power cut: what was not durable is lost, whole or (with [`Tear::Sectors`]) sector
     /// by sector; I/O in flight is gone.
     pub fn crash(&mut self, tear: Tear) {
@@ -379,6 +403,25 @@ mod tests {
 
     fn done(io: Io) -> Completion {
         Completion::ok(io, 0, Breakdown::default())
+    }
+
+    /// With the machine off, two devices' durable bytes trade places and a blank one reads
+    /// zeros; moving content with a write in flight is refused.
+    #[test]
+    fn content_is_traded_or_blanked_only_at_rest() {
+        let (mut a, mut b) = (media(), media());
+        let w = io(1, Op::Write, 8192, 4096, true);
+        a.submit(&w, Some(&[7; 4096]));
+        a.complete(&done(w));
+        a.crash(Tear::LoseAll);
+        a.trade(&mut b);
+        assert_eq!((a.read(8192, 1), b.read(8192, 1)), (vec![0], vec![7]));
+        b.blank();
+        assert_eq!(b.read(8192, 1), vec![0]);
+        let w = io(2, Op::Write, 8192, 4096, true);
+        a.submit(&w, Some(&[1; 4096]));
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.blank()));
+        assert!(refused.is_err(), "blanked with a write in flight");
     }
 
     #[test]
