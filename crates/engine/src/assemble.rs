@@ -72,6 +72,20 @@ pub fn device_specs(cfg: &RunConfig, cat: &Catalogue) -> Result<Vec<DeviceEntry>
     Ok(out)
 }
 
+/// The functions' nonce at a simulated restart at `start` (after a crash): a start is a new
+/// session, and as live sessions do, it must draw identities of its own — a copy of a RAID's
+/// log formatted at the restart must not carry the id the first start drew (the swarm's
+/// operator scenario, seed 94: a member's blank copy formatted at a restart with the
+/// array's own id, the record failing the member lost in the next crash, and the member
+/// assembled again, blank) — yet the run stays a pure function of (config, trace, seed).
+fn restart_nonce(seed: u64, start: Nanos) -> u64 {
+    // SplitMix64's finalizer over the seed and the restart's time.
+    let mut z = seed ^ start.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 pub fn assemble(
     cfg: &RunConfig,
     cat: &Catalogue,
@@ -150,7 +164,11 @@ pub fn assemble(
     let mut layers: Vec<Box<dyn Function>> = Vec::with_capacity(cfg.functions.len());
     for (i, table) in cfg.functions.iter().enumerate() {
         let key = format!("function[{i}]");
-        layers.push(registry.build(table, i, &cfg.function_context(&key, lookahead))?);
+        let mut ctx = cfg.function_context(&key, lookahead);
+        if cfg.nonce.is_none() && start > 0 {
+            ctx.nonce = restart_nonce(cfg.run.seed, start);
+        }
+        layers.push(registry.build(table, i, &ctx)?);
     }
     let mut stack = Stack::new(layers);
     stack.attach(&infos)?;

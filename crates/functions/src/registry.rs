@@ -22,9 +22,11 @@ pub struct BuildContext<'a> {
     /// The run's seed: a randomized function derives its own stream from it.
     pub seed: u64,
     /// Where a function draws an identity it writes to its devices (a RAID's array id, as
-    /// md's array UUID): the seed in a simulation, so a run stays a pure function of
-    /// (config, trace, seed); fresh for each live session (the clock and the process id),
-    /// so two arrays made live with one config are told apart. Never for a decision.
+    /// md's array UUID): the seed in a simulation (at a restart after a simulated crash, the
+    /// seed mixed with the restart's time: each start a session of its own), so a run stays
+    /// a pure function of (config, trace, seed); fresh for each live session (the clock and
+    /// the process id), so two arrays made live with one config are told apart. Never for a
+    /// decision.
     pub nonce: u64,
     /// A reader over the requests the host will issue, for offline functions (the oracle);
     /// `None` live, where nobody knows the future.
