@@ -347,6 +347,11 @@ pub struct Raid {
     log_seen: u64,
     /// The members whose copies of the log the log names made (`persist::copies`).
     copies_made: u64,
+    /// Requests wait until the log names every member's copy written made (a new array's
+    /// first start, with a copy on every member): until then a start that finds a member's
+    /// copy blank takes it for a format a crash lost and assembles it — so nothing may be
+    /// on it yet (see [`copies`]).
+    forming: bool,
     shape: persist::Shape,
     /// Requests wait for the list's recovery.
     ready: bool,
@@ -486,6 +491,7 @@ impl Raid {
                 copies: false,
             },
             copies_made: 0,
+            forming: false,
             ready: true,
             broken: false,
             early: Vec::new(),
@@ -805,6 +811,15 @@ impl Raid {
         self.counters.recovered_faulty = u64::from(self.faulty.is_some());
         self.bad = got.bad;
         self.ready = true;
+        if !fresh && self.intent.is_none() {
+            // `assume_clean` declares a new array's rows consistent (`mdadm --create
+            // --assume-clean`). This log is not new: the array ran before, and a cut may have
+            // come between a row's data and parity writes; without a bitmap nothing says
+            // which rows, so none is known (a degraded read answers EIO, never a page rebuilt
+            // from parity that does not match — found by the swarm's operator scenario,
+            // seed 1: a member blanked after a crash rebuilt from a torn row).
+            self.assume_clean = false;
+        }
         self.geometry_seq = match (self.intent_recovered(got.bitmap, fresh, out), align) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -840,7 +855,8 @@ impl Raid {
         // Members not assembled are failed after the operator's `fail` (which names its
         // member in an error if another is faulty) and before a waiting request is served.
         self.fail_unassembled(out);
-        if self.geometry_seq.is_none() {
+        self.forming = self.copies_pending();
+        if self.geometry_seq.is_none() && !self.forming {
             self.serve_early(out);
         }
     }
@@ -1857,7 +1873,7 @@ impl Function for Raid {
         if self.broken {
             return out.reply(Completion::answered(io, Status::IoError));
         }
-        if !self.ready || self.geometry_seq.is_some() {
+        if !self.ready || self.geometry_seq.is_some() || self.forming {
             return self.early.push(io);
         }
         if io.op != Op::Flush && io.end() > self.layout.capacity() {
