@@ -219,16 +219,27 @@ impl Raid {
         })
     }
 
-    /// The spare (copy `sp`) was swapped while the log named a replacement onto it (see
-    /// `copies_recovered`): the state the copies are brought to names none. Nothing moved
+    /// The spare (copy `sp`) was swapped while the log named a replacement onto it, or its
+    /// copy is `unreadable` (see `copies_recovered`): the state the copies are brought to
+    /// names none. Nothing moved
     /// yet (`through` 0): the replacement is simply asked for again. Else the member's
     /// stripes below `through` were on the lost spare only (its own device, stale there or
     /// gone): it is faulty — rebuilt from the others onto the new spare, from stripe 0 —
     /// unless another member is faulty already, when rows would miss two members and the
     /// start stops, naming both.
-    fn spare_swapped(&mut self, got: &mut persist::Recovered, sp: usize) -> Result<(), String> {
+    fn spare_swapped(
+        &mut self,
+        got: &mut persist::Recovered,
+        sp: usize,
+        unreadable: bool,
+    ) -> Result<(), String> {
         let (m, through) = got.replaced.take().expect("a replacement is named");
         let spare = self.copy_device(sp).to_string();
+        let lost = if unreadable {
+            "cannot be read"
+        } else {
+            "does not hold this array's copy of the log (swapped since?)"
+        };
         self.counters.swapped_spares += 1;
         if through == 0 {
             if got.faulty_member().is_none() {
@@ -240,9 +251,9 @@ impl Raid {
         }
         if let Some(f) = got.faulty_member().filter(|&f| f != m) {
             return Err(format!(
-                "the log names {through} stripes of `{}` moved onto the spare, but `{spare}` does \
-                 not hold this array's copy of the log (swapped since?), and `{}` is faulty: \
-                 rows would miss two members — give the spare they were moved onto",
+                "the log names {through} stripes of `{}` moved onto the spare, but `{spare}` \
+                 {lost}, and `{}` is faulty: rows would miss two members — give the spare \
+                 they were moved onto",
                 self.names[m], self.names[f]
             ));
         }
@@ -437,7 +448,13 @@ impl Raid {
     /// scenario, seed 523: a member blanked after a crash 49 ms into a new array lost a
     /// write acknowledged at 41 ms).
     fn copies_formed(&mut self, out: &mut Actions) {
-        if !self.log_all || !self.ready || self.broken {
+        // Nor before the start's own records and checkpoints are durable: a copy this
+        // start formatted carries its id until the checkpoint giving it the array's lands,
+        // and once the log names it made, a copy holding only a header with another id is
+        // a device blank at a later start ([`Raid::reformatted`]; seed 11,208: the record
+        // logged before those checkpoints landed, and a crash leaving three copies with
+        // only their headers, taken for three blank devices).
+        if !self.log_all || !self.ready || self.broken || self.geometry_seq.is_some() {
             return;
         }
         let mut made = self.copies_made;
@@ -459,17 +476,13 @@ impl Raid {
             if self.forming {
                 self.forming = false;
                 match seq {
-                    Some(seq) => {
-                        self.geometry_seq = Some(self.geometry_seq.map_or(seq, |g| g.max(seq)))
-                    }
+                    Some(seq) => self.geometry_seq = Some(seq),
                     None => self.serve_early(out),
                 }
             }
         } else if self.forming {
             self.forming = false;
-            if self.geometry_seq.is_none() {
-                self.serve_early(out);
-            }
+            self.serve_early(out);
         }
     }
 
@@ -617,14 +630,16 @@ impl Raid {
             .iter()
             .zip(&self.logs)
             .any(|(l, c)| l.is_some() && c.member.is_some());
+        // An unreadable copy is no proof either: md does not assemble a device whose
+        // superblock it cannot read, and here the moved stripes would be read from a
+        // device nothing says is the one they were moved onto.
         let swapped = spare.filter(|&sp| {
             labelled
                 && got.replaced.is_some()
-                && found[sp].is_ok()
-                && labels[sp].is_none_or(|l| l.array != self.array)
+                && (found[sp].is_err() || labels[sp].is_none_or(|l| l.array != self.array))
         });
         if let Some(sp) = swapped {
-            if let Err(e) = self.spare_swapped(&mut got, sp) {
+            if let Err(e) = self.spare_swapped(&mut got, sp, found[sp].is_err()) {
                 return self.stop(&e, out);
             }
         }
@@ -685,8 +700,14 @@ impl Raid {
         for k in unreadable {
             self.logs[k].dead = true;
         }
+        // The copies behind are checkpointed with the state taken — and so is every other
+        // copy written, all through the record after the last found: that number is durable
+        // only once every checkpoint has landed, which requests wait for. (Through the last
+        // found, a copy behind only in its label or its state — at the same number — was
+        // durable at once, and the start waited for ever: a spare whose copy could not be
+        // read under a replacement.)
         let mut align = None;
-        if !behind.is_empty() {
+        if behind.iter().any(|&k| self.live(k)) {
             let snap = self.shape.snapshot(
                 got.bad.iter(),
                 got.faulty_member(),
@@ -694,15 +715,15 @@ impl Raid {
                 got.copies,
                 &got.bitmap,
             );
-            for k in behind {
+            for k in 0..self.logs.len() {
                 if !self.live(k) {
                     continue;
                 }
-                if let Err(e) = self.logs[k].j.checkpoint_through(upto, &snap, out) {
+                if let Err(e) = self.logs[k].j.checkpoint_through(upto + 1, &snap, out) {
                     return self.stop(&e, out);
                 }
-                align = Some(upto);
             }
+            align = Some(upto + 1);
         }
         // What every copy written holds now (the copies behind: their own last record,
         // until their checkpoints land).

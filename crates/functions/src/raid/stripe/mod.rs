@@ -885,6 +885,10 @@ impl Raid {
     /// The log is read back (and the bitmap's geometry durable): serve the requests that
     /// waited, and resync what the bitmap names dirty.
     fn serve_early(&mut self, out: &mut Actions) {
+        if self.forming {
+            // The copies-made record comes next (`copies::copies_formed`): served then.
+            return;
+        }
         let now = self.now;
         for io in std::mem::take(&mut self.early) {
             self.on_request(now, io, out);

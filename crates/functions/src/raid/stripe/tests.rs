@@ -1399,6 +1399,69 @@ fn a_spare_swapped_under_a_replacement_is_told_by_its_log_and_the_member_rebuilt
     );
 }
 
+/// The log names a replacement onto the spare, and the spare's copy cannot be read at
+/// start: nothing proves the spare is the device the stripes were moved onto (md does not
+/// assemble a device whose superblock it cannot read). The spare is not used; the member
+/// whose stripes it held is faulty, its chunks rebuilt from the others — never read from
+/// the spare or from the member — and with another member faulty the start stops.
+#[test]
+fn a_spare_whose_copy_cannot_be_read_under_a_replacement_is_not_trusted() {
+    let (_, regions, imgs) = replaced_whole(1, None, true);
+    let mut h = spare_with_bitmap();
+    let reads = submitted(&h.start(0));
+    let mut cut = imgs.clone();
+    let mut other = Vec::new();
+    for (k, read) in reads.into_iter().enumerate() {
+        let a = if k == 3 {
+            h.complete(0, read, Status::IoError)
+        } else {
+            read_back(&mut h, read, &imgs[k])
+        };
+        other.extend(settle_copies(&mut h, &regions, &mut cut, a));
+    }
+    assert_eq!(
+        (
+            h.counter("swapped_spares"),
+            h.counter("recovered_faulty"),
+            h.counter("refused_spares"),
+            h.counter("faulty")
+        ),
+        (1.0, 1.0, 1.0, 1.0)
+    );
+    assert!(other.is_empty(), "no recovery onto the spare: {other:?}");
+    // Block 1, d1's chunk of stripe 0: from d0 and the parity on d2.
+    let a = h.request(1, host(1, Op::Read, 1, 1));
+    let r = submitted(&a);
+    assert_eq!(shape(&r), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
+    // With d0 failed as well, the start stops, naming both.
+    let (_, _, failed) = replaced_whole(1, Some("d0"), false);
+    let mut h = spare_with_copies();
+    let reads = submitted(&h.start(0));
+    let mut cut = failed.clone();
+    let mut why = None;
+    for (k, read) in reads.into_iter().enumerate() {
+        let a = if k == 3 {
+            h.complete(0, read, Status::IoError)
+        } else {
+            read_back(&mut h, read, &failed[k])
+        };
+        for act in &a {
+            if let Action::Fail { msg } = act {
+                why = Some(String::from_utf8_lossy(h.data(*msg)).into_owned());
+            }
+        }
+        settle_copies(&mut h, &regions, &mut cut, a);
+    }
+    assert_eq!(
+        why.as_deref(),
+        Some(
+            "raid5: the log names 3 stripes of `d1` moved onto the spare, but `d3` cannot be \
+             read, and `d0` is faulty: rows would miss two members — give the spare they \
+             were moved onto"
+        )
+    );
+}
+
 #[test]
 fn a_spare_whose_copy_of_the_log_cannot_be_written_is_not_used() {
     // Replacing d1 at start: the spare's copy is started over first, and its writes fail.
