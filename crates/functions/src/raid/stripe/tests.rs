@@ -1125,12 +1125,7 @@ fn a_new_array_serves_once_its_log_names_every_copy_made() {
     let mut h = mirrored_as(1, true);
     let regions = h.function().regions();
     let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
-    let reads = submitted(&h.start(0));
-    let mut headers = Vec::new();
-    for (k, read) in reads.into_iter().enumerate() {
-        let a = read_back(&mut h, read, &imgs[k]);
-        headers.extend(land_copies(&h, &a, &regions, &mut imgs));
-    }
+    let headers = start_headers_only(&mut h, &mut imgs);
     assert_eq!(headers.len(), 3, "each copy's header: {headers:?}");
     // Recovered, formats out: a write waits.
     let w = host(1, Op::Write, 0, 1);
@@ -1161,14 +1156,17 @@ fn a_new_array_serves_once_its_log_names_every_copy_made() {
     assert_eq!(again.counter("blank_members"), 1.0);
 }
 
-/// Start `h` on `imgs` and land only the copies' recovery headers (a crash right after):
-/// each copy is formatted, or its log given a new header, and nothing else is written.
-fn start_headers_only(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) {
+/// Start `h` on `imgs` and land only the copies' recovery headers (a crash right after,
+/// or their completions still to come): each copy is formatted, or its log given a new
+/// header, and nothing else is written. The header writes.
+fn start_headers_only(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
     let regions = h.function().regions();
+    let mut headers = Vec::new();
     for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
         let a = read_back(h, read, &imgs[k]);
-        land_copies(h, &a, &regions, imgs);
+        headers.extend(land_copies(h, &a, &regions, imgs));
     }
+    headers
 }
 
 /// A copy holding only its header, formatted by a start with a copy on every member, says
@@ -1219,11 +1217,7 @@ fn copies_formatted_by_an_interrupted_start_do_not_vote() {
     // only their headers, with the array's id — not blank.
     let mut imgs = blank.clone();
     let mut h = mirrored_as(1, true);
-    let mut headers = Vec::new();
-    for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
-        let a = read_back(&mut h, read, &imgs[k]);
-        headers.extend(land_copies(&h, &a, &regions, &mut imgs));
-    }
+    let headers = start_headers_only(&mut h, &mut imgs);
     let mut record = Vec::new();
     for hd in headers {
         let a = h.complete(1, hd, Status::Ok);
@@ -1404,21 +1398,34 @@ fn a_spare_swapped_under_a_replacement_is_told_by_its_log_and_the_member_rebuilt
 /// assemble a device whose superblock it cannot read). The spare is not used; the member
 /// whose stripes it held is faulty, its chunks rebuilt from the others — never read from
 /// the spare or from the member — and with another member faulty the start stops.
-#[test]
-fn a_spare_whose_copy_cannot_be_read_under_a_replacement_is_not_trusted() {
-    let (_, regions, imgs) = replaced_whole(1, None, true);
-    let mut h = spare_with_bitmap();
-    let reads = submitted(&h.start(0));
-    let mut cut = imgs.clone();
-    let mut other = Vec::new();
-    for (k, read) in reads.into_iter().enumerate() {
-        let a = if k == 3 {
+/// Start `h` on the copies `imgs`, the spare's (the last) failing its read: the message
+/// the start stopped with, if it did, and the submissions other than the log's.
+fn start_spare_unreadable(h: &mut Harness<Raid>, imgs: &[Vec<u8>]) -> (Option<String>, Vec<Io>) {
+    let regions = h.function().regions();
+    let mut cut = imgs.to_vec();
+    let (mut why, mut other) = (None, Vec::new());
+    for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
+        let a = if k + 1 == imgs.len() {
             h.complete(0, read, Status::IoError)
         } else {
-            read_back(&mut h, read, &imgs[k])
+            read_back(h, read, &imgs[k])
         };
-        other.extend(settle_copies(&mut h, &regions, &mut cut, a));
+        for act in &a {
+            if let Action::Fail { msg } = act {
+                why = Some(String::from_utf8_lossy(h.data(*msg)).into_owned());
+            }
+        }
+        other.extend(settle_copies(h, &regions, &mut cut, a));
     }
+    (why, other)
+}
+
+#[test]
+fn a_spare_whose_copy_cannot_be_read_under_a_replacement_is_not_trusted() {
+    let (_, _, imgs) = replaced_whole(1, None, true);
+    let mut h = spare_with_bitmap();
+    let (why, other) = start_spare_unreadable(&mut h, &imgs);
+    assert_eq!(why, None);
     assert_eq!(
         (
             h.counter("swapped_spares"),
@@ -1435,23 +1442,7 @@ fn a_spare_whose_copy_cannot_be_read_under_a_replacement_is_not_trusted() {
     assert_eq!(shape(&r), vec![(0, 0, Op::Read), (2, 0, Op::Read)]);
     // With d0 failed as well, the start stops, naming both.
     let (_, _, failed) = replaced_whole(1, Some("d0"), false);
-    let mut h = spare_with_copies();
-    let reads = submitted(&h.start(0));
-    let mut cut = failed.clone();
-    let mut why = None;
-    for (k, read) in reads.into_iter().enumerate() {
-        let a = if k == 3 {
-            h.complete(0, read, Status::IoError)
-        } else {
-            read_back(&mut h, read, &failed[k])
-        };
-        for act in &a {
-            if let Action::Fail { msg } = act {
-                why = Some(String::from_utf8_lossy(h.data(*msg)).into_owned());
-            }
-        }
-        settle_copies(&mut h, &regions, &mut cut, a);
-    }
+    let (why, _) = start_spare_unreadable(&mut spare_with_copies(), &failed);
     assert_eq!(
         why.as_deref(),
         Some(
