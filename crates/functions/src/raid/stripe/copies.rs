@@ -630,13 +630,11 @@ impl Raid {
             .iter()
             .zip(&self.logs)
             .any(|(l, c)| l.is_some() && c.member.is_some());
-        // An unreadable copy is no proof either: md does not assemble a device whose
-        // superblock it cannot read, and here the moved stripes would be read from a
-        // device nothing says is the one they were moved onto.
+        // An unreadable copy (no label) is no proof either: md does not assemble a device
+        // whose superblock it cannot read, and here the moved stripes would be read from
+        // a device nothing says is the one they were moved onto.
         let swapped = spare.filter(|&sp| {
-            labelled
-                && got.replaced.is_some()
-                && (found[sp].is_err() || labels[sp].is_none_or(|l| l.array != self.array))
+            labelled && got.replaced.is_some() && labels[sp].is_none_or(|l| l.array != self.array)
         });
         if let Some(sp) = swapped {
             if let Err(e) = self.spare_swapped(&mut got, sp, found[sp].is_err()) {
