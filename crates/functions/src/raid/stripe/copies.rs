@@ -78,6 +78,15 @@ fn formatted_only(f: &Result<Recovery, String>) -> bool {
         .is_ok_and(|r| !r.fresh && r.records.is_empty() && r.snapshot.is_empty())
 }
 
+/// Is `label`, on a copy that holds nothing else ([`formatted_only`]), only the id a start
+/// with a copy on every member drew before it knew the array's? Such a start serves
+/// nothing until the log names every copy made, so the label says nothing of the device's
+/// data. (A start keeping its log on the first member only serves at once: its copy's
+/// label is the array's even with nothing logged.)
+fn label_unproven(f: &Result<Recovery, String>, label: &Label) -> bool {
+    label.all && formatted_only(f)
+}
+
 impl Raid {
     /// Was the copy formatted blank at a start after the one that made this array: only a
     /// header ([`formatted_only`]), with another start's id? (One with the array's own id
@@ -89,18 +98,7 @@ impl Raid {
                 Label::decode(&r.label).is_ok_and(|l| l.is_some_and(|l| l.array != self.array))
             })
     }
-}
 
-/// Is `label`, on a copy that holds nothing else ([`formatted_only`]), only the id a start
-/// with a copy on every member drew before it knew the array's? Such a start serves
-/// nothing until the log names every copy made, so the label says nothing of the device's
-/// data. (A start keeping its log on the first member only serves at once: its copy's
-/// label is the array's even with nothing logged.)
-fn label_unproven(f: &Result<Recovery, String>, label: &Label) -> bool {
-    label.all && formatted_only(f)
-}
-
-impl Raid {
     /// The label a copy in `role` carries in this array (`persist::Label`).
     pub(super) fn label(&self, role: Role) -> [u8; LABEL_BYTES] {
         Label {
@@ -138,12 +136,11 @@ impl Raid {
         }
         // The members' arrays, each with the devices whose copies name it, most first. A
         // member's copy only formatted, by a start with a copy on every member, does not
-        // vote: two crashes while a new array forms
-        // may leave its copies formatted by two starts, with two ids (nothing was served:
-        // requests wait until the log names every copy made), and a blank device put in a
-        // member's place is formatted with the id of the start that finds it — the array's
-        // log, naming that member's copy made, tells it for a swapped device
-        // ([`Raid::blank_members`]).
+        // vote: two crashes while a new array forms may leave its copies formatted by two
+        // starts, with two ids (nothing was served: requests wait until the log names every
+        // copy made), and a blank device put in a member's place is formatted with the id
+        // of the start that finds it — the array's log, naming that member's copy made,
+        // tells it for a swapped device ([`Raid::blank_members`]).
         let mut arrays: Vec<(u64, Vec<&str>)> = Vec::new();
         for (k, l) in labels.iter().enumerate() {
             let (Some(l), Some(_)) = (l, self.logs[k].member) else {
@@ -221,12 +218,11 @@ impl Raid {
 
     /// The spare (copy `sp`) was swapped while the log named a replacement onto it, or its
     /// copy is `unreadable` (see `copies_recovered`): the state the copies are brought to
-    /// names none. Nothing moved
-    /// yet (`through` 0): the replacement is simply asked for again. Else the member's
-    /// stripes below `through` were on the lost spare only (its own device, stale there or
-    /// gone): it is faulty — rebuilt from the others onto the new spare, from stripe 0 —
-    /// unless another member is faulty already, when rows would miss two members and the
-    /// start stops, naming both.
+    /// names none. Nothing moved yet (`through` 0): the replacement is simply asked for
+    /// again. Else the member's stripes below `through` were on the lost spare only (its
+    /// own device, stale there or gone): it is faulty — rebuilt from the others onto the
+    /// new spare, from stripe 0 — unless another member is faulty already, when rows would
+    /// miss two members and the start stops, naming both.
     fn spare_swapped(
         &mut self,
         got: &mut persist::Recovered,
