@@ -144,7 +144,17 @@ enum Operator {
     Trade(usize, usize),
     /// A blank disk put in this slot.
     Blank(usize),
+    /// This slot's disk came back with its last [`UNREADABLE_TAIL`] bytes gone bad — where
+    /// a RAID keeps its copy of the log: reads and writes there fail from the restart on
+    /// (latent sector errors found at power-on). Drawn into the device's `[device.fault]`
+    /// table (`after_s` at the crash) when the scenario is built; nothing moves.
+    Unreadable(usize),
 }
+
+/// The bytes at a disk's end that [`Operator::Unreadable`] turns bad: the swarm's disk keeps
+/// a RAID's log (a few hundred KiB at its end, `Region::at_end`) in its last MiB, and no
+/// host page (the hot stripes are at the start; a rebuild reads the stripes below it).
+const UNREADABLE_TAIL: u64 = 1 << 20;
 
 #[derive(Clone, Debug)]
 enum LayerKind {
@@ -944,6 +954,8 @@ fn operate(devs: &mut [wattio_core::device::DeviceRuntime], checker: &mut Checke
             devs[d].blank_content();
             checker.blank_device(d as u16);
         }
+        // In the device's fault table since the scenario was drawn.
+        Operator::Unreadable(_) => {}
     }
 }
 
@@ -1869,35 +1881,20 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
 /// members back in each other's bays (two), a member in the spare's bay and the spare in
 /// its (one, odd seeds), a blank disk in a member's place (three; four on even seeds), or
 /// blank disks in two members' places — in the spare's, on odd seeds half the time (two);
-/// with d1 failing and a spare, a blank disk in the spare's place half the time.
+/// with d1 failing and a spare, a blank disk in the spare's place half the time. One seed
+/// in four, instead, a disk comes back with its copy of the log unreadable (a member's or
+/// the spare's; not a failing d1's).
 ///
 /// The array must either run on, every acknowledged write read back (from wherever it is
 /// after a member was failed), or stop the start with one of the identity errors without
-/// answering a request but with EIO — and a single member blanked with no member failing
-/// must run on (`must_run_on`).
+/// answering a request but with EIO — and a single member blanked, or with its copy
+/// unreadable, with no member failing, must run on (`must_run_on`), as must an array
+/// whose spare's copy is unreadable.
 fn operated(seed: u64) -> Scenario {
     let mut rng = Rng::new(seed);
-    let mut config = format!("[run]\nseed = {seed}\n\n");
     let spare = seed % 2 == 1;
     let faults = seed.is_multiple_of(5);
-    for d in 0..3 + u64::from(spare) {
-        let eio = if faults && d == 1 {
-            "eio = [[16384, 32768], [65536, 73728]]\n"
-        } else {
-            ""
-        };
-        let fault = fault_table(seed, d, eio);
-        config += &format!("[[device]]\nname = \"d{d}\"\n{}{fault}\n", DISK.toml());
-    }
-    config += "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
-               chunk_kib = 4\nassume_clean = true\nmax_read_errors = 0\nlog_members = \"all\"\n";
-    if seed.is_multiple_of(2) {
-        config += "write_intent = true\nwrite_intent_kib = 4\nwrite_intent_delay_ms = 1\n";
-    }
-    if spare {
-        config += "spare = \"d3\"\nreplace_window_kib = 64\n";
-    }
-    config += "\n";
+    let devices = 3 + u64::from(spare);
     let (requests, t) = hot_requests(&mut rng, (2_000_000, 10_000_000), 6, |rng| {
         rng.below(3) == 0
     });
@@ -1906,7 +1903,7 @@ fn operated(seed: u64) -> Scenario {
     crashes.dedup();
     let member = |rng: &mut Rng| rng.below(3) as usize;
     let at = rng.below(crashes.len() as u64) as usize;
-    let ops = match rng.below(8) {
+    let mut ops = match rng.below(8) {
         // A member failing and the spare taking its place: half the time the spare is
         // swapped under the replacement.
         _ if faults && spare && rng.below(2) == 0 => vec![Operator::Blank(3)],
@@ -1923,11 +1920,58 @@ fn operated(seed: u64) -> Scenario {
             vec![Operator::Blank(a), Operator::Blank((a + 1) % 3)]
         }
     };
+    // One in four: instead, a disk back with its copy of the log unreadable (not d1 when
+    // it fails already: its table's ranges fail from the start).
+    if rng.below(4) == 0 {
+        let d = loop {
+            let d = rng.below(devices) as usize;
+            if !(faults && d == 1) {
+                break d;
+            }
+        };
+        ops = vec![Operator::Unreadable(d)];
+        // A third of those with no member failing: another member blank as well.
+        if !faults && d < 3 && rng.below(3) == 0 {
+            ops.push(Operator::Blank((d + 1 + rng.below(2) as usize) % 3));
+        }
+    }
+    let mut config = format!("[run]\nseed = {seed}\n\n");
+    for d in 0..devices {
+        let mut eio = if faults && d == 1 {
+            "eio = [[16384, 32768], [65536, 73728]]\n".to_string()
+        } else {
+            String::new()
+        };
+        if ops.contains(&Operator::Unreadable(d as usize)) {
+            let end = DISK.capacity_bytes;
+            eio = format!(
+                "eio = [[{}, {end}]]\nafter_s = {:.9}\n",
+                end - UNREADABLE_TAIL,
+                crashes[at] as f64 / 1e9
+            );
+        }
+        let fault = fault_table(seed, d, &eio);
+        config += &format!("[[device]]\nname = \"d{d}\"\n{}{fault}\n", DISK.toml());
+    }
+    config += "[[function]]\nkind = \"raid\"\nlevel = 5\ndevices = [\"d0\", \"d1\", \"d2\"]\n\
+               chunk_kib = 4\nassume_clean = true\nmax_read_errors = 0\nlog_members = \"all\"\n";
+    if seed.is_multiple_of(2) {
+        config += "write_intent = true\nwrite_intent_kib = 4\nwrite_intent_delay_ms = 1\n";
+    }
+    if spare {
+        config += "spare = \"d3\"\nreplace_window_kib = 64\n";
+    }
+    config += "\n";
     let mut operated = vec![Restart::default(); crashes.len()];
-    operated[at] = Restart {
-        must_run_on: !faults && matches!(ops[..], [Operator::Blank(m)] if m < 3),
-        ops,
+    // One member lost with none failing is what RAID-5 survives: blanked (its copy found
+    // blank where the log names it made) or its copy unreadable (not assembled); the
+    // spare's copy unreadable leaves the array whole.
+    let must_run_on = match ops[..] {
+        [Operator::Blank(m)] => !faults && m < 3,
+        [Operator::Unreadable(_)] => !faults,
+        _ => false,
     };
+    operated[at] = Restart { must_run_on, ops };
     let mut s = read_back_after(config, requests, crashes);
     s.operated = operated;
     s
@@ -1955,6 +1999,8 @@ fn devices_moved_or_blanked_while_off_stop_the_start_or_keep_every_write() {
             "failed_members",
             "replaced_stripes",
             "rebuilt_rows",
+            "dead_log_copies",
+            "refused_spares",
         ],
     );
     assert!(total.blocks_checked > 15_000, "{total:?}");

@@ -58,6 +58,9 @@ pub(super) struct Copy {
     pub j: Journal,
     /// No longer written: its device failed a log write, or it could not be read at start.
     pub dead: bool,
+    /// Found blank at start while the log names it made ([`Raid::blank_members`]): its
+    /// device was swapped for a blank one, so its member's data is gone too.
+    pub blank: bool,
     /// The spare's, not written yet: until a replacement is wanted (it is started over
     /// first) or a start finds the log naming one.
     pub standby: bool,
@@ -534,6 +537,7 @@ impl Raid {
         }
         self.counters.blank_members += 1;
         self.logs[blank[0]].dead = true;
+        self.logs[blank[0]].blank = true;
         Ok(())
     }
 
@@ -730,12 +734,19 @@ impl Raid {
     /// if it can be (another member failed already: its data still serves) — as the array
     /// comes up, before a request that waited for the start is served (a read sent at
     /// once got a blank member's zeros in the live test of blank members).
-    pub(super) fn fail_unassembled(&mut self, out: &mut Actions) {
+    ///
+    /// `blank`: only the member whose copy was found blank, or only the others. A blank
+    /// member's data is gone, so it is failed first — before the operator's `fail` and
+    /// before a member whose copy alone is lost: that one's data still serves. (Failed in
+    /// copy order, a member whose copy could not be read was failed before a blank one
+    /// after it, which then served its zeros: the swarm's operator scenario, seed 139.)
+    pub(super) fn fail_unassembled(&mut self, blank: bool, out: &mut Actions) {
         for k in 0..self.logs.len() {
             let Some(m) = self.logs[k].member else {
                 continue;
             };
-            if self.logs[k].dead && self.faulty != Some(m) && !self.broken {
+            let c = &self.logs[k];
+            if c.dead && c.blank == blank && self.faulty != Some(m) && !self.broken {
                 self.fail_member(m, out);
             }
         }

@@ -837,6 +837,9 @@ impl Raid {
                 self.want_replacement(m, out);
             }
         }
+        // A member found blank first: its data is gone, so an operator's `fail` of
+        // another member (or another copy lost) cannot take its place.
+        self.fail_unassembled(true, out);
         if let Some(m) = self.fail_at_start_member {
             match self.faulty {
                 Some(f) if f != m => {
@@ -852,9 +855,10 @@ impl Raid {
                 }
             }
         }
-        // Members not assembled are failed after the operator's `fail` (which names its
-        // member in an error if another is faulty) and before a waiting request is served.
-        self.fail_unassembled(out);
+        // Other members not assembled are failed after the operator's `fail` (which names
+        // its member in an error if another is faulty) and before a waiting request is
+        // served.
+        self.fail_unassembled(false, out);
         self.forming = self.copies_pending();
         if self.geometry_seq.is_none() && !self.forming {
             self.serve_early(out);
@@ -1745,6 +1749,7 @@ impl Function for Raid {
                     member: Some(k),
                     j,
                     dead: false,
+                    blank: false,
                     standby: false,
                     found: None,
                 });
@@ -1808,6 +1813,7 @@ impl Function for Raid {
                     member: None,
                     j,
                     dead: false,
+                    blank: false,
                     standby: true,
                     found: None,
                 });

@@ -1296,6 +1296,58 @@ fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_l
     assert_eq!(third.counter("blank_members"), 1.0);
 }
 
+/// A member whose copy of the log cannot be read beside one whose copy is found blank:
+/// the blank one's data is gone, so it is the member failed, and the one whose copy alone
+/// is lost serves its data (its copy no longer written). Failed in copy order, `d0` was
+/// failed and `d1` served its zeros (the swarm's operator scenario, seed 139). An
+/// operator's `fail` of another member then cannot take the blank one's place.
+#[test]
+fn a_blank_member_is_failed_before_one_whose_copy_alone_cannot_be_read() {
+    let mut h = mirrored_as(1, true);
+    let regions = h.function().regions();
+    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank.clone();
+    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    let swapped = vec![imgs[0].clone(), blank[1].clone(), imgs[2].clone()];
+    let mut again = mirrored_as(5, true);
+    let (why, _) = start_unreadable(&mut again, &swapped, 0);
+    assert_eq!(why, None);
+    assert_eq!(
+        (
+            again.counter("blank_members"),
+            again.counter("failed_members"),
+            again.counter("dead_log_copies")
+        ),
+        (1.0, 1.0, 2.0)
+    );
+    assert_eq!(again.function().faulty, Some(1));
+    // Block 0, d0's chunk of stripe 0: read from d0. Block 1, d1's: never from d1 (the
+    // row is not known after a restart without a bitmap: EIO, nothing sent).
+    assert_eq!(
+        shape(&submitted(&again.request(1, host(1, Op::Read, 0, 1)))),
+        vec![(0, 0, Op::Read)]
+    );
+    assert_eq!(
+        shape(&submitted(&again.request(2, host(2, Op::Read, 1, 1)))),
+        vec![]
+    );
+    assert_eq!(again.counter("unknown_row_errors"), 1.0);
+    // The operator failing d0 at that start: d1 is failed first, so d0 cannot be.
+    let names: Vec<String> = (0..3).map(|d| format!("d{d}")).collect();
+    let devs = (0..3).map(|d| disk(d as u16, &format!("d{d}"))).collect();
+    let r = Raid::new(names, Level::Raid5, Parity::LeftSymmetric, K, true)
+        .persist(4096)
+        .log_on_all(true)
+        .failures(Some("d0".into()), 256)
+        .array_id(5);
+    let mut told = Harness::new(r, devs).unwrap();
+    let mut swapped = swapped;
+    assert_eq!(
+        start_failing(&mut told, &mut swapped).0.as_deref(),
+        Some("raid5: fail: `d0` cannot fail: `d1` is faulty already (rows would miss two members)")
+    );
+}
+
 /// [`spare_with_copies`] with md's write-intent bitmap (regions of 8 pages, cleaned after
 /// 1 ms): every row the log names clean is known after a restart, so a member failed then
 /// can be rebuilt from parity (without a bitmap no row is known after a restart).
@@ -1401,11 +1453,20 @@ fn a_spare_swapped_under_a_replacement_is_told_by_its_log_and_the_member_rebuilt
 /// Start `h` on the copies `imgs`, the spare's (the last) failing its read: the message
 /// the start stopped with, if it did, and the submissions other than the log's.
 fn start_spare_unreadable(h: &mut Harness<Raid>, imgs: &[Vec<u8>]) -> (Option<String>, Vec<Io>) {
+    start_unreadable(h, imgs, imgs.len() - 1)
+}
+
+/// [`start_spare_unreadable`] with copy `lost`'s read failing.
+fn start_unreadable(
+    h: &mut Harness<Raid>,
+    imgs: &[Vec<u8>],
+    lost: usize,
+) -> (Option<String>, Vec<Io>) {
     let regions = h.function().regions();
     let mut cut = imgs.to_vec();
     let (mut why, mut other) = (None, Vec::new());
     for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
-        let a = if k + 1 == imgs.len() {
+        let a = if k == lost {
             h.complete(0, read, Status::IoError)
         } else {
             read_back(h, read, &imgs[k])
