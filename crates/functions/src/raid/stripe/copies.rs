@@ -621,7 +621,22 @@ impl Raid {
                 return self.stop(&e, out);
             }
         };
-        let (upto, fresh) = (last(r), r.fresh);
+        // A log no start ever served from is new: every member's copy blank, or holding
+        // only the header a start with a copy on every member formatted (such a start
+        // serves nothing until its copies-made record is logged) — a first start cut
+        // before its first record. Taken as not new, `assume_clean` was dropped and a
+        // bitmap array resynced every region (the operator scenario, seed 66: 244,038).
+        // A copy a start on `d0` only formatted (`all` off in its label) is not: such a
+        // start serves at once.
+        let unserved = (0..self.logs.len())
+            .filter(|&k| self.logs[k].member.is_some())
+            .all(|k| {
+                found[k].as_ref().is_ok_and(|r| r.fresh)
+                    || labels[k]
+                        .as_ref()
+                        .is_some_and(|l| label_unproven(&found[k], l))
+            });
+        let (upto, fresh) = (last(r), r.fresh || unserved);
         // The log names a replacement onto the spare, yet the spare's copy — started over
         // with this array's label before that record could be logged (`start_spare_copy`)
         // — is blank or another array's: the spare was swapped, and what the replacement
