@@ -1883,7 +1883,8 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
 /// blank disks in two members' places — in the spare's, on odd seeds half the time (two);
 /// with d1 failing and a spare, a blank disk in the spare's place half the time. One seed
 /// in four, instead, a disk comes back with its copy of the log unreadable (a member's or
-/// the spare's; not a failing d1's).
+/// the spare's; not a failing d1's), with no member failing a third of the time beside
+/// another member blanked, and a third beside the other two traded.
 ///
 /// The array must either run on, every acknowledged write read back (from wherever it is
 /// after a member was failed), or stop the start with one of the identity errors without
@@ -1930,9 +1931,14 @@ fn operated(seed: u64) -> Scenario {
             }
         };
         ops = vec![Operator::Unreadable(d)];
-        // A third of those with no member failing: another member blank as well.
-        if !faults && d < 3 && rng.below(3) == 0 {
-            ops.push(Operator::Blank((d + 1 + rng.below(2) as usize) % 3));
+        // With no member failing, a third of those: another member blank as well; a
+        // third: the other two members in each other's bays.
+        if !faults && d < 3 {
+            match rng.below(3) {
+                0 => ops.push(Operator::Blank((d + 1 + rng.below(2) as usize) % 3)),
+                1 => ops.push(Operator::Trade((d + 1) % 3, (d + 2) % 3)),
+                _ => {}
+            }
         }
     }
     let mut config = format!("[run]\nseed = {seed}\n\n");
