@@ -711,6 +711,11 @@ fn read_back(h: &mut Harness<Raid>, read: Io, bytes: &[u8]) -> Vec<Action> {
     h.bytes(0, tag, bytes)
 }
 
+/// Zeroed images of the log's regions (new devices): one a copy.
+fn blank_images(regions: &[Region]) -> Vec<Vec<u8>> {
+    regions.iter().map(|r| vec![0; r.len as usize]).collect()
+}
+
 /// Start `h` on copies holding `imgs`: each region read and handed its bytes in turn, the
 /// log writes that follow landed and completed. The other submissions.
 fn start_copies(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
@@ -742,7 +747,7 @@ fn a_log_kept_on_every_member_survives_the_member_it_was_on() {
         vec![0, 1, 2],
         "a copy at the end of each member"
     );
-    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank_images(&regions);
     assert!(start_copies(&mut h, &mut imgs).is_empty());
     // Each copy as formatted (its header names its member).
     let fresh = imgs.clone();
@@ -863,7 +868,7 @@ struct ReplacedThenBad {
 fn replaced_then_a_bad_page() -> ReplacedThenBad {
     let mut h = spare_with_copies();
     let regions = h.function().regions();
-    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank_images(&regions);
     // The replacement of d1 starts once the spare's copy has started over with the
     // array's state; its record goes to every copy; then d1's three stripes move.
     let copies = start_copies(&mut h, &mut imgs);
@@ -963,7 +968,7 @@ fn a_log_left_on_a_reused_spare_is_never_taken_for_the_arrays() {
         imgs: other,
         ..
     } = replaced_then_a_bad_page();
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let blank = blank_images(&regions);
     // A new array (blank members) with that device as its spare, replacing d1 at start:
     // the spare's log is ahead of every member's copy, which name no replacement — not
     // adopted; the replacement starts the spare's copy over, then runs.
@@ -1051,7 +1056,7 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
     let format = |id: u64| {
         let mut h = mirrored_as(id, true);
         let regions = h.function().regions();
-        let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+        let mut imgs = blank_images(&regions);
         assert!(start_copies(&mut h, &mut imgs).is_empty());
         (regions, imgs)
     };
@@ -1124,7 +1129,7 @@ fn a_member_of_another_array_or_out_of_order_stops_the_start_by_name() {
 fn a_new_array_serves_once_its_log_names_every_copy_made() {
     let mut h = mirrored_as(1, true);
     let regions = h.function().regions();
-    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank_images(&regions);
     let headers = start_headers_only(&mut h, &mut imgs);
     assert_eq!(headers.len(), 3, "each copy's header: {headers:?}");
     // Recovered, formats out: a write waits.
@@ -1189,7 +1194,7 @@ fn a_log_whose_first_start_logged_nothing_is_new() {
     };
     let first = raid(1, true);
     let regions = first.function().regions();
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let blank = blank_images(&regions);
     let dirty_after = |first: Harness<Raid>, copies: usize| {
         let mut first = first;
         let mut imgs = blank.clone();
@@ -1218,7 +1223,7 @@ fn a_log_whose_first_start_logged_nothing_is_new() {
 fn copies_formatted_by_an_interrupted_start_do_not_vote() {
     let mut h = mirrored_as(1, true);
     let regions = h.function().regions();
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let blank = blank_images(&regions);
     // A new array: a crash after d0's format (id 1), then one after every copy's header
     // (d1's and d2's formats with id 2).
     let mut imgs = blank.clone();
@@ -1270,7 +1275,7 @@ fn copies_formatted_by_an_interrupted_start_do_not_vote() {
 fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_landed() {
     let mut h = mirrored_as(1, true);
     let regions = h.function().regions();
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let blank = blank_images(&regions);
     let mut imgs = blank.clone();
     assert!(start_copies(&mut h, &mut imgs).is_empty());
     // d1's device swapped for a blank one: not assembled — failed, and never read: a read
@@ -1342,7 +1347,7 @@ fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_l
 fn a_blank_member_is_failed_before_one_whose_copy_alone_cannot_be_read() {
     let mut h = mirrored_as(1, true);
     let regions = h.function().regions();
-    let blank: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let blank = blank_images(&regions);
     let mut imgs = blank.clone();
     assert!(start_copies(&mut h, &mut imgs).is_empty());
     let swapped = vec![imgs[0].clone(), blank[1].clone(), imgs[2].clone()];
@@ -1419,7 +1424,7 @@ fn replaced_whole(
         }
     });
     let regions = h.function().regions();
-    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank_images(&regions);
     let copies = start_copies(&mut h, &mut imgs);
     pump_copies(&mut h, &regions, &mut imgs, copies);
     assert_eq!(h.counter("replaced_stripes"), 3.0);
@@ -1556,7 +1561,7 @@ fn a_spare_whose_copy_of_the_log_cannot_be_written_is_not_used() {
     // Replacing d1 at start: the spare's copy is started over first, and its writes fail.
     let mut h = spare_with_copies();
     let regions = h.function().regions();
-    let mut imgs: Vec<Vec<u8>> = regions.iter().map(|r| vec![0; r.len as usize]).collect();
+    let mut imgs = blank_images(&regions);
     let mut pending = VecDeque::new();
     let mut other = Vec::new();
     for (k, read) in submitted(&h.start(0)).into_iter().enumerate() {
