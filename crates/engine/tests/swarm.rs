@@ -149,7 +149,14 @@ enum Operator {
     /// (latent sector errors found at power-on). Drawn into the device's `[device.fault]`
     /// table (`after_s` at the crash) when the scenario is built; nothing moves.
     Unreadable(usize),
+    /// This slot's disk came back with [`BAD_PAGES`] of its bytes gone bad — member pages
+    /// of the hot stripes: as [`Operator::Unreadable`], in the fault table.
+    BadPages(usize),
 }
+
+/// The member bytes [`Operator::BadPages`] turns bad: pages 4..8, in the first stripes the
+/// host writes (4 KiB chunks).
+const BAD_PAGES: [u64; 2] = [16384, 32768];
 
 /// The bytes at a disk's end that [`Operator::Unreadable`] turns bad: the swarm's disk keeps
 /// a RAID's log (a few hundred KiB at its end, `Region::at_end`) in its last MiB, and no
@@ -955,7 +962,7 @@ fn operate(devs: &mut [wattio_core::device::DeviceRuntime], checker: &mut Checke
             checker.blank_device(d as u16);
         }
         // In the device's fault table since the scenario was drawn.
-        Operator::Unreadable(_) => {}
+        Operator::Unreadable(_) | Operator::BadPages(_) => {}
     }
 }
 
@@ -1884,13 +1891,15 @@ fn a_failed_member_under_crashes_keeps_every_acknowledged_write() {
 /// with d1 failing and a spare, a blank disk in the spare's place half the time. One seed
 /// in four, instead, a disk comes back with its copy of the log unreadable (a member's or
 /// the spare's; not a failing d1's), with no member failing a third of the time beside
-/// another member blanked, and a third beside the other two traded.
+/// another member blanked, and a third beside the other two traded. With no member
+/// failing, one seed in eight also has a member's disk back with bad sectors in the host's
+/// stripes (alone, or beside what else was drawn).
 ///
 /// The array must either run on, every acknowledged write read back (from wherever it is
 /// after a member was failed), or stop the start with one of the identity errors without
 /// answering a request but with EIO — and a single member blanked, or with its copy
-/// unreadable, with no member failing, must run on (`must_run_on`), as must an array
-/// whose spare's copy is unreadable.
+/// unreadable, or with bad sectors, with no member failing, must run on (`must_run_on`),
+/// as must an array whose spare's copy is unreadable.
 fn operated(seed: u64) -> Scenario {
     let mut rng = Rng::new(seed);
     let spare = seed % 2 == 1;
@@ -1941,6 +1950,11 @@ fn operated(seed: u64) -> Scenario {
             }
         }
     }
+    // With no member failing, one in eight: a member's disk (also) back with bad sectors
+    // where the host's stripes are.
+    if !faults && rng.below(8) == 0 {
+        ops.push(Operator::BadPages(member(&mut rng)));
+    }
     let mut config = format!("[run]\nseed = {seed}\n\n");
     for d in 0..devices {
         let mut eio = if faults && d == 1 {
@@ -1948,13 +1962,15 @@ fn operated(seed: u64) -> Scenario {
         } else {
             String::new()
         };
+        let mut bad = Vec::new();
         if ops.contains(&Operator::Unreadable(d as usize)) {
-            let end = DISK.capacity_bytes;
-            eio = format!(
-                "eio = [[{}, {end}]]\nafter_s = {:.9}\n",
-                end - UNREADABLE_TAIL,
-                crashes[at] as f64 / 1e9
-            );
+            bad.push([DISK.capacity_bytes - UNREADABLE_TAIL, DISK.capacity_bytes]);
+        }
+        if ops.contains(&Operator::BadPages(d as usize)) {
+            bad.push(BAD_PAGES);
+        }
+        if !bad.is_empty() {
+            eio = format!("eio = {bad:?}\nafter_s = {:.9}\n", crashes[at] as f64 / 1e9);
         }
         let fault = fault_table(seed, d, &eio);
         config += &format!("[[device]]\nname = \"d{d}\"\n{}{fault}\n", DISK.toml());
@@ -1974,7 +1990,7 @@ fn operated(seed: u64) -> Scenario {
     // spare's copy unreadable leaves the array whole.
     let must_run_on = match ops[..] {
         [Operator::Blank(m)] => !faults && m < 3,
-        [Operator::Unreadable(_)] => !faults,
+        [Operator::Unreadable(_)] | [Operator::BadPages(_)] => !faults,
         _ => false,
     };
     operated[at] = Restart { must_run_on, ops };
