@@ -224,6 +224,9 @@ pub struct Journal {
     stats: JournalStats,
     /// The epoch of the header recovery found (0: none): a later one is this run's.
     found_epoch: u64,
+    /// Recovery failed because the region holds something that is not a wattio log (a
+    /// header block neither zeros nor a wattio header): see [`Journal::adopt_foreign`].
+    foreign: bool,
 }
 
 /// What a journal did, for a function's counters.
@@ -305,6 +308,7 @@ impl Journal {
             next_io: 0,
             stats: JournalStats::default(),
             found_epoch: 0,
+            foreign: false,
             cfg,
         })
     }
@@ -614,6 +618,35 @@ impl Journal {
         }
     }
 
+    /// Did recovery fail because the region holds something that is not a wattio log?
+    pub fn foreign(&self) -> bool {
+        self.phase == Phase::Failed && self.foreign
+    }
+
+    /// Recovery failed on a region that is not a wattio log ([`Journal::foreign`]), and the
+    /// function knows the region was never a log of its own (reserved, but its bytes a
+    /// used device's): format it as recovery formats a blank region — the header written
+    /// first, with the label set — and return that recovery, as [`Step::Recovered`] would
+    /// have. Refused after any other failure, or before one.
+    pub fn adopt_foreign(&mut self, out: &mut Actions) -> Result<Recovery, String> {
+        if !self.foreign() {
+            return Err(format!(
+                "metadata log `{}`: only a region found not to be a wattio log is adopted",
+                self.cfg.owner
+            ));
+        }
+        self.foreign = false;
+        self.phase = Phase::Ready;
+        self.header_due = true;
+        self.pump(out);
+        Ok(Recovery {
+            first_seq: 1,
+            fresh: true,
+            epoch: self.hdr.epoch + 1,
+            ..Recovery::default()
+        })
+    }
+
     fn usable(&self) -> Result<(), String> {
         match self.phase {
             Phase::Ready => Ok(()),
@@ -766,10 +799,11 @@ impl Journal {
         for (k, s) in slots.iter().enumerate() {
             match s {
                 Slot::Foreign => {
+                    self.foreign = true;
                     return Err(format!(
                         "{} is not a wattio metadata log (header block {k} is neither zeros nor a wattio header); zero the region to let the function format it",
                         self.where_()
-                    ))
+                    ));
                 }
                 Slot::Corrupt(why) => corrupt.push(format!("header {k}: {why}")),
                 Slot::Valid(h) => {

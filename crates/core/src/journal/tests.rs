@@ -613,6 +613,47 @@ fn a_region_that_is_not_this_log_is_refused() {
     );
 }
 
+/// A region holding a used device's bytes is adopted only when the function says it was
+/// never its log: then formatted as a blank one (the header first, with the label), and a
+/// restart finds this log with its records. Any other failure is not adopted.
+#[test]
+fn a_foreign_region_is_adopted_only_when_asked_and_then_holds_this_log() {
+    let mut r = Rig::new(cfg(4096, 8192));
+    r.label = Some([7; LABEL_BYTES]);
+    r.poke(0, b"ext4 superblock, not a log");
+    failed(r.restart());
+    assert!(r.j.foreign());
+    let rec = r.j.adopt_foreign(&mut r.out).unwrap();
+    assert_eq!((rec.fresh, rec.first_seq, rec.records.len()), (true, 1, 0));
+    r.settle();
+    assert_eq!(
+        r.writes,
+        vec![(0, 4096)],
+        "the header block, over the old bytes"
+    );
+    assert_eq!(r.append(b"a"), 1);
+    r.settle();
+    let rec = recovered(r.restart());
+    assert_eq!(
+        (rec.records, rec.label),
+        (vec![b"a".to_vec()], [7; LABEL_BYTES])
+    );
+    assert!(!r.j.foreign());
+    assert!(
+        r.j.adopt_foreign(&mut r.out).is_err(),
+        "a log recovered is not adopted"
+    );
+    // Corrupt headers are not foreign: never adopted.
+    r.poke(100, &[1]);
+    r.poke(4096 + 100, &[1]);
+    assert!(failed(r.restart()).contains("no valid header"));
+    assert!(!r.j.foreign());
+    assert_eq!(
+        r.j.adopt_foreign(&mut r.out).unwrap_err(),
+        "metadata log `test-log`: only a region found not to be a wattio log is adopted"
+    );
+}
+
 #[test]
 fn the_newer_header_wins_and_a_torn_one_falls_back() {
     let mut r = Rig::new(cfg(4096, 8192));

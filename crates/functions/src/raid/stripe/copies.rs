@@ -541,6 +541,65 @@ impl Raid {
         Ok(())
     }
 
+    /// Members' copies whose region holds something that is not a wattio log (a used
+    /// device's bytes). With the log so far on the first member only (its copy read,
+    /// written by a start with `log_members = "first"` or before labels, and naming no
+    /// other copy made), the others' regions were reserved but never written: each is
+    /// formatted as a new copy
+    /// (`Journal::adopt_foreign`), as a blank one would be — turning `"all"` on for an
+    /// array on used devices once failed every such member. At a new array (every other
+    /// member's copy blank, or only the header of a start with a copy on every member:
+    /// nothing was ever served) the start stops naming the region, as for the first
+    /// member's with the log on it alone. Else the array's copies were made, and one no
+    /// longer a log was overwritten: its member is not assembled (`fail_unassembled`).
+    fn foreign_copies(
+        &mut self,
+        found: &mut [Result<Recovery, String>],
+        out: &mut Actions,
+    ) -> Result<(), String> {
+        let foreign: Vec<usize> = (0..self.logs.len())
+            .filter(|&k| self.logs[k].member.is_some() && self.logs[k].j.foreign())
+            .collect();
+        let Some(&first) = foreign.first() else {
+            return Ok(());
+        };
+        // The copies the first member's log names made: its header's label may still say
+        // `first` after a start that turned `all` on logged them (the label changes with
+        // the next header, a record does not carry it).
+        let first_only = (self.logs[0].member == Some(0))
+            .then(|| found[0].as_ref().ok())
+            .flatten()
+            .filter(|r| !r.fresh && Label::decode(&r.label).is_ok_and(|l| l.is_none_or(|l| !l.all)))
+            .map(|r| {
+                self.shape
+                    .replay(&r.snapshot, &r.records)
+                    .map_or(u64::MAX, |g| g.copies)
+            });
+        if let Some(made) = first_only {
+            for &k in &foreign {
+                let m = self.logs[k].member.expect("a member's copy");
+                if made >> m & 1 == 0 {
+                    found[k] = Ok(self.logs[k].j.adopt_foreign(out)?);
+                    self.counters.adopted_copies += 1;
+                }
+            }
+            return Ok(());
+        }
+        let new = (0..self.logs.len())
+            .filter(|&k| self.logs[k].member.is_some() && !foreign.contains(&k))
+            .all(|k| {
+                found[k].as_ref().is_ok_and(|r| {
+                    r.fresh
+                        || Label::decode(&r.label)
+                            .is_ok_and(|l| l.is_some_and(|l| label_unproven(&found[k], &l)))
+                })
+            });
+        if new {
+            return Err(found[first].clone().expect_err("a foreign copy failed"));
+        }
+        Ok(())
+    }
+
     /// Records durable on every copy written up to a higher number than last seen: act on
     /// them.
     fn copies_durable(&mut self, out: &mut Actions) {
@@ -557,11 +616,14 @@ impl Raid {
         if self.logs.iter().any(|c| c.found.is_none()) {
             return;
         }
-        let found: Vec<Result<Recovery, String>> = self
+        let mut found: Vec<Result<Recovery, String>> = self
             .logs
             .iter_mut()
             .map(|c| c.found.take().expect("checked"))
             .collect();
+        if let Err(e) = self.foreign_copies(&mut found, out) {
+            return self.stop(&e, out);
+        }
         let proposed = self.array;
         let Identity {
             labels,

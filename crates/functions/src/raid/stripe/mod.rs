@@ -430,6 +430,9 @@ struct Counters {
     /// Members not assembled at start: their copy of the log blank while the log names it
     /// made.
     blank_members: u64,
+    /// Members' regions holding something other than a log, formatted as new copies at a
+    /// start that turned `log_members = "all"` on for an array whose log was on `d0` only.
+    adopted_copies: u64,
 }
 
 impl Raid {
@@ -2062,6 +2065,7 @@ impl Function for Raid {
                         ("refused_spares", c.refused_spares),
                         ("swapped_spares", c.swapped_spares),
                         ("blank_members", c.blank_members),
+                        ("adopted_copies", c.adopted_copies),
                     ]
                 })
                 .into_iter()

@@ -1174,6 +1174,79 @@ fn start_headers_only(h: &mut Harness<Raid>, imgs: &mut [Vec<u8>]) -> Vec<Io> {
     headers
 }
 
+/// Members' regions holding a used device's bytes (not a log). Turning `log_members =
+/// "all"` on for an array whose log was on `d0` only: formatted as new copies, no member
+/// failed — and from then on a member swapped for a blank device is told. At a new array:
+/// the start stops naming the region (as for `d0`'s with the log on it alone). Once the
+/// copies are made, one overwritten fails its member.
+#[test]
+fn regions_of_used_devices_are_adopted_only_where_the_log_never_was() {
+    let used = |len: usize| {
+        let mut b = vec![0; len];
+        b[..26].copy_from_slice(b"ext4 superblock, not a log");
+        b
+    };
+    // The log on d0 only, then on every member.
+    let mut first = mirrored_as(1, false);
+    let regions = first.function().regions();
+    let mut d0 = blank_images(&regions);
+    assert!(start_copies(&mut first, &mut d0).is_empty());
+    let mut all = mirrored_as(1, true);
+    let regions = all.function().regions();
+    let mut imgs = vec![
+        d0[0].clone(),
+        used(regions[1].len as usize),
+        used(regions[2].len as usize),
+    ];
+    assert_eq!(start_failing(&mut all, &mut imgs).0, None);
+    assert_eq!(
+        (
+            all.counter("adopted_copies"),
+            all.counter("failed_members"),
+            all.counter("dead_log_copies")
+        ),
+        (2.0, 0.0, 0.0)
+    );
+    let blank = blank_images(&regions);
+    let mut swapped = vec![imgs[0].clone(), blank[1].clone(), imgs[2].clone()];
+    let mut next = mirrored_as(2, true);
+    assert_eq!(start_failing(&mut next, &mut swapped).0, None);
+    assert_eq!(
+        (next.counter("blank_members"), next.counter("faulty")),
+        (1.0, 1.0)
+    );
+    // A new array with d1's region used: stopped, naming it; nothing failed.
+    let mut new = vec![
+        blank[0].clone(),
+        used(regions[1].len as usize),
+        blank[2].clone(),
+    ];
+    let mut h = mirrored_as(3, true);
+    let why = start_failing(&mut h, &mut new).0.expect("stopped");
+    assert!(
+        why.contains("device 1 bytes")
+            && why.contains("zero the region to let the function format it"),
+        "{why}"
+    );
+    assert_eq!(h.counter("failed_members"), 0.0);
+    // The array's copies made, d1's overwritten: d1 not assembled.
+    let mut over = vec![
+        imgs[0].clone(),
+        used(regions[1].len as usize),
+        imgs[2].clone(),
+    ];
+    let mut h = mirrored_as(4, true);
+    assert_eq!(start_failing(&mut h, &mut over).0, None);
+    assert_eq!(
+        (
+            h.counter("adopted_copies"),
+            h.counter("failed_members"),
+            h.counter("dead_log_copies")
+        ),
+        (0.0, 1.0, 1.0)
+    );
+}
+
 /// A new array with the bitmap whose first start a crash cut once every copy's header had
 /// landed, before any record: nothing was served (requests wait for the copies-made
 /// record), so the next start takes the log as new — `assume_clean` holds and no region
