@@ -302,6 +302,14 @@ impl Raid {
         let Some(k) = self.logs.iter().position(|c| c.member.is_none()) else {
             return false;
         };
+        // A used device's bytes where its copy goes (a spare this array never wrote, or a
+        // device put in its place since): formatted, as md writes a spare's superblock
+        // when it is added, then started over below. (Only a region that cannot be read,
+        // or written, refuses the spare.)
+        if self.logs[k].j.foreign() && self.logs[k].j.adopt_foreign(out).is_ok() {
+            self.logs[k].dead = false;
+            self.counters.adopted_copies += 1;
+        }
         if self.logs[k].dead || !self.logs[k].j.ready() {
             // Its copy could not be read: md does not use a spare whose superblock it
             // cannot write (the replacement would name a spare whose copy is no proof).

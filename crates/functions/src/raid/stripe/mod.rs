@@ -430,8 +430,9 @@ struct Counters {
     /// Members not assembled at start: their copy of the log blank while the log names it
     /// made.
     blank_members: u64,
-    /// Members' regions holding something other than a log, formatted as new copies at a
-    /// start that turned `log_members = "all"` on for an array whose log was on `d0` only.
+    /// Regions holding something other than a log, formatted as new copies: members' at a
+    /// start that turned `log_members = "all"` on for an array whose log was on `d0` only,
+    /// the spare's when a replacement starts.
     adopted_copies: u64,
 }
 

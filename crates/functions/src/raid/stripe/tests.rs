@@ -1247,6 +1247,39 @@ fn regions_of_used_devices_are_adopted_only_where_the_log_never_was() {
     );
 }
 
+/// A spare whose region holds a used device's bytes is formatted when its replacement
+/// starts (md writes a spare's superblock when it is added) and takes the member's
+/// stripes; the next start finds its copy this array's. Before, it was refused as if its
+/// copy could not be read.
+#[test]
+fn a_spare_of_used_bytes_is_formatted_when_its_replacement_starts() {
+    let mut h = spare_with_copies();
+    let regions = h.function().regions();
+    let mut imgs = blank_images(&regions);
+    imgs[3][..26].copy_from_slice(b"ext4 superblock, not a log");
+    let copies = start_copies(&mut h, &mut imgs);
+    pump_copies(&mut h, &regions, &mut imgs, copies);
+    assert_eq!(
+        (
+            h.counter("adopted_copies"),
+            h.counter("refused_spares"),
+            h.counter("replaced_stripes"),
+            h.counter("dead_log_copies")
+        ),
+        (1.0, 0.0, 3.0, 0.0)
+    );
+    let mut again = spare_with_copies();
+    assert!(start_copies(&mut again, &mut imgs).is_empty());
+    assert_eq!(
+        (
+            again.counter("swapped_spares"),
+            again.counter("resumed_replacements"),
+            again.counter("replaced_stripes")
+        ),
+        (0.0, 1.0, 3.0)
+    );
+}
+
 /// A new array with the bitmap whose first start a crash cut once every copy's header had
 /// landed, before any record: nothing was served (requests wait for the copies-made
 /// record), so the next start takes the log as new — `assume_clean` holds and no region
