@@ -1374,15 +1374,17 @@ fn with_failures(table: String, seed: u64) -> String {
     if !raid5 {
         return table;
     }
-    // Two fifths keep a copy of the log on every member (seeds ≡ 2, 3 mod 5).
-    let table = if matches!(seed % 5, 2 | 3) {
-        table.replace(
-            "kind = \"raid\"\n",
-            "kind = \"raid\"\nlog_members = \"all\"\n",
-        )
+    // Two fifths keep a copy of the log on every member (seeds ≡ 2, 3 mod 5; the default
+    // since 2026-12-07), the others on d0 only (`first`, named: the swarm's scenarios kept).
+    let members = if matches!(seed % 5, 2 | 3) {
+        "all"
     } else {
-        table
+        "first"
     };
+    let table = table.replace(
+        "kind = \"raid\"\n",
+        &format!("kind = \"raid\"\nlog_members = \"{members}\"\n"),
+    );
     let line = match seed % 7 {
         2 => format!("max_read_errors = {}\n", seed / 7 % 3),
         3 => {
@@ -1615,9 +1617,11 @@ fn replacing(seed: u64) -> Scenario {
     config += "write_intent = true\nwrite_intent_kib = 4\nwrite_intent_delay_ms = 1\n";
     // Odd seeds keep a copy of the log on every member and on the spare, which takes d0's
     // place in the log too: a crash may find the spare's copy the furthest.
-    if seed % 2 == 1 {
-        config += "log_members = \"all\"\n";
-    }
+    config += if seed % 2 == 1 {
+        "log_members = \"all\"\n"
+    } else {
+        "log_members = \"first\"\n"
+    };
     config += "\n";
     let (requests, t) = hot_requests(&mut rng, (10_000_000, 40_000_000), 5, |rng| {
         rng.below(3) == 0
@@ -1837,9 +1841,11 @@ fn failing(seed: u64) -> Scenario {
          chunk_kib = 4\nassume_clean = true\nmax_read_errors = {}\n",
         seed / 2 % 3
     );
-    if copies {
-        config += "log_members = \"all\"\n";
-    }
+    config += if copies {
+        "log_members = \"all\"\n"
+    } else {
+        "log_members = \"first\"\n"
+    };
     // The bitmap: rows torn by a crash are resynced (or, d1 failed, refused) rather than
     // trusted as `assume_clean` would after a crash.
     config += "write_intent = true\nwrite_intent_kib = 4\nwrite_intent_delay_ms = 1\n";

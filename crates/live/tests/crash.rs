@@ -1045,7 +1045,8 @@ fn raid5_config(write_intent: bool, d1_fails: bool) -> String {
 /// pages (stripes 0–3): the first failed read of it fails the whole member
 /// (`max_read_errors = 0`, md's `Faulty`), which is then rebuilt onto the spare a 64 KiB
 /// window at a time while the host's I/O goes on. `copies`: the log on every member
-/// (`log_members = "all"`), each copy under the power cut on its own.
+/// (`log_members = "all"`, the default), each copy under the power cut on its own; else on
+/// `d0` only (`"first"`).
 fn raid5_failing_config(copies: bool) -> String {
     let mut c = String::new();
     for k in 0..4 {
@@ -1061,9 +1062,11 @@ fn raid5_failing_config(copies: bool) -> String {
           chunk_kib = 4\nassume_clean = true\nwrite_intent = true\nwrite_intent_kib = 4\n\
           write_intent_delay_ms = 1\nmax_read_errors = 0\nspare = \"d3\"\n\
           replace_window_kib = 64\n";
-    if copies {
-        c += "log_members = \"all\"\n";
-    }
+    c += if copies {
+        "log_members = \"all\"\n"
+    } else {
+        "log_members = \"first\"\n"
+    };
     c
 }
 

@@ -66,10 +66,10 @@ fn raid5_parity_lands_in_the_member_images() {
         let session = build_members(&cfg, &imgs).unwrap();
         Server::start(session, &ListenAddr::Unix(d.path("s"))).unwrap()
     };
-    // RAID-5 keeps its bad-page log in d0's last 88 blocks (2 headers, 2 snapshot slots of
-    // 11, 64 of journal). Over images whose region holds other bytes the log refuses to
-    // format them: every request is answered with an error (not left hanging) and the
-    // session reports why.
+    // RAID-5 keeps a copy of its bad-page log in each member's last 88 blocks (2 headers,
+    // 2 snapshot slots of 11, 64 of journal; `log_members = "all"`, the default). Over
+    // images whose region holds other bytes a new array refuses to format them: every
+    // request is answered with an error (not left hanging) and the session reports why.
     let log = (2 + 2 * 11 + 64) * K;
     let end = (1 << 20) - log;
     let srv = serve();
@@ -81,10 +81,12 @@ fn raid5_parity_lands_in_the_member_images() {
         e.contains("is not a wattio metadata log") && e.contains("zero the region"),
         "{e}"
     );
-    // Zeroed, the region is formatted at start.
-    let mut img0 = std::fs::read(&imgs[0]).unwrap();
-    img0[end..].fill(0);
-    std::fs::write(&imgs[0], &img0).unwrap();
+    // Zeroed, the regions are formatted at start.
+    for img in &imgs {
+        let mut b = std::fs::read(img).unwrap();
+        b[end..].fill(0);
+        std::fs::write(img, &b).unwrap();
+    }
     let orig: Vec<Vec<u8>> = imgs.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let srv = serve();
     let sock = d.path("s");
@@ -122,14 +124,16 @@ fn raid5_parity_lands_in_the_member_images() {
         xor(&w2, &w3)[..],
         "stripe 1 parity, after RCW then RMW"
     );
-    // Nothing else was touched but the log's header, written at start.
+    // Nothing else was touched but the log's copies, formatted at start.
     assert_eq!(m[0][2 * K..end], orig[0][2 * K..end]);
-    assert_eq!(
-        &m[0][end..end + 8],
-        b"WATTIOLG",
-        "the bad-page log's header"
-    );
-    assert_eq!(m[2][2 * K..], orig[2][2 * K..]);
+    assert_eq!(m[2][2 * K..end], orig[2][2 * K..end]);
+    for (k, m) in m.iter().enumerate() {
+        assert_eq!(
+            &m[end..end + 8],
+            b"WATTIOLG",
+            "member {k}'s copy of the log"
+        );
+    }
 }
 
 /// A member absent from the start (`[device.fault] missing = true`: pulled, or dead), live:
@@ -300,14 +304,17 @@ fn a_member_replaced_live_moves_onto_the_spare_image_and_the_array_no_longer_nee
     let imgs: Vec<_> = (0..4)
         .map(|k| image(&d, &format!("d{k}.img"), 1 << 20, 40 + k as u64))
         .collect();
-    // d0's last 88 blocks are the log's: zeroed, it is formatted at start. Members of
-    // 1 MiB less the log: 42 stripes of 16 KiB chunks, two data chunks each.
+    // Each member's last 88 blocks are its copy of the log: zeroed, they are formatted at
+    // start. The spare's hold its image's bytes: formatted when the replacement starts.
+    // Members of 1 MiB less the log: 42 stripes of 16 KiB chunks, two data chunks each.
     let log = (2 + 2 * 11 + 64) * K;
     let end = (1 << 20) - log;
     let stripes = end / CHUNK;
-    let mut img0 = std::fs::read(&imgs[0]).unwrap();
-    img0[end..].fill(0);
-    std::fs::write(&imgs[0], &img0).unwrap();
+    for img in &imgs[..3] {
+        let mut b = std::fs::read(img).unwrap();
+        b[end..].fill(0);
+        std::fs::write(img, &b).unwrap();
+    }
     let images: Vec<(String, &Path)> = (0..4)
         .map(|k| (format!("d{k}"), imgs[k].as_path()))
         .collect();

@@ -321,7 +321,10 @@ impl RaidConfig {
             ));
         }
         let log_on_all = match k.log_members.as_deref() {
-            None | Some("first") => false,
+            // md's: a superblock (here the log's copy, with the array's label) on every
+            // member, so a member swapped, blanked or out of order is told at start.
+            None => persist.is_some(),
+            Some("first") => false,
             Some("all") if persist.is_some() => true,
             Some("all") => {
                 return Err(format!(
@@ -459,9 +462,11 @@ mod tests {
         let c =
             parse("level = 5\ndevices = ['a', 'b', 'c']\nfail = 'b'\nmax_read_errors = 0").unwrap();
         assert_eq!((c.fail.as_deref(), c.max_read_errors), (Some("b"), 0));
-        assert!(!c.log_on_all);
-        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlog_members = 'all'").unwrap();
         assert!(c.log_on_all);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\nlog_members = 'first'").unwrap();
+        assert!(!c.log_on_all);
+        let c = parse("level = 5\ndevices = ['a', 'b', 'c']\npersist = false").unwrap();
+        assert!(!c.log_on_all);
         let cases = [
             (
                 "level = 5\ndevices = ['a', 'b', 'c']\nlog_members = 'every'",
