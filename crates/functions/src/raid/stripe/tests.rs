@@ -1029,6 +1029,17 @@ fn mirrored_as(array: u64, all: bool) -> Harness<Raid> {
     Harness::new(r, devs).unwrap()
 }
 
+/// An array of [`mirrored_as`] (id 1, a copy on every member) started once on blank
+/// regions: the regions, their blank images, and the images after that start.
+fn formed_copies() -> (Vec<Region>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut h = mirrored_as(1, true);
+    let regions = h.function().regions();
+    let blank = blank_images(&regions);
+    let mut imgs = blank.clone();
+    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    (regions, blank, imgs)
+}
+
 /// Start `h` on copies holding `imgs` (as [`start_copies`]): the message it stopped the
 /// run with, if it did, and the submissions of the start (the log's writes each copy's
 /// read-back led to at once, and every other).
@@ -1379,11 +1390,7 @@ fn copies_formatted_by_an_interrupted_start_do_not_vote() {
 
 #[test]
 fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_landed() {
-    let mut h = mirrored_as(1, true);
-    let regions = h.function().regions();
-    let blank = blank_images(&regions);
-    let mut imgs = blank.clone();
-    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    let (regions, blank, imgs) = formed_copies();
     // d1's device swapped for a blank one: not assembled — failed, and never read: a read
     // of its chunk sent before the start is over (block 1, d1's chunk of stripe 0) answers
     // EIO, the row not known after a restart without a bitmap (its parity may not match).
@@ -1451,11 +1458,7 @@ fn a_member_whose_copy_is_found_blank_is_not_assembled_unless_its_format_never_l
 /// operator's `fail` of another member then cannot take the blank one's place.
 #[test]
 fn a_blank_member_is_failed_before_one_whose_copy_alone_cannot_be_read() {
-    let mut h = mirrored_as(1, true);
-    let regions = h.function().regions();
-    let blank = blank_images(&regions);
-    let mut imgs = blank.clone();
-    assert!(start_copies(&mut h, &mut imgs).is_empty());
+    let (_, blank, imgs) = formed_copies();
     let swapped = vec![imgs[0].clone(), blank[1].clone(), imgs[2].clone()];
     let mut again = mirrored_as(5, true);
     let (why, _) = start_unreadable(&mut again, &swapped, 0);
