@@ -722,7 +722,9 @@ impl Raid {
             labelled && got.replaced.is_some() && labels[sp].is_none_or(|l| l.array != self.array)
         });
         if let Some(sp) = swapped {
-            if let Err(e) = self.spare_swapped(&mut got, sp, found[sp].is_err()) {
+            // (A region of another device's bytes reads back, as no log: swapped.)
+            let unreadable = found[sp].is_err() && !self.logs[sp].j.foreign();
+            if let Err(e) = self.spare_swapped(&mut got, sp, unreadable) {
                 return self.stop(&e, out);
             }
         }

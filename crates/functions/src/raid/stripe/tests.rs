@@ -1289,6 +1289,22 @@ fn a_spare_of_used_bytes_is_formatted_when_its_replacement_starts() {
         ),
         (0.0, 1.0, 3.0)
     );
+    // Under a replacement the log names, a spare of used bytes was swapped (not unreadable):
+    // with `d0` failed as well the start stops, saying so.
+    let (_, _, failed) = replaced_whole(1, Some("d0"), false);
+    let mut cut = failed.clone();
+    cut[3] = vec![0; failed[3].len()];
+    cut[3][..26].copy_from_slice(b"ext4 superblock, not a log");
+    assert_eq!(
+        start_failing(&mut spare_with_copies(), &mut cut)
+            .0
+            .as_deref(),
+        Some(
+            "raid5: the log names 3 stripes of `d1` moved onto the spare, but `d3` does not \
+             hold this array's copy of the log (swapped since?), and `d0` is faulty: rows \
+             would miss two members — give the spare they were moved onto"
+        )
+    );
 }
 
 /// A new array with the bitmap whose first start a crash cut once every copy's header had
