@@ -359,8 +359,11 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         // The array, then per-device layers below it: spin-down, a page splitter.
         let top = function(&mut rng, &names, &capacities, true, &mut spares);
         let top = with_failures(with_write_intent(top, seed), seed);
-        if top.contains("log_members = \"all\"") {
-            // A copy of RAID-5's log on every member, and on its spare.
+        let raid5 = top.contains("kind = \"raid\"")
+            && top.contains("level = 5")
+            && !top.contains("persist = false");
+        if raid5 && !top.contains("log_members = \"first\"") {
+            // A copy of RAID-5's log on every member (the default), and on its spare.
             logs.extend(members_of(&top).into_iter().map(String::from));
             logs.extend(
                 names
@@ -368,11 +371,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
                     .filter(|n| top.contains(&format!("spare = \"{n}\"")))
                     .cloned(),
             );
-        } else if top.contains("kind = \"paraid\"")
-            || (top.contains("kind = \"raid\"")
-                && top.contains("level = 5")
-                && !top.contains("persist = false"))
-        {
+        } else if raid5 || top.contains("kind = \"paraid\"") {
             logs.push(names[0].clone());
         }
         stack.push(top);

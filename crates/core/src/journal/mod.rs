@@ -639,12 +639,18 @@ impl Journal {
         self.phase = Phase::Ready;
         self.header_due = true;
         self.pump(out);
-        Ok(Recovery {
+        Ok(self.blank_recovery())
+    }
+
+    /// What recovering a blank region gives: a new log, formatted by the header recovery
+    /// writes next.
+    fn blank_recovery(&self) -> Recovery {
+        Recovery {
             first_seq: 1,
             fresh: true,
             epoch: self.hdr.epoch + 1,
             ..Recovery::default()
-        })
+        }
     }
 
     fn usable(&self) -> Result<(), String> {
@@ -823,12 +829,7 @@ impl Journal {
                 ));
             }
             // Blank: a new log. Recovery's header write formats it (with the label set).
-            return Ok(Recovery {
-                first_seq: 1,
-                fresh: true,
-                epoch: self.hdr.epoch + 1,
-                ..Recovery::default()
-            });
+            return Ok(self.blank_recovery());
         };
         if h.owner != self.hdr.owner {
             return Err(format!(

@@ -90,6 +90,14 @@ fn label_unproven(f: &Result<Recovery, String>, label: &Label) -> bool {
     label.all && formatted_only(f)
 }
 
+/// Did the copy never serve: blank, or only the header of a start with a copy on every
+/// member ([`label_unproven`])? A log whose members' copies all never served is new.
+fn never_served(f: &Result<Recovery, String>) -> bool {
+    f.as_ref().is_ok_and(|r| {
+        r.fresh || Label::decode(&r.label).is_ok_and(|l| l.is_some_and(|l| label_unproven(f, &l)))
+    })
+}
+
 impl Raid {
     /// Was the copy formatted blank at a start after the one that made this array: only a
     /// header ([`formatted_only`]), with another start's id? (One with the array's own id
@@ -574,9 +582,9 @@ impl Raid {
         // The copies the first member's log names made: its header's label may still say
         // `first` after a start that turned `all` on logged them (the label changes with
         // the next header, a record does not carry it).
-        let first_only = (self.logs[0].member == Some(0))
-            .then(|| found[0].as_ref().ok())
-            .flatten()
+        let first_only = found[0]
+            .as_ref()
+            .ok()
             .filter(|r| !r.fresh && Label::decode(&r.label).is_ok_and(|l| l.is_none_or(|l| !l.all)))
             .map(|r| {
                 self.shape
@@ -595,13 +603,7 @@ impl Raid {
         }
         let new = (0..self.logs.len())
             .filter(|&k| self.logs[k].member.is_some() && !foreign.contains(&k))
-            .all(|k| {
-                found[k].as_ref().is_ok_and(|r| {
-                    r.fresh
-                        || Label::decode(&r.label)
-                            .is_ok_and(|l| l.is_some_and(|l| label_unproven(&found[k], &l)))
-                })
-            });
+            .all(|k| never_served(&found[k]));
         if new {
             return Err(found[first].clone().expect_err("a foreign copy failed"));
         }
@@ -700,12 +702,7 @@ impl Raid {
         // start serves at once.
         let unserved = (0..self.logs.len())
             .filter(|&k| self.logs[k].member.is_some())
-            .all(|k| {
-                found[k].as_ref().is_ok_and(|r| r.fresh)
-                    || labels[k]
-                        .as_ref()
-                        .is_some_and(|l| label_unproven(&found[k], l))
-            });
+            .all(|k| never_served(&found[k]));
         let (upto, fresh) = (last(r), r.fresh || unserved);
         // The log names a replacement onto the spare, yet the spare's copy — started over
         // with this array's label before that record could be logged (`start_spare_copy`)
