@@ -70,6 +70,15 @@ const LABEL_AT: usize = 72 + OWNER_BYTES;
 pub const MAX_REGION: u64 = 256 << 20;
 /// The most a single log write carries.
 const MAX_WRITE: u64 = 1 << 20;
+/// An identity a function draws for what its logs belong to (a RAID's array, an EXCES
+/// pair), from a build's nonce: SplitMix64's finalizer, never 0 (a zero label is none).
+pub fn new_id(nonce: u64) -> u64 {
+    let mut z = nonce.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1)
+}
+
 /// Own-I/O numbers a journal uses: `io_base .. io_base + IO_NUMBERS`.
 pub const IO_NUMBERS: u64 = 1 << 20;
 

@@ -4,6 +4,7 @@ use super::Exces;
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use wattio_core::function::Function;
+use wattio_core::journal::new_id;
 use wattio_core::time::{secs_to_ns, Nanos};
 
 pub static KIND: Kind = Kind {
@@ -14,7 +15,10 @@ pub static KIND: Kind = Kind {
     source: "Useche et al., EXCES: EXternal Caching in Energy Saving Storage Systems, HPCA 2008",
     doc: "docs/functions/exces.md",
     check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
-    build: |t, ctx| Ok(Box::new(Exces::new(Params::parse(t, ctx.key)?)) as Box<dyn Function>),
+    build: |t, ctx| {
+        let exces = Exces::new(Params::parse(t, ctx.key)?).pair_id(new_id(ctx.nonce));
+        Ok(Box::new(exces) as Box<dyn Function>)
+    },
     swarm: Some(swarm),
 };
 
@@ -87,6 +91,7 @@ struct Keys {
     retry_failed_reads: Option<bool>,
     readahead_pages: Option<u64>,
     persist_map: Option<bool>,
+    pair_label: Option<bool>,
     merge_disk_pages: Option<bool>,
     merge_flash_pages: Option<bool>,
 }
@@ -147,6 +152,13 @@ pub struct Params {
     /// false: the ECD is volatile (laptop mode's page cache), so a FLUSH or FUA write
     /// writes every dirty page back to the disk first and a restart starts empty.
     pub persist_map: bool,
+    /// Label the pair (`pair`): a small log at the disk's end — the exported volume
+    /// shrinks by it — says which card caches the disk and whether the disk was unloaded
+    /// cleanly, and the card's map carries the same id; a start refuses a card that is not
+    /// the disk's own while the disk may need it, a card holding another disk's pages, or
+    /// a disk whose end holds other data. Off by default (docs/functions/exces.md, "The
+    /// pair's identity"). Needs `persist_map`.
+    pub pair_label: bool,
     /// Send adjacent pages of one host request that both go to the disk as one disk I/O,
     /// as the block layer below the paper's module merges adjacent bios; false: one disk
     /// I/O per 4 KiB page.
@@ -185,6 +197,7 @@ impl Default for Params {
             retry_failed_reads: true,
             readahead_pages: 0,
             persist_map: true,
+            pair_label: false,
             merge_disk_pages: true,
             merge_flash_pages: true,
         }
@@ -266,6 +279,7 @@ impl Params {
                 None => d.readahead_pages,
             },
             persist_map: k.persist_map.unwrap_or(d.persist_map),
+            pair_label: k.pair_label.unwrap_or(d.pair_label),
             merge_disk_pages: k.merge_disk_pages.unwrap_or(d.merge_disk_pages),
             merge_flash_pages: k.merge_flash_pages.unwrap_or(d.merge_flash_pages),
             disk: k.disk,
@@ -275,6 +289,12 @@ impl Params {
             return Err(format!(
                 "{}: only with dirty_expire_s (the age at which a dirty page is written back)",
                 path("writeback_interval_s")
+            ));
+        }
+        if p.pair_label && !p.persist_map {
+            return Err(format!(
+                "{}: needs persist_map = true (the card's map log carries the pair's label)",
+                path("pair_label")
             ));
         }
         if p.half_life < p.quantum {
@@ -351,6 +371,11 @@ fn swarm(d: &mut Draw<'_>, devices: &SwarmDevices<'_>) -> toml::Table {
         t.insert("dirty_expire_s".into(), (2.0 * q).into());
         t.insert("writeback_interval_s".into(), q.into());
     }
+    // Derived too: half the persisted maps label the pair.
+    let depth = t["reconfig_depth"].as_integer().unwrap_or(0);
+    if t["persist_map"].as_bool() == Some(true) && depth % 2 == 0 {
+        t.insert("pair_label".into(), true.into());
+    }
     t
 }
 
@@ -406,6 +431,10 @@ mod tests {
             (
                 "disk = 'd'\nflash = 'f'\nwriteback_interval_s = 5",
                 "function[0].writeback_interval_s: only with dirty_expire_s (the age at which a dirty page is written back)",
+            ),
+            (
+                "disk = 'd'\nflash = 'f'\npersist_map = false\npair_label = true",
+                "function[0].pair_label: needs persist_map = true (the card's map log carries the pair's label)",
             ),
             (
                 "disk = 'd'\nflash = 'f'\ndirty_expire_s = 0",

@@ -40,6 +40,7 @@
 
 mod config;
 pub mod map_log;
+pub mod pair;
 pub mod ranker;
 mod slot_set;
 pub mod topk;
@@ -57,10 +58,12 @@ use wattio_core::block_index::BlockIndex;
 use wattio_core::copy::{Copier, CopyJob, CopyStep};
 use wattio_core::device::DeviceInfo;
 use wattio_core::fanout::{Fanout, Step};
-use wattio_core::function::{Actions, Function};
+use wattio_core::function::{Actions, Function, Volume};
 use wattio_core::fxhash::{FxHashMap, FxHashSet};
 use wattio_core::io::{Breakdown, Buf, Completion, DeviceId, Io, IoId, Op, Status};
-use wattio_core::journal::{Journal, JournalConfig, Recovery, Step as LogStep};
+use wattio_core::journal::{
+    Journal, JournalConfig, Recovery, Step as LogStep, IO_NUMBERS, LABEL_BYTES,
+};
 use wattio_core::periodic::Periodic;
 use wattio_core::power::PowerStateId;
 use wattio_core::region::Region;
@@ -421,6 +424,24 @@ struct Sync {
     seq: Option<u64>,
 }
 
+/// A start with a pair label (`pair_label`) under way: what the two logs held, then the
+/// writes it waits for before serving (the card's label first, then the disk's `Open`).
+#[derive(Clone, Debug, Default)]
+struct PairStart {
+    card: Option<Recovery>,
+    disk: Option<pair::DiskFound>,
+    /// Decided: the map to serve (empty if the card's entries were dropped).
+    map: Option<Vec<u64>>,
+    /// The card's relabelling checkpoint: the checkpoints the card's log had landed before
+    /// it (a checkpoint of a log with no record covers sequence 0, so its number says
+    /// nothing: it is durable once the log counts one more).
+    card_ckpt: Option<u64>,
+    disk_sent: bool,
+    /// The disk's checkpoint of `Open`, likewise (none if it was open already, with this
+    /// pair's id).
+    disk_ckpt: Option<u64>,
+}
+
 /// The idle-cleaning timer.
 const IDLE_TIMER: u64 = 0;
 /// The periodic check for pages dirty too long (`dirty_expire_s`).
@@ -475,6 +496,11 @@ struct Counters {
     syncs: u64,
     map_entries_logged: u64,
     recovered_pages: u64,
+    /// Card entries dropped at a start after a clean unload (the disk holds the pages).
+    pair_dropped_pages: u64,
+    /// Writes of the disk's clean state that failed (it stays open: the next start takes
+    /// the card's entries as dirty).
+    pair_label_errors: u64,
     retired_victims: u64,
     readahead_ranked: u64,
     ranker_folds: u64,
@@ -539,6 +565,15 @@ pub struct Exces {
     sync_queued: bool,
     /// The on-flash map's log (built at attach).
     journal: Option<Journal>,
+    /// The pair's label at the disk's end (`pair_label`, built at attach).
+    pair_log: Option<Journal>,
+    /// The id a new pair's logs take (from the build's nonce); the pair's once started.
+    pair: u64,
+    pair_start: Option<PairStart>,
+    /// A clean unload with a pair label: once no page is dirty and the disk is flushed,
+    /// the disk's state goes clean (`closed` once that write is sent).
+    closing: bool,
+    closed: bool,
     /// Per ECD page: the disk page the log maps there (records appended, durable or not).
     logged: Vec<u64>,
     /// ECD pages made dirty that the log may not map yet (checked when a sync starts).
@@ -635,6 +670,11 @@ impl Exces {
             writeback: None,
             sync_queued: false,
             journal: None,
+            pair_log: None,
+            pair: 1,
+            pair_start: None,
+            closing: false,
+            closed: false,
             logged: Vec::new(),
             unlogged: Vec::new(),
             retiring: Vec::new(),
@@ -660,6 +700,12 @@ impl Exces {
             c: Counters::default(),
             p,
         }
+    }
+
+    /// The id a new pair's logs take (`pair_label`): the build's, from its nonce.
+    pub fn pair_id(mut self, id: u64) -> Exces {
+        self.pair = id.max(1);
+        self
     }
 
     /// Pages of the ECD the map's log takes for k cache pages.
@@ -1325,6 +1371,9 @@ impl Exces {
                 return;
             }
             self.advance_reconfig(now, out);
+            if self.closing {
+                self.close(now, out);
+            }
             return;
         }
     }
@@ -1780,11 +1829,18 @@ impl Exces {
 
     /// The log cannot be used: the run stops (simulated) or every request fails (live).
     fn log_failed(&mut self, why: &str, out: &mut Actions) {
+        self.stop_serving(&format!("the on-flash map: {why}"), out);
+    }
+
+    /// The layer cannot serve (`why`): the run stops (simulated) or every request fails
+    /// (live).
+    fn stop_serving(&mut self, why: &str, out: &mut Actions) {
         self.failed = true;
+        self.pair_start = None;
         if let Some(job) = &mut self.running {
             job.status = Status::IoError;
         }
-        out.fail(&format!("{}: the on-flash map: {why}", self.name));
+        out.fail(&format!("{}: {why}", self.name));
         for io in std::mem::take(&mut self.early) {
             out.reply(Completion {
                 io,
@@ -1817,12 +1873,20 @@ impl Exces {
     }
 
     /// Recovery: the map from the log, every entry dirty; then the requests that waited.
+    /// With a pair label, the pair decides first ([`Exces::pair_step`]).
     fn rebuild(&mut self, now: Nanos, r: Recovery, out: &mut Actions) {
-        let map = match map_log::rebuild(self.slots.len(), self.disk_pages, &r.snapshot, &r.records)
-        {
-            Ok(m) => m,
-            Err(e) => return self.log_failed(&e, out),
-        };
+        if let Some(ps) = &mut self.pair_start {
+            ps.card = Some(r);
+            return;
+        }
+        match map_log::rebuild(self.slots.len(), self.disk_pages, &r.snapshot, &r.records) {
+            Ok(map) => self.restore(now, &map, out),
+            Err(e) => self.log_failed(&e, out),
+        }
+    }
+
+    /// Serve from `map` (per ECD page, its disk page), every entry dirty.
+    fn restore(&mut self, now: Nanos, map: &[u64], out: &mut Actions) {
         for (slot, &page) in map.iter().enumerate() {
             if page == UNMAPPED {
                 continue;
@@ -1837,6 +1901,207 @@ impl Exces {
         self.recovered = true;
         for io in std::mem::take(&mut self.early) {
             self.on_request(now, io, out);
+        }
+    }
+
+    // ---- the pair's identity (`pair_label`, module `pair`) ------------------------------
+
+    /// What the disk's label log said at start.
+    fn disk_found(&self, step: Result<Recovery, String>) -> pair::DiskFound {
+        use pair::DiskFound;
+        let r = match step {
+            Ok(r) => r,
+            Err(_) if self.pair_log.as_ref().is_some_and(|j| j.foreign()) => {
+                return DiskFound::Foreign
+            }
+            Err(e) => return DiskFound::Unusable(e),
+        };
+        if r.fresh {
+            return DiskFound::Blank;
+        }
+        match pair::Label::decode(&r.label) {
+            Ok(Some(pair::Label {
+                pair,
+                role: pair::Role::Disk,
+            })) => match pair::State::decode(&r.snapshot) {
+                Ok(state) => DiskFound::Labelled { pair, state },
+                Err(e) => DiskFound::Unusable(format!("it holds {e}")),
+            },
+            Ok(Some(_)) => DiskFound::Unusable(format!(
+                "it carries a card's label: is `{}` a flash card?",
+                self.p.disk
+            )),
+            Ok(None) => DiskFound::Unusable("its log carries no label".into()),
+            Err(e) => DiskFound::Unusable(format!("it carries {e}")),
+        }
+    }
+
+    /// What the disk's label log said.
+    fn pair_log_step(&mut self, now: Nanos, step: LogStep, out: &mut Actions) {
+        let found = match step {
+            LogStep::Recovered(r) => Ok(r),
+            LogStep::Failed(e) => Err(e),
+            _ => return self.pair_step(now, out),
+        };
+        let Some(ps) = &self.pair_start else {
+            // The clean state's write failed: the disk stays open, so the next start takes
+            // the card's entries as dirty and writes them back (nothing is lost).
+            self.c.pair_label_errors += 1;
+            return;
+        };
+        if ps.disk.is_some() {
+            let e = found.err().unwrap_or_default();
+            return self.stop_serving(&format!("the pair label on `{}`: {e}", self.p.disk), out);
+        }
+        let f = self.disk_found(found);
+        if let Some(ps) = &mut self.pair_start {
+            ps.disk = Some(f);
+        }
+        self.pair_step(now, out);
+    }
+
+    /// A labelled start: once both logs are read, decide ([`pair::decide`]); relabel the
+    /// card (and drop its entries after a clean unload) and wait for it; then write the
+    /// disk's `Open` and wait for it; then serve.
+    fn pair_step(&mut self, now: Nanos, out: &mut Actions) {
+        let Some(mut ps) = self.pair_start.take() else {
+            return;
+        };
+        if ps.map.is_none() {
+            let (Some(r), Some(found)) = (&ps.card, &ps.disk) else {
+                self.pair_start = Some(ps);
+                return;
+            };
+            let k = self.slots.len();
+            let map = match map_log::rebuild(k, self.disk_pages, &r.snapshot, &r.records) {
+                Ok(m) => m,
+                Err(e) => return self.log_failed(&e, out),
+            };
+            let card_pair = match pair::Label::decode(&r.label) {
+                Ok(None) => None,
+                Ok(Some(pair::Label {
+                    pair,
+                    role: pair::Role::Card,
+                })) => Some(pair),
+                Ok(Some(_)) => {
+                    return self.log_failed(
+                        &format!(
+                            "it carries a disk's pair label: is `{}` a disk?",
+                            self.p.flash
+                        ),
+                        out,
+                    )
+                }
+                Err(e) => return self.log_failed(&format!("it carries {e}"), out),
+            };
+            let pages = map.iter().filter(|&&p| p != UNMAPPED).count();
+            let j = self
+                .journal
+                .as_ref()
+                .expect("a labelled pair has a map log");
+            let d = self.pair_log.as_ref().expect("attached");
+            let names = pair::Names {
+                disk: &self.p.disk,
+                flash: &self.p.flash,
+                disk_region: (d.region().offset, d.region().len),
+                card_region: (j.region().offset, j.region().len),
+            };
+            let card = pair::CardFound {
+                pair: card_pair,
+                pages,
+            };
+            let dec = match pair::decide(found, card, self.pair, &names) {
+                Ok(dec) => dec,
+                Err(e) => return self.stop_serving(&format!("the pair: {e}"), out),
+            };
+            let map = if dec.keep {
+                map
+            } else {
+                self.c.pair_dropped_pages += pages as u64;
+                vec![UNMAPPED; k]
+            };
+            // The label the card's recovery header carries: its own, or (blank, or from
+            // before labels) the one set at start.
+            let written = if r.label == [0; LABEL_BYTES] {
+                self.pair
+            } else {
+                card_pair.unwrap_or(0)
+            };
+            self.pair = dec.pair;
+            if written != dec.pair || (!dec.keep && pages > 0) {
+                let j = self.journal.as_mut().expect("checked");
+                j.set_label(
+                    pair::Label {
+                        pair: dec.pair,
+                        role: pair::Role::Card,
+                    }
+                    .encode(),
+                );
+                ps.card_ckpt = Some(j.stats().checkpoints);
+                if let Err(e) = j.checkpoint(&map_log::snapshot(&map), out) {
+                    return self.log_failed(&e, out);
+                }
+            }
+            ps.map = Some(map);
+        }
+        let j = self.journal.as_ref().expect("checked");
+        let landed = |j: &Journal, ckpt: Option<u64>| {
+            j.header_landed() && ckpt.is_none_or(|n| j.stats().checkpoints > n)
+        };
+        if !landed(j, ps.card_ckpt) {
+            self.pair_start = Some(ps);
+            return;
+        }
+        let d = self.pair_log.as_mut().expect("attached");
+        if !ps.disk_sent {
+            ps.disk_sent = true;
+            let open = matches!(ps.disk, Some(pair::DiskFound::Labelled { pair, state: pair::State::Open }) if pair == self.pair);
+            if !open {
+                d.set_label(
+                    pair::Label {
+                        pair: self.pair,
+                        role: pair::Role::Disk,
+                    }
+                    .encode(),
+                );
+                ps.disk_ckpt = Some(d.stats().checkpoints);
+                if let Err(e) = d.checkpoint(&pair::State::Open.encode(), out) {
+                    let why = format!("the pair label on `{}`: {e}", self.p.disk);
+                    return self.stop_serving(&why, out);
+                }
+            }
+        }
+        if !landed(d, ps.disk_ckpt) {
+            self.pair_start = Some(ps);
+            return;
+        }
+        let map = ps.map.take().expect("decided");
+        self.restore(now, &map, out);
+    }
+
+    /// A clean unload with a pair label, once nothing is dirty, no job or reconfiguration
+    /// runs and the disk is flushed: the disk's state goes clean.
+    fn close(&mut self, now: Nanos, out: &mut Actions) {
+        let busy = self.running.is_some() || !self.jobs.is_empty() || self.reconfig.is_some();
+        if self.closed || self.failed || busy || self.dirty_pages > 0 {
+            return;
+        }
+        if self.disk_unflushed {
+            // A cleaning with nothing to copy is the disk's flush.
+            self.cleaning_queued = true;
+            self.jobs.push_back(Job {
+                kind: JobKind::Clean,
+                io: None,
+                status: Status::Ok,
+            });
+            return self.pump(now, out);
+        }
+        self.closed = true;
+        let Some(d) = &mut self.pair_log else {
+            return;
+        };
+        if d.checkpoint(&pair::State::Clean.encode(), out).is_err() {
+            self.c.pair_label_errors += 1;
         }
     }
 
@@ -2020,6 +2285,30 @@ impl Function for Exces {
         self.copier = Copier::new(base + 1);
         self.flush_id = base;
         self.ecd_flush_id = base + (1 << 43);
+        self.pair_log = None;
+        if self.p.pair_label {
+            // The label's region at the disk's end, whole blocks; the volume before it.
+            let len = pair::disk_region_len();
+            let Some(at) = disk.capacity.checked_sub(len + PAGE) else {
+                return Err(format!(
+                    "pair_label: `{}` ({} bytes) is too small for its pair label ({len} bytes) and a page",
+                    disk.name, disk.capacity
+                ));
+            };
+            let offset = (at + PAGE) / PAGE * PAGE;
+            self.disk_pages = offset / PAGE;
+            self.pair_log = Some(Journal::new(JournalConfig {
+                region: Region {
+                    dev: disk.id,
+                    offset,
+                    len,
+                },
+                snapshot_bytes: pair::STATE_BYTES,
+                owner: pair::OWNER.into(),
+                io_base: self.ecd_flush_id + 1 + IO_NUMBERS,
+                priority: 0,
+            })?);
+        }
         if !self.p.persist_map {
             return Ok(());
         }
@@ -2041,7 +2330,23 @@ impl Function for Exces {
     }
 
     fn regions(&self) -> Vec<Region> {
-        self.journal.iter().map(|j| j.region()).collect()
+        self.journal
+            .iter()
+            .chain(&self.pair_log)
+            .map(|j| j.region())
+            .collect()
+    }
+
+    /// With a pair label, the disk before its label, served through the pair (the card is
+    /// not exported on its own).
+    fn volume(&self) -> Option<Volume> {
+        self.pair_log.as_ref()?;
+        Some(Volume {
+            name: self.p.disk.clone(),
+            dev: self.disk,
+            size: self.disk_pages * PAGE,
+            members: vec![self.disk, self.flash],
+        })
     }
 
     fn on_start(&mut self, now: Nanos, out: &mut Actions) {
@@ -2055,6 +2360,23 @@ impl Function for Exces {
         }
         self.misses = MissWindow::new(self.p.miss_window);
         self.misses.advance(now);
+        if let Some(d) = &mut self.pair_log {
+            let label = |role| {
+                pair::Label {
+                    pair: self.pair,
+                    role,
+                }
+                .encode()
+            };
+            d.set_label(label(pair::Role::Disk));
+            if let Some(j) = &mut self.journal {
+                j.set_label(label(pair::Role::Card));
+            }
+            self.pair_start = Some(PairStart::default());
+            self.closing = false;
+            self.closed = false;
+            d.recover(out);
+        }
         match &mut self.journal {
             Some(j) => j.recover(out),
             None => {
@@ -2072,7 +2394,16 @@ impl Function for Exces {
         self.clock = now;
         if let Some(j) = &mut self.journal {
             let step = j.on_bytes(tag, bytes, out);
-            self.log_step(now, step, out);
+            if step != LogStep::NotMine {
+                self.log_step(now, step, out);
+                return self.pair_step(now, out);
+            }
+        }
+        if let Some(d) = &mut self.pair_log {
+            let step = d.on_bytes(tag, bytes, out);
+            if step != LogStep::NotMine {
+                self.pair_log_step(now, step, out);
+            }
         }
     }
 
@@ -2082,7 +2413,10 @@ impl Function for Exces {
     fn on_stop(&mut self, now: Nanos, out: &mut Actions) {
         if self.p.clean_on_stop && self.recovered && !self.failed {
             self.c.unload_cleanings += 1;
+            self.closing = self.pair_log.is_some();
             self.clean(now, out);
+            // Nothing to clean: the disk's state goes clean now.
+            self.pump(now, out);
         }
     }
 
@@ -2092,6 +2426,20 @@ impl Function for Exces {
             return out.reply(Completion {
                 io,
                 status: Status::IoError,
+                finished: now,
+                breakdown: Breakdown::default(),
+            });
+        }
+        if io.dev == self.disk
+            && self.pair_log.is_some()
+            && io.op != Op::Flush
+            && io.len > 0
+            && io.end() > self.disk_pages * PAGE
+        {
+            // Into the pair's label, or past the disk's end: not the volume's.
+            return out.reply(Completion {
+                io,
+                status: Status::Invalid,
                 finished: now,
                 breakdown: Breakdown::default(),
             });
@@ -2166,7 +2514,16 @@ impl Function for Exces {
         if let Some(j) = &mut self.journal {
             match j.on_completion(&done, out) {
                 LogStep::NotMine => {}
-                step => return self.log_step(now, step, out),
+                step => {
+                    self.log_step(now, step, out);
+                    return self.pair_step(now, out);
+                }
+            }
+        }
+        if let Some(d) = &mut self.pair_log {
+            match d.on_completion(&done, out) {
+                LogStep::NotMine => {}
+                step => return self.pair_log_step(now, step, out),
             }
         }
         let syncing = self.running.is_some_and(|j| j.kind == JobKind::Sync);
@@ -2350,6 +2707,8 @@ impl Function for Exces {
             ("map_syncs", c.syncs as f64),
             ("map_entries_logged", c.map_entries_logged as f64),
             ("map_recovered_pages", c.recovered_pages as f64),
+            ("pair_dropped_pages", c.pair_dropped_pages as f64),
+            ("pair_label_errors", c.pair_label_errors as f64),
             ("retired_victims", c.retired_victims as f64),
             ("readahead_ranked", c.readahead_ranked as f64),
             ("rank_folds", c.ranker_folds as f64),

@@ -1557,3 +1557,264 @@ fn a_failed_ecd_read_of_clean_pages_goes_to_the_disk_and_of_a_dirty_page_fails()
     assert!(submitted(&r).is_empty());
     assert_eq!(replied(&r)[0].status, Status::IoError);
 }
+
+// ---- the pair's identity (`pair_label`) --------------------------------------------------
+
+/// The bytes of the two logs' regions on their devices, across sessions.
+#[derive(Clone)]
+struct PairImages {
+    card: Vec<u8>,
+    disk: Vec<u8>,
+}
+
+impl PairImages {
+    fn blank() -> PairImages {
+        PairImages {
+            card: vec![0; map_log::region_len(4) as usize],
+            disk: vec![0; pair::disk_region_len() as usize],
+        }
+    }
+}
+
+/// One labelled session: the harness, its images, what it failed with.
+struct PairRun {
+    h: Harness<Exces>,
+    img: PairImages,
+    fail: Option<String>,
+}
+
+impl PairRun {
+    /// A labelled pair of 4 ECD pages (a new pair's id `id`) started on `img`; `keep`
+    /// leaves dirty pages on the card at a clean unload. The start's actions.
+    fn start(id: u64, keep: bool, img: &PairImages) -> (PairRun, Vec<Action>) {
+        let mut p = params(4);
+        p.pair_label = true;
+        p.miss_threshold_per_min = 1e9;
+        p.clean_on_stop = !keep;
+        let exces = Exces::new(p).pair_id(id);
+        let h = Harness::new(exces, vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+        let mut r = PairRun {
+            h,
+            img: img.clone(),
+            fail: None,
+        };
+        let a = r.h.start(0);
+        let acts = r.drive(0, a);
+        (r, acts)
+    }
+
+    /// Land `acts` (the last event's) in the images, then answer every I/O they submit
+    /// (OK, at `now`) and every region read's bytes, depth first, landing each event's
+    /// writes before the next: every action on the way, `acts` first.
+    fn drive(&mut self, now: Nanos, acts: Vec<Action>) -> Vec<Action> {
+        let regions = self.h.function().regions();
+        self.h.land(&acts, regions[0], &mut self.img.card);
+        self.h.land(&acts, regions[1], &mut self.img.disk);
+        for a in &acts {
+            if let Action::Fail { msg } = a {
+                self.fail = Some(String::from_utf8_lossy(self.h.data(*msg)).into_owned());
+            }
+        }
+        let mut all = acts.clone();
+        for a in acts {
+            let next = match a {
+                Action::Submit(io) => self.h.complete(now, io, Status::Ok),
+                Action::Take { len, tag, .. } => {
+                    let bytes = if len as u64 == regions[0].len {
+                        self.img.card.clone()
+                    } else {
+                        assert_eq!(len as u64, regions[1].len);
+                        self.img.disk.clone()
+                    };
+                    self.h.bytes(now, tag, &bytes)
+                }
+                _ => continue,
+            };
+            all.extend(self.drive(now, next));
+        }
+        all
+    }
+
+    /// Write disk page `page` while the disk sleeps (buffered), then FLUSH: its entry
+    /// durable on the card.
+    fn buffer_durably(&mut self, page: u64, id: u64) {
+        self.h.power(S, 0, "standby");
+        let a = self.h.request(S, io(id, Op::Write, page * P, P as u32));
+        assert_eq!(shape(&a)[0].0, 1, "buffered in the ECD");
+        assert_eq!(replied(&self.drive(S, a)).len(), 1);
+        let a = self.h.request(S, io(id + 1, Op::Flush, 0, 0));
+        let r = replied(&self.drive(S, a));
+        assert_eq!((r.len(), r[0].status), (1, Status::Ok));
+    }
+}
+
+/// Start a labelled pair on `img`: what it failed with.
+fn pair_refusal(img: &PairImages) -> Option<String> {
+    PairRun::start(8, true, img).0.fail
+}
+
+#[test]
+fn a_pair_label_refuses_another_card_while_the_disk_is_open_and_a_clean_unload_drops_the_cards_entries(
+) {
+    // A new pair: the label at the disk's end, whole blocks before its 10^9 bytes; the
+    // volume before it; the card not exported on its own.
+    let (mut r, acts) = PairRun::start(7, true, &PairImages::blank());
+    assert_eq!(r.fail, None);
+    let label_at = 244_135 * P;
+    assert_eq!(
+        r.h.function().regions()[1],
+        Region {
+            dev: 0,
+            offset: label_at,
+            len: 20_480
+        }
+    );
+    let v = r.h.function().volume().expect("a volume");
+    assert_eq!((v.size, v.members), (label_at, vec![0, 1]));
+    // The card's header carries the pair's id before the disk says open.
+    let writes: Vec<u16> = submitted(&acts)
+        .iter()
+        .filter(|i| i.op == Op::Write)
+        .map(|i| i.dev)
+        .collect();
+    let card_first = writes.iter().position(|&d| d == 1).unwrap();
+    let disk_last = writes.iter().rposition(|&d| d == 0).unwrap();
+    assert!(
+        card_first < disk_last && writes[card_first..].contains(&0),
+        "{writes:?}"
+    );
+    // A request into the label is refused; the volume's are served.
+    let a = r.h.request(S, io(1, Op::Write, label_at, P as u32));
+    assert_eq!(replied(&a)[0].status, Status::Invalid);
+    assert!(submitted(&a).is_empty());
+    r.buffer_durably(30, 2);
+    let crashed = r.img.clone();
+    // After a crash the disk is open: the same card's entry comes back dirty.
+    let (r, _) = PairRun::start(8, true, &crashed);
+    assert_eq!(
+        (r.fail, r.h.function().mapping(30)),
+        (None, Some((0, true)))
+    );
+    // A blank card in its place is refused (its page would be read stale from the disk),
+    // and so is another pair's; nothing is served.
+    let blank_card = PairImages {
+        card: PairImages::blank().card,
+        ..crashed.clone()
+    };
+    let (mut r, _) = PairRun::start(8, true, &blank_card);
+    let e = r.fail.clone().expect("refused");
+    assert!(
+        e.starts_with("exces-4: the pair: `disk` (pair 0000000000000007) was not unloaded cleanly: its own card may hold pages newer than the disk, and `ecd` is blank."),
+        "{e}"
+    );
+    let a = r.h.request(S, io(9, Op::Read, 30 * P, P as u32));
+    assert_eq!(
+        (replied(&a)[0].status, submitted(&a).len()),
+        (Status::IoError, 0)
+    );
+    let (mut other, _) = PairRun::start(9, true, &PairImages::blank());
+    other.buffer_durably(31, 2);
+    let other = other.img;
+    let e = pair_refusal(&PairImages {
+        card: other.card.clone(),
+        ..crashed.clone()
+    })
+    .expect("refused");
+    assert!(
+        e.contains("and `ecd` is pair 0000000000000009's card."),
+        "{e}"
+    );
+    // A clean unload: the page back on the disk, then the disk's state clean (last).
+    let (mut r, _) = PairRun::start(8, false, &crashed);
+    let a = r.h.stop(2 * S);
+    let acts = r.drive(2 * S, a);
+    assert_eq!(r.h.counter("pages_written_back"), 1.0);
+    let last = submitted(&acts)
+        .into_iter()
+        .rfind(|i| i.op == Op::Write)
+        .unwrap();
+    assert_eq!((last.dev, last.offset >= label_at), (0, true));
+    let clean = r.img;
+    // The next start drops the card's entry (the disk holds the page: a disk used alone
+    // since is not served the card's older copy) …
+    let (r, _) = PairRun::start(8, true, &clean);
+    assert_eq!((r.fail, r.h.function().mapping(30)), (None, None));
+    assert_eq!(r.h.counter("pair_dropped_pages"), 1.0);
+    // … takes a blank card …
+    let blank_card = PairImages {
+        card: PairImages::blank().card,
+        ..clean.clone()
+    };
+    assert_eq!(pair_refusal(&blank_card), None);
+    // … but not a card holding another disk's pages.
+    let e = pair_refusal(&PairImages {
+        card: other.card.clone(),
+        ..clean.clone()
+    })
+    .expect("refused");
+    assert!(
+        e.contains("`ecd` caches 1 page(s) of pair 0000000000000009's disk, not of `disk` (pair 0000000000000007, unloaded cleanly)"),
+        "{e}"
+    );
+    // That card over a disk without a label is refused too …
+    let e = pair_refusal(&PairImages {
+        card: other.card.clone(),
+        disk: PairImages::blank().disk,
+    })
+    .expect("refused");
+    assert!(e.contains("and `disk` carries no pair label"), "{e}");
+    // … and a disk whose end holds other data is never written.
+    let used = PairImages {
+        card: PairImages::blank().card,
+        disk: vec![0x5a; 20_480],
+    };
+    let (r, acts) = PairRun::start(8, true, &used);
+    let e = r.fail.expect("refused");
+    assert!(e.contains("hold data that is not one"), "{e}");
+    assert!(
+        submitted(&acts)
+            .iter()
+            .all(|i| !(i.dev == 0 && i.op == Op::Write)),
+        "nothing written to the disk"
+    );
+    assert_eq!(r.img.disk, used.disk);
+}
+
+#[test]
+fn a_new_pair_says_open_on_the_disk_only_once_the_cards_label_is_durable_and_serves_after() {
+    let mut p = params(4);
+    p.pair_label = true;
+    let exces = Exces::new(p).pair_id(7);
+    let mut h = Harness::new(exces, vec![disk(0, "disk"), always_on(1, "ecd")]).unwrap();
+    let reads = submitted(&h.start(0));
+    assert_eq!(
+        reads.iter().map(|i| (i.dev, i.op)).collect::<Vec<_>>(),
+        vec![(0, Op::Read), (1, Op::Read)]
+    );
+    let early = io(1, Op::Read, 3 * P, P as u32);
+    assert!(h.request(0, early).is_empty(), "waits for the start");
+    let mut headers = Vec::new();
+    for r in reads {
+        let take = h.complete(0, r, Status::Ok);
+        let Action::Take { tag, len, .. } = take[0] else {
+            panic!("{take:?}")
+        };
+        headers.extend(submitted(&h.bytes(0, tag, &vec![0; len as usize])));
+    }
+    // Both blank: each formatted (its header, with the pair's label).
+    assert_eq!(
+        headers.iter().map(|i| (i.dev, i.op)).collect::<Vec<_>>(),
+        vec![(0, Op::Write), (1, Op::Write)]
+    );
+    // The disk's header lands; the card's is still out: the disk is not said open yet.
+    assert!(submitted(&h.complete(0, headers[0], Status::Ok)).is_empty());
+    // The card's lands: now the disk's state (a checkpoint: its snapshot, then its
+    // header), and only then the early read.
+    let a = h.complete(0, headers[1], Status::Ok);
+    let snap = submitted(&a);
+    assert_eq!((snap.len(), snap[0].dev, snap[0].op), (1, 0, Op::Write));
+    let hdr = submitted(&h.complete(0, snap[0], Status::Ok));
+    assert_eq!((hdr.len(), hdr[0].dev, hdr[0].fua), (1, 0, true));
+    let served = h.complete(0, hdr[0], Status::Ok);
+    assert_eq!(shape(&served), vec![(0, 3 * P, 4096, Op::Read)]);
+}

@@ -124,12 +124,9 @@ impl Label {
 }
 
 /// A new array's id, from the build's nonce (`BuildContext::nonce`: the seed's in a
-/// simulation, fresh live): SplitMix64's finalizer, never 0 (zeros are no label).
+/// simulation, fresh live); never 0 (zeros are no label).
 pub fn array_id(nonce: u64) -> u64 {
-    let mut z = nonce.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)).max(1)
+    wattio_core::journal::new_id(nonce)
 }
 
 /// The default bound on the list.
