@@ -275,15 +275,53 @@ fn below(
 fn fs2_logs(stack: &[String], logs: &mut Vec<String>) {
     for t in stack {
         if t.contains("kind = \"fs2\"") && t.contains("journal_kb") {
-            let disk = t
-                .lines()
-                .find_map(|l| l.strip_prefix("disk = \""))
-                .and_then(|l| l.strip_suffix('"'))
-                .expect("fs2 names its disk");
+            let disk = disk_of(t).expect("fs2 names its disk");
             if !logs.iter().any(|d| d == disk) {
                 logs.push(disk.to_string());
             }
         }
+    }
+}
+
+/// The disk a drawn table names (`disk = "…"`).
+fn disk_of(t: &str) -> Option<&str> {
+    t.lines()
+        .find_map(|l| l.strip_prefix("disk = \""))
+        .and_then(|l| l.strip_suffix('"'))
+}
+
+/// EXCES keeps its pair label at the end of its disk (`pair_label`, drawn for half the
+/// persisted maps). It stays only where nothing else claims that end or moves that disk's
+/// blocks: no array in the stack (an array above would address the label's blocks as its
+/// own, one below would stripe them), no FS2 journal or other label on the disk; those
+/// disks join `logs` (no striping or write-back layer under them). The first `kept` tables
+/// are those checked; a label drawn in a table pushed later is dropped (`drop_late_labels`).
+fn exces_labels(stack: &mut [String], logs: &mut Vec<String>, array: bool) -> usize {
+    let fs2: Vec<String> = stack
+        .iter()
+        .filter(|t| t.contains("kind = \"fs2\"") && t.contains("journal_kb"))
+        .filter_map(|t| disk_of(t).map(String::from))
+        .collect();
+    let mut labelled: Vec<String> = Vec::new();
+    for t in stack.iter_mut() {
+        if !t.contains("pair_label = true") {
+            continue;
+        }
+        let disk = disk_of(t).expect("exces names its disk").to_string();
+        if array || fs2.contains(&disk) || labelled.contains(&disk) || logs.contains(&disk) {
+            *t = t.replace("pair_label = true\n", "");
+        } else {
+            labelled.push(disk);
+        }
+    }
+    logs.extend(labelled);
+    stack.len()
+}
+
+/// Drop the pair labels of tables pushed after [`exces_labels`] checked the first `kept`.
+fn drop_late_labels(stack: &mut [String], kept: usize) {
+    for t in stack.iter_mut().skip(kept) {
+        *t = t.replace("pair_label = true\n", "");
     }
 }
 
@@ -381,6 +419,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
     }
     // FS2 keeps its replica table's log at the end of its disk (`journal_kb`): as under
     // an array, nothing below it may move that disk's blocks elsewhere.
+    let kept = exces_labels(&mut stack, &mut logs, array);
     fs2_logs(&stack, &mut logs);
     let map = match broken {
         Some(Broken::Alias) => Some(Map::Alias {
@@ -405,6 +444,7 @@ fn draw(seed: u64, broken: Option<Broken>) -> Scenario {
         below(&mut rng, &names, &logs, &mut stack, &mut spares);
     }
     fs2_logs(&stack, &mut logs);
+    drop_late_labels(&mut stack, kept);
     // The write-back cache moves the data devices' blocks onto its own: not under a log.
     if write_back && logs.is_empty() {
         stack.push("[[function]]\nkind = \"python\"\nclass = \"swarm:write-back\"\n\n".into());

@@ -289,3 +289,93 @@ fn reads_of_clean_pages_on_a_flash_card_gone_bad_are_answered_from_the_disk() {
     assert_eq!(n("reads_retried_at_disk"), 4.0);
     assert_eq!(n("ecd_bad_pages"), 4.0);
 }
+
+/// A disk image whose last 20 KiB (the pair label's region on a 1 MiB disk: blocks
+/// 251..256) are zeros, as a disk never labelled; the rest `image`'s bytes.
+fn unlabelled_disk(d: &TempDir, name: &str, seed: u64) -> PathBuf {
+    let p = image(d, name, 1 << 20, seed);
+    let mut b = std::fs::read(&p).unwrap();
+    b[251 * K..].fill(0);
+    std::fs::write(&p, b).unwrap();
+    p
+}
+
+#[test]
+fn a_labelled_pair_refuses_a_blank_card_while_the_disk_is_open_and_drops_the_cards_entries_after_a_clean_unload(
+) {
+    let d = TempDir::new("exces-pair");
+    let label = "pair_label = true\n";
+    // Two configs: `run_config` writes `run.toml`, so the first is moved aside.
+    let keep = d.path("keep.toml");
+    std::fs::rename(run_config(&d, &format!("{CONFIG}{label}{KEEP}")), &keep).unwrap();
+    let clean = run_config(&d, &format!("{CONFIG}{label}"));
+    let disk = unlabelled_disk(&d, "disk.img", 43);
+    let ecd = d.path("ecd.img");
+    std::fs::write(&ecd, vec![0u8; 1 << 20]).unwrap();
+    let blank = d.path("blank.img");
+    std::fs::write(&blank, vec![0u8; 1 << 20]).unwrap();
+    let sock = d.path("s");
+    // A session that leaves page 3 dirty on the card (no clean unload): the disk is open.
+    let srv = serve(&keep, &disk, &ecd, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    assert_eq!(c.size, 251 * K as u64, "the volume ends before the label");
+    let w = pattern(10, K);
+    assert_eq!(c.write(3 * K as u64, &w, false).unwrap().error, 0);
+    assert_eq!(c.flush().unwrap().error, 0);
+    // The label's blocks are not the volume's.
+    let past = c.read(251 * K as u64, K as u32).map(|r| r.error);
+    assert!(!matches!(past, Ok(0)), "{past:?}");
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+    // A blank card in its place: every request fails (the page would be read stale).
+    let srv = serve(&keep, &disk, &blank, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    assert_ne!(c.read(3 * K as u64, K as u32).unwrap().error, 0);
+    c.disconnect().unwrap();
+    // The session ends saying why.
+    let e = srv.shutdown(Duration::from_secs(5)).unwrap_err();
+    assert!(
+        e.contains("exces-16: the pair: `disk` (pair ") && e.contains("and `ecd` is blank."),
+        "{e}"
+    );
+    // (Its recovery formatted the blank card's map region: a header, no entry.)
+    assert!(std::fs::read(&blank).unwrap()[..16 * K]
+        .iter()
+        .all(|&b| b == 0));
+    // Its own card: the page, from the card. This session unloads cleanly: page 3 goes
+    // back to the disk image, the disk's state clean.
+    let srv = serve(&clean, &disk, &ecd, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    let back = c.read(3 * K as u64, K as u32).unwrap();
+    assert_eq!((back.error, &back.data[..]), (0, &w[..]));
+    c.disconnect().unwrap();
+    srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert!(std::fs::read(&disk).unwrap()[3 * K..4 * K] == w[..]);
+    // The disk used alone: page 3 written straight into its image. With its card again,
+    // the card's older copy is dropped, not served.
+    let alone = pattern(11, K);
+    let mut b = std::fs::read(&disk).unwrap();
+    b[3 * K..4 * K].copy_from_slice(&alone);
+    std::fs::write(&disk, b).unwrap();
+    let srv = serve(&clean, &disk, &ecd, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    let back = c.read(3 * K as u64, K as u32).unwrap();
+    assert_eq!((back.error, &back.data[..]), (0, &alone[..]));
+    c.disconnect().unwrap();
+    let s = srv.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(layer_counter(&s, "exces", "pair_dropped_pages"), 1.0);
+    // A disk whose end holds data (an image used without the label) is refused, its
+    // bytes left as they were.
+    let used = image(&d, "used.img", 1 << 20, 44);
+    let before = std::fs::read(&used).unwrap();
+    let srv = serve(&clean, &used, &blank, &sock);
+    let mut c = Client::connect(&uri(&sock, "disk")).unwrap();
+    assert_ne!(c.read(0, K as u32).unwrap().error, 0);
+    c.disconnect().unwrap();
+    let e = srv.shutdown(Duration::from_secs(5)).unwrap_err();
+    assert!(e.contains("hold data that is not one"), "{e}");
+    assert!(
+        std::fs::read(&used).unwrap() == before,
+        "its bytes are kept"
+    );
+}
