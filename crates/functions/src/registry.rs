@@ -33,6 +33,21 @@ pub struct BuildContext<'a> {
     pub lookahead: Option<&'a TraceOpener>,
 }
 
+impl BuildContext<'_> {
+    /// An identity this layer writes to its devices (a RAID's array id, an EXCES pair's):
+    /// from the nonce and the table's key path, so two layers of one build (two arrays,
+    /// two cache pairs) never draw the same one — with the nonce alone they did, and a
+    /// card swapped between two EXCES pairs of one run went unnoticed (the swarm's
+    /// operator scenario for EXCES, seed 5, 2026-12-08). Never 0.
+    pub fn identity(&self) -> u64 {
+        // FNV-1a of the key path, mixed into the nonce before the id's finalizer.
+        let key = self.key.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
+        });
+        wattio_core::journal::new_id(self.nonce ^ key)
+    }
+}
+
 /// Parses and checks a table; `Ok` means a run would build it.
 pub type CheckFn = fn(&toml::Table, &BuildContext) -> Result<(), String>;
 /// Builds the function (unattached: devices come at attach).
@@ -315,6 +330,23 @@ mod tests {
 
     fn table(text: &str) -> toml::Table {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn each_layer_of_a_build_draws_its_own_identity() {
+        let (a, b) = (ctx("function[0]").identity(), ctx("function[1]").identity());
+        assert_ne!(a, b, "two layers of one build");
+        assert_eq!(
+            a,
+            ctx("function[0]").identity(),
+            "a pure function of the build"
+        );
+        let later = BuildContext {
+            nonce: 2,
+            ..ctx("function[0]")
+        };
+        assert_ne!(later.identity(), a, "another start");
+        assert!(a != 0 && b != 0);
     }
 
     #[test]

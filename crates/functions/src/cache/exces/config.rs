@@ -4,7 +4,6 @@ use super::Exces;
 use crate::registry::{self, range, Draw, Kind, SwarmDevices};
 use serde::Deserialize;
 use wattio_core::function::Function;
-use wattio_core::journal::new_id;
 use wattio_core::time::{secs_to_ns, Nanos};
 
 pub static KIND: Kind = Kind {
@@ -16,7 +15,7 @@ pub static KIND: Kind = Kind {
     doc: "docs/functions/exces.md",
     check: |t, ctx| Params::parse(t, ctx.key).map(|_| ()),
     build: |t, ctx| {
-        let exces = Exces::new(Params::parse(t, ctx.key)?).pair_id(new_id(ctx.nonce));
+        let exces = Exces::new(Params::parse(t, ctx.key)?).pair_id(ctx.identity());
         Ok(Box::new(exces) as Box<dyn Function>)
     },
     swarm: Some(swarm),

@@ -14,7 +14,7 @@ pub static KIND: Kind = Kind {
     check: |t, ctx| RaidConfig::parse(t, ctx.key).map(|_| ()),
     build: |t, ctx| {
         let raid = RaidConfig::parse(t, ctx.key)?.build();
-        Ok(Box::new(raid.array_id(super::persist::array_id(ctx.nonce))))
+        Ok(Box::new(raid.array_id(ctx.identity())))
     },
     swarm: Some(swarm),
 };

@@ -622,8 +622,8 @@ impl Raid {
         self
     }
 
-    /// The id a new array's log is formatted with (`persist::array_id` of the build's
-    /// nonce); a start takes the members' own.
+    /// The id a new array's log is formatted with (`BuildContext::identity`: the build's
+    /// nonce and the table's key); a start takes the members' own.
     pub fn array_id(mut self, id: u64) -> Raid {
         self.array = id;
         self
