@@ -6,7 +6,7 @@
 //! completion to layer k−1) happens here, once, so the two executors cannot disagree about it.
 
 use crate::device::DeviceInfo;
-use crate::function::{Action, Actions, Function, TimerId};
+use crate::function::{Action, Actions, Function, TimerId, Volume};
 use crate::io::{Buf, Completion, DeviceId, Io};
 use crate::power::PowerStateId;
 use crate::region::{self, Region};
@@ -196,13 +196,24 @@ impl Stack {
         }
     }
 
-    /// Attach every layer to the run's devices, then collect and check the metadata
-    /// regions they reserve ([`Function::regions`]).
+    /// Attach every layer to the run's devices, bottom up, then collect and check the
+    /// metadata regions they reserve ([`Function::regions`]). A layer whose volume
+    /// ([`Function::volume`]) is smaller than the device it is addressed as (an EXCES pair
+    /// whose label takes the disk's end) shrinks that device for the layers above it: an
+    /// array over such pairs lays its stripes within their volumes, not over their labels.
+    /// (A larger volume — an array's — leaves the device as it is: layers above an array
+    /// address its first member's id, as before.)
     pub fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
-        for l in &mut self.layers {
+        let mut seen = devices.to_vec();
+        for l in self.layers.iter_mut().rev() {
             let name = l.name().to_string();
-            l.attach(devices)
+            l.attach(&seen)
                 .map_err(|e| format!("function `{name}`: {e}"))?;
+            if let Some(v) = l.volume() {
+                if let Some(d) = seen.get_mut(v.dev as usize) {
+                    d.capacity = d.capacity.min(v.size);
+                }
+            }
         }
         let named: Vec<(String, Region)> = self
             .layers
@@ -215,6 +226,22 @@ impl Stack {
         region::check(&named, devices)?;
         self.regions = named.into_iter().map(|(_, r)| r).collect();
         Ok(())
+    }
+
+    /// The host's volumes ([`Function::volume`]), top down: a layer's volume whose device
+    /// a layer above takes as a member of its own (an EXCES pair under an array) is that
+    /// layer's business, not the host's.
+    pub fn volumes(&self) -> Vec<Volume> {
+        let mut taken: Vec<DeviceId> = Vec::new();
+        let mut out = Vec::new();
+        for v in self.layers.iter().filter_map(|l| l.volume()) {
+            if taken.contains(&v.dev) {
+                continue;
+            }
+            taken.extend(&v.members);
+            out.push(v);
+        }
+        out
     }
 
     /// The metadata regions the layers reserved (empty before `attach`).
@@ -514,6 +541,73 @@ mod tests {
         fn unload_left(&self) -> Option<String> {
             self.1.map(str::to_string)
         }
+    }
+
+    /// A layer that presents `volume` bytes of device 0 (with device 1) as one volume, and
+    /// tells the capacity of device 0 it was attached with.
+    struct Shrinks {
+        volume: Option<u64>,
+        saw: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Function for Shrinks {
+        fn name(&self) -> &str {
+            "shrinks"
+        }
+        fn attach(&mut self, devices: &[DeviceInfo]) -> Result<(), String> {
+            self.saw
+                .store(devices[0].capacity, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+        fn on_request(&mut self, _: Nanos, io: Io, out: &mut Actions) {
+            out.submit(io);
+        }
+        fn on_completion(&mut self, _: Nanos, done: Completion, out: &mut Actions) {
+            out.reply(done);
+        }
+        fn volume(&self) -> Option<Volume> {
+            Some(Volume {
+                name: "v".into(),
+                dev: 0,
+                size: self.volume?,
+                members: vec![0, 1],
+            })
+        }
+    }
+
+    #[test]
+    fn a_smaller_volume_below_shrinks_its_device_for_the_layers_above_and_is_not_the_hosts() {
+        use crate::power::PowerSpec;
+        use std::sync::Arc;
+        let devs: Vec<DeviceInfo> = (0..2)
+            .map(|i| DeviceInfo::new(i, format!("d{i}"), 1000, Arc::new(PowerSpec::constant(1.0))))
+            .collect();
+        let saw: Vec<Arc<std::sync::atomic::AtomicU64>> =
+            (0..4).map(|_| Default::default()).collect();
+        let layer = |volume, k: usize| {
+            Box::new(Shrinks {
+                volume,
+                saw: saw[k].clone(),
+            }) as Box<dyn Function>
+        };
+        // Top down: a layer without a volume; one presenting 2000 bytes (larger: device 0
+        // stays as it is for those above); one presenting 900; one without a volume.
+        let mut stack = Stack::new(vec![
+            layer(None, 0),
+            layer(Some(2000), 1),
+            layer(Some(900), 2),
+            layer(None, 3),
+        ]);
+        stack.attach(&devs).unwrap();
+        let seen: Vec<u64> = saw
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
+        assert_eq!(seen, vec![900, 900, 1000, 1000]);
+        // The host's volumes: the 2000-byte one only (the 900-byte one's device is its
+        // member).
+        let v = stack.volumes();
+        assert_eq!((v.len(), v[0].size), (1, 2000));
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl Reach {
             .iter()
             .map(|d| (d.info.name.clone(), Some(d.info.capacity)))
             .collect();
-        for v in asm.stack.layers().iter().filter_map(|l| l.volume()) {
+        for v in asm.stack.volumes() {
             for &m in &v.members {
                 if let Some(d) = devices.get_mut(m as usize) {
                     d.1 = None;

@@ -273,3 +273,54 @@ fn host_data_written_into_a_metadata_region_is_caught() {
         "{e}"
     );
 }
+
+/// RAID-0 over two labelled EXCES pairs (`pair_label`): the stack attaches bottom up and
+/// presents each pair's volume — its disk less the label's 20 KiB, 999,976,960 bytes of
+/// the 10^9 — to the array, which stripes within them: its volume is 2 × 999,976,960
+/// bytes (with the disks' raw size it was 2 × 10^9, its last stripes over the labels). The
+/// array's last pages written and read back across a crash, every one as acknowledged.
+#[test]
+fn an_array_over_labelled_exces_pairs_stripes_within_their_volumes() {
+    const VOLUME: u64 = 244_135 * 4096;
+    let mut config = String::from("[run]\nseed = 3\n\n");
+    for (disk, card) in [("d0", "c0"), ("d1", "c1")] {
+        config += &format!(
+            "[[device]]\nname = \"{disk}\"\n{}\n[[device]]\nname = \"{card}\"\nmodel = \"sandisk-ultra-cf-2gb\"\n\n",
+            wattio_core::testing::SpecDisk::ROUND.toml()
+        );
+    }
+    config +=
+        "[[function]]\nkind = \"raid\"\nlevel = 0\ndevices = [\"d0\", \"d1\"]\nchunk_kib = 4\n\n";
+    for (disk, card) in [("d0", "c0"), ("d1", "c1")] {
+        config += &format!(
+            "[[function]]\nkind = \"exces\"\ndisk = \"{disk}\"\nflash = \"{card}\"\ncache_pages = 64\nabsorb_writes = \"always\"\npair_label = true\n\n"
+        );
+    }
+    let cfg = wattio_engine::RunConfig::from_toml("array.toml", &config).unwrap();
+    let cat = Catalogue::embedded().unwrap();
+    let asm = assemble(&cfg, &cat, None, &mut Registry::new(), 0).unwrap();
+    let v = asm.stack.volumes();
+    assert_eq!(
+        v.iter().map(|v| (v.dev, v.size)).collect::<Vec<_>>(),
+        vec![(0, 2 * VOLUME)],
+        "the array's volume only, within the pairs'"
+    );
+    // The array's last 16 pages written (a FLUSH after them), then read back after a crash.
+    let end = 2 * VOLUME;
+    let mut requests = Vec::new();
+    for p in 0..16u64 {
+        let t = 1_000_000 * (p + 1);
+        requests.push(Request::new(t, Op::Write, end - (p + 1) * 4096, 4096));
+    }
+    requests.push(Request::new(20_000_000, Op::Flush, 0, 0));
+    for p in 0..16u64 {
+        requests.push(Request::new(
+            2_000_000_000 + p,
+            Op::Read,
+            end - (p + 1) * 4096,
+            4096,
+        ));
+    }
+    let phases = run_with_crashes(&config, 4096, &requests, &[1_000_000_000]).unwrap();
+    assert_eq!(phases.len(), 2);
+}

@@ -292,23 +292,31 @@ fn disk_of(t: &str) -> Option<&str> {
 
 /// EXCES keeps its pair label at the end of its disk (`pair_label`, drawn for half the
 /// persisted maps). It stays only where nothing else claims that end or moves that disk's
-/// blocks: no array in the stack (an array above would address the label's blocks as its
-/// own, one below would stripe them), no FS2 journal or other label on the disk; those
-/// disks join `logs` (no striping or write-back layer under them). The first `kept` tables
-/// are those checked; a label drawn in a table pushed later is dropped (`drop_late_labels`).
+/// blocks: not above an array (its disk would be the array's volume, the label's blocks
+/// striped over the members), not on a disk holding an array's log, an FS2 journal or
+/// another label; those disks join `logs` (no striping or write-back layer under them). An
+/// array above labelled pairs lays its stripes within their volumes (`Stack::attach`
+/// presents them). The first `kept` tables are those checked; a label drawn in a table
+/// pushed later is dropped (`drop_late_labels`).
 fn exces_labels(stack: &mut [String], logs: &mut Vec<String>, array: bool) -> usize {
+    let top = stack.iter().position(|t| {
+        ARRAYS
+            .iter()
+            .any(|a| t.contains(&format!("kind = \"{a}\"")))
+    });
     let fs2: Vec<String> = stack
         .iter()
         .filter(|t| t.contains("kind = \"fs2\"") && t.contains("journal_kb"))
         .filter_map(|t| disk_of(t).map(String::from))
         .collect();
     let mut labelled: Vec<String> = Vec::new();
-    for t in stack.iter_mut() {
+    for (i, t) in stack.iter_mut().enumerate() {
         if !t.contains("pair_label = true") {
             continue;
         }
         let disk = disk_of(t).expect("exces names its disk").to_string();
-        if array || fs2.contains(&disk) || labelled.contains(&disk) || logs.contains(&disk) {
+        let above = array && top.is_none_or(|a| i < a);
+        if above || fs2.contains(&disk) || labelled.contains(&disk) || logs.contains(&disk) {
             *t = t.replace("pair_label = true\n", "");
         } else {
             labelled.push(disk);

@@ -279,7 +279,7 @@ pub fn build_from_config_with(
         stack.attach(&infos)?;
     }
     // An array's volume is exported in place of its members (and first: the default).
-    let volumes: Vec<_> = stack.layers().iter().filter_map(|l| l.volume()).collect();
+    let volumes = stack.volumes();
     let spinning = |dev: u16| {
         devices[dev as usize]
             .runtime
