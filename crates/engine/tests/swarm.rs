@@ -309,6 +309,7 @@ fn exces_labels(stack: &mut [String], logs: &mut Vec<String>, array: bool) -> us
         .filter(|t| t.contains("kind = \"fs2\"") && t.contains("journal_kb"))
         .filter_map(|t| disk_of(t).map(String::from))
         .collect();
+    let array_table = top.map(|a| stack[a].clone());
     let mut labelled: Vec<String> = Vec::new();
     for (i, t) in stack.iter_mut().enumerate() {
         if !t.contains("pair_label = true") {
@@ -316,7 +317,13 @@ fn exces_labels(stack: &mut [String], logs: &mut Vec<String>, array: bool) -> us
         }
         let disk = disk_of(t).expect("exces names its disk").to_string();
         let above = array && top.is_none_or(|a| i < a);
-        if above || fs2.contains(&disk) || labelled.contains(&disk) || logs.contains(&disk) {
+        // An array's spare must hold a member's stripes: a label would leave it 20 KiB
+        // short (seed 859,739: refused at attach).
+        let spare = array_table
+            .as_deref()
+            .is_some_and(|a| a.contains(&format!("spare = \"{disk}\"")));
+        if above || spare || fs2.contains(&disk) || labelled.contains(&disk) || logs.contains(&disk)
+        {
             *t = t.replace("pair_label = true\n", "");
         } else {
             labelled.push(disk);
